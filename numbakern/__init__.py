@@ -1,0 +1,37 @@
+"""numbakern: author CUDA kernels in Python with Numba, test them in a fast checking simulator, ship them as CUDA C.
+
+Importing numbakern in simulator mode (``NUMBA_ENABLE_CUDASIM=1``) installs numbakern's simulator layer, so every
+``@cuda.jit`` launch from then on runs on it.
+"""
+
+from __future__ import annotations
+
+from . import mode
+from .compare import Comparison, compare
+from .launch import (
+    LaunchConfig,
+    array_info,
+    cdiv,
+    check_array,
+    check_matmul_shapes,
+    check_same_device,
+    dynamic_shared_bytes,
+    grid_for,
+    launch_config,
+    to_kernel_arg,
+)
+from .registry import Case, KernelSpec, Work, all_specs, get, register, run_case
+from .specialize import constants_of, specialize
+
+__version__ = "0.1.0"
+
+if mode.in_simulator():
+    from . import sim
+
+    sim.install()
+
+__all__ = [
+    "Case", "Comparison", "KernelSpec", "LaunchConfig", "Work", "all_specs", "array_info", "cdiv", "check_array",
+    "check_matmul_shapes", "check_same_device", "compare", "constants_of", "dynamic_shared_bytes", "get",
+    "grid_for", "launch_config", "register", "run_case", "specialize", "to_kernel_arg",
+]

@@ -1,0 +1,69 @@
+"""Comparing a kernel's output with a reference, with a report a person can act on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Comparison:
+    name: str
+    ok: bool
+    max_abs_error: float
+    max_rel_error: float  # relative to the error scale, the quantity the tolerance bounds
+    mismatches: int
+    first_mismatches: tuple[tuple[tuple[int, ...], float, float], ...]  # (index, got, expected)
+    reason: str = ""
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"{self.name}: ok (max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g})"
+        head = f"{self.name}: {self.reason or f'{self.mismatches} elements differ'}"
+        head += f" (max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g})"
+        rows = [f"  at {idx}: got {got!r}, expected {exp!r}" for idx, got, exp in self.first_mismatches]
+        return "\n".join([head, *rows])
+
+
+def compare(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    *,
+    scale: np.ndarray | None = None,
+    rtol: float = 1e-5,
+    atol: float = 0.0,
+    name: str = "output",
+    show: int = 5,
+) -> Comparison:
+    """Element-wise ``|actual - expected| <= atol + rtol * scale`` (``scale`` defaults to ``|expected|``).
+
+    Integers compare exactly when ``rtol`` and ``atol`` are 0. NaN or Inf in ``actual`` where ``expected`` is
+    finite always fails (poisoned outputs that a kernel never wrote show up here).
+    """
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    if actual.shape != expected.shape:
+        return Comparison(name, False, np.inf, np.inf, actual.size, (), f"shape {actual.shape} != {expected.shape}")
+    a = actual.astype(np.float64)
+    e = expected.astype(np.float64)
+    s = np.abs(e) if scale is None else np.abs(np.asarray(scale, dtype=np.float64))
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(a - e)
+        err = np.where(np.isnan(a) & np.isnan(e), 0.0, err)
+        bad = ~(err <= atol + rtol * s)
+        rel = np.where(s > 0, err / np.where(s > 0, s, 1.0), np.where(err > 0, np.inf, 0.0))
+        # a NaN error (an unwritten, poisoned element) counts as infinitely wrong in the report
+        err = np.where(np.isnan(err), np.inf, err)
+        rel = np.where(np.isnan(rel), np.inf, rel)
+    where = np.argwhere(bad)[:show]
+    first = tuple((tuple(int(i) for i in idx), actual[tuple(idx)].item(), expected[tuple(idx)].item()) for idx in where)
+    n_bad = int(bad.sum())
+    return Comparison(
+        name=name,
+        ok=n_bad == 0,
+        max_abs_error=float(err.max(initial=0.0)),
+        max_rel_error=float(rel.max(initial=0.0)),
+        mismatches=n_bad,
+        first_mismatches=first,
+    )

@@ -1,0 +1,1 @@
+"""The kernel library. Importing a family module registers its kernels (see ``numbakern.registry``)."""

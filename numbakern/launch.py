@@ -1,0 +1,267 @@
+"""Launch arithmetic and argument handling: what the lecture's utils.py did by hand.
+
+- ``cdiv`` and ``grid_for`` turn a problem shape and a block shape into a launch grid;
+- ``dynamic_shared_bytes`` sizes dynamic shared memory from a dtype and element counts;
+- ``kernel_array`` accepts torch tensors, CuPy arrays (``__cuda_array_interface__``) and numpy arrays, checks
+  them, and returns what a ``@cuda.jit`` kernel should be given in the current mode (simulator or GPU);
+- ``check_same_device`` and ``check_matmul_shapes`` catch the mistakes that otherwise surface as a crash deep
+  inside numba, or as a wrong answer.
+
+Every error names the argument and says what was expected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from . import mode
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division of non-negative integers: the number of size-``b`` blocks that cover ``a`` items."""
+    a, b = _as_int("a", a), _as_int("b", b)
+    if b <= 0:
+        raise ValueError(f"cdiv: b must be positive, got {b}")
+    if a < 0:
+        raise ValueError(f"cdiv: a must be non-negative, got {a}")
+    return (a + b - 1) // b
+
+
+def grid_for(shape: int | Sequence[int], block: int | Sequence[int]) -> tuple[int, ...]:
+    """Blocks per grid so that ``block``-shaped blocks cover ``shape`` (1-D, 2-D or 3-D, x first).
+
+    ``shape`` and ``block`` are in CUDA's x, y, z order: for a row-major ``(rows, cols)`` matrix whose threads map
+    x to columns, pass ``shape=(cols, rows)``.
+    """
+    shape_t = _dims("shape", shape)
+    block_t = _dims("block", block)
+    if len(shape_t) != len(block_t):
+        raise ValueError(f"grid_for: shape has {len(shape_t)} dimensions but block has {len(block_t)}")
+    if any(b <= 0 for b in block_t):
+        raise ValueError(f"grid_for: block dimensions must be positive, got {block_t}")
+    grid = tuple(max(1, cdiv(s, b)) for s, b in zip(shape_t, block_t))
+    return grid
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Everything ``kernel[...]`` needs: ``kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)``."""
+
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    shared_bytes: int = 0
+
+    def __iter__(self):
+        # lets a config be unpacked straight into a launch: kernel[(*cfg,)]
+        return iter((self.grid, self.block, 0, self.shared_bytes))
+
+    @property
+    def threads_per_block(self) -> int:
+        return int(np.prod(self.block))
+
+
+def launch_config(shape: int | Sequence[int], block: int | Sequence[int], shared_bytes: int = 0) -> LaunchConfig:
+    """Grid and block for covering ``shape`` (x, y, z order), plus the dynamic shared memory in bytes."""
+    block_t = _dims("block", block)
+    threads = int(np.prod(block_t))
+    if threads > 1024:
+        raise ValueError(f"block {block_t} has {threads} threads; CUDA allows at most 1024 per block")
+    return LaunchConfig(grid_for(shape, block_t), block_t, _as_int("shared_bytes", shared_bytes))
+
+
+def dynamic_shared_bytes(dtype: Any, *counts: int) -> int:
+    """Bytes of dynamic shared memory for arrays of ``dtype`` with the given element counts.
+
+    ``dynamic_shared_bytes(np.float32, tw * tw, tw * tw)`` sizes the lecture's two tiles. Accepts numpy dtypes and
+    scalar types, numba types (``numba.float32``) and torch dtypes.
+    """
+    if not counts:
+        raise ValueError("dynamic_shared_bytes: give at least one element count")
+    itemsize = as_numpy_dtype(dtype).itemsize
+    total = 0
+    for i, n in enumerate(counts):
+        n = _as_int(f"counts[{i}]", n)
+        if n < 0:
+            raise ValueError(f"dynamic_shared_bytes: counts[{i}] must be non-negative, got {n}")
+        total += n * itemsize
+    return total
+
+
+def as_numpy_dtype(dtype: Any) -> np.dtype:
+    """The numpy dtype for a numpy, numba or torch dtype (or its name)."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        pass
+    name = str(dtype).removeprefix("torch.")
+    try:
+        return np.dtype(name)
+    except TypeError:
+        raise TypeError(f"unsupported dtype {dtype!r}: expected a numpy, numba or torch dtype") from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# arrays
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """What the checks need to know about an array, whichever library it came from."""
+
+    library: str  # "numpy" | "torch" | "cupy" | "cuda" (any other __cuda_array_interface__ object)
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    c_contiguous: bool
+    on_gpu: bool
+    device: str  # "cpu" or "cuda:<n>"
+
+
+def array_info(name: str, x: Any) -> ArrayInfo:
+    """Describe ``x``; a ``TypeError`` naming ``name`` if it is not an array this toolkit accepts."""
+    torch = _torch_if_tensor(x)
+    if torch is not None:
+        on_gpu = x.device.type == "cuda"
+        device = f"cuda:{x.device.index or 0}" if on_gpu else x.device.type
+        return ArrayInfo("torch", tuple(x.shape), as_numpy_dtype(x.dtype), x.is_contiguous(), on_gpu, device)
+    if isinstance(x, np.ndarray):
+        return ArrayInfo("numpy", x.shape, x.dtype, x.flags.c_contiguous, False, "cpu")
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is not None:
+        shape = tuple(cai["shape"])
+        dtype = np.dtype(cai["typestr"])
+        strides = cai.get("strides")
+        contiguous = strides is None or tuple(strides) == _c_strides(shape, dtype.itemsize)
+        library = "cupy" if type(x).__module__.startswith("cupy") else "cuda"
+        return ArrayInfo(library, shape, dtype, contiguous, True, f"cuda:{_cupy_device(x)}")
+    raise TypeError(
+        f"argument '{name}' must be a torch tensor, a CuPy array (or any object with __cuda_array_interface__) "
+        f"or a numpy array, got {type(x).__module__}.{type(x).__qualname__}"
+    )
+
+
+def check_array(
+    name: str,
+    x: Any,
+    *,
+    dtype: Any | Iterable[Any] | None = None,
+    ndim: int | None = None,
+    contiguous: bool = True,
+) -> ArrayInfo:
+    """Check one kernel argument; raise ``TypeError``/``ValueError`` naming ``name`` on any mismatch."""
+    info = array_info(name, x)
+    if dtype is not None:
+        allowed = [as_numpy_dtype(d) for d in (dtype if _is_dtype_list(dtype) else [dtype])]
+        if info.dtype not in allowed:
+            want = " or ".join(str(d) for d in allowed)
+            raise TypeError(f"argument '{name}' must have dtype {want}, got {info.dtype}")
+    if ndim is not None and len(info.shape) != ndim:
+        raise ValueError(f"argument '{name}' must be {ndim}-D, got {len(info.shape)}-D with shape {info.shape}")
+    if contiguous and not info.c_contiguous:
+        fix = ".contiguous()" if info.library == "torch" else "np.ascontiguousarray(...)"
+        raise ValueError(f"argument '{name}' must be C-contiguous (row-major); got a strided view; call {fix} first")
+    if mode.in_simulator():
+        if info.on_gpu:
+            raise TypeError(
+                f"argument '{name}' lives on the GPU ({info.device}) but kernels run in the CUDA simulator; "
+                "pass a numpy array or a CPU tensor"
+            )
+    elif not info.on_gpu and info.library == "torch":
+        raise TypeError(
+            f"argument '{name}' is a CPU tensor but this launch runs on the GPU; move it with {name}.cuda()"
+        )
+    return info
+
+
+def check_same_device(**arrays: ArrayInfo) -> str:
+    """All arrays on one device (or all on the host); returns that device."""
+    devices = {name: info.device for name, info in arrays.items()}
+    if len(set(devices.values())) > 1:
+        listing = ", ".join(f"'{n}' on {d}" for n, d in devices.items())
+        raise ValueError(f"arguments must all be on one device, got {listing}")
+    return next(iter(devices.values()))
+
+
+def check_matmul_shapes(a_name: str, a: ArrayInfo, b_name: str, b: ArrayInfo) -> tuple[int, int, int]:
+    """``(h, k, w)`` for ``a (h, k) @ b (k, w)``, or a ``ValueError`` naming both arguments."""
+    (h, k), (k2, w) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(
+            f"inner dimensions differ: '{a_name}' is {h}x{k} and '{b_name}' is {k2}x{w}; "
+            f"'{a_name}'.shape[1] must equal '{b_name}'.shape[0]"
+        )
+    return h, k, w
+
+
+def to_kernel_arg(x: Any) -> Any:
+    """What to pass to a ``@cuda.jit`` kernel for an array that ``check_array`` accepted.
+
+    In the simulator kernels need host memory: numpy arrays as they are, CPU tensors as zero-copy numpy views. On
+    the GPU numba takes ``__cuda_array_interface__`` objects (torch CUDA tensors, CuPy arrays) without a copy and
+    numpy arrays with a copy to and from the device.
+    """
+    if _torch_if_tensor(x) is not None and x.device.type == "cpu":
+        return x.detach().numpy()
+    return x
+
+
+def empty_like_on(x: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    """An uninitialised output array of the same library and device as ``x``."""
+    torch = _torch_if_tensor(x)
+    if torch is not None:
+        return torch.empty(shape, dtype=getattr(torch, dtype.name), device=x.device)
+    if isinstance(x, np.ndarray):
+        return np.empty(shape, dtype=dtype)
+    if type(x).__module__.startswith("cupy"):
+        import cupy
+
+        with cupy.cuda.Device(_cupy_device(x)):
+            return cupy.empty(shape, dtype=dtype)
+    from numba import cuda
+
+    return cuda.device_array(shape, dtype=dtype)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _torch_if_tensor(x: Any):
+    """The torch module if ``x`` is a torch tensor; never imports torch for a non-tensor."""
+    if type(x).__module__.split(".")[0] != "torch":
+        return None
+    import torch
+
+    return torch if isinstance(x, torch.Tensor) else None
+
+
+def _cupy_device(x: Any) -> int:
+    device = getattr(x, "device", None)
+    return int(getattr(device, "id", 0) or 0)
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(extent, 1)
+    return tuple(reversed(strides))
+
+
+def _is_dtype_list(dtype: Any) -> bool:
+    return isinstance(dtype, (list, tuple, set, frozenset))
+
+
+def _as_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def _dims(name: str, value: int | Sequence[int]) -> tuple[int, ...]:
+    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not 1 <= len(dims) <= 3:
+        raise ValueError(f"{name} must have 1 to 3 dimensions, got {len(dims)}")
+    return tuple(_as_int(f"{name}[{i}]", d) for i, d in enumerate(dims))

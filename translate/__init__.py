@@ -1,0 +1,1 @@
+"""translate: a numba CUDA kernel + argument types -> plain CUDA C."""

@@ -1,0 +1,2 @@
+def main() -> int:
+    raise SystemExit("translate: not implemented yet")
