@@ -60,6 +60,11 @@ def _choose_mode(options) -> None:
     os.environ[mode.SIM_ENV] = "1" if sim else "0"
     if sim:
         os.environ.setdefault(CHECKS_ENV, "all")
+        # numbakern itself was imported (to load this plugin) before the mode was chosen, so its import-time
+        # install did not run: switch the simulator to numbakern's engine now, before any test launches a kernel.
+        from . import sim as numbakern_sim
+
+        numbakern_sim.install()
 
 
 def pytest_configure(config: pytest.Config) -> None:

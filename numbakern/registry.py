@@ -115,6 +115,7 @@ KERNEL_MODULES = (
     "numbakern.kernels.elementwise",
     "numbakern.kernels.reduce",
     "numbakern.kernels.transpose",
+    "numbakern.kernels.matmul_fast",
 )
 
 

@@ -1,0 +1,354 @@
+"""Fast fp32 matrix multiplication in Numba (issue 7): the lecture's tiled kernel written the numbakern way, and
+the flagship register-tiled kernel.
+
+``matmul_tiled_fast(tw)``
+    The lecture's tiled kernel with the three numbakern habits applied (``docs/performance.md``): the tile width is
+    a compile-time constant (static shared tiles, an unrolled inner loop), every subscript is an unsigned 32-bit
+    index (no negative-index wraparound selects), and it is compiled with ``fastmath`` and ``launch_bounds``.
+
+``matmul_flagship(bm, bn, bk, tm, tn)``
+    Block tiling through shared memory plus a ``tm``×``tn`` register tile per thread (``cuda.local.array`` with
+    constant shapes, indexed only by unrolled loop counters, so it lives in registers). Each block computes a
+    ``bm``×``bn`` tile of the output with ``(bm/tm)*(bn/tn)`` threads; the A tile is stored transposed (k-major)
+    and padded so that both the transposing store and the reads are free of bank conflicts, and each thread's
+    rows and columns come in groups of 4 consecutive elements so that its shared-memory reads can widen to 16
+    bytes. Shared memory is double-buffered: the next k-tile is loaded from global memory into registers before
+    the current one is multiplied, and one barrier per k-tile suffices. Every load and store is bounds-checked,
+    so any shape is correct; the checks cost a few integer instructions per ``tm*tn*bk`` multiply-adds.
+
+``matmul_fast(a, b, out=None, config=None)`` is the user-facing entry point; without a ``config`` it asks
+``numbakern.autotune`` for the best one for this device and shape class.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+from ..autotune import Autotuner
+from ..fastpath import jit_options, u32
+from ..launch import LaunchConfig, cdiv, check_array, check_matmul_shapes, check_same_device, empty_like_on, \
+    launch_config, to_kernel_arg
+from ..registry import Case, KernelSpec, register
+from ..specialize import specialize
+from .matmul import BENCH_SIZES, MATRIX, _error_scale, _matmul_inputs, _reference, _work
+
+# ---------------------------------------------------------------------------------------------------------------
+# the lecture's tiled kernel, the numbakern way
+
+
+@specialize
+def matmul_tiled_fast(tw: int):
+    """``matmul_tiled_static`` plus unsigned subscripts, ``fastmath`` and ``launch_bounds``: launch ``tw``×``tw``."""
+
+    @cuda.jit(**jit_options(threads=tw * tw))
+    def matmul_tiled_fast(m, n, out):
+        tc = cuda.threadIdx.x
+        tr = cuda.threadIdx.y
+        r = cuda.blockIdx.y * tw + tr
+        c = cuda.blockIdx.x * tw + tc
+        h = m.shape[0]
+        k = m.shape[1]
+        w = n.shape[1]
+
+        ms = cuda.shared.array((tw, tw), dtype=np.float32)
+        ns = cuda.shared.array((tw, tw), dtype=np.float32)
+
+        p = np.float32(0.0)
+        for idx in range(0, k, tw):
+            if r < h and idx + tc < k:
+                ms[u32(tr), u32(tc)] = m[u32(r), u32(idx + tc)]
+            else:
+                ms[u32(tr), u32(tc)] = np.float32(0.0)
+            if c < w and idx + tr < k:
+                ns[u32(tr), u32(tc)] = n[u32(idx + tr), u32(c)]
+            else:
+                ns[u32(tr), u32(tc)] = np.float32(0.0)
+            cuda.syncthreads()
+            for i in range(tw):
+                p += ms[u32(tr), i] * ns[i, u32(tc)]
+            cuda.syncthreads()
+        if r < h and c < w:
+            out[u32(r), u32(c)] = p
+
+    return matmul_tiled_fast
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the flagship
+
+
+def _check_config(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
+    """Threads per block for a flagship config, or a ValueError saying which constraint fails."""
+    for name, v in (("bm", bm), ("bn", bn), ("bk", bk), ("tm", tm), ("tn", tn)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"matmul_flagship: {name} must be a positive int, got {v!r}")
+    if bm % tm or bn % tn:
+        raise ValueError(f"matmul_flagship: tm={tm} must divide bm={bm} and tn={tn} must divide bn={bn}")
+    vm, vn = min(4, tm), min(4, tn)
+    if tm % vm or tn % vn:
+        raise ValueError("matmul_flagship: tm and tn must be 1, 2, 3 or a multiple of 4")
+    threads = (bm // tm) * (bn // tn)
+    if not 1 <= threads <= 1024:
+        raise ValueError(f"matmul_flagship: (bm/tm)*(bn/tn) = {threads} threads per block; must be 1..1024")
+    if (bm * bk) % threads or (bk * bn) % threads:
+        raise ValueError(f"matmul_flagship: the {bm}x{bk} and {bk}x{bn} tiles must split evenly over {threads} threads")
+    if 2 * bk * ((bm + 4) + bn) * 4 > 48 * 1024:
+        raise ValueError("matmul_flagship: the double-buffered tiles need more than 48 KiB of static shared memory")
+    return threads
+
+
+@specialize
+def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: int = 8):
+    """The flagship kernel for one tile configuration; launch with ``flagship_launch`` (1-D blocks)."""
+    nt = _check_config(bm, bn, bk, tm, tn)
+    tx_count = bn // tn  # threads along a row of the block tile
+    vm = min(4, tm)  # rows per group of consecutive rows a thread owns
+    vn = min(4, tn)
+    gm = bm // (tm // vm)  # distance between a thread's groups of rows
+    gn = bn // (tn // vn)
+    la = (bm * bk) // nt  # elements of the A tile each thread loads
+    lb = (bk * bn) // nt
+    pa = bm + 4 if bm % 32 == 0 else bm  # padded row of the transposed A tile: no bank conflicts on the store
+    opts = jit_options(threads=nt)
+
+    @cuda.jit(**opts)
+    def matmul_flagship(m, n, out):
+        tid = cuda.threadIdx.x
+        tx = tid % tx_count
+        ty = tid // tx_count
+        row0 = cuda.blockIdx.y * bm
+        col0 = cuda.blockIdx.x * bn
+        h = m.shape[0]
+        k = m.shape[1]
+        w = n.shape[1]
+
+        a_s = cuda.shared.array((2, bk, pa), dtype=np.float32)
+        b_s = cuda.shared.array((2, bk, bn), dtype=np.float32)
+        acc = cuda.local.array(tm * tn, dtype=np.float32)
+        a_frag = cuda.local.array(tm, dtype=np.float32)
+        b_frag = cuda.local.array(tn, dtype=np.float32)
+        a_ld = cuda.local.array(la, dtype=np.float32)
+        b_ld = cuda.local.array(lb, dtype=np.float32)
+        for i in range(tm * tn):
+            acc[i] = np.float32(0.0)
+
+        # stage k-tile 0: global -> registers -> shared buffer 0
+        for i in range(la):
+            e = tid + i * nt
+            gr = row0 + e // bk
+            gk = e % bk
+            if gr < h and gk < k:
+                a_ld[i] = m[u32(gr), u32(gk)]
+            else:
+                a_ld[i] = np.float32(0.0)
+        for i in range(lb):
+            e = tid + i * nt
+            gk = e // bn
+            gc = col0 + e % bn
+            if gk < k and gc < w:
+                b_ld[i] = n[u32(gk), u32(gc)]
+            else:
+                b_ld[i] = np.float32(0.0)
+        for i in range(la):
+            e = tid + i * nt
+            a_s[0, u32(e % bk), u32(e // bk)] = a_ld[i]
+        for i in range(lb):
+            e = tid + i * nt
+            b_s[0, u32(e // bn), u32(e % bn)] = b_ld[i]
+        cuda.syncthreads()
+
+        ntiles = (k + bk - 1) // bk
+        for t in range(ntiles):
+            cur = t % 2
+            k_next = (t + 1) * bk
+            more = t + 1 < ntiles
+            if more:  # issue the next tile's global loads before the math, so they are in flight during it
+                for i in range(la):
+                    e = tid + i * nt
+                    gr = row0 + e // bk
+                    gk = k_next + e % bk
+                    if gr < h and gk < k:
+                        a_ld[i] = m[u32(gr), u32(gk)]
+                    else:
+                        a_ld[i] = np.float32(0.0)
+                for i in range(lb):
+                    e = tid + i * nt
+                    gk = k_next + e // bn
+                    gc = col0 + e % bn
+                    if gk < k and gc < w:
+                        b_ld[i] = n[u32(gk), u32(gc)]
+                    else:
+                        b_ld[i] = np.float32(0.0)
+            for kk in range(bk):
+                for i in range(tm):
+                    a_frag[i] = a_s[u32(cur), kk, u32((i // vm) * gm + ty * vm + i % vm)]
+                for j in range(tn):
+                    b_frag[j] = b_s[u32(cur), kk, u32((j // vn) * gn + tx * vn + j % vn)]
+                for i in range(tm):
+                    for j in range(tn):
+                        acc[i * tn + j] += a_frag[i] * b_frag[j]
+            if more:
+                nxt = 1 - cur
+                for i in range(la):
+                    e = tid + i * nt
+                    a_s[u32(nxt), u32(e % bk), u32(e // bk)] = a_ld[i]
+                for i in range(lb):
+                    e = tid + i * nt
+                    b_s[u32(nxt), u32(e // bn), u32(e % bn)] = b_ld[i]
+            cuda.syncthreads()
+
+        for i in range(tm):
+            r = row0 + (i // vm) * gm + ty * vm + i % vm
+            if r < h:
+                for j in range(tn):
+                    c = col0 + (j // vn) * gn + tx * vn + j % vn
+                    if c < w:
+                        out[u32(r), u32(c)] = acc[i * tn + j]
+
+    return matmul_flagship
+
+
+def flagship_threads(config: dict) -> int:
+    return _check_config(config["bm"], config["bn"], config["bk"], config["tm"], config["tn"])
+
+
+def flagship_launch(config: dict, h: int, w: int) -> LaunchConfig:
+    """Grid and block for an ``h``×``w`` output: one block per ``bm``×``bn`` tile, 1-D blocks."""
+    nt = flagship_threads(config)
+    return LaunchConfig((max(1, cdiv(w, config["bn"])), max(1, cdiv(h, config["bm"])), 1), (nt, 1, 1), 0)
+
+
+#: the default configuration (the classic 128x128 block tile, 8x8 per thread, 256 threads)
+DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8}
+
+#: the autotuner's candidates on a GPU (all fit 48 KiB of static shared memory)
+CONFIGS = (
+    DEFAULT_CONFIG,
+    {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 8},
+    {"bm": 128, "bn": 64, "bk": 16, "tm": 8, "tn": 8},
+    {"bm": 64, "bn": 128, "bk": 16, "tm": 8, "tn": 8},
+    {"bm": 64, "bn": 64, "bk": 16, "tm": 4, "tn": 8},
+    {"bm": 64, "bn": 64, "bk": 8, "tm": 4, "tn": 4},
+)
+
+#: a small configuration for the simulator (64 threads, 2x2 per thread, tiles that 33x70x45 does not divide)
+SIM_CONFIG = {"bm": 16, "bn": 16, "bk": 4, "tm": 2, "tn": 2}
+
+
+def _matmul_key(a, b, out) -> tuple[int, int, int]:
+    return (int(a.shape[0]), int(a.shape[1]), int(b.shape[1]))
+
+
+autotuner = Autotuner(
+    "matmul_flagship",
+    matmul_flagship,
+    configs=CONFIGS,
+    key=_matmul_key,
+    launch=lambda config, a, b, out: flagship_launch(config, int(a.shape[0]), int(b.shape[1])),
+    sim_config=SIM_CONFIG,
+)
+
+
+def matmul_fast(a, b, out=None, *, config: dict | None = None):
+    """``a @ b`` for float32 matrices with the flagship kernel (autotuned per device and shape class).
+
+    Same conventions as ``numbakern.kernels.matmul.matmul``: torch tensors, CuPy arrays or numpy arrays in (numpy
+    or CPU tensors under the simulator), the product out, of the same kind on the same device.
+    """
+    a_info = check_array("a", a, dtype=np.float32, ndim=2)
+    b_info = check_array("b", b, dtype=np.float32, ndim=2)
+    infos = {"a": a_info, "b": b_info}
+    h, _, w = check_matmul_shapes("a", a_info, "b", b_info)
+    if out is None:
+        out = empty_like_on(a, (h, w), np.dtype(np.float32))
+    else:
+        out_info = check_array("out", out, dtype=np.float32, ndim=2)
+        if out_info.shape != (h, w):
+            raise ValueError(f"argument 'out' must have shape {(h, w)} for a {a_info.shape} @ {b_info.shape} product, got {out_info.shape}")
+        infos["out"] = out_info
+    check_same_device(**infos)
+    args = (to_kernel_arg(a), to_kernel_arg(b), to_kernel_arg(out))
+    if h == 0 or w == 0:
+        return out
+    if config is None:
+        autotuner(*args)
+    else:
+        cfg = flagship_launch(config, h, w)
+        matmul_flagship(**config)[cfg.grid, cfg.block](*args)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# registry
+
+#: sizes for the simulator: non-multiples of every tile size of SIM_CONFIG, and 1
+TEST_SIZES = ({"h": 33, "k": 70, "w": 45}, {"h": 1, "k": 1, "w": 1}, {"h": 17, "k": 5, "w": 31})
+#: GPU verification: non-multiples of every tile size of every config (128, 64, 16, 8, 4), primes, 1
+VERIFY_SIZES = (
+    {"h": 1, "k": 1, "w": 1},
+    {"h": 33, "k": 70, "w": 45},
+    {"h": 127, "k": 131, "w": 257},
+    {"h": 256, "k": 256, "w": 256},
+    {"h": 7, "k": 1021, "w": 3},
+    {"h": 129, "k": 9, "w": 131},
+    {"h": 509, "k": 263, "w": 383},
+)
+FLAGSHIP_BENCH_SIZES = (*BENCH_SIZES, {"h": 1024, "k": 1024, "w": 1024}, {"h": 2048, "k": 2048, "w": 2048},
+                        {"h": 8192, "k": 8192, "w": 8192})
+
+
+def registered_flagship_config() -> dict:
+    """The config the registered spec uses: the small one under the simulator, the default on a GPU."""
+    from .. import mode
+
+    return dict(SIM_CONFIG if mode.in_simulator() else DEFAULT_CONFIG)
+
+
+def _flagship_case(size, rng, dist="uniform", config=None):
+    config = registered_flagship_config() if config is None else config
+    m, n, out = _matmul_inputs(size, rng, dist)
+    return Case((m, n, out), flagship_launch(config, size["h"], size["w"]), dict(size))
+
+
+TILED_FAST_TW = 16
+
+
+def _tiled_fast_case(size, rng, dist="uniform", tw=TILED_FAST_TW):
+    m, n, out = _matmul_inputs(size, rng, dist)
+    return Case((m, n, out), launch_config((size["w"], size["h"]), (tw, tw)), dict(size))
+
+
+_common = dict(
+    family="matmul",
+    reference=_reference,
+    error_scale=_error_scale,
+    outputs=(2,),
+    work=_work,
+)
+
+register(KernelSpec(
+    name="matmul_tiled_fast",
+    kernel=matmul_tiled_fast(TILED_FAST_TW),
+    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
+    make_case=_tiled_fast_case,
+    constants={"tw": TILED_FAST_TW},
+    test_sizes=({"h": 33, "k": 70, "w": 45}, {"h": 1, "k": 1, "w": 1}, {"h": 5, "k": 17, "w": 3}),
+    verify_sizes=VERIFY_SIZES,
+    bench_sizes=BENCH_SIZES,
+    description="the lecture's tiled kernel the numbakern way: constant tile width, unsigned subscripts, fastmath",
+    **_common,
+))
+
+register(KernelSpec(
+    name="matmul_flagship",
+    kernel=matmul_flagship(**registered_flagship_config()),
+    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
+    make_case=_flagship_case,
+    constants=registered_flagship_config(),
+    test_sizes=TEST_SIZES,
+    verify_sizes=VERIFY_SIZES,
+    bench_sizes=FLAGSHIP_BENCH_SIZES,
+    description="block tiles in double-buffered shared memory, a register tile per thread, compile-time tile sizes",
+    **_common,
+))

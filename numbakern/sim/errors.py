@@ -1,0 +1,50 @@
+"""The errors the simulator's checkers raise, and the wording they share (threads, blocks, source lines)."""
+
+from __future__ import annotations
+
+import linecache
+import os
+
+
+class SimulationError(Exception):
+    """A kernel defect found by numbakern's simulator (base class of all checker errors)."""
+
+
+class RaceError(SimulationError):
+    """Two threads touched one element without a barrier between them, and at least one wrote it."""
+
+
+class UninitializedReadError(SimulationError):
+    """A thread read a shared-memory element that no thread of its block had written."""
+
+
+class OutOfBoundsError(SimulationError, IndexError):
+    """An index past the end of an array, or a negative one (out of bounds in CUDA C)."""
+
+
+class BarrierDivergenceError(SimulationError):
+    """Threads of one block (or lanes of one warp) wait at different barriers, or some wait while others exited."""
+
+
+def site_of(frame) -> tuple:
+    """A source location that stays right after the frame has moved on (frames update f_lineno in place)."""
+    return (frame.f_code, frame.f_lineno)
+
+
+def describe_site(site) -> str:
+    code, line = site
+    text = linecache.getline(code.co_filename, line).strip()
+    where = f"{os.path.basename(code.co_filename)}:{line}"
+    return f"{where} ({code.co_name}): {text}" if text else f"{where} ({code.co_name})"
+
+
+def describe_thread(thread) -> str:
+    return f"thread {tuple(thread.threadIdx)} of block {tuple(thread.blockIdx)}"
+
+
+def describe_threads(threads, limit: int = 4) -> str:
+    """'threads (0, 0, 0), (1, 0, 0) and 30 more' — a whole warp or block would drown the message."""
+    ids = [str(tuple(t.threadIdx)) for t in threads]
+    shown = ", ".join(ids[:limit])
+    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
+    return f"thread{'s' if len(ids) > 1 else ''} {shown}{more}"

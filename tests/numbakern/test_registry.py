@@ -1,0 +1,58 @@
+import numpy as np
+import pytest
+
+import numbakern
+from numbakern.registry import DISTRIBUTIONS, KernelSpec, random_array, register
+
+LECTURE_KERNELS = {"matmul_naive", "matmul_tiled", "matmul_tiled_static", "vector_add", "block_sum", "transpose"}
+
+
+def test_library_kernels_are_registered():
+    names = {spec.name for spec in numbakern.all_specs()}
+    assert LECTURE_KERNELS <= names
+
+
+def test_unknown_name_lists_the_known_ones():
+    with pytest.raises(KeyError, match="no registered kernel named 'matmull'; registered kernels: .*matmul_tiled"):
+        numbakern.get("matmull")
+
+
+@pytest.mark.parametrize("spec", numbakern.all_specs(), ids=lambda s: s.name)
+def test_specs_are_consistent(spec):
+    args = spec.arg_names()
+    assert spec.outputs and all(0 <= i < len(args) for i in spec.outputs)
+    assert set(spec.accumulates) <= set(spec.outputs)
+    assert spec.signatures and all(sig.startswith("void(") for sig in spec.signatures)
+    sizes = spec.verify_sizes
+    assert any(all(v == 1 for v in s.values()) for s in sizes), "verification must include the size-1 case"
+    for dist in DISTRIBUTIONS:
+        case = spec.make_case(spec.test_sizes[0], np.random.default_rng(), dist)
+        assert len(case.args) == len(args)
+        for i, a in enumerate(case.args):
+            if isinstance(a, np.ndarray) and i not in spec.outputs and a.size > 1:
+                assert np.count_nonzero(a) > 0, f"{spec.name}: input {args[i]} is all zeros"
+
+
+@pytest.mark.parametrize("dist", DISTRIBUTIONS)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_random_arrays_follow_their_distribution(dist, dtype):
+    x = random_array(np.random.default_rng(), (4000,), dtype, dist)
+    assert x.dtype == dtype and x.flags.c_contiguous and np.unique(x).size > 10
+    if dist == "negative":
+        assert (x <= 0).all()
+    if dist == "normal":
+        assert (x < 0).any() and (x > 0).any()
+    if dist == "large" and dtype == np.float32:
+        assert np.abs(x).max() > 1e4
+
+
+def test_unknown_distribution():
+    with pytest.raises(ValueError, match="unknown distribution 'gaussian'; expected one of uniform"):
+        random_array(np.random.default_rng(), (3,), np.float32, "gaussian")
+
+
+def test_duplicate_names_are_refused():
+    spec = numbakern.get("vector_add")
+    clone = KernelSpec(**{**spec.__dict__})
+    with pytest.raises(ValueError, match="already registered"):
+        register(clone)

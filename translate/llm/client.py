@@ -1,0 +1,210 @@
+"""A thin wrapper over the ``openai`` client for any OpenAI-compatible chat endpoint.
+
+Every failure becomes an ``LLMError`` whose message names the problem (unreachable endpoint, rejected key, rate
+limit, timeout, server error, empty or malformed reply) and never contains the API key: the key is read from
+``OPENAI_API_KEY``, handed to the ``openai`` client (which sends it in the ``Authorization`` header) and nowhere
+else. Retries on 408/409/429/5xx and timeouts are the client's own (``max_retries``), honouring ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+from urllib.parse import urlsplit
+
+KEY_ENV = "OPENAI_API_KEY"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_RETRIES = 3
+
+
+class LLMError(RuntimeError):
+    """The LLM backend could not get a usable reply; ``str(e)`` says why (and never contains the key)."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                     self.total_tokens + other.total_tokens)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "total_tokens": self.total_tokens}
+
+
+@dataclass(frozen=True)
+class Reply:
+    content: str
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    model: str | None = None  # the model the server says answered
+
+
+def resolve_base_url(base_url: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """``--base-url`` if given, else ``OPENAI_BASE_URL``, else the hosted API; checked to be an http(s) URL."""
+    environ = os.environ if environ is None else environ
+    url = (base_url or environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise LLMError(f"the endpoint '{_without_credentials(url)}' is not an http(s) URL "
+                       "(expected e.g. http://127.0.0.1:8000/v1)")
+    if parts.username or parts.password:
+        raise LLMError("the endpoint URL must not carry credentials; put the key in OPENAI_API_KEY")
+    return url.rstrip("/")
+
+
+def endpoint_host(base_url: str) -> str:
+    """What the manifest records about the endpoint: host and port only (no path, query or credentials)."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+def read_api_key(environ: Mapping[str, str] | None = None) -> str:
+    environ = os.environ if environ is None else environ
+    key = environ.get(KEY_ENV, "").strip()
+    if not key:
+        raise LLMError(f"{KEY_ENV} is not set: export the API key of the endpoint (for a local server that does "
+                       f"not check keys, any value, e.g. {KEY_ENV}=local)")
+    return key
+
+
+class ChatClient:
+    """Chat completions against one endpoint and model."""
+
+    def __init__(self, *, model: str, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_MAX_RETRIES,
+                 temperature: float | None = 0.0, max_tokens: int | None = None,
+                 environ: Mapping[str, str] | None = None):
+        if not model:
+            raise LLMError("no model given: pass --model NAME (the name the endpoint serves, e.g. gpt-4.1 or "
+                           "Qwen/Qwen2.5-Coder-32B-Instruct)")
+        try:
+            import openai
+        except ImportError:
+            raise LLMError("the llm backend needs the 'openai' package: pip install 'numbakern[llm]'") from None
+        self._openai = openai
+        self.model = model
+        self.base_url = resolve_base_url(base_url, environ)
+        self.endpoint_host = endpoint_host(self.base_url)
+        self._key = api_key if api_key is not None else read_api_key(environ)
+        self.timeout = timeout
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=self._key, timeout=timeout,
+                                     max_retries=max_retries)
+
+    def __repr__(self) -> str:  # never show the key
+        return f"ChatClient(model={self.model!r}, endpoint_host={self.endpoint_host!r})"
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> "ChatClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def chat(self, messages: Sequence[Mapping[str, str]]) -> Reply:
+        """One chat completion; an ``LLMError`` for any failure, with the key redacted from every message."""
+        try:
+            return self._chat(messages)
+        except LLMError as e:
+            raise LLMError(self._redact(str(e))) from None
+
+    def _chat(self, messages: Sequence[Mapping[str, str]]) -> Reply:
+        openai = self._openai
+        where = f"{self.endpoint_host} (model '{self.model}')"
+        kwargs: dict[str, Any] = {}
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        try:
+            completion = self._client.chat.completions.create(model=self.model, messages=list(messages), **kwargs)
+        except openai.APITimeoutError:
+            raise LLMError(f"the request to {where} timed out after {self.timeout:g} s (and the client's retries); "
+                           "raise --timeout or check the server") from None
+        except openai.APIConnectionError as e:
+            raise LLMError(f"cannot reach the endpoint {self.base_url}: {_cause(e)}; is the server running?") from None
+        except openai.AuthenticationError as e:
+            raise LLMError(f"the endpoint {self.endpoint_host} rejected the API key (HTTP {e.status_code}); "
+                           f"check {KEY_ENV}") from None
+        except openai.PermissionDeniedError as e:
+            raise LLMError(f"the endpoint {self.endpoint_host} refused access (HTTP {e.status_code}): "
+                           f"{_server_message(e)}") from None
+        except openai.RateLimitError as e:
+            raise LLMError(f"rate limited by {where} (HTTP 429) after the client's retries: "
+                           f"{_server_message(e)}") from None
+        except openai.NotFoundError as e:
+            raise LLMError(f"the endpoint {self.base_url} has no chat completions for model '{self.model}' "
+                           f"(HTTP 404): {_server_message(e)}") from None
+        except openai.APIStatusError as e:
+            raise LLMError(f"{where} answered HTTP {e.status_code}: {_server_message(e)}") from None
+        except openai.APIResponseValidationError as e:
+            raise LLMError(f"malformed reply from {where}: {_cause(e)}") from None
+        except openai.OpenAIError as e:
+            raise LLMError(f"request to {where} failed: {_cause(e)}") from None
+        except ValueError as e:  # a 200 whose body is not JSON
+            raise LLMError(f"malformed reply from {where}: the body is not valid JSON ({e})") from None
+        return self._reply(completion, where)
+
+    def _reply(self, completion: Any, where: str) -> Reply:
+        choices = getattr(completion, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise LLMError(f"malformed reply from {where}: no choices in the response")
+        message = getattr(choices[0], "message", None)
+        content = getattr(message, "content", None)
+        if not isinstance(content, str):
+            raise LLMError(f"malformed reply from {where}: the first choice has no text content")
+        if not content.strip():
+            raise LLMError(f"empty reply from {where}")
+        usage = getattr(completion, "usage", None)
+        return Reply(
+            content=content,
+            usage=Usage(_int(usage, "prompt_tokens"), _int(usage, "completion_tokens"), _int(usage, "total_tokens")),
+            finish_reason=getattr(choices[0], "finish_reason", None),
+            model=getattr(completion, "model", None),
+        )
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+
+def _int(obj: Any, name: str) -> int:
+    value = getattr(obj, name, None)
+    return value if isinstance(value, int) else 0
+
+
+def _cause(e: BaseException) -> str:
+    cause = e.__cause__ or e.__context__
+    text = str(cause) if cause is not None and str(cause) else str(e)
+    return " ".join(text.split())[:300] or type(e).__name__
+
+
+def _server_message(e: Any) -> str:
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        msg = err.get("message") if isinstance(err, dict) else err
+        if msg:
+            return " ".join(str(msg).split())[:300]
+    return " ".join(str(getattr(e, "message", e)).split())[:300]
+
+
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        netloc = parts.hostname or ""
+        return parts._replace(netloc=netloc).geturl()
+    return url
