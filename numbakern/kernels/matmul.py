@@ -219,3 +219,8 @@ register(KernelSpec(
     description="tiled, with the tile width a compile-time constant (static shared tiles)",
     **_common,
 ))
+
+
+# The fast kernels live in their own module (they need the autotuner and the fast-path helpers); they are part of
+# this family's public API. Imported last: matmul_fast builds on the inputs and references defined above.
+from .matmul_fast import matmul_fast, matmul_flagship, matmul_tiled_fast  # noqa: E402

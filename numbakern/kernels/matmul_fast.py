@@ -91,8 +91,9 @@ def _check_config(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
     threads = (bm // tm) * (bn // tn)
     if not 1 <= threads <= 1024:
         raise ValueError(f"matmul_flagship: (bm/tm)*(bn/tn) = {threads} threads per block; must be 1..1024")
-    if (bm * bk) % threads or (bk * bn) % threads:
-        raise ValueError(f"matmul_flagship: the {bm}x{bk} and {bk}x{bn} tiles must split evenly over {threads} threads")
+    if (bm * bk) % threads or (bk * bn) % threads or threads % bk or threads % bn:
+        raise ValueError(f"matmul_flagship: the {bm}x{bk} and {bk}x{bn} tiles must split evenly over {threads} threads "
+                         "(and bk and bn must divide the thread count)")
     if 2 * bk * ((bm + 4) + bn) * 4 > 48 * 1024:
         raise ValueError("matmul_flagship: the double-buffered tiles need more than 48 KiB of static shared memory")
     return threads
@@ -110,99 +111,98 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
     la = (bm * bk) // nt  # elements of the A tile each thread loads
     lb = (bk * bn) // nt
     pa = bm + 4 if bm % 32 == 0 else bm  # padded row of the transposed A tile: no bank conflicts on the store
+    la_step = nt // bk  # rows of the A tile that one pass of all threads loads
+    lb_step = nt // bn
+    tmn = tm * tn  # (a local array's shape must be a constant, not an expression)
     opts = jit_options(threads=nt)
 
     @cuda.jit(**opts)
     def matmul_flagship(m, n, out):
         tid = cuda.threadIdx.x
-        tx = tid % tx_count
-        ty = tid // tx_count
+        # Per-thread offsets, cast to uint32 once: an index "u32(base) + constant" is provably non-negative (no
+        # wraparound select) and the constant folds into the load's immediate offset.
+        a_base = u32(tid // tx_count * vm)  # first of this thread's rows in the block tile
+        b_base = u32(tid % tx_count * vn)  # first of its columns
+        la_r = u32(tid // bk)  # the A-tile element this thread loads: row la_r + i * la_step, column la_c
+        la_c = u32(tid % bk)
+        lb_r = u32(tid // bn)  # the B-tile element: row lb_r + i * lb_step, column lb_c
+        lb_c = u32(tid % bn)
         row0 = cuda.blockIdx.y * bm
         col0 = cuda.blockIdx.x * bn
         h = m.shape[0]
         k = m.shape[1]
         w = n.shape[1]
 
-        a_s = cuda.shared.array((2, bk, pa), dtype=np.float32)
-        b_s = cuda.shared.array((2, bk, bn), dtype=np.float32)
-        acc = cuda.local.array(tm * tn, dtype=np.float32)
+        a_s = cuda.shared.array((2, bk, pa), dtype=np.float32, alignment=16)
+        b_s = cuda.shared.array((2, bk, bn), dtype=np.float32, alignment=16)
+        acc = cuda.local.array(tmn, dtype=np.float32)
         a_frag = cuda.local.array(tm, dtype=np.float32)
         b_frag = cuda.local.array(tn, dtype=np.float32)
         a_ld = cuda.local.array(la, dtype=np.float32)
         b_ld = cuda.local.array(lb, dtype=np.float32)
-        for i in range(tm * tn):
+        for i in range(tmn):
             acc[i] = np.float32(0.0)
 
-        # stage k-tile 0: global -> registers -> shared buffer 0
+        ntiles = (k + bk - 1) // bk
+        # k-tile 0: global -> registers; stored to shared buffer 0 at the top of the loop
         for i in range(la):
-            e = tid + i * nt
-            gr = row0 + e // bk
-            gk = e % bk
-            if gr < h and gk < k:
-                a_ld[i] = m[u32(gr), u32(gk)]
+            gr = row0 + la_r + i * la_step
+            if gr < h and la_c < k:
+                a_ld[i] = m[u32(gr), la_c]
             else:
                 a_ld[i] = np.float32(0.0)
         for i in range(lb):
-            e = tid + i * nt
-            gk = e // bn
-            gc = col0 + e % bn
-            if gk < k and gc < w:
-                b_ld[i] = n[u32(gk), u32(gc)]
+            gc = col0 + lb_c
+            if lb_r + i * lb_step < k and gc < w:
+                b_ld[i] = n[lb_r + i * lb_step, u32(gc)]
             else:
                 b_ld[i] = np.float32(0.0)
         for i in range(la):
-            e = tid + i * nt
-            a_s[0, u32(e % bk), u32(e // bk)] = a_ld[i]
+            a_s[0, la_c, la_r + i * la_step] = a_ld[i]
         for i in range(lb):
-            e = tid + i * nt
-            b_s[0, u32(e // bn), u32(e % bn)] = b_ld[i]
+            b_s[0, lb_r + i * lb_step, lb_c] = b_ld[i]
         cuda.syncthreads()
 
-        ntiles = (k + bk - 1) // bk
         for t in range(ntiles):
-            cur = t % 2
+            cur = t & 1
             k_next = (t + 1) * bk
             more = t + 1 < ntiles
             if more:  # issue the next tile's global loads before the math, so they are in flight during it
                 for i in range(la):
-                    e = tid + i * nt
-                    gr = row0 + e // bk
-                    gk = k_next + e % bk
+                    gr = row0 + la_r + i * la_step
+                    gk = k_next + la_c
                     if gr < h and gk < k:
                         a_ld[i] = m[u32(gr), u32(gk)]
                     else:
                         a_ld[i] = np.float32(0.0)
                 for i in range(lb):
-                    e = tid + i * nt
-                    gk = k_next + e // bn
-                    gc = col0 + e % bn
+                    gk = k_next + lb_r + i * lb_step
+                    gc = col0 + lb_c
                     if gk < k and gc < w:
                         b_ld[i] = n[u32(gk), u32(gc)]
                     else:
                         b_ld[i] = np.float32(0.0)
-            for kk in range(bk):
+            for kk in range(u32(bk)):  # an unsigned counter: no wraparound select, no masking
                 for i in range(tm):
-                    a_frag[i] = a_s[u32(cur), kk, u32((i // vm) * gm + ty * vm + i % vm)]
+                    a_frag[i] = a_s[cur, kk, a_base + ((i // vm) * gm + i % vm)]
                 for j in range(tn):
-                    b_frag[j] = b_s[u32(cur), kk, u32((j // vn) * gn + tx * vn + j % vn)]
+                    b_frag[j] = b_s[cur, kk, b_base + ((j // vn) * gn + j % vn)]
                 for i in range(tm):
                     for j in range(tn):
                         acc[i * tn + j] += a_frag[i] * b_frag[j]
             if more:
-                nxt = 1 - cur
+                nxt = cur ^ 1
                 for i in range(la):
-                    e = tid + i * nt
-                    a_s[u32(nxt), u32(e % bk), u32(e // bk)] = a_ld[i]
+                    a_s[nxt, la_c, la_r + i * la_step] = a_ld[i]
                 for i in range(lb):
-                    e = tid + i * nt
-                    b_s[u32(nxt), u32(e // bn), u32(e % bn)] = b_ld[i]
+                    b_s[nxt, lb_r + i * lb_step, lb_c] = b_ld[i]
             cuda.syncthreads()
 
         for i in range(tm):
-            r = row0 + (i // vm) * gm + ty * vm + i % vm
+            r = row0 + a_base + ((i // vm) * gm + i % vm)
             if r < h:
                 for j in range(tn):
-                    c = col0 + (j // vn) * gn + tx * vn + j % vn
+                    c = col0 + b_base + ((j // vn) * gn + j % vn)
                     if c < w:
                         out[u32(r), u32(c)] = acc[i * tn + j]
 

@@ -11,13 +11,15 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 #: the tile is TILE×TILE elements; each block has TILE×ROWS threads, so each thread moves TILE/ROWS elements
 TILE = 32
 ROWS = 8
+# TILE + 1 columns: a column of the tile then spans all 32 banks instead of hitting one. (A module constant,
+# because numba sizes shared arrays only from constants, not from expressions such as TILE + 1.)
+TILE_PADDED = TILE + 1
 
 
 @cuda.jit
 def transpose(src, dst):
     """``dst = src.T``: reads rows of a tile and writes them as columns, both coalesced."""
-    # TILE + 1 columns: a column of the tile then spans all 32 banks instead of hitting one
-    tile = cuda.shared.array((TILE, TILE + 1), dtype=np.float32)
+    tile = cuda.shared.array((TILE, TILE_PADDED), dtype=np.float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     h, w = src.shape
 

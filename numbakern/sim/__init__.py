@@ -1,56 +1,80 @@
-"""numbakern's layer over numba-cuda's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``).
+"""numbakern's CUDA simulator: a fast engine for numba-cuda's simulator mode (``NUMBA_ENABLE_CUDASIM=1``), with
+checkers for races, reads of uninitialized shared memory, out-of-bounds (and negative) indices and divergent
+barriers, and the warp intrinsics the stock simulator lacks.
 
-For now it makes the simulator accept numpy scalar types as array dtypes
-(``cuda.shared.array(0, dtype=np.float32)``), the spelling that works on every numba CUDA target.
+Importing numbakern in simulator mode calls ``install()``; from then on every ``@cuda.jit`` launch in the process
+runs here. See docs/simulator.md.
 """
 
 from __future__ import annotations
 
-import sys
+import contextlib
+import os
 
-import numpy as np
+from .config import CHECK_NAMES, CHECKS_ENV, ENGINE_ENV, SHUFFLE_ENV, Settings, checks, configure, current, shuffled
+from .errors import BarrierDivergenceError, OutOfBoundsError, RaceError, SimulationError, UninitializedReadError
 
-_installed = False
+__all__ = [
+    "CHECK_NAMES", "CHECKS_ENV", "ENGINE_ENV", "SHUFFLE_ENV", "BarrierDivergenceError", "OutOfBoundsError", "RaceError",
+    "Settings", "SimulationError", "UninitializedReadError", "allow_negative_indices", "checks", "configure",
+    "active_engine", "current", "install", "shuffled", "uninstall", "use_engine",
+]
 
 
 def install() -> None:
-    """Patch the simulator in this process (idempotent). Only call it in simulator mode."""
-    global _installed
-    if _installed:
-        return
-    from numba.cuda.simulator import kernelapi
+    """Run every later ``@cuda.jit`` launch in this process on numbakern's engine (idempotent; simulator mode only).
 
-    kernelapi.FakeCUDAShared.array = _shared_array
-    kernelapi.FakeCUDALocal.array = _local_array
-    _installed = True
+    With ``NUMBAKERN_SIM_ENGINE=stock`` launches stay on the stock engine (still accepting numpy scalar dtypes).
+    """
+    from . import engine, stock_patch
 
-
-def _as_dtype(dtype):
-    # The stock simulator converts numba types but takes anything else as a numpy dtype instance and reads
-    # dtype.itemsize, which np.float32 (a scalar type, not a dtype) lacks.
-    from numba.cuda import types
-    from numba.cuda.np import numpy_support
-
-    if isinstance(dtype, types.Type):
-        return numpy_support.as_dtype(dtype)
-    return np.dtype(dtype)
+    stock_patch.apply()
+    if os.environ.get(ENGINE_ENV, "numbakern").strip().lower() == "stock":
+        engine.disable()
+    else:
+        engine.enable()
 
 
-def _shared_array(self, shape, dtype, alignment=None):
-    # Same behaviour as the stock FakeCUDAShared.array, with _as_dtype. Static arrays are identified by the
-    # caller's file and line, so this must be the frame directly below the kernel's (no wrapper in between).
-    dtype = _as_dtype(dtype)
-    if shape == 0:
-        count = self._dynshared_size // dtype.itemsize
-        return np.frombuffer(self._dynshared.data, dtype=dtype, count=count)
-    caller = sys._getframe(1)
-    key = (caller.f_code.co_filename, caller.f_lineno)
-    res = self._allocations.get(key)
-    if res is None:
-        res = np.empty(shape, dtype)
-        self._allocations[key] = res
-    return res
+def uninstall() -> None:
+    """Back to the stock simulator's engine (numpy scalar dtypes keep working there)."""
+    from . import engine
+
+    engine.disable()
 
 
-def _local_array(self, shape, dtype, alignment=None):
-    return np.empty(shape, _as_dtype(dtype))
+def active_engine() -> str:
+    """``"numbakern"`` or ``"stock"``: which engine launches run on now."""
+    from . import engine
+
+    return "numbakern" if engine.enabled() else "stock"
+
+
+@contextlib.contextmanager
+def use_engine(name: str):
+    """Context manager: run the enclosed launches on ``"numbakern"``'s engine or the ``"stock"`` one."""
+    if name not in ("numbakern", "stock"):
+        raise ValueError(f"unknown simulator engine {name!r}; expected 'numbakern' or 'stock'")
+    from . import engine as engines
+
+    before = active_engine()
+    (engines.enable if name == "numbakern" else engines.disable)()
+    try:
+        yield
+    finally:
+        (engines.enable if before == "numbakern" else engines.disable)()
+
+
+def allow_negative_indices(kernel=None):
+    """Opt out of reporting negative indices (they then wrap around, as in numpy).
+
+    ``allow_negative_indices(kernel)`` marks one kernel for all its launches and returns it (usable as a decorator
+    above ``@cuda.jit``); ``with allow_negative_indices():`` covers the launches in the block.
+    """
+    if kernel is None:
+        from .config import negative_indices_allowed
+
+        return negative_indices_allowed()
+    from .engine import NEGATIVE_OK_ATTR
+
+    setattr(kernel, NEGATIVE_OK_ATTR, True)
+    return kernel

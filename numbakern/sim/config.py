@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 CHECKS_ENV = "NUMBAKERN_SIM_CHECKS"
 SHUFFLE_ENV = "NUMBAKERN_SIM_SHUFFLE"
+#: "stock" keeps numba-cuda's own engine when numbakern installs itself (a baseline, or to rule numbakern out)
+ENGINE_ENV = "NUMBAKERN_SIM_ENGINE"
 CHECK_NAMES = ("race", "uninit", "bounds", "barrier")
 
 _UNSET = object()
@@ -23,9 +25,6 @@ class Settings:
     checks: frozenset[str]
     shuffle_seed: int | None
     allow_negative_indices: bool
-
-    def on(self, check: str) -> bool:
-        return check in self.checks
 
 
 def parse_checks(spec) -> frozenset[str]:
@@ -103,6 +102,3 @@ def shuffled(seed: int | None):
 def negative_indices_allowed():
     return _layer(allow_negative_indices=True)
 
-
-def with_overrides(settings: Settings, **changes) -> Settings:
-    return replace(settings, **changes)

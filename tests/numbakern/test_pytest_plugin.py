@@ -38,6 +38,7 @@ def test_gpu_flag_without_a_gpu_is_a_clear_error(pytester):
     result.stderr.fnmatch_lines(["*--gpu was given but no CUDA GPU is visible*"])
 
 
+@pytest.mark.sim
 def test_numba_imported_in_the_wrong_mode_is_reported(pytester):
     # a conftest-less early import: a plugin given with -p that imports numba before our hook runs
     pytester.makepyfile(early_numba="import os\nos.environ['NUMBA_ENABLE_CUDASIM'] = '0'\nimport numba.cuda\n")

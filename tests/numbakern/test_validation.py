@@ -46,8 +46,9 @@ def test_non_contiguous_numpy(rng):
 
 def test_non_contiguous_torch(rng):
     torch = pytest.importorskip("torch")
+    device = "cpu" if mode.in_simulator() else "cuda"
     with pytest.raises(ValueError, match=r"argument 'b' must be C-contiguous .*\.contiguous\(\)"):
-        matmul(torch.randn(3, 4), torch.randn(5, 4).t())
+        matmul(torch.randn(3, 4, device=device), torch.randn(5, 4, device=device).t())
 
 
 def test_not_an_array():

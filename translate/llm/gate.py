@@ -237,6 +237,13 @@ def _top_level_items(stripped: str) -> list[_Item]:
                     items.append(_Item("func", start, end, stripped[start:j]))
                     j = end
                     break
+                if depth == 0 and paren == 0 and "=" not in stripped[start:j]:
+                    head = " ".join(stripped[start:j].split())
+                    if head.startswith("extern"):
+                        raise GateError(f"line {_line_of(stripped, start)}: extern blocks are not accepted; write "
+                                        "plain __global__/__device__ functions (the project adds the linkage)")
+                    raise GateError(f"line {_line_of(stripped, start)}: only __global__/__device__ functions and "
+                                    f"constants are accepted at the top level, got a block: {_short(head)} {{...}}")
                 depth += 1
             elif c == "}":
                 depth -= 1

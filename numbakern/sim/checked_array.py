@@ -1,0 +1,245 @@
+"""Arrays that check their own indexing: the proxy the simulator hands kernels when checks are on.
+
+A ``CheckedArray`` wraps a numpy array (a kernel argument, a shared or local array, or a view of one). Every
+element access is bounds-checked, and reported to the memory tracker by *address* (the numpy data pointer plus
+index times strides), so views and slices of one buffer -- ``ms, ns = shar[:256], shar[256:]`` of the dynamic
+shared memory -- are tracked as the underlying elements they alias. With checks off the simulator hands kernels
+plain numpy arrays instead, and none of this runs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .errors import OutOfBoundsError, describe_site, describe_thread, site_of
+
+_INTS = (int, np.integer)
+
+
+class ArrayLabel:
+    """What messages call an array: its name, its kind, and how to turn an address back into its own index."""
+
+    __slots__ = ("name", "kind", "root_ptr", "root_shape", "root_strides", "base")
+
+    def __init__(self, name: str, kind: str, root: np.ndarray, base: int = 0):
+        self.name = name
+        self.kind = kind  # "global", "shared", "dynamic shared" or "local"
+        self.root_ptr = root.__array_interface__["data"][0]
+        self.root_shape = root.shape
+        self.root_strides = root.strides
+        # Element addresses are offsets from `base` rather than real pointers: each tracked array gets its own
+        # range, and small ints (below 2**30) keep the address arithmetic on CPython's fast path.
+        self.base = base
+
+    def __str__(self) -> str:
+        return f"{self.kind} array '{self.name}'"
+
+    def element(self, addr: int, itemsize: int) -> str:
+        """The root array's index of the element at ``addr`` (for the dynamic buffer: in units of ``itemsize``)."""
+        offset = addr - self.base
+        if self.kind == "dynamic shared":
+            return f"[{offset // itemsize}]"
+        index = []
+        for stride in self.root_strides:
+            index.append(offset // stride if stride else 0)
+            offset = offset % stride if stride else offset
+        return "[" + ", ".join(map(str, index)) + "]"
+
+
+class MemoryChecks:
+    """The per-launch switches and identities CheckedArrays consult: bounds rules, the kernel, the running thread."""
+
+    __slots__ = ("kernel_name", "bounds", "negative_ok", "scheduler")
+
+    def __init__(self, kernel_name: str, bounds: bool, negative_ok: bool, scheduler):
+        self.kernel_name = kernel_name
+        self.bounds = bounds
+        self.negative_ok = negative_ok
+        self.scheduler = scheduler
+
+
+class CheckedArray:
+    """Bounds-checked access; writes and atomics reported to ``tracker`` if given (global and local arrays)."""
+
+    __slots__ = ("_a", "_ptr", "_shape", "_strides", "_len1d", "_stride0", "_label", "_checks", "_on_write", "_on_atomic")
+    #: what a view shares with the array it is taken from
+    _INHERITED = ("_label", "_checks", "_on_write", "_on_atomic")
+
+    def __init__(self, array: np.ndarray, label: ArrayLabel, checks: MemoryChecks, tracker=None):
+        self._label = label
+        self._set_array(array)
+        self._checks = checks
+        self._on_write = tracker.write if tracker is not None else None
+        self._on_atomic = tracker.atomic if tracker is not None else None
+
+    # -- element access ------------------------------------------------------------------------------------------
+
+    def _set_array(self, array: np.ndarray) -> None:
+        self._a = array
+        self._ptr = self._label.base + array.__array_interface__["data"][0] - self._label.root_ptr
+        self._shape = array.shape
+        self._strides = array.strides
+        # the hot case, a 1-D array indexed by an int in bounds, is handled inline in __getitem__/__setitem__
+        self._len1d = array.shape[0] if array.ndim == 1 else -1
+        self._stride0 = array.strides[0] if array.ndim else 0
+
+    def __getitem__(self, idx):
+        if type(idx) is int and 0 <= idx < self._len1d:
+            addr = self._ptr + idx * self._stride0
+        else:
+            addr = self._address(idx)
+            if addr is None:
+                return self._view(idx)
+        return self._a[idx]
+
+    def __setitem__(self, idx, value):
+        if type(idx) is int and 0 <= idx < self._len1d:
+            addr = self._ptr + idx * self._stride0
+        else:
+            addr = self._address(idx)
+        if addr is None:
+            # a slice assignment writes every element of the view it selects
+            view = self._view(idx)
+            for sub in np.ndindex(view._shape):
+                view[sub] = value if np.ndim(value) == 0 else value[sub]
+            return
+        if self._on_write is not None:
+            self._on_write(self, addr, idx)
+        self._a[idx] = value
+
+    def _atomic_target(self, idx) -> np.ndarray:
+        """For ``cuda.atomic.*``: check the index, report an atomic access, and hand back the raw array."""
+        addr = self._address(idx)
+        if addr is not None and self._on_atomic is not None:
+            self._on_atomic(self, addr, idx)
+        return self._a
+
+    def _address(self, idx):
+        """The element's address for a full integer index (after the bounds check); None for slices and views."""
+        shape = self._shape
+        if type(idx) is tuple:
+            if len(idx) != len(shape):
+                self._check_partial(idx)
+                return None
+            if len(idx) == 2:  # the 2-D hot case, without the general loop
+                i, j = idx
+                if type(i) is int and type(j) is int and 0 <= i < shape[0] and 0 <= j < shape[1]:
+                    return self._ptr + i * self._strides[0] + j * self._strides[1]
+            addr = self._ptr
+            for dim, (i, n, stride) in enumerate(zip(idx, shape, self._strides)):
+                if type(i) is not int:
+                    if not isinstance(i, np.integer):
+                        self._check_partial(idx)
+                        return None
+                    i = int(i)  # numpy integers would overflow (uint32 index * stride + pointer)
+                if i < 0 or i >= n:
+                    i = self._outside(idx, dim, i, n)
+                addr += i * stride
+            return addr
+        if type(idx) is not int:
+            if not isinstance(idx, np.integer):
+                return None
+            idx = int(idx)
+        n = shape[0]
+        if len(shape) != 1:
+            if idx < 0 or idx >= n:
+                self._outside(idx, 0, idx, n)
+            return None
+        if idx < 0 or idx >= n:
+            idx = self._outside(idx, 0, idx, n)
+        return self._ptr + idx * self._strides[0]
+
+    def _check_partial(self, idx):
+        # a[i, :] or a[i] on a 2-D array: the integer parts must still be in bounds
+        for dim, i in enumerate(idx[: len(self._shape)]):
+            if isinstance(i, _INTS) and (i < 0 or i >= self._shape[dim]):
+                self._outside(idx, dim, i, self._shape[dim])
+            elif not isinstance(i, slice):
+                return
+
+    def _outside(self, idx, dim: int, i: int, n: int) -> int:
+        """Index ``i`` of dimension ``dim`` is outside [0, n): wrap it the numpy way where allowed, else raise."""
+        checks = self._checks
+        if i < 0 and i >= -n and (checks.negative_ok or not checks.bounds):
+            return i + n
+        if not checks.bounds:
+            return i  # numpy raises its own IndexError when the access happens
+        frame = sys._getframe(1)
+        while frame.f_code.co_filename == __file__:
+            frame = frame.f_back
+        thread = checks.scheduler.current
+        hint = (
+            " Negative indices wrap around in numpy and Numba but are out of bounds in CUDA C; if this one is "
+            "intended, run it under numbakern.sim.allow_negative_indices()."
+            if i < 0 else ""
+        )
+        raise OutOfBoundsError(
+            f"in kernel '{checks.kernel_name}': index {_show(idx)} is out of bounds for {self._label} of shape "
+            f"{self._shape} (dimension {dim} has size {n}, index {i}), by {describe_thread(thread)} at "
+            f"{describe_site(site_of(frame))}.{hint}"
+        )
+
+    def _view(self, idx) -> "CheckedArray":
+        view = type(self).__new__(type(self))
+        for name in self._INHERITED:
+            setattr(view, name, getattr(self, name))
+        view._set_array(self._a[idx])
+        return view
+
+    # -- the rest of the array interface kernels use -------------------------------------------------------------
+
+    # Explicit properties, not __getattr__: a class with __getattr__ makes every attribute lookup on its instances
+    # slower, __getitem__'s own included (it doubled the cost of an element read).
+    shape = property(lambda self: self._shape)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    dtype = property(lambda self: self._a.dtype)
+    itemsize = property(lambda self: self._a.itemsize)
+    strides = property(lambda self: self._strides)
+    nbytes = property(lambda self: self._a.nbytes)
+
+    def __len__(self):
+        return self._shape[0]
+
+    def __iter__(self):
+        for i in range(self._shape[0]):
+            yield self[i]
+
+    def __repr__(self):
+        return f"CheckedArray({self._label}, shape={self._shape})"
+
+
+class TrackedArray(CheckedArray):
+    """A shared-memory array: reads are reported too, to the block's ``SharedMemoryTracker``.
+
+    Reads are most of a tiled kernel's accesses, so the commonest case is decided here without a call: the element
+    has no writer this epoch and two distinct readers are already on record, so this read adds nothing.
+    """
+
+    __slots__ = ("_epoch", "_on_read")
+    _INHERITED = CheckedArray._INHERITED + ("_epoch", "_on_read")
+
+    def __init__(self, array: np.ndarray, label: ArrayLabel, checks: MemoryChecks, tracker):
+        super().__init__(array, label, checks, tracker)
+        self._epoch = tracker.epoch_accesses
+        self._on_read = tracker.read
+
+    def __getitem__(self, idx):
+        if type(idx) is int and 0 <= idx < self._len1d:
+            addr = self._ptr + idx * self._stride0
+        else:
+            addr = self._address(idx)
+            if addr is None:
+                return self._view(idx)
+        seen = self._epoch.get(addr)
+        if seen is None or seen[0] is not None or seen[2] is None:
+            self._on_read(self, addr, idx)
+        return self._a[idx]
+
+
+def _show(idx) -> str:
+    if type(idx) is tuple:
+        return "[" + ", ".join(map(str, idx)) + "]"
+    return f"[{idx}]"

@@ -1,0 +1,194 @@
+"""The ``cuda`` module kernels see while they run on numbakern's engine.
+
+It extends numba-cuda's ``FakeCUDAModule`` (math helpers, vector types, fp16, ``grid``/``gridsize``) with:
+per-thread indices that the scheduler sets at every switch (the stock module asks ``threading.current_thread()``),
+barriers and warp intrinsics routed to the scheduler, per-block shared memory, and atomics that see through
+checked arrays.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import sys
+
+import numpy as np
+from numba.cuda.simulator.kernelapi import FakeCUDAAtomic, FakeCUDAModule
+
+from .checked_array import ArrayLabel, CheckedArray
+from .dtypes import as_dtype
+from .errors import site_of
+from .warp import FULL_MASK
+
+#: address range of one shared array (4 MiB, far more than any GPU's shared memory per block)
+SHARED_RANGE_BITS = 22
+_ASSIGNED_NAME = re.compile(r"^\s*([A-Za-z_]\w*)\s*=")
+
+
+class SimCUDAModule(FakeCUDAModule):
+    # Plain attributes shadowing the stock module's properties: the scheduler assigns them at every thread switch,
+    # which is much cheaper than looking the running thread up at every access.
+    threadIdx = None
+    blockIdx = None
+    laneid = None
+
+    def __init__(self, grid_dim, block_dim, scheduler):
+        super().__init__(grid_dim, block_dim, 0)
+        self._scheduler = scheduler
+        self._cg = _CooperativeGroups(scheduler)
+        self._atomic = CheckedAtomics()
+
+    # -- barriers ------------------------------------------------------------------------------------------------
+
+    def syncthreads(self):
+        caller = sys._getframe(1)  # site_of, inlined: this is the commonest call of a tiled kernel
+        self._scheduler.barrier((caller.f_code, caller.f_lineno))
+
+    def syncthreads_count(self, predicate):
+        return self._scheduler.barrier(site_of(sys._getframe(1)), "count", predicate)
+
+    def syncthreads_and(self, predicate):
+        return self._scheduler.barrier(site_of(sys._getframe(1)), "and", predicate)
+
+    def syncthreads_or(self, predicate):
+        return self._scheduler.barrier(site_of(sys._getframe(1)), "or", predicate)
+
+    # -- warp intrinsics -----------------------------------------------------------------------------------------
+
+    def syncwarp(self, mask=FULL_MASK):
+        self._scheduler.warp_collective(site_of(sys._getframe(1)), "syncwarp", mask, None)
+
+    def activemask(self):
+        return self._scheduler.warp_collective(site_of(sys._getframe(1)), "activemask", 0, None)
+
+    def shfl_sync(self, mask, value, src_lane):
+        return self._scheduler.warp_collective(site_of(sys._getframe(1)), "shfl_idx", mask, (value, src_lane))
+
+    def shfl_up_sync(self, mask, value, delta):
+        return self._scheduler.warp_collective(site_of(sys._getframe(1)), "shfl_up", mask, (value, delta))
+
+    def shfl_down_sync(self, mask, value, delta):
+        return self._scheduler.warp_collective(site_of(sys._getframe(1)), "shfl_down", mask, (value, delta))
+
+    def shfl_xor_sync(self, mask, value, lane_mask):
+        return self._scheduler.warp_collective(site_of(sys._getframe(1)), "shfl_xor", mask, (value, lane_mask))
+
+    def ballot_sync(self, mask, predicate):
+        return self._scheduler.warp_collective(site_of(sys._getframe(1)), "ballot", mask, bool(predicate))
+
+    def all_sync(self, mask, predicate):
+        return self._scheduler.warp_collective(site_of(sys._getframe(1)), "all", mask, bool(predicate))
+
+    def any_sync(self, mask, predicate):
+        return self._scheduler.warp_collective(site_of(sys._getframe(1)), "any", mask, bool(predicate))
+
+    def match_any_sync(self, mask, value):
+        return self._scheduler.warp_collective(site_of(sys._getframe(1)), "match_any", mask, value)
+
+    def match_all_sync(self, mask, value):
+        return self._scheduler.warp_collective(site_of(sys._getframe(1)), "match_all", mask, value)
+
+
+class BlockSharedMemory:
+    """``cuda.shared`` for one block: static arrays per call site, one dynamic buffer for every size-0 call.
+
+    With checks on, arrays come wrapped in ``CheckedArray`` (reporting to the block's tracker); off, plain numpy.
+    """
+
+    def __init__(self, dynamic_bytes: int, wrap):
+        self._wrap = wrap  # (array, label) -> what the kernel gets; None for plain numpy
+        self._roots = 0  # shared arrays made so far: each gets its own address range in the tracker
+        self._static: dict = {}
+        self._dynamic = np.zeros(dynamic_bytes, dtype=np.byte)
+        self._dynamic_views: dict = {}
+
+    def array(self, shape, dtype, alignment=None):
+        caller = sys._getframe(1)
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        if shape == 0:
+            key = (key, dtype)  # the same call site could view the buffer as another dtype
+            res = self._dynamic_views.get(key)
+            if res is None:
+                dtype = as_dtype(dtype)
+                # the whole buffer in whole elements of this dtype (numpy refuses a partial trailing element)
+                raw = np.frombuffer(self._dynamic.data, dtype=dtype, count=len(self._dynamic) // dtype.itemsize)
+                res = raw if self._wrap is None else self._wrap(raw, self._label(key[0], "dynamic shared", raw))
+                self._dynamic_views[key] = res
+            return res
+        res = self._static.get(key)
+        if res is None:
+            raw = np.empty(shape, as_dtype(dtype))
+            res = raw if self._wrap is None else self._wrap(raw, self._label(key, "shared", raw))
+            self._static[key] = res
+        return res
+
+    def _label(self, key, kind: str, raw: np.ndarray) -> ArrayLabel:
+        # the dynamic buffer is one root whatever dtype it is viewed as, so its views share one range
+        base = 0 if kind == "dynamic shared" else (1 + self._roots) << SHARED_RANGE_BITS
+        self._roots += kind != "dynamic shared"
+        return ArrayLabel(_name_at(key), kind, raw, base)
+
+
+class LocalMemory:
+    """``cuda.local``: a fresh array per call; wrapped for the bounds check when that is on."""
+
+    def __init__(self, wrap):
+        self._wrap = wrap
+
+    def array(self, shape, dtype, alignment=None):
+        raw = np.empty(shape, as_dtype(dtype))
+        if self._wrap is None:
+            return raw
+        caller = sys._getframe(1)
+        return self._wrap(raw, ArrayLabel(_name_at((caller.f_code.co_filename, caller.f_lineno)), "local", raw))
+
+
+class CheckedAtomics(FakeCUDAAtomic):
+    """The stock atomics, applied to the raw array behind a CheckedArray (so they are not seen as plain stores)."""
+
+
+def _see_through(name):
+    stock = getattr(FakeCUDAAtomic, name)
+
+    def atomic(self, array, index, *values):
+        if isinstance(array, CheckedArray):
+            array = array._atomic_target(index)
+        return stock(self, array, index, *values)
+
+    atomic.__name__ = name
+    return atomic
+
+
+def _compare_and_swap(self, array, old, val):
+    if isinstance(array, CheckedArray):
+        array = array._atomic_target((0,) * array.ndim)
+    return FakeCUDAAtomic.compare_and_swap(self, array, old, val)
+
+
+for _name in ("add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax", "nanmin", "cas"):
+    setattr(CheckedAtomics, _name, _see_through(_name))
+CheckedAtomics.compare_and_swap = _compare_and_swap
+
+
+class _GridGroup:
+    def __init__(self, scheduler):
+        self._scheduler = scheduler
+
+    def sync(self):
+        # like the stock simulator: a cooperative grid has one block, so a grid sync is a block barrier
+        self._scheduler.barrier(site_of(sys._getframe(1)))
+
+
+class _CooperativeGroups:
+    def __init__(self, scheduler):
+        self._grid = _GridGroup(scheduler)
+
+    def this_grid(self):
+        return self._grid
+
+
+def _name_at(key) -> str:
+    """The variable a ``cuda.shared.array(...)`` call is assigned to, read from its source line."""
+    filename, line = key
+    match = _ASSIGNED_NAME.match(linecache.getline(filename, line))
+    return match.group(1) if match else f"<array at {filename.rsplit('/', 1)[-1]}:{line}>"

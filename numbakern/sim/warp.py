@@ -1,0 +1,81 @@
+"""What warp intrinsics return, once every participating lane has arrived (the scheduler decides when).
+
+Each function gets the participating lanes (``SimThread``s with ``lane`` and the ``value`` they passed) and
+returns one result per lane, in the same order.
+"""
+
+from __future__ import annotations
+
+WARP_SIZE = 32
+FULL_MASK = 0xFFFFFFFF
+
+
+def shuffle(kind: str, lanes, operands) -> list:
+    """shfl_sync / shfl_up_sync / shfl_down_sync / shfl_xor_sync.
+
+    ``operands`` are (value, lane-argument) per lane. A lane whose source lane is outside the warp or not taking
+    part gets its own value back (what the hardware does for shfl_up/down off the edge; undefined for the rest).
+    """
+    value_of = {t.lane: op[0] for t, op in zip(lanes, operands)}
+    results = []
+    for t, (value, arg) in zip(lanes, operands):
+        if kind == "idx":
+            src = arg % WARP_SIZE
+        elif kind == "up":
+            src = t.lane - arg
+        elif kind == "down":
+            src = t.lane + arg
+        else:  # xor
+            src = t.lane ^ arg
+        results.append(value_of.get(src, value) if 0 <= src < WARP_SIZE else value)
+    return results
+
+
+def ballot(lanes, predicates) -> list:
+    bits = 0
+    for t, p in zip(lanes, predicates):
+        if p:
+            bits |= 1 << t.lane
+    return [bits] * len(lanes)
+
+
+def vote_all(lanes, predicates) -> list:
+    result = int(all(predicates))
+    return [result] * len(lanes)
+
+
+def vote_any(lanes, predicates) -> list:
+    result = int(any(predicates))
+    return [result] * len(lanes)
+
+
+def match_any(lanes, values) -> list:
+    by_value: dict = {}
+    for t, v in zip(lanes, values):
+        by_value[v] = by_value.get(v, 0) | (1 << t.lane)
+    return [by_value[v] for v in values]
+
+
+def match_all(lanes, values) -> list:
+    bits = sum(1 << t.lane for t in lanes)
+    same = all(v == values[0] for v in values)
+    return [(bits, 1) if same else (0, 0)] * len(lanes)
+
+
+def mask_bits(lanes) -> int:
+    return sum(1 << t.lane for t in lanes)
+
+
+COLLECTIVES = {
+    "shfl_idx": lambda lanes, ops: shuffle("idx", lanes, ops),
+    "shfl_up": lambda lanes, ops: shuffle("up", lanes, ops),
+    "shfl_down": lambda lanes, ops: shuffle("down", lanes, ops),
+    "shfl_xor": lambda lanes, ops: shuffle("xor", lanes, ops),
+    "ballot": ballot,
+    "all": vote_all,
+    "any": vote_any,
+    "match_any": match_any,
+    "match_all": match_all,
+    "syncwarp": lambda lanes, ops: [None] * len(lanes),
+    "activemask": lambda lanes, ops: [mask_bits(lanes)] * len(lanes),
+}

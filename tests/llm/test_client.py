@@ -1,0 +1,127 @@
+"""The client over real HTTP against the scripted server: replies, retries, and every failure as a clear LLMError
+that never contains the key."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from translate.llm.client import ChatClient, LLMError, endpoint_host, read_api_key, resolve_base_url
+
+from .conftest import TEST_KEY
+from .server import Scripted, completion, error
+
+MESSAGES = [{"role": "user", "content": "convert this"}]
+
+
+def client(**kw) -> ChatClient:
+    kw.setdefault("timeout", 2.0)
+    kw.setdefault("max_retries", 2)
+    return ChatClient(model="scripted-model", **kw)
+
+
+def test_reply_usage_and_the_key_only_in_the_authorization_header(no_key_leak, llm_env):
+    llm_env.script(completion("```cuda\n```", prompt_tokens=11, completion_tokens=7))
+    with client() as c:
+        reply = c.chat(MESSAGES)
+    assert reply.content == "```cuda\n```"
+    assert reply.usage.as_dict() == {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+    (req,) = llm_env.requests
+    assert req.path == "/v1/chat/completions"
+    assert req.headers["authorization"] == f"Bearer {TEST_KEY}"
+    assert req.body["model"] == "scripted-model" and req.body["messages"] == MESSAGES
+    assert TEST_KEY not in repr(c)
+
+
+def test_rate_limit_is_retried_by_the_client(no_key_leak, llm_env):
+    llm_env.script(error(429, "slow down"), error(429, "slow down"), completion("ok"))
+    with client(max_retries=2) as c:
+        assert c.chat(MESSAGES).content == "ok"
+    assert len(llm_env.requests) == 3
+
+
+def test_rate_limit_beyond_retries(no_key_leak, llm_env):
+    llm_env.script(error(429, "slow down"), error(429, "slow down"))
+    with client(max_retries=1) as c, pytest.raises(LLMError, match=r"rate limited .*HTTP 429.*slow down"):
+        c.chat(MESSAGES)
+    assert len(llm_env.requests) == 2
+
+
+def test_server_error_beyond_retries(no_key_leak, llm_env):
+    llm_env.script(error(500, "boom"), error(500, "boom"), error(500, "boom"))
+    with client(max_retries=2) as c, pytest.raises(LLMError, match=r"answered HTTP 500: boom"):
+        c.chat(MESSAGES)
+    assert len(llm_env.requests) == 3
+
+
+def test_timeout(no_key_leak, llm_env):
+    llm_env.script(Scripted(delay=1.5, body=completion("late").body))
+    t0 = time.monotonic()
+    with client(timeout=0.3, max_retries=0) as c, pytest.raises(LLMError, match=r"timed out after 0.3 s"):
+        c.chat(MESSAGES)
+    assert time.monotonic() - t0 < 1.4
+
+
+def test_bad_key_message_does_not_echo_the_server(no_key_leak, llm_env):
+    # a hosted API echoes (part of) the key in its 401 message; the error must not pass it on
+    llm_env.script(error(401, f"Incorrect API key provided: {TEST_KEY}"))
+    with client() as c, pytest.raises(LLMError) as info:
+        c.chat(MESSAGES)
+    assert "rejected the API key (HTTP 401)" in str(info.value) and "OPENAI_API_KEY" in str(info.value)
+    assert TEST_KEY not in str(info.value)
+
+
+def test_key_echoed_in_other_errors_is_redacted(no_key_leak, llm_env):
+    llm_env.script(error(400, f"bad request for key {TEST_KEY}"))
+    with client() as c, pytest.raises(LLMError) as info:
+        c.chat(MESSAGES)
+    assert "HTTP 400" in str(info.value) and "***" in str(info.value)
+    assert TEST_KEY not in str(info.value)
+
+
+@pytest.mark.parametrize("scripted, match", [
+    (Scripted(200, "{this is not json"), "malformed reply.*not valid JSON"),
+    (Scripted(200, {"object": "chat.completion"}), "malformed reply.*no choices"),
+    (completion(None), "malformed reply.*no text content"),
+    (completion("   \n"), "empty reply"),
+])
+def test_malformed_and_empty_replies(no_key_leak, llm_env, scripted, match):
+    llm_env.script(scripted)
+    with client() as c, pytest.raises(LLMError, match=match):
+        c.chat(MESSAGES)
+
+
+def test_unreachable_endpoint(no_key_leak, llm_env):
+    port = int(llm_env.base_url.rsplit(":", 1)[1].split("/")[0])
+    llm_env.stop()
+    with client(base_url=f"http://127.0.0.1:{port}/v1", max_retries=0) as c, \
+            pytest.raises(LLMError, match=r"cannot reach the endpoint http://127.0.0.1:\d+/v1.*server running"):
+        c.chat(MESSAGES)
+
+
+def test_missing_key_sends_nothing(monkeypatch, llm_env):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(LLMError, match="OPENAI_API_KEY is not set"):
+        client()
+    assert llm_env.requests == []
+
+
+def test_missing_model():
+    with pytest.raises(LLMError, match="--model"):
+        ChatClient(model="", api_key="x", base_url="http://127.0.0.1:1/v1")
+
+
+def test_endpoint_resolution():
+    assert resolve_base_url("http://127.0.0.1:8000/v1/", {}) == "http://127.0.0.1:8000/v1"
+    assert resolve_base_url(None, {"OPENAI_BASE_URL": "http://localhost:11434/v1"}) == "http://localhost:11434/v1"
+    assert resolve_base_url(None, {}) == "https://api.openai.com/v1"
+    assert endpoint_host("http://127.0.0.1:8080/v1") == "127.0.0.1:8080"
+    assert endpoint_host("https://api.openai.com/v1") == "api.openai.com"
+    with pytest.raises(LLMError, match="not an http"):
+        resolve_base_url("ftp://host/v1", {})
+    with pytest.raises(LLMError, match="must not carry credentials") as info:
+        resolve_base_url(f"http://user:{TEST_KEY}@host/v1", {})
+    assert TEST_KEY not in str(info.value)
+    with pytest.raises(LLMError, match="not set"):
+        read_api_key({"OPENAI_API_KEY": "  "})

@@ -1,0 +1,83 @@
+"""``translate --backend llm`` through the translator's pipeline against the scripted server: the same manifest
+entry and ``.cu`` layout as the deterministic backend (docs/design/translate-contract.md).
+
+Under pytest without a GPU, ``translate_kernel`` runs the translation in a helper process (numba's simulator and
+its CUDA front end cannot share a process): the backend options travel with the request, the key in the
+environment only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from . import samples
+from .conftest import TEST_KEY
+from .server import completion
+
+ENTRY_KEYS = {"kernel", "registry_name", "source_sha256", "file_sha256", "signature", "constants", "backend",
+              "launchers", "compile", "verification", "created", "updated"}
+
+
+def test_llm_backend_through_the_pipeline(no_key_leak, llm_env):
+    from translate import pipeline
+
+    llm_env.script(completion(samples.GOOD_REPLY, prompt_tokens=1000, completion_tokens=500))
+    out = no_key_leak / "generated_cuda"
+    options = {"model": "scripted-model", "base_url": None, "max_turns": 3, "timeout": 5.0, "max_retries": 1}
+    pipeline.translate_kernel("matmul_tiled", backend="llm", out_dir=str(out), backend_options=options)
+
+    cu = (out / "matmul_tiled.cu").read_text()
+    assert "#include <cuda_runtime.h>" in cu and "#include <stdint.h>" in cu
+    assert "__global__ void matmul_tiled(" in cu
+    assert 'extern "C" cudaError_t launch_matmul_tiled(' in cu
+    manifest = json.loads((out / "manifest.json").read_text())
+    entry = manifest["files"]["matmul_tiled.cu"]
+    assert ENTRY_KEYS <= set(entry)
+    assert entry["backend"]["name"] == "llm" and entry["backend"]["model"] == "scripted-model"
+    assert entry["backend"]["turns"] == 1 and entry["backend"]["usage"]["total_tokens"] == 1500
+    assert entry["backend"]["endpoint_host"] == llm_env.base_url.split("//")[1].split("/")[0]
+    assert entry["compile"]["ok"] is True
+    assert TEST_KEY not in json.dumps(manifest)
+
+
+def _cli(args, env_overrides, cwd):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.update(env_overrides)
+    return subprocess.run([sys.executable, "-m", "translate.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=120)
+
+
+def test_translate_command_with_the_llm_backend(tmp_path, server):
+    server.script(completion(samples.GOOD_REPLY))
+    out = tmp_path / "out"
+    env = {"OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": server.base_url, "NO_PROXY": "127.0.0.1"}
+    run = _cli(["matmul_tiled", "--backend", "llm", "--model", "scripted-model", "--out", str(out),
+                "--max-retries", "0"], env, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (out / "matmul_tiled.cu").exists()
+    entry = json.loads((out / "manifest.json").read_text())["files"]["matmul_tiled.cu"]
+    assert entry["backend"]["name"] == "llm" and entry["backend"]["turns"] == 1
+    for text in (run.stdout, run.stderr, *(p.read_text() for p in out.iterdir())):
+        assert TEST_KEY not in text
+    assert server.requests[0].headers.get("authorization") == f"Bearer {TEST_KEY}"
+
+
+def test_translate_command_fails_cleanly_when_the_endpoint_is_down(tmp_path):
+    out = tmp_path / "out"
+    env = {"OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "NO_PROXY": "127.0.0.1"}
+    run = _cli(["matmul_tiled", "--backend", "llm", "--model", "m", "--out", str(out), "--max-retries", "0",
+                "--timeout", "2"], env, tmp_path)
+    assert run.returncode != 0
+    assert "matmul_tiled" in run.stderr and "connect" in run.stderr.lower()
+    assert not (out / "matmul_tiled.cu").exists() and not (out / "manifest.json").exists()
+    assert TEST_KEY not in run.stdout + run.stderr
+
+
+def test_translate_command_without_a_key_sends_nothing(tmp_path, server):
+    run = _cli(["matmul_tiled", "--backend", "llm", "--model", "m", "--out", str(tmp_path / "out")],
+               {"OPENAI_BASE_URL": server.base_url}, tmp_path)
+    assert run.returncode == 2 and "OPENAI_API_KEY" in run.stderr
+    assert server.requests == []

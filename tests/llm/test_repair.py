@@ -1,0 +1,111 @@
+"""The repair loop over real HTTP: gate and compiler failures go back to the model, at most max_turns rounds."""
+
+from __future__ import annotations
+
+import pytest
+
+from translate.llm.client import ChatClient, LLMError
+from translate.llm.gate import check_reply
+from translate.llm.prompt import build_messages
+from translate.llm.repair import CompileOutcome, RepairFailed, run_repair_loop
+
+from . import samples
+from .server import completion, error
+
+
+def fake_compile(code: str) -> CompileOutcome:
+    """Stands in for NVRTC (the backend tests use the real one): 'zero' is the undeclared identifier."""
+    if "zero" in code:
+        return CompileOutcome(False, 'matmul_tiled.cu(20): error: identifier "zero" is undefined')
+    return CompileOutcome(True, "", {"registers": 32})
+
+
+def gate(text):
+    return check_reply(text, kernel_name=samples.KERNEL, expected_signature=samples.SIGNATURE)
+
+
+def run(server, *, verify=None, max_turns=3, compile_fn=fake_compile):
+    with ChatClient(model="scripted-model", timeout=2.0, max_retries=1) as c:
+        return run_repair_loop(c.chat, build_messages(samples.spec()), gate=gate, compile_fn=compile_fn,
+                               verify=verify, max_turns=max_turns)
+
+
+def test_first_reply_accepted(no_key_leak, llm_env):
+    llm_env.script(completion(samples.GOOD_REPLY, prompt_tokens=900, completion_tokens=400))
+    result = run(llm_env)
+    assert result.turns == 1 and result.verified is None
+    assert result.usage.as_dict() == {"prompt_tokens": 900, "completion_tokens": 400, "total_tokens": 1300}
+    assert result.compile_info == {"registers": 32}
+    assert result.device_code.startswith("__global__ void matmul_tiled(")
+    assert len(llm_env.requests) == 1
+
+
+def test_compile_error_sent_back_then_repaired(no_key_leak, llm_env):
+    llm_env.script(completion(samples.BROKEN_REPLY), completion(samples.GOOD_REPLY))
+    result = run(llm_env)
+    assert result.turns == 2 and [a.stage for a in result.attempts] == ["compile", "ok"]
+    assert result.usage.total_tokens == 300
+    second = llm_env.requests[1].messages
+    assert second[-2] == {"role": "assistant", "content": samples.BROKEN_REPLY}
+    assert second[-1]["role"] == "user" and 'identifier "zero" is undefined' in second[-1]["content"]
+
+
+def test_gate_rejection_sent_back_then_repaired(no_key_leak, llm_env):
+    llm_env.script(completion(samples.ASM_REPLY), completion(samples.GOOD_REPLY))
+    result = run(llm_env)
+    assert [a.stage for a in result.attempts] == ["gate", "ok"]
+    assert "inline assembly" in llm_env.requests[1].messages[-1]["content"]
+
+
+def test_verification_report_sent_back(no_key_leak, llm_env):
+    llm_env.script(completion(samples.GOOD_REPLY), completion(samples.GOOD_REPLY.replace("p += ", "p -= ")))
+    reports = iter([{"case": "h=33 k=70 w=45 uniform", "max_abs_error": 12.5, "first_mismatches": [(0, 0), (0, 1)]},
+                    None])
+    result = run(llm_env, verify=lambda code: next(reports))
+    assert result.turns == 2 and result.verified is True
+    sent = llm_env.requests[1].messages[-1]["content"]
+    assert "h=33 k=70 w=45" in sent and "12.5" in sent and "(0, 0), (0, 1)" in sent
+
+
+@pytest.mark.parametrize("replies, stage_words", [
+    ([samples.BROKEN_REPLY] * 3, "did not compile"),
+    ([samples.ASM_REPLY] * 3, "inline assembly"),
+    ([samples.WRONG_SIGNATURE_REPLY] * 3, "signature does not match"),
+    ([samples.INCLUDE_REPLY] * 3, "#include <stdio.h>"),
+    ([samples.HOST_REPLY] * 3, "cudaMalloc"),
+])
+def test_gives_up_after_max_turns(no_key_leak, llm_env, replies, stage_words):
+    llm_env.script(*[completion(r) for r in replies])
+    with pytest.raises(RepairFailed) as info:
+        run(llm_env)
+    msg = str(info.value)
+    assert "no acceptable kernel in 3 turns" in msg and stage_words in msg
+    assert info.value.turns == 3 and info.value.usage.total_tokens == 450
+    assert len(llm_env.requests) == 3
+
+
+def test_max_turns_one_stops_at_the_first_rejection(no_key_leak, llm_env):
+    llm_env.script(completion(samples.WRONG_SIGNATURE_REPLY))
+    with pytest.raises(RepairFailed, match="in 1 turn "):
+        run(llm_env, max_turns=1)
+    assert len(llm_env.requests) == 1
+
+
+def test_endpoint_failure_mid_loop_is_an_error(no_key_leak, llm_env):
+    llm_env.script(completion(samples.BROKEN_REPLY), error(500, "down"), error(500, "down"))
+    with pytest.raises(LLMError, match=r"HTTP 500: down \(turn 2 of 3\)"):
+        run(llm_env)
+
+
+def test_compiler_exception_is_a_compile_failure(no_key_leak, llm_env):
+    llm_env.script(completion(samples.GOOD_REPLY), completion(samples.GOOD_REPLY))
+    calls = []
+
+    def flaky(code):
+        calls.append(code)
+        if len(calls) == 1:
+            raise RuntimeError("nvrtc: error: something")
+        return CompileOutcome(True)
+
+    result = run(llm_env, compile_fn=flaky)
+    assert result.turns == 2 and "nvrtc: error: something" in llm_env.requests[1].messages[-1]["content"]

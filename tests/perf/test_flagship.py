@@ -1,0 +1,101 @@
+"""The flagship matmul and the numbakern-way tiled kernel against a float64 reference, in the simulator (and on a
+GPU with ``pytest --gpu``), on shapes that no tile size divides."""
+
+import numpy as np
+import pytest
+
+from numbakern import mode
+from numbakern.compare import compare
+from numbakern.kernels import matmul_fast as mf
+from numbakern.registry import run_case
+
+#: small configs (the simulator is slow): 2x2 and 2x4 register tiles, tiles that none of the shapes divide
+SMALL_CONFIGS = [mf.SIM_CONFIG, {"bm": 8, "bn": 16, "bk": 2, "tm": 2, "tn": 4}]
+SHAPES = [(33, 70, 45), (1, 1, 1), (9, 3, 17), (16, 16, 16)]
+
+
+def _check(out, m, n):
+    ref = m.astype(np.float64) @ n.astype(np.float64)
+    scale = np.abs(m.astype(np.float64)) @ np.abs(n.astype(np.float64))
+    result = compare(out, ref, scale=scale, rtol=1e-5, atol=0.0, name="flagship")
+    assert result.ok, str(result)
+
+
+def _inputs(rng, h, k, w):
+    return rng.standard_normal((h, k)).astype(np.float32), rng.standard_normal((k, w)).astype(np.float32)
+
+
+@pytest.mark.parametrize("config", SMALL_CONFIGS, ids=lambda c: "{bm}x{bn}x{bk}-{tm}x{tn}".format(**c))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_flagship_matches_float64(config, shape):
+    if not mode.in_simulator() and config is not mf.SIM_CONFIG:
+        pytest.skip("the small configs are for the simulator")
+    rng = np.random.default_rng()
+    m, n = _inputs(rng, *shape)
+    out = np.full((shape[0], shape[2]), np.nan, dtype=np.float32)
+    cfg = mf.flagship_launch(config, shape[0], shape[2])
+    if mode.in_simulator():
+        mf.matmul_flagship(**config)[cfg.grid, cfg.block](m, n, out)
+    else:
+        from numba import cuda
+
+        d = [cuda.to_device(x) for x in (m, n, out)]
+        mf.matmul_flagship(**config)[cfg.grid, cfg.block](*d)
+        out = d[2].copy_to_host()
+    _check(out, m, n)
+
+
+def test_matmul_fast_api_uses_default_config_in_simulator():
+    if not mode.in_simulator():
+        pytest.skip("simulator-only")
+    rng = np.random.default_rng()
+    m, n = _inputs(rng, 21, 13, 19)
+    out = mf.matmul_fast(m, n)
+    assert out.shape == (21, 19) and out.dtype == np.float32
+    _check(out, m, n)
+    # an explicit config, and an explicit out
+    out2 = np.full((21, 19), np.nan, dtype=np.float32)
+    assert mf.matmul_fast(m, n, out2, config=SMALL_CONFIGS[1]) is out2
+    _check(out2, m, n)
+
+
+def test_matmul_fast_rejects_bad_arguments():
+    rng = np.random.default_rng()
+    m, n = _inputs(rng, 4, 5, 6)
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        mf.matmul_fast(m, n.T.copy())
+    with pytest.raises(TypeError, match="argument 'a' must have dtype float32"):
+        mf.matmul_fast(m.astype(np.float64), n)
+    with pytest.raises(ValueError, match="argument 'out' must have shape"):
+        mf.matmul_fast(m, n, np.empty((4, 5), np.float32))
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"bm": 128, "bn": 128, "bk": 8, "tm": 3, "tn": 8}, "must divide"),
+    ({"bm": 96, "bn": 96, "bk": 8, "tm": 6, "tn": 6}, "1, 2, 3 or a multiple of 4"),
+    ({"bm": 256, "bn": 256, "bk": 8, "tm": 4, "tn": 4}, "threads per block"),
+    ({"bm": 128, "bn": 128, "bk": 64, "tm": 8, "tn": 8}, "48 KiB"),
+    ({"bm": 0, "bn": 128, "bk": 8, "tm": 8, "tn": 8}, "positive int"),
+])
+def test_flagship_config_validation(bad, match):
+    with pytest.raises(ValueError, match=match):
+        mf.flagship_threads(bad)
+
+
+def test_every_autotune_candidate_is_valid():
+    for config in (*mf.CONFIGS, mf.SIM_CONFIG):
+        nt = mf.flagship_threads(config)
+        assert 64 <= nt <= 256
+    cfg = mf.flagship_launch(mf.DEFAULT_CONFIG, 1000, 300)
+    assert cfg.grid == (3, 8, 1) and cfg.block == (256, 1, 1)
+
+
+@pytest.mark.parametrize("shape", [(33, 70, 45), (1, 1, 1)], ids=lambda s: "x".join(map(str, s)))
+def test_tiled_fast_matches_float64(shape):
+    from numbakern import get
+
+    spec = get("matmul_tiled_fast")
+    h, k, w = shape
+    case = spec.make_case({"h": h, "k": k, "w": w}, np.random.default_rng(), "normal")
+    (result,) = spec.check(case, run_case(spec, case)).values()
+    assert result.ok, str(result)

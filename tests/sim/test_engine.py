@@ -1,0 +1,196 @@
+"""The engine keeps the stock simulator's semantics for correct kernels, and runs every registered kernel with all
+checks on."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+from numba import cuda
+
+from numbakern import all_specs, run_case, sim
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng()
+
+
+def test_launches_run_on_numbakerns_engine():
+    assert sim.active_engine() == "numbakern"
+
+
+# -- barriers and their reductions --------------------------------------------------------------------------------
+
+
+@cuda.jit
+def barrier_votes(x, counts, ands, ors):
+    t = cuda.threadIdx.x + cuda.blockDim.x * cuda.threadIdx.y
+    big = x[cuda.blockIdx.x, t] > np.float32(1.0)
+    counts[cuda.blockIdx.x, t] = cuda.syncthreads_count(big)
+    ands[cuda.blockIdx.x, t] = cuda.syncthreads_and(x[cuda.blockIdx.x, t] > np.float32(0.0))
+    ors[cuda.blockIdx.x, t] = cuda.syncthreads_or(big)
+
+
+def test_syncthreads_count_and_or(rng):
+    x = (rng.random((3, 48)) + 0.5).astype(np.float32)
+    counts, ands, ors = (np.zeros((3, 48), np.int64) for _ in range(3))
+    with sim.checks("all"):
+        barrier_votes[3, (16, 3)](x, counts, ands, ors)
+    for b in range(3):
+        assert (counts[b] == (x[b] > 1.0).sum()).all()
+        assert (ands[b] == 1).all()
+        assert (ors[b] == int((x[b] > 1.0).any())).all()
+
+
+# -- memory spaces, dtypes, device functions, indices -------------------------------------------------------------
+
+
+@cuda.jit(device=True)
+def lane_weight(v):
+    return v * np.float32(cuda.threadIdx.x + 1)
+
+
+@cuda.jit
+def spaces(x, out):
+    a = cuda.shared.array(32, dtype=np.float32)
+    b = cuda.shared.array(32, dtype=numba.float32)  # a separate array: another call site
+    scratch = cuda.local.array(2, dtype=np.float32)
+    t = cuda.threadIdx.x
+    i, j = cuda.grid(2)
+    w, h = cuda.gridsize(2)
+    a[t] = x[j, i]
+    b[t] = -x[j, i]
+    cuda.syncthreads()
+    scratch[0] = a[31 - t]
+    scratch[1] = b[t]
+    out[j, i] = lane_weight(scratch[0]) + scratch[1] + np.float32(w * h)
+
+
+def test_shared_local_device_functions_and_grid(rng):
+    x = (rng.random((2, 64)) + 0.5).astype(np.float32)
+    out = np.zeros_like(x)
+    with sim.checks("all"):
+        spaces[(2, 2), (32, 1)](x, out)
+    t = np.arange(32)
+    expected = np.empty_like(x)
+    for j in range(2):
+        for bx in range(2):
+            row = x[j, 32 * bx : 32 * bx + 32]
+            expected[j, 32 * bx : 32 * bx + 32] = row[::-1] * (t + 1) - row + np.float32(64 * 2)
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+@cuda.jit
+def atomics(x, total, biggest, hits):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        cuda.atomic.add(total, 0, x[i])
+        cuda.atomic.max(biggest, 0, x[i])
+        cuda.atomic.add(hits, x[i] % 4, 1)
+
+
+def test_atomics(rng):
+    x = rng.integers(1, 1000, size=300).astype(np.int64)
+    total, biggest, hits = np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(4, np.int64)
+    with sim.checks("all"):
+        atomics[3, 128](x, total, biggest, hits)
+    assert total[0] == x.sum() and biggest[0] == x.max()
+    np.testing.assert_array_equal(hits, np.bincount(x % 4, minlength=4))
+
+
+@cuda.jit
+def shared_atomic_histogram(x, out):
+    counts = cuda.shared.array(4, dtype=np.int32)
+    t = cuda.threadIdx.x
+    if t < 4:
+        counts[t] = 0
+    cuda.syncthreads()
+    cuda.atomic.add(counts, x[t] % 4, 1)  # atomics on shared memory: no race
+    cuda.syncthreads()
+    if t < 4:
+        out[t] = counts[t]
+
+
+def test_shared_atomics_are_not_races(rng):
+    x = rng.integers(1, 100, size=64).astype(np.int32)
+    out = np.zeros(4, np.int32)
+    with sim.checks("all"):
+        shared_atomic_histogram[1, 64](x, out)
+    np.testing.assert_array_equal(out, np.bincount(x % 4, minlength=4))
+
+
+# -- exceptions name the thread and block -------------------------------------------------------------------------
+
+
+@cuda.jit
+def fails_in_one_thread(x):
+    if cuda.threadIdx.x == 3 and cuda.blockIdx.x == 1:
+        raise ValueError("bad value")
+    x[cuda.grid(1)] = 1
+
+
+def test_exceptions_name_thread_and_block():
+    with pytest.raises(ValueError, match=r"^tid=\[3, 0, 0\] ctaid=\[1, 0, 0\]: bad value$"):
+        fails_in_one_thread[2, 8](np.zeros(16, np.float32))
+
+
+# -- thread order ---------------------------------------------------------------------------------------------------
+
+
+@cuda.jit
+def arrival_order(counter, order):
+    t = cuda.threadIdx.x
+    order[cuda.blockIdx.x, t] = cuda.atomic.add(counter, 0, 1)
+
+
+def _order(seed):
+    counter, order = np.zeros(1, np.int64), np.zeros((2, 64), np.int64)
+    with sim.shuffled(seed):
+        arrival_order[2, 64](counter, order)
+    return order
+
+
+def test_thread_order_is_fixed_by_default():
+    np.testing.assert_array_equal(_order(None), np.arange(128).reshape(2, 64))
+
+
+def test_shuffled_order_is_reproducible_by_seed():
+    first, again, other = _order(7), _order(7), _order(8)
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+    assert not np.array_equal(first, np.arange(128).reshape(2, 64))
+    assert sorted(first.ravel()) == list(range(128))
+
+
+def test_shuffle_seed_from_the_environment(monkeypatch):
+    monkeypatch.setenv(sim.SHUFFLE_ENV, "7")
+    counter, order = np.zeros(1, np.int64), np.zeros((2, 64), np.int64)
+    arrival_order[2, 64](counter, order)
+    np.testing.assert_array_equal(order, _order(7))
+
+
+# -- the stock engine stays reachable (the benchmark's baseline) ---------------------------------------------------
+
+
+def test_stock_engine_gives_the_same_results(rng):
+    x = (rng.random((2, 64)) + 0.5).astype(np.float32)
+    ours, stock = np.zeros_like(x), np.zeros_like(x)
+    spaces[(2, 2), (32, 1)](x, ours)
+    with sim.use_engine("stock"):
+        assert sim.active_engine() == "stock"
+        spaces[(2, 2), (32, 1)](x, stock)
+    assert sim.active_engine() == "numbakern"
+    np.testing.assert_array_equal(ours, stock)
+
+
+# -- every registered kernel passes with every check on ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", all_specs(), ids=lambda s: s.name)
+def test_registered_kernels_pass_all_checks(spec, rng):
+    with sim.checks("all"):
+        for size in spec.test_sizes:
+            case = spec.make_case(size, rng, "normal")
+            results = spec.check(case, run_case(spec, case))
+            assert all(r.ok for r in results.values()), (spec.name, size, results)

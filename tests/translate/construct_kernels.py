@@ -1,0 +1,133 @@
+"""Kernels that exercise each construct the translator supports (golden tests: test_golden.py)."""
+
+import math
+
+import numpy as np
+from numba import cuda
+
+SCALE = 2.5
+N_ITEMS = 4
+
+
+@cuda.jit(device=True)
+def clamp(x, lo, hi):
+    if x < lo:
+        return lo
+    elif x > hi:
+        return hi
+    return x
+
+
+@cuda.jit
+def indices(out):
+    i, j = cuda.grid(2)
+    n = cuda.gridsize(1)
+    out[0] = cuda.threadIdx.x + cuda.blockIdx.y * cuda.blockDim.z + cuda.gridDim.x + i + j + n
+
+
+@cuda.jit
+def arith(a, out, n):
+    i = cuda.grid(1)
+    q = n // 3
+    r = n % 4
+    s = i // 2
+    f = a[i] / 2
+    g = n / 2
+    out[i] = q + r + s + f + g + -n + (n ** 2) + abs(n) + min(i, n) + max(f, 1.0)
+
+
+@cuda.jit
+def math_casts(a, out):
+    i = cuda.grid(1)
+    x = math.sqrt(a[i]) + math.exp(np.float64(a[i])) + math.ceil(a[i])
+    y = int(x) + float(i) + np.float32(SCALE)
+    out[i] = y if 0 <= i < out.shape[0] and not (x > 3 or x < -3) else 0.0
+
+
+@cuda.jit
+def loops(out, n):
+    acc = 0
+    for i in range(n):
+        if i == 3:
+            continue
+        acc += i
+    for j in range(10, 0, -2):
+        acc -= j
+    k = 0
+    while True:
+        k += 1
+        if k > n:
+            break
+    out[0] = acc + k
+    if n < 0:
+        return
+    out[1] = clamp(acc, 0, 5)
+
+
+@cuda.jit
+def shared_local(out):
+    tile = cuda.shared.array((N_ITEMS, N_ITEMS), dtype=np.float32)
+    buf = cuda.local.array(N_ITEMS, dtype=np.int32)
+    dyn = cuda.shared.array(0, dtype=np.float32)
+    lo, hi = dyn[:N_ITEMS], dyn[N_ITEMS:]
+    tx = cuda.threadIdx.x
+    buf[tx % N_ITEMS] = tx
+    tile[tx % N_ITEMS, 0] = buf[0]
+    lo[tx] = tile[0, 0]
+    hi[tx] = lo[tx]
+    c = cuda.syncthreads_count(tx)
+    a = cuda.syncthreads_and(tx)
+    o = cuda.syncthreads_or(tx)
+    out[tx] = hi[tx] + c + a + o
+
+
+@cuda.jit
+def atomics_warp(fo, io, uo):
+    tx = cuda.threadIdx.x
+    cuda.atomic.add(fo, 0, 1.0)
+    cuda.atomic.sub(io, 0, 1)
+    cuda.atomic.max(io, 1, tx)
+    cuda.atomic.min(fo, 1, 2.0)
+    cuda.atomic.exch(io, 2, 7)
+    cuda.atomic.cas(io, 3, 0, 1)
+    v = cuda.shfl_down_sync(0xFFFFFFFF, fo[tx], 1)
+    w = cuda.shfl_xor_sync(0xFFFFFFFF, v, 2) + cuda.shfl_up_sync(0xFFFFFFFF, v, 1) + cuda.shfl_sync(0xFFFFFFFF, v, 0)
+    b = cuda.ballot_sync(0xFFFFFFFF, w > 0)
+    cuda.syncwarp(0xFFFFFFFF)
+    uo[tx] = b
+
+
+@cuda.jit
+def negative_index(x, out):
+    i = cuda.threadIdx.x
+    out[i] = x[i - 1] + x[-1]
+
+
+@cuda.jit
+def swap_unpack(out):
+    a, b = 1, 2
+    a, b = b, a
+    out[0] = a - b
+
+
+# -- unsupported constructs (each must raise a located TranslationError) --------------------------------------
+
+@cuda.jit
+def bad_strings(out):
+    s = "hello"
+    out[0] = len(s)
+
+
+@cuda.jit
+def bad_loop_var(out):
+    for i in range(3):
+        out[i] = 1
+    out[0] = i
+
+
+@cuda.jit
+def bad_mixed_types(out, n):
+    x = 1
+    if n > 0:
+        x = 2.5
+    out[0] = x

@@ -1,0 +1,70 @@
+"""The launcher ABI in ctypes, from manifest-style descriptions (CPU only)."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+
+import numpy as np
+import pytest
+
+from translate.verify import abi
+
+from .conftest import DEFECTS_DIR
+
+
+def test_argtypes_follow_the_contract(fixture_launchers):
+    types = abi.argtypes(fixture_launchers["matmul_tiled"])
+    arrays = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] * 3
+    launch = [ctypes.c_uint] * 6 + [ctypes.c_size_t, ctypes.c_void_p]
+    assert types == arrays + [ctypes.c_int64] + launch
+
+
+@pytest.mark.parametrize("kernel", ["matmul_tiled", "vector_add", "block_sum"])
+def test_c_declaration_matches_the_fixture_source(fixture_launchers, kernel):
+    decl = abi.c_declaration(fixture_launchers[kernel])
+    source = (DEFECTS_DIR / f"{kernel}.cu").read_text()
+    m = re.search(r'extern "C" cudaError_t (\w+)\((.*?)\)\s*\{', source, re.S)
+    assert m, "fixture has no launcher"
+    normalise = lambda s: re.sub(r"\s+", " ", s).strip()
+    assert normalise(decl) == normalise(f'extern "C" cudaError_t {m.group(1)}({m.group(2)})')
+
+
+def test_call_args_in_python_order(fixture_launchers):
+    launcher = fixture_launchers["matmul_tiled"]
+    f32 = np.dtype(np.float32)
+    args = [(0x1000, (3, 5), f32), abi.ArrayArg(0x2000, (5, 7), f32), (0x3000, (3, 7), f32), 16]
+    out = abi.call_args(launcher, args, grid=(1, 1), block=(16, 16), shared_bytes=2048, stream=0)
+    assert [a.value if isinstance(a, ctypes.c_void_p) else a for a in out] == [
+        0x1000, 3, 5, 0x2000, 5, 7, 0x3000, 3, 7, 16, 1, 1, 1, 16, 16, 1, 2048, None]
+
+
+def test_call_args_reject_mismatches(fixture_launchers):
+    launcher = fixture_launchers["vector_add"]
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    good = (0x10, (4,), f32)
+    with pytest.raises(abi.AbiError, match="takes 3 arguments"):
+        abi.call_args(launcher, [good, good], (1,), (32,))
+    with pytest.raises(abi.AbiError, match="dtype float32"):
+        abi.call_args(launcher, [good, (0x10, (4,), f64), good], (1,), (32,))
+    with pytest.raises(abi.AbiError, match="1-D"):
+        abi.call_args(launcher, [good, good, (0x10, (2, 2), f32)], (1,), (32,))
+    with pytest.raises(abi.AbiError, match="1 to 3"):
+        abi.call_args(launcher, [good] * 3, (1, 1, 1, 1), (32,))
+
+
+def test_select_launcher_by_constants():
+    plain = {"symbol": "launch_k", "constants": {}, "params": []}
+    tw16 = {"symbol": "launch_k_tw16", "constants": {"tw": 16}, "params": []}
+    tw32 = {"symbol": "launch_k_tw32", "constants": {"tw": 32}, "params": []}
+    assert abi.select_launcher([plain], {}) is plain
+    assert abi.select_launcher([tw16, tw32], {"tw": 32}) is tw32
+    with pytest.raises(abi.AbiError, match="no launcher is instantiated"):
+        abi.select_launcher([tw16], {"tw": 8})
+
+
+def test_bad_descriptions_are_rejected():
+    with pytest.raises(abi.AbiError, match="unsupported dtype"):
+        abi.argtypes({"symbol": "s", "params": [{"name": "x", "kind": "array", "dtype": "complex64", "ndim": 1}]})
+    with pytest.raises(abi.AbiError, match="kind"):
+        abi.argtypes({"symbol": "s", "params": [{"name": "x", "kind": "tuple", "dtype": "int64"}]})

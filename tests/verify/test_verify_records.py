@@ -1,0 +1,115 @@
+"""Reports, manifest records and sanitizer summaries (CPU only)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from translate.verify import manifest as mf
+from translate.verify.harness import CaseResult, VerifyResult
+from translate.verify.report import case_line, result_block, summary_table
+from translate.verify.runner import poison_value, poisoned
+from translate.verify.sanitize import parse_summary
+
+
+def _result(ok=True):
+    good = CaseResult("matmul_tiled", {"h": 33, "k": 70, "w": 45}, 1, "normal", True, [], 1e-6, 2e-7)
+    bad = CaseResult("matmul_tiled", {"h": 1, "k": 1, "w": 1}, 0, "large", False, ["vs_numba", "repeat"], float("inf"),
+                     float("inf"), ["vs_numba: out (run 1) vs Numba: 1 elements differ", "repeat: differ at 1"])
+    r = VerifyResult("matmul_tiled", "launch_matmul_tiled", "generated_cuda/matmul_tiled.cu", "ab" * 32, ok,
+                     [good] if ok else [good, bad], device={"device": "NVIDIA H200", "compute_capability": "9.0",
+                                                            "driver": "13.0", "runtime": "13.0"}, date="2026-11-22T03:00:00Z")
+    r.sanitizer = {"memcheck": "ok", "racecheck": "ok", "initcheck": "ok", "synccheck": "ok"}
+    return r
+
+
+def test_record_has_the_contract_fields():
+    rec = _result().to_record()
+    for key in ("ok", "device", "compute_capability", "driver", "runtime", "date", "cases", "max_abs_error",
+                "max_rel_error", "sanitizer", "file_sha256"):
+        assert key in rec
+    assert rec["ok"] is True and rec["cases"] == 1 and rec["max_abs_error"] == pytest.approx(1e-6)
+    json.dumps(_result(ok=False).to_record())  # infinities become strings: still valid JSON
+
+
+def test_reports_name_the_failing_checks():
+    r = _result(ok=False)
+    text = result_block(r)
+    assert "FAIL" in text and "vs_numba" in text and "h=1,k=1,w=1 seed=0 large" in text
+    assert "repeat×1" in text
+    assert "PASS" in summary_table([_result()]) and "FAIL" in summary_table([r])
+    assert case_line(r.cases[0]).startswith("ok")
+
+
+def test_poison_values_differ_between_runs():
+    assert np.isnan(poison_value(np.float32, "a")) and np.isfinite(poison_value(np.float32, "b"))
+    assert poison_value(np.int32, "a") != poison_value(np.int32, "b")
+    assert poison_value(np.uint8, "a") != poison_value(np.uint8, "b")
+    assert poisoned(np.zeros((2, 3), np.float64), "b").shape == (2, 3)
+
+
+def _manifest(tmp_path: Path) -> Path:
+    d = tmp_path / "generated_cuda"
+    d.mkdir()
+    (d / "a.cu").write_text("// a\n")
+    (d / "b.cu").write_text("// b\n")
+    sha = lambda name: hashlib.sha256((d / name).read_bytes()).hexdigest()
+    data = {"version": 1, "files": {
+        "a.cu": {"registry_name": "a", "file_sha256": sha("a.cu"), "verification": None, "launchers": []},
+        "b.cu": {"registry_name": "b", "file_sha256": sha("b.cu"), "verification": None, "launchers": []}}}
+    (d / "manifest.json").write_text(json.dumps(data))
+    return d / "manifest.json"
+
+
+def test_records_are_written_atomically_and_keep_other_entries(tmp_path, monkeypatch):
+    monkeypatch.setattr(mf, "_translator_helper", lambda: None)
+    path = _manifest(tmp_path)
+    sha = hashlib.sha256(b"// a\n").hexdigest()
+    assert mf.record_verification(path, "a.cu", {"ok": True, "file_sha256": sha})
+    data = json.loads(path.read_text())
+    assert data["files"]["a.cu"]["verification"]["ok"] is True
+    assert data["files"]["b.cu"]["verification"] is None and data["version"] == 1
+    assert not list(path.parent.glob(".manifest-*"))  # no temp files left behind
+
+
+def test_records_for_a_changed_file_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(mf, "_translator_helper", lambda: None)
+    path = _manifest(tmp_path)
+    outcome = mf.apply_records(path, [{"file": "a.cu", "record": {"ok": True, "file_sha256": "0" * 64}},
+                                      {"file": "gone.cu", "record": {"ok": True}}])
+    assert outcome["a.cu"].startswith("skipped") and outcome["gone.cu"].startswith("skipped")
+    assert json.loads(path.read_text())["files"]["a.cu"]["verification"] is None
+
+
+def test_entry_lookup_by_registry_name():
+    manifest = {"files": {"x.cu": {"registry_name": "matmul"}, "vector_add.cu": {"registry_name": None}}}
+    assert mf.entry_for(manifest, "matmul")[0] == "x.cu"
+    assert mf.entry_for(manifest, "vector_add")[0] == "vector_add.cu"
+    assert mf.entry_for(manifest, "nope") is None
+
+
+@pytest.mark.parametrize("tool, rc, output, expected", [
+    ("memcheck", 0, "SANCASE-DONE ok\n========= ERROR SUMMARY: 0 errors\n", "ok"),
+    ("racecheck", 0, "SANCASE-DONE ok\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n", "ok"),
+    ("racecheck", 86, "========= Error: Race reported between Write access at k+0x10\nSANCASE-DONE ok\n"
+                      "========= RACECHECK SUMMARY: 3 hazards displayed (3 errors, 0 warnings)\n", "3 error(s)"),
+    ("memcheck", 86, "========= Invalid __global__ write of size 4 bytes\nSANCASE-DONE ok\n"
+                     "========= ERROR SUMMARY: 1 error\n", "1 error(s)"),
+    ("initcheck", 1, "Traceback ...\nImportError: x\n", "the sanitized run failed"),
+])
+def test_sanitizer_summaries(tool, rc, output, expected):
+    assert parse_summary(tool, rc, output).startswith(expected)
+
+
+def test_records_go_through_the_translators_writer_when_it_exists(tmp_path):
+    path = _manifest(tmp_path)
+    sha = hashlib.sha256(b"// a\n").hexdigest()
+    assert mf._translator_helper() is not None
+    assert mf.record_verification(path, "a.cu", {"ok": True, "file_sha256": sha})
+    data = json.loads(path.read_text())
+    assert data["files"]["a.cu"]["verification"] == {"ok": True, "file_sha256": sha}
+    assert data["files"]["b.cu"]["verification"] is None

@@ -1,0 +1,187 @@
+"""Backend ``llm``: device code from a model behind any OpenAI-compatible endpoint, gated, compiled and (with
+``--verify``) verified by the project before it is accepted.
+
+The pipeline gives the backend what only the translator knows, and the backend gives back device code plus the
+manifest's ``backend`` record:
+
+    backend = LLMBackend(model="gpt-4.1", base_url=None, max_turns=3)
+    result = backend.generate(
+        request,                       # the KernelRequest (source, Numba types, constants, ...)
+        signature=...,                 # the emitter's exact __global__ declaration (with template<...> if any)
+        compile_fn=...,                # device code -> NVRTC result with .ok/.log (emitter's file around it)
+        verify=None,                   # --verify on a GPU: device code -> None if outputs match, else a report
+        launcher=...,                  # optional: the launcher C text, shown to the model for context
+    )
+    result.device_code                 # goes to the emitter, like the ast backend's
+    result.helpers                     # the project helpers the code calls (the emitter must include them)
+    result.backend                     # {"name": "llm", "tool_version", "model", "endpoint_host", "turns", "usage"}
+
+``generate`` raises ``LLMError`` (endpoint trouble, or no acceptable reply in ``max_turns``); nothing is written
+by the backend, so a failure can never replace a file. The API key is never part of any result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from translate.llm import helpers as project_helpers
+from translate.llm.client import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, ChatClient, LLMError, Usage
+from translate.llm.gate import check_reply
+from translate.llm.prompt import build_messages
+from translate.llm.repair import DEFAULT_MAX_TURNS, Attempt, RepairResult, run_repair_loop
+from translate.llm.request import kernel_name, spec_from_request
+
+__all__ = ["LLMBackend", "LLMResult", "LLMError", "NAME", "VERSION", "configure", "generate", "tool_version"]
+
+
+def tool_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("numbakern")
+    except Exception:
+        return "0.0.0"
+
+
+@dataclass
+class LLMResult:
+    device_code: str
+    helpers: set[str]
+    backend: dict[str, Any]  # the manifest's "backend" record
+    verified: bool | None
+    compile_info: Any = None
+    turns: int = 0
+    usage: Usage = field(default_factory=Usage)
+    messages: list[dict[str, str]] = field(default_factory=list)
+
+
+class LLMBackend:
+    name = "llm"
+
+    def __init__(self, *, model: str, base_url: str | None = None, max_turns: int = DEFAULT_MAX_TURNS,
+                 timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_MAX_RETRIES,
+                 allow_printf: bool = False, temperature: float | None = 0.0,
+                 environ: Mapping[str, str] | None = None, on_turn: Callable[[Attempt], None] | None = None):
+        if max_turns < 1:
+            raise LLMError(f"--max-turns must be at least 1, got {max_turns}")
+        self.model = model
+        self.max_turns = max_turns
+        self.allow_printf = allow_printf
+        self.on_turn = on_turn
+        # the client checks model, endpoint and key now: a missing key fails before any work or request
+        self.client = ChatClient(model=model, base_url=base_url, timeout=timeout, max_retries=max_retries,
+                                 temperature=temperature, environ=environ)
+
+    @property
+    def endpoint_host(self) -> str:
+        return self.client.endpoint_host
+
+    def __repr__(self) -> str:
+        return f"LLMBackend(model={self.model!r}, endpoint_host={self.endpoint_host!r}, max_turns={self.max_turns})"
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> "LLMBackend":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def generate(self, request: Any, *, signature: str, compile_fn: Callable[[str], Any],
+                 verify: Callable[[str], Any] | None = None, launcher: str | None = None) -> LLMResult:
+        spec = spec_from_request(request, signature=signature, launcher=launcher,
+                                 helpers=project_helpers.offered(), allow_printf=self.allow_printf)
+        name = kernel_name(request)
+        reserved = project_helpers.reserved_names()
+
+        def gate(text: str):
+            return check_reply(text, kernel_name=name, expected_signature=signature,
+                               allow_printf=self.allow_printf, reserved_names=reserved)
+
+        result: RepairResult = run_repair_loop(
+            self.client.chat, build_messages(spec), gate=gate, compile_fn=compile_fn, verify=verify,
+            max_turns=self.max_turns, on_turn=self.on_turn,
+        )
+        return LLMResult(
+            device_code=result.device_code,
+            helpers=project_helpers.used_helpers(result.device_code),
+            backend=self.manifest_record(result.turns, result.usage),
+            verified=result.verified,
+            compile_info=result.compile_info,
+            turns=result.turns,
+            usage=result.usage,
+            messages=result.messages,
+        )
+
+    def manifest_record(self, turns: int, usage: Usage) -> dict[str, Any]:
+        """The manifest entry's ``backend`` value: model and endpoint host, never the key or the URL path."""
+        return {"name": self.name, "tool_version": tool_version(), "model": self.model,
+                "endpoint_host": self.endpoint_host, "turns": turns, "usage": usage.as_dict()}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the pipeline's backend interface (translate/backends/__init__.py): a module with NAME, VERSION and
+# generate(request) -> DeviceCode. The CLI configures it once (translate.llm.cli_args.make_backend -> configure).
+
+NAME = "llm"
+VERSION = tool_version()
+
+_configured: LLMBackend | None = None
+_verify_factory: Callable[[Any], Callable[[str], Any] | None] | None = None
+
+
+def configure(backend: LLMBackend | None, verify_factory: Callable[[Any], Callable[[str], Any] | None] | None = None
+              ) -> None:
+    """Set the backend ``generate(request)`` uses; ``verify_factory(request)`` gives the ``--verify`` callback."""
+    global _configured, _verify_factory
+    _configured, _verify_factory = backend, verify_factory
+
+
+def expected_signature(request: Any) -> str:
+    """The emitter's kernel declaration for ``request`` (with its ``template <int ...>`` line), on one line."""
+    from translate.backends import kernel_declaration
+
+    decl = " ".join(kernel_declaration(request).split())
+    if getattr(request, "template_params", ()):
+        decl = "template <" + ", ".join(f"int {t}" for t in request.template_params) + "> " + decl
+    return decl
+
+
+def pipeline_compile_fn(request: Any, arch: str = "sm_90") -> Callable[[str], Any]:
+    """Device code -> the emitter's full file compiled with NVRTC (the translator's own compile step)."""
+    from translate.backends import DeviceCode
+    from translate.compile import nvrtc_compile
+    from translate.emit import assemble
+
+    def compile_fn(code: str):
+        device = DeviceCode(code=code, helpers=tuple(sorted(project_helpers.used_helpers(code))))
+        return nvrtc_compile(assemble(request, device, f"// {request.name}.cu (llm backend candidate)"), arch,
+                             name=f"{request.name}.cu")
+
+    return compile_fn
+
+
+def generate(request: Any, **options: Any):
+    """``DeviceCode`` for ``request`` from the model; ``LLMError`` if no reply passes in ``max_turns``.
+
+    ``options`` (``model``, ``base_url``, ``max_turns``, ``timeout``, ``max_retries``: what ``translate_kernel``
+    forwards, also into its helper process) make a backend for this call; without them the configured one is used.
+    """
+    if options:
+        with LLMBackend(**options) as backend:
+            return _device_code(backend, request)
+    if _configured is None:
+        raise LLMError("the llm backend is not configured: pass --model NAME (and --base-url or OPENAI_BASE_URL)")
+    return _device_code(_configured, request)
+
+
+def _device_code(backend: LLMBackend, request: Any):
+    from translate.backends import DeviceCode
+
+    verify = _verify_factory(request) if _verify_factory is not None else None
+    result = backend.generate(request, signature=expected_signature(request),
+                              compile_fn=pipeline_compile_fn(request), verify=verify)
+    notes = {k: v for k, v in result.backend.items() if k not in ("name", "tool_version")}
+    return DeviceCode(code=result.device_code, helpers=tuple(sorted(result.helpers)), notes=notes)

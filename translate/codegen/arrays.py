@@ -1,0 +1,115 @@
+"""Arrays: a kernel's array argument is a pointer plus its extents (``m.shape`` -> ``m_shape0, m_shape1``,
+``m[r, c]`` -> ``m[r * m_shape1 + c]``, C-contiguous); shared and local arrays are C arrays
+(``__shared__ float tile[TILE][TILE + 1];``); the dynamic shared array is ``extern __shared__ float shar[];``
+and 1-D slices of it are pointer views (``float *ns = shar + tw * tw;``)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+from ..cnames import c_name, is_int, scalar_key
+from .cexpr import ADD, MUL, PRIMARY, CExpr, paren
+
+
+@dataclass
+class ArrayInfo:
+    name: str
+    kind: str                  # 'param' | 'shared' | 'local' | 'dynamic' | 'view'
+    key: str                   # element type
+    ndim: int
+    extents: list | None       # CExpr per dimension, or None where unknown (dynamic shared memory)
+    nbt: Any = None
+
+
+def param_array(name: str, nbt) -> ArrayInfo:
+    key = scalar_key(nbt.dtype)
+    from numba.cuda import types
+
+    extents = [CExpr(f"{name}_shape{d}", "int64", types.int64, nonneg=True) for d in range(nbt.ndim)]
+    return ArrayInfo(name, "param", key, nbt.ndim, extents, nbt)
+
+
+def element(tr, info: ArrayInfo, index: ast.AST, node: ast.AST) -> CExpr:
+    """The C lvalue for ``info[index]``."""
+    idx_nodes = index.elts if isinstance(index, ast.Tuple) else [index]
+    if any(isinstance(i, ast.Slice) for i in idx_nodes):
+        raise tr.src.error(node, "slicing is supported only to make a 1-D view of the dynamic shared array",
+                           hint="index every dimension (m[r, c]); or `ms = shar[a:b]` of cuda.shared.array(0, ...)")
+    if len(idx_nodes) != info.ndim:
+        raise tr.src.error(node, f"'{info.name}' has {info.ndim} dimension(s) but is indexed with {len(idx_nodes)}",
+                           hint="index every dimension of an array: whole-row views are not supported")
+    idxs = []
+    for d, inode in enumerate(idx_nodes):
+        i = tr.expr(inode)
+        if not is_int(i.key) and not is_int(scalar_key(i.nbt)):
+            raise tr.src.error(inode, "array indices must be integers", hint="int(...) the index")
+        i = _wrapped(tr, info, d, i, inode)
+        idxs.append(i)
+    elem_nbt = getattr(info.nbt, "dtype", None) if info.nbt is not None else None
+    if info.kind in ("shared", "local"):
+        code = info.name + "".join(f"[{i.code}]" for i in idxs)
+        return CExpr(code, info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
+    off = idxs[0]
+    for d in range(1, info.ndim):
+        ext = info.extents[d]
+        prod = CExpr(f"{paren(off, MUL)} * {ext.code}", "int64", None, MUL)
+        off = CExpr(f"{prod.code} + {paren(idxs[d], ADD)}", "int64", None, ADD)  # integer + is associative
+    return CExpr(f"{info.name}[{off.code}]", info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
+
+
+def _wrapped(tr, info: ArrayInfo, d: int, i: CExpr, inode) -> CExpr:
+    if i.nonneg:
+        tr.assumed |= i.deps
+        return i
+    if info.extents is None or info.extents[d] is None:
+        raise tr.src.error(
+            inode, f"this index into '{info.name}' (dynamic shared memory) may be negative, and numba would wrap it "
+            "around the array's end, whose extent the C code does not know",
+            hint="an index that is provably >= 0 (thread/block indices, range loop variables, non-negative "
+                 "arithmetic of those)")
+    tr.helpers.add("nk_wrap")
+    return CExpr(f"nk_wrap({i.code}, {info.extents[d].code})", "int64", i.nbt, PRIMARY, True, i.pure)
+
+
+def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: ast.AST, node) -> tuple[str, ArrayInfo]:
+    """``cuda.shared.array(shape, dtype)`` / ``cuda.local.array`` -> declaration line and ArrayInfo."""
+    key = tr.dtype_key(dtype_node, node)
+    ctype = c_name(key)
+    dims = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
+    exts = []
+    for dnode in dims:
+        e = tr.expr(dnode)
+        value = tr.const_value(dnode)
+        if value is None or not isinstance(value, int):
+            raise tr.src.error(dnode, "shared and local array shapes must be compile-time integer constants",
+                               hint="literals, module-level constants or specialization constants (tw)")
+        exts.append(e if e.nonneg or value >= 0 else e)
+        exts[-1] = CExpr(e.code, e.key, e.nbt, e.prec, True, literal=value)
+    if kind == "shared" and len(exts) == 1 and exts[0].literal == 0:
+        info = ArrayInfo(name, "dynamic", key, 1, None, tr.var_type(name))
+        return f"extern __shared__ {ctype} {name}[];", info
+    qual = "__shared__ " if kind == "shared" else ""
+    decl = f"{qual}{ctype} {name}" + "".join(f"[{e.code}]" for e in exts) + ";"
+    return decl, ArrayInfo(name, kind, key, len(exts), exts, tr.var_type(name))
+
+
+def view(tr, name: str, base: ArrayInfo, sl: ast.Slice, node) -> tuple[str, ArrayInfo]:
+    """``ms = shar[a:b]`` of the dynamic shared array -> ``float *ms = shar + a;``"""
+    if base.kind not in ("dynamic", "view") or base.ndim != 1:
+        raise tr.src.error(node, "slices are supported only of the 1-D dynamic shared array",
+                           hint="`ms = shar[a:b]` where `shar = cuda.shared.array(0, dtype)`")
+    if sl.step is not None:
+        raise tr.src.error(sl.step, "slices with a step are not supported", hint="shar[a:b]")
+    ctype = c_name(base.key)
+    if sl.lower is None:
+        return f"{ctype} *{name} = {base.name};", ArrayInfo(name, "view", base.key, 1, None, tr.var_type(name))
+    lo = tr.expr(sl.lower)
+    if not lo.nonneg:
+        raise tr.src.error(sl.lower, "a slice start that may be negative counts from the array's end, which the C "
+                                     "code does not know for dynamic shared memory",
+                           hint="a slice start that is provably >= 0")
+    tr.assumed |= lo.deps
+    return (f"{ctype} *{name} = {base.name} + {paren(lo, ADD + 1)};",
+            ArrayInfo(name, "view", base.key, 1, None, tr.var_type(name)))

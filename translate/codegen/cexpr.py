@@ -1,0 +1,97 @@
+"""``CExpr``: a generated C expression with its Numba type and its C type, and the cast rules.
+
+The C type matters because C's promotions differ from Numba's: ``threadIdx.x`` is ``unsigned int`` in C and
+``int32`` in Numba, ``int32 * int32`` is 32-bit in C and ``int64`` in Numba. ``arith_casts`` inserts the fewest
+casts that make C compute in the type Numba computes in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cnames import c_arith, c_name, is_int, is_signed
+
+# C precedence: higher binds tighter
+PRIMARY, UNARY, MUL, ADD, SHIFT, REL, EQ, BAND, BXOR, BOR, LAND, LOR, COND = 16, 15, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3
+
+BINARY_PREC = {"*": MUL, "/": MUL, "%": MUL, "+": ADD, "-": ADD, "<<": SHIFT, ">>": SHIFT, "<": REL, "<=": REL,
+               ">": REL, ">=": REL, "==": EQ, "!=": EQ, "&": BAND, "^": BXOR, "|": BOR, "&&": LAND, "||": LOR}
+
+
+@dataclass
+class CExpr:
+    code: str
+    key: str | None          # C type of the expression, as a scalar key ('uint32' for threadIdx.x)
+    nbt: Any                 # Numba's type of the Python expression
+    prec: int = PRIMARY
+    nonneg: bool = False     # provably >= 0 (integers)
+    pure: bool = True        # no side effects: may be evaluated twice or not at all
+    deps: frozenset = frozenset()  # integer parameters the non-negativity proof assumed >= 0
+    literal: Any = None      # the Python value for literals
+    infix: tuple | None = field(default=None, repr=False)  # (left code, op, right code) for compound assignment
+
+
+@dataclass
+class TupleVal:
+    items: list
+
+
+@dataclass
+class Static:
+    """A compile-time Python object: a module, a CUDA stub, a function, a device function."""
+    obj: Any
+
+
+def paren(e: CExpr, prec: int) -> str:
+    return e.code if e.prec >= prec else f"({e.code})"
+
+
+def cast(e: CExpr, key: str, nbt=None) -> CExpr:
+    if e.key == key:
+        return e
+    if e.literal is not None and not isinstance(e.literal, bool):
+        if key == "float32" and isinstance(e.literal, (int, float)):
+            return CExpr(float_literal(float(e.literal), f32=True), key, nbt or e.nbt, literal=e.literal, nonneg=e.nonneg)
+        if key == "float64" and isinstance(e.literal, (int, float)):
+            return CExpr(float_literal(float(e.literal)), key, nbt or e.nbt, literal=e.literal, nonneg=e.nonneg)
+    return CExpr(f"({c_name(key)}){paren(e, UNARY)}", key, nbt or e.nbt, UNARY, e.nonneg, e.pure, e.deps)
+
+
+def float_literal(v: float, f32: bool = False) -> str:
+    text = repr(float(v))
+    if text in ("inf", "-inf", "nan"):
+        body = {"inf": "INFINITY", "-inf": "-INFINITY", "nan": "NAN"}[text]
+        return f"(float){body}" if f32 else body
+    if "e" not in text and "." not in text:
+        text += ".0"
+    return text + ("f" if f32 else "")
+
+
+def arith_casts(left: CExpr, right: CExpr, target: str) -> tuple[CExpr, CExpr]:
+    """Cast operands (left first) until C's usual arithmetic conversions give ``target``."""
+    if left.key is None or right.key is None:
+        return left, right
+    if c_arith(left.key, right.key) == target:
+        return left, right
+    if left.literal is not None and right.literal is None:
+        right = cast(right, target)
+        if c_arith(left.key, right.key) == target:
+            return left, right
+    left = cast(left, target)
+    if c_arith(left.key, right.key) != target:
+        right = cast(right, target)
+    return left, right
+
+
+def compare_casts(left: CExpr, right: CExpr, target: str) -> tuple[CExpr, CExpr]:
+    """Casts for a comparison Numba performs in ``target``: none where C's comparison gives the same answer."""
+    if left.key is None or right.key is None:
+        return left, right
+    c = c_arith(left.key, right.key)
+    if c == target:
+        return left, right
+    if is_int(left.key) and is_int(right.key):
+        if (left.nonneg and right.nonneg and not (left.deps or right.deps)) or is_signed(c):
+            return left, right  # value-preserving: no operand changes sign or is truncated
+    return arith_casts(left, right, target)

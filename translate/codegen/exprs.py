@@ -1,0 +1,365 @@
+"""Expressions. Every operator's result type comes from Numba's typing context (``resolve_call``), and casts
+are inserted exactly where C's promotions would compute in a different type (see ``cexpr``)."""
+
+from __future__ import annotations
+
+import ast
+import builtins as _builtins
+import operator
+import types as pytypes
+
+import numpy as np
+from numba.cuda import types
+
+from ..cnames import c_arith, c_name, is_float, is_int, scalar_key
+from ..typing import resolve_call
+from . import arrays
+from .cexpr import (BINARY_PREC, COND, LAND, LOR, PRIMARY, REL, UNARY, CExpr, Static, TupleVal, arith_casts, cast,
+                    compare_casts, float_literal, paren)
+
+BINOPS = {ast.Add: ("+", operator.add), ast.Sub: ("-", operator.sub), ast.Mult: ("*", operator.mul),
+          ast.Div: ("/", operator.truediv), ast.FloorDiv: ("//", operator.floordiv), ast.Mod: ("%", operator.mod),
+          ast.Pow: ("**", operator.pow), ast.LShift: ("<<", operator.lshift), ast.RShift: (">>", operator.rshift),
+          ast.BitAnd: ("&", operator.and_), ast.BitOr: ("|", operator.or_), ast.BitXor: ("^", operator.xor)}
+CMPOPS = {ast.Lt: ("<", operator.lt), ast.LtE: ("<=", operator.le), ast.Gt: (">", operator.gt),
+          ast.GtE: (">=", operator.ge), ast.Eq: ("==", operator.eq), ast.NotEq: ("!=", operator.ne)}
+
+_UNSUPPORTED_EXPR_HINT = ("arithmetic, comparisons, and/or/not, conditional expressions, array indexing, "
+                          "cuda.* intrinsics, math.* functions, min/max/abs, int()/float()/np.float32() casts")
+
+
+class ExprMixin:
+    # -- entry -------------------------------------------------------------------------------------------------
+    def expr(self, node: ast.AST) -> CExpr:
+        v = self.value(node)
+        if isinstance(v, CExpr):
+            return v
+        if isinstance(v, arrays.ArrayInfo):
+            raise self.src.error(node, f"the array '{v.name}' is used as a value here",
+                                 hint="index it (x[i]), or use x.shape / len(x)")
+        raise self.src.error(node, "this expression has no C value here", hint=_UNSUPPORTED_EXPR_HINT)
+
+    def value(self, node: ast.AST):
+        """CExpr, TupleVal, ArrayInfo or Static."""
+        method = getattr(self, "v_" + type(node).__name__, None)
+        if method is None:
+            raise self.src.error(node, f"unsupported expression ({type(node).__name__})", hint=_UNSUPPORTED_EXPR_HINT)
+        return method(node)
+
+    def cond(self, node: ast.AST) -> CExpr:
+        """An expression used for its truth value (if/while/ternary tests): any number is fine there."""
+        if isinstance(node, ast.BoolOp):
+            return self._boolop(node, truth=True)
+        e = self.expr(node)
+        if scalar_key(e.nbt) is None and e.key is None:
+            raise self.src.error(node, "this value has no truth value in C", hint="a comparison or a number")
+        return e
+
+    # -- leaves ------------------------------------------------------------------------------------------------
+    def v_Constant(self, node):
+        v = node.value
+        if isinstance(v, bool):
+            return CExpr("true" if v else "false", "bool", types.boolean, literal=v, nonneg=True)
+        if isinstance(v, int):
+            lit = types.literal(v)
+            if -(2**31) <= v < 2**31:
+                return CExpr(str(v), "int32", lit, literal=v, nonneg=v >= 0)
+            if 2**31 <= v < 2**32:  # masks such as 0xFFFFFFFF
+                return CExpr(f"{v:#x}u", "uint32", lit, literal=v, nonneg=True)
+            return CExpr(f"{v}LL", "int64", lit, literal=v, nonneg=v >= 0)
+        if isinstance(v, float):
+            return CExpr(float_literal(v), "float64", types.float64, literal=v, nonneg=v >= 0)
+        if isinstance(v, str):
+            raise self.src.error(node, "strings are not supported in kernels", hint="numbers and booleans")
+        raise self.src.error(node, f"unsupported constant {v!r}", hint="int, float and bool literals")
+
+    def v_Name(self, node):
+        name = node.id
+        if name in self.aliases:
+            return self.aliases[name]
+        if name in self.arrays:
+            return self.arrays[name]
+        if name in self.scalars:
+            key = self.scalars[name]
+            deps = self.facts.get(name)
+            return CExpr(self.cname(name), key, self.var_type(name), nonneg=deps is not None or key.startswith("u"),
+                         deps=deps or frozenset())
+        if name in self.template_consts:
+            v = self.template_consts[name]
+            return CExpr(name, "int32" if isinstance(v, int) else scalar_key(types.typeof(v)),
+                         types.literal(v), nonneg=v >= 0 if isinstance(v, int) else False, literal=None)
+        found, obj = self.lookup_global(name)
+        if not found:
+            raise self.src.error(node, f"name '{name}' is not defined in the kernel", hint="a local, argument or global")
+        return self.global_value(name, obj, node)
+
+    def global_value(self, name, obj, node):
+        if isinstance(obj, (bool, np.bool_)):
+            self.module_consts[name] = ("bool", bool(obj))
+            return CExpr(name, "bool", types.boolean, literal=None, nonneg=True)
+        if isinstance(obj, (int, np.integer)):
+            self.module_consts[name] = ("int64", int(obj))
+            return CExpr(name, "int64", types.literal(int(obj)), nonneg=int(obj) >= 0)
+        if isinstance(obj, (float, np.floating)):
+            self.module_consts[name] = ("float64", float(obj))
+            return CExpr(name, "float64", types.float64, nonneg=float(obj) >= 0)
+        return Static(obj)
+
+    def const_value(self, node):
+        """The compile-time Python value of ``node`` (literals, constants, + - * // of them), else None."""
+        if isinstance(node, ast.Constant) and not isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id in self.template_consts:
+                return self.template_consts[node.id]
+            if node.id in self.scalars or node.id in self.arrays or node.id in self.aliases:
+                return None
+            found, obj = self.lookup_global(node.id)
+            if found and isinstance(obj, (int, float, bool, np.integer, np.floating)):
+                return obj
+            return None
+        if isinstance(node, ast.BinOp) and type(node.op) in (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv):
+            a, b = self.const_value(node.left), self.const_value(node.right)
+            if a is None or b is None:
+                return None
+            return {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+                    ast.FloorDiv: operator.floordiv}[type(node.op)](a, b)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            a = self.const_value(node.operand)
+            return None if a is None else -a
+        return None
+
+    def v_Tuple(self, node):
+        return TupleVal([self.value(e) for e in node.elts])
+
+    def v_Attribute(self, node):
+        base = self.value(node.value)
+        if isinstance(base, arrays.ArrayInfo):
+            return self.array_attr(base, node)
+        if isinstance(base, Static):
+            obj = base.obj
+            if not hasattr(obj, node.attr):
+                raise self.src.error(node, f"'{node.attr}' is not an attribute of {obj!r}")
+            sub = getattr(obj, node.attr)
+            special = self.builtin_attr(obj, node.attr, sub, node)
+            if special is not None:
+                return special
+            if isinstance(sub, (int, float, bool, np.integer, np.floating)) and isinstance(obj, pytypes.ModuleType):
+                raise self.src.error(node, "module attributes that are numbers are not supported",
+                                     hint="import the constant by name (from module import NAME)")
+            return Static(sub)
+        raise self.src.error(node, f"attribute '{node.attr}' is not supported here",
+                             hint="x.shape / x.size / x.ndim of arrays, cuda.threadIdx.x and the like")
+
+    def array_attr(self, info, node):
+        if node.attr == "shape":
+            if info.extents is None:
+                raise self.src.error(node, "the shape of dynamic shared memory is not known to the C code",
+                                     hint="pass the extent as a kernel argument")
+            return TupleVal(list(info.extents))
+        if node.attr == "size":
+            if info.extents is None:
+                raise self.src.error(node, "the size of dynamic shared memory is not known to the C code")
+            code = " * ".join(e.code for e in info.extents)
+            return CExpr(code, "int64", types.int64, PRIMARY if len(info.extents) == 1 else 13, nonneg=True)
+        if node.attr == "ndim":
+            return CExpr(str(info.ndim), "int32", types.literal(info.ndim), literal=info.ndim, nonneg=True)
+        raise self.src.error(node, f"array attribute '.{node.attr}' is not supported", hint=".shape, .size, .ndim")
+
+    def v_Subscript(self, node):
+        base = self.value(node.value)
+        if isinstance(base, TupleVal):
+            i = self.const_value(node.slice)
+            if not isinstance(i, int) or not -len(base.items) <= i < len(base.items):
+                raise self.src.error(node.slice, "tuple index must be a constant within the tuple",
+                                     hint="x.shape[0], t[1]")
+            return base.items[i]
+        if isinstance(base, arrays.ArrayInfo):
+            return arrays.element(self, base, node.slice, node)
+        raise self.src.error(node, "only arrays and tuples can be indexed", hint="x[i], x[r, c], x.shape[0]")
+
+    # -- operators ---------------------------------------------------------------------------------------------
+    def v_BinOp(self, node):
+        op, fn = BINOPS.get(type(node.op), (None, None))
+        if op is None:
+            raise self.src.error(node, "unsupported operator", hint="+ - * / // % ** << >> & | ^")
+        return self.binop(op, fn, self.expr(node.left), self.expr(node.right), node)
+
+    def binop(self, op, fn, left: CExpr, right: CExpr, node) -> CExpr:
+        sig = self.resolve(fn, (left.nbt, right.nbt), node)
+        rkey = scalar_key(sig.return_type)
+        akey = scalar_key(sig.args[0]) or rkey
+        nonneg = left.nonneg and right.nonneg and op in ("+", "*", "//", "%", "&", "|", ">>", "**")
+        deps = left.deps | right.deps
+        pure = left.pure and right.pure
+        if op == "/":
+            left, right = arith_casts(left, right, rkey)
+            return self._infix(left, "/", right, rkey, sig.return_type, nonneg=False, deps=deps)
+        if op in ("//", "%"):
+            divisor = right.literal if right.literal is not None else self._named_const(right.code)
+            # (a proof that assumed a parameter >= 0 is good for indices only, where the launcher checks it)
+            if is_int(akey) and left.nonneg and not left.deps and isinstance(divisor, int) and divisor > 0:
+                left, right = arith_casts(left, right, rkey)
+                return self._infix(left, "/" if op == "//" else "%", right, c_arith(left.key, right.key),
+                                   sig.return_type, nonneg=True, deps=deps)
+            helper = "nk_floordiv" if op == "//" else "nk_floormod"
+            self.helpers.add(helper)
+            hk = akey if is_float(akey) else ("int64" if akey.startswith("int") else "uint64")
+            a, b = cast(left, hk), cast(right, hk)
+            return CExpr(f"{helper}({a.code}, {b.code})", hk, sig.return_type, PRIMARY, nonneg, pure, deps)
+        if op == "**":
+            if is_float(akey):
+                fname = "powf" if akey == "float32" else "pow"
+                a, b = cast(left, akey), cast(right, akey)
+                return CExpr(f"{fname}({a.code}, {b.code})", akey, sig.return_type, PRIMARY, False, pure, deps)
+            if is_int(akey) and akey.startswith("int"):
+                self.helpers.add("nk_ipow")
+                a, b = cast(left, "int64"), cast(right, "int64")
+                return CExpr(f"nk_ipow({a.code}, {b.code})", "int64", sig.return_type, PRIMARY, nonneg, pure, deps)
+            raise self.src.error(node, f"** on {akey} is not supported", hint="** on floats or signed integers")
+        if op in ("<<", ">>"):
+            left = cast(left, akey)
+            right = cast(right, akey) if right.literal is None else right
+            return self._infix(left, op, right, akey, sig.return_type, nonneg=nonneg, deps=deps)
+        left, right = arith_casts(left, right, akey)
+        return self._infix(left, op, right, c_arith(left.key, right.key), sig.return_type, nonneg=nonneg, deps=deps)
+
+    def _named_const(self, code):
+        if code in self.template_consts:
+            return self.template_consts[code]
+        if code in self.module_consts:
+            return self.module_consts[code][1]
+        return None
+
+    def _infix(self, left, op, right, key, nbt, nonneg=False, deps=frozenset()):
+        prec = BINARY_PREC[op]
+        code = f"{paren(left, prec)} {op} {paren(right, prec + 1)}"
+        return CExpr(code, key, nbt, prec, nonneg, left.pure and right.pure, deps,
+                     infix=(left.code, op, paren(right, prec + 1)))
+
+    def v_UnaryOp(self, node):
+        if isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) and \
+                isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
+            v = -node.operand.value
+            e = self.v_Constant(ast.Constant(v))
+            nbt = self.resolve(operator.neg, (self.v_Constant(node.operand).nbt,), node).return_type
+            return CExpr(e.code, e.key, nbt, UNARY, e.nonneg, literal=v)
+        if isinstance(node.op, ast.Not):
+            e = self.cond(node.operand)
+            return CExpr(f"!{paren(e, UNARY)}", "bool", types.boolean, UNARY, pure=e.pure)
+        e = self.expr(node.operand)
+        fn, op = {ast.USub: (operator.neg, "-"), ast.UAdd: (operator.pos, "+"), ast.Invert: (operator.invert, "~")}[
+            type(node.op)]
+        sig = self.resolve(fn, (e.nbt,), node)
+        rkey = scalar_key(sig.return_type)
+        e = cast(e, rkey) if op != "+" or e.key != rkey else e
+        if op == "+":
+            return e
+        return CExpr(f"{op}{paren(e, UNARY)}", rkey, sig.return_type, UNARY, False, e.pure, e.deps)
+
+    def v_Compare(self, node):
+        parts = []
+        left_node = node.left
+        left = self.expr(left_node)
+        for i, (opnode, right_node) in enumerate(zip(node.ops, node.comparators)):
+            op, fn = CMPOPS.get(type(opnode), (None, None))
+            if op is None:
+                raise self.src.error(node, "unsupported comparison", hint="< <= > >= == != (not `is`/`in`)")
+            right = self.expr(right_node)
+            if i + 1 < len(node.ops) and not right.pure:
+                raise self.src.error(right_node, "a chained comparison evaluates this operand twice in C",
+                                     hint="assign it to a variable first")
+            sig = self.resolve(fn, (left.nbt, right.nbt), node)
+            target = scalar_key(sig.args[0])
+            a, b = compare_casts(left, right, target)
+            prec = BINARY_PREC[op]
+            parts.append(CExpr(f"{paren(a, prec)} {op} {paren(b, prec + 1)}", "bool", types.boolean, prec,
+                               pure=a.pure and b.pure))
+            left = right
+        if len(parts) == 1:
+            return parts[0]
+        return CExpr(" && ".join(paren(p, LAND + 1) for p in parts), "bool", types.boolean, LAND,
+                     pure=all(p.pure for p in parts))
+
+    def v_BoolOp(self, node):
+        return self._boolop(node, truth=False)
+
+    def _boolop(self, node, truth):
+        op, prec = ("&&", LAND) if isinstance(node.op, ast.And) else ("||", LOR)
+        vals = [self.cond(v) if truth else self.expr(v) for v in node.values]
+        if not truth and not all(isinstance(v.nbt, types.Boolean) for v in vals):
+            raise self.src.error(node, "`and`/`or` on non-boolean values return an operand in Python, not a bool",
+                                 hint="use and/or on comparisons or in if/while tests")
+        code = f" {op} ".join(paren(v, prec + 1) if v.prec != prec else v.code for v in vals)
+        return CExpr(code, "bool", types.boolean, prec, pure=all(v.pure for v in vals))
+
+    def v_IfExp(self, node):
+        test = self.cond(node.test)
+        a, b = self.expr(node.body), self.expr(node.orelse)
+        ctx = self.ctx
+        t = ctx.unify_types(a.nbt, b.nbt)
+        key = scalar_key(t)
+        if key is None:
+            raise self.src.error(node, "the branches of this conditional expression have no common type")
+        if a.key is not None and b.key is not None and c_arith(a.key, b.key) != key:
+            a, b = cast(a, key), cast(b, key)
+        tcode = f"({test.code})" if test.prec < REL else paren(test, COND + 1)
+        return CExpr(f"{tcode} ? {paren(a, COND + 1)} : {paren(b, COND)}", key, t, COND,
+                     a.nonneg and b.nonneg, test.pure and a.pure and b.pure, a.deps | b.deps)
+
+    def v_Call(self, node):
+        return self.call(node)
+
+    def resolve(self, fn, argtypes, node, kws=None):
+        try:
+            sig = resolve_call(self.ctx, fn, argtypes, kws)
+        except Exception as e:  # numba's typing errors are long; keep the first line
+            sig = None
+            detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        else:
+            detail = ""
+        if sig is None:
+            names = ", ".join(str(a) for a in argtypes)
+            raise self.src.error(node, f"numba cannot type this operation on ({names}) {detail}".rstrip())
+        return sig
+
+    def dtype_key(self, node, where):
+        v = self.value(node)
+        obj = v.obj if isinstance(v, Static) else None
+        key = None
+        if isinstance(obj, types.Type):
+            key = scalar_key(obj)
+        elif obj is not None:
+            try:
+                key = scalar_key(getattr(types, str(np.dtype(obj))))
+            except Exception:
+                key = None
+        if key is None:
+            raise self.src.error(node, "unsupported dtype", hint="np.float32, np.float64, np.int32, ... (numpy types)")
+        return key
+
+    def lookup_global(self, name):
+        fn = self.pyfunc
+        if name in fn.__code__.co_freevars and fn.__closure__:
+            idx = fn.__code__.co_freevars.index(name)
+            return True, fn.__closure__[idx].cell_contents
+        if name in fn.__globals__:
+            return True, fn.__globals__[name]
+        if hasattr(_builtins, name):
+            return True, getattr(_builtins, name)
+        return False, None
+
+    def cname(self, name):
+        return name + "_" if name in C_RESERVED else name
+
+
+C_RESERVED = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
+    "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
+    "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
+    "true", "false", "new", "delete", "class", "template", "typename", "this", "namespace", "using", "operator",
+    "private", "public", "protected", "virtual", "friend", "throw", "try", "catch", "explicit", "mutable",
+    "constexpr", "nullptr", "dim3", "warpSize", "threadIdx", "blockIdx", "blockDim", "gridDim", "min", "max",
+    "abs", "signbit", "isnan", "isinf", "exp", "log", "sqrt", "pow", "floor", "ceil", "stream", "grid_x",
+    "grid_y", "grid_z", "block_x", "block_y", "block_z", "shared_bytes",
+}

@@ -1,0 +1,111 @@
+"""C helper functions that keep Numba's meaning where C's operators differ. Each is emitted only if used, in a
+fixed order (byte-identical output)."""
+
+from __future__ import annotations
+
+HELPERS: dict[str, str] = {
+    "nk_floordiv": """\
+// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
+__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
+    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
+    int64_t q = x / y, r = x % y;
+    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
+}
+__device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
+__device__ __forceinline__ double nk_floordiv(double x, double y) {
+    if (y == 0.0) return x / y;
+    double mod = fmod(x, y), div = (x - mod) / y;
+    if (mod != 0.0 && ((y < 0.0) != (mod < 0.0))) div -= 1.0;
+    if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
+    return 0.0 * x / y;
+}
+__device__ __forceinline__ float nk_floordiv(float x, float y) {
+    if (y == 0.0f) return x / y;
+    float mod = fmodf(x, y), div = (x - mod) / y;
+    if (mod != 0.0f && ((y < 0.0f) != (mod < 0.0f))) div -= 1.0f;
+    if (div != 0.0f) { float f = floorf(div); return (div - f > 0.5f) ? f + 1.0f : f; }
+    return 0.0f * x / y;
+}
+""",
+    "nk_floormod": """\
+// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 (ints), NaN (floats)
+__device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
+    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
+    int64_t r = x % y;
+    return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
+}
+__device__ __forceinline__ uint64_t nk_floormod(uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; }
+__device__ __forceinline__ double nk_floormod(double x, double y) {
+    if (y == 0.0) return fmod(x, y);
+    double mod = fmod(x, y);
+    if (mod != 0.0) { if ((y < 0.0) != (mod < 0.0)) mod += y; }
+    else mod = (y < 0.0) ? -0.0 : 0.0;
+    return mod;
+}
+__device__ __forceinline__ float nk_floormod(float x, float y) {
+    if (y == 0.0f) return fmodf(x, y);
+    float mod = fmodf(x, y);
+    if (mod != 0.0f) { if ((y < 0.0f) != (mod < 0.0f)) mod += y; }
+    else mod = (y < 0.0f) ? -0.0f : 0.0f;
+    return mod;
+}
+""",
+    "nk_ipow": """\
+// integer power as numba computes it: a ** b for b < 0 is 0 unless |a| == 1; 0 ** -n == INT64_MIN
+__device__ __forceinline__ int64_t nk_ipow(int64_t a, int64_t b) {
+    if (b < 0) {
+        if (a == 0) return INT64_MIN;
+        if (a != 1 && a != -1) return 0;
+        return (a == -1 && (b & 1)) ? -1 : 1;
+    }
+    int64_t r = 1;
+    while (b != 0) { if (b & 1) r *= a; b >>= 1; a *= a; }
+    return r;
+}
+""",
+    "nk_wrap": """\
+// numba's negative-index wraparound: x[-1] is the last element (used only where an index may be negative)
+__device__ __forceinline__ int64_t nk_wrap(int64_t i, int64_t extent) { return i < 0 ? i + extent : i; }
+""",
+    "nk_min": """\
+// Python's min/max: the first argument unless the second is strictly smaller / larger
+template <typename T> __device__ __forceinline__ T nk_min(T a, T b) { return b < a ? b : a; }
+template <typename T> __device__ __forceinline__ T nk_max(T a, T b) { return b > a ? b : a; }
+""",
+    "nk_laneid": """\
+__device__ __forceinline__ int32_t nk_laneid() { int32_t id; asm volatile("mov.u32 %0, %%laneid;" : "=r"(id)); return id; }
+""",
+    "nk_atomic_fminmax": """\
+// numba's cuda.atomic.max/min on floats: compare-and-swap loop; returns the old value
+__device__ __forceinline__ float nk_atomic_max(float *addr, float val) {
+    unsigned int *p = (unsigned int *)addr, old = *p, assumed;
+    do { assumed = old; if (!(__uint_as_float(assumed) < val)) break;
+         old = atomicCAS(p, assumed, __float_as_uint(val)); } while (assumed != old);
+    return __uint_as_float(old);
+}
+__device__ __forceinline__ float nk_atomic_min(float *addr, float val) {
+    unsigned int *p = (unsigned int *)addr, old = *p, assumed;
+    do { assumed = old; if (!(__uint_as_float(assumed) > val)) break;
+         old = atomicCAS(p, assumed, __float_as_uint(val)); } while (assumed != old);
+    return __uint_as_float(old);
+}
+__device__ __forceinline__ double nk_atomic_max(double *addr, double val) {
+    unsigned long long *p = (unsigned long long *)addr, old = *p, assumed;
+    do { assumed = old; if (!(__longlong_as_double(assumed) < val)) break;
+         old = atomicCAS(p, assumed, __double_as_longlong(val)); } while (assumed != old);
+    return __longlong_as_double(old);
+}
+__device__ __forceinline__ double nk_atomic_min(double *addr, double val) {
+    unsigned long long *p = (unsigned long long *)addr, old = *p, assumed;
+    do { assumed = old; if (!(__longlong_as_double(assumed) > val)) break;
+         old = atomicCAS(p, assumed, __double_as_longlong(val)); } while (assumed != old);
+    return __longlong_as_double(old);
+}
+""",
+}
+
+ORDER = tuple(HELPERS)
+
+
+def render(used: set[str]) -> str:
+    return "\n".join(HELPERS[name] for name in ORDER if name in used)

@@ -1,0 +1,98 @@
+"""NVRTC through cuda-bindings: a generated file -> PTX, on a machine without a GPU. A second compile to SASS
+(``sm_XX``) with ``ptxas -v`` reports registers and shared memory."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass
+class CompileResult:
+    ok: bool
+    arch: str
+    nvrtc_version: str
+    ptx: str = ""
+    log: str = ""
+    registers: int | None = None
+    shared_bytes: int | None = None
+    functions: dict = field(default_factory=dict)   # mangled kernel name -> {"registers": n, "shared_bytes": n}
+
+    def manifest(self) -> dict:
+        return {"ok": self.ok, "arch": self.arch, "nvrtc_version": self.nvrtc_version,
+                "registers": self.registers, "shared_bytes": self.shared_bytes}
+
+
+def nvrtc_version() -> str:
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
+
+
+def _run(source: str, name: str, options: list[str]):
+    from cuda.bindings import nvrtc
+
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    _check(err, "nvrtcCreateProgram")
+    try:
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        log_text = log.rstrip(b"\x00 ").decode(errors="replace")
+        ok = err == nvrtc.nvrtcResult.NVRTC_SUCCESS
+        ptx = ""
+        if ok and "--gpu-architecture=compute_" in options[0]:
+            _, psize = nvrtc.nvrtcGetPTXSize(prog)
+            buf = b" " * psize
+            nvrtc.nvrtcGetPTX(prog, buf)
+            ptx = buf.rstrip(b"\x00").decode()
+        return ok, log_text, ptx
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _check(err, what):
+    from cuda.bindings import nvrtc
+
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"{what} failed: {err}")
+
+
+def nvrtc_compile(source: str, arch: str = "sm_90", name: str = "kernel.cu", resources: bool = True) -> CompileResult:
+    """Compile ``source`` to PTX for ``arch`` (``sm_90`` or ``compute_90``); ``log`` holds errors on failure.
+    With ``resources``, also compile to SASS and parse ptxas' register / shared memory report."""
+    cc = arch.split("_", 1)[-1]
+    if not cc.isdigit():
+        raise ValueError(f"--arch must look like sm_90 or compute_90, got {arch!r}")
+    base = ["-std=c++17", "-default-device"][:1]
+    ok, log, ptx = _run(source, name, [f"--gpu-architecture=compute_{cc}", *base])
+    result = CompileResult(ok, f"sm_{cc}", nvrtc_version(), ptx=ptx, log=log)
+    if ok and resources:
+        ok2, log2, _ = _run(source, name, [f"--gpu-architecture=sm_{cc}", "--ptxas-options=-v", *base])
+        if ok2:
+            result.functions = parse_ptxas(log2)
+            if result.functions:
+                result.registers = max(f.get("registers", 0) for f in result.functions.values())
+                result.shared_bytes = max(f.get("shared_bytes", 0) for f in result.functions.values())
+    return result
+
+
+def parse_ptxas(log: str) -> dict:
+    out, current = {}, None
+    for line in log.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            current = m.group(1)
+            out[current] = {"registers": 0, "shared_bytes": 0}
+            continue
+        if current is None:
+            continue
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            out[current]["registers"] = int(m.group(1))
+        m = re.search(r"(\d+) bytes smem", line)
+        if m:
+            out[current]["shared_bytes"] = int(m.group(1))
+    return out

@@ -1,0 +1,95 @@
+"""File assembly: preamble, the helpers the device code uses, module constants, the device code, explicit
+template instantiations and one ``extern "C"`` host launcher per instantiation (the contract's ABI)."""
+
+from __future__ import annotations
+
+from .backends import DeviceCode, KernelRequest, c_declaration
+from .cnames import c_name
+from .codegen import helpers as helper_lib
+from .codegen.cexpr import float_literal
+
+PREAMBLE = """\
+#ifdef __CUDACC_RTC__
+// NVRTC has no standard headers: the fixed-width integer types this file uses
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#define INT64_MIN (-9223372036854775807LL - 1)
+#else
+#include <cuda_runtime.h>
+#include <stdint.h>
+#endif
+"""
+
+
+def launcher_symbol(name: str, consts: dict) -> str:
+    return "launch_" + name + "".join(f"_{k}{_value_text(v)}" for k, v in consts.items())
+
+
+def _value_text(v) -> str:
+    if isinstance(v, bool):
+        return str(int(v))
+    return str(v).replace("-", "m").replace(".", "p")
+
+
+def _const_decl(name, key, value) -> str:
+    if key == "bool":
+        text = "true" if value else "false"
+    elif key == "float64":
+        text = float_literal(value)
+    else:
+        text = str(value) + ("LL" if not -(2**31) <= value < 2**31 else "")
+    return f"constexpr {c_name(key)} {name} = {text};"
+
+
+def assemble(request: KernelRequest, device: DeviceCode, header: str) -> str:
+    parts = [header.rstrip() + "\n", PREAMBLE]
+    helper_text = helper_lib.render(set(device.helpers))
+    if helper_text:
+        parts.append(helper_text)
+    if device.constants:
+        parts.append("\n".join(_const_decl(n, k, v) for n, (k, v) in device.constants.items()) + "\n")
+    parts.append(device.code)
+    if request.template_params:
+        lines = []
+        types_only = ", ".join(p.split()[-2] if p.startswith("const") else p.rsplit(" ", 1)[0]
+                               for spec in request.params for p in spec.c_params())
+        types_only = ", ".join(_param_type(p) for spec in request.params for p in spec.c_params())
+        for inst in request.instantiations:
+            args = ", ".join(str(int(inst[t])) for t in request.template_params)
+            lines.append(f"template __global__ void {request.name}<{args}>({types_only});")
+        parts.append("\n".join(lines) + "\n")
+    parts.append("#ifndef __CUDACC_RTC__\n" + "\n".join(_launcher(request, device, inst)
+                                                       for inst in request.instantiations) + "#endif\n")
+    return "\n".join(parts)
+
+
+def _param_type(p: str) -> str:
+    return p.rsplit(" ", 1)[0]
+
+
+def _launcher(request: KernelRequest, device: DeviceCode, inst: dict) -> str:
+    groups = [spec.c_params() for spec in request.params] + [
+        ["unsigned grid_x", "unsigned grid_y", "unsigned grid_z"],
+        ["unsigned block_x", "unsigned block_y", "unsigned block_z"],
+        ["size_t shared_bytes", "cudaStream_t stream"],
+    ]
+    decl = c_declaration(f'extern "C" cudaError_t {launcher_symbol(request.name, inst)}', groups, width=0)
+    body = []
+    for p in device.nonneg_params:
+        body.append(f"    // the kernel's indices assume {p} >= 0 (numba would wrap a negative index around the end)")
+        body.append(f"    if ({p} < 0) return cudaErrorInvalidValue;")
+    targs = ""
+    if request.template_params:
+        targs = "<" + ", ".join(str(int(inst[t])) for t in request.template_params) + ">"
+    args = ", ".join(a for spec in request.params for a in spec.c_args())
+    body.append(f"    {request.name}{targs}<<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), "
+                f"shared_bytes, stream>>>(")
+    body.append(f"        {args});")
+    body.append("    return cudaGetLastError();")
+    return decl + "\n{\n" + "\n".join(body) + "\n}\n"

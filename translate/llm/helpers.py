@@ -1,0 +1,48 @@
+"""The project's C helpers (``translate/codegen/helpers.py``) as the LLM backend sees them: which the model may
+call, which names it must not redefine, and which ones a reply uses (so the emitter includes them)."""
+
+from __future__ import annotations
+
+import re
+
+#: helpers offered to the model, with the declaration shown in the prompt
+OFFERED = {
+    "nk_floordiv": "int64_t nk_floordiv(int64_t x, int64_t y)  // Python's x // y (also float/double overloads)",
+    "nk_floormod": "int64_t nk_floormod(int64_t x, int64_t y)  // Python's x % y (also float/double overloads)",
+    "nk_ipow": "int64_t nk_ipow(int64_t a, int64_t b)  // Python's integer a ** b",
+}
+
+_DEFINED = re.compile(r"\b(nk_\w+)\s*\(")
+
+
+def _project_helpers() -> dict[str, str]:
+    try:
+        from translate.codegen.helpers import HELPERS
+    except ImportError:  # the deterministic translator is not installed
+        return {}
+    return dict(HELPERS)
+
+
+def function_to_helper() -> dict[str, str]:
+    """Each C function name the helpers define -> the key of the helper that defines it."""
+    out: dict[str, str] = {}
+    for key, body in _project_helpers().items():
+        for name in _DEFINED.findall(body):
+            out.setdefault(name, key)
+        out.setdefault(key, key)
+    return out
+
+
+def offered() -> dict[str, str]:
+    available = _project_helpers()
+    return {k: v for k, v in OFFERED.items() if k in available}
+
+
+def reserved_names() -> frozenset[str]:
+    return frozenset(function_to_helper())
+
+
+def used_helpers(device_code: str) -> set[str]:
+    """The helper keys whose functions ``device_code`` calls."""
+    table = function_to_helper()
+    return {table[name] for name in _DEFINED.findall(device_code) if name in table}

@@ -1,0 +1,146 @@
+"""The repair loop: ask, gate, compile, verify; feed each failure back to the model; at most ``max_turns`` rounds.
+
+Compilation and verification are injected, so the loop knows nothing of NVRTC or GPUs:
+
+- ``compile_fn(device_code)`` builds the device code as the project will ship it (the emitter's includes, helpers
+  and launchers around it). It returns an object with ``ok`` and ``log`` (and anything else, kept as ``info``),
+  or raises; an exception's text is taken as the compiler log.
+- ``verify(device_code)`` (optional, with ``--verify`` on a GPU) returns ``None`` when the outputs match, else a
+  report (text, mapping or object: case, max error, first differing indices), which is sent back to the model.
+
+The result says whether the code passed everything asked of it; nothing is written here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from . import prompt as prompts
+from .client import LLMError, Reply, Usage
+from .gate import GateResult
+
+DEFAULT_MAX_TURNS = 3
+
+
+@dataclass(frozen=True)
+class Attempt:
+    turn: int
+    stage: str  # "gate" | "compile" | "verify" | "ok"
+    detail: str = ""  # the reason, compiler log or verification report
+
+
+@dataclass
+class RepairResult:
+    device_code: str
+    turns: int
+    usage: Usage
+    attempts: list[Attempt]
+    compile_info: Any = None
+    verified: bool | None = None  # None: verification was not asked for
+    messages: list[dict[str, str]] = field(default_factory=list)  # the conversation, for --debug output
+
+
+class RepairFailed(LLMError):
+    """No reply passed within the turn budget; ``attempts`` says what went wrong each round."""
+
+    def __init__(self, message: str, attempts: list[Attempt], turns: int, usage: Usage):
+        super().__init__(message)
+        self.attempts, self.turns, self.usage = attempts, turns, usage
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    ok: bool
+    log: str = ""
+    info: Any = None
+
+
+def run_repair_loop(
+    chat: Callable[[Sequence[Mapping[str, str]]], Reply],
+    messages: Sequence[Mapping[str, str]],
+    *,
+    gate: Callable[[str], GateResult],
+    compile_fn: Callable[[str], Any],
+    verify: Callable[[str], Any] | None = None,
+    max_turns: int = DEFAULT_MAX_TURNS,
+    on_turn: Callable[[Attempt], None] | None = None,
+) -> RepairResult:
+    """Run up to ``max_turns`` request/check rounds; return the first reply that passes, else raise
+    ``RepairFailed``. ``LLMError`` from ``chat`` (endpoint trouble) propagates at once."""
+    if max_turns < 1:
+        raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+    conversation = [dict(m) for m in messages]
+    usage = Usage()
+    attempts: list[Attempt] = []
+
+    def record(a: Attempt) -> None:
+        attempts.append(a)
+        if on_turn is not None:
+            on_turn(a)
+
+    for turn in range(1, max_turns + 1):
+        try:
+            reply = chat(conversation)
+        except LLMError as e:
+            raise RepairFailed(f"{e} (turn {turn} of {max_turns})", attempts, turn, usage) from None
+        usage = usage + reply.usage
+        conversation.append({"role": "assistant", "content": reply.content})
+
+        checked = gate(reply.content)
+        if not checked.ok:
+            reason = checked.reason
+            if reply.finish_reason == "length":
+                reason += " (the reply was cut off at the server's token limit)"
+            record(Attempt(turn, "gate", reason))
+            conversation.append({"role": "user", "content": prompts.gate_feedback(reason)})
+            continue
+
+        outcome = _compile(compile_fn, checked.code)
+        if not outcome.ok:
+            record(Attempt(turn, "compile", outcome.log))
+            conversation.append({"role": "user", "content": prompts.compile_feedback(outcome.log)})
+            continue
+
+        verified = None
+        if verify is not None:
+            report = verify(checked.code)
+            if report is not None:
+                record(Attempt(turn, "verify", prompts.format_verify_report(report)))
+                conversation.append({"role": "user", "content": prompts.verify_feedback(report)})
+                continue
+            verified = True
+
+        record(Attempt(turn, "ok"))
+        return RepairResult(checked.code, turn, usage, attempts, outcome.info, verified, conversation)
+
+    raise RepairFailed(_failure_message(attempts, max_turns), attempts, max_turns, usage)
+
+
+def _compile(compile_fn: Callable[[str], Any], code: str) -> CompileOutcome:
+    try:
+        result = compile_fn(code)
+    except LLMError:
+        raise
+    except Exception as e:  # the compiler's error: its text is the log
+        log = getattr(e, "log", None) or str(e) or type(e).__name__
+        return CompileOutcome(False, str(log))
+    if isinstance(result, CompileOutcome):
+        return result
+    ok = bool(getattr(result, "ok", True))
+    log = getattr(result, "log", "") or ""
+    return CompileOutcome(ok, str(log), result)
+
+
+_STAGE_WORDS = {"gate": "rejected by the static gate", "compile": "did not compile", "verify": "failed verification"}
+
+
+def _failure_message(attempts: list[Attempt], max_turns: int) -> str:
+    lines = [f"the model produced no acceptable kernel in {max_turns} turn{'s' if max_turns != 1 else ''} "
+             "(raise --max-turns, or try another model):"]
+    for a in attempts:
+        detail = a.detail.strip().splitlines()
+        first = detail[0] if detail else ""
+        more = f" (+{len(detail) - 1} more lines)" if len(detail) > 1 else ""
+        lines.append(f"  turn {a.turn}: {_STAGE_WORDS.get(a.stage, a.stage)}: {first}{more}")
+    return "\n".join(lines)

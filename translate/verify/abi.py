@@ -1,0 +1,169 @@
+"""The launcher ABI of ``docs/design/translate-contract.md``, in ctypes.
+
+A manifest entry's ``launchers`` list describes each ``extern "C"`` launcher's parameters; from it this module
+builds the ctypes signature and turns a kernel's Python-order arguments (device addresses for arrays, numbers for
+scalars) into the C call: ``T* x, int64_t x_shape0, ...`` per array, the scalar by value per scalar, then
+``grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream``.
+
+Imports only the standard library and numpy: a deployed ``.so`` is callable with this and nothing else.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+#: scalar dtype names of the contract -> ctypes type
+SCALAR_CTYPES: dict[str, Any] = {
+    "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
+    "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
+}
+#: the trailing launch parameters every launcher takes
+LAUNCH_CTYPES = [ctypes.c_uint] * 6 + [ctypes.c_size_t, ctypes.c_void_p]
+
+
+class AbiError(ValueError):
+    """A launcher description, or the arguments given for it, do not fit the contract."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # "array" | "scalar"
+    dtype: str
+    ndim: int = 0
+    const: bool = False
+
+
+def params_of(launcher: Mapping[str, Any]) -> list[Param]:
+    out = []
+    for i, p in enumerate(launcher.get("params", ())):
+        kind = p.get("kind")
+        dtype = str(p.get("dtype"))
+        if kind not in ("array", "scalar"):
+            raise AbiError(f"{launcher.get('symbol')}: param {i} has kind {kind!r}; expected 'array' or 'scalar'")
+        if dtype not in SCALAR_CTYPES:
+            raise AbiError(f"{launcher.get('symbol')}: param {p.get('name', i)!r} has unsupported dtype {dtype!r}")
+        ndim = int(p.get("ndim", 0)) if kind == "array" else 0
+        if kind == "array" and ndim < 1:
+            raise AbiError(f"{launcher.get('symbol')}: array param {p.get('name', i)!r} needs ndim >= 1")
+        out.append(Param(str(p.get("name", f"arg{i}")), kind, dtype, ndim, bool(p.get("const", False))))
+    return out
+
+
+def argtypes(launcher: Mapping[str, Any]) -> list[Any]:
+    """The ctypes argument types of a launcher, in C order."""
+    types: list[Any] = []
+    for p in params_of(launcher):
+        if p.kind == "array":
+            types.append(ctypes.c_void_p)
+            types.extend([ctypes.c_int64] * p.ndim)
+        else:
+            types.append(SCALAR_CTYPES[p.dtype])
+    return types + LAUNCH_CTYPES
+
+
+def c_declaration(launcher: Mapping[str, Any]) -> str:
+    """The C prototype the description stands for (for reports and error messages)."""
+    c_names = {"float32": "float", "float64": "double", "bool": "bool"}
+    parts = []
+    for p in params_of(launcher):
+        ctype = c_names.get(p.dtype, f"{p.dtype}_t")
+        if p.kind == "array":
+            parts.append(f"{'const ' if p.const else ''}{ctype}* {p.name}")
+            parts.extend(f"int64_t {p.name}_shape{d}" for d in range(p.ndim))
+        else:
+            parts.append(f"{ctype} {p.name}")
+    parts += [f"unsigned {a}" for a in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")]
+    parts += ["size_t shared_bytes", "cudaStream_t stream"]
+    return f'extern "C" cudaError_t {launcher["symbol"]}({", ".join(parts)})'
+
+
+def bind(lib: ctypes.CDLL, launcher: Mapping[str, Any]):
+    """The launcher function of a loaded library with its ctypes signature set."""
+    symbol = launcher["symbol"]
+    try:
+        fn = getattr(lib, symbol)
+    except AttributeError:
+        raise AbiError(f"the library has no symbol {symbol!r} (expected {c_declaration(launcher)})") from None
+    fn.argtypes = argtypes(launcher)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def select_launcher(launchers: Sequence[Mapping[str, Any]], constants: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    """The launcher instantiated for ``constants`` (the spec's compile-time constants; {} for none)."""
+    want = {k: int(v) for k, v in (constants or {}).items()}
+    if not launchers:
+        raise AbiError("the manifest entry lists no launchers")
+    for launcher in launchers:
+        if {k: int(v) for k, v in (launcher.get("constants") or {}).items()} == want:
+            return launcher
+    if len(launchers) == 1 and not want:
+        return launchers[0]
+    have = ", ".join(f"{l['symbol']} {l.get('constants') or {}}" for l in launchers)
+    raise AbiError(f"no launcher is instantiated for constants {want}; the entry has: {have}")
+
+
+def _triple(dims: Sequence[int]) -> tuple[int, int, int]:
+    dims = tuple(int(d) for d in dims)
+    if not 1 <= len(dims) <= 3:
+        raise AbiError(f"launch dimensions must have 1 to 3 entries, got {dims}")
+    return (dims + (1, 1, 1))[:3]
+
+
+def call_args(
+    launcher: Mapping[str, Any],
+    args: Sequence[Any],
+    grid: Sequence[int],
+    block: Sequence[int],
+    shared_bytes: int = 0,
+    stream: int = 0,
+) -> list[Any]:
+    """The C argument list for ``args`` in Python order.
+
+    Each array argument is ``(address, shape, dtype)`` (a device address and its host-side description, see
+    ``ArrayArg``) or an object with ``address``, ``shape`` and ``dtype`` attributes; scalars are Python numbers.
+    """
+    params = params_of(launcher)
+    if len(args) != len(params):
+        raise AbiError(f"{launcher['symbol']} takes {len(params)} arguments, got {len(args)}")
+    out: list[Any] = []
+    for p, a in zip(params, args):
+        if p.kind == "array":
+            address, shape, dtype = _array_parts(a)
+            if len(shape) != p.ndim:
+                raise AbiError(f"{launcher['symbol']}: '{p.name}' must be {p.ndim}-D, got shape {tuple(shape)}")
+            if np.dtype(dtype) != np.dtype(p.dtype):
+                raise AbiError(f"{launcher['symbol']}: '{p.name}' must have dtype {p.dtype}, got {np.dtype(dtype)}")
+            out.append(ctypes.c_void_p(int(address)))
+            out.extend(int(s) for s in shape)
+        else:
+            if isinstance(a, np.ndarray):
+                raise AbiError(f"{launcher['symbol']}: '{p.name}' is a scalar parameter, got an array")
+            out.append(bool(a) if p.dtype == "bool" else (float(a) if p.dtype.startswith("float") else int(a)))
+    return out + [*_triple(grid), *_triple(block), int(shared_bytes), ctypes.c_void_p(int(stream) or None)]
+
+
+@dataclass(frozen=True)
+class ArrayArg:
+    address: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+def _array_parts(a: Any) -> tuple[int, tuple[int, ...], np.dtype]:
+    if isinstance(a, tuple) and len(a) == 3:
+        return int(a[0]), tuple(a[1]), np.dtype(a[2])
+    if hasattr(a, "address") and hasattr(a, "shape") and hasattr(a, "dtype"):
+        return int(a.address), tuple(a.shape), np.dtype(a.dtype)
+    raise AbiError(f"an array argument must be (address, shape, dtype) or have .address/.shape/.dtype, got {type(a).__name__}")
+
+
+def launch(fn, launcher: Mapping[str, Any], args: Sequence[Any], grid, block, shared_bytes: int = 0, stream: int = 0) -> int:
+    """Call a bound launcher; returns its ``cudaError_t`` (0 = cudaSuccess)."""
+    return int(fn(*call_args(launcher, args, grid, block, shared_bytes, stream)))

@@ -1,0 +1,95 @@
+"""Build a generated ``.cu`` into a shared library with plain ``nvcc -shared`` (the deployable path), cached.
+
+``build_shared_library(cu)`` returns the ``.so`` path; the cache key is the source's SHA-256, the flags and the
+nvcc version, so an edited file is always rebuilt. Standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Iterable, Sequence
+
+DEFAULT_ARCH = "sm_90"
+DEFAULT_CACHE = Path(os.environ.get("NUMBAKERN_BUILD_DIR", Path(__file__).resolve().parents[2] / "build" / "verify"))
+BASE_FLAGS = ("-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo")
+
+
+class BuildError(RuntimeError):
+    def __init__(self, cu: Path, command: Sequence[str], output: str):
+        self.cu, self.command, self.output = cu, list(command), output
+        super().__init__(f"nvcc failed for {cu}:\n$ {' '.join(command)}\n{output.strip()}")
+
+
+def nvcc_path() -> str | None:
+    return shutil.which("nvcc") or (str(Path("/usr/local/cuda/bin/nvcc")) if Path("/usr/local/cuda/bin/nvcc").exists() else None)
+
+
+def nvcc_version() -> str:
+    """``"13.0"`` from ``nvcc --version`` ("" when nvcc is missing)."""
+    nvcc = nvcc_path()
+    if not nvcc:
+        return ""
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    for token in out.replace(",", " ").split():
+        if token.startswith("V") and token[1:2].isdigit():
+            return ".".join(token[1:].split(".")[:2])
+    return ""
+
+
+def nvcc_command(cu: Path, out: Path, arch: str = DEFAULT_ARCH, extra: Iterable[str] = ()) -> list[str]:
+    nvcc = nvcc_path()
+    if not nvcc:
+        raise FileNotFoundError("nvcc is not on PATH (needed to build the generated .cu into a shared library)")
+    return [nvcc, *BASE_FLAGS, f"-arch={arch}", *extra, "-o", str(out), str(cu)]
+
+
+def build_shared_library(
+    cu: str | os.PathLike,
+    *,
+    arch: str = DEFAULT_ARCH,
+    cache_dir: str | os.PathLike | None = None,
+    extra_flags: Iterable[str] = (),
+) -> Path:
+    """``nvcc -shared -Xcompiler -fPIC -O3 -arch=<arch> -o <cache>/<stem>-<key>.so <cu>``; reuses a cached build."""
+    cu = Path(cu).resolve()
+    extra = tuple(extra_flags)
+    source = cu.read_bytes()
+    key = hashlib.sha256(source + repr((BASE_FLAGS, arch, extra, nvcc_version())).encode()).hexdigest()[:16]
+    cache = Path(cache_dir) if cache_dir else DEFAULT_CACHE
+    cache.mkdir(parents=True, exist_ok=True)
+    target = cache / f"{cu.stem}-{arch}-{key}.so"
+    if target.exists():
+        return target
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
+    os.close(fd)
+    command = nvcc_command(cu, Path(tmp), arch, extra)
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        Path(tmp).unlink(missing_ok=True)
+        raise BuildError(cu, command, proc.stdout + proc.stderr)
+    os.replace(tmp, target)
+    return target
+
+
+def build_many(cus: Iterable[str | os.PathLike], *, arch: str = DEFAULT_ARCH, jobs: int | None = None, **kw) -> dict[Path, Path | BuildError]:
+    """Build several files in parallel; each maps to its ``.so`` or the ``BuildError``."""
+    cus = [Path(c) for c in cus]
+
+    def one(cu: Path):
+        try:
+            return build_shared_library(cu, arch=arch, **kw)
+        except BuildError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=jobs or min(16, os.cpu_count() or 4)) as pool:
+        return dict(zip(cus, pool.map(one, cus)))
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

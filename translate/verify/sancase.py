@@ -1,0 +1,41 @@
+"""The process compute-sanitizer watches: runs candidate launchers on their smallest cases, nothing else.
+
+``python -m translate.verify.sancase PLAN.json`` where the plan lists ``{"name", "spec", "so", "launcher",
+"sizes"}`` items (written by ``translate.verify.sanitize``). Numba is imported (the registry makes the cases) but
+never launches anything, so every kernel the sanitizer sees is a candidate's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import sys
+
+import numpy as np
+
+
+def main(argv: list[str] | None = None) -> int:
+    from numbakern.registry import get
+
+    from . import abi
+    from .runner import candidate_run
+
+    argv = sys.argv[1:] if argv is None else argv
+    with open(argv[0]) as f:
+        plan = json.load(f)
+    ok = True
+    for item in plan:
+        spec = get(item["spec"])
+        fn = abi.bind(ctypes.CDLL(item["so"]), item["launcher"])
+        for si, size in enumerate(item["sizes"]):
+            case = spec.make_case(size, np.random.default_rng([0, si]), "normal")
+            run = candidate_run(fn, item["launcher"], spec, case, "a", shared=None)
+            status = run.error or "ran"
+            ok = ok and not run.error
+            print(f"SANCASE {item['name']} {size}: {status}", flush=True)
+    print(f"SANCASE-DONE {'ok' if ok else 'failed'}", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,113 @@
+"""compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on the smallest cases of each candidate.
+
+The sanitized process (``python -m translate.verify.sancase PLAN``) runs only the candidate C, through its launcher,
+never the Numba kernel: one process per tool for all candidates, and only when a tool reports errors is each
+candidate run again alone to say which one it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+TOOL_FLAGS = {
+    "memcheck": ["--leak-check", "no"],
+    "racecheck": [],
+    "initcheck": [],
+    "synccheck": [],
+}
+ERROR_EXIT = 86
+
+
+def sanitizer_path() -> str | None:
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    for candidate in ("/usr/local/cuda/bin/compute-sanitizer", "/usr/local/cuda/compute-sanitizer/compute-sanitizer"):
+        if Path(candidate).exists():
+            return candidate
+    return None
+
+
+def parse_summary(tool: str, rc: int, output: str) -> str:
+    """``"ok"`` or a one-line description of what the tool found."""
+    m = re.search(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)", output)
+    errors = None
+    if m:
+        errors = int(m.group(2))
+    else:
+        m = re.search(r"ERROR SUMMARY: (\d+) errors?", output)
+        if m:
+            errors = int(m.group(1))
+    child_ok = "SANCASE-DONE ok" in output
+    if errors == 0 and rc == 0 and child_ok:
+        return "ok"
+    first = next((line.strip("= ").strip() for line in output.splitlines()
+                  if line.startswith("=========") and re.search(r"(Error|Invalid|Race|Uninitialized|Barrier|hazard)", line)), "")
+    if errors:
+        return f"{errors} error(s): {first}"[:300]
+    if not child_ok:
+        tail = " | ".join(line for line in output.strip().splitlines()[-3:])
+        return f"the sanitized run failed (rc {rc}): {tail}"[:300]
+    return f"rc {rc}: {first}"[:300]
+
+
+def _plan_items(items) -> list[dict[str, Any]]:
+    from .harness import smallest_sizes
+
+    return [{"name": cand.name, "spec": spec.name, "so": str(so), "launcher": dict(cand.launcher),
+             "sizes": smallest_sizes(spec)} for spec, cand, so in items]
+
+
+def _run_tool(tool: str, plan: list[dict[str, Any]], timeout: float, log_dir: Path | None) -> tuple[int, str]:
+    fd, path = tempfile.mkstemp(suffix=".json", prefix="sancase-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(plan, f)
+    command = [sanitizer_path(), "--tool", tool, *TOOL_FLAGS[tool], "--error-exitcode", str(ERROR_EXIT),
+               "--print-limit", "20", sys.executable, "-m", "translate.verify.sancase", path]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+        rc, output = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        rc, output = 124, f"timeout after {timeout}s\n{exc.stdout or ''}"
+    finally:
+        os.unlink(path)
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        names = "+".join(item["name"] for item in plan)[:80]
+        with open(log_dir / "sanitizer.log", "a") as log:
+            log.write(f"\n##### {tool} [{names}] rc={rc}\n$ {' '.join(command)}\n{output}\n")
+    return rc, output
+
+
+def sanitize_candidates(items: Sequence[tuple[Any, Any, Path]], tools: Sequence[str] = TOOLS, timeout: float = 300,
+                        log_dir: str | os.PathLike | None = None) -> dict[str, dict[str, str]]:
+    """``{candidate name: {tool: "ok" | finding}}`` for ``(spec, Candidate, so_path)`` items."""
+    items = list(items)
+    if not items:
+        return {}
+    if sanitizer_path() is None:
+        return {cand.name: {tool: "unavailable" for tool in tools} for _, cand, _ in items}
+    log = Path(log_dir) if log_dir else (Path(os.environ["NUMBAKERN_VERIFY_LOG"]) if os.environ.get("NUMBAKERN_VERIFY_LOG") else None)
+    plan = _plan_items(items)
+    results: dict[str, dict[str, str]] = {item["name"]: {} for item in plan}
+    for tool in tools:
+        rc, output = _run_tool(tool, plan, timeout, log)
+        status = parse_summary(tool, rc, output)
+        if status == "ok" or len(plan) == 1:
+            for item in plan:
+                results[item["name"]][tool] = status
+            continue
+        for item in plan:  # attribute the finding
+            rc, output = _run_tool(tool, [item], timeout, log)
+            results[item["name"]][tool] = parse_summary(tool, rc, output)
+    return results

@@ -1,0 +1,30 @@
+"""Which array arguments a kernel writes (syntactically): the others become ``const T*`` in the kernel and the
+launcher. Written: assigned elements (``x[i] = ...``, ``x[i] += ...``), the first argument of
+``cuda.atomic.*``, and (conservatively) any array passed to a device function."""
+
+from __future__ import annotations
+
+import ast
+
+
+def written_arrays(fn: ast.FunctionDef, array_params: set[str]) -> set[str]:
+    out = set()
+    for node in ast.walk(fn):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for t in targets:
+            for sub in ast.walk(t):
+                if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name):
+                    out.add(sub.value.id)
+        if isinstance(node, ast.Call):
+            f = node.func
+            is_atomic = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Attribute) and f.value.attr == "atomic"
+            builtin = isinstance(f, ast.Name) and f.id in ("len", "min", "max", "abs", "range", "int", "float")
+            for i, a in enumerate(node.args):
+                if isinstance(a, ast.Name) and a.id in array_params:
+                    if (is_atomic and i == 0) or not (is_atomic or builtin):
+                        out.add(a.id)
+    return out & array_params
