@@ -93,7 +93,6 @@ def bench_one(spec, size, budget, arch):
     from numba import cuda
 
     from translate.verify import abi
-    from translate.verify.build import build_shared_library
 
     case = spec.make_case(size, np.random.default_rng(0), "uniform")
     tensors = [torch.from_numpy(a).cuda() if isinstance(a, np.ndarray) else a for a in case.args]
@@ -104,7 +103,7 @@ def bench_one(spec, size, budget, arch):
     impls = {"numba": lambda: numba_kernel(*nargs)}
     cand, source = candidate(spec)
     if cand is not None:
-        fn = abi.bind(ctypes.CDLL(str(build_shared_library(cand.cu, arch=arch))), cand.launcher)
+        fn = abi.bind(ctypes.CDLL(str(cand.build(arch))), cand.launcher)
         carrs = [abi.ArrayArg(t.data_ptr(), tuple(t.shape), np.dtype(str(t.dtype).removeprefix("torch.")))
                  if isinstance(t, torch.Tensor) else t for t in tensors]
         cargs = abi.call_args(cand.launcher, carrs, cfg.grid, cfg.block, cfg.shared_bytes)

@@ -65,23 +65,28 @@ __global__ void matmul_tiled_static_c(const float* m, const float* n, float* out
 
 // the flagship, translated line by line from numbakern/kernels/matmul_fast.py (int64 shapes, as the contract has)
 template <int bm, int bn, int bk, int tm, int tn>
-__global__ void __launch_bounds__((bm / tm) * (bn / tn))
+__global__ void __launch_bounds__((bm / tm) * (bn / tn),
+                                  (bm / tm) * (bn / tn) >= 256 ? 512 / ((bm / tm) * (bn / tn)) : 1)
 matmul_flagship_c(const float* __restrict__ m, i64 m_shape0, i64 m_shape1,
                   const float* __restrict__ n, i64 n_shape0, i64 n_shape1,
                   float* __restrict__ out, i64 out_shape0, i64 out_shape1) {
-    constexpr int nt = (bm / tm) * (bn / tn), tx_count = bn / tn;
+    constexpr int nt = (bm / tm) * (bn / tn), tx_count = bn / tn, ty_count = bm / tm;
+    constexpr int wx0 = tx_count < 8 ? tx_count : 8, wy0 = ty_count < 32 / wx0 ? ty_count : 32 / wx0;
+    constexpr bool fits = tx_count % wx0 == 0 && ty_count % wy0 == 0;
+    constexpr int wx = fits ? wx0 : tx_count, wy = fits ? wy0 : 1, wxy = wx * wy, warps_x = tx_count / wx;
     constexpr int vm = tm < 4 ? tm : 4, vn = tn < 4 ? tn : 4;
     constexpr int gm = bm / (tm / vm), gn = bn / (tn / vn);
     constexpr int la = (bm * bk) / nt, lb = (bk * bn) / nt, la_step = nt / bk, lb_step = nt / bn;
     constexpr int pa = bm % 32 == 0 ? bm + 4 : bm;
     const unsigned tid = threadIdx.x;
-    const unsigned a_base = tid / tx_count * vm, b_base = tid % tx_count * vn;
+    const unsigned wq = tid / wxy, lq = tid % wxy;
+    const unsigned a_base = (wq / warps_x * wy + lq / wx) * vm, b_base = (wq % warps_x * wx + lq % wx) * vn;
     const unsigned la_r = tid / bk, la_c = tid % bk, lb_r = tid / bn, lb_c = tid % bn;
     const i64 row0 = (i64)blockIdx.y * bm, col0 = (i64)blockIdx.x * bn;
     const i64 h = m_shape0, k = m_shape1, w = n_shape1;
     __shared__ __align__(16) float a_s[2][bk][pa];
     __shared__ __align__(16) float b_s[2][bk][bn];
-    float acc[tm * tn], a_frag[tm], b_frag[tn], a_ld[la], b_ld[lb];
+    float acc[tm * tn], a_f0[tm], b_f0[tn], a_f1[tm], b_f1[tn], a_ld[la], b_ld[lb];
 #pragma unroll
     for (int i = 0; i < tm * tn; ++i) acc[i] = 0.0f;
     const i64 ntiles = (k + bk - 1) / bk;
@@ -117,15 +122,29 @@ matmul_flagship_c(const float* __restrict__ m, i64 m_shape0, i64 m_shape1,
             }
         }
 #pragma unroll
-        for (unsigned kk = 0; kk < bk; ++kk) {
+        for (int i = 0; i < tm; ++i) a_f0[i] = a_s[cur][0][a_base + (i / vm) * gm + i % vm];
 #pragma unroll
-            for (int i = 0; i < tm; ++i) a_frag[i] = a_s[cur][kk][a_base + (i / vm) * gm + i % vm];
+        for (int j = 0; j < tn; ++j) b_f0[j] = b_s[cur][0][b_base + (j / vn) * gn + j % vn];
+        for (unsigned k2 = 0; k2 < bk / 2; ++k2) {  // (no unroll pragma: Numba's loop stays rolled too)
+            const unsigned kk = k2 * 2;
 #pragma unroll
-            for (int j = 0; j < tn; ++j) b_frag[j] = b_s[cur][kk][b_base + (j / vn) * gn + j % vn];
+            for (int i = 0; i < tm; ++i) a_f1[i] = a_s[cur][kk + 1][a_base + (i / vm) * gm + i % vm];
+#pragma unroll
+            for (int j = 0; j < tn; ++j) b_f1[j] = b_s[cur][kk + 1][b_base + (j / vn) * gn + j % vn];
 #pragma unroll
             for (int i = 0; i < tm; ++i)
 #pragma unroll
-                for (int j = 0; j < tn; ++j) acc[i * tn + j] += a_frag[i] * b_frag[j];
+                for (int j = 0; j < tn; ++j) acc[i * tn + j] += a_f0[i] * b_f0[j];
+            if (kk + 2 < bk) {
+#pragma unroll
+                for (int i = 0; i < tm; ++i) a_f0[i] = a_s[cur][kk + 2][a_base + (i / vm) * gm + i % vm];
+#pragma unroll
+                for (int j = 0; j < tn; ++j) b_f0[j] = b_s[cur][kk + 2][b_base + (j / vn) * gn + j % vn];
+            }
+#pragma unroll
+            for (int i = 0; i < tm; ++i)
+#pragma unroll
+                for (int j = 0; j < tn; ++j) acc[i * tn + j] += a_f1[i] * b_f1[j];
         }
         if (more) {
             const int nxt = cur ^ 1;
@@ -415,7 +434,6 @@ def time_it(run, budget_s: float) -> float:
 
 def triton_variant():
     try:
-        import torch
         import triton
         import triton.language as tl
     except Exception as e:
@@ -509,7 +527,6 @@ def generated_flagship(out_dir):
 
 def sass_stats(out_dir, mf, mm, cuda):
     """Instruction mix of the inner loops, from the SASS: Numba's (inspect_sass) and nvcc's (cuobjdump)."""
-    sig = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
     kernels = {
         "numba tiled const tw=16": mm.matmul_tiled_static(16),
         "numba tiled_fast tw=16": mf.matmul_tiled_fast(16),

@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 
 CC = (9, 0)
 SIG = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
@@ -101,8 +100,6 @@ def ptxas(ptx: str, name: str) -> dict[str, int]:
 
 
 def numba_variants():
-    from numba import cuda
-    from numba.cuda import types
 
     from numbakern.kernels import matmul, matmul_fast
 

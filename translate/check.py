@@ -83,4 +83,10 @@ def current_source_sha256(tgt, entry) -> str:
             value = fn.__globals__.get(name)
         parts["constants"][name] = value.item() if hasattr(value, "item") else value
     parts["constants"].update({f"template:{k}": v for k, v in sorted(tgt.constants.items())})
+    from . import options
+
+    insts = [dict(launcher.get("constants") or {}) for launcher in entry.get("launchers") or [{}]]
+    codegen = options.from_target(tgt, insts).fingerprint()
+    if codegen is not None:
+        parts["codegen"] = codegen
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()

@@ -61,6 +61,8 @@ def main(argv=None) -> int:
             # checks model, endpoint and key before any work; translate_kernel makes the backend from the options
             make_backend(args, configure=False).close()
             args.backend_options = backend_options(args)
+            if getattr(args, "verify", False):
+                args.backend_options["verify"] = True  # verify each reply on the GPU inside the repair loop
         except Exception as e:  # LLMError: missing model / key / bad URL
             sys.stderr.write(f"translate: {e}\n")
             return 2

@@ -60,13 +60,15 @@ def _check(err, what):
         raise RuntimeError(f"{what} failed: {err}")
 
 
-def nvrtc_compile(source: str, arch: str = "sm_90", name: str = "kernel.cu", resources: bool = True) -> CompileResult:
+def nvrtc_compile(source: str, arch: str = "sm_90", name: str = "kernel.cu", resources: bool = True,
+                  options=()) -> CompileResult:
     """Compile ``source`` to PTX for ``arch`` (``sm_90`` or ``compute_90``); ``log`` holds errors on failure.
-    With ``resources``, also compile to SASS and parse ptxas' register / shared memory report."""
+    With ``resources``, also compile to SASS and parse ptxas' register / shared memory report. ``options``: the
+    file's required NVRTC options (manifest ``build.nvrtc_options``: fast-math flags and the like)."""
     cc = arch.split("_", 1)[-1]
     if not cc.isdigit():
         raise ValueError(f"--arch must look like sm_90 or compute_90, got {arch!r}")
-    base = ["-std=c++17", "-default-device"][:1]
+    base = ["-std=c++17", *options]
     ok, log, ptx = _run(source, name, [f"--gpu-architecture=compute_{cc}", *base])
     result = CompileResult(ok, f"sm_{cc}", nvrtc_version(), ptx=ptx, log=log)
     if ok and resources:

@@ -31,6 +31,15 @@ def launcher_symbol(name: str, consts: dict) -> str:
     return "launch_" + name + "".join(f"_{k}{_value_text(v)}" for k, v in consts.items())
 
 
+def launcher_descriptions(request: KernelRequest, device: DeviceCode) -> list[dict]:
+    """The manifest's ``launchers`` list: one per instantiation, with the ABI of its parameters."""
+    return [
+        {"symbol": launcher_symbol(request.name, inst), "constants": dict(inst),
+         "params": [p.manifest() for p in request.params], "nonneg_params": list(device.nonneg_params)}
+        for inst in request.instantiations
+    ]
+
+
 def _value_text(v) -> str:
     if isinstance(v, bool):
         return str(int(v))
@@ -47,14 +56,21 @@ def _const_decl(name, key, value) -> str:
     return f"constexpr {c_name(key)} {name} = {text};"
 
 
-def assemble(request: KernelRequest, device: DeviceCode, header: str) -> str:
+def assemble(request: KernelRequest, device: DeviceCode, header: str, build=None) -> str:
+    """The whole file. ``build`` (``translate.options.CodegenOptions``) puts ``__launch_bounds__`` /
+    ``__maxnreg__`` on the ``__global__`` kernel."""
+    from . import options
+
+    prelude, attrs = build.attributes(request) if build is not None else ("", "")
     parts = [header.rstrip() + "\n", PREAMBLE]
     helper_text = helper_lib.render(set(device.helpers))
     if helper_text:
         parts.append(helper_text)
     if device.constants:
         parts.append("\n".join(_const_decl(n, k, v) for n, (k, v) in device.constants.items()) + "\n")
-    parts.append(device.code)
+    if prelude:
+        parts.append(prelude)
+    parts.append(options.apply(device.code, request.name, attrs))
     if request.template_params:
         lines = []
         types_only = ", ".join(p.split()[-2] if p.startswith("const") else p.rsplit(" ", 1)[0]

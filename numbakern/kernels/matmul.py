@@ -109,6 +109,19 @@ def matmul(a, b, out=None, *, tile_width: int = TILE_WIDTH):
     the result is of the same kind and on the same device. ``out``, if given, must be a float32 ``(h, w)`` array
     on that device; it is written and returned.
     """
+    h, w, out = checked_matmul_args(a, b, out)
+    if not isinstance(tile_width, int) or not 1 <= tile_width <= 32:
+        raise ValueError(f"argument 'tile_width' must be an int from 1 to 32 (tw*tw threads per block), got {tile_width!r}")
+
+    cfg = launch_config((w, h), (tile_width, tile_width))
+    kernel = matmul_tiled_static(tile_width)
+    kernel[cfg.grid, cfg.block](to_kernel_arg(a), to_kernel_arg(b), to_kernel_arg(out))
+    return out
+
+
+def checked_matmul_args(a, b, out):
+    """Check the arguments of a float32 ``a @ b`` (dtype, rank, inner dimensions, ``out``'s shape, one device) and
+    allocate ``out`` like ``a`` when it is None; returns ``(h, w, out)``."""
     a_info = check_array("a", a, dtype=np.float32, ndim=2)
     b_info = check_array("b", b, dtype=np.float32, ndim=2)
     infos = {"a": a_info, "b": b_info}
@@ -121,13 +134,7 @@ def matmul(a, b, out=None, *, tile_width: int = TILE_WIDTH):
             raise ValueError(f"argument 'out' must have shape {(h, w)} for a {a_info.shape} @ {b_info.shape} product, got {out_info.shape}")
         infos["out"] = out_info
     check_same_device(**infos)
-    if not isinstance(tile_width, int) or not 1 <= tile_width <= 32:
-        raise ValueError(f"argument 'tile_width' must be an int from 1 to 32 (tw*tw threads per block), got {tile_width!r}")
-
-    cfg = launch_config((w, h), (tile_width, tile_width))
-    kernel = matmul_tiled_static(tile_width)
-    kernel[cfg.grid, cfg.block](to_kernel_arg(a), to_kernel_arg(b), to_kernel_arg(out))
-    return out
+    return h, w, out
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -223,4 +230,3 @@ register(KernelSpec(
 
 # The fast kernels live in their own module (they need the autotuner and the fast-path helpers); they are part of
 # this family's public API. Imported last: matmul_fast builds on the inputs and references defined above.
-from .matmul_fast import matmul_fast, matmul_flagship, matmul_tiled_fast  # noqa: E402

@@ -13,7 +13,10 @@ the flagship register-tiled kernel.
     and padded so that both the transposing store and the reads are free of bank conflicts, and each thread's
     rows and columns come in groups of 4 consecutive elements so that its shared-memory reads can widen to 16
     bytes. Shared memory is double-buffered: the next k-tile is loaded from global memory into registers before
-    the current one is multiplied, and one barrier per k-tile suffices. Every load and store is bounds-checked,
+    the current one is multiplied, and one barrier per k-tile suffices. A warp covers a 4x8 patch of the thread
+    grid (one shared-memory wavefront per 16-byte fragment load), the k-steps go in pairs with two register
+    fragments (the next step's shared loads overlap this step's FMAs), and ``launch_bounds(256, 2)`` keeps two
+    256-thread blocks per multiprocessor. Every load and store is bounds-checked,
     so any shape is correct; the checks cost a few integer instructions per ``tm*tn*bk`` multiply-adds.
 
 ``matmul_fast(a, b, out=None, config=None)`` is the user-facing entry point; without a ``config`` it asks
@@ -27,11 +30,10 @@ from numba import cuda
 
 from ..autotune import Autotuner
 from ..fastpath import jit_options, u32
-from ..launch import LaunchConfig, cdiv, check_array, check_matmul_shapes, check_same_device, empty_like_on, \
-    launch_config, to_kernel_arg
+from ..launch import LaunchConfig, cdiv, launch_config, to_kernel_arg
 from ..registry import Case, KernelSpec, register
 from ..specialize import specialize
-from .matmul import BENCH_SIZES, MATRIX, _error_scale, _matmul_inputs, _reference, _work
+from .matmul import BENCH_SIZES, MATRIX, _error_scale, _matmul_inputs, _reference, _work, checked_matmul_args
 
 # ---------------------------------------------------------------------------------------------------------------
 # the lecture's tiled kernel, the numbakern way
@@ -78,6 +80,20 @@ def matmul_tiled_fast(tw: int):
 # the flagship
 
 
+def _warp_layout(tx_count: int, ty_count: int) -> tuple[int, int]:
+    """Threads of one warp along a row (``wx``) and a column (``wy``) of the block's thread grid.
+
+    A warp covers a ``wy``×``wx`` patch of threads (4×8 for 256-thread blocks) instead of two whole rows of 16, so
+    its 16-byte shared reads touch 4 distinct A groups and 8 distinct B groups (64 and 128 bytes: one wavefront
+    each) instead of 2 and 16 (B: two wavefronts). Falls back to whole rows when the grid does not split so.
+    """
+    wx = min(8, tx_count)
+    wy = min(ty_count, max(1, 32 // wx))
+    if tx_count % wx or ty_count % wy:
+        return tx_count, 1
+    return wx, wy
+
+
 def _check_config(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
     """Threads per block for a flagship config, or a ValueError saying which constraint fails."""
     for name, v in (("bm", bm), ("bn", bn), ("bk", bk), ("tm", tm), ("tn", tn)):
@@ -94,6 +110,8 @@ def _check_config(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
     if (bm * bk) % threads or (bk * bn) % threads or threads % bk or threads % bn:
         raise ValueError(f"matmul_flagship: the {bm}x{bk} and {bk}x{bn} tiles must split evenly over {threads} threads "
                          "(and bk and bn must divide the thread count)")
+    if bk % 2:
+        raise ValueError(f"matmul_flagship: bk={bk} must be even (the k-steps go in pairs: fragments double-buffered)")
     if 2 * bk * ((bm + 4) + bn) * 4 > 48 * 1024:
         raise ValueError("matmul_flagship: the double-buffered tiles need more than 48 KiB of static shared memory")
     return threads
@@ -104,6 +122,10 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
     """The flagship kernel for one tile configuration; launch with ``flagship_launch`` (1-D blocks)."""
     nt = _check_config(bm, bn, bk, tm, tn)
     tx_count = bn // tn  # threads along a row of the block tile
+    ty_count = bm // tm
+    wx, wy = _warp_layout(tx_count, ty_count)  # a warp is a wy x wx patch of the thread grid
+    wxy = wx * wy
+    warps_x = tx_count // wx
     vm = min(4, tm)  # rows per group of consecutive rows a thread owns
     vn = min(4, tn)
     gm = bm // (tm // vm)  # distance between a thread's groups of rows
@@ -114,15 +136,21 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
     la_step = nt // bk  # rows of the A tile that one pass of all threads loads
     lb_step = nt // bn
     tmn = tm * tn  # (a local array's shape must be a constant, not an expression)
-    opts = jit_options(threads=nt)
+    nk2 = bk // 2  # k-steps go in pairs (two register fragments)
+    # launch_bounds(256, 2): at most 128 registers, so two 256-thread blocks share a multiprocessor (without the 2,
+    # ptxas spends 147 registers on the double-buffered fragments of an 8x8 tile and only one block fits). Smaller
+    # blocks are left uncapped: 128-thread 8x8 configs would spill under a 128-register cap.
+    opts = jit_options(threads=nt, min_blocks=512 // nt if nt >= 256 else None)
 
     @cuda.jit(**opts)
     def matmul_flagship(m, n, out):
         tid = cuda.threadIdx.x
+        wq = tid // wxy  # warp (patch) index
+        lq = tid % wxy  # lane within the patch
         # Per-thread offsets, cast to uint32 once: an index "u32(base) + constant" is provably non-negative (no
         # wraparound select) and the constant folds into the load's immediate offset.
-        a_base = u32(tid // tx_count * vm)  # first of this thread's rows in the block tile
-        b_base = u32(tid % tx_count * vn)  # first of its columns
+        a_base = u32((wq // warps_x * wy + lq // wx) * vm)  # first of this thread's rows in the block tile
+        b_base = u32((wq % warps_x * wx + lq % wx) * vn)  # first of its columns
         la_r = u32(tid // bk)  # the A-tile element this thread loads: row la_r + i * la_step, column la_c
         la_c = u32(tid % bk)
         lb_r = u32(tid // bn)  # the B-tile element: row lb_r + i * lb_step, column lb_c
@@ -136,15 +164,17 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
         a_s = cuda.shared.array((2, bk, pa), dtype=np.float32, alignment=16)
         b_s = cuda.shared.array((2, bk, bn), dtype=np.float32, alignment=16)
         acc = cuda.local.array(tmn, dtype=np.float32)
-        a_frag = cuda.local.array(tm, dtype=np.float32)
-        b_frag = cuda.local.array(tn, dtype=np.float32)
+        a_f0 = cuda.local.array(tm, dtype=np.float32)  # fragments of the even k-step
+        b_f0 = cuda.local.array(tn, dtype=np.float32)
+        a_f1 = cuda.local.array(tm, dtype=np.float32)  # and of the odd one
+        b_f1 = cuda.local.array(tn, dtype=np.float32)
         a_ld = cuda.local.array(la, dtype=np.float32)
         b_ld = cuda.local.array(lb, dtype=np.float32)
         for i in range(tmn):
             acc[i] = np.float32(0.0)
 
         ntiles = (k + bk - 1) // bk
-        # k-tile 0: global -> registers; stored to shared buffer 0 at the top of the loop
+        # k-tile 0: global -> registers -> shared buffer 0
         for i in range(la):
             gr = row0 + la_r + i * la_step
             if gr < h and la_c < k:
@@ -182,14 +212,29 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
                         b_ld[i] = n[u32(gk), u32(gc)]
                     else:
                         b_ld[i] = np.float32(0.0)
-            for kk in range(u32(bk)):  # an unsigned counter: no wraparound select, no masking
+            # Fragments double-buffered in registers: step kk+1's shared loads are in flight during step kk's
+            # multiply-adds. NVVM does not unroll this loop (its body is too large), so the two steps are spelled out.
+            for i in range(tm):
+                a_f0[i] = a_s[cur, 0, a_base + ((i // vm) * gm + i % vm)]
+            for j in range(tn):
+                b_f0[j] = b_s[cur, 0, b_base + ((j // vn) * gn + j % vn)]
+            for k2 in range(u32(nk2)):  # an unsigned counter: no wraparound select, no masking
+                kk = k2 * u32(2)
                 for i in range(tm):
-                    a_frag[i] = a_s[cur, kk, a_base + ((i // vm) * gm + i % vm)]
+                    a_f1[i] = a_s[cur, kk + 1, a_base + ((i // vm) * gm + i % vm)]
                 for j in range(tn):
-                    b_frag[j] = b_s[cur, kk, b_base + ((j // vn) * gn + j % vn)]
+                    b_f1[j] = b_s[cur, kk + 1, b_base + ((j // vn) * gn + j % vn)]
                 for i in range(tm):
                     for j in range(tn):
-                        acc[i * tn + j] += a_frag[i] * b_frag[j]
+                        acc[i * tn + j] += a_f0[i] * b_f0[j]
+                if kk + 2 < bk:
+                    for i in range(tm):
+                        a_f0[i] = a_s[cur, kk + 2, a_base + ((i // vm) * gm + i % vm)]
+                    for j in range(tn):
+                        b_f0[j] = b_s[cur, kk + 2, b_base + ((j // vn) * gn + j % vn)]
+                for i in range(tm):
+                    for j in range(tn):
+                        acc[i * tn + j] += a_f1[i] * b_f1[j]
             if more:
                 nxt = cur ^ 1
                 for i in range(la):
@@ -208,7 +253,6 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
 
     return matmul_flagship
 
-
 def flagship_threads(config: dict) -> int:
     return _check_config(config["bm"], config["bn"], config["bk"], config["tm"], config["tn"])
 
@@ -226,8 +270,8 @@ DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8}
 CONFIGS = (
     DEFAULT_CONFIG,
     {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 8},
-    {"bm": 128, "bn": 64, "bk": 16, "tm": 8, "tn": 8},
-    {"bm": 64, "bn": 128, "bk": 16, "tm": 8, "tn": 8},
+    {"bm": 128, "bn": 64, "bk": 8, "tm": 8, "tn": 8},
+    {"bm": 64, "bn": 128, "bk": 8, "tm": 8, "tn": 8},
     {"bm": 64, "bn": 64, "bk": 16, "tm": 4, "tn": 8},
     {"bm": 64, "bn": 64, "bk": 8, "tm": 4, "tn": 4},
 )
@@ -256,18 +300,7 @@ def matmul_fast(a, b, out=None, *, config: dict | None = None):
     Same conventions as ``numbakern.kernels.matmul.matmul``: torch tensors, CuPy arrays or numpy arrays in (numpy
     or CPU tensors under the simulator), the product out, of the same kind on the same device.
     """
-    a_info = check_array("a", a, dtype=np.float32, ndim=2)
-    b_info = check_array("b", b, dtype=np.float32, ndim=2)
-    infos = {"a": a_info, "b": b_info}
-    h, _, w = check_matmul_shapes("a", a_info, "b", b_info)
-    if out is None:
-        out = empty_like_on(a, (h, w), np.dtype(np.float32))
-    else:
-        out_info = check_array("out", out, dtype=np.float32, ndim=2)
-        if out_info.shape != (h, w):
-            raise ValueError(f"argument 'out' must have shape {(h, w)} for a {a_info.shape} @ {b_info.shape} product, got {out_info.shape}")
-        infos["out"] = out_info
-    check_same_device(**infos)
+    h, w, out = checked_matmul_args(a, b, out)
     args = (to_kernel_arg(a), to_kernel_arg(b), to_kernel_arg(out))
     if h == 0 or w == 0:
         return out

@@ -9,6 +9,7 @@ plain numpy arrays instead, and none of this runs.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from .errors import OutOfBoundsError, describe_site, describe_thread, site_of
 
 _INTS = (int, np.integer)
+_SIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class ArrayLabel:
@@ -63,7 +65,10 @@ class MemoryChecks:
 class CheckedArray:
     """Bounds-checked access; writes and atomics reported to ``tracker`` if given (global and local arrays)."""
 
-    __slots__ = ("_a", "_ptr", "_shape", "_strides", "_len1d", "_stride0", "_label", "_checks", "_on_write", "_on_atomic")
+    __slots__ = (
+        "_a", "_ptr", "_shape", "_strides", "_len1d", "_stride0", "_label", "_checks", "_on_write", "_on_atomic",
+        "_slices", "_rows", "_cols",
+    )
     #: what a view shares with the array it is taken from
     _INHERITED = ("_label", "_checks", "_on_write", "_on_atomic")
 
@@ -78,20 +83,27 @@ class CheckedArray:
 
     def _set_array(self, array: np.ndarray) -> None:
         self._a = array
+        self._slices = {}  # every thread of a block takes the same slices of a shared array: make each view once
         self._ptr = self._label.base + array.__array_interface__["data"][0] - self._label.root_ptr
         self._shape = array.shape
         self._strides = array.strides
         # the hot case, a 1-D array indexed by an int in bounds, is handled inline in __getitem__/__setitem__
         self._len1d = array.shape[0] if array.ndim == 1 else -1
         self._stride0 = array.strides[0] if array.ndim else 0
+        # and so is the 2-D case, a matrix indexed by two ints in bounds
+        self._rows, self._cols = array.shape if array.ndim == 2 else (-1, -1)
 
     def __getitem__(self, idx):
-        if type(idx) is int and 0 <= idx < self._len1d:
-            addr = self._ptr + idx * self._stride0
-        else:
-            addr = self._address(idx)
-            if addr is None:
-                return self._view(idx)
+        # reads are only bounds-checked here (see TrackedArray for shared memory)
+        if type(idx) is int:
+            if 0 <= idx < self._len1d:
+                return self._a[idx]
+        elif type(idx) is tuple and len(idx) == 2:
+            i, j = idx
+            if type(i) is int and type(j) is int and 0 <= i < self._rows and 0 <= j < self._cols:
+                return self._a[idx]
+        if self._address(idx) is None:
+            return self._view(idx)
         return self._a[idx]
 
     def __setitem__(self, idx, value):
@@ -167,7 +179,7 @@ class CheckedArray:
         if not checks.bounds:
             return i  # numpy raises its own IndexError when the access happens
         frame = sys._getframe(1)
-        while frame.f_code.co_filename == __file__:
+        while frame.f_code.co_filename.startswith(_SIM_DIR):  # up to the kernel's line (also through atomics)
             frame = frame.f_back
         thread = checks.scheduler.current
         hint = (
@@ -182,6 +194,15 @@ class CheckedArray:
         )
 
     def _view(self, idx) -> "CheckedArray":
+        if type(idx) is slice:
+            key = (idx.start, idx.stop, idx.step)
+            view = self._slices.get(key)
+            if view is None:
+                view = self._slices[key] = self._new_view(idx)
+            return view
+        return self._new_view(idx)
+
+    def _new_view(self, idx) -> "CheckedArray":
         view = type(self).__new__(type(self))
         for name in self._INHERITED:
             setattr(view, name, getattr(self, name))
@@ -229,6 +250,9 @@ class TrackedArray(CheckedArray):
     def __getitem__(self, idx):
         if type(idx) is int and 0 <= idx < self._len1d:
             addr = self._ptr + idx * self._stride0
+        elif type(idx) is tuple and len(idx) == 2 and type(idx[0]) is int and type(idx[1]) is int \
+                and 0 <= idx[0] < self._rows and 0 <= idx[1] < self._cols:
+            addr = self._ptr + idx[0] * self._strides[0] + idx[1] * self._strides[1]
         else:
             addr = self._address(idx)
             if addr is None:

@@ -67,14 +67,14 @@ class Launch:
         on = settings.checks
         self.scheduler = Scheduler(None, self.name, "barrier" in on, settings.shuffle_seed)
         self.module = SimCUDAModule(self.grid_dim, self.block_dim, self.scheduler)
-        self.scheduler._module = self.module
+        self.scheduler.module = self.module
         negative_ok = settings.allow_negative_indices or getattr(kernel, NEGATIVE_OK_ATTR, False)
         self.memory_checks = MemoryChecks(self.name, "bounds" in on, negative_ok, self.scheduler)
         self.check_shared = bool(on & {"race", "uninit", "bounds"})
         self.global_writes = GlobalWriteTracker(self.memory_checks) if "race" in on else None
         self.check_global = bool(on & {"race", "bounds"})
         self._swapped: dict[int, tuple[dict, dict]] = {}
-        self._arg_labels: list[ArrayLabel] = []
+        self._checked_args = 0
 
     def run(self, args) -> None:
         global _active
@@ -83,6 +83,7 @@ class Launch:
         kernel_args = [self._kernel_arg(names[i] if i < len(names) else f"arg{i}", a, retr) for i, a in enumerate(args)]
         body = functools.partial(self.kernel.fn, *kernel_args)
         _active = self
+        block = None
         try:
             self._swap_cuda_module(self.kernel.fn)
             with np.errstate(divide="raise") if self.kernel._debug else contextlib.nullcontext():
@@ -91,6 +92,7 @@ class Launch:
                     self._prepare(block)
                     self.scheduler.run_block(block, body)
         finally:
+            self.scheduler.close(block)
             _active = None
             for globs, original in self._swapped.values():
                 globs.update(original)
@@ -166,8 +168,7 @@ class Launch:
         if not self.check_global:
             return raw
         # one address range per argument: each argument is its own copy, as on a GPU
-        base = (1 + len(self._arg_labels)) << GLOBAL_RANGE_BITS
-        label = ArrayLabel(name, "global", raw, base)
-        self._arg_labels.append(label)
+        self._checked_args += 1
+        label = ArrayLabel(name, "global", raw, self._checked_args << GLOBAL_RANGE_BITS)
         return CheckedArray(raw, label, self.memory_checks, self.global_writes)
 

@@ -8,6 +8,7 @@ polling and no OS-thread hand-off, which is where the stock simulator spends its
 
 from __future__ import annotations
 
+import functools
 import random
 
 from greenlet import greenlet
@@ -18,6 +19,7 @@ from .warp import COLLECTIVES, WARP_SIZE
 
 BARRIER = "barrier"
 WARP = "warp"
+_FINISHED = object()  # what a worker greenlet switches to the scheduler with when its thread has returned
 
 
 class Warp:
@@ -61,12 +63,14 @@ class Block:
 
 class Scheduler:
     def __init__(self, module, kernel_name: str, check_barriers: bool, shuffle_seed: int | None):
+        # the fake cuda module, whose threadIdx/laneid it sets at every switch (None until the engine has built it)
         self.current: SimThread | None = None
-        self._module = module
+        self.module = module
         self._kernel_name = kernel_name
         self._check_barriers = check_barriers
         self.rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
         self._hub = None
+        self._idle_workers: list[greenlet] = []
 
     # -- called by the running thread (through the fake cuda module) ---------------------------------------------
 
@@ -83,11 +87,10 @@ class Scheduler:
     def run_block(self, block: Block, body) -> None:
         """Run ``body()`` once per thread of ``block``, switching threads at barriers and warp intrinsics."""
         self._hub = greenlet.getcurrent()
-        self._module.blockIdx = block.blockIdx
-        for t in block.threads:
-            t.glet = greenlet(lambda _resume: body(), self._hub)
+        self.module.blockIdx = block.blockIdx
         runnable = list(block.threads)
-        module = self._module
+        module = self.module
+        idle = self._idle_workers
         while runnable:
             if self.rng is not None:
                 self.rng.shuffle(runnable)
@@ -96,15 +99,34 @@ class Scheduler:
                 module.laneid = t.lane
                 self.current = t
                 value, t.resume, t.wait = t.resume, None, None
+                if t.glet is None:
+                    t.glet = idle.pop() if idle else greenlet(functools.partial(self._worker, body), self._hub)
                 try:
-                    t.glet.switch(value)
+                    signal = t.glet.switch(value)
                 except SimulationError:
                     raise
                 except Exception as e:
                     raise _naming_thread(e, t) from None
-                if t.glet.dead:
+                if signal is _FINISHED:
                     t.finished = True
+                    idle.append(t.glet)
+                    t.glet = None
             runnable = self._settle(block)
+
+    def close(self, block: Block | None) -> None:
+        """End the launch's greenlets: the idle workers, and (after an error) those of threads left waiting."""
+        stranded = [t.glet for t in block.threads if t.glet is not None] if block is not None else []
+        for worker in self._idle_workers + stranded:
+            if not worker.dead:
+                worker.throw()  # GreenletExit: unwinds the kernel frames it holds
+        self._idle_workers.clear()
+
+    def _worker(self, body, _start=None) -> None:
+        # A greenlet runs one CUDA thread after another: starting a fresh greenlet costs several times a switch,
+        # so a launch creates only as many as there are threads alive at once (one block's worth at most).
+        while True:
+            body()
+            self._hub.switch(_FINISHED)
 
     def _settle(self, block: Block) -> list[SimThread]:
         """Nothing can run: complete what the waiting threads wait for; return the threads that may go on."""

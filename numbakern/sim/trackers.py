@@ -44,7 +44,7 @@ class SharedMemoryTracker:
             return
         writer, reader, other = seen
         if writer is not None and writer[0] is not thread and _unordered(writer, thread):
-            self._raise_race(array, addr, writer, "wrote", thread, "read", site_of(sys._getframe(2)))
+            self._raise_race(array, addr, idx, writer, "wrote", thread, "read", site_of(sys._getframe(2)))
         if reader is None:
             seen[1] = (thread, site_of(sys._getframe(2)), thread.warp.syncs)
         elif other is None and reader[0] is not thread:
@@ -61,11 +61,11 @@ class SharedMemoryTracker:
             return
         writer, reader, other = seen
         if writer is not None and writer[0] is not thread and _unordered(writer, thread):
-            self._raise_race(array, addr, writer, "wrote", thread, "wrote", site_of(sys._getframe(2)))
+            self._raise_race(array, addr, idx, writer, "wrote", thread, "wrote", site_of(sys._getframe(2)))
         if reader is not None and reader[0] is thread:
             reader = other
         if reader is not None and _unordered(reader, thread):
-            self._raise_race(array, addr, reader, "read", thread, "wrote", site_of(sys._getframe(2)))
+            self._raise_race(array, addr, idx, reader, "read", thread, "wrote", site_of(sys._getframe(2)))
         seen[0] = (thread, site_of(sys._getframe(2)), thread.warp.syncs)
 
     def atomic(self, array, addr: int, idx) -> None:
@@ -81,10 +81,10 @@ class SharedMemoryTracker:
             f"block has written, at {describe_site(site)}"
         )
 
-    def _raise_race(self, array, addr, first, first_did, thread, did, site):
+    def _raise_race(self, array, addr, idx, first, first_did, thread, did, site):
         raise RaceError(
             f"in kernel '{self._checks.kernel_name}': {array._label} element "
-            f"{array._label.element(addr, array._a.itemsize)}{_as_accessed(array, None)} is touched by two threads "
+            f"{array._label.element(addr, array._a.itemsize)}{_as_accessed(array, idx)} is touched by two threads "
             f"with no syncthreads() between them:\n"
             f"  {describe_thread(first[0])} {first_did} it at {describe_site(first[1])}\n"
             f"  {describe_thread(thread)} {did} it at {describe_site(site)}"
@@ -125,7 +125,7 @@ def _unordered(access: tuple, thread) -> bool:
 
 def _as_accessed(array, idx) -> str:
     # for views (the slices of the dynamic buffer) also say which index the kernel used
-    if idx is None or array._label.base == array._ptr and array._a.shape == array._label.root_shape:
+    if array._label.base == array._ptr and array._a.shape == array._label.root_shape:
         return ""
     shown = ", ".join(map(str, idx)) if type(idx) is tuple else str(idx)
     return f" (index [{shown}] of a view of it)"

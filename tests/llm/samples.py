@@ -98,3 +98,6 @@ HOST_REPLY = GOOD_REPLY.replace(
     "```\n", "\nvoid run(float* d) {\n    cudaMalloc((void**)&d, 16);\n}\n```\n")
 WRONG_SIGNATURE_REPLY = GOOD_REPLY.replace("int64_t out_shape1, int64_t tw)", "int64_t out_shape1, int tw)")
 PROSE_REPLY = "Sorry, I cannot convert this kernel."
+
+#: compiles and passes the gate, but reads only the first tile of ``k``: wrong wherever k > tw
+FIRST_TILE_ONLY_REPLY = GOOD_REPLY.replace("ph < (int64_t)ceil((double)k / (double)tw)", "ph < 1")

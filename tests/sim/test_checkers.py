@@ -359,3 +359,57 @@ def test_configure_overrides_the_environment(monkeypatch, rng):
 def test_unknown_check_names_are_refused():
     with pytest.raises(ValueError, match="unknown simulator check.*'races'"):
         sim.checks("races,bounds")
+
+
+@cuda.jit
+def atomic_past_the_end(hist, x):
+    t = cuda.threadIdx.x
+    cuda.atomic.add(hist, t, x[t])  # DEFECT: hist has fewer bins than there are threads
+
+
+def test_out_of_bounds_atomic_is_reported_at_the_kernel_line(rng):
+    with sim.checks("bounds"), pytest.raises(sim.OutOfBoundsError) as info:
+        atomic_past_the_end[1, 8](np.zeros(4, np.float32), _inputs(rng, 8))
+    msg = str(info.value)
+    assert "index [4]" in msg and "global array 'hist'" in msg and "thread (4, 0, 0)" in msg
+    assert "cuda.atomic.add(hist, t, x[t])" in msg
+
+
+@cuda.jit
+def matmul_tiled_one_barrier(m, n, out, tw):
+    # the lecture's kernel with the second syncthreads() forgotten
+    tc, tr = cuda.threadIdx.x, cuda.threadIdx.y
+    r, c = cuda.blockIdx.y * cuda.blockDim.y + tr, cuda.blockIdx.x * cuda.blockDim.x + tc
+    h, k = m.shape
+    w = n.shape[1]
+    shar = cuda.shared.array(0, dtype=np.float32)
+    ms, ns = shar[: tw * tw], shar[tw * tw : 2 * tw * tw]
+    p = np.float32(0.0)
+    for ph in range((k + tw - 1) // tw):
+        idx = ph * tw
+        ms[tr * tw + tc] = m[r, tc + idx] if r < h and idx + tc < k else 0.0
+        ns[tr * tw + tc] = n[tr + idx, c] if c < w and idx + tr < k else 0.0
+        cuda.syncthreads()
+        for i in range(tw):
+            p += ms[tr * tw + i] * ns[tw * i + tc]
+        # DEFECT: no syncthreads() here, the next phase overwrites tiles other threads still read
+    if r < h and c < w:
+        out[r, c] = p
+
+
+def test_forgotten_second_barrier_of_the_tiled_matmul_is_a_race(rng):
+    from numbakern.kernels.matmul import matmul_tiled
+
+    m, n = (rng.random((8, 16)) + 0.5).astype(np.float32), (rng.random((16, 8)) + 0.5).astype(np.float32)
+    out = np.zeros((8, 8), np.float32)
+    with sim.checks("all"), pytest.raises(sim.RaceError) as info:
+        matmul_tiled_one_barrier[1, (8, 8), 0, 2 * 64 * 4](m, n, out, 8)
+    msg = str(info.value)
+    # thread (0, 0) runs on into phase 1 and overwrites ms[0] before thread (1, 0) has read it for phase 0
+    assert "dynamic shared array 'shar' element [0] (index [0] of a view of it)" in msg
+    assert "thread (0, 0, 0) of block (0, 0, 0) wrote it" in msg and "thread (1, 0, 0) of block (0, 0, 0) read it" in msg
+    assert "p += ms[tr * tw + i] * ns[tw * i + tc]" in msg and "ms[tr * tw + tc] = m[r, tc + idx]" in msg
+
+    with sim.checks("all"):  # the registered kernel, its correct twin
+        matmul_tiled[1, (8, 8), 0, 2 * 64 * 4](m, n, out, 8)
+    np.testing.assert_allclose(out, m.astype(np.float64) @ n.astype(np.float64), rtol=1e-5)

@@ -3,7 +3,6 @@ re-translation is byte-identical, and ``translate --check`` passes on the commit
 after a kernel edit or a hand edit."""
 
 import ctypes
-import json
 import os
 import shutil
 import subprocess

@@ -108,7 +108,8 @@ def test_each_cu_runs_through_ctypes_without_numba(tmp_path, fixture_launchers):
         case = spec.make_case(size, np.random.default_rng(7), "normal")
         scale = spec.error_scale(*case.args) if spec.error_scale else None
         p = tmp_path / f"{spec.name}.npz"
-        write_case(p, cu=cand.cu.resolve(), launcher=cand.launcher, case=case, expected=spec.reference(*case.args),
+        write_case(p, cu=cand.cu.resolve(), launcher=cand.launcher, nvcc_flags=cand.nvcc_flags, case=case,
+                   expected=spec.reference(*case.args),
                    scale=scale, rtol=spec.rtol, atol=spec.atol, outputs=spec.outputs)
         paths.append(str(p))
     env = dict(os.environ)

@@ -66,6 +66,8 @@ class KernelRequest:
     pyfunc: Any = None                         # the Python function (the ast backend uses it)
     typed: Any = None                          # translate.typing.TypedFunction (the ast backend uses it)
     device_sources: dict[str, str] = field(default_factory=dict)  # device function qualname -> source
+    fastmath: bool = False                     # the kernel's fastmath: float32 math uses numba's fast intrinsics
+    build: Any = None                          # translate.options.CodegenOptions: launch bounds, build flags
 
 
 @dataclass

@@ -24,8 +24,9 @@ class Unit:
     """What one generated file shares: helpers, module constants, device functions (one C overload per
     argument-type signature)."""
 
-    def __init__(self):
+    def __init__(self, fastmath: bool = False):
         self.ctx = typing_context()
+        self.fastmath = fastmath  # the kernel's: numba's fast float32 math (device functions inline into it)
         self.helpers: set = set()
         self.module_consts: dict = {}
         self.devices: dict = {}
@@ -62,7 +63,7 @@ class Unit:
 def generate(request: KernelRequest, **options) -> DeviceCode:
     if options:
         raise ValueError(f"the ast backend takes no options, got {', '.join(sorted(options))}")
-    unit = Unit()
+    unit = Unit(fastmath=bool(getattr(request, "fastmath", False)))
     consts = dict(request.instantiations[0]) if request.template_params else {}
     tr = FunctionTranslator(unit, request.pyfunc, request.typed, kind="kernel", name=request.name,
                             template_consts=consts)

@@ -155,10 +155,12 @@ def pipeline_compile_fn(request: Any, arch: str = "sm_90") -> Callable[[str], An
     from translate.compile import nvrtc_compile
     from translate.emit import assemble
 
+    build = getattr(request, "build", None)
+
     def compile_fn(code: str):
         device = DeviceCode(code=code, helpers=tuple(sorted(project_helpers.used_helpers(code))))
-        return nvrtc_compile(assemble(request, device, f"// {request.name}.cu (llm backend candidate)"), arch,
-                             name=f"{request.name}.cu")
+        return nvrtc_compile(assemble(request, device, f"// {request.name}.cu (llm backend candidate)", build), arch,
+                             name=f"{request.name}.cu", options=build.nvrtc_options() if build else ())
 
     return compile_fn
 
@@ -169,18 +171,62 @@ def generate(request: Any, **options: Any):
     ``options`` (``model``, ``base_url``, ``max_turns``, ``timeout``, ``max_retries``: what ``translate_kernel``
     forwards, also into its helper process) make a backend for this call; without them the configured one is used.
     """
+    gpu_verify = bool(options.pop("verify", False))
+    factory = gpu_verify_factory if gpu_verify else _verify_factory
     if options:
         with LLMBackend(**options) as backend:
-            return _device_code(backend, request)
+            return _device_code(backend, request, factory)
     if _configured is None:
         raise LLMError("the llm backend is not configured: pass --model NAME (and --base-url or OPENAI_BASE_URL)")
-    return _device_code(_configured, request)
+    return _device_code(_configured, request, factory)
 
 
-def _device_code(backend: LLMBackend, request: Any):
+def gpu_verify_factory(request: Any) -> Callable[[str], str | None]:
+    """``--verify`` inside the repair loop: device code -> ``None`` when the file it makes computes what the Numba
+    kernel computes on the GPU (the verification harness, on its smallest sizes), else a short report for the model.
+    The kernel must be registered: its spec makes the inputs and knows the reference."""
+    import tempfile
+    from pathlib import Path
+
+    from numbakern import registry
+    from translate.backends import DeviceCode
+    from translate.emit import assemble, launcher_descriptions
+    from translate.verify.abi import select_launcher
+    from translate.verify.harness import Candidate, smallest_sizes, verify
+
+    try:
+        spec = registry.get(request.name)
+    except KeyError:
+        raise LLMError(f"--verify needs a registered kernel (its spec makes the inputs); '{request.name}' is not one")
+
+    build = getattr(request, "build", None)
+    nvcc_flags = tuple(build.manifest().get("nvcc_flags", ())) if build else ()
+
+    def verify_code(code: str) -> str | None:
+        device = DeviceCode(code=code, helpers=tuple(sorted(project_helpers.used_helpers(code))))
+        launcher = select_launcher(launcher_descriptions(request, device), spec.constants)
+        with tempfile.TemporaryDirectory(prefix="numbakern-llm-verify-") as tmp:
+            cu = Path(tmp) / f"{request.name}.cu"
+            cu.write_text(assemble(request, device, f"// {request.name}.cu (llm backend candidate)", build))
+            candidate = Candidate(cu, launcher, nvcc_flags=nvcc_flags)
+            result = verify(spec, candidate, seeds=(0,), sizes=smallest_sizes(spec, 3))
+        if result.ok:
+            return None
+        if result.error:
+            return f"the file did not build or load: {result.error}"
+        bad = next(c for c in result.cases if not c.ok)
+        first = "; ".join(f"at {idx}: got {got!r}, expected {want!r}" for idx, got, want in bad.first_mismatches[:3])
+        return (f"{result.n_failed} of {len(result.cases)} cases differ from the Numba kernel. First: {bad.label}: "
+                f"failed {', '.join(bad.failed)}; max abs error {bad.max_abs_error:.3g}, max rel error "
+                f"{bad.max_rel_error:.3g}; {first or '; '.join(bad.messages[:2])}")
+
+    return verify_code
+
+
+def _device_code(backend: LLMBackend, request: Any, verify_factory) -> Any:
     from translate.backends import DeviceCode
 
-    verify = _verify_factory(request) if _verify_factory is not None else None
+    verify = verify_factory(request) if verify_factory is not None else None
     result = backend.generate(request, signature=expected_signature(request),
                               compile_fn=pipeline_compile_fn(request), verify=verify)
     notes = {k: v for k, v in result.backend.items() if k not in ("name", "tool_version")}

@@ -24,6 +24,10 @@ MATH = {name: name for name in (
     "hypot", "erf", "erfc", "lgamma", "copysign", "fmod", "isnan", "isinf", "isfinite")}
 MATH["gamma"] = "tgamma"
 MATH_BOOL = {"isnan", "isinf", "isfinite"}
+#: numba with fastmath, on float32 (numba_cuda mathimpl: ``unarys_fastmath``/``binarys_fastmath``, libdevice's
+#: ``__nv_fast_*``, which are these intrinsics); tanh is ``tanh.approx.f32`` (cc >= 7.5)
+FAST_F32 = {"sin": "__sinf", "cos": "__cosf", "tan": "__tanf", "exp": "__expf", "log": "__logf",
+            "log2": "__log2f", "log10": "__log10f", "pow": "__powf", "tanh": "nk_fast_tanhf"}
 
 SIMPLE = {  # cuda function -> C function; result type from numba
     cuda.syncthreads: "__syncthreads", cuda.syncthreads_count: "__syncthreads_count",
@@ -184,6 +188,10 @@ class BuiltinsMixin:
             raise self.src.error(node, f"math.{obj.__name__} on {akey} is not supported")
         cargs = [cast(a, scalar_key(t)) for a, t in zip(args, sig.args)]
         fname = name + ("f" if akey == "float32" and name not in MATH_BOOL else "")
+        if akey == "float32" and getattr(self.unit, "fastmath", False) and name in FAST_F32:
+            fname = FAST_F32[name]
+            if fname.startswith("nk_"):
+                self.helpers.add(fname)
         e = CExpr(f"{fname}({', '.join(a.code for a in cargs)})", "bool" if name in MATH_BOOL else akey,
                   sig.return_type, PRIMARY, pure=all(a.pure for a in cargs))
         return e if e.key == rkey else cast(e, rkey)

@@ -11,7 +11,7 @@ import types as pytypes
 import numpy as np
 from numba.cuda import types
 
-from ..cnames import c_arith, c_name, is_float, is_int, scalar_key
+from ..cnames import _INT_BITS, c_arith, is_float, is_int, scalar_key
 from ..typing import resolve_call
 from . import arrays
 from .cexpr import (BINARY_PREC, COND, LAND, LOR, PRIMARY, REL, UNARY, CExpr, Static, TupleVal, arith_casts, cast,
@@ -189,11 +189,15 @@ class ExprMixin:
         sig = self.resolve(fn, (left.nbt, right.nbt), node)
         rkey = scalar_key(sig.return_type)
         akey = scalar_key(sig.args[0]) or rkey
-        nonneg = left.nonneg and right.nonneg and op in ("+", "*", "//", "%", "&", "|", ">>", "**")
+        nonneg = left.nonneg and right.nonneg and op in ("+", "*", "//", "%", "&", "|", "^", ">>", "**")
         deps = left.deps | right.deps
         pure = left.pure and right.pure
         if op == "/":
             left, right = arith_casts(left, right, rkey)
+            if rkey == "float32" and getattr(self.unit, "fastmath", False):
+                # numba with fastmath: float32 / is libdevice's fast_fdividef (numba_cuda mathimpl)
+                return CExpr(f"__fdividef({left.code}, {right.code})", rkey, sig.return_type, PRIMARY, False,
+                             pure, deps)
             return self._infix(left, "/", right, rkey, sig.return_type, nonneg=False, deps=deps)
         if op in ("//", "%"):
             divisor = right.literal if right.literal is not None else self._named_const(right.code)
@@ -221,7 +225,14 @@ class ExprMixin:
             left = cast(left, akey)
             right = cast(right, akey) if right.literal is None else right
             return self._infix(left, op, right, akey, sig.return_type, nonneg=nonneg, deps=deps)
-        left, right = arith_casts(left, right, akey)
+        # numba converts both operands to the signature's argument types and gives the result its return type:
+        # uint32 + int64 is (uint64, int64) -> int64. For + - * & | ^ the bits do not depend on signedness, so C
+        # computes in the result type when it has the arguments' width (int64 here, as numba's typemap says).
+        target = akey
+        if op in ("+", "-", "*", "&", "|", "^") and rkey and is_int(akey) and is_int(rkey) and \
+                _INT_BITS.get(akey) == _INT_BITS.get(rkey):
+            target = rkey
+        left, right = arith_casts(left, right, target)
         return self._infix(left, op, right, c_arith(left.key, right.key), sig.return_type, nonneg=nonneg, deps=deps)
 
     def _named_const(self, code):

@@ -76,31 +76,39 @@ template <typename T> __device__ __forceinline__ T nk_max(T a, T b) { return b >
 __device__ __forceinline__ int32_t nk_laneid() { int32_t id; asm volatile("mov.u32 %0, %%laneid;" : "=r"(id)); return id; }
 """,
     "nk_atomic_fminmax": """\
-// numba's cuda.atomic.max/min on floats: compare-and-swap loop; returns the old value
+// numba's cuda.atomic.max/min on floats (numba_cuda nvvm.py ___numba_atomic_*_max/min): no store and the first
+// value read returned when val or that value is NaN; else compare-and-swap while the element is < val (> for
+// min); returns the value first read (as numba does, also when another thread changed it in between)
 __device__ __forceinline__ float nk_atomic_max(float *addr, float val) {
-    unsigned int *p = (unsigned int *)addr, old = *p, assumed;
-    do { assumed = old; if (!(__uint_as_float(assumed) < val)) break;
-         old = atomicCAS(p, assumed, __float_as_uint(val)); } while (assumed != old);
-    return __uint_as_float(old);
+    float first = *(volatile float *)addr, cur = first;
+    if (val != val || first != first) return first;
+    while (cur < val) cur = __uint_as_float(atomicCAS((unsigned int *)addr, __float_as_uint(cur), __float_as_uint(val)));
+    return first;
 }
 __device__ __forceinline__ float nk_atomic_min(float *addr, float val) {
-    unsigned int *p = (unsigned int *)addr, old = *p, assumed;
-    do { assumed = old; if (!(__uint_as_float(assumed) > val)) break;
-         old = atomicCAS(p, assumed, __float_as_uint(val)); } while (assumed != old);
-    return __uint_as_float(old);
+    float first = *(volatile float *)addr, cur = first;
+    if (val != val || first != first) return first;
+    while (cur > val) cur = __uint_as_float(atomicCAS((unsigned int *)addr, __float_as_uint(cur), __float_as_uint(val)));
+    return first;
 }
 __device__ __forceinline__ double nk_atomic_max(double *addr, double val) {
-    unsigned long long *p = (unsigned long long *)addr, old = *p, assumed;
-    do { assumed = old; if (!(__longlong_as_double(assumed) < val)) break;
-         old = atomicCAS(p, assumed, __double_as_longlong(val)); } while (assumed != old);
-    return __longlong_as_double(old);
+    double first = *(volatile double *)addr, cur = first;
+    if (val != val || first != first) return first;
+    while (cur < val) cur = __longlong_as_double((long long)atomicCAS((unsigned long long *)addr,
+        (unsigned long long)__double_as_longlong(cur), (unsigned long long)__double_as_longlong(val)));
+    return first;
 }
 __device__ __forceinline__ double nk_atomic_min(double *addr, double val) {
-    unsigned long long *p = (unsigned long long *)addr, old = *p, assumed;
-    do { assumed = old; if (!(__longlong_as_double(assumed) > val)) break;
-         old = atomicCAS(p, assumed, __double_as_longlong(val)); } while (assumed != old);
-    return __longlong_as_double(old);
+    double first = *(volatile double *)addr, cur = first;
+    if (val != val || first != first) return first;
+    while (cur > val) cur = __longlong_as_double((long long)atomicCAS((unsigned long long *)addr,
+        (unsigned long long)__double_as_longlong(cur), (unsigned long long)__double_as_longlong(val)));
+    return first;
 }
+""",
+    "nk_fast_tanhf": """\
+// numba's math.tanh on float32 with fastmath (cc >= 7.5): the tanh.approx.f32 instruction
+__device__ __forceinline__ float nk_fast_tanhf(float x) { float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 """,
 }
 

@@ -32,7 +32,7 @@ def analyze(fn: ast.FunctionDef, is_nonneg_static, int_params: set[str]) -> dict
                 _bind(t, node.value, add)
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             op = type(node.op)
-            if op in (ast.Add, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.RShift):
+            if op in (ast.Add, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor, ast.RShift):
                 add(node.target.id, ("aug", node.target.id, node.value))
             else:
                 add(node.target.id, None)
@@ -166,7 +166,7 @@ def nonneg(node, facts, static, tuple_item=False):
             return frozenset()
         return frozenset() if static(node) else None
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd,
-                                                            ast.BitOr, ast.RShift, ast.Pow)):
+                                                            ast.BitOr, ast.BitXor, ast.RShift, ast.Pow)):
         a, b = nonneg(node.left, facts, static), nonneg(node.right, facts, static)
         return None if a is None or b is None else a | b
     if isinstance(node, ast.IfExp):

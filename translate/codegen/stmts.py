@@ -12,7 +12,7 @@ from ..cnames import c_name, is_int, scalar_key
 from ..errors import SourceInfo
 from . import arrays, ranges, scope
 from .builtins import BuiltinsMixin
-from .cexpr import ADD, CExpr, Static, TupleVal, cast, paren
+from .cexpr import CExpr, Static, TupleVal, cast, paren
 from .exprs import BINOPS, ExprMixin
 
 _STMT_HINT = ("assignments (also tuple unpacking and augmented), if/elif/else, for ... in range(...), while, "

@@ -77,18 +77,20 @@ def build_shared_library(
     return target
 
 
-def build_many(cus: Iterable[str | os.PathLike], *, arch: str = DEFAULT_ARCH, jobs: int | None = None, **kw) -> dict[Path, Path | BuildError]:
-    """Build several files in parallel; each maps to its ``.so`` or the ``BuildError``."""
-    cus = [Path(c) for c in cus]
+def build_many(cus: Iterable, *, arch: str = DEFAULT_ARCH, jobs: int | None = None, **kw) -> dict[Path, Path | BuildError]:
+    """Build several files in parallel (paths, or candidates with ``.cu`` and ``.nvcc_flags``); each ``.cu`` maps to
+    its ``.so`` or the ``BuildError``."""
+    items = [(Path(c.cu), tuple(c.nvcc_flags)) if hasattr(c, "cu") else (Path(c), ()) for c in cus]
 
-    def one(cu: Path):
+    def one(item):
+        cu, flags = item
         try:
-            return build_shared_library(cu, arch=arch, **kw)
+            return build_shared_library(cu, arch=arch, extra_flags=flags, **kw)
         except BuildError as exc:
             return exc
 
     with ThreadPoolExecutor(max_workers=jobs or min(16, os.cpu_count() or 4)) as pool:
-        return dict(zip(cus, pool.map(one, cus)))
+        return dict(zip((cu for cu, _ in items), pool.map(one, items)))
 
 
 def sha256_file(path: str | os.PathLike) -> str:

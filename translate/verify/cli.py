@@ -51,7 +51,8 @@ def candidate_for(spec, directory: str | os.PathLike = mf.DEFAULT_DIR):
     if not cu.exists():
         raise LookupError(f"{spec.name}: {cu} is listed in the manifest but missing")
     launcher = select_launcher(entry.get("launchers", ()), getattr(spec, "constants", {}) or {})
-    return file_name, Candidate(cu, launcher, label=spec.name)
+    flags = tuple((entry.get("build") or {}).get("nvcc_flags") or ())
+    return file_name, Candidate(cu, launcher, label=spec.name, nvcc_flags=flags)
 
 
 def verify_kernels(
@@ -85,7 +86,7 @@ def verify_kernels(
             found[spec.name] = candidate_for(spec, directory)
         except Exception as exc:  # noqa: BLE001 - reported per kernel
             results[spec.name] = VerifyResult(spec.name, "", "", "", False, error=str(exc), device=info, date=now())
-    build_many([cand.cu for _, cand in found.values()], arch=info["arch"])  # in parallel; errors resurface in verify
+    build_many([cand for _, cand in found.values()], arch=info["arch"])  # in parallel; errors resurface in verify
     log = Path(log_dir) if log_dir else None
     for spec in specs:
         if spec.name not in found:
@@ -99,9 +100,7 @@ def verify_kernels(
             with open(log / "cases.log", "a") as f:
                 f.write(result_block(result, verbose=True) + "\n")
     if sanitize:
-        from .build import build_shared_library
-
-        items = [(spec, found[spec.name][1], build_shared_library(found[spec.name][1].cu, arch=info["arch"]))
+        items = [(spec, found[spec.name][1], found[spec.name][1].build(info["arch"]))
                  for spec in specs if spec.name in found and not results[spec.name].error]
         t0 = time.perf_counter()
         san = sanitize_candidates(items, log_dir=log)

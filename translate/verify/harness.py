@@ -41,10 +41,15 @@ class Candidate:
     cu: Path
     launcher: Mapping[str, Any]
     label: str = ""
+    nvcc_flags: tuple[str, ...] = ()  # the manifest entry's build.nvcc_flags (e.g. numba's fastmath as nvcc flags)
 
     @property
     def name(self) -> str:
         return self.label or self.cu.stem
+
+    def build(self, arch: str) -> Path:
+        """The candidate's shared library, built the way a deployer builds it (with the file's build flags)."""
+        return build_shared_library(self.cu, arch=arch, extra_flags=self.nvcc_flags)
 
 
 @dataclass
@@ -261,7 +266,7 @@ def verify(
     result = VerifyResult(kernel=spec.name, candidate=str(candidate.launcher.get("symbol", "")), cu=str(cu),
                           file_sha256=sha256_file(cu), ok=False, device=info, date=now())
     try:
-        so = build_shared_library(cu, arch=arch)
+        so = candidate.build(arch)
         lib = ctypes.CDLL(str(so))
         fn = abi.bind(lib, candidate.launcher)
     except (BuildError, abi.AbiError, OSError) as exc:

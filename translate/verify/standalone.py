@@ -17,12 +17,12 @@ from typing import Any, Mapping
 import numpy as np
 
 
-def write_case(path, *, cu, launcher: Mapping[str, Any], case, expected: Mapping[int, np.ndarray],
+def write_case(path, *, cu, launcher: Mapping[str, Any], case, nvcc_flags=(), expected: Mapping[int, np.ndarray],
                scale: Mapping[int, np.ndarray] | None, rtol: float, atol: float, outputs, poison=np.nan) -> None:
     """Save a case for the standalone runner (called on the side that has the registry)."""
     data: dict[str, Any] = {
         "meta": np.array(json.dumps({
-            "cu": str(cu), "launcher": dict(launcher), "grid": list(case.launch.grid), "block": list(case.launch.block),
+            "cu": str(cu), "nvcc_flags": list(nvcc_flags), "launcher": dict(launcher), "grid": list(case.launch.grid), "block": list(case.launch.block),
             "shared_bytes": int(case.launch.shared_bytes), "outputs": list(outputs), "rtol": rtol, "atol": atol,
             "nargs": len(case.args), "scalars": {str(i): a for i, a in enumerate(case.args) if not isinstance(a, np.ndarray)},
         })),
@@ -52,7 +52,7 @@ def run_case(path: str | Path, arch: str | None = None) -> dict[str, Any]:
     z = np.load(path)
     meta = json.loads(str(z["meta"]))
     arch = arch or driver.device_info()["arch"]
-    so = build_shared_library(meta["cu"], arch=arch)
+    so = build_shared_library(meta["cu"], arch=arch, extra_flags=meta.get("nvcc_flags", ()))
     fn = abi.bind(ctypes.CDLL(str(so)), meta["launcher"])
     outputs = set(meta["outputs"])
     args: list[Any] = []
