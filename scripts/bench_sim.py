@@ -19,11 +19,11 @@ import time
 
 os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before numba is imported: numba reads it once
 
-import numba_cuda  # noqa: E402
-import numpy as np  # noqa: E402
+import numba_cuda
+import numpy as np
 
-import numbakern  # noqa: E402
-from numbakern import sim  # noqa: E402
+import numbakern
+from numbakern import sim
 
 #: the lecture's matmul size (64×64×64, 16×16 tiles), for every kernel of the matmul family
 MATMUL = {"h": 64, "k": 64, "w": 64}

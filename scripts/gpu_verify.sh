@@ -5,7 +5,7 @@
 # logs), manifest.json + records.json (verification records), defects.json, bench.csv/.md/.png.
 #
 # Usage on the device (after the wheel install line of shared/gpu/README.md):
-#   PYTHONUNBUFFERED=1 bash scripts/gpu_verify.sh [--quick] [--no-defects]
+#   PYTHONUNBUFFERED=1 bash scripts/gpu_verify.sh [--quick] [--no-defects] [--no-pytest]
 set -u
 OUT=${OUT:-$PWD/gpu_out}
 mkdir -p "$OUT"
@@ -15,10 +15,12 @@ export PYTHONUNBUFFERED=1 NUMBAKERN_VERIFY_LOG="$LOG"
 SEEDS=3
 BUDGET=0.8
 PYTEST_K=()
+PYTEST=1
 for arg in "$@"; do
   case "$arg" in
     --quick) SEEDS=1; BUDGET=0.3 ;;
     --no-defects) PYTEST_K=(-k "not planted") ;;  # the defect suite already ran: deploy + torch tests only
+    --no-pytest) PYTEST=0 ;;  # the whole suite already ran with --gpu
   esac
 done
 exec > >(tee "$OUT/verify.log") 2>&1
@@ -33,9 +35,11 @@ nvcc --version | tail -1
 compute-sanitizer --version | head -2 | tail -1
 python3 -c "import numba, numpy, torch; print('numba', numba.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
 
-step "pytest --gpu tests/verify (defect suite, deployability, torch binding)"
-timeout 300 python3 -m pytest -p numbakern.pytest_plugin --gpu tests/verify -q -rs -p no:cacheprovider "${PYTEST_K[@]}"
-status "pytest tests/verify --gpu" "rc=$?"
+if [ "$PYTEST" = 1 ]; then
+  step "pytest --gpu tests/verify (defect suite, deployability, torch binding)"
+  timeout 300 python3 -m pytest -p numbakern.pytest_plugin --gpu tests/verify -q -rs -p no:cacheprovider "${PYTEST_K[@]}"
+  status "pytest tests/verify --gpu" "rc=$?"
+fi
 
 if [ -f generated_cuda/manifest.json ]; then
   step "translate --all --verify --sanitize (python -m translate.verify)"

@@ -88,7 +88,7 @@ def type_function(pyfunc, argtypes: tuple, return_type=types.void) -> TypedFunct
     """Run numba's front end on ``pyfunc`` for ``argtypes``; raises numba's TypingError if numba rejects it."""
     from numba.cuda.compiler import compile_cuda
 
-    with cuda_typing():
+    with cuda_typing(), _numba_front_end_debug_logging_off():
         cres = compile_cuda(pyfunc, return_type, argtypes, cc=TYPING_CC)
     typemap = cres.fndesc.typemap
     restype = cres.signature.return_type
@@ -106,6 +106,21 @@ def type_function(pyfunc, argtypes: tuple, return_type=types.void) -> TypedFunct
         else:
             merged[name] = t
     return TypedFunction(pyfunc, tuple(argtypes), restype, merged, conflicts)
+
+
+@contextlib.contextmanager
+def _numba_front_end_debug_logging_off():
+    # numba-cuda 0.30's _lazy_pformat passes numba core's `lazy_func` keyword on to pprint.pformat, so its front end
+    # raises TypeError whenever DEBUG logging is enabled for it (e.g. a root logger at DEBUG): keep it at INFO here.
+    import logging
+
+    logger = logging.getLogger("numba.cuda.core")
+    level = logger.level
+    logger.setLevel(max(level, logging.INFO))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _merge(ts: list):

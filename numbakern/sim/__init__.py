@@ -11,13 +11,45 @@ from __future__ import annotations
 import contextlib
 import os
 
-from .config import CHECK_NAMES, CHECKS_ENV, ENGINE_ENV, SHUFFLE_ENV, Settings, checks, configure, current, shuffled
-from .errors import BarrierDivergenceError, OutOfBoundsError, RaceError, SimulationError, UninitializedReadError
+from .config import (
+    CHECK_NAMES,
+    CHECKS_ENV,
+    ENGINE_ENV,
+    SHUFFLE_ENV,
+    Settings,
+    checks,
+    configure,
+    current,
+    shuffled,
+)
+from .errors import (
+    BarrierDivergenceError,
+    OutOfBoundsError,
+    RaceError,
+    SimulationError,
+    UninitializedReadError,
+)
 
 __all__ = [
-    "CHECK_NAMES", "CHECKS_ENV", "ENGINE_ENV", "SHUFFLE_ENV", "BarrierDivergenceError", "OutOfBoundsError", "RaceError",
-    "Settings", "SimulationError", "UninitializedReadError", "allow_negative_indices", "checks", "configure",
-    "active_engine", "current", "install", "shuffled", "uninstall", "use_engine",
+    "CHECKS_ENV",
+    "CHECK_NAMES",
+    "ENGINE_ENV",
+    "SHUFFLE_ENV",
+    "BarrierDivergenceError",
+    "OutOfBoundsError",
+    "RaceError",
+    "Settings",
+    "SimulationError",
+    "UninitializedReadError",
+    "active_engine",
+    "allow_negative_indices",
+    "checks",
+    "configure",
+    "current",
+    "install",
+    "shuffled",
+    "uninstall",
+    "use_engine",
 ]
 
 

@@ -23,7 +23,7 @@ _SIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 class ArrayLabel:
     """What messages call an array: its name, its kind, and how to turn an address back into its own index."""
 
-    __slots__ = ("name", "kind", "root_ptr", "root_shape", "root_strides", "base")
+    __slots__ = ("base", "kind", "name", "root_ptr", "root_shape", "root_strides")
 
     def __init__(self, name: str, kind: str, root: np.ndarray, base: int = 0):
         self.name = name
@@ -53,7 +53,7 @@ class ArrayLabel:
 class MemoryChecks:
     """The per-launch switches and identities CheckedArrays consult: bounds rules, the kernel, the running thread."""
 
-    __slots__ = ("kernel_name", "bounds", "negative_ok", "scheduler")
+    __slots__ = ("bounds", "kernel_name", "negative_ok", "scheduler")
 
     def __init__(self, kernel_name: str, bounds: bool, negative_ok: bool, scheduler):
         self.kernel_name = kernel_name
@@ -66,8 +66,20 @@ class CheckedArray:
     """Bounds-checked access; writes and atomics reported to ``tracker`` if given (global and local arrays)."""
 
     __slots__ = (
-        "_a", "_ptr", "_shape", "_strides", "_len1d", "_stride0", "_label", "_checks", "_on_write", "_on_atomic",
-        "_slices", "_rows", "_cols",
+        "_a",
+        "_checks",
+        "_cols",
+        "_label",
+        "_len1d",
+        "_on_atomic",
+        "_on_write",
+        "_ptr",
+        "_rows",
+        "_shape",
+        "_slices",
+        "_stride0",
+        "_stride1",
+        "_strides",
     )
     #: what a view shares with the array it is taken from
     _INHERITED = ("_label", "_checks", "_on_write", "_on_atomic")
@@ -92,6 +104,7 @@ class CheckedArray:
         self._stride0 = array.strides[0] if array.ndim else 0
         # and so is the 2-D case, a matrix indexed by two ints in bounds
         self._rows, self._cols = array.shape if array.ndim == 2 else (-1, -1)
+        self._stride1 = array.strides[1] if array.ndim == 2 else 0
 
     def __getitem__(self, idx):
         # reads are only bounds-checked here (see TrackedArray for shared memory)
@@ -193,7 +206,7 @@ class CheckedArray:
             f"{describe_site(site_of(frame))}.{hint}"
         )
 
-    def _view(self, idx) -> "CheckedArray":
+    def _view(self, idx) -> CheckedArray:
         if type(idx) is slice:
             key = (idx.start, idx.stop, idx.step)
             view = self._slices.get(key)
@@ -202,12 +215,28 @@ class CheckedArray:
             return view
         return self._new_view(idx)
 
-    def _new_view(self, idx) -> "CheckedArray":
+    def _new_view(self, idx) -> CheckedArray:
+        return self._derived(self._a[idx])
+
+    def _derived(self, array: np.ndarray) -> CheckedArray:
+        """A checked view of memory this array covers (numpy views only: addresses identify elements)."""
         view = type(self).__new__(type(self))
         for name in self._INHERITED:
             setattr(view, name, getattr(self, name))
-        view._set_array(self._a[idx])
+        view._set_array(array)
         return view
+
+    @property
+    def T(self):
+        return self._derived(self._a.T)
+
+    def transpose(self, *axes):
+        return self._derived(self._a.transpose(*axes))
+
+    def reshape(self, *shape):
+        view = self._a.view()
+        view.shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape  # raises if it would copy
+        return self._derived(view)
 
     # -- the rest of the array interface kernels use -------------------------------------------------------------
 
@@ -250,13 +279,16 @@ class TrackedArray(CheckedArray):
     def __getitem__(self, idx):
         if type(idx) is int and 0 <= idx < self._len1d:
             addr = self._ptr + idx * self._stride0
-        elif type(idx) is tuple and len(idx) == 2 and type(idx[0]) is int and type(idx[1]) is int \
-                and 0 <= idx[0] < self._rows and 0 <= idx[1] < self._cols:
-            addr = self._ptr + idx[0] * self._strides[0] + idx[1] * self._strides[1]
         else:
-            addr = self._address(idx)
+            addr = None
+            if type(idx) is tuple and len(idx) == 2:
+                i, j = idx
+                if type(i) is int and type(j) is int and 0 <= i < self._rows and 0 <= j < self._cols:
+                    addr = self._ptr + i * self._stride0 + j * self._stride1
             if addr is None:
-                return self._view(idx)
+                addr = self._address(idx)
+                if addr is None:
+                    return self._view(idx)
         seen = self._epoch.get(addr)
         if seen is None or seen[0] is not None or seen[2] is None:
             self._on_read(self, addr, idx)

@@ -15,7 +15,10 @@ import numpy as np
 from numba.cuda.errors import normalize_kernel_dimensions
 from numba.cuda.simulator import kernel as stock_kernel
 from numba.cuda.simulator.args import ArgHint, InOut
-from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray
+from numba.cuda.simulator.cudadrv.devicearray import (
+    FakeCUDAArray,
+    FakeWithinKernelCUDAArray,
+)
 from numba.cuda.simulator.kernelapi import Dim3
 
 from . import config
@@ -31,7 +34,7 @@ NEGATIVE_OK_ATTR = "__numbakern_negative_indices_ok__"
 
 _stock_call = stock_kernel.FakeCUDAKernel.__call__
 _enabled = False
-_active: "Launch | None" = None  # the launch running now: device-function calls join it
+_active: Launch | None = None  # the launch running now: device-function calls join it
 
 
 def enable() -> None:

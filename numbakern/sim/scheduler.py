@@ -14,7 +14,12 @@ import random
 from greenlet import greenlet
 from numba.cuda.simulator.kernelapi import Dim3
 
-from .errors import BarrierDivergenceError, SimulationError, describe_site, describe_threads
+from .errors import (
+    BarrierDivergenceError,
+    SimulationError,
+    describe_site,
+    describe_threads,
+)
 from .warp import COLLECTIVES, WARP_SIZE
 
 BARRIER = "barrier"
@@ -32,9 +37,9 @@ class Warp:
 
 
 class SimThread:
-    __slots__ = ("threadIdx", "blockIdx", "lane", "warp", "block", "glet", "wait", "resume", "finished")
+    __slots__ = ("block", "blockIdx", "finished", "glet", "lane", "resume", "threadIdx", "wait", "warp")
 
-    def __init__(self, threadIdx: Dim3, block: "Block", linear: int):
+    def __init__(self, threadIdx: Dim3, block: Block, linear: int):
         self.threadIdx = threadIdx
         self.blockIdx = block.blockIdx
         self.block = block
@@ -105,7 +110,7 @@ class Scheduler:
                     signal = t.glet.switch(value)
                 except SimulationError:
                     raise
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001 - any kernel error, re-raised naming its thread
                     raise _naming_thread(e, t) from None
                 if signal is _FINISHED:
                     t.finished = True
@@ -233,7 +238,7 @@ def _naming_thread(e: Exception, t: SimThread) -> Exception:
     message = f"{prefix}: {e}" if str(e) else prefix
     try:
         named = type(e)(message)
-    except Exception:  # an exception type whose constructor wants other arguments
+    except Exception:  # noqa: BLE001 - an exception type whose constructor wants other arguments
         e.add_note(message)
         named = e
     return named.with_traceback(e.__traceback__)

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import sys
 
-from .errors import RaceError, UninitializedReadError, describe_site, describe_thread, site_of
+from .errors import (
+    RaceError,
+    UninitializedReadError,
+    describe_site,
+    describe_thread,
+    site_of,
+)
 
 
 class SharedMemoryTracker:

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from numbakern import autotune, mode
+from numbakern import autotune
 from numbakern.launch import LaunchConfig
 
 
@@ -158,9 +158,8 @@ def test_disabled_by_environment(cache_dir, monkeypatch):
     assert not autotune.cache_path().exists()
 
 
+@pytest.mark.sim
 def test_flagship_autotuner_is_off_in_simulator():
-    if not mode.in_simulator():
-        pytest.skip("simulator-only")
     from numbakern.kernels import matmul_fast as mf
 
     assert mf.autotuner.select(np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32),

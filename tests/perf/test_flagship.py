@@ -45,9 +45,8 @@ def test_flagship_matches_float64(config, shape):
     _check(out, m, n)
 
 
+@pytest.mark.sim
 def test_matmul_fast_api_uses_default_config_in_simulator():
-    if not mode.in_simulator():
-        pytest.skip("simulator-only")
     rng = np.random.default_rng()
     m, n = _inputs(rng, 21, 13, 19)
     out = mf.matmul_fast(m, n)

@@ -413,3 +413,20 @@ def test_forgotten_second_barrier_of_the_tiled_matmul_is_a_race(rng):
     with sim.checks("all"):  # the registered kernel, its correct twin
         matmul_tiled[1, (8, 8), 0, 2 * 64 * 4](m, n, out, 8)
     np.testing.assert_allclose(out, m.astype(np.float64) @ n.astype(np.float64), rtol=1e-5)
+
+
+@cuda.jit
+def handover(out, x):
+    t = cuda.threadIdx.x
+    if t == 0:
+        out[0] = x[0]
+    cuda.syncthreads()
+    if t == 1:
+        out[0] = out[0] + x[1]  # ordered after thread 0's store by the barrier: not a race
+
+
+def test_global_stores_separated_by_a_barrier_are_not_a_race(rng):
+    x, out = _inputs(rng, 2), np.zeros(1, np.float32)
+    with sim.checks("all"):
+        handover[1, 2](out, x)
+    assert out[0] == x[0] + x[1]

@@ -194,3 +194,39 @@ def test_registered_kernels_pass_all_checks(spec, rng):
             case = spec.make_case(size, rng, "normal")
             results = spec.check(case, run_case(spec, case))
             assert all(r.ok for r in results.values()), (spec.name, size, results)
+
+
+def test_the_environment_can_keep_the_stock_engine(monkeypatch):
+    monkeypatch.setenv(sim.ENGINE_ENV, "stock")
+    try:
+        sim.install()
+        assert sim.active_engine() == "stock"
+    finally:
+        monkeypatch.delenv(sim.ENGINE_ENV)
+        sim.install()
+    assert sim.active_engine() == "numbakern"
+
+
+@pytest.mark.parametrize("spec", all_specs(), ids=lambda s: s.name)
+def test_registered_kernels_pass_all_checks_in_shuffled_order(spec, rng):
+    size = max(spec.test_sizes, key=lambda s: sum(s.values()))
+    case = spec.make_case(size, rng, "uniform")
+    with sim.checks("all"), sim.shuffled(20241122):
+        results = spec.check(case, run_case(spec, case))
+    assert all(r.ok for r in results.values()), (spec.name, size, results)
+
+
+@cuda.jit
+def through_views(x, out):
+    tile = cuda.shared.array((4, 8), dtype=np.float32)
+    t = cuda.threadIdx.x
+    tile.reshape(32)[t] = x[t]
+    cuda.syncthreads()
+    out.T[t % 8, t // 8] = tile[t // 8, t % 8]  # out is (4, 8): out.T is an (8, 4) view of it
+
+
+def test_transposed_and_reshaped_views_of_checked_arrays(rng):
+    x, out = (rng.random(32) + 0.5).astype(np.float32), np.zeros((4, 8), np.float32)
+    with sim.checks("all"):
+        through_views[1, 32](x, out)
+    np.testing.assert_array_equal(out, x.reshape(4, 8))
