@@ -230,7 +230,8 @@ def main(argv=None) -> int:
         f.write(f"# {header}\n")
     md = markdown(rows, header)
     (out / "bench.md").write_text(md)
-    png = chart(rows, out / "bench.png", header[:120])
+    png = chart(rows, out / "bench.png", f"{info['device']}, {date}: throughput relative to torch/cuBLAS "
+                                           "(python scripts/bench.py; fp32, TF32 off)")
     print(md)
     print(f"wrote {out / 'bench.csv'}, {out / 'bench.md'}" + (f", {out / 'bench.png'}" if png else " (no matplotlib: no PNG)")
           + f" in {time.perf_counter() - t0:.0f} s")
