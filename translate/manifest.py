@@ -62,10 +62,16 @@ def update_entry(out_dir: str, filename: str, entry: dict) -> dict:
     if old and entry.get("verification") is None and _verification_applies(old, entry):
         entry["verification"] = old["verification"]
     entry.setdefault("verification", None)
+    if old and _without_times(old) == _without_times(entry):
+        entry["updated"] = old.get("updated", stamp)  # an identical re-translation changes nothing, not even the date
     data["files"][filename] = entry
     data["version"] = VERSION
     save(out_dir, data)
     return entry
+
+
+def _without_times(entry: dict) -> dict:
+    return {k: v for k, v in entry.items() if k not in ("created", "updated")}
 
 
 def _verification_applies(old: dict, new: dict) -> bool:

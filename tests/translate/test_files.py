@@ -4,6 +4,7 @@ after a kernel edit or a hand edit."""
 
 import ctypes
 import os
+import time
 import shutil
 import subprocess
 import sys
@@ -111,3 +112,14 @@ def test_cli_translation_error_exit_code(tmp_path):
     r = _cli(f"{here}:bad_strings", "--signature", "void(int64[::1])", "--out", str(tmp_path))
     assert r.returncode == 1
     assert "strings are not supported" in r.stdout + r.stderr
+
+
+def test_identical_retranslation_leaves_the_manifest_untouched(tmp_path):
+    out = tmp_path / "gen"
+    translate_kernel("vector_add", out_dir=str(out))
+    manifest = (out / "manifest.json").read_text()
+    cu = (out / "vector_add.cu").read_text()
+    time.sleep(1.1)  # the manifest's timestamps have one-second resolution
+    translate_kernel("vector_add", out_dir=str(out))
+    assert (out / "manifest.json").read_text() == manifest
+    assert (out / "vector_add.cu").read_text() == cu
