@@ -66,7 +66,7 @@ __global__ void matmul_tiled_static_c(const float* m, const float* n, float* out
 // the flagship, translated line by line from numbakern/kernels/matmul_fast.py (int64 shapes, as the contract has)
 template <int bm, int bn, int bk, int tm, int tn>
 __global__ void __launch_bounds__((bm / tm) * (bn / tn),
-                                  (bm / tm) * (bn / tn) >= 256 ? 512 / ((bm / tm) * (bn / tn)) : 1)
+                                  (bm / tm) * (bn / tn) >= 256 && tm * tn <= 64 ? 512 / ((bm / tm) * (bn / tn)) : 1)
 matmul_flagship_c(const float* __restrict__ m, i64 m_shape0, i64 m_shape1,
                   const float* __restrict__ n, i64 n_shape0, i64 n_shape1,
                   float* __restrict__ out, i64 out_shape0, i64 out_shape1) {

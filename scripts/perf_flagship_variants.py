@@ -4,9 +4,12 @@ For choosing the default config and the autotuner's candidates: checks every con
 float64 product first, then times each at the benchmark sizes (CUDA events, TF32 off) and prints a table last.
 
     python scripts/perf_flagship_variants.py --out DIR [--baseline FILE.py] [--budget-s 0.3]
+        [--configs JSON] [--with-c] [--no-triton] [--baseline-configs JSON]
 
 ``--baseline`` names a Python file with a ``matmul_flagship(bm, bn, bk, tm, tn)`` factory (an earlier version of
-the kernel, e.g. extracted with ``git show``), timed with the default config as "baseline".
+the kernel, e.g. extracted with ``git show``, or ``scripts/perf_flagship_unrolled.py``), timed with the default config
+(or ``--baseline-configs``) as "baseline". ``--with-c`` also times the hand CUDA C translation of each config
+(``bench_matmul.CUDA_C`` through NVRTC).
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ def main() -> int:
     ap.add_argument("--baseline", default=None)
     ap.add_argument("--budget-s", type=float, default=0.3)
     ap.add_argument("--sizes", default="4096x4096x4096,5120x256x5120,1024x1024x1024,2048x2048x2048,8192x8192x8192")
+    ap.add_argument("--configs", default=None, help="JSON list of flagship configs (default: the autotuner's)")
+    ap.add_argument("--with-c", action="store_true", help="also time the hand CUDA C translation of each config")
+    ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--baseline-configs", default=None, help="JSON list of configs for --baseline (default: the default)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]
@@ -51,15 +58,35 @@ def main() -> int:
             return lambda: kern[cfg.grid, cfg.block](A, B, O)
         return make
 
+    configs = json.loads(args.configs) if args.configs else list(mf.CONFIGS)
     variants = []
-    for c in mf.CONFIGS:
+    for c in configs:
         variants.append(("new {bm}x{bn}x{bk}/{tm}x{tn}".format(**c), numba_variant(mf.matmul_flagship, c)))
+    if args.with_c:  # the hand translation (bench_matmul.CUDA_C) of the same configs, through NVRTC
+        import cupy as cp
+        import numpy as np
+
+        names = ["matmul_flagship_c<{bm},{bn},{bk},{tm},{tn}>".format(**c) for c in configs]
+        module = cp.RawModule(code=bm.CUDA_C, options=("-std=c++17",), name_expressions=names)
+
+        def c_variant(fn, config):
+            def make(a, b, o, h, k, w):
+                cfg = mf.flagship_launch(config, h, w)
+                argt = (np.uint64(a.data_ptr()), np.int64(h), np.int64(k), np.uint64(b.data_ptr()), np.int64(k),
+                        np.int64(w), np.uint64(o.data_ptr()), np.int64(h), np.int64(w))
+                return lambda: fn(cfg.grid, cfg.block, argt)
+            return make
+        for c, n in zip(configs, names):
+            fn = module.get_function(n)
+            log(f"{n}: {getattr(fn, 'num_regs', '?')} registers, {getattr(fn, 'local_size_bytes', '?')} bytes local")
+            variants.append(("C {bm}x{bn}x{bk}/{tm}x{tn}".format(**c), c_variant(fn, c)))
     if args.baseline:
         spec = importlib.util.spec_from_file_location("flagship_baseline", args.baseline)
         base = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(base)
-        variants.append(("baseline 128x128x8/8x8", numba_variant(base.matmul_flagship, mf.DEFAULT_CONFIG)))
-    tri = bm.triton_variant()
+        for c in (json.loads(args.baseline_configs) if args.baseline_configs else [mf.DEFAULT_CONFIG]):
+            variants.append(("baseline {bm}x{bn}x{bk}/{tm}x{tn}".format(**c), numba_variant(base.matmul_flagship, c)))
+    tri = None if args.no_triton else bm.triton_variant()
     if tri is not None:
         variants.append(("triton", tri))
     variants.append(("cublas", lambda a, b, o, h, k, w: (lambda: torch.matmul(a, b, out=o))))

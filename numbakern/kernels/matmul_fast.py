@@ -117,6 +117,11 @@ def _check_config(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
     return threads
 
 
+def _min_blocks(nt: int, tm: int, tn: int) -> int | None:
+    """The minimum-blocks half of ``launch_bounds``: 2 blocks of 256 (or more) threads with at most 8x8 per thread."""
+    return 512 // nt if nt >= 256 and tm * tn <= 64 else None
+
+
 @specialize
 def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: int = 8):
     """The flagship kernel for one tile configuration; launch with ``flagship_launch`` (1-D blocks)."""
@@ -139,8 +144,8 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
     nk2 = bk // 2  # k-steps go in pairs (two register fragments)
     # launch_bounds(256, 2): at most 128 registers, so two 256-thread blocks share a multiprocessor (without the 2,
     # ptxas spends 147 registers on the double-buffered fragments of an 8x8 tile and only one block fits). Smaller
-    # blocks are left uncapped: 128-thread 8x8 configs would spill under a 128-register cap.
-    opts = jit_options(threads=nt, min_blocks=512 // nt if nt >= 256 else None)
+    # blocks, and per-thread tiles larger than 8x8 (128 accumulators alone), are left uncapped: they would spill.
+    opts = jit_options(threads=nt, min_blocks=_min_blocks(nt, tm, tn))
 
     @cuda.jit(**opts)
     def matmul_flagship(m, n, out):
@@ -266,9 +271,13 @@ def flagship_launch(config: dict, h: int, w: int) -> LaunchConfig:
 #: the default configuration (the classic 128x128 block tile, 8x8 per thread, 256 threads)
 DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8}
 
-#: the autotuner's candidates on a GPU (all fit 48 KiB of static shared memory)
+#: the autotuner's candidates on a GPU (all fit 48 KiB of static shared memory). The two 16x8 / 8x16 ones (128
+#: accumulators, ~200-220 registers, one 256-thread block per multiprocessor, no spills) beat the default by 1-4% in
+#: Numba from 2048^3 up (docs/perf/flagship_variants_h200.log); their CUDA C does not, so the default stays 8x8.
 CONFIGS = (
     DEFAULT_CONFIG,
+    {"bm": 256, "bn": 128, "bk": 8, "tm": 16, "tn": 8},
+    {"bm": 128, "bn": 256, "bk": 8, "tm": 8, "tn": 16},
     {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 8},
     {"bm": 128, "bn": 64, "bk": 8, "tm": 8, "tn": 8},
     {"bm": 64, "bn": 128, "bk": 8, "tm": 8, "tn": 8},

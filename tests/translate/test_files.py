@@ -4,10 +4,10 @@ after a kernel edit or a hand edit."""
 
 import ctypes
 import os
-import time
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
