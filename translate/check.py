@@ -7,10 +7,6 @@ has no generated file. Only the manifest and the kernels' sources are read: no t
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import inspect
-import json
 import os
 
 
@@ -65,28 +61,20 @@ def _constants(entry):
 
 
 def current_source_sha256(tgt, entry) -> str:
-    """The kernel's ``source_sha256`` as it would be computed now (same recipe as ``pipeline.source_sha256``)."""
+    """The kernel's ``source_sha256`` as it would be computed now: the entry's dependencies with today's sources and
+    constant values."""
+    from . import options
+    from .pipeline import source_sha256
+
     deps = entry.get("depends") or {}
-    parts = {"kernel": inspect.getsource(tgt.pyfunc), "device_functions": {}, "constants": {}}
-    for q in deps.get("device_functions", []):
-        mod, qual = q.split(":", 1)
-        obj = importlib.import_module(mod)
-        for p in qual.split("."):
-            obj = getattr(obj, p, None)
-        fn = getattr(obj, "py_func", obj)
-        parts["device_functions"][q] = inspect.getsource(fn) if fn is not None else ""
-    for name in sorted(deps.get("constants", {})):
-        fn = tgt.pyfunc
+    constants = {}
+    fn = tgt.pyfunc
+    for name in deps.get("constants", {}):
         if name in fn.__code__.co_freevars:
             value = fn.__closure__[fn.__code__.co_freevars.index(name)].cell_contents
         else:
             value = fn.__globals__.get(name)
-        parts["constants"][name] = value.item() if hasattr(value, "item") else value
-    parts["constants"].update({f"template:{k}": v for k, v in sorted(tgt.constants.items())})
-    from . import options
-
+        constants[name] = value.item() if hasattr(value, "item") else value
     insts = [dict(launcher.get("constants") or {}) for launcher in entry.get("launchers") or [{}]]
-    codegen = options.from_target(tgt, insts).fingerprint()
-    if codegen is not None:
-        parts["codegen"] = codegen
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    return source_sha256(tgt, deps.get("device_functions", []), constants,
+                         options.from_target(tgt, insts).fingerprint())
