@@ -37,17 +37,20 @@ def _run(source: str, name: str, options: list[str]):
     _check(err, "nvrtcCreateProgram")
     try:
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
+        # NVRTC writes into the buffer it is given, so it must be a mutable one: `b" " * size` is, for size 1 (an
+        # empty log), CPython's shared one-byte object b" ", and NVRTC's terminating NUL would turn every b" " in
+        # the process into b"\x00" (seen on the GPU machine: .npy headers and printed spaces became NUL bytes).
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
+        log = bytearray(size)
         nvrtc.nvrtcGetProgramLog(prog, log)
-        log_text = log.rstrip(b"\x00 ").decode(errors="replace")
+        log_text = bytes(log).rstrip(b"\x00 ").decode(errors="replace")
         ok = err == nvrtc.nvrtcResult.NVRTC_SUCCESS
         ptx = ""
         if ok and "--gpu-architecture=compute_" in options[0]:
             _, psize = nvrtc.nvrtcGetPTXSize(prog)
-            buf = b" " * psize
+            buf = bytearray(psize)
             nvrtc.nvrtcGetPTX(prog, buf)
-            ptx = buf.rstrip(b"\x00").decode()
+            ptx = bytes(buf).rstrip(b"\x00").decode()
         return ok, log_text, ptx
     finally:
         nvrtc.nvrtcDestroyProgram(prog)

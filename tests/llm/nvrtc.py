@@ -15,19 +15,9 @@ typedef unsigned long long uint64_t;
 
 
 def nvrtc_compile(device_code: str, name: str = "kernel.cu", arch: str = "compute_90") -> CompileOutcome:
-    from cuda.bindings import nvrtc
-
     from translate.codegen.helpers import render
+    from translate.compile import nvrtc_compile as project_nvrtc_compile
 
     source = PREAMBLE + render(used_helpers(device_code)) + "\n" + device_code
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
-    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
-    try:
-        (result,) = nvrtc.nvrtcCompileProgram(prog, 2, [f"--gpu-architecture={arch}".encode(), b"-std=c++17"])
-        err, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        text = log.rstrip(b"\x00").decode(errors="replace").strip()
-        return CompileOutcome(result == nvrtc.nvrtcResult.NVRTC_SUCCESS, text, {"source": source})
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+    result = project_nvrtc_compile(source, arch, name=name, resources=False)
+    return CompileOutcome(result.ok, result.log.strip(), {"source": source})

@@ -123,3 +123,12 @@ def test_identical_retranslation_leaves_the_manifest_untouched(tmp_path):
     translate_kernel("vector_add", out_dir=str(out))
     assert (out / "manifest.json").read_text() == manifest
     assert (out / "vector_add.cu").read_text() == cu
+
+
+def test_nvrtc_leaves_python_bytes_objects_intact():
+    """NVRTC writes its log into the buffer it is given; an empty log must not land in CPython's shared b" "."""
+    from translate.compile import nvrtc_compile
+
+    result = nvrtc_compile('extern "C" __global__ void k(float* x) { x[0] = 1.0f; }', "sm_90", name="k.cu")
+    assert result.ok and result.log == "" and result.ptx.startswith("//")
+    assert b" "[0] == 32 and " ".encode()[0] == 32  # the byte values: every b" " is one shared object

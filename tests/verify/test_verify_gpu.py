@@ -107,7 +107,7 @@ def test_each_cu_runs_through_ctypes_without_numba(tmp_path, fixture_launchers):
         size = sorted(spec.verify_sizes, key=lambda s: -int(np.prod(list(s.values()))))[-2]  # small, not trivial
         case = spec.make_case(size, np.random.default_rng(7), "normal")
         scale = spec.error_scale(*case.args) if spec.error_scale else None
-        p = tmp_path / spec.name
+        p = tmp_path / f"{spec.name}.npz"
         write_case(p, cu=cand.cu.resolve(), launcher=cand.launcher, nvcc_flags=cand.nvcc_flags, case=case,
                    expected=spec.reference(*case.args),
                    scale=scale, rtol=spec.rtol, atol=spec.atol, outputs=spec.outputs)

@@ -1,9 +1,7 @@
 """Deployability check: build a ``.cu`` with plain ``nvcc -shared`` and run it through ctypes -- no Numba.
 
-``python -m translate.verify.standalone CASE_DIR ...``: each folder (written by ``write_case``) holds ``meta.json``
-(the ``.cu`` path and its build flags, the launcher description, the launch shape, the scalars) and one ``.npy`` per
-array argument, expected output and error scale. (Plain ``.npy`` files rather than one ``.npz``: on the GPU machine
-(Python 3.12) arrays read back from an ``.npz`` written in the test process had corrupt headers.) This process
+``python -m translate.verify.standalone CASE.npz ...``: each ``.npz`` (written by ``write_case``) holds the
+``.cu`` path, the launcher description, the launch shape, the arguments and the expected outputs. This process
 imports only the standard library, numpy and this package's ``build``/``abi``/``driver`` modules, and fails if
 ``numba`` was imported anyway. Prints one JSON line per case and exits 0 when every case matched.
 """
@@ -20,29 +18,23 @@ import numpy as np
 
 
 def write_case(path, *, cu, launcher: Mapping[str, Any], case, nvcc_flags=(), expected: Mapping[int, np.ndarray],
-               scale: Mapping[int, np.ndarray] | None, rtol: float, atol: float, outputs) -> None:
-    """Save a case for the standalone runner into the folder ``path`` (called on the side that has the registry)."""
-    folder = Path(path)
-    folder.mkdir(parents=True, exist_ok=True)
-    meta = {
-        "cu": str(cu), "nvcc_flags": list(nvcc_flags), "launcher": dict(launcher), "grid": list(case.launch.grid),
-        "block": list(case.launch.block), "shared_bytes": int(case.launch.shared_bytes), "outputs": list(outputs),
-        "rtol": rtol, "atol": atol, "nargs": len(case.args),
-        "scalars": {str(i): a for i, a in enumerate(case.args) if not isinstance(a, np.ndarray)},
+               scale: Mapping[int, np.ndarray] | None, rtol: float, atol: float, outputs, poison=np.nan) -> None:
+    """Save a case for the standalone runner (called on the side that has the registry)."""
+    data: dict[str, Any] = {
+        "meta": np.array(json.dumps({
+            "cu": str(cu), "nvcc_flags": list(nvcc_flags), "launcher": dict(launcher), "grid": list(case.launch.grid), "block": list(case.launch.block),
+            "shared_bytes": int(case.launch.shared_bytes), "outputs": list(outputs), "rtol": rtol, "atol": atol,
+            "nargs": len(case.args), "scalars": {str(i): a for i, a in enumerate(case.args) if not isinstance(a, np.ndarray)},
+        })),
     }
-    (folder / "meta.json").write_text(json.dumps(meta))
-    arrays = {f"arg{i}": a for i, a in enumerate(case.args) if isinstance(a, np.ndarray)}
+    for i, a in enumerate(case.args):
+        if isinstance(a, np.ndarray):
+            data[f"arg{i}"] = a
     for i, e in expected.items():
-        arrays[f"expected{i}"] = np.asarray(e)
+        data[f"expected{i}"] = np.asarray(e)
         if scale and i in scale:
-            arrays[f"scale{i}"] = np.asarray(scale[i])
-    for name, a in arrays.items():
-        np.save(folder / f"{name}.npy", a)
-
-
-def _array(folder: Path, name: str) -> np.ndarray | None:
-    f = folder / f"{name}.npy"
-    return np.load(f) if f.exists() else None
+            data[f"scale{i}"] = np.asarray(scale[i])
+    np.savez(path, **data)
 
 
 def _close(got: np.ndarray, want: np.ndarray, scale, rtol: float, atol: float) -> tuple[bool, float]:
@@ -57,8 +49,8 @@ def run_case(path: str | Path, arch: str | None = None) -> dict[str, Any]:
     from . import abi, driver
     from .build import build_shared_library
 
-    folder = Path(path)
-    meta = json.loads((folder / "meta.json").read_text())
+    z = np.load(path)
+    meta = json.loads(str(z["meta"]))
     arch = arch or driver.device_info()["arch"]
     so = build_shared_library(meta["cu"], arch=arch, extra_flags=meta.get("nvcc_flags", ()))
     fn = abi.bind(ctypes.CDLL(str(so)), meta["launcher"])
@@ -66,8 +58,8 @@ def run_case(path: str | Path, arch: str | None = None) -> dict[str, Any]:
     args: list[Any] = []
     buffers: dict[int, driver.DeviceArray] = {}
     for i in range(meta["nargs"]):
-        host = _array(folder, f"arg{i}")
-        if host is not None:
+        if f"arg{i}" in z:
+            host = z[f"arg{i}"]
             buffers[i] = driver.DeviceArray.from_host(host)
             args.append(buffers[i])
         else:
@@ -77,9 +69,9 @@ def run_case(path: str | Path, arch: str | None = None) -> dict[str, Any]:
     result = {"case": str(path), "symbol": meta["launcher"]["symbol"], "so": str(so), "launch_error": err, "ok": err == 0}
     for i in sorted(outputs):
         got = buffers[i].to_host()
-        scale = _array(folder, f"scale{i}")
+        scale = z[f"scale{i}"] if f"scale{i}" in z else None
         exact = got.dtype.kind in "iub"
-        ok, max_err = _close(got, _array(folder, f"expected{i}"), scale, 0.0 if exact else meta["rtol"], 0.0 if exact else meta["atol"])
+        ok, max_err = _close(got, z[f"expected{i}"], scale, 0.0 if exact else meta["rtol"], 0.0 if exact else meta["atol"])
         result["ok"] = result["ok"] and ok
         result[f"max_abs_error_{i}"] = max_err
     return result
