@@ -62,12 +62,23 @@ def update_entry(out_dir: str, filename: str, entry: dict) -> dict:
     if old and entry.get("verification") is None and _verification_applies(old, entry):
         entry["verification"] = old["verification"]
     entry.setdefault("verification", None)
+    if old and old.get("file_sha256") == entry.get("file_sha256"):
+        _keep_known_resources(old.get("compile") or {}, entry.get("compile") or {})
     if old and _without_times(old) == _without_times(entry):
         entry["updated"] = old.get("updated", stamp)  # an identical re-translation changes nothing, not even the date
     data["files"][filename] = entry
     data["version"] = VERSION
     save(out_dir, data)
     return entry
+
+
+def _keep_known_resources(old: dict, new: dict) -> None:
+    # ptxas' resource report is not always there (NVRTC 13.0 on the GPU machine printed it only for the first of
+    # two identical compiles in a process): for the same file and arch, a missing report keeps the known one.
+    if old.get("arch") == new.get("arch"):
+        for key in ("registers", "shared_bytes"):
+            if new.get(key) is None and old.get(key) is not None:
+                new[key] = old[key]
 
 
 def _without_times(entry: dict) -> dict:
