@@ -43,17 +43,23 @@ __device__ __forceinline__ float nk_floordiv(float x, float y) {
     return 0.0f * x / y;
 }
 
+constexpr int64_t a_rstep = 32;
+constexpr int64_t a_tpr = 8;
+constexpr int64_t b_rstep = 2;
+constexpr int64_t b_tpr = 128;
 constexpr int64_t gm = 64;
 constexpr int64_t gn = 64;
 constexpr int64_t la = 4;
-constexpr int64_t la_step = 32;
+constexpr int64_t la_n = 4;
 constexpr int64_t lb = 4;
-constexpr int64_t lb_step = 2;
+constexpr int64_t lb_n = 4;
 constexpr int64_t nk2 = 4;
 constexpr int64_t pa = 132;
 constexpr int64_t tmn = 64;
+constexpr int64_t tn_groups = 2;
 constexpr int64_t vm = 4;
 constexpr int64_t vn = 4;
+constexpr int64_t vw = 1;
 constexpr int64_t warps_x = 2;
 constexpr int64_t wx = 8;
 constexpr int64_t wxy = 32;
@@ -70,118 +76,103 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
     int64_t lq = tid % wxy;
     uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * vm);
     uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * vn);
-    uint32_t la_r = (uint32_t)((int64_t)tid / bk);
-    uint32_t la_c = (uint32_t)((int64_t)tid % bk);
-    uint32_t lb_r = (uint32_t)((int64_t)tid / bn);
-    uint32_t lb_c = (uint32_t)((int64_t)tid % bn);
-    int64_t row0 = (int64_t)blockIdx.y * bm;
-    int64_t col0 = (int64_t)blockIdx.x * bn;
+    uint32_t ar = (uint32_t)(tid / a_tpr);
+    uint32_t ac = (uint32_t)(tid % a_tpr * vw);
+    uint32_t br = (uint32_t)(tid / b_tpr);
+    uint32_t bc = (uint32_t)(tid % b_tpr * vw);
+    int64_t col0;
+    int64_t row0;
+    row0 = (int64_t)blockIdx.y * bm;
+    col0 = (int64_t)blockIdx.x * bn;
     int64_t h = m_shape0;
     int64_t k = m_shape1;
     int64_t w = n_shape1;
-    __shared__ float a_s[2][bk][pa];
-    __shared__ float b_s[2][bk][bn];
+    __shared__ __align__(16) float a_s[2][bk][pa];
+    __shared__ __align__(16) float b_s[2][bk][bn];
     float acc[tmn];
     float a_f0[tm];
     float b_f0[tn];
     float a_f1[tm];
     float b_f1[tn];
-    float a_ld[la];
-    float b_ld[lb];
+    float a_ld[la_n];
+    float b_ld[lb_n];
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
     int64_t ntiles = nk_floordiv(k + bk - 1, (int64_t)bk);
-    int64_t gr;
-    for (int64_t i = 0; i < la; i++) {
-        gr = row0 + la_r + i * la_step;
-        if (gr < h && la_c < k) {
-            a_ld[i] = m[(uint32_t)gr * m_shape1 + la_c];
-        } else {
-            a_ld[i] = 0.0f;
-        }
-    }
-    int64_t gc;
-    for (int64_t i = 0; i < lb; i++) {
-        gc = col0 + lb_c;
-        if (lb_r + i * lb_step < k && gc < w) {
-            b_ld[i] = n[(lb_r + i * lb_step) * n_shape1 + (uint32_t)gc];
-        } else {
-            b_ld[i] = 0.0f;
-        }
-    }
-    for (int64_t i = 0; i < la; i++) {
-        a_s[0][la_c][la_r + i * la_step] = a_ld[i];
-    }
-    for (int64_t i = 0; i < lb; i++) {
-        b_s[0][lb_r + i * lb_step][lb_c] = b_ld[i];
-    }
-    __syncthreads();
-    for (int64_t t = 0; t < ntiles; t++) {
+    for (int64_t t = -1; t < ntiles; t++) {
         int64_t cur = t & 1;
         int64_t k_next = (t + 1) * bk;
         bool more = t + 1 < ntiles;
         if (more) {
             int64_t gk;
             for (int64_t i = 0; i < la; i++) {
-                gr = row0 + la_r + i * la_step;
-                gk = k_next + la_c;
+                int64_t gr = row0 + ar + i * a_rstep;
+                gk = k_next + ac;
                 if (gr < h && gk < k) {
                     a_ld[i] = m[(uint32_t)gr * m_shape1 + (uint32_t)gk];
                 } else {
-                    a_ld[i] = 0.0f;
+                    for (int64_t q = 0; q < vw; q++) {
+                        a_ld[i * vw + q] = 0.0f;
+                    }
                 }
             }
             for (int64_t i = 0; i < lb; i++) {
-                gk = k_next + lb_r + i * lb_step;
-                gc = col0 + lb_c;
+                gk = k_next + br + i * b_rstep;
+                int64_t gc = col0 + bc;
                 if (gk < k && gc < w) {
                     b_ld[i] = n[(uint32_t)gk * n_shape1 + (uint32_t)gc];
                 } else {
-                    b_ld[i] = 0.0f;
+                    for (int64_t q = 0; q < vw; q++) {
+                        b_ld[i * vw + q] = 0.0f;
+                    }
                 }
             }
         }
-        for (int64_t i = 0; i < tm; i++) {
-            a_f0[i] = a_s[cur][0][a_base + (i / vm * gm + i % vm)];
-        }
-        for (int64_t j = 0; j < tn; j++) {
-            b_f0[j] = b_s[cur][0][b_base + (j / vn * gn + j % vn)];
-        }
-        for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)nk2; k2++) {
-            uint64_t kk = k2 * (uint32_t)2;
+        if (t >= 0) {
             for (int64_t i = 0; i < tm; i++) {
-                a_f1[i] = a_s[cur][(int64_t)kk + 1][a_base + (i / vm * gm + i % vm)];
+                a_f0[i] = a_s[cur][0][a_base + (i / vm * gm + i % vm)];
             }
             for (int64_t j = 0; j < tn; j++) {
-                b_f1[j] = b_s[cur][(int64_t)kk + 1][b_base + (j / vn * gn + j % vn)];
+                b_f0[j] = b_s[cur][0][b_base + (j / vn * gn + j % vn)];
             }
-            for (int64_t i = 0; i < tm; i++) {
-                for (int64_t j = 0; j < tn; j++) {
-                    acc[i * tn + j] += a_f0[i] * b_f0[j];
-                }
-            }
-            if ((int64_t)kk + 2 < bk) {
+            for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)nk2; k2++) {
+                uint64_t kk = k2 * (uint32_t)2;
                 for (int64_t i = 0; i < tm; i++) {
-                    a_f0[i] = a_s[cur][(int64_t)kk + 2][a_base + (i / vm * gm + i % vm)];
+                    a_f1[i] = a_s[cur][(int64_t)kk + 1][a_base + (i / vm * gm + i % vm)];
                 }
                 for (int64_t j = 0; j < tn; j++) {
-                    b_f0[j] = b_s[cur][(int64_t)kk + 2][b_base + (j / vn * gn + j % vn)];
+                    b_f1[j] = b_s[cur][(int64_t)kk + 1][b_base + (j / vn * gn + j % vn)];
                 }
-            }
-            for (int64_t i = 0; i < tm; i++) {
-                for (int64_t j = 0; j < tn; j++) {
-                    acc[i * tn + j] += a_f1[i] * b_f1[j];
+                for (int64_t i = 0; i < tm; i++) {
+                    for (int64_t j = 0; j < tn; j++) {
+                        acc[i * tn + j] += a_f0[i] * b_f0[j];
+                    }
+                }
+                if ((int64_t)kk + 2 < bk) {
+                    for (int64_t i = 0; i < tm; i++) {
+                        a_f0[i] = a_s[cur][(int64_t)kk + 2][a_base + (i / vm * gm + i % vm)];
+                    }
+                    for (int64_t j = 0; j < tn; j++) {
+                        b_f0[j] = b_s[cur][(int64_t)kk + 2][b_base + (j / vn * gn + j % vn)];
+                    }
+                }
+                for (int64_t i = 0; i < tm; i++) {
+                    for (int64_t j = 0; j < tn; j++) {
+                        acc[i * tn + j] += a_f1[i] * b_f1[j];
+                    }
                 }
             }
         }
         if (more) {
             int64_t nxt = cur ^ 1;
             for (int64_t i = 0; i < la; i++) {
-                a_s[nxt][la_c][la_r + i * la_step] = a_ld[i];
+                for (int64_t q = 0; q < vw; q++) {
+                    a_s[nxt][ac + q][ar + i * a_rstep] = a_ld[i * vw + q];
+                }
             }
             for (int64_t i = 0; i < lb; i++) {
-                b_s[nxt][lb_r + i * lb_step][lb_c] = b_ld[i];
+                b_s[nxt][br + i * b_rstep][bc] = b_ld[i];
             }
         }
         __syncthreads();
@@ -189,10 +180,12 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
     for (int64_t i = 0; i < tm; i++) {
         int64_t r = row0 + a_base + (i / vm * gm + i % vm);
         if (r < h) {
-            for (int64_t j = 0; j < tn; j++) {
-                int64_t c = col0 + b_base + (j / vn * gn + j % vn);
-                if (c < w) {
-                    out[(uint32_t)r * out_shape1 + (uint32_t)c] = acc[i * tn + j];
+            for (int64_t g = 0; g < tn_groups; g++) {
+                int64_t c = col0 + b_base + g * gn;
+                for (int64_t q = 0; q < vn; q++) {
+                    if (c + q < w) {
+                        out[(uint32_t)r * out_shape1 + (uint32_t)(c + q)] = acc[i * tn + g * vn + q];
+                    }
                 }
             }
         }

@@ -69,6 +69,16 @@ class KernelSpec:
     constants: Mapping[str, int] = field(default_factory=dict)
     work: Callable[[Size], Work] | None = None
     description: str = ""
+    # the kernel's precondition on sizes, e.g. {"k": 4, "w": 4}: those dimensions must be multiples (16-byte access)
+    size_multiples: Mapping[str, int] = field(default_factory=dict)
+
+    def accepts(self, size: Size) -> bool:
+        """True when ``size`` meets ``size_multiples``."""
+        return all(size[d] % m == 0 for d, m in self.size_multiples.items())
+
+    def smallest_size(self, like: Size) -> Size:
+        """The smallest size (each dimension 1, or its required multiple) with the dimensions of ``like``."""
+        return {d: self.size_multiples.get(d, 1) for d in like}
 
     def check(self, case: Case, outputs: Mapping[int, np.ndarray]) -> dict[int, Comparison]:
         """Compare a run's outputs with the reference; one ``Comparison`` per output argument."""

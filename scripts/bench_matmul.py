@@ -251,8 +251,9 @@ def main() -> int:
     tuned: dict[tuple, dict] = {}
 
     def v_flagship_tuned(a, b, o, h, k, w):
+        # what matmul_fast runs: the vec=True candidates when the matrices allow 16-byte accesses
         A, B, O = map(numba_arr, (a, b, o))
-        config = mf.autotuner.select(A, B, O)
+        config = (mf.vec_autotuner if mf.vec_ready(A, B, O) else mf.autotuner).select(A, B, O)
         tuned[(h, k, w)] = config
         cfg = mf.flagship_launch(config, h, w)
         kern = mf.matmul_flagship(**config)
@@ -279,11 +280,6 @@ def main() -> int:
             return lambda: fn(cfg.grid, cfg.block, argt)
         return make
 
-    def v_c_flagship_tuned(a, b, o, h, k, w):
-        # the same config the Numba autotuner chose for this shape (the translation is not tuned separately)
-        config = tuned.get((h, k, w), mf.DEFAULT_CONFIG)
-        return c_flagship_runner(config)(a, b, o, h, k, w)
-
     def v_cublas(a, b, o, h, k, w):
         return lambda: torch.matmul(a, b, out=o)
 
@@ -293,17 +289,19 @@ def main() -> int:
         ("numba tiled, constant tw=16", "numba", v_numba_static, True),
         ("numba tiled_fast tw=16 (numbakern)", "numba", v_numba_tiled_fast, False),
         ("numba flagship default 128x128x8/8x8", "numba", flagship_runner(mf.DEFAULT_CONFIG), False),
+        ("numba flagship vec default 128x128x16/8x8 (k, w % 4 == 0)", "numba",
+         flagship_runner(mf.VEC_DEFAULT_CONFIG), False),
         ("numba flagship autotuned", "numba", v_flagship_tuned, False),
         ("CUDA C naive", "cuda_c", v_c_naive, True),
         ("CUDA C lecture static tw=16", "cuda_c", v_c_static, True),
         ("CUDA C flagship translation, default cfg", "cuda_c", c_flagship_runner(mf.DEFAULT_CONFIG), False),
-        ("CUDA C flagship translation, tuned cfg", "cuda_c", v_c_flagship_tuned, False),
     ]
-    gen = generated_flagship(args.out)
-    if gen is not None:
-        variants.append(("CUDA C generated_cuda/matmul_flagship.cu", "cuda_c", gen, False))
-    else:
-        log("generated_cuda/matmul_flagship.cu: not present (translator output not available); skipped")
+    for kernel in ("matmul_flagship", "matmul_flagship_vec"):
+        gen = generated_flagship(kernel)
+        if gen is not None:
+            variants.append((f"CUDA C generated_cuda/{kernel}.cu", "cuda_c", gen, False))
+        else:
+            log(f"generated_cuda/{kernel}.cu: not present (translator output not available); skipped")
     tri = triton_variant()
     if tri is not None:
         variants.append(("Triton fp32 (ieee), autotuned", "triton", tri, False))
@@ -317,8 +315,8 @@ def main() -> int:
         b = torch.randn(k, w, device="cuda", generator=gen_t)
         ref = (a.double() @ b.double())
         for name, fam, make, slow in variants:
-            if "autotuned" in name and h * w < 1024:
-                pass
+            if needs_vec(name) and (k % 4 or w % 4):
+                continue  # the 16-byte kernels' precondition
             o = torch.full((h, w), float("nan"), device="cuda")
             try:
                 run = make(a, b, o, h, k, w)
@@ -346,6 +344,8 @@ def main() -> int:
         for name, fam, make, slow in variants:
             if slow and h * k * w > args.skip_slow_above ** 3:
                 continue
+            if needs_vec(name) and (k % 4 or w % 4):
+                continue
             o = torch.full((h, w), float("nan"), device="cuda")
             try:
                 t0 = time.perf_counter()
@@ -364,7 +364,7 @@ def main() -> int:
             row = {"variant": name, "family": fam, "h": h, "k": k, "w": w, "ms": ms,
                    "gflops": flops / ms / 1e6, "rel_err": err, "setup_s": round(setup, 2)}
             if name == "numba flagship autotuned":
-                row["config"] = "{bm}x{bn}x{bk}/{tm}x{tn}".format(**tuned[(h, k, w)])
+                row["config"] = config_label(tuned[(h, k, w)])
             results.append(row)
             log(f"  {h}x{k}x{w} {name:<45} {ms:9.3f} ms {row['gflops']:9.0f} GFLOP/s  err {err:.1e}")
         cub = [r for r in results if r["family"] == "cublas" and (r["h"], r["k"], r["w"]) == (h, k, w)]
@@ -377,7 +377,7 @@ def main() -> int:
 
     meta = {"device": dev, "date": date, "torch": torch.__version__, "cupy": cp.__version__,
             "autotune": {f"{h}x{k}x{w}": c for (h, k, w), c in tuned.items()},
-            "autotune_timings_last": mf.autotuner.last_timings}
+            "autotune_timings_last": {"scalar": mf.autotuner.last_timings, "vec": mf.vec_autotuner.last_timings}}
     with open(os.path.join(args.out, "matmul_bench.json"), "w") as f:
         json.dump({"meta": meta, "results": results, "checks": rows_check, "sass": sass}, f, indent=1)
     with open(os.path.join(args.out, "matmul_bench.csv"), "w", newline="") as f:
@@ -484,45 +484,66 @@ def triton_variant():
     return make
 
 
-def generated_flagship(out_dir):
-    """A runner for the translator's generated_cuda/matmul_flagship.cu (through its extern "C" launcher)."""
-    path = os.path.join("generated_cuda", "matmul_flagship.cu")
+def needs_vec(variant: str) -> bool:
+    """The 16-byte-access variants, which need k % 4 == 0 and w % 4 == 0."""
+    return "vec" in variant
+
+
+def config_label(c: dict) -> str:
+    extra = (" vec" if c.get("vec") else "") + (f" group {c['group']}" if c.get("group", 1) > 1 else "")
+    return "{bm}x{bn}x{bk}/{tm}x{tn}".format(**c) + extra
+
+
+def generated_flagship(kernel: str = "matmul_flagship"):
+    """A runner for the translator's generated_cuda/<kernel>.cu (its first extern "C" launcher), or None."""
+    path = os.path.join("generated_cuda", f"{kernel}.cu")
     if not os.path.exists(path):
         return None
+    runners = generated_launchers(path, kernel)
+    return runners[0][2] if runners else None
+
+
+def generated_launchers(path: str, kernel: str) -> list:
+    """(symbol, config, make-runner) for every launcher in a translated flagship file, built with nvcc."""
     import ctypes
+
+    from numbakern.kernels import matmul_fast as mf
+
     src = open(path).read()
-    syms = re.findall(r'extern "C"\s+cudaError_t\s+(launch_matmul_flagship\w*)\s*\(', src)
+    syms = re.findall(r'extern "C"\s+cudaError_t\s+(launch_' + kernel + r'_\w*)\s*\(', src)
     if not syms:
-        log("generated flagship: no launch_matmul_flagship* symbol found")
-        return None
-    lib_path = os.path.join("/tmp", "matmul_flagship_gen.so")
+        log(f"generated {kernel}: no launch_{kernel}_* symbol found")
+        return []
+    lib_path = os.path.join("/tmp", f"{kernel}_{abs(hash(path))}_gen.so")
     r = subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", path, "-o", lib_path],
                        capture_output=True, text=True)
     if r.returncode:
-        log(f"generated flagship: nvcc failed:\n{r.stderr[-2000:]}")
-        return None
+        log(f"generated {kernel}: nvcc failed:\n{r.stderr[-2000:]}")
+        return []
     lib = ctypes.CDLL(lib_path)
-    sym = syms[0]
-    consts = dict((k, int(v)) for k, v in re.findall(r"_(bm|bn|bk|tm|tn)(\d+)", sym))
-    from numbakern.kernels import matmul_fast as mf
-    config = {**mf.DEFAULT_CONFIG, **consts}
-    fn = getattr(lib, sym)
-    fn.restype = ctypes.c_int
-    log(f"generated flagship: using {sym} with config {config}")
+    out = []
+    for sym in syms:
+        consts = dict((k, int(v)) for k, v in re.findall(r"_(bm|bn|bk|tm|tn|group)(\d+)", sym))
+        consts.update((k, bool(int(v))) for k, v in re.findall(r"_(vec)(\d+)", sym))
+        config = {**mf.DEFAULT_CONFIG, **consts}
+        fn = getattr(lib, sym)
+        fn.restype = ctypes.c_int
+        log(f"generated {kernel}: {sym} with config {config}")
 
-    def make(a, b, o, h, k, w):
-        cfg = mf.flagship_launch(config, h, w)
-        vp, i64, u = ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint
-        argv = (vp(a.data_ptr()), i64(h), i64(k), vp(b.data_ptr()), i64(k), i64(w), vp(o.data_ptr()), i64(h),
-                i64(w), u(cfg.grid[0]), u(cfg.grid[1]), u(1), u(cfg.block[0]), u(1), u(1), ctypes.c_size_t(0),
-                vp(0))
+        def make(a, b, o, h, k, w, fn=fn, sym=sym, config=config):
+            cfg = mf.flagship_launch(config, h, w)
+            vp, i64, u = ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint
+            argv = (vp(a.data_ptr()), i64(h), i64(k), vp(b.data_ptr()), i64(k), i64(w), vp(o.data_ptr()), i64(h),
+                    i64(w), u(cfg.grid[0]), u(cfg.grid[1]), u(1), u(cfg.block[0]), u(1), u(1), ctypes.c_size_t(0),
+                    vp(0))
 
-        def run():
-            err = fn(*argv)
-            if err:
-                raise RuntimeError(f"{sym} returned cudaError {err}")
-        return run
-    return make
+            def run():
+                err = fn(*argv)
+                if err:
+                    raise RuntimeError(f"{sym} returned cudaError {err}")
+            return run
+        out.append((sym, config, make))
+    return out
 
 
 def sass_stats(out_dir, mf, mm, cuda):
@@ -531,6 +552,7 @@ def sass_stats(out_dir, mf, mm, cuda):
         "numba tiled const tw=16": mm.matmul_tiled_static(16),
         "numba tiled_fast tw=16": mf.matmul_tiled_fast(16),
         "numba flagship 128x128x8/8x8": mf.matmul_flagship(**mf.DEFAULT_CONFIG),
+        "numba flagship vec 128x128x16/8x8": mf.matmul_flagship(**mf.VEC_DEFAULT_CONFIG),
     }
     stats = {}
     texts = []

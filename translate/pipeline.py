@@ -175,7 +175,7 @@ def build_request(tgt, signature, constants):
         values[k] = list(v)
     template_params = tuple(k for k in freevars if k in values and isinstance(values[k][0], int))
     insts = tuple(dict(zip(template_params, combo)) for combo in itertools.product(*(values[k] for k in template_params)))
-    pyfunc = with_closure(tgt.pyfunc, {k: insts[0][k] for k in template_params}) if template_params else tgt.pyfunc
+    pyfunc = _instantiated_pyfunc(tgt, template_params, insts, src, fn) if template_params else tgt.pyfunc
     try:
         typed = type_function(pyfunc, argtypes)
     except Exception as e:  # numba's TypingError: keep its message, locate at the kernel
@@ -195,6 +195,37 @@ def build_request(tgt, signature, constants):
         params=tuple(params), template_params=template_params, instantiations=insts or ({},),
         pyfunc=pyfunc, typed=typed,
     )
+
+
+def _instantiated_pyfunc(tgt, template_params, insts, src, fn):
+    """The kernel function for the first instantiation, with every closure constant right for it.
+
+    A ``@specialize`` factory derives constants from its parameters (``la = bm * bk // threads``); overriding only
+    the parameters' cells would leave the derived ones at the registered config's values. So each instantiation's
+    kernel comes from the factory, and the derived constants, which the C file declares once at file scope, must
+    agree across the instantiations."""
+    from .options import _factory
+    from .typing import with_closure
+
+    factory = _factory(tgt)
+    if factory is None:
+        return with_closure(tgt.pyfunc, {k: insts[0][k] for k in template_params})
+    funcs = [getattr(factory(**{**tgt.constants, **inst}), "py_func", None) for inst in insts]
+    if any(f is None or f.__code__ is not tgt.pyfunc.__code__ for f in funcs):
+        return with_closure(tgt.pyfunc, {k: insts[0][k] for k in template_params})
+    first = _closure_values(funcs[0])
+    for inst, f in zip(insts[1:], funcs[1:]):
+        for name, value in _closure_values(f).items():
+            if name not in template_params and isinstance(value, (int, float)) and value != first.get(name):
+                where = ", ".join(f"{k}={v}" for k, v in inst.items())
+                raise src.error(fn, f"the constant '{name}' derived by the factory is {first.get(name)!r} for the first "
+                                f"instantiation but {value!r} for {where}; one file declares it once",
+                                hint="translate these configurations separately (one value per --const)")
+    return funcs[0]
+
+
+def _closure_values(f) -> dict:
+    return {n: c.cell_contents for n, c in zip(f.__code__.co_freevars, f.__closure__ or ())}
 
 
 def _normal_signature(sig: str) -> str:

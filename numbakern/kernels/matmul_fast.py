@@ -33,6 +33,7 @@ from ..fastpath import jit_options, u32
 from ..launch import LaunchConfig, cdiv, launch_config, to_kernel_arg
 from ..registry import Case, KernelSpec, register
 from ..specialize import specialize
+from ..vector_io import vload4, vstore4
 from .matmul import BENCH_SIZES, MATRIX, _error_scale, _matmul_inputs, _reference, _work, checked_matmul_args
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -94,11 +95,13 @@ def _warp_layout(tx_count: int, ty_count: int) -> tuple[int, int]:
     return wx, wy
 
 
-def _check_config(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
+def _check_config(bm: int, bn: int, bk: int, tm: int, tn: int, vec: bool = False) -> int:
     """Threads per block for a flagship config, or a ValueError saying which constraint fails."""
     for name, v in (("bm", bm), ("bn", bn), ("bk", bk), ("tm", tm), ("tn", tn)):
-        if not isinstance(v, int) or v < 1:
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"matmul_flagship: {name} must be a positive int, got {v!r}")
+    if not isinstance(vec, bool):
+        raise ValueError(f"matmul_flagship: vec must be True or False, got {vec!r}")
     if bm % tm or bn % tn:
         raise ValueError(f"matmul_flagship: tm={tm} must divide bm={bm} and tn={tn} must divide bn={bn}")
     vm, vn = min(4, tm), min(4, tn)
@@ -107,9 +110,14 @@ def _check_config(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
     threads = (bm // tm) * (bn // tn)
     if not 1 <= threads <= 1024:
         raise ValueError(f"matmul_flagship: (bm/tm)*(bn/tn) = {threads} threads per block; must be 1..1024")
-    if (bm * bk) % threads or (bk * bn) % threads or threads % bk or threads % bn:
+    width = 4 if vec else 1
+    if vec and (bk % 4 or tm % 4 or tn % 4):
+        raise ValueError(f"matmul_flagship: vec=True needs bk, tm and tn that are multiples of 4 (16-byte groups), "
+                         f"got bk={bk}, tm={tm}, tn={tn}")
+    if (bm * bk // width) % threads or (bk * bn // width) % threads or threads % (bk // width) \
+            or threads % (bn // width):
         raise ValueError(f"matmul_flagship: the {bm}x{bk} and {bk}x{bn} tiles must split evenly over {threads} threads "
-                         "(and bk and bn must divide the thread count)")
+                         f"in groups of {width} (and bk/{width} and bn/{width} must divide the thread count)")
     if bk % 2:
         raise ValueError(f"matmul_flagship: bk={bk} must be even (the k-steps go in pairs: fragments double-buffered)")
     if 2 * bk * ((bm + 4) + bn) * 4 > 48 * 1024:
@@ -122,10 +130,39 @@ def _min_blocks(nt: int, tm: int, tn: int) -> int | None:
     return 512 // nt if nt >= 256 and tm * tn <= 64 else None
 
 
+def vec_ready(*arrays) -> bool:
+    """True when ``matmul_flagship(vec=True)`` may run on these matrices: every one C-contiguous float32 with a
+    16-byte aligned data pointer and a row length that is a multiple of 4 (so each 4-float group is one aligned
+    16-byte access)."""
+    for a in arrays:
+        cai = getattr(a, "__cuda_array_interface__", None)
+        if cai is not None:
+            ptr = cai["data"][0]
+        elif hasattr(a, "ctypes"):
+            ptr = a.ctypes.data
+        else:
+            return False
+        if ptr % 16 or a.ndim != 2 or int(a.shape[1]) % 4:
+            return False
+    return True
+
+
 @specialize
-def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: int = 8):
-    """The flagship kernel for one tile configuration; launch with ``flagship_launch`` (1-D blocks)."""
-    nt = _check_config(bm, bn, bk, tm, tn)
+def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: int = 8, vec: bool = False,
+                    group: int = 1):
+    """The flagship kernel for one tile configuration; launch with ``flagship_launch`` (1-D blocks).
+
+    ``group`` > 1 reorders the blocks: consecutive blocks walk down a band of ``group`` block rows before moving one
+    block column right, so the blocks resident together share their B columns and A rows in L2 (Triton's
+    ``GROUP_SIZE_M``). The grid is the same; only which tile a block computes changes.
+
+    ``vec=True`` moves global memory in 16-byte groups (``numbakern.vector_io``): the A and B tiles' loads, the B
+    tile's shared store and the output's store. It needs ``vec_ready(m, n, out)``: k and w multiples of 4 and
+    16-byte aligned matrices (``matmul_fast`` checks and falls back to ``vec=False``, which takes any shape).
+    """
+    nt = _check_config(bm, bn, bk, tm, tn, vec)
+    if not isinstance(group, int) or isinstance(group, bool) or group < 1:
+        raise ValueError(f"matmul_flagship: group must be a positive int, got {group!r}")
     tx_count = bn // tn  # threads along a row of the block tile
     ty_count = bm // tm
     wx, wy = _warp_layout(tx_count, ty_count)  # a warp is a wy x wx patch of the thread grid
@@ -135,13 +172,19 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
     vn = min(4, tn)
     gm = bm // (tm // vm)  # distance between a thread's groups of rows
     gn = bn // (tn // vn)
-    la = (bm * bk) // nt  # elements of the A tile each thread loads
-    lb = (bk * bn) // nt
+    vw = 4 if vec else 1  # elements per global access: one 16-byte group, or one float
+    a_tpr = bk // vw  # threads loading one row of the A tile
+    a_rstep = nt // a_tpr  # rows of the A tile that one pass of all threads loads
+    la = bm // a_rstep  # groups of the A tile each thread loads
+    b_tpr = bn // vw
+    b_rstep = nt // b_tpr
+    lb = bk // b_rstep
+    la_n = la * vw  # (a local array's shape must be a constant, not an expression)
+    lb_n = lb * vw
     pa = bm + 4 if bm % 32 == 0 else bm  # padded row of the transposed A tile: no bank conflicts on the store
-    la_step = nt // bk  # rows of the A tile that one pass of all threads loads
-    lb_step = nt // bn
-    tmn = tm * tn  # (a local array's shape must be a constant, not an expression)
+    tmn = tm * tn
     nk2 = bk // 2  # k-steps go in pairs (two register fragments)
+    tn_groups = tn // vn
     # launch_bounds(256, 2): at most 128 registers, so two 256-thread blocks share a multiprocessor (without the 2,
     # ptxas spends 147 registers on the double-buffered fragments of an 8x8 tile and only one block fits). Smaller
     # blocks, and per-thread tiles larger than 8x8 (128 accumulators alone), are left uncapped: they would spill.
@@ -156,12 +199,20 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
         # wraparound select) and the constant folds into the load's immediate offset.
         a_base = u32((wq // warps_x * wy + lq // wx) * vm)  # first of this thread's rows in the block tile
         b_base = u32((wq % warps_x * wx + lq % wx) * vn)  # first of its columns
-        la_r = u32(tid // bk)  # the A-tile element this thread loads: row la_r + i * la_step, column la_c
-        la_c = u32(tid % bk)
-        lb_r = u32(tid // bn)  # the B-tile element: row lb_r + i * lb_step, column lb_c
-        lb_c = u32(tid % bn)
-        row0 = cuda.blockIdx.y * bm
-        col0 = cuda.blockIdx.x * bn
+        ar = u32(tid // a_tpr)  # the A-tile group this thread loads: rows ar + i * a_rstep, columns ac..ac+vw-1
+        ac = u32(tid % a_tpr * vw)
+        br = u32(tid // b_tpr)  # the B-tile group: rows br + i * b_rstep, columns bc..bc+vw-1
+        bc = u32(tid % b_tpr * vw)
+        if group > 1:  # the block's tile in grouped order: down a band of `group` block rows, then right
+            lin = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x
+            band = group * cuda.gridDim.x
+            first = lin // band * group
+            rows = min(cuda.gridDim.y - first, group)
+            row0 = (first + lin % band % rows) * bm
+            col0 = lin % band // rows * bn
+        else:
+            row0 = cuda.blockIdx.y * bm
+            col0 = cuda.blockIdx.x * bn
         h = m.shape[0]
         k = m.shape[1]
         w = n.shape[1]
@@ -173,93 +224,95 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
         b_f0 = cuda.local.array(tn, dtype=np.float32)
         a_f1 = cuda.local.array(tm, dtype=np.float32)  # and of the odd one
         b_f1 = cuda.local.array(tn, dtype=np.float32)
-        a_ld = cuda.local.array(la, dtype=np.float32)
-        b_ld = cuda.local.array(lb, dtype=np.float32)
+        a_ld = cuda.local.array(la_n, dtype=np.float32)
+        b_ld = cuda.local.array(lb_n, dtype=np.float32)
         for i in range(tmn):
             acc[i] = np.float32(0.0)
 
         ntiles = (k + bk - 1) // bk
-        # k-tile 0: global -> registers -> shared buffer 0
-        for i in range(la):
-            gr = row0 + la_r + i * la_step
-            if gr < h and la_c < k:
-                a_ld[i] = m[u32(gr), la_c]
-            else:
-                a_ld[i] = np.float32(0.0)
-        for i in range(lb):
-            gc = col0 + lb_c
-            if lb_r + i * lb_step < k and gc < w:
-                b_ld[i] = n[lb_r + i * lb_step, u32(gc)]
-            else:
-                b_ld[i] = np.float32(0.0)
-        for i in range(la):
-            a_s[0, la_c, la_r + i * la_step] = a_ld[i]
-        for i in range(lb):
-            b_s[0, lb_r + i * lb_step, lb_c] = b_ld[i]
-        cuda.syncthreads()
-
-        for t in range(ntiles):
+        # Iteration t multiplies k-tile t (from shared buffer t & 1) while the next tile travels global ->
+        # registers -> the other buffer; iteration -1 only brings in tile 0.
+        for t in range(-1, ntiles):
             cur = t & 1
             k_next = (t + 1) * bk
             more = t + 1 < ntiles
             if more:  # issue the next tile's global loads before the math, so they are in flight during it
                 for i in range(la):
-                    gr = row0 + la_r + i * la_step
-                    gk = k_next + la_c
-                    if gr < h and gk < k:
-                        a_ld[i] = m[u32(gr), u32(gk)]
+                    gr = row0 + ar + i * a_rstep
+                    gk = k_next + ac
+                    if gr < h and gk < k:  # (vec: k % 4 == 0, so the whole group is inside)
+                        if vec:
+                            vload4(m, (u32(gr), u32(gk)), a_ld, i * vw)
+                        else:
+                            a_ld[i] = m[u32(gr), u32(gk)]
                     else:
-                        a_ld[i] = np.float32(0.0)
+                        for q in range(vw):
+                            a_ld[i * vw + q] = np.float32(0.0)
                 for i in range(lb):
-                    gk = k_next + lb_r + i * lb_step
-                    gc = col0 + lb_c
+                    gk = k_next + br + i * b_rstep
+                    gc = col0 + bc
                     if gk < k and gc < w:
-                        b_ld[i] = n[u32(gk), u32(gc)]
+                        if vec:
+                            vload4(n, (u32(gk), u32(gc)), b_ld, i * vw)
+                        else:
+                            b_ld[i] = n[u32(gk), u32(gc)]
                     else:
-                        b_ld[i] = np.float32(0.0)
-            # Fragments double-buffered in registers: step kk+1's shared loads are in flight during step kk's
-            # multiply-adds. NVVM does not unroll this loop (its body is too large), so the two steps are spelled out.
-            for i in range(tm):
-                a_f0[i] = a_s[cur, 0, a_base + ((i // vm) * gm + i % vm)]
-            for j in range(tn):
-                b_f0[j] = b_s[cur, 0, b_base + ((j // vn) * gn + j % vn)]
-            for k2 in range(u32(nk2)):  # an unsigned counter: no wraparound select, no masking
-                kk = k2 * u32(2)
+                        for q in range(vw):
+                            b_ld[i * vw + q] = np.float32(0.0)
+            if t >= 0:
+                # Fragments double-buffered in registers: step kk+1's shared loads are in flight during step kk's
+                # multiply-adds. NVVM does not unroll this loop (its body is too large), so two steps are spelled out.
                 for i in range(tm):
-                    a_f1[i] = a_s[cur, kk + 1, a_base + ((i // vm) * gm + i % vm)]
+                    a_f0[i] = a_s[cur, 0, a_base + ((i // vm) * gm + i % vm)]
                 for j in range(tn):
-                    b_f1[j] = b_s[cur, kk + 1, b_base + ((j // vn) * gn + j % vn)]
-                for i in range(tm):
-                    for j in range(tn):
-                        acc[i * tn + j] += a_f0[i] * b_f0[j]
-                if kk + 2 < bk:
+                    b_f0[j] = b_s[cur, 0, b_base + ((j // vn) * gn + j % vn)]
+                for k2 in range(u32(nk2)):  # an unsigned counter: no wraparound select, no masking
+                    kk = k2 * u32(2)
                     for i in range(tm):
-                        a_f0[i] = a_s[cur, kk + 2, a_base + ((i // vm) * gm + i % vm)]
+                        a_f1[i] = a_s[cur, kk + 1, a_base + ((i // vm) * gm + i % vm)]
                     for j in range(tn):
-                        b_f0[j] = b_s[cur, kk + 2, b_base + ((j // vn) * gn + j % vn)]
-                for i in range(tm):
-                    for j in range(tn):
-                        acc[i * tn + j] += a_f1[i] * b_f1[j]
+                        b_f1[j] = b_s[cur, kk + 1, b_base + ((j // vn) * gn + j % vn)]
+                    for i in range(tm):
+                        for j in range(tn):
+                            acc[i * tn + j] += a_f0[i] * b_f0[j]
+                    if kk + 2 < bk:
+                        for i in range(tm):
+                            a_f0[i] = a_s[cur, kk + 2, a_base + ((i // vm) * gm + i % vm)]
+                        for j in range(tn):
+                            b_f0[j] = b_s[cur, kk + 2, b_base + ((j // vn) * gn + j % vn)]
+                    for i in range(tm):
+                        for j in range(tn):
+                            acc[i * tn + j] += a_f1[i] * b_f1[j]
             if more:
                 nxt = cur ^ 1
-                for i in range(la):
-                    a_s[nxt, la_c, la_r + i * la_step] = a_ld[i]
+                for i in range(la):  # A is stored transposed (k-major): element by element
+                    for q in range(vw):
+                        a_s[nxt, ac + q, ar + i * a_rstep] = a_ld[i * vw + q]
                 for i in range(lb):
-                    b_s[nxt, lb_r + i * lb_step, lb_c] = b_ld[i]
+                    if vec:
+                        vstore4(b_s, (u32(nxt), br + i * b_rstep, bc), b_ld, i * vw)
+                    else:
+                        b_s[nxt, br + i * b_rstep, bc] = b_ld[i]
             cuda.syncthreads()
 
         for i in range(tm):
             r = row0 + a_base + ((i // vm) * gm + i % vm)
             if r < h:
-                for j in range(tn):
-                    c = col0 + b_base + ((j // vn) * gn + j % vn)
-                    if c < w:
-                        out[u32(r), u32(c)] = acc[i * tn + j]
+                for g in range(tn_groups):
+                    c = col0 + b_base + g * gn
+                    if vec:
+                        if c < w:  # (w % 4 == 0: the whole group is inside)
+                            vstore4(out, (u32(r), u32(c)), acc, i * tn + g * vn)
+                    else:
+                        for q in range(vn):
+                            if c + q < w:
+                                out[u32(r), u32(c + q)] = acc[i * tn + g * vn + q]
 
     return matmul_flagship
 
 def flagship_threads(config: dict) -> int:
-    return _check_config(config["bm"], config["bn"], config["bk"], config["tm"], config["tn"])
+    return _check_config(config["bm"], config["bn"], config["bk"], config["tm"], config["tn"],
+                         config.get("vec", False))
 
 
 def flagship_launch(config: dict, h: int, w: int) -> LaunchConfig:
@@ -271,9 +324,9 @@ def flagship_launch(config: dict, h: int, w: int) -> LaunchConfig:
 #: the default configuration (the classic 128x128 block tile, 8x8 per thread, 256 threads)
 DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8}
 
-#: the autotuner's candidates on a GPU (all fit 48 KiB of static shared memory). The two 16x8 / 8x16 ones (128
-#: accumulators, ~200-220 registers, one 256-thread block per multiprocessor, no spills) beat the default by 1-4% in
-#: Numba from 2048^3 up (docs/perf/flagship_variants_h200.log); their CUDA C does not, so the default stays 8x8.
+#: the autotuner's candidates on a GPU for any shape (scalar global loads; all fit 48 KiB of static shared memory).
+#: The two 16x8 / 8x16 ones (128 accumulators, ~200-220 registers, one 256-thread block per multiprocessor, no
+#: spills) beat the default by 1-4% in Numba from 2048^3 up (docs/perf/flagship_variants_h200.log).
 CONFIGS = (
     DEFAULT_CONFIG,
     {"bm": 256, "bn": 128, "bk": 8, "tm": 16, "tn": 8},
@@ -285,26 +338,49 @@ CONFIGS = (
     {"bm": 64, "bn": 64, "bk": 8, "tm": 4, "tn": 4},
 )
 
-#: a small configuration for the simulator (64 threads, 2x2 per thread, tiles that 33x70x45 does not divide)
+#: the default when the matrices allow 16-byte accesses (``vec_ready``): 128x128 tiles, k-tiles of 16, 8x8 per
+#: thread (docs/perf/vec4_h200.log: 78% of cuBLAS at 4096^3 in Numba, against 68% for DEFAULT_CONFIG). Grouped
+#: block order (group 8) is within 0.5% of it in Numba, so it is left to the autotuner.
+VEC_DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 8, "vec": True}
+
+#: the autotuner's candidates for 16-byte-ready matrices
+VEC_CONFIGS = (
+    VEC_DEFAULT_CONFIG,
+    {**VEC_DEFAULT_CONFIG, "group": 8},
+    {"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8, "vec": True},
+    {"bm": 256, "bn": 128, "bk": 8, "tm": 16, "tn": 8, "vec": True},
+    {"bm": 128, "bn": 64, "bk": 16, "tm": 8, "tn": 8, "vec": True},
+    {"bm": 64, "bn": 128, "bk": 16, "tm": 8, "tn": 8, "vec": True},
+    {"bm": 64, "bn": 64, "bk": 16, "tm": 4, "tn": 4, "vec": True},
+)
+
+#: small configurations for the simulator (64 threads; tiles that 33x70x45 and 33x20x44 do not divide)
 SIM_CONFIG = {"bm": 16, "bn": 16, "bk": 4, "tm": 2, "tn": 2}
+SIM_VEC_CONFIG = {"bm": 32, "bn": 32, "bk": 8, "tm": 4, "tn": 4, "vec": True}
 
 
 def _matmul_key(a, b, out) -> tuple[int, int, int]:
     return (int(a.shape[0]), int(a.shape[1]), int(b.shape[1]))
 
 
-autotuner = Autotuner(
-    "matmul_flagship",
-    matmul_flagship,
-    configs=CONFIGS,
-    key=_matmul_key,
-    launch=lambda config, a, b, out: flagship_launch(config, int(a.shape[0]), int(b.shape[1])),
-    sim_config=SIM_CONFIG,
-)
+def _launch(config, a, b, out):
+    return flagship_launch(config, int(a.shape[0]), int(b.shape[1]))
+
+
+autotuner = Autotuner("matmul_flagship", matmul_flagship, configs=CONFIGS, key=_matmul_key, launch=_launch,
+                      sim_config=SIM_CONFIG)
+#: tunes only over vec=True configs; ``matmul_fast`` uses it when ``vec_ready(a, b, out)``
+vec_autotuner = Autotuner("matmul_flagship_vec", matmul_flagship, configs=VEC_CONFIGS, key=_matmul_key,
+                          launch=_launch, sim_config=SIM_VEC_CONFIG)
 
 
 def matmul_fast(a, b, out=None, *, config: dict | None = None):
     """``a @ b`` for float32 matrices with the flagship kernel (autotuned per device and shape class).
+
+    Like Triton, which specializes a kernel on pointer alignment and on sizes divisible by 16, the kernel is picked
+    by what the matrices allow: 16-byte aligned, with k and w multiples of 4 (``vec_ready``), the 16-byte-access
+    ``vec=True`` configs; any other shape, the scalar ones. An explicit ``config`` with ``vec=True`` on matrices
+    that are not ``vec_ready`` is a ValueError.
 
     Same conventions as ``numbakern.kernels.matmul.matmul``: torch tensors, CuPy arrays or numpy arrays in (numpy
     or CPU tensors under the simulator), the product out, of the same kind on the same device.
@@ -313,8 +389,12 @@ def matmul_fast(a, b, out=None, *, config: dict | None = None):
     args = (to_kernel_arg(a), to_kernel_arg(b), to_kernel_arg(out))
     if h == 0 or w == 0:
         return out
+    vec = vec_ready(*args)
+    if config is not None and config.get("vec", False) and not vec:
+        raise ValueError("matmul_fast: config has vec=True, but the matrices are not 16-byte ready (k and w must be "
+                         "multiples of 4 and every matrix 16-byte aligned and C-contiguous); pass a config without vec")
     if config is None:
-        autotuner(*args)
+        (vec_autotuner if vec else autotuner)(*args)
     else:
         cfg = flagship_launch(config, h, w)
         matmul_flagship(**config)[cfg.grid, cfg.block](*args)
@@ -340,10 +420,25 @@ FLAGSHIP_BENCH_SIZES = (*BENCH_SIZES, {"h": 1024, "k": 1024, "w": 1024}, {"h": 2
                         {"h": 8192, "k": 8192, "w": 8192})
 
 
-def registered_flagship_config() -> dict:
-    """The config the registered spec uses: the small one under the simulator, the default on a GPU."""
+#: the vec=True kernel's sizes: k and w multiples of 4 (its precondition), non-multiples of every tile size otherwise
+VEC_TEST_SIZES = ({"h": 33, "k": 20, "w": 44}, {"h": 1, "k": 4, "w": 4}, {"h": 17, "k": 12, "w": 36})
+VEC_VERIFY_SIZES = (
+    {"h": 1, "k": 4, "w": 4},
+    {"h": 33, "k": 68, "w": 44},
+    {"h": 127, "k": 132, "w": 260},
+    {"h": 256, "k": 256, "w": 256},
+    {"h": 7, "k": 1020, "w": 4},
+    {"h": 129, "k": 12, "w": 132},
+    {"h": 509, "k": 264, "w": 384},
+)
+
+
+def registered_flagship_config(vec: bool = False) -> dict:
+    """The config a registered spec uses: the small one under the simulator, the default on a GPU."""
     from .. import mode
 
+    if vec:
+        return dict(SIM_VEC_CONFIG if mode.in_simulator() else VEC_DEFAULT_CONFIG)
     return dict(SIM_CONFIG if mode.in_simulator() else DEFAULT_CONFIG)
 
 
@@ -351,6 +446,10 @@ def _flagship_case(size, rng, dist="uniform", config=None):
     config = registered_flagship_config() if config is None else config
     m, n, out = _matmul_inputs(size, rng, dist)
     return Case((m, n, out), flagship_launch(config, size["h"], size["w"]), dict(size))
+
+
+def _flagship_vec_case(size, rng, dist="uniform"):
+    return _flagship_case(size, rng, dist, registered_flagship_config(vec=True))
 
 
 TILED_FAST_TW = 16
@@ -392,5 +491,19 @@ register(KernelSpec(
     verify_sizes=VERIFY_SIZES,
     bench_sizes=FLAGSHIP_BENCH_SIZES,
     description="block tiles in double-buffered shared memory, a register tile per thread, compile-time tile sizes",
+    **_common,
+))
+
+register(KernelSpec(
+    name="matmul_flagship_vec",
+    kernel=matmul_flagship(**registered_flagship_config(vec=True)),
+    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
+    make_case=_flagship_vec_case,
+    constants=registered_flagship_config(vec=True),
+    test_sizes=VEC_TEST_SIZES,
+    verify_sizes=VEC_VERIFY_SIZES,
+    bench_sizes=FLAGSHIP_BENCH_SIZES,
+    description="the flagship with 16-byte global loads and stores (vector_io); k and w must be multiples of 4",
+    size_multiples={"k": 4, "w": 4},
     **_common,
 ))

@@ -24,6 +24,7 @@ from .config import (
 )
 from .errors import (
     BarrierDivergenceError,
+    MisalignedAccessError,
     OutOfBoundsError,
     RaceError,
     SimulationError,
@@ -36,6 +37,7 @@ __all__ = [
     "ENGINE_ENV",
     "SHUFFLE_ENV",
     "BarrierDivergenceError",
+    "MisalignedAccessError",
     "OutOfBoundsError",
     "RaceError",
     "Settings",

@@ -22,6 +22,10 @@ class OutOfBoundsError(SimulationError, IndexError):
     """An index past the end of an array, or a negative one (out of bounds in CUDA C)."""
 
 
+class MisalignedAccessError(SimulationError):
+    """A 16-byte access (``numbakern.vector_io``) at an element whose offset is not a multiple of 4 floats."""
+
+
 class BarrierDivergenceError(SimulationError):
     """Threads of one block (or lanes of one warp) wait at different barriers, or some wait while others exited."""
 

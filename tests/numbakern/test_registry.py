@@ -24,7 +24,9 @@ def test_specs_are_consistent(spec):
     assert set(spec.accumulates) <= set(spec.outputs)
     assert spec.signatures and all(sig.startswith("void(") for sig in spec.signatures)
     sizes = spec.verify_sizes
-    assert any(all(v == 1 for v in s.values()) for s in sizes), "verification must include the size-1 case"
+    smallest = spec.smallest_size(sizes[0])
+    assert smallest in list(sizes), f"verification must include the smallest size the kernel accepts, {smallest}"
+    assert all(spec.accepts(s) for s in (*sizes, *spec.test_sizes, *spec.bench_sizes)), "sizes break size_multiples"
     for dist in DISTRIBUTIONS:
         case = spec.make_case(spec.test_sizes[0], np.random.default_rng(), dist)
         assert len(case.args) == len(args)

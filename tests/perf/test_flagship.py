@@ -45,6 +45,65 @@ def test_flagship_matches_float64(config, shape):
     _check(out, m, n)
 
 
+#: small vec=True configs: 16-byte groups, with and without grouped block order
+SMALL_VEC_CONFIGS = [mf.SIM_VEC_CONFIG, {**mf.SIM_VEC_CONFIG, "group": 2}, {**mf.SIM_CONFIG, "group": 3}]
+#: k and w multiples of 4 (vec's precondition), h and the rest non-multiples of every tile size
+VEC_SHAPES = [(33, 20, 44), (1, 4, 4), (70, 12, 36), (9, 44, 4)]
+
+
+@pytest.mark.parametrize("config", SMALL_VEC_CONFIGS, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+@pytest.mark.parametrize("shape", VEC_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_flagship_vec_and_grouped_order_match_float64(config, shape):
+    if not mode.in_simulator() and config is not mf.SIM_VEC_CONFIG:
+        pytest.skip("the small configs are for the simulator")
+    rng = np.random.default_rng()
+    m, n = _inputs(rng, *shape)
+    out = np.full((shape[0], shape[2]), np.nan, dtype=np.float32)
+    cfg = mf.flagship_launch(config, shape[0], shape[2])
+    if mode.in_simulator():
+        mf.matmul_flagship(**config)[cfg.grid, cfg.block](m, n, out)
+    else:
+        from numba import cuda
+
+        d = [cuda.to_device(x) for x in (m, n, out)]
+        mf.matmul_flagship(**config)[cfg.grid, cfg.block](*d)
+        out = d[2].copy_to_host()
+    _check(out, m, n)
+
+
+@pytest.mark.sim
+def test_flagship_vec_on_a_row_length_not_multiple_of_4_is_caught_by_the_simulator():
+    from numbakern.sim import MisalignedAccessError, OutOfBoundsError
+
+    m, n = _inputs(np.random.default_rng(), 8, 6, 8)
+    out = np.zeros((8, 8), np.float32)
+    cfg = mf.flagship_launch(mf.SIM_VEC_CONFIG, 8, 8)
+    # k = 6: the group at column 4 runs past the row's end, the one starting row 1 is misaligned: whichever
+    # thread gets there first, the launch fails instead of reading a neighbour's elements
+    with pytest.raises((MisalignedAccessError, OutOfBoundsError)):
+        mf.matmul_flagship(**mf.SIM_VEC_CONFIG)[cfg.grid, cfg.block](m, n, out)
+
+
+def test_vec_ready():
+    a = np.zeros((5, 8), np.float32)
+    assert mf.vec_ready(a, np.zeros((8, 12), np.float32))
+    assert not mf.vec_ready(a, np.zeros((8, 10), np.float32))  # a row of 10 floats
+    buf = np.zeros(64, np.float32)
+    assert not mf.vec_ready(buf[1:33].reshape(4, 8))  # data pointer 4 bytes past an aligned one
+
+
+@pytest.mark.sim
+def test_matmul_fast_picks_vec_only_when_ready():
+    rng = np.random.default_rng()
+    m, n = _inputs(rng, 21, 12, 20)
+    assert mf.vec_autotuner.select(m, n, np.empty((21, 20), np.float32)) == mf.SIM_VEC_CONFIG
+    _check(mf.matmul_fast(m, n), m, n)
+    m2, n2 = _inputs(rng, 21, 13, 20)
+    _check(mf.matmul_fast(m2, n2), m2, n2)  # k = 13: the scalar kernel
+    with pytest.raises(ValueError, match="config has vec=True, but the matrices are not 16-byte ready"):
+        mf.matmul_fast(m2, n2, config=mf.SIM_VEC_CONFIG)
+
+
 @pytest.mark.sim
 def test_matmul_fast_api_uses_default_config_in_simulator():
     rng = np.random.default_rng()
@@ -75,6 +134,9 @@ def test_matmul_fast_rejects_bad_arguments():
     ({"bm": 256, "bn": 256, "bk": 8, "tm": 4, "tn": 4}, "threads per block"),
     ({"bm": 128, "bn": 128, "bk": 64, "tm": 8, "tn": 8}, "48 KiB"),
     ({"bm": 0, "bn": 128, "bk": 8, "tm": 8, "tn": 8}, "positive int"),
+    ({"bm": 128, "bn": 128, "bk": 6, "tm": 8, "tn": 8, "vec": True}, "multiples of 4"),
+    ({"bm": 16, "bn": 16, "bk": 4, "tm": 2, "tn": 2, "vec": True}, "multiples of 4"),
+    ({"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8, "vec": 1}, "vec must be True or False"),
 ])
 def test_flagship_config_validation(bad, match):
     with pytest.raises(ValueError, match=match):
@@ -82,7 +144,7 @@ def test_flagship_config_validation(bad, match):
 
 
 def test_every_autotune_candidate_is_valid():
-    for config in (*mf.CONFIGS, mf.SIM_CONFIG):
+    for config in (*mf.CONFIGS, *mf.VEC_CONFIGS, mf.SIM_CONFIG, mf.SIM_VEC_CONFIG):
         nt = mf.flagship_threads(config)
         assert 64 <= nt <= 256
     cfg = mf.flagship_launch(mf.DEFAULT_CONFIG, 1000, 300)

@@ -5,6 +5,8 @@ import math
 import numpy as np
 from numba import cuda
 
+from numbakern.vector_io import vload4, vstore4
+
 SCALE = 2.5
 N_ITEMS = 4
 
@@ -131,3 +133,26 @@ def bad_mixed_types(out, n):
     if n > 0:
         x = 2.5
     out[0] = x
+
+
+WIDE = True
+
+
+@cuda.jit
+def vector_io(src, out):
+    # 16-byte accesses (numbakern.vector_io), an aligned shared tile, a constant branch numba prunes, a mask
+    t = cuda.threadIdx.x
+    regs = cuda.local.array(8, np.float32)
+    tile = cuda.shared.array((2, 16), np.float32, alignment=16)
+    r = cuda.blockIdx.x - 1  # may be negative
+    par = r & 1  # ... but a non-negative mask clears the sign bit: no wraparound below
+    if WIDE:
+        vload4(src, (t, 4), regs, 0)
+        vload4(src, (t, 0), regs, 4)
+    else:
+        lost = src[t, 0]
+        regs[0] = lost
+    vstore4(tile, (par, t * 4), regs, 4)
+    cuda.syncthreads()
+    vstore4(out, (t, 0), regs, 0)
+    out[t, 4] = tile[par, 0]

@@ -74,6 +74,17 @@ CASES = {
         "a = a_new;",
         "b = b_new;",
     ]),
+    "vector_io": ("void(float32[:, ::1], float32[:, ::1])", [
+        "const float* src, int64_t src_shape0, int64_t src_shape1,",   # vload4 only reads its array
+        "__shared__ __align__(16) float tile[2][16];",
+        "int64_t par = r & 1;",
+        "const float4 nk_v = *reinterpret_cast<const float4 *>(&src[t * src_shape1 + 4]);",
+        "regs[0] = nk_v.x; regs[1] = nk_v.y; regs[2] = nk_v.z; regs[3] = nk_v.w;",
+        "regs[4] = nk_v.x; regs[5] = nk_v.y; regs[6] = nk_v.z; regs[7] = nk_v.w;",
+        "*reinterpret_cast<float4 *>(&tile[par][(int64_t)t * 4]) = make_float4(regs[4], regs[5], regs[6], regs[7]);",
+        "*reinterpret_cast<float4 *>(&out[t * out_shape1 + 0]) = make_float4(regs[0], regs[1], regs[2], regs[3]);",
+        "out[t * out_shape1 + 4] = tile[par][0];",
+    ]),
 }
 
 
@@ -116,3 +127,37 @@ def test_specialized_kernel_is_a_template_with_instantiations():
     assert "template __global__ void matmul_tiled_static<16>(" in r.code
     symbols = [l["symbol"] for l in r.entry["launchers"]]
     assert symbols == ["launch_matmul_tiled_static_tw8", "launch_matmul_tiled_static_tw16"]
+
+
+def test_constant_branches_are_pruned_like_numba():
+    r = translate_kernel(f"{KERNELS}:vector_io", signature="void(float32[:, ::1], float32[:, ::1])", write=False)
+    assert "lost" not in r.code and "if (WIDE)" not in r.code  # numba leaves the dead branch untyped
+    assert "nk_wrap" not in r.code
+
+
+def test_vector_access_used_as_a_value_is_a_located_error(tmp_path):
+    from translate.errors import TranslationError
+
+    src = tmp_path / "k.py"
+    src.write_text(
+        "import numpy as np\nfrom numba import cuda\nfrom numbakern.vector_io import vload4\n\n"
+        "@cuda.jit\ndef k(a, out):\n    regs = cuda.local.array(4, np.float32)\n"
+        "    x = vload4(a, (0, 0), regs, 0)\n    out[0, 0] = regs[0]\n")
+    with pytest.raises(TranslationError) as e:
+        translate_kernel(f"{src}:k", signature="void(float32[:, ::1], float32[:, ::1])", write=False)
+    assert "k.py:8" in str(e.value)
+
+
+def test_derived_constants_that_differ_between_instantiations_are_refused():
+    from translate.errors import TranslationError
+
+    with pytest.raises(TranslationError, match="derived by the factory"):
+        translate_kernel("matmul_flagship_vec", constants={"bk": [16, 8]}, write=False)
+    # a constant branch taken by some instantiations only: numba typed one side of it for the first
+    with pytest.raises(TranslationError, match="different values in the instantiations"):
+        translate_kernel("matmul_flagship_vec", constants={"group": [1, 8]}, write=False)
+    # a parameter whose change leaves every derived constant and branch alone instantiates fine
+    r = translate_kernel("matmul_flagship_vec", constants={"group": [4, 8]}, write=False)
+    assert r.compile["ok"], r.compile["log"]
+    assert "matmul_flagship_vec<16, 128, 128, 4, 8, 8, 1>(" in r.code
+    assert "matmul_flagship_vec<16, 128, 128, 8, 8, 8, 1>(" in r.code

@@ -66,7 +66,8 @@ def generate(request: KernelRequest, **options) -> DeviceCode:
     unit = Unit(fastmath=bool(getattr(request, "fastmath", False)))
     consts = dict(request.instantiations[0]) if request.template_params else {}
     tr = FunctionTranslator(unit, request.pyfunc, request.typed, kind="kernel", name=request.name,
-                            template_consts=consts)
+                            template_consts=consts,
+                            all_template_consts=list(request.instantiations) if request.template_params else None)
     body = tr.translate()
     written = {p.name for p in request.params if p.kind == "array" and not p.const}
     for name in tr.written & {p.name for p in request.params}:

@@ -73,9 +73,16 @@ def _wrapped(tr, info: ArrayInfo, d: int, i: CExpr, inode) -> CExpr:
     return CExpr(f"nk_wrap({i.code}, {info.extents[d].code})", "int64", i.nbt, PRIMARY, True, i.pure)
 
 
-def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: ast.AST, node) -> tuple[str, ArrayInfo]:
-    """``cuda.shared.array(shape, dtype)`` / ``cuda.local.array`` -> declaration line and ArrayInfo."""
+def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: ast.AST, node,
+                   alignment: ast.AST | None = None) -> tuple[str, ArrayInfo]:
+    """``cuda.shared.array(shape, dtype[, alignment=N])`` / ``cuda.local.array`` -> declaration line and ArrayInfo."""
     key = tr.dtype_key(dtype_node, node)
+    align = ""
+    if alignment is not None:
+        value = tr.const_value(alignment)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1 or value & (value - 1):
+            raise tr.src.error(alignment, "alignment must be a compile-time power of two (bytes)", hint="alignment=16")
+        align = f"__align__({value}) "
     ctype = c_name(key)
     dims = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
     exts = []
@@ -90,7 +97,7 @@ def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: as
     if kind == "shared" and len(exts) == 1 and exts[0].literal == 0:
         info = ArrayInfo(name, "dynamic", key, 1, None, tr.var_type(name))
         return f"extern __shared__ {ctype} {name}[];", info
-    qual = "__shared__ " if kind == "shared" else ""
+    qual = ("__shared__ " if kind == "shared" else "") + align
     decl = f"{qual}{ctype} {name}" + "".join(f"[{e.code}]" for e in exts) + ";"
     return decl, ArrayInfo(name, kind, key, len(exts), exts, tr.var_type(name))
 

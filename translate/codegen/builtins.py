@@ -45,6 +45,7 @@ ATOMICS = {cuda.atomic.add: "add", cuda.atomic.sub: "sub", cuda.atomic.max: "max
 
 _SUPPORTED_CALLS = ("cuda.grid/gridsize/syncthreads*/shfl_*_sync/ballot_sync/syncwarp/atomic.*, "
                     "cuda.shared.array/cuda.local.array (assigned to a name), math.*, min/max/abs/len, "
+                    "numbakern.vector_io.vload4/vstore4 (as statements), "
                     "int()/float()/bool()/np.float32() etc., @cuda.jit(device=True) functions")
 
 
@@ -94,6 +95,11 @@ class BuiltinsMixin:
                                  hint="tile = cuda.shared.array((16, 16), np.float32)")
         if _is_device_function(obj):
             return self.device_call(obj, node)
+        from .vectors import is_vector_access
+
+        if is_vector_access(f):
+            raise self.src.error(node, f"{obj.__name__} is a statement (it returns nothing)",
+                                 hint=f"{obj.__name__}(array, (r, c), regs, i) on a line of its own")
         name = getattr(obj, "__qualname__", None) or repr(obj)
         raise self.src.error(node, f"calling '{name}' is not supported in a kernel", hint=_SUPPORTED_CALLS)
 

@@ -55,7 +55,9 @@ def cast(e: CExpr, key: str, nbt=None) -> CExpr:
             return CExpr(float_literal(float(e.literal), f32=True), key, nbt or e.nbt, literal=e.literal, nonneg=e.nonneg)
         if key == "float64" and isinstance(e.literal, (int, float)):
             return CExpr(float_literal(float(e.literal)), key, nbt or e.nbt, literal=e.literal, nonneg=e.nonneg)
-    return CExpr(f"({c_name(key)}){paren(e, UNARY)}", key, nbt or e.nbt, UNARY, e.nonneg, e.pure, e.deps)
+    # an unsigned value is never negative: numba does not wrap an unsigned index around, and neither does the C
+    unsigned = key.startswith("uint")
+    return CExpr(f"({c_name(key)}){paren(e, UNARY)}", key, nbt or e.nbt, UNARY, e.nonneg or unsigned, e.pure, e.deps)
 
 
 def float_literal(v: float, f32: bool = False) -> str:

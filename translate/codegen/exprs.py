@@ -190,6 +190,8 @@ class ExprMixin:
         rkey = scalar_key(sig.return_type)
         akey = scalar_key(sig.args[0]) or rkey
         nonneg = left.nonneg and right.nonneg and op in ("+", "*", "//", "%", "&", "|", "^", ">>", "**")
+        if op == "&" and is_int(rkey) and (left.nonneg or right.nonneg):  # a non-negative mask clears the sign bit
+            nonneg = True
         deps = left.deps | right.deps
         pure = left.pure and right.pure
         if op == "/":

@@ -168,6 +168,8 @@ def nonneg(node, facts, static, tuple_item=False):
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd,
                                                             ast.BitOr, ast.BitXor, ast.RShift, ast.Pow)):
         a, b = nonneg(node.left, facts, static), nonneg(node.right, facts, static)
+        if isinstance(node.op, ast.BitAnd) and (a is None) != (b is None):  # a non-negative mask clears the sign bit
+            return a if a is not None else b
         return None if a is None or b is None else a | b
     if isinstance(node, ast.IfExp):
         a, b = nonneg(node.body, facts, static), nonneg(node.orelse, facts, static)

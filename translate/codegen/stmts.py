@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ast
 import inspect
+import operator
 import textwrap
 
 from numba.cuda import types
 
 from ..cnames import c_name, is_int, scalar_key
 from ..errors import SourceInfo
-from . import arrays, ranges, scope
+from . import arrays, ranges, scope, vectors
 from .builtins import BuiltinsMixin
 from .cexpr import CExpr, Static, TupleVal, cast, paren
 from .exprs import BINOPS, ExprMixin
@@ -31,7 +32,8 @@ def parse_function(pyfunc) -> tuple[ast.FunctionDef, SourceInfo]:
 
 
 class FunctionTranslator(ExprMixin, BuiltinsMixin):
-    def __init__(self, unit, pyfunc, typed, *, kind="kernel", name=None, template_consts=None):
+    def __init__(self, unit, pyfunc, typed, *, kind="kernel", name=None, template_consts=None,
+                 all_template_consts=None):
         self.unit = unit
         self.ctx = unit.ctx
         self.pyfunc = pyfunc
@@ -39,6 +41,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         self.kind = kind
         self.name = name or pyfunc.__name__
         self.template_consts = dict(template_consts or {})
+        # every instantiation's constants: a branch is pruned only where they all agree on it
+        self.all_template_consts = [dict(c) for c in (all_template_consts or [self.template_consts])]
         self.fn, self.src = parse_function(pyfunc)
         self.helpers = unit.helpers
         self.module_consts = unit.module_consts
@@ -162,6 +166,9 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         if not isinstance(node.value, ast.Call):
             raise self.src.error(node, "an expression statement that is not a call does nothing",
                                  hint="remove it or assign it")
+        if vectors.is_vector_access(self.value(node.value.func)):
+            vectors.emit_vector_access(self, node.value)
+            return
         e = self.expr(node.value)
         self.emit(f"{e.code};")
 
@@ -182,6 +189,16 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         self.emit(f"return {e.code};")
 
     def s_If(self, node, prefix="if"):
+        static = self.static_condition(node.test)
+        if static is not None:  # numba prunes a branch on a compile-time constant (and leaves it untyped): so do we
+            taken = node.body if static else node.orelse
+            if prefix == "if":
+                self.block(taken)
+            else:  # an elif chain already open: the taken branch becomes its else
+                self.emit("} else {")
+                self._nested(taken)
+                self.emit("}")
+            return
         test = self.cond(node.test)
         self.emit(f"{prefix} ({test.code}) {{")
         self._nested(node.body)
@@ -192,6 +209,40 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             self.emit("} else {")
             self._nested(orelse)
         self.emit("}")
+
+    def static_condition(self, node):
+        """True/False when ``node`` is a compile-time constant (``if vec:``, ``if group > 1:``), else None; a
+        TranslationError when it is constant but differs between the instantiations."""
+        values = set()
+        saved = self.template_consts
+        try:
+            for consts in self.all_template_consts:
+                self.template_consts = consts
+                v = self._const_truth(node)
+                if v is None:
+                    return None
+                values.add(v)
+        finally:
+            self.template_consts = saved
+        if len(values) > 1:
+            raise self.src.error(node, "this condition is a compile-time constant with different values in the "
+                                 "instantiations; numba types only the branch each one takes, so one C template "
+                                 "cannot hold both", hint="translate these configurations separately")
+        return values.pop()
+
+    def _const_truth(self, node):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            v = self._const_truth(node.operand)
+            return None if v is None else not v
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            a, b = self.const_value(node.left), self.const_value(node.comparators[0])
+            if a is None or b is None:
+                return None
+            op = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+                  ast.Eq: operator.eq, ast.NotEq: operator.ne}.get(type(node.ops[0]))
+            return None if op is None else bool(op(a, b))
+        v = self.const_value(node)
+        return None if v is None else bool(v)
 
     def _nested(self, body):
         self.depth += 1
@@ -318,12 +369,17 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             from numba import cuda
             if isinstance(f, Static) and f.obj in (cuda.shared.array, cuda.local.array):
                 kw = {k.arg: k.value for k in value_node.keywords}
+                unknown = sorted(set(kw) - {"shape", "dtype", "alignment"})
+                if unknown:
+                    raise self.src.error(value_node, f"unsupported keyword(s) {', '.join(unknown)} of a shared/local "
+                                         "array", hint="shape, dtype and alignment")
                 args = list(value_node.args) + [kw.get("shape"), kw.get("dtype")][len(value_node.args):]
                 if len(args) != 2 or None in args:
                     raise self.src.error(value_node, "shared/local arrays need a shape and a dtype",
                                          hint="cuda.shared.array((16, 16), dtype=np.float32)")
                 kind = "shared" if f.obj is cuda.shared.array else "local"
-                decl, info = arrays.declare_static(self, kind, self.cname(name), args[0], args[1], value_node)
+                decl, info = arrays.declare_static(self, kind, self.cname(name), args[0], args[1], value_node,
+                                                   alignment=kw.get("alignment"))
                 self.arrays[name] = info
                 self.emit(decl)
                 return

@@ -1,0 +1,62 @@
+"""``numbakern.vector_io`` in C: ``vload4``/``vstore4`` statements become one ``float4`` access each.
+
+    vload4(m, (r, c), regs, i)    ->  { const float4 nk_v = *reinterpret_cast<const float4 *>(&m[r * m_shape1 + c]);
+                                        regs[i] = nk_v.x; regs[i + 1] = nk_v.y; regs[i + 2] = nk_v.z; regs[i + 3] = nk_v.w; }
+    vstore4(out, (r, c), regs, i) ->  *reinterpret_cast<float4 *>(&out[r * out_shape1 + c]) =
+                                          make_float4(regs[i], regs[i + 1], regs[i + 2], regs[i + 3]);
+
+The register side stays four scalar accesses (so the local array stays in registers); the 16-byte alignment of the
+memory side is the kernel's precondition, as in Numba (``numbakern/vector_io.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .arrays import ArrayInfo, element
+from .cexpr import ADD, CExpr, Static, paren
+
+LANES = ("x", "y", "z", "w")
+_HINT = "vload4(src, (r, c), regs, i) / vstore4(dst, (r, c), regs, i) with regs a 1-D cuda.local.array"
+
+
+def _vector_functions():
+    from numbakern import vector_io
+
+    return vector_io.vload4, vector_io.vstore4
+
+
+def is_vector_access(f) -> bool:
+    return isinstance(f, Static) and any(f.obj is v for v in _vector_functions())
+
+
+def emit_vector_access(tr, call: ast.Call) -> None:
+    vload4, _ = _vector_functions()
+    obj = tr.value(call.func).obj
+    what = "vload4" if obj is vload4 else "vstore4"
+    if len(call.args) != 4 or call.keywords:
+        raise tr.src.error(call, f"{what} takes four arguments by position", hint=_HINT)
+    mem_node, index_node, regs_node, at_node = call.args
+    mem, regs = tr.value(mem_node), tr.value(regs_node)
+    if not isinstance(mem, ArrayInfo) or mem.key != "float32":
+        raise tr.src.error(mem_node, f"{what}: the first argument must be a float32 array", hint=_HINT)
+    if not isinstance(regs, ArrayInfo) or regs.kind != "local" or regs.ndim != 1:
+        raise tr.src.error(regs_node, f"{what}: the register argument must be a 1-D cuda.local.array", hint=_HINT)
+    at = tr.expr(at_node)
+    slots = [_slot(regs, at, q) for q in range(len(LANES))]
+    address = f"&{element(tr, mem, index_node, call).code}"
+    if what == "vload4":
+        tr.mark_written(regs.name)
+        tr.emit("{")
+        tr.emit(f"    const float4 nk_v = *reinterpret_cast<const float4 *>({address});")
+        tr.emit("    " + " ".join(f"{s} = nk_v.{lane};" for s, lane in zip(slots, LANES)))
+        tr.emit("}")
+    else:
+        tr.mark_written(mem.name)
+        tr.emit(f"*reinterpret_cast<float4 *>({address}) = make_float4({', '.join(slots)});")
+
+
+def _slot(regs: ArrayInfo, at: CExpr, q: int) -> str:
+    if at.literal is not None:
+        return f"{regs.name}[{at.literal + q}]"
+    return f"{regs.name}[{at.code}]" if q == 0 else f"{regs.name}[{paren(at, ADD)} + {q}]"
