@@ -43,6 +43,32 @@ __device__ __forceinline__ float nk_floordiv(float x, float y) {
     return 0.0f * x / y;
 }
 
+// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 (ints), NaN (floats)
+__device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
+    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
+    int64_t r = x % y;
+    return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
+}
+__device__ __forceinline__ uint64_t nk_floormod(uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; }
+__device__ __forceinline__ double nk_floormod(double x, double y) {
+    if (y == 0.0) return fmod(x, y);
+    double mod = fmod(x, y);
+    if (mod != 0.0) { if ((y < 0.0) != (mod < 0.0)) mod += y; }
+    else mod = (y < 0.0) ? -0.0 : 0.0;
+    return mod;
+}
+__device__ __forceinline__ float nk_floormod(float x, float y) {
+    if (y == 0.0f) return fmodf(x, y);
+    float mod = fmodf(x, y);
+    if (mod != 0.0f) { if ((y < 0.0f) != (mod < 0.0f)) mod += y; }
+    else mod = (y < 0.0f) ? -0.0f : 0.0f;
+    return mod;
+}
+
+// Python's min/max: the first argument unless the second is strictly smaller / larger
+template <typename T> __device__ __forceinline__ T nk_min(T a, T b) { return b < a ? b : a; }
+template <typename T> __device__ __forceinline__ T nk_max(T a, T b) { return b > a ? b : a; }
+
 constexpr int64_t a_rstep = 64;
 constexpr int64_t a_tpr = 4;
 constexpr int64_t b_rstep = 8;
@@ -65,7 +91,7 @@ constexpr int64_t wx = 8;
 constexpr int64_t wxy = 32;
 constexpr int64_t wy = 4;
 
-template <int bk, int bm, int bn, int tm, int tn, int vec>
+template <int bk, int bm, int bn, int group, int tm, int tn, int vec>
 __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
     const float* m, int64_t m_shape0, int64_t m_shape1,
     const float* n, int64_t n_shape0, int64_t n_shape1,
@@ -82,8 +108,12 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
     uint32_t bc = (uint32_t)(tid % b_tpr * vw);
     int64_t col0;
     int64_t row0;
-    row0 = (int64_t)blockIdx.y * bm;
-    col0 = (int64_t)blockIdx.x * bn;
+    int64_t lin = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
+    int64_t band = (int64_t)group * gridDim.x;
+    int64_t first = nk_floordiv(lin, band) * group;
+    int64_t rows = nk_min(gridDim.y - first, (int64_t)group);
+    row0 = (first + nk_floormod(nk_floormod(lin, band), rows)) * bm;
+    col0 = nk_floordiv(nk_floormod(lin, band), rows) * bn;
     int64_t h = m_shape0;
     int64_t k = m_shape1;
     int64_t w = n_shape1;
@@ -196,10 +226,10 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
     }
 }
 
-template __global__ void matmul_flagship_vec<16, 128, 128, 8, 8, 1>(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t);
+template __global__ void matmul_flagship_vec<16, 128, 128, 8, 8, 8, 1>(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t);
 
 #ifndef __CUDACC_RTC__
-extern "C" cudaError_t launch_matmul_flagship_vec_bk16_bm128_bn128_tm8_tn8_vec1(
+extern "C" cudaError_t launch_matmul_flagship_vec_bk16_bm128_bn128_group8_tm8_tn8_vec1(
     const float* m, int64_t m_shape0, int64_t m_shape1,
     const float* n, int64_t n_shape0, int64_t n_shape1,
     float* out, int64_t out_shape0, int64_t out_shape1,
@@ -207,7 +237,7 @@ extern "C" cudaError_t launch_matmul_flagship_vec_bk16_bm128_bn128_tm8_tn8_vec1(
     unsigned block_x, unsigned block_y, unsigned block_z,
     size_t shared_bytes, cudaStream_t stream)
 {
-    matmul_flagship_vec<16, 128, 128, 8, 8, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
+    matmul_flagship_vec<16, 128, 128, 8, 8, 8, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
         m, m_shape0, m_shape1, n, n_shape0, n_shape1, out, out_shape0, out_shape1);
     return cudaGetLastError();
 }

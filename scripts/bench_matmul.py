@@ -289,7 +289,7 @@ def main() -> int:
         ("numba tiled, constant tw=16", "numba", v_numba_static, True),
         ("numba tiled_fast tw=16 (numbakern)", "numba", v_numba_tiled_fast, False),
         ("numba flagship default 128x128x8/8x8", "numba", flagship_runner(mf.DEFAULT_CONFIG), False),
-        ("numba flagship vec default 128x128x16/8x8 (k, w % 4 == 0)", "numba",
+        ("numba flagship vec default 128x128x16/8x8 group 8 (k, w % 4 == 0)", "numba",
          flagship_runner(mf.VEC_DEFAULT_CONFIG), False),
         ("numba flagship autotuned", "numba", v_flagship_tuned, False),
         ("CUDA C naive", "cuda_c", v_c_naive, True),
@@ -552,7 +552,7 @@ def sass_stats(out_dir, mf, mm, cuda):
         "numba tiled const tw=16": mm.matmul_tiled_static(16),
         "numba tiled_fast tw=16": mf.matmul_tiled_fast(16),
         "numba flagship 128x128x8/8x8": mf.matmul_flagship(**mf.DEFAULT_CONFIG),
-        "numba flagship vec 128x128x16/8x8": mf.matmul_flagship(**mf.VEC_DEFAULT_CONFIG),
+        "numba flagship vec 128x128x16/8x8 group 8": mf.matmul_flagship(**mf.VEC_DEFAULT_CONFIG),
     }
     stats = {}
     texts = []

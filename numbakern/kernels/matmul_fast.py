@@ -339,14 +339,15 @@ CONFIGS = (
 )
 
 #: the default when the matrices allow 16-byte accesses (``vec_ready``): 128x128 tiles, k-tiles of 16, 8x8 per
-#: thread (docs/perf/vec4_h200.log: 78% of cuBLAS at 4096^3 in Numba, against 68% for DEFAULT_CONFIG). Grouped
-#: block order (group 8) is within 0.5% of it in Numba, so it is left to the autotuner.
-VEC_DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 8, "vec": True}
+#: thread, blocks in bands of 8 block rows. At 4096^3 (docs/perf/vec4_h200.log, matmul_bench_h200.log): 77-78% of
+#: cuBLAS in Numba against 68% for DEFAULT_CONFIG; the band order costs nothing there and frees ptxas from a
+#: 12-byte spill that the plain order has under the 128-register cap (scripts/perf_ptx.py).
+VEC_DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 8, "vec": True, "group": 8}
 
 #: the autotuner's candidates for 16-byte-ready matrices
 VEC_CONFIGS = (
     VEC_DEFAULT_CONFIG,
-    {**VEC_DEFAULT_CONFIG, "group": 8},
+    {**VEC_DEFAULT_CONFIG, "group": 1},
     {"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8, "vec": True},
     {"bm": 256, "bn": 128, "bk": 8, "tm": 16, "tn": 8, "vec": True},
     {"bm": 128, "bn": 64, "bk": 16, "tm": 8, "tn": 8, "vec": True},
