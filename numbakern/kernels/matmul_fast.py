@@ -137,12 +137,14 @@ def vec_ready(*arrays) -> bool:
     for a in arrays:
         cai = getattr(a, "__cuda_array_interface__", None)
         if cai is not None:
-            ptr = cai["data"][0]
-        elif hasattr(a, "ctypes"):
-            ptr = a.ctypes.data
+            ptr, typestr, strides = cai["data"][0], cai["typestr"], cai.get("strides")
+            shape = tuple(cai["shape"])
+            contiguous = strides is None or tuple(strides) == (4 * shape[1], 4)
+        elif isinstance(a, np.ndarray):
+            ptr, typestr, shape, contiguous = a.ctypes.data, a.dtype.str, a.shape, a.flags.c_contiguous
         else:
             return False
-        if ptr % 16 or a.ndim != 2 or int(a.shape[1]) % 4:
+        if typestr != "<f4" or len(shape) != 2 or not contiguous or ptr % 16 or shape[1] % 4:
             return False
     return True
 

@@ -90,6 +90,8 @@ def test_vec_ready():
     assert not mf.vec_ready(a, np.zeros((8, 10), np.float32))  # a row of 10 floats
     buf = np.zeros(64, np.float32)
     assert not mf.vec_ready(buf[1:33].reshape(4, 8))  # data pointer 4 bytes past an aligned one
+    assert not mf.vec_ready(np.zeros((8, 8), np.float32)[:, :4])  # not contiguous
+    assert not mf.vec_ready(np.zeros((8, 8), np.float64))
 
 
 @pytest.mark.sim
