@@ -11,6 +11,8 @@ Times, side by side with cuBLAS (TF32 off), at 2048³, 4096³ and 8192³:
 - ``C sgemm_v<…, VEC, MINB, SWZ>``: a hand CUDA C kernel of the same algorithm with the k-loop fully unrolled
   (``#pragma unroll``), scalar (VEC=0) or float4 (VEC=1) global loads, and optional grouped block order (SWZ rows
   of blocks per group, for L2 reuse): the ceiling of this algorithm in C;
+- ``C sgemm_async<…, S>``: the same thread tiles fed by an S-stage ``cp.async`` pipeline (16-byte copies straight
+  into shared memory, no register staging) from A^T, timed with the transpose of A included and without it;
 - ``C warptile``: a public-domain style warp-tiled SGEMM (the structure of siboehm's "kernel 10": float4 loads, a
   transposed A tile, warp sub-tiles), with its published tile sizes, as a reference point for SIMT C on this GPU.
 
@@ -229,6 +231,109 @@ __global__ void __launch_bounds__(NT) warptile(const float* __restrict__ A, cons
                 }
         }
 }
+// A multi-stage cp.async pipeline (S shared-memory stages in flight) on A^T: with A transposed in global memory
+// (k x h, a separate transpose kernel), both tiles are k-major rows that 16-byte cp.async copies land directly in
+// the layout the 16-byte fragment reads want; no register staging. Needs h % 4 == 0 and w % 4 == 0 (any k).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+
+template <int BM, int BN, int BK, int TM, int TN, int S>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
+sgemm_async(const float* __restrict__ At, const float* __restrict__ B, float* __restrict__ C, int h, int k, int w)
+{
+    constexpr int NT = (BM / TM) * (BN / TN);
+    constexpr int TX = BN / TN;
+    constexpr int WX = 8, WY = 4, WARPS_X = TX / WX;
+    constexpr int GM = BM / (TM / 4), GN = BN / (TN / 4);
+    constexpr int LA = BK * BM / 4 / NT, LB = BK * BN / 4 / NT;
+    __shared__ __align__(16) float a_s[S][BK][BM];
+    __shared__ __align__(16) float b_s[S][BK][BN];
+    const int tid = threadIdx.x, wq = tid / 32, lq = tid % 32;
+    const int a_base = ((wq / WARPS_X) * WY + lq / WX) * 4;
+    const int b_base = ((wq % WARPS_X) * WX + lq % WX) * 4;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    auto issue = [&](int tile, int st) {
+        const int k0 = tile * BK;
+#pragma unroll
+        for (int i = 0; i < LA; ++i) {
+            int c = tid + i * NT, r = c / (BM / 4), col = (c % (BM / 4)) * 4;
+            bool ok = k0 + r < k && row0 + col < h;
+            cp_async16(&a_s[st][r][col], ok ? &At[(size_t)(k0 + r) * h + row0 + col] : At, ok ? 16 : 0);
+        }
+#pragma unroll
+        for (int i = 0; i < LB; ++i) {
+            int c = tid + i * NT, r = c / (BN / 4), col = (c % (BN / 4)) * 4;
+            bool ok = k0 + r < k && col0 + col < w;
+            cp_async16(&b_s[st][r][col], ok ? &B[(size_t)(k0 + r) * w + col0 + col] : B, ok ? 16 : 0);
+        }
+    };
+    float acc[TM][TN];
+    float af[2][TM], bf[2][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    auto frag = [&](int s, int st, int kk) {
+#pragma unroll
+        for (int g = 0; g < TM / 4; ++g) {
+            float4 v = *reinterpret_cast<const float4*>(&a_s[st][kk][a_base + g * GM]);
+            af[s][4 * g] = v.x; af[s][4 * g + 1] = v.y; af[s][4 * g + 2] = v.z; af[s][4 * g + 3] = v.w;
+        }
+#pragma unroll
+        for (int g = 0; g < TN / 4; ++g) {
+            float4 v = *reinterpret_cast<const float4*>(&b_s[st][kk][b_base + g * GN]);
+            bf[s][4 * g] = v.x; bf[s][4 * g + 1] = v.y; bf[s][4 * g + 2] = v.z; bf[s][4 * g + 3] = v.w;
+        }
+    };
+    const int ntiles = (k + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) {
+        if (s < ntiles) issue(s, s);
+        cp_async_commit();
+    }
+    for (int t = 0; t < ntiles; ++t) {
+        cp_async_wait<S - 2>();
+        __syncthreads();
+        if (t + S - 1 < ntiles) issue(t + S - 1, (t + S - 1) % S);
+        cp_async_commit();
+        const int st = t % S;
+        frag(0, st, 0);
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+            if (kk + 1 < BK) frag((kk + 1) & 1, st, kk + 1);
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] += af[kk & 1][i] * bf[kk & 1][j];
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        int r = row0 + a_base + (i / 4) * GM + i % 4;
+        if (r >= h) continue;
+#pragma unroll
+        for (int g = 0; g < TN / 4; ++g) {
+            int c = col0 + b_base + g * GN;
+            if (c < w) *reinterpret_cast<float4*>(&C[(size_t)r * w + c]) = make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]);
+        }
+    }
+}
+
+// out (w x h) = in (h x w)^T, 32x32 tiles through padded shared memory; launch (32, 8) threads
+extern "C" __global__ void transpose32(const float* __restrict__ in, float* __restrict__ out, int h, int w) {
+    __shared__ float tile[32][33];
+    int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 8)
+        if (x < w && y + j < h) tile[threadIdx.y + j][threadIdx.x] = in[(size_t)(y + j) * w + x];
+    __syncthreads();
+    x = blockIdx.y * 32 + threadIdx.x; y = blockIdx.x * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 8)
+        if (x < h && y + j < w) out[(size_t)(y + j) * h + x] = tile[threadIdx.x][threadIdx.y + j];
+}
 """
 
 # (name, template args, threads, bm, bn, needs_vec, needs_exact)
@@ -242,6 +347,14 @@ C_VARIANTS = [
     ("C sgemm_v 256x128x8/16x8 vec4", "sgemm_v<256,128,8,16,8,true,1,1>", 256, 256, 128, True, False),
     ("C warptile 128x128x16 (k10 params)", "warptile<128,128,16,64,64,4,8,4,128>", 128, 128, 128, True, True),
     ("C warptile 128x128x8 256thr", "warptile<128,128,8,64,32,2,8,4,256>", 256, 128, 128, True, True),
+]
+
+#: the cp.async pipeline on A^T: (name, template args, threads, bm, bn)
+ASYNC_VARIANTS = [
+    ("C sgemm_async 128x128x16/8x8, 3 stages", "sgemm_async<128,128,16,8,8,3>", 256, 128, 128),
+    ("C sgemm_async 128x128x16/8x8, 2 stages", "sgemm_async<128,128,16,8,8,2>", 256, 128, 128),
+    ("C sgemm_async 128x128x8/8x8, 4 stages", "sgemm_async<128,128,8,8,8,4>", 256, 128, 128),
+    ("C sgemm_async 128x128x8/8x8, 3 stages", "sgemm_async<128,128,8,8,8,3>", 256, 128, 128),
 ]
 
 
@@ -266,7 +379,7 @@ def main() -> int:
     log(f"device: {torch.cuda.get_device_name(0)}  date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}")
 
     module = cp.RawModule(code=CUDA_C, options=("-std=c++17", "--use_fast_math"),
-                          name_expressions=[v[1] for v in C_VARIANTS])
+                          name_expressions=[v[1] for v in C_VARIANTS] + [v[1] for v in ASYNC_VARIANTS])
     from numba import cuda
 
     def c_variant(fn, threads, tbm, tbn):
@@ -288,9 +401,38 @@ def main() -> int:
     v128 = {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 8, "vec": True}
     numba_configs = [mf.DEFAULT_CONFIG, {**mf.DEFAULT_CONFIG, "vec": True}, v128, {**v128, "group": 4},
                      {**v128, "group": 8}, {**v128, "group": 16}]
-    variants = []  # (name, make, needs_vec, needs_exact)
+    def vec_shapes(h, k, w):  # 16-byte groups along k (A) and w (B, out)
+        return k % 4 == 0 and w % 4 == 0
+
+    def any_shape(h, k, w):
+        return True
+
+    def exact_tiles(h, k, w):
+        return vec_shapes(h, k, w) and h % 128 == 0 and w % 128 == 0 and k % 16 == 0
+
+    def async_shapes(h, k, w):  # 16-byte groups along h (A^T) and w
+        return h % 4 == 0 and w % 4 == 0
+
+    def async_variant(fn, threads, tbm, tbn, with_transpose):
+        def make(a, b, o, h, k, w):
+            at = a.t().contiguous() if not with_transpose else torch.empty(k, h, device="cuda")
+            grid = ((w + tbn - 1) // tbn, (h + tbm - 1) // tbm, 1)
+            argt = (np.uint64(at.data_ptr()), np.uint64(b.data_ptr()), np.uint64(o.data_ptr()),
+                    np.int32(h), np.int32(k), np.int32(w))
+            t_grid = ((k + 31) // 32, (h + 31) // 32, 1)
+            t_args = (np.uint64(a.data_ptr()), np.uint64(at.data_ptr()), np.int32(h), np.int32(k))
+
+            def run():
+                if with_transpose:
+                    transpose(t_grid, (32, 8, 1), t_args)
+                fn(grid, (threads, 1, 1), argt)
+            return run
+        return make
+
+    variants = []  # (name, make, accepts(h, k, w))
     for c in numba_configs:
-        variants.append((f"numba flagship {bm.config_label(c)}", numba_variant(c), c.get("vec", False), False))
+        variants.append((f"numba flagship {bm.config_label(c)}", numba_variant(c),
+                         vec_shapes if c.get("vec", False) else any_shape))
     gen_dir = os.path.join(args.out, "translated")
     r = subprocess.run([sys.executable, "-m", "translate.cli", "matmul_flagship_vec", "--const", "group=4,8,16",
                         "--out", gen_dir], capture_output=True, text=True)
@@ -298,20 +440,24 @@ def main() -> int:
     gen_path = os.path.join(gen_dir, "matmul_flagship_vec.cu")
     if os.path.exists(gen_path):
         for sym, config, make in bm.generated_launchers(gen_path, "matmul_flagship_vec"):
-            variants.append((f"translated C {bm.config_label(config)}", make, True, False))
+            variants.append((f"translated C {bm.config_label(config)}", make, vec_shapes))
     for name, expr, threads, tbm, tbn, needs_vec, exact in C_VARIANTS:
-        variants.append((name, c_variant(module.get_function(expr), threads, tbm, tbn), needs_vec, exact))
+        accepts = exact_tiles if exact else vec_shapes if needs_vec else any_shape
+        variants.append((name, c_variant(module.get_function(expr), threads, tbm, tbn), accepts))
+    transpose = module.get_function("transpose32")
+    for name, expr, threads, tbm, tbn in ASYNC_VARIANTS:
+        fn = module.get_function(expr)
+        variants.append((name + " + A transpose", async_variant(fn, threads, tbm, tbn, True), async_shapes))
+        variants.append((name + ", A^T given", async_variant(fn, threads, tbm, tbn, False), async_shapes))
 
     # correctness first
     check_shapes = [(1, 1, 1), (33, 70, 45), (129, 9, 131), (509, 263, 383), (1028, 516, 1020), (4, 4, 4),
-                    (7, 1020, 4), (256, 256, 256), (1024, 1024, 1024)]
+                    (7, 1020, 4), (256, 256, 256), (1024, 1024, 1024), (1028, 517, 1020), (36, 5, 132)]
     bad = set()
     g = torch.Generator(device="cuda").manual_seed(7)
-    for name, make, needs_vec, exact in variants:
+    for name, make, accepts in variants:
         for h, k, w in check_shapes:
-            if needs_vec and (k % 4 or w % 4):
-                continue
-            if exact and (h % 128 or w % 128 or k % 16):
+            if not accepts(h, k, w):
                 continue
             a = torch.randn(h, k, device="cuda", generator=g)
             b = torch.randn(k, w, device="cuda", generator=g)
@@ -333,7 +479,7 @@ def main() -> int:
         t_cublas = bm.time_it(lambda: torch.matmul(a, b, out=o), args.budget_s)
         rows.append(("cuBLAS (torch.matmul)", h, k, w, t_cublas, 100.0))
         log(f"{h}x{k}x{w} cuBLAS {t_cublas:.3f} ms")
-        for name, make, needs_vec, exact in variants:
+        for name, make, accepts in variants:
             if name in bad:
                 continue
             t = bm.time_it(make(a, b, o, h, k, w), args.budget_s)
