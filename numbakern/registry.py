@@ -126,6 +126,7 @@ KERNEL_MODULES = (
     "numbakern.kernels.reduce",
     "numbakern.kernels.transpose",
     "numbakern.kernels.matmul_fast",
+    "numbakern.kernels.matmul_async",
 )
 
 

@@ -533,9 +533,9 @@ def generated_launchers(path: str, kernel: str) -> list:
         def make(a, b, o, h, k, w, fn=fn, sym=sym, config=config):
             cfg = mf.flagship_launch(config, h, w)
             vp, i64, u = ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint
-            argv = (vp(a.data_ptr()), i64(h), i64(k), vp(b.data_ptr()), i64(k), i64(w), vp(o.data_ptr()), i64(h),
-                    i64(w), u(cfg.grid[0]), u(cfg.grid[1]), u(1), u(cfg.block[0]), u(1), u(1), ctypes.c_size_t(0),
-                    vp(0))
+            argv = (vp(a.data_ptr()), i64(a.shape[0]), i64(a.shape[1]), vp(b.data_ptr()), i64(b.shape[0]),
+                    i64(b.shape[1]), vp(o.data_ptr()), i64(o.shape[0]), i64(o.shape[1]), u(cfg.grid[0]),
+                    u(cfg.grid[1]), u(1), u(cfg.block[0]), u(1), u(1), ctypes.c_size_t(0), vp(0))
 
             def run():
                 err = fn(*argv)

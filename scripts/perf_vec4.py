@@ -444,6 +444,35 @@ def main() -> int:
     for name, expr, threads, tbm, tbn, needs_vec, exact in C_VARIANTS:
         accepts = exact_tiles if exact else vec_shapes if needs_vec else any_shape
         variants.append((name, c_variant(module.get_function(expr), threads, tbm, tbn), accepts))
+    from numbakern.kernels import matmul_async as ma
+
+    def numba_async_variant(config, with_transpose):
+        def make(a, b, o, h, k, w):
+            if with_transpose:  # what matmul_fast runs: numbakern's transpose kernel, then the product
+                A, B, O = (cuda.as_cuda_array(x) for x in (a, b, o))
+                return lambda: ma.matmul_via_async(A, B, O, config)
+            at = a.t().contiguous()
+            At, B, O = (cuda.as_cuda_array(x) for x in (at, b, o))
+            cfg = mf.flagship_launch(config, h, w)
+            kern = ma.matmul_flagship_async(**config)
+            return lambda: kern[cfg.grid, cfg.block](At, B, O)
+        return make
+
+    for with_t in (True, False):
+        tag = " + A transpose" if with_t else ", A^T given"
+        variants.append((f"numba flagship_async {bm.config_label(ma.ASYNC_CONFIG)}{tag}",
+                         numba_async_variant(ma.ASYNC_CONFIG, with_t), async_shapes))
+    gen_async = os.path.join(args.out, "translated_async")
+    r = subprocess.run([sys.executable, "-m", "translate.cli", "matmul_flagship_async", "--out", gen_async],
+                       capture_output=True, text=True)
+    log(r.stdout[-800:] + r.stderr[-1500:])
+    if os.path.exists(os.path.join(gen_async, "matmul_flagship_async.cu")):
+        for sym, config, make_c in bm.generated_launchers(os.path.join(gen_async, "matmul_flagship_async.cu"),
+                                                           "matmul_flagship_async"):
+            def make(a, b, o, h, k, w, make_c=make_c):
+                at = a.t().contiguous()
+                return make_c(at, b, o, h, k, w)
+            variants.append((f"translated C flagship_async {bm.config_label(config)}, A^T given", make, async_shapes))
     transpose = module.get_function("transpose32")
     for name, expr, threads, tbm, tbn in ASYNC_VARIANTS:
         fn = module.get_function(expr)

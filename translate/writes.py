@@ -1,6 +1,7 @@
 """Which array arguments a kernel writes (syntactically): the others become ``const T*`` in the kernel and the
 launcher. Written: assigned elements (``x[i] = ...``, ``x[i] += ...``), the first argument of
-``cuda.atomic.*``, the array ``numbakern.vector_io.vstore4`` stores to (``vload4`` only reads its array), and
+``cuda.atomic.*``, the array ``numbakern.vector_io.vstore4`` stores to (``vload4`` only reads its array), the destination of
+``numbakern.async_copy.copy_async4``, and
 (conservatively) any array passed to a device function."""
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str]) -> set[str]:
             is_atomic = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Attribute) and f.value.attr == "atomic"
             builtin = isinstance(f, ast.Name) and f.id in ("len", "min", "max", "abs", "range", "int", "float")
             fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-            vector_written = {"vload4": 2, "vstore4": 0}.get(fname)  # numbakern.vector_io: the argument it writes
+            # numbakern.vector_io / async_copy: the one argument these write
+            vector_written = {"vload4": 2, "vstore4": 0, "copy_async4": 0}.get(fname)
             for i, a in enumerate(node.args):
                 if isinstance(a, ast.Name) and a.id in array_params:
                     if vector_written is not None:

@@ -4,6 +4,17 @@ fixed order (byte-identical output)."""
 from __future__ import annotations
 
 HELPERS: dict[str, str] = {
+    "nk_cp_async": """\
+// cp.async (sm_80+): a 16-byte global -> shared copy that lands in the background; valid == false reads nothing
+// and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies have landed (others' after a barrier).
+__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, bool valid) {
+    unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+""",
     "nk_floordiv": """\
 // Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
 __device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {

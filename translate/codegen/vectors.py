@@ -1,12 +1,16 @@
-"""``numbakern.vector_io`` in C: ``vload4``/``vstore4`` statements become one ``float4`` access each.
+"""16-byte accesses in C: ``numbakern.vector_io``'s ``vload4``/``vstore4`` become one ``float4`` access each, and
+``numbakern.async_copy``'s ``copy_async4``/``async_commit``/``async_wait_all`` become ``cp.async`` helpers.
 
     vload4(m, (r, c), regs, i)    ->  { const float4 nk_v = *reinterpret_cast<const float4 *>(&m[r * m_shape1 + c]);
                                         regs[i] = nk_v.x; regs[i + 1] = nk_v.y; regs[i + 2] = nk_v.z; regs[i + 3] = nk_v.w; }
     vstore4(out, (r, c), regs, i) ->  *reinterpret_cast<float4 *>(&out[r * out_shape1 + c]) =
                                           make_float4(regs[i], regs[i + 1], regs[i + 2], regs[i + 3]);
 
+    copy_async4(a_s, (st, r, c), mt, (gr, gc), ok)  ->  nk_copy_async4(&a_s[st][r][c], ok ? &mt[gr * mt_shape1 + gc] : mt, ok);
+    async_commit(); async_wait_all()              ->  nk_async_commit(); nk_async_wait_all();
+
 The register side stays four scalar accesses (so the local array stays in registers); the 16-byte alignment of the
-memory side is the kernel's precondition, as in Numba (``numbakern/vector_io.py``).
+memory side is the kernel's precondition, as in Numba (``numbakern/vector_io.py``, ``numbakern/async_copy.py``).
 """
 
 from __future__ import annotations
@@ -26,13 +30,24 @@ def _vector_functions():
     return vector_io.vload4, vector_io.vstore4
 
 
+def _async_functions():
+    from numbakern import async_copy
+
+    return {async_copy.copy_async4: "copy", async_copy.async_commit: "nk_async_commit",
+            async_copy.async_wait_all: "nk_async_wait_all"}
+
+
 def is_vector_access(f) -> bool:
-    return isinstance(f, Static) and any(f.obj is v for v in _vector_functions())
+    return isinstance(f, Static) and (any(f.obj is v for v in _vector_functions()) or
+                                      any(f.obj is v for v in _async_functions()))
 
 
 def emit_vector_access(tr, call: ast.Call) -> None:
     vload4, _ = _vector_functions()
     obj = tr.value(call.func).obj
+    for fn, helper in _async_functions().items():
+        if obj is fn:
+            return _emit_async(tr, call, helper)
     what = "vload4" if obj is vload4 else "vstore4"
     if len(call.args) != 4 or call.keywords:
         raise tr.src.error(call, f"{what} takes four arguments by position", hint=_HINT)
@@ -60,3 +75,28 @@ def _slot(regs: ArrayInfo, at: CExpr, q: int) -> str:
     if at.literal is not None:
         return f"{regs.name}[{at.literal + q}]"
     return f"{regs.name}[{at.code}]" if q == 0 else f"{regs.name}[{paren(at, ADD)} + {q}]"
+
+
+def _emit_async(tr, call: ast.Call, helper: str) -> None:
+    tr.helpers.add("nk_cp_async")
+    if helper != "copy":
+        if call.args or call.keywords:
+            raise tr.src.error(call, f"{helper[3:]}() takes no arguments")
+        tr.emit(f"{helper}();")
+        return
+    if len(call.args) != 5 or call.keywords:
+        raise tr.src.error(call, "copy_async4 takes five arguments by position",
+                           hint="copy_async4(shared, (s, r, c), global, (r, c), valid)")
+    dst_node, dst_index, src_node, src_index, valid_node = call.args
+    dst, src = tr.value(dst_node), tr.value(src_node)
+    if not isinstance(dst, ArrayInfo) or dst.kind != "shared" or dst.key != "float32":
+        raise tr.src.error(dst_node, "copy_async4: the destination must be a float32 cuda.shared.array")
+    if not isinstance(src, ArrayInfo) or src.kind != "param" or src.key != "float32":
+        raise tr.src.error(src_node, "copy_async4: the source must be a float32 array argument (global memory)")
+    tr.mark_written(dst.name)
+    valid = tr.cond(valid_node)
+    if not valid.pure:
+        raise tr.src.error(valid_node, "copy_async4: valid is used twice in the C; it must have no side effects")
+    d = element(tr, dst, dst_index, call).code
+    s = element(tr, src, src_index, call).code
+    tr.emit(f"nk_copy_async4(&{d}, ({valid.code}) ? &{s} : {src.name}, {valid.code});")
