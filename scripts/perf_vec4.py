@@ -234,14 +234,22 @@ __global__ void __launch_bounds__(NT) warptile(const float* __restrict__ A, cons
 // A multi-stage cp.async pipeline (S shared-memory stages in flight) on A^T: with A transposed in global memory
 // (k x h, a separate transpose kernel), both tiles are k-major rows that 16-byte cp.async copies land directly in
 // the layout the 16-byte fragment reads want; no register staging. Needs h % 4 == 0 and w % 4 == 0 (any k).
+template <bool CLOBBER>
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(src_bytes));
+    if (CLOBBER) asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+    else asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(src_bytes));
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+template <bool CLOBBER> __device__ __forceinline__ void cp_async_commit() {
+    if (CLOBBER) asm volatile("cp.async.commit_group;\n" ::: "memory"); else asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N, bool CLOBBER> __device__ __forceinline__ void cp_async_wait() {
+    if (CLOBBER) asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); else asm volatile("cp.async.wait_group %0;\n" :: "n"(N));
+}
 
-template <int BM, int BN, int BK, int TM, int TN, int S>
+// CLOBBER: "memory" clobbers on the cp.async asm (as translate's helpers have); ROLLED: the k-steps in a rolled loop
+// of pairs, as in the Numba kernel (otherwise fully unrolled)
+template <int BM, int BN, int BK, int TM, int TN, int S, bool CLOBBER = false, bool ROLLED = false>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
 sgemm_async(const float* __restrict__ At, const float* __restrict__ B, float* __restrict__ C, int h, int k, int w)
 {
@@ -262,13 +270,13 @@ sgemm_async(const float* __restrict__ At, const float* __restrict__ B, float* __
         for (int i = 0; i < LA; ++i) {
             int c = tid + i * NT, r = c / (BM / 4), col = (c % (BM / 4)) * 4;
             bool ok = k0 + r < k && row0 + col < h;
-            cp_async16(&a_s[st][r][col], ok ? &At[(size_t)(k0 + r) * h + row0 + col] : At, ok ? 16 : 0);
+            cp_async16<CLOBBER>(&a_s[st][r][col], ok ? &At[(size_t)(k0 + r) * h + row0 + col] : At, ok ? 16 : 0);
         }
 #pragma unroll
         for (int i = 0; i < LB; ++i) {
             int c = tid + i * NT, r = c / (BN / 4), col = (c % (BN / 4)) * 4;
             bool ok = k0 + r < k && col0 + col < w;
-            cp_async16(&b_s[st][r][col], ok ? &B[(size_t)(k0 + r) * w + col0 + col] : B, ok ? 16 : 0);
+            cp_async16<CLOBBER>(&b_s[st][r][col], ok ? &B[(size_t)(k0 + r) * w + col0 + col] : B, ok ? 16 : 0);
         }
     };
     float acc[TM][TN];
@@ -293,22 +301,38 @@ sgemm_async(const float* __restrict__ At, const float* __restrict__ B, float* __
 #pragma unroll
     for (int s = 0; s < S - 1; ++s) {
         if (s < ntiles) issue(s, s);
-        cp_async_commit();
+        cp_async_commit<CLOBBER>();
     }
     for (int t = 0; t < ntiles; ++t) {
-        cp_async_wait<S - 2>();
+        cp_async_wait<S - 2, CLOBBER>();
         __syncthreads();
         if (t + S - 1 < ntiles) issue(t + S - 1, (t + S - 1) % S);
-        cp_async_commit();
+        cp_async_commit<CLOBBER>();
         const int st = t % S;
         frag(0, st, 0);
+        if constexpr (ROLLED) {
+#pragma unroll 1
+            for (int kk = 0; kk < BK; kk += 2) {
+                frag(1, st, kk + 1);
 #pragma unroll
-        for (int kk = 0; kk < BK; ++kk) {
-            if (kk + 1 < BK) frag((kk + 1) & 1, st, kk + 1);
+                for (int i = 0; i < TM; ++i)
 #pragma unroll
-            for (int i = 0; i < TM; ++i)
+                    for (int j = 0; j < TN; ++j) acc[i][j] += af[0][i] * bf[0][j];
+                if (kk + 2 < BK) frag(0, st, kk + 2);
 #pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] += af[kk & 1][i] * bf[kk & 1][j];
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] += af[1][i] * bf[1][j];
+            }
+        } else {
+#pragma unroll
+            for (int kk = 0; kk < BK; ++kk) {
+                if (kk + 1 < BK) frag((kk + 1) & 1, st, kk + 1);
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] += af[kk & 1][i] * bf[kk & 1][j];
+            }
         }
     }
 #pragma unroll
@@ -353,7 +377,12 @@ C_VARIANTS = [
 ASYNC_VARIANTS = [
     ("C sgemm_async 128x128x16/8x8, 3 stages", "sgemm_async<128,128,16,8,8,3>", 256, 128, 128),
     ("C sgemm_async 128x128x16/8x8, 2 stages", "sgemm_async<128,128,16,8,8,2>", 256, 128, 128),
-    ("C sgemm_async 128x128x8/8x8, 4 stages", "sgemm_async<128,128,8,8,8,4>", 256, 128, 128),
+    ("C sgemm_async 128x128x16/8x8, 2 stages, memory clobbers",
+     "sgemm_async<128,128,16,8,8,2,true,false>", 256, 128, 128),
+    ("C sgemm_async 128x128x16/8x8, 2 stages, rolled k-pairs",
+     "sgemm_async<128,128,16,8,8,2,false,true>", 256, 128, 128),
+    ("C sgemm_async 128x128x16/8x8, 2 stages, clobbers + rolled",
+     "sgemm_async<128,128,16,8,8,2,true,true>", 256, 128, 128),
     ("C sgemm_async 128x128x8/8x8, 3 stages", "sgemm_async<128,128,8,8,8,3>", 256, 128, 128),
 ]
 
@@ -466,13 +495,20 @@ def main() -> int:
     r = subprocess.run([sys.executable, "-m", "translate.cli", "matmul_flagship_async", "--out", gen_async],
                        capture_output=True, text=True)
     log(r.stdout[-800:] + r.stderr[-1500:])
-    if os.path.exists(os.path.join(gen_async, "matmul_flagship_async.cu")):
-        for sym, config, make_c in bm.generated_launchers(os.path.join(gen_async, "matmul_flagship_async.cu"),
-                                                           "matmul_flagship_async"):
-            def make(a, b, o, h, k, w, make_c=make_c):
-                at = a.t().contiguous()
-                return make_c(at, b, o, h, k, w)
-            variants.append((f"translated C flagship_async {bm.config_label(config)}, A^T given", make, async_shapes))
+    gen_file = os.path.join(gen_async, "matmul_flagship_async.cu")
+    if os.path.exists(gen_file):
+        # the same file with the helpers' "memory" clobbers taken out: do they cost the translated C its speed?
+        unclobbered = os.path.join(gen_async, "unclobbered", "matmul_flagship_async.cu")
+        os.makedirs(os.path.dirname(unclobbered), exist_ok=True)
+        with open(gen_file) as f, open(unclobbered, "w") as g:
+            g.write(f.read().replace('\n                 : "memory");', ');').replace('::: "memory"', '::'))
+        for path, tag in ((gen_file, ""), (unclobbered, ", no memory clobbers")):
+            for sym, config, make_c in bm.generated_launchers(path, "matmul_flagship_async"):
+                def make(a, b, o, h, k, w, make_c=make_c):
+                    at = a.t().contiguous()
+                    return make_c(at, b, o, h, k, w)
+                variants.append((f"translated C flagship_async {bm.config_label(config)}, A^T given{tag}", make,
+                                 async_shapes))
     transpose = module.get_function("transpose32")
     for name, expr, threads, tbm, tbn in ASYNC_VARIANTS:
         fn = module.get_function(expr)
