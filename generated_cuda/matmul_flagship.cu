@@ -96,6 +96,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
     float b_f1[tn];
     float a_ld[la_n];
     float b_ld[lb_n];
+    #pragma unroll
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
@@ -106,6 +107,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
         bool more = t + 1 < ntiles;
         if (more) {
             int64_t gk;
+            #pragma unroll
             for (int64_t i = 0; i < la; i++) {
                 int64_t gr = row0 + ar + i * a_rstep;
                 gk = k_next + ac;
@@ -117,6 +119,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
                     }
                 }
             }
+            #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
                 gk = k_next + br + i * b_rstep;
                 int64_t gc = col0 + bc;
@@ -130,34 +133,45 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
             }
         }
         if (t >= 0) {
+            #pragma unroll
             for (int64_t i = 0; i < tm; i++) {
                 a_f0[i] = a_s[cur][0][a_base + (i / vm * gm + i % vm)];
             }
+            #pragma unroll
             for (int64_t j = 0; j < tn; j++) {
                 b_f0[j] = b_s[cur][0][b_base + (j / vn * gn + j % vn)];
             }
+            #pragma unroll
             for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)nk2; k2++) {
                 uint64_t kk = k2 * (uint32_t)2;
+                #pragma unroll
                 for (int64_t i = 0; i < tm; i++) {
                     a_f1[i] = a_s[cur][(int64_t)kk + 1][a_base + (i / vm * gm + i % vm)];
                 }
+                #pragma unroll
                 for (int64_t j = 0; j < tn; j++) {
                     b_f1[j] = b_s[cur][(int64_t)kk + 1][b_base + (j / vn * gn + j % vn)];
                 }
+                #pragma unroll
                 for (int64_t i = 0; i < tm; i++) {
+                    #pragma unroll
                     for (int64_t j = 0; j < tn; j++) {
                         acc[i * tn + j] += a_f0[i] * b_f0[j];
                     }
                 }
                 if ((int64_t)kk + 2 < bk) {
+                    #pragma unroll
                     for (int64_t i = 0; i < tm; i++) {
                         a_f0[i] = a_s[cur][(int64_t)kk + 2][a_base + (i / vm * gm + i % vm)];
                     }
+                    #pragma unroll
                     for (int64_t j = 0; j < tn; j++) {
                         b_f0[j] = b_s[cur][(int64_t)kk + 2][b_base + (j / vn * gn + j % vn)];
                     }
                 }
+                #pragma unroll
                 for (int64_t i = 0; i < tm; i++) {
+                    #pragma unroll
                     for (int64_t j = 0; j < tn; j++) {
                         acc[i * tn + j] += a_f1[i] * b_f1[j];
                     }
@@ -166,22 +180,27 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
         }
         if (more) {
             int64_t nxt = cur ^ 1;
+            #pragma unroll
             for (int64_t i = 0; i < la; i++) {
                 for (int64_t q = 0; q < vw; q++) {
                     a_s[nxt][ac + q][ar + i * a_rstep] = a_ld[i * vw + q];
                 }
             }
+            #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
                 b_s[nxt][br + i * b_rstep][bc] = b_ld[i];
             }
         }
         __syncthreads();
     }
+    #pragma unroll
     for (int64_t i = 0; i < tm; i++) {
         int64_t r = row0 + a_base + (i / vm * gm + i % vm);
         if (r < h) {
+            #pragma unroll
             for (int64_t g = 0; g < tn_groups; g++) {
                 int64_t c = col0 + b_base + g * gn;
+                #pragma unroll
                 for (int64_t q = 0; q < vn; q++) {
                     if (c + q < w) {
                         out[(uint32_t)r * out_shape1 + (uint32_t)(c + q)] = acc[i * tn + g * vn + q];

@@ -91,6 +91,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
     float b_f0[tn];
     float a_f1[tm];
     float b_f1[tn];
+    #pragma unroll
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
@@ -103,11 +104,13 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
         if (t + 1 < ntiles) {
             uint32_t nxt = (uint32_t)(t + 1 & 1);
             int64_t k0 = (t + 1) * bk;
+            #pragma unroll
             for (int64_t i = 0; i < la; i++) {
                 uint32_t ra = (uint32_t)((tid + i * nt) / a_cpr);
                 uint32_t ca = (uint32_t)((tid + i * nt) % a_cpr * 4);
                 nk_copy_async4(&a_s[nxt][ra][ca], (k0 + ra < k && row0 + ca < h) ? &mt[(uint32_t)(k0 + ra) * mt_shape1 + (uint32_t)(row0 + ca)] : mt, k0 + ra < k && row0 + ca < h);
             }
+            #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
                 uint32_t rb = (uint32_t)((tid + i * nt) / b_cpr);
                 uint32_t cb = (uint32_t)((tid + i * nt) % b_cpr * 4);
@@ -117,34 +120,45 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
         }
         if (t >= 0) {
             int64_t cur = t & 1;
+            #pragma unroll
             for (int64_t i = 0; i < tm; i++) {
                 a_f0[i] = a_s[cur][0][a_base + (i / 4 * gm + i % 4)];
             }
+            #pragma unroll
             for (int64_t j = 0; j < tn; j++) {
                 b_f0[j] = b_s[cur][0][b_base + (j / 4 * gn + j % 4)];
             }
+            #pragma unroll
             for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)nk2; k2++) {
                 uint64_t kk = k2 * (uint32_t)2;
+                #pragma unroll
                 for (int64_t i = 0; i < tm; i++) {
                     a_f1[i] = a_s[cur][(int64_t)kk + 1][a_base + (i / 4 * gm + i % 4)];
                 }
+                #pragma unroll
                 for (int64_t j = 0; j < tn; j++) {
                     b_f1[j] = b_s[cur][(int64_t)kk + 1][b_base + (j / 4 * gn + j % 4)];
                 }
+                #pragma unroll
                 for (int64_t i = 0; i < tm; i++) {
+                    #pragma unroll
                     for (int64_t j = 0; j < tn; j++) {
                         acc[i * tn + j] += a_f0[i] * b_f0[j];
                     }
                 }
                 if ((int64_t)kk + 2 < bk) {
+                    #pragma unroll
                     for (int64_t i = 0; i < tm; i++) {
                         a_f0[i] = a_s[cur][(int64_t)kk + 2][a_base + (i / 4 * gm + i % 4)];
                     }
+                    #pragma unroll
                     for (int64_t j = 0; j < tn; j++) {
                         b_f0[j] = b_s[cur][(int64_t)kk + 2][b_base + (j / 4 * gn + j % 4)];
                     }
                 }
+                #pragma unroll
                 for (int64_t i = 0; i < tm; i++) {
+                    #pragma unroll
                     for (int64_t j = 0; j < tn; j++) {
                         acc[i * tn + j] += a_f1[i] * b_f1[j];
                     }
@@ -152,9 +166,11 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
             }
         }
     }
+    #pragma unroll
     for (int64_t i = 0; i < tm; i++) {
         int64_t r = row0 + a_base + (i / 4 * gm + i % 4);
         if (r < h) {
+            #pragma unroll
             for (int64_t g = 0; g < tn_groups; g++) {
                 int64_t c = col0 + b_base + g * gn;
                 if (c < w) {

@@ -126,6 +126,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
     float b_f1[tn];
     float a_ld[la_n];
     float b_ld[lb_n];
+    #pragma unroll
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
@@ -136,6 +137,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
         bool more = t + 1 < ntiles;
         if (more) {
             int64_t gk;
+            #pragma unroll
             for (int64_t i = 0; i < la; i++) {
                 int64_t gr = row0 + ar + i * a_rstep;
                 gk = k_next + ac;
@@ -145,11 +147,13 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
                         a_ld[i * vw] = nk_v.x; a_ld[i * vw + 1] = nk_v.y; a_ld[i * vw + 2] = nk_v.z; a_ld[i * vw + 3] = nk_v.w;
                     }
                 } else {
+                    #pragma unroll
                     for (int64_t q = 0; q < vw; q++) {
                         a_ld[i * vw + q] = 0.0f;
                     }
                 }
             }
+            #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
                 gk = k_next + br + i * b_rstep;
                 int64_t gc = col0 + bc;
@@ -159,6 +163,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
                         b_ld[i * vw] = nk_v.x; b_ld[i * vw + 1] = nk_v.y; b_ld[i * vw + 2] = nk_v.z; b_ld[i * vw + 3] = nk_v.w;
                     }
                 } else {
+                    #pragma unroll
                     for (int64_t q = 0; q < vw; q++) {
                         b_ld[i * vw + q] = 0.0f;
                     }
@@ -166,34 +171,45 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
             }
         }
         if (t >= 0) {
+            #pragma unroll
             for (int64_t i = 0; i < tm; i++) {
                 a_f0[i] = a_s[cur][0][a_base + (i / vm * gm + i % vm)];
             }
+            #pragma unroll
             for (int64_t j = 0; j < tn; j++) {
                 b_f0[j] = b_s[cur][0][b_base + (j / vn * gn + j % vn)];
             }
+            #pragma unroll
             for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)nk2; k2++) {
                 uint64_t kk = k2 * (uint32_t)2;
+                #pragma unroll
                 for (int64_t i = 0; i < tm; i++) {
                     a_f1[i] = a_s[cur][(int64_t)kk + 1][a_base + (i / vm * gm + i % vm)];
                 }
+                #pragma unroll
                 for (int64_t j = 0; j < tn; j++) {
                     b_f1[j] = b_s[cur][(int64_t)kk + 1][b_base + (j / vn * gn + j % vn)];
                 }
+                #pragma unroll
                 for (int64_t i = 0; i < tm; i++) {
+                    #pragma unroll
                     for (int64_t j = 0; j < tn; j++) {
                         acc[i * tn + j] += a_f0[i] * b_f0[j];
                     }
                 }
                 if ((int64_t)kk + 2 < bk) {
+                    #pragma unroll
                     for (int64_t i = 0; i < tm; i++) {
                         a_f0[i] = a_s[cur][(int64_t)kk + 2][a_base + (i / vm * gm + i % vm)];
                     }
+                    #pragma unroll
                     for (int64_t j = 0; j < tn; j++) {
                         b_f0[j] = b_s[cur][(int64_t)kk + 2][b_base + (j / vn * gn + j % vn)];
                     }
                 }
+                #pragma unroll
                 for (int64_t i = 0; i < tm; i++) {
+                    #pragma unroll
                     for (int64_t j = 0; j < tn; j++) {
                         acc[i * tn + j] += a_f1[i] * b_f1[j];
                     }
@@ -202,20 +218,25 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
         }
         if (more) {
             int64_t nxt = cur ^ 1;
+            #pragma unroll
             for (int64_t i = 0; i < la; i++) {
+                #pragma unroll
                 for (int64_t q = 0; q < vw; q++) {
                     a_s[nxt][ac + q][ar + i * a_rstep] = a_ld[i * vw + q];
                 }
             }
+            #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
                 *reinterpret_cast<float4 *>(&b_s[(uint32_t)nxt][br + i * b_rstep][bc]) = make_float4(b_ld[i * vw], b_ld[i * vw + 1], b_ld[i * vw + 2], b_ld[i * vw + 3]);
             }
         }
         __syncthreads();
     }
+    #pragma unroll
     for (int64_t i = 0; i < tm; i++) {
         int64_t r = row0 + a_base + (i / vm * gm + i % vm);
         if (r < h) {
+            #pragma unroll
             for (int64_t g = 0; g < tn_groups; g++) {
                 int64_t c = col0 + b_base + g * gn;
                 if (c < w) {

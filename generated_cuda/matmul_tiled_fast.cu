@@ -49,6 +49,7 @@ __global__ void __launch_bounds__(256) matmul_tiled_fast(
             ns[(uint32_t)tr][(uint32_t)tc] = 0.0f;
         }
         __syncthreads();
+        #pragma unroll
         for (int64_t i = 0; i < tw; i++) {
             p += ms[(uint32_t)tr][i] * ns[i][(uint32_t)tc];
         }

@@ -38,6 +38,7 @@ __global__ void matmul_tiled_static(
         ms[tr][tc] = (r < h && idx + tc < k) ? m[r * m_shape1 + idx + tc] : 0.0f;
         ns[tr][tc] = (c < w && idx + tr < k) ? n[(idx + tr) * n_shape1 + c] : 0.0f;
         __syncthreads();
+        #pragma unroll
         for (int64_t i = 0; i < tw; i++) {
             p += ms[tr][i] * ns[i][tc];
         }

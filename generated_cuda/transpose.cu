@@ -33,6 +33,7 @@ __global__ void transpose(
     int64_t w = src_shape1;
     int64_t col = blockIdx.x * TILE + tx;
     int64_t row = blockIdx.y * TILE + ty;
+    #pragma unroll
     for (int64_t j = 0; j < TILE; j += ROWS) {
         if (row + j < h && col < w) {
             tile[ty + j][tx] = src[(row + j) * src_shape1 + col];
@@ -41,6 +42,7 @@ __global__ void transpose(
     __syncthreads();
     col = blockIdx.y * TILE + tx;
     row = blockIdx.x * TILE + ty;
+    #pragma unroll
     for (int64_t j = 0; j < TILE; j += ROWS) {
         if (row + j < w && col < h) {
             dst[(row + j) * dst_shape1 + col] = tile[tx][ty + j];

@@ -33,7 +33,8 @@ import traceback
 import numpy as np
 
 SIZES = [(5120, 256, 5120), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192)]
-CHECK_SIZES = [(1, 1, 1), (33, 70, 45), (127, 131, 257), (509, 263, 383), (7, 1021, 3), (129, 9, 131), (256, 256, 256)]
+CHECK_SIZES = [(1, 1, 1), (33, 70, 45), (127, 131, 257), (509, 263, 383), (7, 1021, 3), (129, 9, 131), (256, 256, 256),
+               (36, 68, 44), (508, 263, 384)]
 
 CUDA_C = r"""
 typedef long long i64;  // (NVRTC has no <stdint.h>)
@@ -280,6 +281,34 @@ def main() -> int:
             return lambda: fn(cfg.grid, cfg.block, argt)
         return make
 
+    from numbakern.kernels import matmul_async as ma
+
+    def v_async(a, b, o, h, k, w):
+        # numbakern's transpose kernel into a scratch A^T made once, then the cp.async kernel: what a caller pays
+        A, B, O = map(numba_arr, (a, b, o))
+        mt = cuda.device_array((k, h), np.float32)
+        return lambda: ma.matmul_via_async(A, B, O, ma.ASYNC_CONFIG, mt=mt)
+
+    def v_c_async(transposed):
+        gen = generated_flagship("matmul_flagship_async")
+
+        def make(a, b, o, h, k, w):
+            at = torch.empty(k, h, device="cuda")
+            run = gen(at, b, o, h, k, w)
+            if transposed:  # A^T handed in: the kernel alone
+                at.copy_(a.t())
+                return run
+            A, At = numba_arr(a), numba_arr(at)
+            tgrid = (max(1, -(-k // 32)), max(1, -(-h // 32)))
+
+            def with_transpose():
+                transpose_kernel[tgrid, (32, 8)](A, At)
+                run()
+            return with_transpose
+        return make if gen is not None else None
+
+    from numbakern.kernels.transpose import transpose as transpose_kernel
+
     def v_cublas(a, b, o, h, k, w):
         return lambda: torch.matmul(a, b, out=o)
 
@@ -296,12 +325,19 @@ def main() -> int:
         ("CUDA C lecture static tw=16", "cuda_c", v_c_static, True),
         ("CUDA C flagship translation, default cfg", "cuda_c", c_flagship_runner(mf.DEFAULT_CONFIG), False),
     ]
+    variants.insert(7, ("numba flagship_async 128x128x16/8x8 + numbakern transpose (h, w % 4 == 0)", "numba",
+                        v_async, False))
     for kernel in ("matmul_flagship", "matmul_flagship_vec"):
         gen = generated_flagship(kernel)
         if gen is not None:
             variants.append((f"CUDA C generated_cuda/{kernel}.cu", "cuda_c", gen, False))
         else:
             log(f"generated_cuda/{kernel}.cu: not present (translator output not available); skipped")
+    for transposed, tag in ((False, " + numbakern transpose"), (True, ", A^T given")):
+        make = v_c_async(transposed)
+        if make is not None:
+            variants.append((f"CUDA C generated_cuda/matmul_flagship_async.cu{tag} (h, w % 4 == 0)", "cuda_c", make,
+                             False))
     tri = triton_variant()
     if tri is not None:
         variants.append(("Triton fp32 (ieee), autotuned", "triton", tri, False))
@@ -315,8 +351,8 @@ def main() -> int:
         b = torch.randn(k, w, device="cuda", generator=gen_t)
         ref = (a.double() @ b.double())
         for name, fam, make, slow in variants:
-            if needs_vec(name) and (k % 4 or w % 4):
-                continue  # the 16-byte kernels' precondition
+            if skips(name, h, k, w):
+                continue  # the 16-byte kernels' preconditions
             o = torch.full((h, w), float("nan"), device="cuda")
             try:
                 run = make(a, b, o, h, k, w)
@@ -344,7 +380,7 @@ def main() -> int:
         for name, fam, make, slow in variants:
             if slow and h * k * w > args.skip_slow_above ** 3:
                 continue
-            if needs_vec(name) and (k % 4 or w % 4):
+            if skips(name, h, k, w):
                 continue
             o = torch.full((h, w), float("nan"), device="cuda")
             try:
@@ -484,9 +520,12 @@ def triton_variant():
     return make
 
 
-def needs_vec(variant: str) -> bool:
-    """The 16-byte-access variants, which need k % 4 == 0 and w % 4 == 0."""
-    return "vec" in variant
+def skips(variant: str, h: int, k: int, w: int) -> bool:
+    """The 16-byte-access variants run only on the shapes they accept: vec needs k and w multiples of 4, the
+    cp.async kernel (on A^T) h and w."""
+    if "async" in variant:
+        return bool(h % 4 or w % 4)
+    return "vec" in variant and bool(k % 4 or w % 4)
 
 
 def config_label(c: dict) -> str:

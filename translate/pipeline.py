@@ -150,7 +150,7 @@ def build_request(tgt, signature, constants):
 
     from .backends import KernelRequest, ParamSpec
     from .codegen.stmts import parse_function
-    from .typing import parse_signature, type_function, with_closure
+    from .typing import parse_signature, type_function
     from .writes import written_arrays
 
     sig = signature or (tgt.signatures[0] if tgt.signatures else None)

@@ -197,16 +197,18 @@ register(KernelSpec(
 ))
 
 
-def matmul_via_async(a, b, out, config: dict | None = None) -> None:
-    """``out = a @ b`` with ``matmul_flagship_async``: ``a`` transposed by numbakern's ``transpose`` kernel into a
-    scratch array of the same kind, then the product. The caller checked ``async_ready(a, b, out)``."""
+def matmul_via_async(a, b, out, config: dict | None = None, mt=None) -> None:
+    """``out = a @ b`` with ``matmul_flagship_async``: ``a`` transposed by numbakern's ``transpose`` kernel into
+    ``mt`` (a k×h scratch array; allocated like ``a`` when None), then the product. The caller checked
+    ``async_ready(a, b, out)``."""
     from ..launch import empty_like_on
     from .transpose import ROWS, TILE, transpose
 
     config = config or registered_async_config()
     h, k = int(a.shape[0]), int(a.shape[1])
     w = int(b.shape[1])
-    mt = empty_like_on(a, (k, h), np.dtype(np.float32))
+    if mt is None:
+        mt = empty_like_on(a, (k, h), np.dtype(np.float32))
     if k:
         transpose[(max(1, -(-k // TILE)), max(1, -(-h // TILE))), (TILE, ROWS)](a, mt)
     cfg = flagship_launch(config, h, w)

@@ -127,6 +127,16 @@ class ExprMixin:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             a = self.const_value(node.operand)
             return None if a is None else -a
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:  # int(c), u32(c), np.int64(c)
+            f = self.value(node.func)
+            obj = getattr(f, "obj", None)
+            if obj is int or (isinstance(obj, type) and issubclass(obj, np.integer)):
+                a = self.const_value(node.args[0])
+                if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+                    try:
+                        return int(obj(a))
+                    except (OverflowError, ValueError):
+                        return None
         return None
 
     def v_Tuple(self, node):
