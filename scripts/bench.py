@@ -59,6 +59,9 @@ def torch_equivalent(spec, t, args):
     import torch
 
     arrays = [a for a in args if isinstance(a, torch.Tensor)]
+    if spec.name == "matmul_flagship_async":  # out = mt.T @ n: cuBLAS takes the transposed operand as it is
+        mt, n, out = arrays[:3]
+        return lambda: torch.matmul(mt.t(), n, out=out), "torch.matmul of mt.t() (cuBLAS, TF32 off)"
     if spec.family == "matmul":
         m, n, out = arrays[:3]
         return lambda: torch.matmul(m, n, out=out), "torch.matmul (cuBLAS, TF32 off)"

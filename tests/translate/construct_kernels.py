@@ -5,6 +5,7 @@ import math
 import numpy as np
 from numba import cuda
 
+from numbakern.async_copy import async_commit, async_wait_all, copy_async4
 from numbakern.vector_io import vload4, vstore4
 
 SCALE = 2.5
@@ -156,3 +157,20 @@ def vector_io(src, out):
     cuda.syncthreads()
     vstore4(out, (t, 0), regs, 0)
     out[t, 4] = tile[par, 0]
+
+
+@cuda.jit
+def async_tile(src, out):
+    # cp.async into a shared tile, then a constant-trip loop (unrolled in the C) and a run-time one (not)
+    t = cuda.threadIdx.x
+    tile = cuda.shared.array((8, 4), np.float32, alignment=16)
+    copy_async4(tile, (t, 0), src, (t, 0), t < src.shape[0])
+    async_commit()
+    async_wait_all()
+    cuda.syncthreads()
+    acc = np.float32(0.0)
+    for q in range(N_ITEMS):
+        acc += tile[t, q]
+    for r in range(src.shape[0]):
+        acc += src[r, 0]
+    out[t] = acc

@@ -85,6 +85,15 @@ CASES = {
         "*reinterpret_cast<float4 *>(&out[t * out_shape1 + 0]) = make_float4(regs[0], regs[1], regs[2], regs[3]);",
         "out[t * out_shape1 + 4] = tile[par][0];",
     ]),
+    "async_tile": ("void(float32[:, ::1], float32[::1])", [
+        "const float* src, int64_t src_shape0, int64_t src_shape1,",   # copy_async4 only reads its source
+        "nk_copy_async4(&tile[t][0], (t < src_shape0) ? &src[t * src_shape1 + 0] : src, t < src_shape0);",
+        "nk_async_commit();",
+        "nk_async_wait_all();",
+        'asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"',
+        "#pragma unroll\n    for (int64_t q = 0; q < N_ITEMS; q++) {",          # a constant trip count
+        "    }\n    for (int64_t r = 0; r < src_shape0; r++) {",                  # a run-time one: left to nvcc
+    ]),
 }
 
 
