@@ -248,8 +248,10 @@ template <int N, bool CLOBBER> __device__ __forceinline__ void cp_async_wait() {
 }
 
 // CLOBBER: "memory" clobbers on the cp.async asm (as translate's helpers have); ROLLED: the k-steps in a rolled loop
-// of pairs, as in the Numba kernel (otherwise fully unrolled)
-template <int BM, int BN, int BK, int TM, int TN, int S, bool CLOBBER = false, bool ROLLED = false>
+// of pairs, as in the Numba kernel (otherwise fully unrolled); NUMBA_LOOP: the tile loop shaped as in the Numba
+// kernel (from t = -1, the copies and the math under `if`s)
+template <int BM, int BN, int BK, int TM, int TN, int S, bool CLOBBER = false, bool ROLLED = false,
+          bool NUMBA_LOOP = false>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
 sgemm_async(const float* __restrict__ At, const float* __restrict__ B, float* __restrict__ C, int h, int k, int w)
 {
@@ -297,18 +299,7 @@ sgemm_async(const float* __restrict__ At, const float* __restrict__ B, float* __
             bf[s][4 * g] = v.x; bf[s][4 * g + 1] = v.y; bf[s][4 * g + 2] = v.z; bf[s][4 * g + 3] = v.w;
         }
     };
-    const int ntiles = (k + BK - 1) / BK;
-#pragma unroll
-    for (int s = 0; s < S - 1; ++s) {
-        if (s < ntiles) issue(s, s);
-        cp_async_commit<CLOBBER>();
-    }
-    for (int t = 0; t < ntiles; ++t) {
-        cp_async_wait<S - 2, CLOBBER>();
-        __syncthreads();
-        if (t + S - 1 < ntiles) issue(t + S - 1, (t + S - 1) % S);
-        cp_async_commit<CLOBBER>();
-        const int st = t % S;
+    auto compute = [&](int st) {
         frag(0, st, 0);
         if constexpr (ROLLED) {
 #pragma unroll 1
@@ -333,6 +324,33 @@ sgemm_async(const float* __restrict__ At, const float* __restrict__ B, float* __
 #pragma unroll
                     for (int j = 0; j < TN; ++j) acc[i][j] += af[kk & 1][i] * bf[kk & 1][j];
             }
+        }
+    };
+    const int ntiles = (k + BK - 1) / BK;
+    if constexpr (NUMBA_LOOP) {  // the Numba kernel's shape: iteration -1 only starts tile 0 (2 stages)
+        for (int t = -1; t < ntiles; ++t) {
+            if (t >= 0) {
+                cp_async_wait<0, CLOBBER>();
+                __syncthreads();
+            }
+            if (t + 1 < ntiles) {
+                issue(t + 1, (t + 1) & 1);
+                cp_async_commit<CLOBBER>();
+            }
+            if (t >= 0) compute(t & 1);
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < S - 1; ++s) {
+            if (s < ntiles) issue(s, s);
+            cp_async_commit<CLOBBER>();
+        }
+        for (int t = 0; t < ntiles; ++t) {
+            cp_async_wait<S - 2, CLOBBER>();
+            __syncthreads();
+            if (t + S - 1 < ntiles) issue(t + S - 1, (t + S - 1) % S);
+            cp_async_commit<CLOBBER>();
+            compute(t % S);
         }
     }
 #pragma unroll
@@ -383,6 +401,8 @@ ASYNC_VARIANTS = [
      "sgemm_async<128,128,16,8,8,2,false,true>", 256, 128, 128),
     ("C sgemm_async 128x128x16/8x8, 2 stages, clobbers + rolled",
      "sgemm_async<128,128,16,8,8,2,true,true>", 256, 128, 128),
+    ("C sgemm_async 128x128x16/8x8, 2 stages, Numba's loop shape",
+     "sgemm_async<128,128,16,8,8,2,false,false,true>", 256, 128, 128),
     ("C sgemm_async 128x128x8/8x8, 3 stages", "sgemm_async<128,128,8,8,8,3>", 256, 128, 128),
 ]
 
@@ -502,7 +522,17 @@ def main() -> int:
         os.makedirs(os.path.dirname(unclobbered), exist_ok=True)
         with open(gen_file) as f, open(unclobbered, "w") as g:
             g.write(f.read().replace('\n                 : "memory");', ');').replace('::: "memory"', '::'))
-        for path, tag in ((gen_file, ""), (unclobbered, ", no memory clobbers")):
+        restricted = os.path.join(gen_async, "restrict", "matmul_flagship_async.cu")  # __restrict__ pointers
+        os.makedirs(os.path.dirname(restricted), exist_ok=True)
+        with open(gen_file) as f, open(restricted, "w") as g:
+            g.write(f.read().replace("const float* mt,", "const float* __restrict__ mt,")
+                    .replace("const float* n,", "const float* __restrict__ n,").replace("float* out,", "float* __restrict__ out,"))
+        int_stage = os.path.join(gen_async, "int_stage", "matmul_flagship_async.cu")  # a 32-bit stage index
+        os.makedirs(os.path.dirname(int_stage), exist_ok=True)
+        with open(gen_file) as f, open(int_stage, "w") as g:
+            g.write(f.read().replace("int64_t cur = t & 1;", "int cur = (int)(t & 1);"))
+        for path, tag in ((gen_file, ""), (unclobbered, ", no memory clobbers"), (restricted, ", __restrict__"),
+                          (int_stage, ", int stage index")):
             for sym, config, make_c in bm.generated_launchers(path, "matmul_flagship_async"):
                 def make(a, b, o, h, k, w, make_c=make_c):
                     at = a.t().contiguous()
