@@ -26,7 +26,7 @@ How each backend sees them:
 from __future__ import annotations
 
 from . import mode
-from .vector_io import WIDTH, _check_alignment, _index_tuple
+from .vector_io import WIDTH, _check_alignment, _index_tuple, element_pointer
 
 # ---------------------------------------------------------------------------------------------------------------
 # the simulator's versions
@@ -71,17 +71,8 @@ def _py_async_wait_all():
 
 def _make_intrinsics():
     from llvmlite import ir
-    from numba.cuda import cgutils, types
+    from numba.cuda import types
     from numba.cuda.extending import intrinsic
-
-    def _element_pointer(context, builder, aryty, ary, index_ty, index):
-        arr = context.make_array(aryty)(context, builder, ary)
-        if isinstance(index_ty, types.BaseTuple):
-            raw, tys = cgutils.unpack_tuple(builder, index, len(index_ty)), list(index_ty)
-        else:
-            raw, tys = [index], [index_ty]
-        inds = [context.cast(builder, v, t, types.intp) for v, t in zip(raw, tys)]
-        return arr, cgutils.get_item_pointer(context, builder, aryty, arr, inds, wraparound=False)
 
     def _check(name, t, index):
         if not isinstance(t, types.Array) or t.dtype != types.float32 or t.layout != "C":
@@ -108,8 +99,8 @@ def _make_intrinsics():
 
         def codegen(context, builder, sig, args):
             dst_v, didx_v, src_v, sidx_v, valid_v = args
-            _, dptr = _element_pointer(context, builder, dst, dst_v, dst_index, didx_v)
-            src_arr, sptr = _element_pointer(context, builder, src, src_v, src_index, sidx_v)
+            _, dptr = element_pointer(context, builder, dst, dst_v, dst_index, didx_v)
+            src_arr, sptr = element_pointer(context, builder, src, src_v, src_index, sidx_v)
             # the shared-memory address: the generic pointer back in the shared state space, as 32 bits
             shared = builder.addrspacecast(dptr, ir.PointerType(dptr.type.pointee, 3))
             saddr = builder.ptrtoint(shared, i32)

@@ -117,6 +117,7 @@ class ArrayInfo:
     c_contiguous: bool
     on_gpu: bool
     device: str  # "cpu" or "cuda:<n>"
+    address: int = 0  # the data pointer (alignment checks of 16-byte access paths)
 
 
 def array_info(name: str, x: Any) -> ArrayInfo:
@@ -125,9 +126,10 @@ def array_info(name: str, x: Any) -> ArrayInfo:
     if torch is not None:
         on_gpu = x.device.type == "cuda"
         device = f"cuda:{x.device.index or 0}" if on_gpu else x.device.type
-        return ArrayInfo("torch", tuple(x.shape), as_numpy_dtype(x.dtype), x.is_contiguous(), on_gpu, device)
+        return ArrayInfo("torch", tuple(x.shape), as_numpy_dtype(x.dtype), x.is_contiguous(), on_gpu, device,
+                         x.data_ptr())
     if isinstance(x, np.ndarray):
-        return ArrayInfo("numpy", x.shape, x.dtype, x.flags.c_contiguous, False, "cpu")
+        return ArrayInfo("numpy", x.shape, x.dtype, x.flags.c_contiguous, False, "cpu", x.ctypes.data)
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
         shape = tuple(cai["shape"])
@@ -135,7 +137,7 @@ def array_info(name: str, x: Any) -> ArrayInfo:
         strides = cai.get("strides")
         contiguous = strides is None or tuple(strides) == _c_strides(shape, dtype.itemsize)
         library = "cupy" if type(x).__module__.startswith("cupy") else "cuda"
-        return ArrayInfo(library, shape, dtype, contiguous, True, f"cuda:{_cupy_device(x)}")
+        return ArrayInfo(library, shape, dtype, contiguous, True, f"cuda:{_cupy_device(x)}", cai["data"][0])
     raise TypeError(
         f"argument '{name}' must be a torch tensor, a CuPy array (or any object with __cuda_array_interface__) "
         f"or a numpy array, got {type(x).__module__}.{type(x).__qualname__}"

@@ -67,6 +67,20 @@ def _check_alignment(what: str, arr, idx: tuple) -> None:
             "multiples of 4)")
 
 
+def element_pointer(context, builder, aryty, ary, index_ty, index):
+    """Inside an ``@intrinsic``'s codegen: the array struct and the address of ``ary[index]`` (an integer or a tuple
+    of integers, one per dimension), with no wraparound and no bounds check."""
+    from numba.cuda import cgutils, types
+
+    arr = context.make_array(aryty)(context, builder, ary)
+    if isinstance(index_ty, types.BaseTuple):
+        raw, tys = cgutils.unpack_tuple(builder, index, len(index_ty)), list(index_ty)
+    else:
+        raw, tys = [index], [index_ty]
+    inds = [context.cast(builder, v, t, types.intp) for v, t in zip(raw, tys)]
+    return arr, cgutils.get_item_pointer(context, builder, aryty, arr, inds, wraparound=False)
+
+
 def _make_intrinsics():
     from llvmlite import ir
     from numba.cuda import cgutils, types
@@ -84,26 +98,16 @@ def _make_intrinsics():
             raise TypeError(f"{what}: the index must be {arr.ndim} integer(s) (one per dimension), got {index}")
         if not isinstance(at, types.Integer):
             raise TypeError(f"{what}: the register offset must be an integer, got {at}")
-        return idx_types
-
-    def _element_pointer(context, builder, aryty, ary, index_ty, index, idx_types):
-        arr = context.make_array(aryty)(context, builder, ary)
-        if isinstance(index_ty, types.BaseTuple):
-            raw = cgutils.unpack_tuple(builder, index, len(idx_types))
-        else:
-            raw = [index]
-        inds = [context.cast(builder, v, t, types.intp) for v, t in zip(raw, idx_types)]
-        return cgutils.get_item_pointer(context, builder, aryty, arr, inds, wraparound=False)
 
     vec_t = ir.VectorType(ir.FloatType(), WIDTH)
 
     @intrinsic
     def vload4(typingctx, src, index, regs, at):
-        idx_types = _check_types("vload4", src, index, regs, at)
+        _check_types("vload4", src, index, regs, at)
 
         def codegen(context, builder, sig, args):
             src_v, index_v, regs_v, at_v = args
-            ptr = _element_pointer(context, builder, src, src_v, index, index_v, idx_types)
+            _, ptr = element_pointer(context, builder, src, src_v, index, index_v)
             vec = builder.load(builder.bitcast(ptr, vec_t.as_pointer()), align=16)
             regs_arr = context.make_array(regs)(context, builder, regs_v)
             at_i = context.cast(builder, at_v, at, types.intp)
@@ -117,11 +121,11 @@ def _make_intrinsics():
 
     @intrinsic
     def vstore4(typingctx, dst, index, regs, at):
-        idx_types = _check_types("vstore4", dst, index, regs, at)
+        _check_types("vstore4", dst, index, regs, at)
 
         def codegen(context, builder, sig, args):
             dst_v, index_v, regs_v, at_v = args
-            ptr = _element_pointer(context, builder, dst, dst_v, index, index_v, idx_types)
+            _, ptr = element_pointer(context, builder, dst, dst_v, index, index_v)
             regs_arr = context.make_array(regs)(context, builder, regs_v)
             at_i = context.cast(builder, at_v, at, types.intp)
             vec = ir.Constant(vec_t, ir.Undefined)

@@ -30,7 +30,7 @@ from numba import cuda
 
 from ..autotune import Autotuner
 from ..fastpath import jit_options, u32
-from ..launch import LaunchConfig, cdiv, launch_config, to_kernel_arg
+from ..launch import LaunchConfig, array_info, cdiv, launch_config, to_kernel_arg
 from ..registry import Case, KernelSpec, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
@@ -135,16 +135,12 @@ def vec_ready(*arrays) -> bool:
     16-byte aligned data pointer and a row length that is a multiple of 4 (so each 4-float group is one aligned
     16-byte access)."""
     for a in arrays:
-        cai = getattr(a, "__cuda_array_interface__", None)
-        if cai is not None:
-            ptr, typestr, strides = cai["data"][0], cai["typestr"], cai.get("strides")
-            shape = tuple(cai["shape"])
-            contiguous = strides is None or tuple(strides) == (4 * shape[1], 4)
-        elif isinstance(a, np.ndarray):
-            ptr, typestr, shape, contiguous = a.ctypes.data, a.dtype.str, a.shape, a.flags.c_contiguous
-        else:
+        try:
+            info = array_info("matrix", a)
+        except TypeError:
             return False
-        if typestr != "<f4" or len(shape) != 2 or not contiguous or ptr % 16 or shape[1] % 4:
+        if (info.dtype != np.float32 or len(info.shape) != 2 or not info.c_contiguous or info.address % 16
+                or info.shape[1] % 4):
             return False
     return True
 
