@@ -19,19 +19,18 @@ Numba, 2 no GPU.
 from __future__ import annotations
 
 import argparse
-import sys
+import math
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import benchkit  # noqa: E402  (this script's folder)
+import benchkit  # this script's folder
 
 TOOL = "bench.py"
 RESULTS = benchkit.ROOT / "docs" / "bench"
 README = benchkit.ROOT / "README.md"
 FIELDS = ["kernel", "size", "size_keys", "metric", "numba_ms", "c_ms", "torch_ms", "numba_rate", "c_rate", "torch_rate",
           "c_vs_numba", "torch_vs_c", "c_numba_max_rel_diff", "torch_op"]
+NUMERIC = ("numba_ms", "c_ms", "torch_ms", "numba_rate", "c_rate", "torch_rate", "c_vs_numba", "torch_vs_c")
 #: the largest relative difference between the translated C and Numba at a benchmark size that counts as agreement
 AGREEMENT = 1e-4
 
@@ -113,18 +112,18 @@ def bench_one(torch, spec, size, budget: float) -> dict:
 def markdown(rows, provenance: str) -> str:
     """The results table, headed by where and when it was measured."""
     def cell(ms, rate):
-        return "n/a" if ms != ms else f"{ms:.3f} ms ({rate:,.0f})"
+        return "n/a" if math.isnan(ms) else f"{ms:.3f} ms ({rate:,.0f})"
 
-    lines = [provenance, "",
-             "| kernel | size | unit | Numba | translated C | torch/cuBLAS | C speed-up over Numba | C time / torch time |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]
+    header = ("kernel", "size", "unit", "Numba", "translated C", "torch/cuBLAS", "C speed-up over Numba",
+              "C time / torch time")
+    lines = [provenance, "", "| " + " | ".join(header) + " |", "|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
-        n = {k: benchkit.number(r[k]) for k in FIELDS if k.endswith(("_ms", "_rate")) or k in ("c_vs_numba", "torch_vs_c")}
+        n = {k: benchkit.number(r[k]) for k in NUMERIC}
         lines.append(f"| {r['kernel']} | {r['size']} | {r['metric']} | {cell(n['numba_ms'], n['numba_rate'])} | "
                      f"{cell(n['c_ms'], n['c_rate'])} | {cell(n['torch_ms'], n['torch_rate'])} | "
                      f"{n['c_vs_numba']:.2f}× | {n['torch_vs_c']:.2f} |")
-    lines += ["", "Throughput in parentheses (GFLOP/s or GB/s). \"C speed-up over Numba\" = Numba time / C time; "
-              "\"C time / torch time\" > 1 means torch is faster."]
+    lines += ["", ("Throughput in parentheses (GFLOP/s or GB/s). \"C speed-up over Numba\" = Numba time / C time; "
+                   "\"C time / torch time\" > 1 means torch is faster.")]
     return "\n".join(lines) + "\n"
 
 
@@ -142,7 +141,8 @@ def publish(rows, provenance: str, out: Path) -> str:
     md = markdown(rows, provenance)
     benchkit.write_text(out / "bench.md", md)
     png = chart(rows, out / "bench.png", provenance)
-    print(f"wrote {out / 'bench.csv'}, {out / 'bench.md'}" + (f", {out / 'bench.png'}" if png else " (no PNG: matplotlib missing)"))
+    print(f"wrote {out / 'bench.csv'}, {out / 'bench.md'}"
+          + (f", {out / 'bench.png'}" if png else " (no PNG: matplotlib missing)"))
     if out.resolve() == RESULTS.resolve() and benchkit.embed(README, "bench.md", md):
         print(f"updated the table in {README}")
     return md
@@ -152,7 +152,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="folder for bench.csv/.md/.png (default: $OUT, else docs/bench)")
     parser.add_argument("--kernels", nargs="+", metavar="NAME", help="registered kernel names (default: all)")
-    parser.add_argument("--budget", type=float, default=0.8, help="seconds of timed samples per implementation and size")
+    parser.add_argument("--budget", type=float, default=0.8,
+                        help="seconds of timed samples per implementation and size")
     parser.add_argument("--render", metavar="CSV", help="only rewrite bench.md/.png (and README's table) from this CSV")
     args = parser.parse_args(argv)
     if args.budget <= 0:

@@ -43,17 +43,14 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import benchkit  # noqa: E402  (this script's folder)
+import benchkit  # this script's folder
 
 TOOL = "bench_matmul.py"
 RESULTS = benchkit.ROOT / "docs" / "perf"
@@ -243,7 +240,7 @@ def triton_variant():
         a_p = a_ptr + rm[:, None] * sam + rk[None, :] * sak
         b_p = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
         acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for kk in range(0, tl.cdiv(K, BK)):
+        for kk in range(tl.cdiv(K, BK)):
             kmask = rk < K - kk * BK
             a = tl.load(a_p, mask=(rm[:, None] < M) & kmask[None, :], other=0.0)
             b = tl.load(b_p, mask=kmask[:, None] & (rn[None, :] < N), other=0.0)
@@ -272,7 +269,8 @@ def all_variants(sweep: bool, chosen: dict) -> list[Variant]:
         Variant("lecture", "CUDA C naive (lecture.cu)", reference_c("lecture.cu", "launch_matmul_naive_c"), slow=True),
         Variant("lecture", "CUDA C tiled, static shared tw=16 (lecture.cu)",
                 reference_c("lecture.cu", "launch_matmul_tiled_static_c16")),
-        Variant("flagship", f"Numba matmul_flagship {config_label(mf.DEFAULT_CONFIG)}", numba_flagship(mf.DEFAULT_CONFIG)),
+        Variant("flagship", f"Numba matmul_flagship {config_label(mf.DEFAULT_CONFIG)}",
+                numba_flagship(mf.DEFAULT_CONFIG)),
         Variant("flagship", f"Numba matmul_flagship {config_label(mf.VEC_DEFAULT_CONFIG)}",
                 numba_flagship(mf.VEC_DEFAULT_CONFIG), vec_shapes),
         Variant("flagship", "Numba matmul_fast (autotuned)", numba_matmul_fast(chosen)),
@@ -338,8 +336,8 @@ def check(torch, variants: list[Variant], seed: int) -> tuple[set[str], int, int
                 passed += 1
             else:
                 failed.add(v.name)
-                print(f"CHECK FAILED {v.name} {shape_label(h, k, w)}: relative error {err:.3g} (NaN: unwritten output)",
-                      flush=True)
+                unwritten = " (NaN left in the output: elements never written)" if torch.isnan(o).any() else ""
+                print(f"CHECK FAILED {v.name} {shape_label(h, k, w)}: relative error {err:.3g}{unwritten}", flush=True)
     return failed, passed, total
 
 
@@ -387,15 +385,16 @@ def markdown(rows, provenance: str) -> str:
     names = list(dict.fromkeys((r["group"], r["variant"]) for r in rows))
     cell = {(r["variant"], int(r["h"]), int(r["k"]), int(r["w"])): r for r in rows}
     lines = [provenance, "",
-             "Milliseconds per product (% of cuBLAS at that size); \"—\": not run (outside the kernel's precondition, "
-             "or one of the lecture's slow kernels above 4096³).", "",
+             ("Milliseconds per product (% of cuBLAS at that size); \"—\": not run (outside the kernel's precondition, "
+              "or one of the lecture's slow kernels above 4096³)."), "",
              "| group | variant | " + " | ".join(shape_label(*s) for s in sizes) + " |",
              "|---|---|" + "---:|" * len(sizes)]
     for group, name in names:
         cells = []
         for s in sizes:
             r = cell.get((name, *s))
-            cells.append("—" if r is None else f"{benchkit.number(r['ms']):.3f} ({benchkit.number(r['pct_cublas']):.0f}%)")
+            ms, pct = (benchkit.number(r[k]) for k in ("ms", "pct_cublas")) if r else (0, 0)
+            cells.append("—" if r is None else f"{ms:.3f} ({pct:.0f}%)")
         lines.append(f"| {group} | {name} | " + " | ".join(cells) + " |")
     chosen = [f"{shape_label(int(r['h']), int(r['k']), int(r['w']))}: {r['config']}" for r in rows if r["config"]]
     if chosen:
@@ -416,7 +415,8 @@ def publish(rows, provenance: str, out: Path) -> str:
     md = markdown(rows, provenance)
     benchkit.write_text(out / "matmul.md", md)
     png = chart(rows, out / "matmul.png", provenance)
-    print(f"wrote {out / 'matmul.csv'}, {out / 'matmul.md'}" + (f", {out / 'matmul.png'}" if png else " (no PNG: matplotlib missing)"))
+    print(f"wrote {out / 'matmul.csv'}, {out / 'matmul.md'}"
+          + (f", {out / 'matmul.png'}" if png else " (no PNG: matplotlib missing)"))
     if out.resolve() == RESULTS.resolve() and benchkit.embed(DOC, "matmul.md", md):
         print(f"updated the table in {DOC}")
     return md
@@ -461,8 +461,10 @@ def numba_codegen_kernels():
          {"fastmath": False, "launch_bounds": None}),
         (f"matmul_flagship {config_label(mf.DEFAULT_CONFIG)}", mf.matmul_flagship(**mf.DEFAULT_CONFIG), SIG, {}),
         (f"matmul_flagship {config_label(vec_plain)}", mf.matmul_flagship(**vec_plain), SIG, {}),
-        (f"matmul_flagship {config_label(mf.VEC_DEFAULT_CONFIG)}", mf.matmul_flagship(**mf.VEC_DEFAULT_CONFIG), SIG, {}),
-        (f"matmul_flagship_async {config_label(ma.ASYNC_CONFIG)}", ma.matmul_flagship_async(**ma.ASYNC_CONFIG), SIG, {}),
+        (f"matmul_flagship {config_label(mf.VEC_DEFAULT_CONFIG)}", mf.matmul_flagship(**mf.VEC_DEFAULT_CONFIG), SIG,
+         {}),
+        (f"matmul_flagship_async {config_label(ma.ASYNC_CONFIG)}", ma.matmul_flagship_async(**ma.ASYNC_CONFIG), SIG,
+         {}),
     ]
 
 
@@ -480,7 +482,7 @@ C_SOURCES = (
 def ptx_counts(ptx: str) -> dict:
     body = re.sub(r"//.*", "", ptx)  # comments (PTX has no string literals that could hold "//")
     out = {key: len(re.findall(pattern, body)) for key, pattern in PTX_COUNTS.items()}
-    m = re.search(r"\.entry\s+\S+\s*\((.*?)\)", body, re.S)
+    m = re.search(r"\.entry\s+\S+\s*\((.*?)\)", body, re.DOTALL)
     out["params"] = m.group(1).count(".param") if m else ""
     return out
 
@@ -489,9 +491,9 @@ def ptxas_report(ptx: str, ptxas: str) -> dict:
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "k.ptx"
         # numba-cuda's NVVM stamps a newer PTX ISA version than an older ptxas reads; these kernels use nothing newer
-        src.write_text(re.sub(r"^\.version 9\.[1-9]\d*$", ".version 9.0", ptx, count=1, flags=re.M))
+        src.write_text(re.sub(r"^\.version 9\.[1-9]\d*$", ".version 9.0", ptx, count=1, flags=re.MULTILINE))
         r = subprocess.run([ptxas, "-arch=sm_90", "-v", str(src), "-o", str(Path(d) / "k.cubin")],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, check=False)
     if r.returncode:
         raise RuntimeError(f"ptxas failed:\n{r.stderr.strip()}")
     text = r.stdout + r.stderr
@@ -500,7 +502,7 @@ def ptxas_report(ptx: str, ptxas: str) -> dict:
 
 def split_entries(ptx: str) -> list[tuple[str, str]]:
     """``(entry name, header + that entry)`` for each kernel of a multi-kernel PTX file."""
-    parts = re.split(r"(?=^\.(?:visible|weak) \.entry)", ptx, flags=re.M)
+    parts = re.split(r"(?=^\.(?:visible|weak) \.entry)", ptx, flags=re.MULTILINE)
     return [(re.search(r"\.entry\s+(\w+)", p).group(1), parts[0] + p) for p in parts[1:]]
 
 
@@ -606,7 +608,8 @@ def parse_sizes(text: str) -> list[tuple[int, int, int]]:
     for part in text.split(","):
         dims = part.strip().lower().split("x")
         if len(dims) != 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
-            raise argparse.ArgumentTypeError(f"a size is HxKxW with positive integers, e.g. 4096x4096x4096; got {part!r}")
+            raise argparse.ArgumentTypeError(
+                f"a size is HxKxW with positive integers, e.g. 4096x4096x4096; got {part!r}")
         sizes.append(tuple(int(d) for d in dims))
     return sizes
 
@@ -648,8 +651,8 @@ def main(argv=None) -> int:
     print(f"{len(variants)} variants; checking them (seed {args.seed}) ...", flush=True)
     t0 = time.perf_counter()
     failed, passed, total = check(torch, variants, args.seed)
-    print(f"correctness: {passed}/{total} checks pass" + (f"; not timed: {', '.join(sorted(failed))}" if failed else ""),
-          flush=True)
+    not_timed = f"; not timed: {', '.join(sorted(failed))}" if failed else ""
+    print(f"correctness: {passed}/{total} checks pass{not_timed}", flush=True)
     rows = time_all(torch, [v for v in variants if v.name not in failed], args.sizes, args.budget, args.seed, chosen,
                     failed)
     command = "python scripts/bench_matmul.py" + "".join(
@@ -662,7 +665,7 @@ def main(argv=None) -> int:
     benchkit.write_csv(out / "matmul.csv", rows, FIELDS, provenance)
     md = publish(rows, provenance, out)
     print(f"\n{md}\n{len(rows)} timings in {time.perf_counter() - t0:.0f} s; "
-          + (f"FAILED checks (not timed): {', '.join(sorted(failed))}" if failed else "every variant passed its checks"))
+          + (f"FAILED: {', '.join(sorted(failed))}" if failed else "every variant passed its checks"))
     return 1 if failed else 0
 
 

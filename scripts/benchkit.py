@@ -13,8 +13,9 @@ import math
 import os
 import statistics
 import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,13 +77,13 @@ def log_to_out(name: str) -> Path | None:
         return None
     path = Path(folder) / f"{name}.log"
     path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(path, "w", buffering=1)
+    log = open(path, "w", buffering=1)  # noqa: SIM115 - open for the rest of the process, like stdout
     sys.stdout, sys.stderr = _Tee(sys.stdout, log), _Tee(sys.stderr, log)
     return path
 
 
 def today() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
 
 
 def device_line(torch) -> str:

@@ -81,9 +81,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     value = item.stash.get(_SEED, None)
     if value is not None and report.failed:
         base = _base_seed(item.config)
-        report.sections.append((
-            "random inputs",
-            f"this test's seed: {value} (np.random.default_rng({value})), from base seed {base}\n"
-            f"reproduce: pytest --seed {base} '{item.nodeid}'",
-        ))
+        why = (f"this test's seed: {value} (np.random.default_rng({value})), from base seed {base}\n"
+               f"reproduce: pytest --seed {base} '{item.nodeid}'")
+        report.sections.append(("random inputs", why))
     return report

@@ -11,7 +11,7 @@ import numpy as np
 from .conftest import DEFAULT_SEED, derive_seed
 
 CONFTEST = Path(__file__).with_name("conftest.py")
-SECTION = re.compile(r"^-+ random inputs -+$", re.M)
+SECTION = re.compile(r"^-+ random inputs -+$", re.MULTILINE)
 
 PROBE = '''
 import numpy as np
@@ -28,7 +28,8 @@ def run_probe(tmp_path, *args):
     shutil.copy(CONFTEST, tmp_path / "conftest.py")
     (tmp_path / "test_probe.py").write_text(PROBE)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:numbakern", "-p", "no:cacheprovider", "-s",
-                           *args, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+                           *args, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          check=False)
     return proc.returncode, proc.stdout + proc.stderr
 
 

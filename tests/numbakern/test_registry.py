@@ -55,6 +55,6 @@ def test_unknown_distribution(rng):
 
 def test_duplicate_names_are_refused():
     spec = numbakern.get("vector_add")
-    clone = KernelSpec(**{**spec.__dict__})
+    clone = KernelSpec(**spec.__dict__)
     with pytest.raises(ValueError, match="already registered"):
         register(clone)

@@ -106,7 +106,8 @@ def test_a_registered_kernel_without_its_generated_file_fails(tmp_path):
     assert [spec.name for spec, _ in _generated_candidates(names=names)] == names
     shutil.copytree(ROOT / "generated_cuda", tmp_path, dirs_exist_ok=True)
     (tmp_path / "vector_add.cu").unlink()
-    with pytest.raises(AssertionError, match=r"without a usable generated \.cu:\n\s*vector_add: .*vector_add\.cu is listed in the manifest but missing"):
+    missing = r"without a usable generated \.cu:\n\s*vector_add: .*vector_add\.cu is listed in the manifest but missing"
+    with pytest.raises(AssertionError, match=missing):
         _generated_candidates(tmp_path, names)
 
 
@@ -127,7 +128,7 @@ def test_each_cu_runs_through_ctypes_without_numba(tmp_path, rng):
         paths.append(str(p))
     env = dict(os.environ)
     proc = subprocess.run([sys.executable, "-m", "translate.verify.standalone", *paths], capture_output=True,
-                          text=True, env=env, cwd=ROOT, timeout=600)
+                          text=True, env=env, cwd=ROOT, timeout=600, check=False)
     print(proc.stdout, proc.stderr)
     if _log_dir():
         (_log_dir() / "deploy.log").write_text(proc.stdout + proc.stderr)
