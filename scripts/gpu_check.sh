@@ -7,14 +7,14 @@
 #
 #   bash scripts/gpu_check.sh [tests] [verify] [bench] [matmul]     # default: all four, in this order
 #
-# Results and full logs go to $OUT (default ./gpu_out): <step>.log for tests and verify (bench.log and
+# Results and full logs go to $OUT (default build/gpu_out): <step>.log for tests and verify (bench.log and
 # bench_matmul.log are written by the tools themselves), the benchmarks' csv/md/png, records.json (the
 # verification records; apply them to a checkout with `python -m translate.verify --apply records.json`) and
 # details/ (per-case reports, sanitizer logs, the planted-defect verdicts). A summary table is printed last.
 # Exit status: 0 every step passed, 1 a step failed, 2 no GPU or a bad argument.
 set -u
 cd "$(dirname "$0")/.."
-export OUT="${OUT:-$PWD/gpu_out}" PYTHONUNBUFFERED=1
+export OUT="${OUT:-$PWD/build/gpu_out}" PYTHONUNBUFFERED=1
 export NUMBAKERN_VERIFY_LOG="$OUT/details"
 mkdir -p "$OUT" "$NUMBAKERN_VERIFY_LOG"
 
