@@ -137,14 +137,9 @@ def chart(rows, path: Path, provenance: str) -> bool:
 
 
 def publish(rows, provenance: str, out: Path) -> str:
-    """Write bench.md and bench.png next to bench.csv; refresh README.md's table for the repository's results."""
+    """bench.md and bench.png next to bench.csv; README.md's table too for the repository's results."""
     md = markdown(rows, provenance)
-    benchkit.write_text(out / "bench.md", md)
-    png = chart(rows, out / "bench.png", provenance)
-    print(f"wrote {out / 'bench.csv'}, {out / 'bench.md'}"
-          + (f", {out / 'bench.png'}" if png else " (no PNG: matplotlib missing)"))
-    if out.resolve() == RESULTS.resolve() and benchkit.embed(README, "bench.md", md):
-        print(f"updated the table in {README}")
+    benchkit.publish(out, "bench", md, lambda png: chart(rows, png, provenance), README, RESULTS)
     return md
 
 
@@ -160,8 +155,7 @@ def main(argv=None) -> int:
         parser.error(f"--budget must be positive, got {args.budget}")
 
     if args.render:
-        rows, provenance = benchkit.read_csv(Path(args.render))
-        print(publish(rows, provenance, Path(args.render).parent))
+        print(publish(*benchkit.read_csv(Path(args.render)), Path(args.render).parent))
         return 0
 
     from numbakern.registry import all_specs, get

@@ -413,12 +413,7 @@ def chart(rows, path: Path, provenance: str) -> bool:
 
 def publish(rows, provenance: str, out: Path) -> str:
     md = markdown(rows, provenance)
-    benchkit.write_text(out / "matmul.md", md)
-    png = chart(rows, out / "matmul.png", provenance)
-    print(f"wrote {out / 'matmul.csv'}, {out / 'matmul.md'}"
-          + (f", {out / 'matmul.png'}" if png else " (no PNG: matplotlib missing)"))
-    if out.resolve() == RESULTS.resolve() and benchkit.embed(DOC, "matmul.md", md):
-        print(f"updated the table in {DOC}")
+    benchkit.publish(out, "matmul", md, lambda png: chart(rows, png, provenance), DOC, RESULTS)
     return md
 
 
@@ -593,10 +588,7 @@ def codegen_markdown(rows, provenance: str) -> str:
 
 def publish_codegen(rows, provenance: str, out: Path) -> str:
     md = codegen_markdown(rows, provenance)
-    benchkit.write_text(out / "codegen.md", md)
-    print(f"wrote {out / 'codegen.csv'}, {out / 'codegen.md'}")
-    if out.resolve() == RESULTS.resolve() and benchkit.embed(DOC, "codegen.md", md):
-        print(f"updated the table in {DOC}")
+    benchkit.publish(out, "codegen", md, None, DOC, RESULTS)
     return md
 
 
@@ -632,9 +624,7 @@ def main(argv=None) -> int:
 
     if args.render:
         rows, provenance = benchkit.read_csv(Path(args.render))
-        folder = Path(args.render).parent
-        md = (publish_codegen if "compiler" in rows[0] else publish)(rows, provenance, folder)
-        print(md)
+        print((publish_codegen if "compiler" in rows[0] else publish)(rows, provenance, Path(args.render).parent))
         return 0
     out = benchkit.out_dir(args.out, RESULTS)
     benchkit.log_to_out("bench_matmul")

@@ -194,6 +194,21 @@ def where_and_when(provenance: str) -> str:
     return provenance.split(", with ", 1)[0]
 
 
+def publish(out: Path, stem: str, md: str, draw: Callable[[Path], bool] | None, doc: Path, home: Path) -> None:
+    """Write ``<stem>.md`` (and, with ``draw``, ``<stem>.png``) next to ``<stem>.csv`` in ``out``; when ``out`` is
+    the repository's results folder ``home``, also refresh the copy of the table in ``doc``."""
+    write_text(out / f"{stem}.md", md)
+    wrote = [out / f"{stem}.csv", out / f"{stem}.md"]
+    if draw is not None:
+        if draw(out / f"{stem}.png"):
+            wrote.append(out / f"{stem}.png")
+        else:
+            print("no chart: matplotlib is not installed")
+    print("wrote " + ", ".join(map(str, wrote)))
+    if out.resolve() == home.resolve() and embed(doc, f"{stem}.md", md):
+        print(f"updated the table in {doc}")
+
+
 def bar_chart(path: Path, labels: Sequence[str], series: Mapping[str, Sequence[float]], xlabel: str, title: str,
               log: bool = False) -> bool:
     """Horizontal grouped bars (one group per label, one bar per series); False when matplotlib is missing."""

@@ -15,6 +15,49 @@
 // launcher takes (a, b, c, h, k, w, stream) with row-major float32 matrices (for sgemm_async, a is A^T).
 #include <cuda_runtime.h>
 
+// A thread's register fragments for one k-step: TM values of the A tile's row kk (groups of 4, GM apart) and TN
+// of the B tile's row kk (groups of 4, GN apart), with 16-byte shared loads.
+template <int TM, int TN, int GM, int GN>
+__device__ __forceinline__ void load_fragments(float (&af)[TM], float (&bf)[TN], const float* a_row,
+                                               const float* b_row) {
+#pragma unroll
+    for (int g = 0; g < TM / 4; ++g) {
+        float4 v = *reinterpret_cast<const float4*>(a_row + g * GM);
+        af[4 * g] = v.x; af[4 * g + 1] = v.y; af[4 * g + 2] = v.z; af[4 * g + 3] = v.w;
+    }
+#pragma unroll
+    for (int g = 0; g < TN / 4; ++g) {
+        float4 v = *reinterpret_cast<const float4*>(b_row + g * GN);
+        bf[4 * g] = v.x; bf[4 * g + 1] = v.y; bf[4 * g + 2] = v.z; bf[4 * g + 3] = v.w;
+    }
+}
+
+template <int TM, int TN>
+__device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float (&af)[TM], const float (&bf)[TN]) {
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] += af[i] * bf[j];
+}
+
+// The thread's TM x TN outputs, rows from r0 (groups of 4, GM apart), columns from c0 (groups of 4, GN apart),
+// as 16-byte stores (w % 4 == 0: a group is inside the matrix or outside it as a whole).
+template <int TM, int TN, int GM, int GN>
+__device__ __forceinline__ void store_tile(const float (&acc)[TM][TN], float* C, int r0, int c0, int h, int w) {
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        int r = r0 + (i / 4) * GM + i % 4;
+        if (r >= h) continue;
+#pragma unroll
+        for (int g = 0; g < TN / 4; ++g) {
+            int c = c0 + g * GN;
+            if (c < w)
+                *reinterpret_cast<float4*>(&C[(size_t)r * w + c]) =
+                    make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]);
+        }
+    }
+}
+
 template <int BM, int BN, int BK, int TM, int TN>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
 sgemm_vec4(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int h, int k, int w)
@@ -69,16 +112,7 @@ sgemm_vec4(const float* __restrict__ A, const float* __restrict__ B, float* __re
                 make_float4(b_ld[i][0], b_ld[i][1], b_ld[i][2], b_ld[i][3]);
     };
     auto frag = [&](int s, int buf, int kk) {
-#pragma unroll
-        for (int g = 0; g < TM / 4; ++g) {
-            float4 v = *reinterpret_cast<const float4*>(&a_s[buf][kk][a_base + g * GM]);
-            af[s][4 * g] = v.x; af[s][4 * g + 1] = v.y; af[s][4 * g + 2] = v.z; af[s][4 * g + 3] = v.w;
-        }
-#pragma unroll
-        for (int g = 0; g < TN / 4; ++g) {
-            float4 v = *reinterpret_cast<const float4*>(&b_s[buf][kk][b_base + g * GN]);
-            bf[s][4 * g] = v.x; bf[s][4 * g + 1] = v.y; bf[s][4 * g + 2] = v.z; bf[s][4 * g + 3] = v.w;
-        }
+        load_fragments<TM, TN, GM, GN>(af[s], bf[s], &a_s[buf][kk][a_base], &b_s[buf][kk][b_base]);
     };
 
     const int ntiles = (k + BK - 1) / BK;
@@ -93,26 +127,12 @@ sgemm_vec4(const float* __restrict__ A, const float* __restrict__ B, float* __re
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk) {
             if (kk + 1 < BK) frag((kk + 1) & 1, cur, kk + 1);
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] += af[kk & 1][i] * bf[kk & 1][j];
+            outer_product(acc, af[kk & 1], bf[kk & 1]);
         }
         if (more) sstore(cur ^ 1);
         __syncthreads();
     }
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        int r = row0 + a_base + (i / 4) * GM + i % 4;
-        if (r >= h) continue;
-#pragma unroll
-        for (int g = 0; g < TN / 4; ++g) {
-            int c = col0 + b_base + g * GN;
-            if (c < w)
-                *reinterpret_cast<float4*>(&C[(size_t)r * w + c]) =
-                    make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]);
-        }
-    }
+    store_tile<TM, TN, GM, GN>(acc, C, row0 + a_base, col0 + b_base, h, w);
 }
 
 // 16 bytes global -> shared without registers; src_bytes = 0 fills the 16 bytes with zeros
@@ -160,16 +180,7 @@ sgemm_async(const float* __restrict__ At, const float* __restrict__ B, float* __
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
     auto frag = [&](int s, int st, int kk) {
-#pragma unroll
-        for (int g = 0; g < TM / 4; ++g) {
-            float4 v = *reinterpret_cast<const float4*>(&a_s[st][kk][a_base + g * GM]);
-            af[s][4 * g] = v.x; af[s][4 * g + 1] = v.y; af[s][4 * g + 2] = v.z; af[s][4 * g + 3] = v.w;
-        }
-#pragma unroll
-        for (int g = 0; g < TN / 4; ++g) {
-            float4 v = *reinterpret_cast<const float4*>(&b_s[st][kk][b_base + g * GN]);
-            bf[s][4 * g] = v.x; bf[s][4 * g + 1] = v.y; bf[s][4 * g + 2] = v.z; bf[s][4 * g + 3] = v.w;
-        }
+        load_fragments<TM, TN, GM, GN>(af[s], bf[s], &a_s[st][kk][a_base], &b_s[st][kk][b_base]);
     };
     auto compute = [&](int st) {
         frag(0, st, 0);
@@ -177,24 +188,15 @@ sgemm_async(const float* __restrict__ At, const float* __restrict__ B, float* __
 #pragma unroll 1
             for (int kk = 0; kk < BK; kk += 2) {
                 frag(1, st, kk + 1);
-#pragma unroll
-                for (int i = 0; i < TM; ++i)
-#pragma unroll
-                    for (int j = 0; j < TN; ++j) acc[i][j] += af[0][i] * bf[0][j];
+                outer_product(acc, af[0], bf[0]);
                 if (kk + 2 < BK) frag(0, st, kk + 2);
-#pragma unroll
-                for (int i = 0; i < TM; ++i)
-#pragma unroll
-                    for (int j = 0; j < TN; ++j) acc[i][j] += af[1][i] * bf[1][j];
+                outer_product(acc, af[1], bf[1]);
             }
         } else {
 #pragma unroll
             for (int kk = 0; kk < BK; ++kk) {
                 if (kk + 1 < BK) frag((kk + 1) & 1, st, kk + 1);
-#pragma unroll
-                for (int i = 0; i < TM; ++i)
-#pragma unroll
-                    for (int j = 0; j < TN; ++j) acc[i][j] += af[kk & 1][i] * bf[kk & 1][j];
+                outer_product(acc, af[kk & 1], bf[kk & 1]);
             }
         }
     };
@@ -222,18 +224,7 @@ sgemm_async(const float* __restrict__ At, const float* __restrict__ B, float* __
             compute(t & 1);
         }
     }
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        int r = row0 + a_base + (i / 4) * GM + i % 4;
-        if (r >= h) continue;
-#pragma unroll
-        for (int g = 0; g < TN / 4; ++g) {
-            int c = col0 + b_base + g * GN;
-            if (c < w)
-                *reinterpret_cast<float4*>(&C[(size_t)r * w + c]) =
-                    make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]);
-        }
-    }
+    store_tile<TM, TN, GM, GN>(acc, C, row0 + a_base, col0 + b_base, h, w);
 }
 
 // Launchers: one block of 256 threads per 128 x 128 output tile.
