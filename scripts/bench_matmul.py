@@ -1,479 +1,217 @@
-"""fp32 matmul benchmark for issue 7: Numba kernels, their CUDA C counterparts, cuBLAS and Triton, on one GPU.
+#!/usr/bin/env python
+"""The fp32 matmul study: numbakern's matmul kernels in Numba and as translated CUDA C, next to the lecture's
+hand-written CUDA C, hand-written CUDA C of the flagship's two designs, Triton and cuBLAS.
 
-Checks every variant first (fresh random inputs, NaN-poisoned output, ‖out − ref‖/‖ref‖ against a float64
-product, odd shapes that no tile size divides), then times them with CUDA events (warm-up, median of repeats,
-several launches per event pair for short kernels) at the lecture's shape and at 1024³, 2048³, 4096³, 8192³,
-with TF32 off everywhere. Writes ``matmul_bench.csv``, ``matmul_bench.json``, ``matmul_bench.png`` and SASS
-statistics under ``--out`` and prints a table last.
+    python scripts/bench_matmul.py [--sizes HxKxW,...] [--only REGEX] [--sweep] [--budget 0.5] [--out DIR]
+    python scripts/bench_matmul.py --codegen [--out DIR]            # PTX and ptxas of each kernel: no GPU needed
+    python scripts/bench_matmul.py --render docs/perf/matmul.csv    # Markdown and chart from a CSV: no GPU needed
 
-Variants: Numba naive / lecture tiled (run-time tw) / tiled with constant tw / tiled_fast (numbakern habits) /
-flagship (default config and the autotuned one); CUDA C naive / lecture static-shared / a line-by-line
-translation of the flagship (``matmul_flagship_c`` in ``CUDA_C`` below, hand-written to the translator's contract shape) and
-``generated_cuda/matmul_flagship.cu`` when the translator has produced it; cuBLAS (torch.matmul); Triton
-(``tl.dot(..., input_precision="ieee")``, small autotune).
+Timing (needs a CUDA GPU, nvcc and torch; Triton when installed): every variant is first checked on shapes that no
+tile size divides (1×1×1, 33×70×45, 7×1021×3, ...; only those its preconditions allow): fresh seeded ``randn``
+inputs, the output poisoned with NaN, ‖out − ref‖/‖ref‖ < 1e-5 against a float64 product. Variants that fail are
+reported and not timed, and the exit status is 1. Then each is timed at every size (default: the lecture's
+5120×256×5120, 1024³, 2048³, 4096³, 8192³; the lecture's slow kernels only up to 4096³) with CUDA events, TF32 off.
+Writes ``matmul.csv``, ``matmul.md`` and ``matmul.png`` to ``--out``.
 
-Run on the GPU machine:  python scripts/bench_matmul.py --out $OUT
+The variants (``--only`` selects by regular expression; cuBLAS always runs, the percentages need it):
+
+- lecture: the lecture's Numba kernels (naive, tiled with a run-time tile width, the same with a constant one,
+  ``matmul_tiled_fast``) and its hand-written CUDA C (``scripts/reference/lecture.cu``);
+- flagship: ``matmul_flagship`` (scalar and 16-byte ``vec``), what ``matmul_fast`` runs (autotuned; the chosen
+  config is recorded), ``matmul_flagship_async`` (after numbakern's transpose of A, and with A^T given), and their
+  translations from ``generated_cuda/`` (built with nvcc, called through their ``extern "C"`` launchers);
+- reference C: hand-written CUDA C of the same two designs with nothing between them and nvcc
+  (``scripts/reference/sgemm.cu``): the 16-byte design with its k-loop unrolled; the cp.async design unrolled, with
+  its k-steps rolled as Numba leaves them, and with its tile loop shaped as the Numba kernel writes it;
+- peer: Triton (``input_precision="ieee"``, a small autotune) and cuBLAS (``torch.matmul``);
+- sweep (``--sweep``): ``matmul_flagship`` in every autotuner candidate config.
+
+``--codegen`` compiles the kernels for sm_90 without a GPU (Numba's ``compile_ptx`` with each kernel's own options,
+nvcc for the C) and counts PTX instructions (64-bit integer work, negative-index wraparound selects, FMAs, shared
+and global loads and their 16-byte forms, local memory) and ptxas' registers and spills; writes ``codegen.csv`` and
+``codegen.md``.
+
+``--out`` defaults to ``$OUT`` when set, else ``docs/perf`` (where the tables in docs/performance.md are refreshed
+too). With ``$OUT`` set, everything printed also goes to ``$OUT/bench_matmul.log``. Exit status: 0 done, 1 a
+variant failed its check, 2 no GPU (or no nvcc for ``--codegen``).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime
-import json
-import math
 import os
 import re
-import statistics
+import shutil
 import subprocess
-import sys
+import tempfile
 import time
-import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
-import numpy as np
+import benchkit  # this script's folder
 
-SIZES = [(5120, 256, 5120), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192)]
-CHECK_SIZES = [(1, 1, 1), (33, 70, 45), (127, 131, 257), (509, 263, 383), (7, 1021, 3), (129, 9, 131), (256, 256, 256),
-               (36, 68, 44), (508, 263, 384)]
+TOOL = "bench_matmul.py"
+RESULTS = benchkit.ROOT / "docs" / "perf"
+DOC = benchkit.ROOT / "docs" / "performance.md"
+REFERENCE = Path(__file__).resolve().parent / "reference"
 
-CUDA_C = r"""
-typedef long long i64;  // (NVRTC has no <stdint.h>)
-extern "C" __global__ void matmul_naive_c(const float* m, const float* n, float* out, int h, int w, int k) {
-    int r = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r < h && c < w) {
-        float o = 0;
-        for (int i = 0; i < k; ++i) o += m[r * k + i] * n[i * w + c];
-        out[r * w + c] = o;
-    }
-}
-
-// the lecture's static-shared tiled kernel
-template <int tw>
-__global__ void matmul_tiled_static_c(const float* m, const float* n, float* out, int h, int w, int k) {
-    __shared__ float ms[tw][tw], ns[tw][tw];
-    int ir = threadIdx.y, ic = threadIdx.x, r = blockIdx.y * blockDim.y + ir, c = blockIdx.x * blockDim.x + ic;
-    float p = 0.0f;
-    for (int ph = 0; ph < (k + tw - 1) / tw; ++ph) {
-        int idx = ph * tw;
-        ms[ir][ic] = r < h && idx + ic < k ? m[r * k + idx + ic] : 0.0f;
-        ns[ir][ic] = c < w && idx + ir < k ? n[(ir + idx) * w + c] : 0.0f;
-        __syncthreads();
-        for (int i = 0; i < tw; ++i) p += ms[ir][i] * ns[i][ic];
-        __syncthreads();
-    }
-    if (r < h && c < w) out[r * w + c] = p;
-}
-
-// the flagship, translated line by line from numbakern/kernels/matmul_fast.py (int64 shapes, as the contract has)
-template <int bm, int bn, int bk, int tm, int tn>
-__global__ void __launch_bounds__((bm / tm) * (bn / tn),
-                                  (bm / tm) * (bn / tn) >= 256 && tm * tn <= 64 ? 512 / ((bm / tm) * (bn / tn)) : 1)
-matmul_flagship_c(const float* __restrict__ m, i64 m_shape0, i64 m_shape1,
-                  const float* __restrict__ n, i64 n_shape0, i64 n_shape1,
-                  float* __restrict__ out, i64 out_shape0, i64 out_shape1) {
-    constexpr int nt = (bm / tm) * (bn / tn), tx_count = bn / tn, ty_count = bm / tm;
-    constexpr int wx0 = tx_count < 8 ? tx_count : 8, wy0 = ty_count < 32 / wx0 ? ty_count : 32 / wx0;
-    constexpr bool fits = tx_count % wx0 == 0 && ty_count % wy0 == 0;
-    constexpr int wx = fits ? wx0 : tx_count, wy = fits ? wy0 : 1, wxy = wx * wy, warps_x = tx_count / wx;
-    constexpr int vm = tm < 4 ? tm : 4, vn = tn < 4 ? tn : 4;
-    constexpr int gm = bm / (tm / vm), gn = bn / (tn / vn);
-    constexpr int la = (bm * bk) / nt, lb = (bk * bn) / nt, la_step = nt / bk, lb_step = nt / bn;
-    constexpr int pa = bm % 32 == 0 ? bm + 4 : bm;
-    const unsigned tid = threadIdx.x;
-    const unsigned wq = tid / wxy, lq = tid % wxy;
-    const unsigned a_base = (wq / warps_x * wy + lq / wx) * vm, b_base = (wq % warps_x * wx + lq % wx) * vn;
-    const unsigned la_r = tid / bk, la_c = tid % bk, lb_r = tid / bn, lb_c = tid % bn;
-    const i64 row0 = (i64)blockIdx.y * bm, col0 = (i64)blockIdx.x * bn;
-    const i64 h = m_shape0, k = m_shape1, w = n_shape1;
-    __shared__ __align__(16) float a_s[2][bk][pa];
-    __shared__ __align__(16) float b_s[2][bk][bn];
-    float acc[tm * tn], a_f0[tm], b_f0[tn], a_f1[tm], b_f1[tn], a_ld[la], b_ld[lb];
-#pragma unroll
-    for (int i = 0; i < tm * tn; ++i) acc[i] = 0.0f;
-    const i64 ntiles = (k + bk - 1) / bk;
-#pragma unroll
-    for (int i = 0; i < la; ++i) {
-        i64 gr = row0 + la_r + i * la_step;
-        a_ld[i] = gr < h && la_c < k ? m[gr * k + la_c] : 0.0f;
-    }
-#pragma unroll
-    for (int i = 0; i < lb; ++i) {
-        i64 gc = col0 + lb_c;
-        b_ld[i] = lb_r + i * lb_step < k && gc < w ? n[(i64)(lb_r + i * lb_step) * w + gc] : 0.0f;
-    }
-#pragma unroll
-    for (int i = 0; i < la; ++i) a_s[0][la_c][la_r + i * la_step] = a_ld[i];
-#pragma unroll
-    for (int i = 0; i < lb; ++i) b_s[0][lb_r + i * lb_step][lb_c] = b_ld[i];
-    __syncthreads();
-    for (i64 t = 0; t < ntiles; ++t) {
-        const int cur = t & 1;
-        const i64 k_next = (t + 1) * bk;
-        const bool more = t + 1 < ntiles;
-        if (more) {
-#pragma unroll
-            for (int i = 0; i < la; ++i) {
-                i64 gr = row0 + la_r + i * la_step, gk = k_next + la_c;
-                a_ld[i] = gr < h && gk < k ? m[gr * k + gk] : 0.0f;
-            }
-#pragma unroll
-            for (int i = 0; i < lb; ++i) {
-                i64 gk = k_next + lb_r + i * lb_step, gc = col0 + lb_c;
-                b_ld[i] = gk < k && gc < w ? n[gk * w + gc] : 0.0f;
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < tm; ++i) a_f0[i] = a_s[cur][0][a_base + (i / vm) * gm + i % vm];
-#pragma unroll
-        for (int j = 0; j < tn; ++j) b_f0[j] = b_s[cur][0][b_base + (j / vn) * gn + j % vn];
-        for (unsigned k2 = 0; k2 < bk / 2; ++k2) {  // (no unroll pragma: Numba's loop stays rolled too)
-            const unsigned kk = k2 * 2;
-#pragma unroll
-            for (int i = 0; i < tm; ++i) a_f1[i] = a_s[cur][kk + 1][a_base + (i / vm) * gm + i % vm];
-#pragma unroll
-            for (int j = 0; j < tn; ++j) b_f1[j] = b_s[cur][kk + 1][b_base + (j / vn) * gn + j % vn];
-#pragma unroll
-            for (int i = 0; i < tm; ++i)
-#pragma unroll
-                for (int j = 0; j < tn; ++j) acc[i * tn + j] += a_f0[i] * b_f0[j];
-            if (kk + 2 < bk) {
-#pragma unroll
-                for (int i = 0; i < tm; ++i) a_f0[i] = a_s[cur][kk + 2][a_base + (i / vm) * gm + i % vm];
-#pragma unroll
-                for (int j = 0; j < tn; ++j) b_f0[j] = b_s[cur][kk + 2][b_base + (j / vn) * gn + j % vn];
-            }
-#pragma unroll
-            for (int i = 0; i < tm; ++i)
-#pragma unroll
-                for (int j = 0; j < tn; ++j) acc[i * tn + j] += a_f1[i] * b_f1[j];
-        }
-        if (more) {
-            const int nxt = cur ^ 1;
-#pragma unroll
-            for (int i = 0; i < la; ++i) a_s[nxt][la_c][la_r + i * la_step] = a_ld[i];
-#pragma unroll
-            for (int i = 0; i < lb; ++i) b_s[nxt][lb_r + i * lb_step][lb_c] = b_ld[i];
-        }
-        __syncthreads();
-    }
-#pragma unroll
-    for (int i = 0; i < tm; ++i) {
-        i64 r = row0 + a_base + (i / vm) * gm + i % vm;
-        if (r < h) {
-#pragma unroll
-            for (int j = 0; j < tn; ++j) {
-                i64 c = col0 + b_base + (j / vn) * gn + j % vn;
-                if (c < w) out[r * w + c] = acc[i * tn + j];
-            }
-        }
-    }
-}
-"""
+SIZES = ((5120, 256, 5120), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192))
+#: correctness shapes: 1, primes, non-multiples of every tile size, and multiples of 4 for the 16-byte kernels
+CHECK_SHAPES = ((1, 1, 1), (33, 70, 45), (127, 131, 257), (509, 263, 383), (7, 1021, 3), (129, 9, 131),
+                (256, 256, 256), (4, 4, 4), (36, 68, 44), (508, 263, 384), (1028, 516, 1020), (1024, 1024, 1024))
+#: the lecture's naive and run-time-tile kernels take seconds beyond this product size
+SLOW_LIMIT = 4096 ** 3
+FIELDS = ["group", "variant", "h", "k", "w", "ms", "gflops", "pct_cublas", "rel_err", "config"]
+CUBLAS = "cuBLAS (torch.matmul)"
 
 
-def log(*a):
-    print(*a, flush=True)
+def shape_label(h: int, k: int, w: int) -> str:
+    return f"{h}×{k}×{w}"
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.environ.get("OUT", "bench_out"))
-    ap.add_argument("--sizes", default=None, help="e.g. 1024x1024x1024,4096x4096x4096 (h x k x w)")
-    ap.add_argument("--budget-s", type=float, default=1.0, help="target seconds of timing per variant and size")
-    ap.add_argument("--skip-slow-above", type=int, default=4096,
-                    help="skip naive/lecture kernels for products larger than this cubed")
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    sizes = SIZES if not args.sizes else [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]
+def config_label(c: dict) -> str:
+    extra = (" vec" if c.get("vec") else "") + (f" group {c['group']}" if c.get("group", 1) > 1 else "")
+    return "{bm}x{bn}x{bk}/{tm}x{tn}".format(**c) + extra
 
-    import torch
-    import cupy as cp
+
+# ---------------------------------------------------------------------------------------------------------------
+# variants: a name, a group, which shapes it accepts, and make(a, b, out, h, k, w) -> a zero-argument launch
+
+
+def any_shape(h, k, w):
+    return True
+
+
+def vec_shapes(h, k, w):  # 16-byte groups along k (A) and w (B, out)
+    return k % 4 == 0 and w % 4 == 0
+
+
+def async_shapes(h, k, w):  # 16-byte groups along h (A^T) and w
+    return h % 4 == 0 and w % 4 == 0
+
+
+@dataclass(frozen=True)
+class Variant:
+    group: str
+    name: str
+    make: Callable
+    accepts: Callable[[int, int, int], bool] = any_shape
+    slow: bool = False
+
+
+@cache
+def reference_launchers(cu: str) -> dict:
+    symbols = re.findall(r'extern "C" cudaError_t (launch_\w+)\(', (REFERENCE / cu).read_text())
+    return benchkit.load_launchers(REFERENCE / cu, symbols)
+
+
+def reference_c(cu: str, symbol: str, transposed: bool = False):
+    """A hand-written kernel through its launcher ``(a, b, c, h, k, w, stream)``; ``transposed``: it takes A^T."""
+    def make(a, b, o, h, k, w):
+        fn = reference_launchers(cu)[symbol]
+        first = a.t().contiguous() if transposed else a
+
+        def run():
+            err = fn(first.data_ptr(), b.data_ptr(), o.data_ptr(), h, k, w, None)
+            if err:
+                raise RuntimeError(f"{symbol} returned cudaError {err}")
+        return run
+    return make
+
+
+def numba_views(*tensors):
     from numba import cuda
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
+    return [cuda.as_cuda_array(t) for t in tensors]
 
-    from numbakern.kernels import matmul as mm
-    from numbakern.kernels import matmul_fast as mf
-    from numbakern import autotune
 
-    dev = torch.cuda.get_device_name(0)
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    log(f"device: {dev}; date {date}; torch {torch.__version__}; cupy {cp.__version__}")
-    os.environ.setdefault(autotune.CACHE_ENV, os.path.join(args.out, "cache"))
+def numba_lecture(kernel: str):
+    def make(a, b, o, h, k, w):
+        from numbakern import launch_config
+        from numbakern.kernels import matmul as mm
+        from numbakern.kernels import matmul_fast as mf
 
-    # ---- CUDA C through NVRTC (cupy)
-    flagship_cfgs = [mf.DEFAULT_CONFIG] + [c for c in mf.CONFIGS if c != mf.DEFAULT_CONFIG]
-    names = ["matmul_tiled_static_c<16>"] + [
-        "matmul_flagship_c<{bm},{bn},{bk},{tm},{tn}>".format(**c) for c in flagship_cfgs]
-    module = cp.RawModule(code=CUDA_C, options=("-std=c++17",), name_expressions=names)
-    c_naive = module.get_function("matmul_naive_c")
-    c_static = module.get_function(names[0])
-    c_flag = {json.dumps(c, sort_keys=True): module.get_function(n) for c, n in zip(flagship_cfgs, names[1:])}
-
-    def cptr(t):
-        return t.data_ptr()
-
-    # ---- variants: each is (name, family, make_runner(a, b, out, h, k, w) -> zero-arg launch function)
-    def numba_arr(t):
-        return cuda.as_cuda_array(t)
-
-    def v_numba_naive(a, b, o, h, k, w):
-        A, B, O = map(numba_arr, (a, b, o))
-        cfg = mm.launch_config((w, h), (16, 16))
-        return lambda: mm.matmul_naive[cfg.grid, cfg.block](A, B, O)
-
-    def v_numba_tiled(a, b, o, h, k, w):
-        A, B, O = map(numba_arr, (a, b, o))
-        cfg = mm.launch_config((w, h), (16, 16), 2 * 16 * 16 * 4)
-        return lambda: mm.matmul_tiled[cfg.grid, cfg.block, 0, cfg.shared_bytes](A, B, O, 16)
-
-    def v_numba_static(a, b, o, h, k, w):
-        A, B, O = map(numba_arr, (a, b, o))
-        cfg = mm.launch_config((w, h), (16, 16))
-        kern = mm.matmul_tiled_static(16)
+        A, B, O = numba_views(a, b, o)
+        if kernel == "tiled":  # the lecture's kernel: the tile width is an argument
+            cfg = launch_config((w, h), (16, 16), 2 * 16 * 16 * 4)
+            return lambda: mm.matmul_tiled[cfg.grid, cfg.block, 0, cfg.shared_bytes](A, B, O, 16)
+        cfg = launch_config((w, h), (16, 16))
+        kern = {"naive": mm.matmul_naive, "static": mm.matmul_tiled_static(16),
+                "fast": mf.matmul_tiled_fast(16)}[kernel]
         return lambda: kern[cfg.grid, cfg.block](A, B, O)
+    return make
 
-    def v_numba_tiled_fast(a, b, o, h, k, w):
-        A, B, O = map(numba_arr, (a, b, o))
-        cfg = mm.launch_config((w, h), (16, 16))
-        kern = mf.matmul_tiled_fast(16)
-        return lambda: kern[cfg.grid, cfg.block](A, B, O)
 
-    def flagship_runner(config):
-        def make(a, b, o, h, k, w):
-            A, B, O = map(numba_arr, (a, b, o))
-            cfg = mf.flagship_launch(config, h, w)
-            kern = mf.matmul_flagship(**config)
-            return lambda: kern[cfg.grid, cfg.block](A, B, O)
-        return make
+def numba_flagship(config: dict):
+    def make(a, b, o, h, k, w):
+        from numbakern.kernels import matmul_fast as mf
 
-    tuned: dict[tuple, dict] = {}
-
-    def v_flagship_tuned(a, b, o, h, k, w):
-        # what matmul_fast runs: the vec=True candidates when the matrices allow 16-byte accesses
-        A, B, O = map(numba_arr, (a, b, o))
-        config = (mf.vec_autotuner if mf.vec_ready(A, B, O) else mf.autotuner).select(A, B, O)
-        tuned[(h, k, w)] = config
+        A, B, O = numba_views(a, b, o)
         cfg = mf.flagship_launch(config, h, w)
         kern = mf.matmul_flagship(**config)
         return lambda: kern[cfg.grid, cfg.block](A, B, O)
-
-    def v_c_naive(a, b, o, h, k, w):
-        grid = ((w + 15) // 16, (h + 15) // 16)
-        args = (cptr(a), cptr(b), cptr(o), np.int32(h), np.int32(w), np.int32(k))
-        argt = tuple(np.uint64(x) if i < 3 else x for i, x in enumerate(args))
-        return lambda: c_naive(grid, (16, 16), argt)
-
-    def v_c_static(a, b, o, h, k, w):
-        grid = ((w + 15) // 16, (h + 15) // 16)
-        argt = (np.uint64(cptr(a)), np.uint64(cptr(b)), np.uint64(cptr(o)), np.int32(h), np.int32(w), np.int32(k))
-        return lambda: c_static(grid, (16, 16), argt)
-
-    def c_flagship_runner(config):
-        fn = c_flag[json.dumps(config, sort_keys=True)]
-
-        def make(a, b, o, h, k, w):
-            cfg = mf.flagship_launch(config, h, w)
-            argt = (np.uint64(cptr(a)), np.int64(h), np.int64(k), np.uint64(cptr(b)), np.int64(k), np.int64(w),
-                    np.uint64(cptr(o)), np.int64(h), np.int64(w))
-            return lambda: fn(cfg.grid, cfg.block, argt)
-        return make
-
-    from numbakern.kernels import matmul_async as ma
-
-    def v_async(a, b, o, h, k, w):
-        # numbakern's transpose kernel into a scratch A^T made once, then the cp.async kernel: what a caller pays
-        A, B, O = map(numba_arr, (a, b, o))
-        mt = cuda.device_array((k, h), np.float32)
-        return lambda: ma.matmul_via_async(A, B, O, ma.ASYNC_CONFIG, mt=mt)
-
-    def v_c_async(transposed):
-        gen = generated_flagship("matmul_flagship_async")
-
-        def make(a, b, o, h, k, w):
-            at = torch.empty(k, h, device="cuda")
-            run = gen(at, b, o, h, k, w)
-            if transposed:  # A^T handed in: the kernel alone
-                at.copy_(a.t())
-                return run
-            A, At = numba_arr(a), numba_arr(at)
-            tgrid = (max(1, -(-k // 32)), max(1, -(-h // 32)))
-
-            def with_transpose():
-                transpose_kernel[tgrid, (32, 8)](A, At)
-                run()
-            return with_transpose
-        return make if gen is not None else None
-
-    from numbakern.kernels.transpose import transpose as transpose_kernel
-
-    def v_cublas(a, b, o, h, k, w):
-        return lambda: torch.matmul(a, b, out=o)
-
-    variants = [
-        ("numba naive", "numba", v_numba_naive, True),
-        ("numba lecture tiled (run-time tw=16)", "numba", v_numba_tiled, True),
-        ("numba tiled, constant tw=16", "numba", v_numba_static, True),
-        ("numba tiled_fast tw=16 (numbakern)", "numba", v_numba_tiled_fast, False),
-        ("numba flagship default 128x128x8/8x8", "numba", flagship_runner(mf.DEFAULT_CONFIG), False),
-        ("numba flagship vec default 128x128x16/8x8 group 8 (k, w % 4 == 0)", "numba",
-         flagship_runner(mf.VEC_DEFAULT_CONFIG), False),
-        ("numba flagship autotuned", "numba", v_flagship_tuned, False),
-        ("CUDA C naive", "cuda_c", v_c_naive, True),
-        ("CUDA C lecture static tw=16", "cuda_c", v_c_static, True),
-        ("CUDA C flagship translation, default cfg", "cuda_c", c_flagship_runner(mf.DEFAULT_CONFIG), False),
-    ]
-    variants.insert(7, ("numba flagship_async 128x128x16/8x8 + numbakern transpose (h, w % 4 == 0)", "numba",
-                        v_async, False))
-    for kernel in ("matmul_flagship", "matmul_flagship_vec"):
-        gen = generated_flagship(kernel)
-        if gen is not None:
-            variants.append((f"CUDA C generated_cuda/{kernel}.cu", "cuda_c", gen, False))
-        else:
-            log(f"generated_cuda/{kernel}.cu: not present (translator output not available); skipped")
-    for transposed, tag in ((False, " + numbakern transpose"), (True, ", A^T given")):
-        make = v_c_async(transposed)
-        if make is not None:
-            variants.append((f"CUDA C generated_cuda/matmul_flagship_async.cu{tag} (h, w % 4 == 0)", "cuda_c", make,
-                             False))
-    tri = triton_variant()
-    if tri is not None:
-        variants.append(("Triton fp32 (ieee), autotuned", "triton", tri, False))
-    variants.append(("cuBLAS (torch.matmul, TF32 off)", "cublas", v_cublas, False))
-
-    # ---- correctness
-    rows_check = []
-    gen_t = torch.Generator(device="cuda").manual_seed(7)
-    for (h, k, w) in CHECK_SIZES + sizes[:1] + [(1024, 1024, 1024)]:
-        a = torch.randn(h, k, device="cuda", generator=gen_t)
-        b = torch.randn(k, w, device="cuda", generator=gen_t)
-        ref = (a.double() @ b.double())
-        for name, fam, make, slow in variants:
-            if skips(name, h, k, w):
-                continue  # the 16-byte kernels' preconditions
-            o = torch.full((h, w), float("nan"), device="cuda")
-            try:
-                run = make(a, b, o, h, k, w)
-                run()
-                torch.cuda.synchronize()
-                err = (torch.linalg.norm(o.double() - ref) / max(torch.linalg.norm(ref).item(), 1e-30)).item()
-                nan = bool(torch.isnan(o).any().item())
-                ok = (not nan) and err < 1e-5
-            except Exception as e:
-                err, nan, ok = float("nan"), True, False
-                log(f"CHECK FAILED to run: {name} {h}x{k}x{w}: {type(e).__name__}: {e}")
-            rows_check.append({"variant": name, "shape": f"{h}x{k}x{w}", "rel_err": err, "nan": nan, "ok": ok})
-            if not ok:
-                log(f"CHECK FAIL {name} {h}x{k}x{w}: rel_err={err} nan={nan}")
-    n_ok = sum(r["ok"] for r in rows_check)
-    log(f"correctness: {n_ok}/{len(rows_check)} checks pass (rel. Frobenius error vs float64 < 1e-5, no NaN left)")
-
-    # ---- timing
-    results = []
-    for (h, k, w) in sizes:
-        a = torch.randn(h, k, device="cuda", generator=gen_t)
-        b = torch.randn(k, w, device="cuda", generator=gen_t)
-        ref = a.double() @ b.double() if h * w * k <= 4096 ** 3 else None
-        flops = 2.0 * h * k * w
-        for name, fam, make, slow in variants:
-            if slow and h * k * w > args.skip_slow_above ** 3:
-                continue
-            if skips(name, h, k, w):
-                continue
-            o = torch.full((h, w), float("nan"), device="cuda")
-            try:
-                t0 = time.perf_counter()
-                run = make(a, b, o, h, k, w)
-                run()
-                torch.cuda.synchronize()
-                setup = time.perf_counter() - t0
-                ms = time_it(run, args.budget_s)
-                err = float("nan")
-                if ref is not None:
-                    err = (torch.linalg.norm(o.double() - ref) / torch.linalg.norm(ref)).item()
-            except Exception as e:
-                log(f"TIMING FAILED {name} {h}x{k}x{w}: {type(e).__name__}: {e}")
-                traceback.print_exc()
-                continue
-            row = {"variant": name, "family": fam, "h": h, "k": k, "w": w, "ms": ms,
-                   "gflops": flops / ms / 1e6, "rel_err": err, "setup_s": round(setup, 2)}
-            if name == "numba flagship autotuned":
-                row["config"] = config_label(tuned[(h, k, w)])
-            results.append(row)
-            log(f"  {h}x{k}x{w} {name:<45} {ms:9.3f} ms {row['gflops']:9.0f} GFLOP/s  err {err:.1e}")
-        cub = [r for r in results if r["family"] == "cublas" and (r["h"], r["k"], r["w"]) == (h, k, w)]
-        for r in results:
-            if (r["h"], r["k"], r["w"]) == (h, k, w) and cub:
-                r["pct_cublas"] = 100.0 * cub[0]["ms"] / r["ms"]
-
-    # ---- SASS statistics of the Numba kernels and the CUDA C (backs docs/performance.md)
-    sass = sass_stats(args.out, mf, mm, cuda)
-
-    meta = {"device": dev, "date": date, "torch": torch.__version__, "cupy": cp.__version__,
-            "autotune": {f"{h}x{k}x{w}": c for (h, k, w), c in tuned.items()},
-            "autotune_timings_last": {"scalar": mf.autotuner.last_timings, "vec": mf.vec_autotuner.last_timings}}
-    with open(os.path.join(args.out, "matmul_bench.json"), "w") as f:
-        json.dump({"meta": meta, "results": results, "checks": rows_check, "sass": sass}, f, indent=1)
-    with open(os.path.join(args.out, "matmul_bench.csv"), "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=["variant", "family", "h", "k", "w", "ms", "gflops", "pct_cublas",
-                                           "rel_err", "setup_s", "config"])
-        wr.writeheader()
-        for r in results:
-            wr.writerow(r)
-    try:
-        plot(results, os.path.join(args.out, "matmul_bench.png"), dev, date)
-    except Exception as e:
-        log(f"plot failed: {e}")
-
-    # ---- the table, last
-    log("")
-    log(f"SASS: {json.dumps(sass)}")
-    log(f"autotune choices: {meta['autotune']}")
-    log(f"## fp32 matmul, {dev}, {date}, TF32 off; ms (GFLOP/s, % of cuBLAS)")
-    shapes = [f"{h}x{k}x{w}" for (h, k, w) in sizes]
-    log("| variant | " + " | ".join(shapes) + " |")
-    log("|---|" + "---|" * len(shapes))
-    for name, *_ in variants:
-        cells = []
-        for (h, k, w) in sizes:
-            r = next((r for r in results if r["variant"] == name and (r["h"], r["k"], r["w"]) == (h, k, w)), None)
-            cells.append("—" if r is None else f"{r['ms']:.3f} ({r['gflops']:.0f}, {r.get('pct_cublas', 0):.0f}%)")
-        log(f"| {name} | " + " | ".join(cells) + " |")
-    log(f"correctness: {n_ok}/{len(rows_check)} pass")
-    return 0 if n_ok == len(rows_check) else 1
+    return make
 
 
-def time_it(run, budget_s: float) -> float:
-    """Median ms per launch; several launches per event pair when one is short, so launch gaps stay out."""
+def numba_matmul_fast(chosen: dict):
+    """What ``matmul_fast`` runs for these matrices (its autotuner's choice), launched directly; the choice is
+    recorded in ``chosen``."""
+    def make(a, b, o, h, k, w):
+        from numbakern.kernels import matmul_fast as mf
+
+        A, B, O = numba_views(a, b, o)
+        config = (mf.vec_autotuner if mf.vec_ready(A, B, O) else mf.autotuner).select(A, B, O)
+        chosen[(h, k, w)] = config
+        cfg = mf.flagship_launch(config, h, w)
+        kern = mf.matmul_flagship(**config)
+        return lambda: kern[cfg.grid, cfg.block](A, B, O)
+    return make
+
+
+def numba_async(transposed: bool):
+    """``matmul_flagship_async``: after numbakern's transpose of A into a scratch A^T made once, or on A^T given."""
+    def make(a, b, o, h, k, w):
+        from numbakern.kernels import matmul_async as ma
+        from numbakern.kernels import matmul_fast as mf
+
+        if not transposed:
+            A, B, O, At = numba_views(a, b, o, a.new_empty((k, h)))
+            return lambda: ma.matmul_via_async(A, B, O, ma.ASYNC_CONFIG, mt=At)
+        At, B, O = numba_views(a.t().contiguous(), b, o)
+        cfg = mf.flagship_launch(ma.ASYNC_CONFIG, h, w)
+        kern = ma.matmul_flagship_async(**ma.ASYNC_CONFIG)
+        return lambda: kern[cfg.grid, cfg.block](At, B, O)
+    return make
+
+
+def translated(kernel: str, transposed: bool = False):
+    """The translator's ``generated_cuda/<kernel>.cu`` in its registered config."""
+    def make(a, b, o, h, k, w):
+        from numbakern.kernels import matmul_fast as mf
+        from numbakern.registry import get
+
+        spec = get(kernel)
+        cfg = mf.flagship_launch(spec.constants, h, w)
+        first = a.t().contiguous() if transposed else a
+        return benchkit.translated_launch(spec, [first, b, o], cfg.grid, cfg.block)
+    return make
+
+
+def cublas(a, b, o, h, k, w):
     import torch
 
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record(); run(); e.record(); e.synchronize()
-    est = max(s.elapsed_time(e), 1e-3)
-    inner = max(1, int(math.ceil(2.0 / est)))  # about 2 ms per sample at least
-    samples = max(3, min(25, int(budget_s * 1e3 / (est * inner))))
-    for _ in range(min(3, inner)):
-        run()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(samples):
-        s.record()
-        for _ in range(inner):
-            run()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) / inner)
-    return statistics.median(times)
+    return lambda: torch.matmul(a, b, out=o)
 
 
 def triton_variant():
+    """Triton's fp32 matmul (``input_precision="ieee"``, grouped block order, a small autotune), or None."""
     try:
         import triton
         import triton.language as tl
-    except Exception as e:
-        log(f"triton unavailable: {e}")
+    except ImportError as exc:
+        print(f"Triton is not installed ({exc}): no Triton row", flush=True)
         return None
 
     configs = [
@@ -492,8 +230,7 @@ def triton_variant():
         npm = tl.cdiv(M, BM)
         npn = tl.cdiv(N, BN)
         width = G * npn
-        gid = pid // width
-        first = gid * G
+        first = (pid // width) * G
         gsz = min(npm - first, G)
         pm = first + (pid % width) % gsz
         pn = (pid % width) // gsz
@@ -503,7 +240,7 @@ def triton_variant():
         a_p = a_ptr + rm[:, None] * sam + rk[None, :] * sak
         b_p = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
         acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for kk in range(0, tl.cdiv(K, BK)):
+        for kk in range(tl.cdiv(K, BK)):
             kmask = rk < K - kk * BK
             a = tl.load(a_p, mask=(rm[:, None] < M) & kmask[None, :], other=0.0)
             b = tl.load(b_p, mask=kmask[:, None] & (rn[None, :] < N), other=0.0)
@@ -514,165 +251,413 @@ def triton_variant():
         tl.store(c_p, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
     def make(a, b, o, h, k, w):
-        grid = lambda meta: (triton.cdiv(h, meta["BM"]) * triton.cdiv(w, meta["BN"]),)
+        def grid(meta):
+            return (triton.cdiv(h, meta["BM"]) * triton.cdiv(w, meta["BN"]),)
         return lambda: mm_kernel[grid](a, b, o, h, w, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                                        o.stride(0), o.stride(1))
     return make
 
 
-def skips(variant: str, h: int, k: int, w: int) -> bool:
-    """The 16-byte-access variants run only on the shapes they accept: vec needs k and w multiples of 4, the
-    cp.async kernel (on A^T) h and w."""
-    if "async" in variant:
-        return bool(h % 4 or w % 4)
-    return "vec" in variant and bool(k % 4 or w % 4)
-
-
-def config_label(c: dict) -> str:
-    extra = (" vec" if c.get("vec") else "") + (f" group {c['group']}" if c.get("group", 1) > 1 else "")
-    return "{bm}x{bn}x{bk}/{tm}x{tn}".format(**c) + extra
-
-
-def generated_flagship(kernel: str = "matmul_flagship"):
-    """A runner for the translator's generated_cuda/<kernel>.cu (its first extern "C" launcher), or None."""
-    path = os.path.join("generated_cuda", f"{kernel}.cu")
-    if not os.path.exists(path):
-        return None
-    runners = generated_launchers(path, kernel)
-    return runners[0][2] if runners else None
-
-
-def generated_launchers(path: str, kernel: str) -> list:
-    """(symbol, config, make-runner) for every launcher in a translated flagship file, built with nvcc."""
-    import ctypes
-
+def all_variants(sweep: bool, chosen: dict) -> list[Variant]:
     from numbakern.kernels import matmul_fast as mf
 
-    src = open(path).read()
-    syms = re.findall(r'extern "C"\s+cudaError_t\s+(launch_' + kernel + r'_\w*)\s*\(', src)
-    if not syms:
-        log(f"generated {kernel}: no launch_{kernel}_* symbol found")
-        return []
-    lib_path = os.path.join("/tmp", f"{kernel}_{abs(hash(path))}_gen.so")
-    r = subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", path, "-o", lib_path],
-                       capture_output=True, text=True)
-    if r.returncode:
-        log(f"generated {kernel}: nvcc failed:\n{r.stderr[-2000:]}")
-        return []
-    lib = ctypes.CDLL(lib_path)
-    out = []
-    for sym in syms:
-        consts = dict((k, int(v)) for k, v in re.findall(r"_(bm|bn|bk|tm|tn|group)(\d+)", sym))
-        consts.update((k, bool(int(v))) for k, v in re.findall(r"_(vec)(\d+)", sym))
-        config = {**mf.DEFAULT_CONFIG, **consts}
-        fn = getattr(lib, sym)
-        fn.restype = ctypes.c_int
-        log(f"generated {kernel}: {sym} with config {config}")
-
-        def make(a, b, o, h, k, w, fn=fn, sym=sym, config=config):
-            cfg = mf.flagship_launch(config, h, w)
-            vp, i64, u = ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint
-            argv = (vp(a.data_ptr()), i64(a.shape[0]), i64(a.shape[1]), vp(b.data_ptr()), i64(b.shape[0]),
-                    i64(b.shape[1]), vp(o.data_ptr()), i64(o.shape[0]), i64(o.shape[1]), u(cfg.grid[0]),
-                    u(cfg.grid[1]), u(1), u(cfg.block[0]), u(1), u(1), ctypes.c_size_t(0), vp(0))
-
-            def run():
-                err = fn(*argv)
-                if err:
-                    raise RuntimeError(f"{sym} returned cudaError {err}")
-            return run
-        out.append((sym, config, make))
+    out = [
+        Variant("lecture", "Numba naive", numba_lecture("naive"), slow=True),
+        Variant("lecture", "Numba tiled, run-time tw=16 (the lecture's)", numba_lecture("tiled"), slow=True),
+        Variant("lecture", "Numba tiled, constant tw=16", numba_lecture("static")),
+        Variant("lecture", "Numba matmul_tiled_fast tw=16", numba_lecture("fast")),
+        Variant("lecture", "CUDA C naive (lecture.cu)", reference_c("lecture.cu", "launch_matmul_naive_c"), slow=True),
+        Variant("lecture", "CUDA C tiled, static shared tw=16 (lecture.cu)",
+                reference_c("lecture.cu", "launch_matmul_tiled_static_c16")),
+        Variant("flagship", f"Numba matmul_flagship {config_label(mf.DEFAULT_CONFIG)}",
+                numba_flagship(mf.DEFAULT_CONFIG)),
+        Variant("flagship", f"Numba matmul_flagship {config_label(mf.VEC_DEFAULT_CONFIG)}",
+                numba_flagship(mf.VEC_DEFAULT_CONFIG), vec_shapes),
+        Variant("flagship", "Numba matmul_fast (autotuned)", numba_matmul_fast(chosen)),
+        Variant("flagship", "Numba matmul_flagship_async, A^T given", numba_async(True), async_shapes),
+        Variant("flagship", "Numba matmul_via_async (transpose + matmul_flagship_async)", numba_async(False),
+                async_shapes),
+        Variant("flagship", "translated C matmul_flagship.cu", translated("matmul_flagship")),
+        Variant("flagship", "translated C matmul_flagship_vec.cu", translated("matmul_flagship_vec"), vec_shapes),
+        Variant("flagship", "translated C matmul_flagship_async.cu, A^T given",
+                translated("matmul_flagship_async", transposed=True), async_shapes),
+        Variant("reference C", "CUDA C sgemm_vec4: the vec design, k-loop unrolled",
+                reference_c("sgemm.cu", "launch_sgemm_vec4"), vec_shapes),
+        Variant("reference C", "CUDA C sgemm_async: the cp.async design, unrolled, A^T given",
+                reference_c("sgemm.cu", "launch_sgemm_async", transposed=True), async_shapes),
+        Variant("reference C", "CUDA C sgemm_async, k-steps rolled as in Numba, A^T given",
+                reference_c("sgemm.cu", "launch_sgemm_async_rolled", transposed=True), async_shapes),
+        Variant("reference C", "CUDA C sgemm_async, Numba's tile loop, A^T given",
+                reference_c("sgemm.cu", "launch_sgemm_async_numba_loop", transposed=True), async_shapes),
+    ]
+    tri = triton_variant()
+    if tri is not None:
+        out.append(Variant("peer", "Triton (fp32 ieee, autotuned)", tri))
+    out.append(Variant("peer", CUBLAS, cublas))
+    if sweep:  # the autotuners' other candidates (the two defaults are timed above)
+        for c in (*mf.CONFIGS, *mf.VEC_CONFIGS):
+            if c in (mf.DEFAULT_CONFIG, mf.VEC_DEFAULT_CONFIG):
+                continue
+            out.append(Variant("sweep", f"Numba matmul_flagship {config_label(c)}", numba_flagship(c),
+                               vec_shapes if c.get("vec") else any_shape))
     return out
 
 
-def sass_stats(out_dir, mf, mm, cuda):
-    """Instruction mix of the inner loops, from the SASS: Numba's (inspect_sass) and nvcc's (cuobjdump)."""
-    kernels = {
-        "numba tiled const tw=16": mm.matmul_tiled_static(16),
-        "numba tiled_fast tw=16": mf.matmul_tiled_fast(16),
-        "numba flagship 128x128x8/8x8": mf.matmul_flagship(**mf.DEFAULT_CONFIG),
-        "numba flagship vec 128x128x16/8x8 group 8": mf.matmul_flagship(**mf.VEC_DEFAULT_CONFIG),
-    }
-    stats = {}
-    texts = []
-    for name, k in kernels.items():
-        try:
-            text = k.inspect_sass()
-            text = text if isinstance(text, str) else next(iter(text.values()))
-            regs = k.get_regs_per_thread() if hasattr(k, "get_regs_per_thread") else None
-            if isinstance(regs, dict):
-                regs = next(iter(regs.values()))
-            stats[name] = {**sass_count(text), "registers": regs}
-            texts.append(f"//// {name}\n{text}")
-        except Exception as e:
-            stats[name] = {"error": f"{type(e).__name__}: {e}"}
-    try:
-        src = os.path.join("/tmp", "bench_c.cu")
-        with open(src, "w") as f:
-            f.write(CUDA_C + "\ntemplate __global__ void matmul_tiled_static_c<16>(const float*, const float*, float*, int, int, int);\n"
-                    "template __global__ void matmul_flagship_c<128,128,8,8,8>(const float*, i64, i64, const float*, i64, i64, float*, i64, i64);\n")
-        subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-cubin", src, "-o", "/tmp/bench_c.cubin"], check=True)
-        text = subprocess.run(["cuobjdump", "-sass", "/tmp/bench_c.cubin"], capture_output=True, text=True).stdout
-        res = subprocess.run(["cuobjdump", "-res-usage", "/tmp/bench_c.cubin"], capture_output=True, text=True).stdout
-        for part in re.split(r"(?=\s+Function : )", text):
-            m = re.search(r"Function : (\S+)", part)
-            if not m:
+# ---------------------------------------------------------------------------------------------------------------
+# checking and timing
+
+
+def relative_error(torch, out, ref) -> float:
+    return float((torch.linalg.norm(out.double() - ref) / torch.linalg.norm(ref).clamp_min(1e-30)).item())
+
+
+def check(torch, variants: list[Variant], seed: int) -> tuple[set[str], int, int]:
+    """Run every variant on the check shapes it accepts; the names that failed, checks passed, checks run."""
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    failed, passed, total = set(), 0, 0
+    for h, k, w in CHECK_SHAPES:
+        a = torch.randn(h, k, device="cuda", generator=gen)
+        b = torch.randn(k, w, device="cuda", generator=gen)
+        ref = a.double() @ b.double()
+        for v in variants:
+            if not v.accepts(h, k, w):
                 continue
-            nm = m.group(1)
-            label = ("CUDA C naive" if "naive" in nm else "CUDA C lecture static tw=16" if "static" in nm
-                     else "CUDA C flagship 128x128x8/8x8")
-            stats[label] = sass_count(part)
-        texts.append("//// CUDA C\n" + text + "\n" + res)
-    except Exception as e:
-        stats["CUDA C"] = {"error": f"{type(e).__name__}: {e}"}
-    with open(os.path.join(out_dir, "matmul_sass.txt"), "w") as f:
-        f.write("\n".join(texts))
-    return stats
+            total += 1
+            o = torch.full((h, w), float("nan"), device="cuda")
+            try:
+                v.make(a, b, o, h, k, w)()
+                torch.cuda.synchronize()
+                err = relative_error(torch, o, ref)
+            except Exception as exc:  # noqa: BLE001 - a variant that cannot run is a failed check, reported
+                print(f"CHECK FAILED {v.name} {shape_label(h, k, w)}: {type(exc).__name__}: {exc}", flush=True)
+                failed.add(v.name)
+                continue
+            if err < 1e-5:
+                passed += 1
+            else:
+                failed.add(v.name)
+                unwritten = " (NaN left in the output: elements never written)" if torch.isnan(o).any() else ""
+                print(f"CHECK FAILED {v.name} {shape_label(h, k, w)}: relative error {err:.3g}{unwritten}", flush=True)
+    return failed, passed, total
 
 
-def sass_count(text: str) -> dict:
-    ops = re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)(?:\.[A-Z0-9_.]+)?", text, re.M)
-    total = len(ops)
-    c = {op: ops.count(op) for op in ("FFMA", "LDS", "LDG", "IMAD", "IADD3", "LEA", "ISETP", "SEL", "SHF", "LOP3",
-                                      "BRA", "STL", "LDL", "MOV")}
-    full = text
-    c["LDS.128"] = len(re.findall(r"\bLDS\.128\b", full))
-    c["IMAD.WIDE"] = len(re.findall(r"\bIMAD\.WIDE", full))
-    c["total"] = total
-    return c
+def time_all(torch, variants: list[Variant], sizes, budget: float, seed: int, chosen: dict,
+             failed: set[str]) -> list[dict]:
+    """One row per variant and size it accepts; a variant that fails to run is added to ``failed``."""
+    gen = torch.Generator(device="cuda").manual_seed(seed + 1)
+    rows = []
+    for h, k, w in sizes:
+        a = torch.randn(h, k, device="cuda", generator=gen)
+        b = torch.randn(k, w, device="cuda", generator=gen)
+        ref = a.double() @ b.double() if h * k * w <= SLOW_LIMIT else None
+        size_rows = []
+        for v in variants:
+            if not v.accepts(h, k, w) or (v.slow and h * k * w > SLOW_LIMIT):
+                continue
+            o = torch.full((h, w), float("nan"), device="cuda")
+            try:
+                ms = benchkit.median_ms(v.make(a, b, o, h, k, w), budget)
+            except Exception as exc:  # noqa: BLE001 - reported, counted, and the study goes on
+                print(f"TIMING FAILED {v.name} {shape_label(h, k, w)}: {type(exc).__name__}: {exc}", flush=True)
+                failed.add(v.name)
+                continue
+            err = relative_error(torch, o, ref) if ref is not None else float("nan")
+            row = {"group": v.group, "variant": v.name, "h": h, "k": k, "w": w, "ms": ms,
+                   "gflops": 2e-6 * h * k * w / ms, "rel_err": err,
+                   "config": config_label(chosen[(h, k, w)]) if (h, k, w) in chosen and "autotuned" in v.name else ""}
+            size_rows.append(row)
+            print(f"  {shape_label(h, k, w):<16} {v.name:<62} {ms:9.3f} ms {row['gflops']:9.0f} GFLOP/s", flush=True)
+        base = next((r["ms"] for r in size_rows if r["variant"] == CUBLAS), float("nan"))
+        for r in size_rows:
+            r["pct_cublas"] = 100.0 * base / r["ms"]
+        rows += size_rows
+        del a, b, ref
+        torch.cuda.empty_cache()
+    return rows
 
 
-def plot(results, path, dev, date):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+# ---------------------------------------------------------------------------------------------------------------
+# results
 
-    shapes = []
-    for r in results:
-        s = f"{r['h']}x{r['k']}x{r['w']}"
-        if s not in shapes:
-            shapes.append(s)
-    names = []
-    for r in results:
-        if r["variant"] not in names:
-            names.append(r["variant"])
-    fig, ax = plt.subplots(figsize=(13, 6))
-    width = 0.8 / max(1, len(names))
-    for i, nm in enumerate(names):
-        ys = []
-        for s in shapes:
-            r = next((r for r in results if r["variant"] == nm and f"{r['h']}x{r['k']}x{r['w']}" == s), None)
-            ys.append(r["gflops"] / 1e3 if r else 0)
-        ax.bar([j + i * width for j in range(len(shapes))], ys, width, label=nm, color=plt.cm.tab20(i % 20))
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(shapes))])
-    ax.set_xticklabels(shapes)
-    ax.set_ylabel("TFLOP/s (fp32, TF32 off)")
-    ax.set_title(f"fp32 matmul on {dev}, {date}")
-    ax.legend(fontsize=7, ncol=2)
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+
+def markdown(rows, provenance: str) -> str:
+    sizes = list(dict.fromkeys((int(r["h"]), int(r["k"]), int(r["w"])) for r in rows))
+    names = list(dict.fromkeys((r["group"], r["variant"]) for r in rows))
+    cell = {(r["variant"], int(r["h"]), int(r["k"]), int(r["w"])): r for r in rows}
+    lines = [provenance, "",
+             ("Milliseconds per product (% of cuBLAS at that size); \"—\": not run (outside the kernel's precondition, "
+              "or one of the lecture's slow kernels above 4096³)."), "",
+             "| group | variant | " + " | ".join(shape_label(*s) for s in sizes) + " |",
+             "|---|---|" + "---:|" * len(sizes)]
+    for group, name in names:
+        cells = []
+        for s in sizes:
+            r = cell.get((name, *s))
+            ms, pct = (benchkit.number(r[k]) for k in ("ms", "pct_cublas")) if r else (0, 0)
+            cells.append("—" if r is None else f"{ms:.3f} ({pct:.0f}%)")
+        lines.append(f"| {group} | {name} | " + " | ".join(cells) + " |")
+    chosen = [f"{shape_label(int(r['h']), int(r['k']), int(r['w']))}: {r['config']}" for r in rows if r["config"]]
+    if chosen:
+        lines += ["", "`matmul_fast`'s autotuner chose: " + "; ".join(chosen) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def chart(rows, path: Path, provenance: str) -> bool:
+    sizes = list(dict.fromkeys((int(r["h"]), int(r["k"]), int(r["w"])) for r in rows))
+    names = list(dict.fromkeys(r["variant"] for r in rows))
+    pct = {(r["variant"], int(r["h"]), int(r["k"]), int(r["w"])): benchkit.number(r["pct_cublas"]) for r in rows}
+    series = {shape_label(*s): [pct.get((n, *s), 0.0) for n in names] for s in sizes}
+    return benchkit.bar_chart(path, names, series, "% of cuBLAS (fp32, TF32 off)",
+                              f"python scripts/bench_matmul.py. {benchkit.where_and_when(provenance)}")
+
+
+def publish(rows, provenance: str, out: Path) -> str:
+    md = markdown(rows, provenance)
+    benchkit.publish(out, "matmul", md, lambda png: chart(rows, png, provenance), DOC, RESULTS)
+    return md
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --codegen: what the compilers make of each kernel, without a GPU
+
+SIG = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
+SIG_TW = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1], int64)"
+PTX_COUNTS = {
+    "wrap_selects": r"\bselp\.b64\b",  # i < 0 ? i + n : i at a subscript numba cannot prove non-negative
+    "int64_ops": r"\b(?:add|sub|mul\.lo|mul\.wide|mad\.lo|shl|shr|and|or)\.(?:s64|u64|b64)\b",
+    "int32_ops": r"\b(?:add|sub|mul\.lo|mad\.lo|shl|shr|and|or)\.(?:s32|u32|b32)\b",
+    "fma_f32": r"\bfma\.rn(?:\.ftz)?\.f32\b",
+    "ld_shared": r"\bld\.shared\.",
+    "ld_shared_v4": r"\bld\.shared\.v4\.",
+    "ld_global": r"\bld\.global\.",
+    "ld_global_v4": r"\bld\.global\.(?:nc\.)?v4\.",
+    "st_global_v4": r"\bst\.global\.v4\.",
+    "local_ldst": r"\b(?:ld|st)\.local\.",
+}
+PTXAS = {"registers": r"Used (\d+) registers", "spill_stores": r"(\d+) bytes spill stores",
+         "spill_loads": r"(\d+) bytes spill loads"}
+CODEGEN_FIELDS = ["kernel", "compiler", "params", *PTXAS, *PTX_COUNTS]
+
+
+def numba_codegen_kernels():
+    """``(label, dispatcher, signature, option overrides)`` for every Numba kernel of the table."""
+    from numbakern.kernels import matmul as mm
+    from numbakern.kernels import matmul_async as ma
+    from numbakern.kernels import matmul_fast as mf
+
+    vec_plain = {**mf.VEC_DEFAULT_CONFIG, "group": 1}
+    return [
+        ("naive", mm.matmul_naive, SIG, {}),
+        ("tiled, run-time tw (the lecture's)", mm.matmul_tiled, SIG_TW, {}),
+        ("tiled, constant tw=16", mm.matmul_tiled_static(16), SIG, {}),
+        ("tiled, constant tw=16, fastmath", mm.matmul_tiled_static(16), SIG, {"fastmath": True}),
+        ("matmul_tiled_fast tw=16", mf.matmul_tiled_fast(16), SIG, {}),
+        ("matmul_tiled_fast tw=16 without fastmath, launch_bounds", mf.matmul_tiled_fast(16), SIG,
+         {"fastmath": False, "launch_bounds": None}),
+        (f"matmul_flagship {config_label(mf.DEFAULT_CONFIG)}", mf.matmul_flagship(**mf.DEFAULT_CONFIG), SIG, {}),
+        (f"matmul_flagship {config_label(vec_plain)}", mf.matmul_flagship(**vec_plain), SIG, {}),
+        (f"matmul_flagship {config_label(mf.VEC_DEFAULT_CONFIG)}", mf.matmul_flagship(**mf.VEC_DEFAULT_CONFIG), SIG,
+         {}),
+        (f"matmul_flagship_async {config_label(ma.ASYNC_CONFIG)}", ma.matmul_flagship_async(**ma.ASYNC_CONFIG), SIG,
+         {}),
+    ]
+
+
+#: C files of the table: (label prefix, path, nvcc flags); a file's kernels are told apart by their mangled names
+C_SOURCES = (
+    ("lecture.cu", REFERENCE / "lecture.cu", ()),
+    ("sgemm.cu", REFERENCE / "sgemm.cu", ()),
+    ("translated", benchkit.ROOT / "generated_cuda" / "matmul_tiled_fast.cu", "manifest"),
+    ("translated", benchkit.ROOT / "generated_cuda" / "matmul_flagship.cu", "manifest"),
+    ("translated", benchkit.ROOT / "generated_cuda" / "matmul_flagship_vec.cu", "manifest"),
+    ("translated", benchkit.ROOT / "generated_cuda" / "matmul_flagship_async.cu", "manifest"),
+)
+
+
+def ptx_counts(ptx: str) -> dict:
+    body = re.sub(r"//.*", "", ptx)  # comments (PTX has no string literals that could hold "//")
+    out = {key: len(re.findall(pattern, body)) for key, pattern in PTX_COUNTS.items()}
+    m = re.search(r"\.entry\s+\S+\s*\((.*?)\)", body, re.DOTALL)
+    out["params"] = m.group(1).count(".param") if m else ""
+    return out
+
+
+def ptxas_report(ptx: str, ptxas: str) -> dict:
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "k.ptx"
+        # numba-cuda's NVVM stamps a newer PTX ISA version than an older ptxas reads; these kernels use nothing newer
+        src.write_text(re.sub(r"^\.version 9\.[1-9]\d*$", ".version 9.0", ptx, count=1, flags=re.MULTILINE))
+        r = subprocess.run([ptxas, "-arch=sm_90", "-v", str(src), "-o", str(Path(d) / "k.cubin")],
+                           capture_output=True, text=True, check=False)
+    if r.returncode:
+        raise RuntimeError(f"ptxas failed:\n{r.stderr.strip()}")
+    text = r.stdout + r.stderr
+    return {key: int(m.group(1)) if (m := re.search(pattern, text)) else 0 for key, pattern in PTXAS.items()}
+
+
+def split_entries(ptx: str) -> list[tuple[str, str]]:
+    """``(entry name, header + that entry)`` for each kernel of a multi-kernel PTX file."""
+    parts = re.split(r"(?=^\.(?:visible|weak) \.entry)", ptx, flags=re.MULTILINE)
+    return [(re.search(r"\.entry\s+(\w+)", p).group(1), parts[0] + p) for p in parts[1:]]
+
+
+def c_label(prefix: str, path: Path, entry: str) -> str:
+    if prefix == "translated":
+        return f"{path.name}"
+    for tag in ("naive", "tiled_static", "vec4"):
+        if tag in entry:
+            return f"{prefix}: " + {"naive": "naive", "tiled_static": "tiled, static shared tw=16",
+                                    "vec4": "sgemm_vec4 (unrolled)"}[tag]
+    rolled, numba_loop = re.search(r"Lb(\d)ELb(\d)E", entry).groups()
+    how = "k-steps rolled" if rolled == "1" else "Numba's tile loop" if numba_loop == "1" else "unrolled"
+    return f"{prefix}: sgemm_async ({how})"
+
+
+def codegen(out: Path) -> int:
+    import json
+
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "0"  # compile_ptx needs the real front end (it needs no GPU)
+    nvcc, ptxas = shutil.which("nvcc"), shutil.which("ptxas")
+    if not nvcc or not ptxas:
+        raise benchkit.NoGPU(TOOL, "--codegen needs nvcc and ptxas on PATH (a CUDA toolkit; no GPU needed)")
+    from numba import cuda
+
+    rows = []
+    for label, kernel, sig, overrides in numba_codegen_kernels():
+        options = {k: kernel.targetoptions.get(k) for k in ("fastmath", "launch_bounds")}
+        options.update(overrides)
+        ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), fastmath=bool(options["fastmath"]),
+                                  launch_bounds=options["launch_bounds"])
+        rows.append({"kernel": label, "compiler": "Numba", **ptx_counts(ptx), **ptxas_report(ptx, ptxas)})
+        print(f"  {label}", flush=True)
+    manifest = json.loads((benchkit.ROOT / "generated_cuda" / "manifest.json").read_text())["files"]
+    for prefix, path, flags in C_SOURCES:
+        if flags == "manifest":
+            flags = tuple((manifest[path.name].get("build") or {}).get("nvcc_flags") or ())
+        with tempfile.TemporaryDirectory() as d:
+            target = Path(d) / "k.ptx"
+            subprocess.run([nvcc, "-arch=sm_90", "-ptx", *flags, str(path), "-o", str(target)], check=True)
+            ptx = target.read_text()
+        for entry, text in split_entries(ptx):
+            label = c_label(prefix, path, entry)
+            rows.append({"kernel": label, "compiler": "nvcc", **ptx_counts(text), **ptxas_report(text, ptxas)})
+            print(f"  {label}", flush=True)
+    import numba
+
+    from translate.verify.build import nvcc_version
+
+    provenance = (f"Compiled for sm_90 on {benchkit.today()} with `python scripts/bench_matmul.py --codegen`: numba "
+                  f"{numba.__version__}, numba-cuda {_version('numba-cuda')}, nvcc and ptxas {nvcc_version()}; counts "
+                  "of instructions in each kernel's PTX (static, not executed), registers and spills from ptxas.")
+    out.mkdir(parents=True, exist_ok=True)
+    benchkit.write_csv(out / "codegen.csv", rows, CODEGEN_FIELDS, provenance)
+    md = publish_codegen(rows, provenance, out)
+    print("\n" + md)
+    return 0
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
+
+
+CODEGEN_COLUMNS = (("registers", "registers"), ("spill_stores", "spill stores (B)"), ("params", "params"),
+                   ("wrap_selects", "64-bit selects"), ("int64_ops", "64-bit int ops"), ("int32_ops", "32-bit int ops"),
+                   ("fma_f32", "FMAs"), ("ld_shared", "shared loads (16 B)"), ("ld_global", "global loads (16 B)"),
+                   ("st_global_v4", "16 B global stores"), ("local_ldst", "local ld/st"))
+
+
+def codegen_markdown(rows, provenance: str) -> str:
+    lines = [provenance, "",
+             "| kernel | compiler | " + " | ".join(title for _, title in CODEGEN_COLUMNS) + " |",
+             "|---|---|" + "---:|" * len(CODEGEN_COLUMNS)]
+    for r in rows:
+        cells = []
+        for key, _ in CODEGEN_COLUMNS:
+            value = r[key]
+            if key in ("ld_shared", "ld_global"):
+                value = f"{r[key]} ({r[key + '_v4']})"
+            cells.append(str(value))
+        lines.append(f"| {r['kernel']} | {r['compiler']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def publish_codegen(rows, provenance: str, out: Path) -> str:
+    md = codegen_markdown(rows, provenance)
+    benchkit.publish(out, "codegen", md, None, DOC, RESULTS)
+    return md
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def parse_sizes(text: str) -> list[tuple[int, int, int]]:
+    sizes = []
+    for part in text.split(","):
+        dims = part.strip().lower().split("x")
+        if len(dims) != 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
+            raise argparse.ArgumentTypeError(
+                f"a size is HxKxW with positive integers, e.g. 4096x4096x4096; got {part!r}")
+        sizes.append(tuple(int(d) for d in dims))
+    return sizes
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", help="folder for the results (default: $OUT, else docs/perf)")
+    parser.add_argument("--sizes", type=parse_sizes, default=list(SIZES), metavar="HxKxW,...",
+                        help="product sizes to time (default: 5120x256x5120,1024x1024x1024,...,8192x8192x8192)")
+    parser.add_argument("--only", type=re.compile, metavar="REGEX", help="time only the variants whose name matches")
+    parser.add_argument("--sweep", action="store_true", help="also time matmul_flagship in every autotuner config")
+    parser.add_argument("--budget", type=float, default=0.5, help="seconds of timed samples per variant and size")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (checks and timing)")
+    task = parser.add_mutually_exclusive_group()
+    task.add_argument("--codegen", action="store_true", help="the code-generation table instead (no GPU needed)")
+    task.add_argument("--render", metavar="CSV", help="only rewrite matmul.md/.png (or codegen.md) from this CSV")
+    args = parser.parse_args(argv)
+    if args.budget <= 0:
+        parser.error(f"--budget must be positive, got {args.budget}")
+
+    if args.render:
+        rows, provenance = benchkit.read_csv(Path(args.render))
+        print((publish_codegen if "compiler" in rows[0] else publish)(rows, provenance, Path(args.render).parent))
+        return 0
+    out = benchkit.out_dir(args.out, RESULTS)
+    benchkit.log_to_out("bench_matmul")
+    if args.codegen:
+        return codegen(out)
+
+    torch = benchkit.require_gpu(TOOL)
+    from numbakern import autotune
+
+    os.environ[autotune.CACHE_ENV] = tempfile.mkdtemp(prefix="numbakern-autotune-")  # tune afresh, on this GPU
+    chosen: dict = {}
+    variants = [v for v in all_variants(args.sweep, chosen)
+                if v.name == CUBLAS or args.only is None or args.only.search(v.name)]
+    print(f"{len(variants)} variants; checking them (seed {args.seed}) ...", flush=True)
+    t0 = time.perf_counter()
+    failed, passed, total = check(torch, variants, args.seed)
+    not_timed = f"; not timed: {', '.join(sorted(failed))}" if failed else ""
+    print(f"correctness: {passed}/{total} checks pass{not_timed}", flush=True)
+    rows = time_all(torch, [v for v in variants if v.name not in failed], args.sizes, args.budget, args.seed, chosen,
+                    failed)
+    command = "python scripts/bench_matmul.py" + "".join(
+        f" {flag}" for flag, on in (("--sweep", args.sweep), (f"--only '{args.only and args.only.pattern}'", args.only),
+                                    (f"--sizes {','.join('x'.join(map(str, s)) for s in args.sizes)}",
+                                     tuple(args.sizes) != SIZES)) if on)
+    provenance = (f"Measured on {benchkit.device_line(torch)}, {benchkit.today()}, with `{command}`; fp32, TF32 off; "
+                  f"median of CUDA-event timings; {passed}/{total} correctness checks passed.")
+    out.mkdir(parents=True, exist_ok=True)
+    benchkit.write_csv(out / "matmul.csv", rows, FIELDS, provenance)
+    md = publish(rows, provenance, out)
+    print(f"\n{md}\n{len(rows)} timings in {time.perf_counter() - t0:.0f} s; "
+          + (f"FAILED: {', '.join(sorted(failed))}" if failed else "every variant passed its checks"))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -20,9 +20,10 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=7)
     args = p.parse_args()
     t0 = time.perf_counter()
-    from translate.pipeline import translate_kernel
-    import numbakern.registry  # noqa: F401  (imports, not timed below)
     from numba import cuda  # noqa: F401
+
+    import numbakern.registry  # noqa: F401  (imports, not timed below)
+    from translate.pipeline import translate_kernel
 
     imports = time.perf_counter() - t0
     times, phases = [], []

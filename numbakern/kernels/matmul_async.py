@@ -1,4 +1,4 @@
-"""The flagship matmul fed by ``cp.async``: ``out = mt.T @ n`` with A given transposed (issue 7, round 5).
+"""The flagship matmul fed by ``cp.async``: ``out = mt.T @ n`` with A given transposed.
 
 ``matmul_flagship`` stages each k-tile through registers: global loads into a register array, then stores into
 shared memory (A transposed on the way, element by element). With A already transposed in global memory (``mt``,
@@ -136,7 +136,7 @@ def async_ready(a, b, out) -> bool:
     return vec_ready(b, out) and int(a.shape[0]) % 4 == 0
 
 
-#: the default configuration (docs/perf/vec4_h200.log: the hand CUDA C of this design, 2 stages, at 90-91% of cuBLAS)
+#: the default configuration (docs/performance.md: the hand CUDA C of this design, 2 stages, at 90-91% of cuBLAS)
 ASYNC_CONFIG = {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 8}
 #: a small configuration for the simulator (64 threads; tiles that 36x70x44 does not divide)
 SIM_ASYNC_CONFIG = {"bm": 32, "bn": 32, "bk": 8, "tm": 4, "tn": 4}

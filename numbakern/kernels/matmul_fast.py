@@ -1,4 +1,4 @@
-"""Fast fp32 matrix multiplication in Numba (issue 7): the lecture's tiled kernel written the numbakern way, and
+"""Fast fp32 matrix multiplication in Numba: the lecture's tiled kernel written the numbakern way, and
 the flagship register-tiled kernel.
 
 ``matmul_tiled_fast(tw)``
@@ -324,7 +324,8 @@ DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8}
 
 #: the autotuner's candidates on a GPU for any shape (scalar global loads; all fit 48 KiB of static shared memory).
 #: The two 16x8 / 8x16 ones (128 accumulators, ~200-220 registers, one 256-thread block per multiprocessor, no
-#: spills) beat the default by 1-4% in Numba from 2048^3 up (docs/perf/flagship_variants_h200.log).
+#: spills) beat the default by 1-4% in Numba from 2048^3 up on an H200 (`scripts/bench_matmul.py --sweep` times
+#: every candidate).
 CONFIGS = (
     DEFAULT_CONFIG,
     {"bm": 256, "bn": 128, "bk": 8, "tm": 16, "tn": 8},
@@ -337,9 +338,9 @@ CONFIGS = (
 )
 
 #: the default when the matrices allow 16-byte accesses (``vec_ready``): 128x128 tiles, k-tiles of 16, 8x8 per
-#: thread, blocks in bands of 8 block rows. At 4096^3 (docs/perf/vec4_h200.log, matmul_bench_h200.log): 77-78% of
-#: cuBLAS in Numba against 68% for DEFAULT_CONFIG; the band order costs nothing there and frees ptxas from a
-#: 12-byte spill that the plain order has under the 128-register cap (scripts/perf_ptx.py).
+#: thread, blocks in bands of 8 block rows. At 4096^3 (docs/performance.md, docs/perf/matmul.md): 76-78% of
+#: cuBLAS in Numba against 65-68% for DEFAULT_CONFIG; the band order costs nothing there and frees ptxas from a
+#: 12-byte spill that the plain order has under the 128-register cap (docs/perf/codegen.md).
 VEC_DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 8, "vec": True, "group": 8}
 
 #: the autotuner's candidates for 16-byte-ready matrices

@@ -13,12 +13,11 @@ CASES = [(spec.name, size) for spec in all_specs() for size in spec.test_sizes]
 
 
 @pytest.mark.parametrize("name, size", CASES, ids=[f"{n}-{'x'.join(map(str, s.values()))}" for n, s in CASES])
-def test_kernel_matches_reference(name, size):
+def test_kernel_matches_reference(name, size, rng):
     from numbakern import get
 
     spec = get(name)
-    rng = np.random.default_rng()
-    # a different value distribution each run of the suite, all of them over time
+    # each test draws its distribution with its inputs (``pytest --seed random``: a different one each run)
     dist = DISTRIBUTIONS[rng.integers(len(DISTRIBUTIONS))]
     case = spec.make_case(size, rng, dist)
     results = spec.check(case, run_case(spec, case))
@@ -26,23 +25,23 @@ def test_kernel_matches_reference(name, size):
         assert result.ok, f"{dist} inputs: {result}"
 
 
-def test_a_wrong_kernel_is_caught():
+def test_a_wrong_kernel_is_caught(rng):
     """The harness itself must fail a kernel that computes something else."""
     from numbakern import get
 
     spec = get("matmul_naive")
-    case = spec.make_case({"h": 5, "k": 7, "w": 3}, np.random.default_rng(), "normal")
+    case = spec.make_case({"h": 5, "k": 7, "w": 3}, rng, "normal")
     outputs = run_case(spec, case)
     outputs[2][1, 2] += 1e-2 * (1 + abs(outputs[2][1, 2]))
     (result,) = spec.check(case, outputs).values()
     assert not result.ok and result.mismatches == 1 and result.first_mismatches[0][0] == (1, 2)
 
 
-def test_unwritten_output_is_caught():
+def test_unwritten_output_is_caught(rng):
     from numbakern import get
 
     spec = get("vector_add")
-    case = spec.make_case({"n": 10}, np.random.default_rng(), "uniform")
+    case = spec.make_case({"n": 10}, rng, "uniform")
     outputs = {2: case.args[2].copy()}  # the NaN-poisoned buffer the kernel never touched
     (result,) = spec.check(case, outputs).values()
     assert not result.ok and result.mismatches == 10 and result.max_abs_error == np.inf

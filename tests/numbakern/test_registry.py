@@ -18,7 +18,7 @@ def test_unknown_name_lists_the_known_ones():
 
 
 @pytest.mark.parametrize("spec", numbakern.all_specs(), ids=lambda s: s.name)
-def test_specs_are_consistent(spec):
+def test_specs_are_consistent(spec, rng):
     args = spec.arg_names()
     assert spec.outputs and all(0 <= i < len(args) for i in spec.outputs)
     assert set(spec.accumulates) <= set(spec.outputs)
@@ -28,7 +28,7 @@ def test_specs_are_consistent(spec):
     assert smallest in list(sizes), f"verification must include the smallest size the kernel accepts, {smallest}"
     assert all(spec.accepts(s) for s in (*sizes, *spec.test_sizes, *spec.bench_sizes)), "sizes break size_multiples"
     for dist in DISTRIBUTIONS:
-        case = spec.make_case(spec.test_sizes[0], np.random.default_rng(), dist)
+        case = spec.make_case(spec.test_sizes[0], rng, dist)
         assert len(case.args) == len(args)
         for i, a in enumerate(case.args):
             if isinstance(a, np.ndarray) and i not in spec.outputs and a.size > 1:
@@ -37,8 +37,8 @@ def test_specs_are_consistent(spec):
 
 @pytest.mark.parametrize("dist", DISTRIBUTIONS)
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
-def test_random_arrays_follow_their_distribution(dist, dtype):
-    x = random_array(np.random.default_rng(), (4000,), dtype, dist)
+def test_random_arrays_follow_their_distribution(dist, dtype, rng):
+    x = random_array(rng, (4000,), dtype, dist)
     assert x.dtype == dtype and x.flags.c_contiguous and np.unique(x).size > 10
     if dist == "negative":
         assert (x <= 0).all()
@@ -48,13 +48,13 @@ def test_random_arrays_follow_their_distribution(dist, dtype):
         assert np.abs(x).max() > 1e4
 
 
-def test_unknown_distribution():
+def test_unknown_distribution(rng):
     with pytest.raises(ValueError, match="unknown distribution 'gaussian'; expected one of uniform"):
-        random_array(np.random.default_rng(), (3,), np.float32, "gaussian")
+        random_array(rng, (3,), np.float32, "gaussian")
 
 
 def test_duplicate_names_are_refused():
     spec = numbakern.get("vector_add")
-    clone = KernelSpec(**{**spec.__dict__})
+    clone = KernelSpec(**spec.__dict__)
     with pytest.raises(ValueError, match="already registered"):
         register(clone)

@@ -38,8 +38,7 @@ def test_constants_are_recorded_on_the_kernel():
     assert constants_of(matmul_tiled_static(8)) == {"tw": 8}
 
 
-def test_constant_values_baked_in_compute_correctly():
-    rng = np.random.default_rng()
+def test_constant_values_baked_in_compute_correctly(rng):
     x = rng.integers(-50, 50, size=37).astype(np.int64)
     for factor, offset in [(3, 0), (-2, 11)]:
         out = np.full_like(x, -999)
@@ -48,8 +47,7 @@ def test_constant_values_baked_in_compute_correctly():
         np.testing.assert_array_equal(out, x * factor + offset)
 
 
-def test_specialized_tile_widths_each_compute_the_product():
-    rng = np.random.default_rng()
+def test_specialized_tile_widths_each_compute_the_product(rng):
     m = rng.standard_normal((11, 13)).astype(np.float32)
     n = rng.standard_normal((13, 9)).astype(np.float32)
     ref = m.astype(np.float64) @ n.astype(np.float64)

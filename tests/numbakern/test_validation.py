@@ -15,11 +15,6 @@ class FakeDeviceArray:
         self.device = type("Device", (), {"id": device})()
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
 def f32(rng, *shape):
     return rng.standard_normal(shape).astype(np.float32)
 
@@ -47,8 +42,9 @@ def test_non_contiguous_numpy(rng):
 def test_non_contiguous_torch(rng):
     torch = pytest.importorskip("torch")
     device = "cpu" if mode.in_simulator() else "cuda"
+    a, b = (torch.from_numpy(f32(rng, *shape)).to(device) for shape in ((3, 4), (5, 4)))
     with pytest.raises(ValueError, match=r"argument 'b' must be C-contiguous .*\.contiguous\(\)"):
-        matmul(torch.randn(3, 4, device=device), torch.randn(5, 4, device=device).t())
+        matmul(a, b.t())
 
 
 def test_not_an_array():
@@ -66,11 +62,11 @@ def test_tile_width_out_of_range(rng):
         matmul(f32(rng, 3, 4), f32(rng, 4, 5), tile_width=64)
 
 
-def test_cpu_tensor_given_to_a_gpu_launch(monkeypatch):
+def test_cpu_tensor_given_to_a_gpu_launch(monkeypatch, rng):
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(mode, "in_simulator", lambda: False)
     with pytest.raises(TypeError, match=r"argument 'a' is a CPU tensor but this launch runs on the GPU; move it with a.cuda\(\)"):
-        check_array("a", torch.randn(2, 2), dtype=np.float32, ndim=2)
+        check_array("a", torch.from_numpy(f32(rng, 2, 2)), dtype=np.float32, ndim=2)
 
 
 def test_device_array_in_the_simulator(monkeypatch):

@@ -41,8 +41,8 @@ def _run(*arrays):
     return [x.copy_to_host() for x in d[1:]]
 
 
-def test_copies_land_after_the_wait_and_invalid_groups_are_zero():
-    src = np.random.default_rng().standard_normal((3, 8)).astype(np.float32)  # 2 of the 4 groups per row exist
+def test_copies_land_after_the_wait_and_invalid_groups_are_zero(rng):
+    src = rng.standard_normal((3, 8)).astype(np.float32)  # 2 of the 4 groups per row exist
     out = np.full((3, 16), np.nan, np.float32)
     before = np.zeros((3, GROUPS), np.float32)
     out, before = _run(src, out, before)
@@ -52,8 +52,8 @@ def test_copies_land_after_the_wait_and_invalid_groups_are_zero():
 
 
 @pytest.mark.sim
-def test_a_read_before_the_wait_sees_the_old_contents_in_the_simulator():
-    src = np.random.default_rng().standard_normal((2, 16)).astype(np.float32)
+def test_a_read_before_the_wait_sees_the_old_contents_in_the_simulator(rng):
+    src = rng.standard_normal((2, 16)).astype(np.float32)
     _, before = _run(src, np.zeros((2, 16), np.float32), np.zeros((2, GROUPS), np.float32))
     np.testing.assert_array_equal(before, -1.0)  # on a GPU this read races with the copy
 
@@ -68,18 +68,17 @@ def copy_from_column_2(src, out):
 
 
 @pytest.mark.sim
-def test_misaligned_copy_is_reported():
+def test_misaligned_copy_is_reported(rng):
     from numbakern.sim import MisalignedAccessError
 
-    src = np.random.default_rng().standard_normal((1, 8)).astype(np.float32)
+    src = rng.standard_normal((1, 8)).astype(np.float32)
     with pytest.raises(MisalignedAccessError, match=r"copy_async4: element \(0, 2\)"):
         copy_from_column_2[1, 1](src, np.zeros(1, np.float32))
 
 
 @pytest.mark.parametrize("shape", [(36, 21, 44), (4, 1, 4), (12, 9, 36)], ids=lambda s: "x".join(map(str, s)))
-def test_matmul_via_async_transposes_and_multiplies(shape):
+def test_matmul_via_async_transposes_and_multiplies(shape, rng):
     h, k, w = shape
-    rng = np.random.default_rng()
     a = rng.standard_normal((h, k)).astype(np.float32)
     b = rng.standard_normal((k, w)).astype(np.float32)
     out = np.full((h, w), np.nan, np.float32)

@@ -27,10 +27,9 @@ def _inputs(rng, h, k, w):
 
 @pytest.mark.parametrize("config", SMALL_CONFIGS, ids=lambda c: "{bm}x{bn}x{bk}-{tm}x{tn}".format(**c))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_flagship_matches_float64(config, shape):
+def test_flagship_matches_float64(config, shape, rng):
     if not mode.in_simulator() and config is not mf.SIM_CONFIG:
         pytest.skip("the small configs are for the simulator")
-    rng = np.random.default_rng()
     m, n = _inputs(rng, *shape)
     out = np.full((shape[0], shape[2]), np.nan, dtype=np.float32)
     cfg = mf.flagship_launch(config, shape[0], shape[2])
@@ -53,10 +52,9 @@ VEC_SHAPES = [(33, 20, 44), (1, 4, 4), (70, 12, 36), (9, 44, 4)]
 
 @pytest.mark.parametrize("config", SMALL_VEC_CONFIGS, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
 @pytest.mark.parametrize("shape", VEC_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_flagship_vec_and_grouped_order_match_float64(config, shape):
+def test_flagship_vec_and_grouped_order_match_float64(config, shape, rng):
     if not mode.in_simulator() and config is not mf.SIM_VEC_CONFIG:
         pytest.skip("the small configs are for the simulator")
-    rng = np.random.default_rng()
     m, n = _inputs(rng, *shape)
     out = np.full((shape[0], shape[2]), np.nan, dtype=np.float32)
     cfg = mf.flagship_launch(config, shape[0], shape[2])
@@ -72,10 +70,10 @@ def test_flagship_vec_and_grouped_order_match_float64(config, shape):
 
 
 @pytest.mark.sim
-def test_flagship_vec_on_a_row_length_not_multiple_of_4_is_caught_by_the_simulator():
+def test_flagship_vec_on_a_row_length_not_multiple_of_4_is_caught_by_the_simulator(rng):
     from numbakern.sim import MisalignedAccessError, OutOfBoundsError
 
-    m, n = _inputs(np.random.default_rng(), 8, 6, 8)
+    m, n = _inputs(rng, 8, 6, 8)
     out = np.zeros((8, 8), np.float32)
     cfg = mf.flagship_launch(mf.SIM_VEC_CONFIG, 8, 8)
     # k = 6: the group at column 4 runs past the row's end, the one starting row 1 is misaligned: whichever
@@ -95,8 +93,7 @@ def test_vec_ready():
 
 
 @pytest.mark.sim
-def test_matmul_fast_picks_vec_only_when_ready():
-    rng = np.random.default_rng()
+def test_matmul_fast_picks_vec_only_when_ready(rng):
     m, n = _inputs(rng, 21, 12, 20)
     assert mf.vec_autotuner.select(m, n, np.empty((21, 20), np.float32)) == mf.SIM_VEC_CONFIG
     _check(mf.matmul_fast(m, n), m, n)
@@ -107,8 +104,7 @@ def test_matmul_fast_picks_vec_only_when_ready():
 
 
 @pytest.mark.sim
-def test_matmul_fast_api_uses_default_config_in_simulator():
-    rng = np.random.default_rng()
+def test_matmul_fast_api_uses_default_config_in_simulator(rng):
     m, n = _inputs(rng, 21, 13, 19)
     out = mf.matmul_fast(m, n)
     assert out.shape == (21, 19) and out.dtype == np.float32
@@ -119,8 +115,7 @@ def test_matmul_fast_api_uses_default_config_in_simulator():
     _check(out2, m, n)
 
 
-def test_matmul_fast_rejects_bad_arguments():
-    rng = np.random.default_rng()
+def test_matmul_fast_rejects_bad_arguments(rng):
     m, n = _inputs(rng, 4, 5, 6)
     with pytest.raises(ValueError, match="inner dimensions differ"):
         mf.matmul_fast(m, n.T.copy())
@@ -154,11 +149,11 @@ def test_every_autotune_candidate_is_valid():
 
 
 @pytest.mark.parametrize("shape", [(33, 70, 45), (1, 1, 1)], ids=lambda s: "x".join(map(str, s)))
-def test_tiled_fast_matches_float64(shape):
+def test_tiled_fast_matches_float64(shape, rng):
     from numbakern import get
 
     spec = get("matmul_tiled_fast")
     h, k, w = shape
-    case = spec.make_case({"h": h, "k": k, "w": w}, np.random.default_rng(), "normal")
+    case = spec.make_case({"h": h, "k": k, "w": w}, rng, "normal")
     (result,) = spec.check(case, run_case(spec, case)).values()
     assert result.ok, str(result)

@@ -29,8 +29,7 @@ def _run(kernel, grid, block, *arrays):
     return d[-1].copy_to_host()
 
 
-def test_vload4_vstore4_move_groups_of_four():
-    rng = np.random.default_rng()
+def test_vload4_vstore4_move_groups_of_four(rng):
     src = rng.standard_normal((5, 12)).astype(np.float32)
     out = np.full_like(src, np.nan)
     got = _run(shift_rows, 5, 3, src, out)
@@ -39,20 +38,20 @@ def test_vload4_vstore4_move_groups_of_four():
 
 
 @pytest.mark.sim
-def test_misaligned_group_is_reported():
+def test_misaligned_group_is_reported(rng):
     from numbakern.sim import MisalignedAccessError
 
-    src = np.random.default_rng().standard_normal((2, 10)).astype(np.float32)  # a row of 10: row 1 starts at 10
+    src = rng.standard_normal((2, 10)).astype(np.float32)  # a row of 10: row 1 starts at 10
     out = np.zeros((2, 10), np.float32)
     with pytest.raises(MisalignedAccessError, match=r"flat offset 10, not a multiple of 4"):
         _run(shift_rows, 2, 2, src, out)
 
 
 @pytest.mark.sim
-def test_group_past_the_end_is_out_of_bounds():
+def test_group_past_the_end_is_out_of_bounds(rng):
     from numbakern.sim import OutOfBoundsError
 
-    src = np.random.default_rng().standard_normal((1, 8)).astype(np.float32)
+    src = rng.standard_normal((1, 8)).astype(np.float32)
     out = np.zeros((1, 8), np.float32)
     with pytest.raises(OutOfBoundsError):
         _run(shift_rows, 1, 3, src, out)  # thread 2 reads columns 8..11 of a row of 8

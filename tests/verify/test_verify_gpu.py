@@ -1,12 +1,14 @@
-"""GPU tests (skipped without one): the planted-defect suite, deployability without Numba, the PyTorch binding.
+"""GPU tests (marked ``gpu``, skipped without one): the planted-defect suite, deployability without Numba, the
+PyTorch binding; and the check, without a GPU, that a registered kernel with no generated file fails them.
 
-Run on the GPU machine with ``pytest -p numbakern.pytest_plugin --gpu tests/verify``.
+Run on the GPU machine with ``pytest --gpu tests/verify``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 
 from .conftest import DEFECTS_DIR
 
-pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parents[2]
 
 #: defect file -> (registered kernel it claims to implement, the check that must reject it; None = must pass)
 DEFECTS = {
@@ -51,6 +53,7 @@ def built(fixture_launchers):
     return build_many([DEFECTS_DIR / f for f in DEFECTS], arch=device_info()["arch"])
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("file", list(DEFECTS))
 def test_planted_defects_are_rejected_and_the_translation_accepted(file, built, fixture_launchers):
     from numbakern.registry import get
@@ -79,33 +82,44 @@ def test_planted_defects_are_rejected_and_the_translation_accepted(file, built, 
         assert must_fail in failing, f"{file}: expected {must_fail} to reject it, failing checks were {failing}"
 
 
-def _candidates_for_deploy(fixture_launchers):
-    """Every generated kernel listed in the manifest, else the hand-written fixtures."""
-    from numbakern.registry import all_specs
+def _generated_candidates(directory: Path = ROOT / "generated_cuda", names=None):
+    """``(spec, Candidate)`` for every registered kernel (or those named), from ``directory``; a kernel whose
+    ``.cu`` does not resolve (no manifest entry, a missing file, no launcher for its constants) fails the test."""
+    from numbakern.registry import all_specs, get
+    from translate.verify.abi import AbiError
     from translate.verify.cli import candidate_for
-    from translate.verify.harness import Candidate
 
-    out = []
-    for spec in all_specs():
+    found, missing = [], []
+    for spec in [get(n) for n in names] if names else all_specs():
         try:
-            out.append((spec, candidate_for(spec)[1]))
-        except Exception:  # noqa: BLE001 - not generated yet
-            continue
-    if not out:
-        from numbakern.registry import get
-
-        out = [(get(k), Candidate(DEFECTS_DIR / f"{k}.cu", fixture_launchers[k])) for k in ("matmul_tiled", "vector_add")]
-    return out
+            found.append((spec, candidate_for(spec, directory)[1]))
+        except (LookupError, AbiError) as exc:
+            why = str(exc)
+            missing.append(why if why.startswith(f"{spec.name}:") else f"{spec.name}: {why}")
+    assert not missing, "registered kernels without a usable generated .cu:\n" + "\n".join(missing)
+    return found
 
 
-def test_each_cu_runs_through_ctypes_without_numba(tmp_path, fixture_launchers):
+def test_a_registered_kernel_without_its_generated_file_fails(tmp_path):
+    # kernels without compile-time constants: their launcher does not depend on the simulator's small configs
+    names = ["vector_add", "matmul_tiled", "transpose"]
+    assert [spec.name for spec, _ in _generated_candidates(names=names)] == names
+    shutil.copytree(ROOT / "generated_cuda", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "vector_add.cu").unlink()
+    missing = r"without a usable generated \.cu:\n\s*vector_add: .*vector_add\.cu is listed in the manifest but missing"
+    with pytest.raises(AssertionError, match=missing):
+        _generated_candidates(tmp_path, names)
+
+
+@pytest.mark.gpu
+def test_each_cu_runs_through_ctypes_without_numba(tmp_path, rng):
     """The deployable path: nvcc -shared + ctypes in a process that never imports numba."""
     from translate.verify.standalone import write_case
 
     paths = []
-    for spec, cand in _candidates_for_deploy(fixture_launchers):
+    for spec, cand in _generated_candidates():
         size = sorted(spec.verify_sizes, key=lambda s: -int(np.prod(list(s.values()))))[-2]  # small, not trivial
-        case = spec.make_case(size, np.random.default_rng(7), "normal")
+        case = spec.make_case(size, rng, "normal")
         scale = spec.error_scale(*case.args) if spec.error_scale else None
         p = tmp_path / f"{spec.name}.npz"
         write_case(p, cu=cand.cu.resolve(), launcher=cand.launcher, nvcc_flags=cand.nvcc_flags, case=case,
@@ -114,7 +128,7 @@ def test_each_cu_runs_through_ctypes_without_numba(tmp_path, fixture_launchers):
         paths.append(str(p))
     env = dict(os.environ)
     proc = subprocess.run([sys.executable, "-m", "translate.verify.standalone", *paths], capture_output=True,
-                          text=True, env=env, cwd=Path(__file__).resolve().parents[2], timeout=600)
+                          text=True, env=env, cwd=ROOT, timeout=600, check=False)
     print(proc.stdout, proc.stderr)
     if _log_dir():
         (_log_dir() / "deploy.log").write_text(proc.stdout + proc.stderr)
@@ -122,7 +136,8 @@ def test_each_cu_runs_through_ctypes_without_numba(tmp_path, fixture_launchers):
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"numba_imported": False, "cases": len(paths), "ok": True}
 
 
-def test_pytorch_binding_runs_the_launcher_on_a_torch_stream(fixture_launchers):
+@pytest.mark.gpu
+def test_pytorch_binding_runs_the_launcher_on_a_torch_stream(fixture_launchers, rng):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA here")
@@ -134,9 +149,8 @@ def test_pytorch_binding_runs_the_launcher_on_a_torch_stream(fixture_launchers):
     matmul = torch_launcher(str(so), fixture_launchers["matmul_tiled"])
     torch.backends.cuda.matmul.allow_tf32 = False
     h, k, w, tw = 300, 517, 129, 16
-    g = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(h, k, device="cuda", generator=g)
-    b = torch.randn(k, w, device="cuda", generator=g)
+    a = torch.from_numpy(rng.standard_normal((h, k), dtype=np.float32)).cuda()
+    b = torch.from_numpy(rng.standard_normal((k, w), dtype=np.float32)).cuda()
     out = torch.full((h, w), float("nan"), device="cuda")
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):

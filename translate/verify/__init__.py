@@ -1,4 +1,4 @@
-"""Verification of translated CUDA C on a GPU (issue 5): the compiled ``.cu`` against the Numba kernel.
+"""Verification of translated CUDA C on a GPU: the compiled ``.cu`` against the Numba kernel.
 
 Python API (imports of numba happen inside the calls, so ``import translate.verify`` is cheap and GPU-free)::
 

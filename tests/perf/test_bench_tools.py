@@ -1,0 +1,230 @@
+"""The benchmark tools in scripts/ without a GPU: their arguments, their refusal to run without a GPU, their results
+files, the tables the docs embed from them, and the hand-written reference CUDA C they load."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from numbakern import mode
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "scripts"
+no_gpu_here = pytest.mark.skipif(mode.gpu_available(), reason="checks what the tools do on a machine without a GPU")
+
+
+def load(name: str):
+    """A script as a module (its folder on sys.path, as when it runs)."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    spec = importlib.util.spec_from_file_location(f"scripts_{name}", SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (dataclasses look their module up while it runs)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def benchkit():
+    return load("benchkit")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load("bench")
+
+
+@pytest.fixture(scope="module")
+def study():
+    return load("bench_matmul")
+
+
+def run_tool(*args, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if k not in (mode.SIM_ENV, "OUT")}
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300,
+                          check=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# arguments and the GPU check
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sizes", "4096x4096"], "a size is HxKxW with positive integers, e.g. 4096x4096x4096; got '4096x4096'"),
+    (["--sizes", "0x1x1"], "got '0x1x1'"),
+    (["--budget", "0"], "--budget must be positive, got 0.0"),
+    (["--codegen", "--render", "x.csv"], "not allowed with argument"),
+])
+def test_matmul_tool_rejects_bad_arguments(study, capsys, argv, message):
+    with pytest.raises(SystemExit) as exc:
+        study.main(argv)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_bench_rejects_an_unknown_kernel_and_a_bad_budget(bench, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--kernels", "matmull"])
+    assert exc.value.code == 2 and "no registered kernel named 'matmull'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.main(["--budget", "-1"])
+    assert "--budget must be positive" in capsys.readouterr().err
+
+
+def test_sizes_parse(study):
+    assert study.parse_sizes("5120x256x5120, 33X70X45") == [(5120, 256, 5120), (33, 70, 45)]
+
+
+def test_the_tools_refuse_the_simulator(benchkit, monkeypatch, capsys):
+    monkeypatch.setenv(mode.SIM_ENV, "1")
+    with pytest.raises(SystemExit) as exc:
+        benchkit.require_gpu("bench.py")
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "bench.py: NUMBA_ENABLE_CUDASIM=1 selects the CUDA simulator; benchmarks need the GPU" in err
+
+
+@no_gpu_here
+@pytest.mark.parametrize("tool", ["bench.py", "bench_matmul.py"])
+def test_without_a_gpu_the_tools_say_so_and_exit_2(tool, tmp_path):
+    proc = run_tool(f"scripts/{tool}", env_extra={"OUT": str(tmp_path)})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{tool}: needs a CUDA GPU, and the CUDA driver reports none on this machine" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    log = tmp_path / f"{tool.removesuffix('.py')}.log"
+    assert "needs a CUDA GPU" in log.read_text()  # with $OUT set, the full log goes there
+
+
+@no_gpu_here
+def test_gpu_check_refuses_a_bad_step_and_a_machine_without_gpu(tmp_path):
+    proc = subprocess.run(["bash", "scripts/gpu_check.sh", "benchmark"], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "OUT": str(tmp_path)}, check=False)
+    assert proc.returncode == 2 and "unknown step 'benchmark' (expected tests, verify, bench or matmul)" in proc.stderr
+    env = {k: v for k, v in os.environ.items() if k != mode.SIM_ENV}
+    proc = subprocess.run(["bash", "scripts/gpu_check.sh", "bench"], capture_output=True, text=True, cwd=ROOT,
+                          env={**env, "OUT": str(tmp_path)}, check=False)
+    assert proc.returncode == 2 and "gpu_check.sh: needs a CUDA GPU" in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# results files and the tables in the docs
+
+
+def test_csv_keeps_its_provenance_and_embed_replaces_only_its_block(benchkit, tmp_path):
+    rows = [{"a": 1, "b": 2.5}, {"a": 3, "b": float("nan")}]
+    benchkit.write_csv(tmp_path / "r.csv", rows, ["a", "b"], "Measured on X, 2026-01-01, with `y`")
+    back, provenance = benchkit.read_csv(tmp_path / "r.csv")
+    assert provenance == "Measured on X, 2026-01-01, with `y`" and back[0] == {"a": "1", "b": "2.5"}
+    assert benchkit.number(back[1]["b"]) != benchkit.number(back[1]["b"])  # nan
+    begin, end = benchkit.block_markers("t.md")
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"intro\n{begin}\nold\n{end}\noutro\n")
+    assert benchkit.embed(doc, "t.md", "| new |") and not benchkit.embed(doc, "t.md", "| new |")
+    assert doc.read_text() == f"intro\n{begin}\n| new |\n{end}\noutro\n"
+    with pytest.raises(ValueError, match="no block 'other.md'"):
+        benchkit.embed(doc, "other.md", "x")
+    (tmp_path / "bare.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="no '# ...' provenance line"):
+        benchkit.read_csv(tmp_path / "bare.csv")
+
+
+@pytest.mark.parametrize("doc, block, csv_path, tool, render", [
+    ("README.md", "bench.md", "docs/bench/bench.csv", "bench", "markdown"),
+    ("docs/performance.md", "matmul.md", "docs/perf/matmul.csv", "bench_matmul", "markdown"),
+    ("docs/performance.md", "codegen.md", "docs/perf/codegen.csv", "bench_matmul", "codegen_markdown"),
+])
+def test_the_tables_in_the_docs_are_what_the_tools_make_of_their_csv(benchkit, doc, block, csv_path, tool, render):
+    rows, provenance = benchkit.read_csv(ROOT / csv_path)
+    made = getattr(load(tool), render)(rows, provenance)
+    assert benchkit.embedded_block(ROOT / doc, block) == made.strip("\n"), (
+        f"{doc} is out of step with {csv_path}: run python scripts/{tool}.py --render {csv_path}")
+    md = (ROOT / csv_path).with_suffix(".md")
+    assert md.read_text() == made, f"{md} is out of step with {csv_path}"
+    assert re.match(r"(Measured on|Compiled for) .*\b20\d\d-\d\d-\d\d\b", provenance), "device and date"
+    assert not re.search(r"\d\d:\d\d", provenance), "dates, not times of day"
+
+
+def test_docs_hold_no_run_logs_and_name_no_tracker_numbers():
+    assert not list((ROOT / "docs").rglob("*.log"))
+    pattern = re.compile(r"\b[Ii]ssue \d+|\b[Rr]ound \d\b|(?<![\w&])#\d+\b")
+    offenders = []
+    for path in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *SCRIPTS.rglob("*.py"), *SCRIPTS.rglob("*.sh"),
+                 *SCRIPTS.rglob("*.cu"), *(ROOT / "numbakern").rglob("*.py"), *(ROOT / "translate").rglob("*.py")]:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if pattern.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the matmul study's variants and its reference C
+
+
+def test_study_variants_are_named_once_and_end_with_cublas(study):
+    variants = study.all_variants(sweep=True, chosen={})
+    names = [v.name for v in variants]
+    assert len(names) == len(set(names))
+    assert study.CUBLAS in names
+    assert {v.group for v in variants} <= {"lecture", "flagship", "reference C", "peer", "sweep"}
+    for v in variants:  # every variant is checked on at least two shapes, one of them not a multiple of 4 in h or w
+        accepted = [s for s in study.CHECK_SHAPES if v.accepts(*s)]
+        assert len(accepted) >= 2, v.name
+    assert any(s[0] % 4 or s[2] % 4 for s in study.CHECK_SHAPES)
+    assert not study.async_shapes(6, 8, 8) and not study.vec_shapes(8, 6, 8) and study.any_shape(1, 1, 1)
+
+
+def test_reference_launchers_are_the_ones_the_study_calls(study):
+    for cu in ("lecture.cu", "sgemm.cu"):
+        declared = set(re.findall(r'extern "C" cudaError_t (launch_\w+)\(', (study.REFERENCE / cu).read_text()))
+        timed = rf'reference_c\("{re.escape(cu)}", "(launch_\w+)"'
+        used = set(re.findall(timed, (SCRIPTS / "bench_matmul.py").read_text()))
+        assert used == declared, f"{cu}: declared {sorted(declared)}, timed {sorted(used)}"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (compile only, no GPU)")
+def test_reference_cuda_c_builds_and_exports_its_launchers(study, tmp_path):
+    import ctypes
+
+    from translate.verify.build import build_shared_library
+
+    for cu in ("lecture.cu", "sgemm.cu"):
+        source = study.REFERENCE / cu
+        so = build_shared_library(source, arch="sm_90", cache_dir=tmp_path)
+        try:
+            lib = ctypes.CDLL(str(so))
+        except OSError as exc:  # the CUDA runtime is linked in; without a driver some systems refuse to load it
+            pytest.skip(f"cannot load {so.name} here: {exc}")
+        for symbol in re.findall(r'extern "C" cudaError_t (launch_\w+)\(', source.read_text()):
+            assert hasattr(lib, symbol), f"{cu} does not export {symbol}"
+
+
+def test_ptx_counting(study):
+    ptx = """
+.version 9.0
+.target sm_90
+.visible .entry k(
+\t.param .u64 k_param_0,
+\t.param .u32 k_param_1
+)
+{
+\tselp.b64 %rd1, %rd2, %rd3, %p1;
+\tadd.s64 %rd4, %rd1, 1;   // a comment: add.s64 fma.rn.f32
+\tfma.rn.ftz.f32 %f1, %f2, %f3, %f4;
+\tld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];
+\tld.global.nc.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+\tld.global.f32 %f5, [%rd1];
+}
+"""
+    counts = study.ptx_counts(ptx)
+    assert counts["params"] == 2 and counts["wrap_selects"] == 1 and counts["int64_ops"] == 1
+    assert counts["fma_f32"] == 1 and (counts["ld_shared"], counts["ld_shared_v4"]) == (1, 1)
+    assert (counts["ld_global"], counts["ld_global_v4"]) == (2, 1)
+    entries = study.split_entries(ptx + ptx.split(".target sm_90", 1)[1].replace("entry k(", "entry k2("))
+    assert [name for name, _ in entries] == ["k", "k2"] and all(".target sm_90" in text for _, text in entries)
