@@ -1,12 +1,17 @@
 """numbakern: author CUDA kernels in Python with Numba, test them in a fast checking simulator, ship them as CUDA C.
 
-Importing numbakern in simulator mode (``NUMBA_ENABLE_CUDASIM=1``) installs numbakern's simulator layer, so every
-``@cuda.jit`` launch from then on runs on it.
+Importing numbakern chooses where kernels run (``mode.select``): on a machine without a GPU, and unless
+``NUMBA_ENABLE_CUDASIM`` says otherwise, a plain script's ``@cuda.jit`` launches run in numbakern's simulator, even
+when ``from numba import cuda`` came first. In simulator mode the import installs numbakern's simulator engine.
 """
 
 from __future__ import annotations
 
 from . import mode
+
+# before anything below can import numba: the target must be chosen first
+mode.select()
+
 from .compare import Comparison, compare
 from .launch import (
     LaunchConfig,

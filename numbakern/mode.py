@@ -3,6 +3,9 @@
 The simulator is chosen by ``NUMBA_ENABLE_CUDASIM=1``, and numba reads that variable once, when ``numba.cuda`` is
 first imported. This module answers questions about the mode without importing numba, so that the pytest plugin
 can still choose the mode before anything else imports numba.
+
+``select()`` is what ``import numbakern`` does for a script: with ``NUMBA_ENABLE_CUDASIM`` unset, a machine without a
+GPU gets the simulator (and one note on stderr), a machine with one keeps the GPU. Under pytest the plugin chooses.
 """
 
 from __future__ import annotations
@@ -12,6 +15,12 @@ import os
 import sys
 
 SIM_ENV = "NUMBA_ENABLE_CUDASIM"
+
+#: printed once on stderr when ``select()`` puts a script on the simulator because there is no GPU
+SCRIPT_NOTE = (
+    f"numbakern: no CUDA GPU found, so @cuda.jit kernels run in numbakern's CUDA simulator "
+    f"(NUMBAKERN_SIM_CHECKS=all turns its checkers on; {SIM_ENV}=1 chooses the simulator yourself and silences this note)"
+)
 
 
 def sim_requested() -> bool:
@@ -53,3 +62,46 @@ def in_simulator() -> bool:
 
         return bool(config.ENABLE_CUDASIM)
     return sim_requested()
+
+
+def sim_forbidden() -> bool:
+    """True when the environment explicitly asks numba for the real GPU target (``NUMBA_ENABLE_CUDASIM=0``)."""
+    return os.environ.get(SIM_ENV, "").strip() == "0"
+
+
+def under_pytest() -> bool:
+    """True inside a running pytest process, where numbakern's plugin chooses the mode (from its own options)."""
+    return "PYTEST_VERSION" in os.environ and "_pytest.config" in sys.modules
+
+
+def select() -> str:
+    """Choose the CUDA target for this process, as ``import numbakern`` does; returns which one and why.
+
+    - ``NUMBA_ENABLE_CUDASIM`` set by the user: respected (``=1`` also switches a numba.cuda already imported for
+      the GPU; ``=0`` on a machine with no driver makes numba's driver error name the fix);
+    - unset, with a GPU: the GPU, nothing changed;
+    - unset, without one: the simulator, switching an already imported numba.cuda in place, and ``SCRIPT_NOTE``
+      once on stderr.
+    """
+    if under_pytest():
+        return "chosen by the pytest plugin"
+    if sim_forbidden():
+        from . import switch
+
+        switch.explain_missing_driver()
+        return "GPU (NUMBA_ENABLE_CUDASIM=0)"
+    if sim_requested():
+        if numba_cuda_imported() and not in_simulator():
+            from . import switch
+
+            switch.to_simulator()
+        return "simulator (NUMBA_ENABLE_CUDASIM=1)"
+    if gpu_available():
+        return "GPU"
+    os.environ[SIM_ENV] = "1"
+    if numba_cuda_imported():
+        from . import switch
+
+        switch.to_simulator()
+    sys.stderr.write(SCRIPT_NOTE + "\n")
+    return "simulator (no GPU found)"
