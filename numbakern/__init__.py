@@ -13,6 +13,7 @@ from . import mode
 mode.select()
 
 from .compare import Comparison, compare
+from .declare import RandomInputs, declare
 from .launch import (
     LaunchConfig,
     array_info,
@@ -25,7 +26,7 @@ from .launch import (
     launch_config,
     to_kernel_arg,
 )
-from .registry import Case, KernelSpec, Work, all_specs, get, register, run_case
+from .registry import Case, KernelSpec, Work, all_specs, get, project_specs, register, run_case
 from .specialize import constants_of, specialize
 
 __version__ = "0.1.0"
@@ -36,7 +37,8 @@ if mode.in_simulator():
     sim.install()
 
 __all__ = [
-    "Case", "Comparison", "KernelSpec", "LaunchConfig", "Work", "all_specs", "array_info", "cdiv", "check_array",
-    "check_matmul_shapes", "check_same_device", "compare", "constants_of", "dynamic_shared_bytes", "get",
-    "grid_for", "launch_config", "register", "run_case", "specialize", "to_kernel_arg",
+    "Case", "Comparison", "KernelSpec", "LaunchConfig", "RandomInputs", "Work", "all_specs", "array_info", "cdiv",
+    "check_array", "check_matmul_shapes", "check_same_device", "compare", "constants_of", "declare",
+    "dynamic_shared_bytes", "get", "grid_for", "launch_config", "project_specs", "register", "run_case",
+    "specialize", "to_kernel_arg",
 ]
