@@ -1,7 +1,7 @@
 """A user's project: which modules hold its kernels and where their CUDA C goes, from ``pyproject.toml``::
 
     [tool.numbakern]
-    kernels = ["mykernels.softmax", "mykernels.stencil"]   # modules (or packages) that declare kernels
+    kernels = ["mykernels.softmax", "mykernels.stencil"]   # modules that declare kernels (a package: all its modules)
     out = "generated_cuda"                                  # the project's .cu files and manifest.json
     arch = "sm_90"                                          # NVRTC / nvcc target
     include-library = false                                 # also numbakern's own library kernels
@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import pkgutil
 import re
 import sys
 import tomllib
@@ -60,15 +61,14 @@ class Project:
         return self.pyproject is None
 
     def import_kernels(self) -> None:
-        """Import the kernel modules; the project's root goes on ``sys.path`` when one is not importable."""
+        """Import the kernel modules (a package: all its modules); the project's root goes on ``sys.path`` when
+        one is not importable, as ``python -m`` from the root would have it."""
         for module in self.kernel_modules:
-            if module in sys.modules:
-                continue
             top = module.split(".")[0]
-            if importlib.util.find_spec(top) is None and str(self.root) not in sys.path:
+            if top not in sys.modules and importlib.util.find_spec(top) is None and str(self.root) not in sys.path:
                 sys.path.insert(0, str(self.root))
             try:
-                importlib.import_module(module)
+                imported = importlib.import_module(module)
             except ModuleNotFoundError as e:
                 if e.name and module.startswith(e.name):
                     raise ProjectError(
@@ -76,6 +76,8 @@ class Project:
                         f"{self.root}, or install the project (pip install -e {self.root})"
                     ) from None
                 raise
+            for sub in pkgutil.walk_packages(getattr(imported, "__path__", ()), prefix=module + "."):
+                importlib.import_module(sub.name)
 
     def specs(self) -> list[KernelSpec]:
         """The project's kernels by name: those its modules declare, and the library's if ``include-library``."""
