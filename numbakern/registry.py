@@ -243,6 +243,18 @@ def spec_for_kernel(kernel: Any) -> KernelSpec | None:
     return next((s for s in (*_REGISTRY.values(), *_PROJECT.values()) if s.kernel is kernel), None)
 
 
+def kernel_target(spec: KernelSpec) -> str | None:
+    """``module:attribute`` under which ``spec.kernel`` itself can be imported again (what ``translate`` accepts as
+    a kernel), searching the kernel's module, then the declaring one; None for a kernel made inside a function
+    (a ``specialize`` variant)."""
+    for module_name in dict.fromkeys((_py_func(spec.kernel).__module__, spec.module)):
+        module = sys.modules.get(module_name)
+        for attr, value in vars(module or object()).items():
+            if value is spec.kernel:
+                return f"{module_name}:{attr}"
+    return None
+
+
 def spec_ref(spec: KernelSpec) -> dict[str, str]:
     """What another process needs to re-create ``spec`` (``from_ref``): plain strings, JSON-ready."""
     ref = {"module": spec.module, "name": spec.name, "file": "", "root": ""}

@@ -80,18 +80,36 @@ def test_kernels_decorated_before_numbakern_was_imported_run_in_the_simulator(tm
                 out[i] = double(x[i])
 
 
+        from numba.cuda import jit  # bound before the switch (it reads numba's config at each call, so it follows)
+
         import numbakern  # after the kernels: they are real dispatchers, their launches go to the simulator
         import numbakern.sim
 
+
+        @jit
+        def halve(x, out):
+            i = cuda.grid(1)
+            if i < x.shape[0]:
+                out[i] = x[i] / 2
+
+
+        @cuda.jit
+        def quadruple(x, out):  # a simulator kernel calling a real device function
+            i = cuda.grid(1)
+            if i < x.shape[0]:
+                out[i] = double(double(x[i]))
+
+
         x = np.random.default_rng(1).random(700).astype(np.float32)
-        for launch in (twice[3, 256], twice.configure(3, 256), twice.forall(700)):
+        for launch, factor in ((twice[3, 256], 2), (twice.configure(3, 256), 2), (twice.forall(700), 2),
+                               (halve[3, 256], 0.5), (quadruple[3, 256], 4)):
             out = np.full_like(x, np.nan)
             launch(x, out)
-            assert np.array_equal(out, 2 * x)
-        print(type(twice).__name__, numbakern.sim.active_engine())
+            assert np.array_equal(out, x * np.float32(factor))
+        print(type(twice).__name__, type(halve).__name__, type(quadruple).__name__, numbakern.sim.active_engine())
     """)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["CUDADispatcher", "numbakern"]
+    assert result.stdout.split() == ["CUDADispatcher", "FakeCUDAKernel", "FakeCUDAKernel", "numbakern"]
     assert result.stderr.count(NOTE) == 1
 
 

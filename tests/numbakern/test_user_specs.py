@@ -200,6 +200,13 @@ def test_a_user_kernel_may_share_a_library_kernels_name():
     assert registry.project_specs([__name__]) == [mine]
 
 
+def test_where_a_kernel_can_be_imported_again():
+    spec = declare_scale()
+    assert registry.kernel_target(spec) == "tests.numbakern.user_kernels:scale_rows"
+    assert registry.kernel_target(registry.get("block_sum")) == "numbakern.kernels.reduce:block_sum"
+    assert registry.kernel_target(registry.get("matmul_tiled_static")) is None  # a specialize variant
+
+
 def test_library_names_stay_unique():
     spec = registry.get("vector_add")
     with pytest.raises(ValueError, match="already registered"):
