@@ -4,9 +4,11 @@ Read from the Python AST of the kernel function, so it needs neither a GPU nor n
 
 - **written**: an element assigned (``out[i] = ...``, ``out[i] += ...``), the first argument of a
   ``cuda.atomic.*`` call, or the destination of numbakern's ``vstore4`` / ``copy_async4``;
-- **accumulated**: written in a way that reads the incoming value: the first argument of ``cuda.atomic.*``
-  (``cuda.atomic.add(hist, b, 1)``) or an augmented assignment to an element (``out[i] += ...``). Verification must
-  not poison these: the kernel adds to what is there, so the case starts them at known values.
+- **accumulated**: written and also read, so the incoming values may matter: the first argument of
+  ``cuda.atomic.*`` (``cuda.atomic.add(hist, b, 1)``), an augmented assignment to an element (``out[i] += ...``),
+  or an array the kernel both reads and writes (``x[i] = 2 * x[i]``). Verification must not poison these: the case
+  starts them at known values. (A kernel that only reads back its own writes is counted too: the safe side, since
+  poisoning an array the kernel reads would break a correct kernel.)
 
 Only the kernel's own body is read: an array that a device function writes or adds to must be named by hand.
 """
@@ -37,7 +39,10 @@ def argument_use(kernel: Any) -> ArgumentUse:
     params = tuple(a.arg for a in fn.args.args)
     written: set[str] = set()
     accumulated: set[str] = set()
+    read: set[str] = set()
     for node in ast.walk(fn):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name):
+            read.add(node.value.id)
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 written |= _subscripted(target)
@@ -53,6 +58,7 @@ def argument_use(kernel: Any) -> ArgumentUse:
             elif _called_name(node.func) in STORES_TO_FIRST_ARGUMENT:
                 written.add(node.args[0].id)
     names = set(params)
+    accumulated |= written & read
     return ArgumentUse(params, frozenset(written & names), frozenset(accumulated & names))
 
 

@@ -16,8 +16,8 @@ In your own module, next to the kernel::
 From that, numbakern derives what it would otherwise ask for:
 
 - **outputs**: the arrays the kernel writes (``outputs=`` overrides);
-- **accumulators**: outputs the kernel adds to (``cuda.atomic.*``, ``out[i] += ...``): never poisoned, the case's
-  own values are the starting point (``accumulates=`` overrides);
+- **accumulators**: outputs the kernel adds to or reads (``cuda.atomic.*``, ``out[i] += ...``, ``x[i] = 2 * x[i]``):
+  never poisoned, the case's own values are the starting point (``accumulates=`` overrides);
 - **sizes**: 1 in every dimension, primes just above the block size (not multiples of the block), primes near the
   example and the example itself (``test_sizes=`` / ``verify_sizes=`` / ``bench_sizes=`` override);
 - **input distributions**: ``rand`` draws from each of ``registry.DISTRIBUTIONS`` in turn;
@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .analysis import argument_use
-from .launch import LaunchConfig, launch_config
+from .launch import LaunchConfig
 from .registry import DISTRIBUTIONS, Case, KernelSpec, Work, random_array, register
 
 Size = Mapping[str, int]
@@ -287,9 +287,9 @@ def _launch_config(where: str, value: Any) -> LaunchConfig:
         return value
     if isinstance(value, tuple) and len(value) in (2, 3):
         grid, block = (_dims(g) for g in value[:2])
-        shared = int(value[2]) if len(value) == 3 else 0
-        launch_config(1, block)  # the block's own checks (at most 1024 threads)
-        return LaunchConfig(grid, block, shared)
+        if math.prod(block) > 1024:
+            raise ValueError(f"{where}: block {block} has {math.prod(block)} threads; CUDA allows at most 1024")
+        return LaunchConfig(grid, block, int(value[2]) if len(value) == 3 else 0)
     raise TypeError(f"{where}: launch() must return a LaunchConfig, (grid, block) or (grid, block, shared_bytes); "
                     f"got {value!r}")
 

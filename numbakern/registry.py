@@ -90,7 +90,7 @@ class KernelSpec:
     @property
     def namespace(self) -> str:
         """``"library"`` for numbakern's own kernels, ``"project"`` for kernels declared in a user's modules."""
-        return LIBRARY if self.module == "numbakern" or self.module.startswith("numbakern.") else PROJECT
+        return LIBRARY if is_library_module(self.module) else PROJECT
 
     @property
     def qualified_name(self) -> str:
@@ -222,7 +222,7 @@ def project_specs(modules: Sequence[str] | None = None) -> list[KernelSpec]:
 def lookup(module: str, name: str) -> KernelSpec:
     """The spec ``module`` declares as ``name``, importing ``module`` if needed (library modules too;
     ``numbakern`` alone stands for the whole library)."""
-    if module == "numbakern" or module.startswith("numbakern."):
+    if is_library_module(module):
         _load_library()
         spec = _REGISTRY.get(name)
         if spec is not None and module in (spec.module, "numbakern"):
@@ -249,7 +249,7 @@ def kernel_target(spec: KernelSpec) -> str | None:
     (a ``specialize`` variant)."""
     for module_name in dict.fromkeys((_py_func(spec.kernel).__module__, spec.module)):
         module = sys.modules.get(module_name)
-        for attr, value in vars(module or object()).items():
+        for attr, value in vars(module).items() if module is not None else ():
             if value is spec.kernel:
                 return f"{module_name}:{attr}"
     return None
@@ -276,7 +276,7 @@ def from_ref(ref: Mapping[str, str]) -> KernelSpec:
     """The spec a ``spec_ref`` names, in this process: its module imported by name (its root on ``sys.path`` if
     needed), or, for a script or a file imported by path, its file executed afresh as a module of its own."""
     module, name = ref["module"], ref["name"]
-    if module.startswith("numbakern"):
+    if is_library_module(module):
         return lookup(module, name)
     if module != "__main__" and ref.get("root") and importlib.util.find_spec(module.split(".")[0]) is None:
         sys.path.insert(0, ref["root"])
@@ -296,6 +296,11 @@ def from_ref(ref: Mapping[str, str]) -> KernelSpec:
         sys.modules[alias] = mod
         loader_spec.loader.exec_module(mod)
     return lookup(alias, name)
+
+
+def is_library_module(module: str) -> bool:
+    """True for numbakern's own modules, whose specs form the library's namespace."""
+    return module == "numbakern" or module.startswith("numbakern.")
 
 
 def _load_library() -> None:

@@ -118,6 +118,37 @@ def test_augmented_assignment_is_an_accumulator_too():
     assert result.ok, result
 
 
+def test_an_array_updated_in_place_is_not_poisoned():
+    spec = numbakern.declare(
+        uk.double_in_place,
+        args=lambda rand, n=100: (rand(n, np.float32),),
+        launch=lambda x: numbakern.launch_config(x.shape[0], 64),
+        reference=lambda x: 2 * x.astype(np.float64),
+    )
+    assert spec.outputs == spec.accumulates == (0,)
+    case = spec.make_case({"n": 67}, np.random.default_rng(2), "normal")
+    (result,) = spec.check(case, numbakern.run_case(spec, case)).values()
+    assert result.ok, result
+
+
+def test_a_two_dimensional_block_given_as_a_tuple():
+    spec = numbakern.declare(
+        uk.outer,
+        args=lambda rand, h=50, w=60: (rand(h), rand(w), np.empty((h, w), np.float32)),
+        launch=lambda a, b, out: ((numbakern.cdiv(out.shape[0], 16), numbakern.cdiv(out.shape[1], 16)), (16, 16)),
+        reference=lambda a, b, out: np.outer(a.astype(np.float64), b),
+        rtol=1e-6,
+    )
+    assert spec.test_sizes == ({"h": 1, "w": 1}, {"h": 17, "w": 19})
+    for size in spec.test_sizes:
+        case = spec.make_case(size, np.random.default_rng(3), "large")
+        (result,) = spec.check(case, numbakern.run_case(spec, case)).values()
+        assert result.ok, result
+    with pytest.raises(ValueError, match=r"block \(64, 32\) has 2048 threads"):
+        numbakern.declare(uk.outer, args=lambda rand, h=5, w=6: (rand(h), rand(w), np.empty((h, w), np.float32)),
+                          launch=lambda a, b, out: ((1, 1), (64, 32)), reference=lambda a, b, out: np.outer(a, b))
+
+
 def test_an_accumulator_left_uninitialised_is_refused():
     with pytest.raises(ValueError, match="'acc' is an accumulator .* not np.empty"):
         numbakern.declare(

@@ -47,3 +47,17 @@ def block_sum(x, out):
     i = cuda.grid(1)
     if i < x.shape[0]:
         cuda.atomic.add(out, 0, x[i])
+
+
+@cuda.jit
+def double_in_place(x):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        x[i] = 2 * x[i]
+
+
+@cuda.jit
+def outer(a, b, out):
+    r, c = cuda.grid(2)
+    if r < out.shape[0] and c < out.shape[1]:
+        out[r, c] = a[r] * b[c]
