@@ -10,6 +10,7 @@ GPU gets the simulator (and one note on stderr), a machine with one keeps the GP
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import sys
@@ -48,6 +49,31 @@ def gpu_available() -> bool:
         return False
 
 
+def driver_library_found() -> bool:
+    """True when a CUDA driver library loads, looked for where numba-cuda's driver loader looks. Loading it does not
+    initialise CUDA (``gpu_available`` does), so a process that forks later is unaffected, as with numba alone."""
+    if sys.platform == "win32":
+        names = ["nvcuda.dll", os.path.join("\\windows\\system32", "nvcuda.dll")]
+    elif sys.platform == "darwin":
+        names = ["libcuda.dylib", "/usr/local/cuda/lib/libcuda.dylib"]
+    else:
+        names = ["libcuda.so", "libcuda.so.1", *(f"{d}/{n}" for d in ("/usr/lib", "/usr/lib64")
+                                                  for n in ("libcuda.so", "libcuda.so.1"))]
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def devices_hidden() -> bool:
+    """True when ``CUDA_VISIBLE_DEVICES`` hides every device (``""`` or ``-1``)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return visible is not None and (visible.strip() == "" or visible.strip().startswith("-1"))
+
+
 def numba_cuda_imported() -> bool:
     return "numba.cuda" in sys.modules
 
@@ -79,7 +105,8 @@ def select() -> str:
 
     - ``NUMBA_ENABLE_CUDASIM`` set by the user: respected (``=1`` also switches a numba.cuda already imported for
       the GPU; ``=0`` on a machine with no driver makes numba's driver error name the fix);
-    - unset, with a GPU: the GPU, nothing changed;
+    - unset, with a CUDA driver (and ``CUDA_VISIBLE_DEVICES`` not hiding every device): the GPU, nothing changed,
+      CUDA not initialised here; should the driver turn out unusable, numba's error names the fix;
     - unset, without one: the simulator, switching an already imported numba.cuda in place, and ``SCRIPT_NOTE``
       once on stderr.
     """
@@ -88,7 +115,7 @@ def select() -> str:
     if sim_forbidden():
         from . import switch
 
-        switch.explain_missing_driver()
+        switch.explain_driver_errors(forced=True)
         return "GPU (NUMBA_ENABLE_CUDASIM=0)"
     if sim_requested():
         if numba_cuda_imported() and not in_simulator():
@@ -96,7 +123,10 @@ def select() -> str:
 
             switch.to_simulator()
         return "simulator (NUMBA_ENABLE_CUDASIM=1)"
-    if gpu_available():
+    if driver_library_found() and not devices_hidden():
+        from . import switch
+
+        switch.explain_driver_errors(forced=False)
         return "GPU"
     os.environ[SIM_ENV] = "1"
     if numba_cuda_imported():

@@ -11,9 +11,9 @@ Kernels decorated *before* it (a module that defines kernels without importing n
 real ``CUDADispatcher`` objects. Their launches (``k[grid, block](...)``, ``k.configure(...)``, ``k.forall(n)``)
 and device-function calls are sent to a simulator kernel made from the same Python function, once per dispatcher.
 
-``explain_missing_driver`` covers the other way round: the user forced the real target
-(``NUMBA_ENABLE_CUDASIM=0``) on a machine with no CUDA driver; numba's ``CudaSupportError`` then carries a note
-naming the fix.
+``explain_driver_errors`` covers the real target when it fails: the user forced it (``NUMBA_ENABLE_CUDASIM=0``) on
+a machine with no CUDA driver, or a driver is installed but has no usable device. numba's ``CudaSupportError`` then
+carries a note naming the fix.
 """
 
 from __future__ import annotations
@@ -26,11 +26,18 @@ from . import mode
 
 #: the attribute under which a real dispatcher keeps the simulator kernel its launches go to
 SIMULATED_ATTR = "_numbakern_simulated"
+#: set on numba's Driver class once its errors carry numbakern's note
+NOTED_ATTR = "_numbakern_noted"
 
-DRIVER_NOTE = (
+#: the note on numba's driver errors: the user forced the real target / numbakern chose it because of the driver
+FORCED_NOTE = (
     f"numbakern: {mode.SIM_ENV}=0 in the environment forces numba's real GPU target, and this machine has no "
     f"usable CUDA driver. Unset {mode.SIM_ENV} (numbakern then runs kernels in its simulator when there is no GPU) "
     "or run on a machine with an NVIDIA GPU."
+)
+CHOSEN_NOTE = (
+    "numbakern: a CUDA driver library is installed, so kernels run on the GPU, but numba cannot use it (no device, "
+    f"or a driver older than the CUDA it needs). Set {mode.SIM_ENV}=1 to run them in numbakern's simulator."
 )
 
 
@@ -96,23 +103,25 @@ def _redirect_launches(dispatcher_class) -> None:
     setattr(dispatcher_class, SIMULATED_ATTR, True)
 
 
-def explain_missing_driver() -> None:
-    """Add ``DRIVER_NOTE`` to numba's ``CudaSupportError`` when the CUDA driver cannot be used (idempotent)."""
+def explain_driver_errors(forced: bool) -> None:
+    """Add ``FORCED_NOTE`` (``forced``) or ``CHOSEN_NOTE`` to numba's ``CudaSupportError`` when the CUDA driver
+    cannot be used (idempotent)."""
     from numba.cuda.cudadrv import driver
     from numba.cuda.cudadrv.error import CudaSupportError
 
     cls = driver.Driver
-    if getattr(cls, SIMULATED_ATTR + "_note", False):
+    if getattr(cls, NOTED_ATTR, False):
         return
+    note = FORCED_NOTE if forced else CHOSEN_NOTE
     plain_getattr = cls.__getattr__
 
     def __getattr__(self, name):
         try:
             return plain_getattr(self, name)
         except CudaSupportError as e:
-            if DRIVER_NOTE not in getattr(e, "__notes__", ()):
-                e.add_note(DRIVER_NOTE)
+            if note not in getattr(e, "__notes__", ()):
+                e.add_note(note)
             raise
 
     cls.__getattr__ = __getattr__
-    setattr(cls, SIMULATED_ATTR + "_note", True)
+    setattr(cls, NOTED_ATTR, True)

@@ -6,6 +6,7 @@ appear exactly once on stderr; with a GPU nothing may change (no note, the real 
 """
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -151,3 +152,37 @@ def test_forcing_the_gpu_target_without_a_driver_names_the_fix(tmp_path):
     assert "NUMBA_ENABLE_CUDASIM=0 in the environment forces numba's real GPU target" in result.stderr
     assert "Unset NUMBA_ENABLE_CUDASIM" in result.stderr
     assert NOTE not in result.stderr
+
+
+def test_hidden_devices_mean_the_simulator(tmp_path):
+    # CUDA_VISIBLE_DEVICES="" hides every GPU: on a GPU machine too, numbakern must pick the simulator
+    result = run_script(tmp_path, ISORT_ORDER, CUDA_VISIBLE_DEVICES="")
+    assert result.returncode == 0, result.stderr
+    assert "target: simulator" in result.stdout and result.stderr.count(NOTE) == 1
+
+
+WHICH_TARGET = """
+    import sys
+    from numba import cuda
+
+    import numbakern
+    from numba.cuda.core import config
+    print("simulator" if config.ENABLE_CUDASIM else "gpu", "initialised" if cuda.cudadrv.driver.driver.is_initialized
+          else "not initialised")
+"""
+
+
+LIBM = next((p for p in ("/usr/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libm.so.6",
+                          "/usr/lib64/libm.so.6", "/lib64/libm.so.6") if os.path.exists(p)), None)
+
+
+@pytest.mark.skipif(HAS_GPU or LIBM is None, reason="needs a Linux machine without a CUDA driver")
+def test_a_driver_library_means_the_gpu_and_cuda_is_not_initialised_by_the_import(tmp_path):
+    # any loadable library named libcuda.so.1 stands in for an installed driver: the choice is made without
+    # initialising CUDA (a GPU machine's process may fork later), so here it can only be seen, not used
+    fake = tmp_path / "driver"
+    fake.mkdir()
+    shutil.copy(LIBM, fake / "libcuda.so.1")
+    result = run_script(tmp_path, WHICH_TARGET, LD_LIBRARY_PATH=str(fake))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["gpu", "not", "initialised"] and NOTE not in result.stderr
