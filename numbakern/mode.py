@@ -5,7 +5,8 @@ first imported. This module answers questions about the mode without importing n
 can still choose the mode before anything else imports numba.
 
 ``select()`` is what ``import numbakern`` does for a script: with ``NUMBA_ENABLE_CUDASIM`` unset, a machine without a
-GPU gets the simulator (and one note on stderr), a machine with one keeps the GPU. Under pytest the plugin chooses.
+CUDA driver gets the simulator (and one note on stderr), a machine with one keeps the GPU. Under pytest the plugin
+chooses.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ SIM_ENV = "NUMBA_ENABLE_CUDASIM"
 
 #: printed once on stderr when ``select()`` puts a script on the simulator because there is no GPU
 SCRIPT_NOTE = (
-    f"numbakern: no CUDA GPU found, so @cuda.jit kernels run in numbakern's CUDA simulator "
+    f"numbakern: no CUDA GPU here (no CUDA driver, or CUDA_VISIBLE_DEVICES hides every device), so @cuda.jit "
+    f"kernels run in numbakern's CUDA simulator "
     f"(NUMBAKERN_SIM_CHECKS=all turns its checkers on; {SIM_ENV}=1 chooses the simulator yourself and silences this note)"
 )
 
