@@ -12,6 +12,8 @@ import numbakern.sim
 from mykernels.histogram import BINS, BLOCK
 from mykernels.stencil import PADDED, TILE
 
+pytestmark = pytest.mark.sim  # the checkers are the simulator's: skipped with pytest --gpu
+
 
 @cuda.jit
 def stencil5_no_barrier(src, dst):
