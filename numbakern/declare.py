@@ -7,7 +7,8 @@ In your own module, next to the kernel::
         return x, np.empty_like(x)                       # outputs: poisoned for you before every run
 
     def softmax_reference(x, out):                       # independent, in float64
-        e = np.exp(x - x.max(axis=1, keepdims=True).astype(np.float64))
+        x64 = x.astype(np.float64)
+        e = np.exp(x64 - x64.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)          # one output: the array; several: {"name": array}
 
     numbakern.declare(row_softmax, args=softmax_args, reference=softmax_reference,
@@ -21,7 +22,7 @@ From that, numbakern derives what it would otherwise ask for:
 - **sizes**: 1 in every dimension, primes just above the block size (not multiples of the block), primes near the
   example and the example itself (``test_sizes=`` / ``verify_sizes=`` / ``bench_sizes=`` override);
 - **input distributions**: ``rand`` draws from each of ``registry.DISTRIBUTIONS`` in turn;
-- **signatures** for ``translate``: ``numba.typeof`` of the example arguments.
+- **signatures** for ``translate``: ``numba.typeof`` of the arguments ``args()`` makes.
 
 The result is an ordinary ``KernelSpec`` in the registry's project namespace (a kernel may be named like one of the
 library's), so ``run_case``, ``spec.check``, verification and the benchmark treat it like the library's kernels.
