@@ -26,6 +26,8 @@ from . import mode
 
 #: the attribute under which a real dispatcher keeps the simulator kernel its launches go to
 SIMULATED_ATTR = "_numbakern_simulated"
+#: set on numba's CUDADispatcher class once its launches are redirected
+REDIRECTED_ATTR = "_numbakern_redirected"
 #: set on numba's Driver class once its errors carry numbakern's note
 NOTED_ATTR = "_numbakern_noted"
 
@@ -80,7 +82,7 @@ def _simulated(dispatcher):
 
 
 def _redirect_launches(dispatcher_class) -> None:
-    if getattr(dispatcher_class, SIMULATED_ATTR, False):
+    if getattr(dispatcher_class, REDIRECTED_ATTR, False):
         return
 
     def __getitem__(self, launch):
@@ -100,7 +102,7 @@ def _redirect_launches(dispatcher_class) -> None:
     dispatcher_class.configure = configure
     dispatcher_class.forall = forall
     dispatcher_class.__call__ = __call__
-    setattr(dispatcher_class, SIMULATED_ATTR, True)
+    setattr(dispatcher_class, REDIRECTED_ATTR, True)
 
 
 def explain_driver_errors(forced: bool) -> None:
