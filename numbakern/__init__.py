@@ -1,13 +1,19 @@
 """numbakern: author CUDA kernels in Python with Numba, test them in a fast checking simulator, ship them as CUDA C.
 
-Importing numbakern in simulator mode (``NUMBA_ENABLE_CUDASIM=1``) installs numbakern's simulator layer, so every
-``@cuda.jit`` launch from then on runs on it.
+Importing numbakern chooses where kernels run (``mode.select``): on a machine without a GPU, and unless
+``NUMBA_ENABLE_CUDASIM`` says otherwise, a plain script's ``@cuda.jit`` launches run in numbakern's simulator, even
+when ``from numba import cuda`` came first. In simulator mode the import installs numbakern's simulator engine.
 """
 
 from __future__ import annotations
 
 from . import mode
+
+# before anything below can import numba: the target must be chosen first
+mode.select()
+
 from .compare import Comparison, compare
+from .declare import RandomInputs, declare
 from .launch import (
     LaunchConfig,
     array_info,
@@ -20,7 +26,7 @@ from .launch import (
     launch_config,
     to_kernel_arg,
 )
-from .registry import Case, KernelSpec, Work, all_specs, get, register, run_case
+from .registry import Case, KernelSpec, Work, all_specs, get, project_specs, register, run_case
 from .specialize import constants_of, specialize
 
 __version__ = "0.1.0"
@@ -31,7 +37,8 @@ if mode.in_simulator():
     sim.install()
 
 __all__ = [
-    "Case", "Comparison", "KernelSpec", "LaunchConfig", "Work", "all_specs", "array_info", "cdiv", "check_array",
-    "check_matmul_shapes", "check_same_device", "compare", "constants_of", "dynamic_shared_bytes", "get",
-    "grid_for", "launch_config", "register", "run_case", "specialize", "to_kernel_arg",
+    "Case", "Comparison", "KernelSpec", "LaunchConfig", "RandomInputs", "Work", "all_specs", "array_info", "cdiv",
+    "check_array", "check_matmul_shapes", "check_same_device", "compare", "constants_of", "declare",
+    "dynamic_shared_bytes", "get", "grid_for", "launch_config", "project_specs", "register", "run_case",
+    "specialize", "to_kernel_arg",
 ]

@@ -6,13 +6,22 @@ A spec says how to build inputs and a launch configuration for a size (``make_ca
 writes (``outputs``), how close is close enough (``rtol``/``atol`` against ``error_scale``), and which argument
 types to translate it for (``signatures``). ``run_case`` launches a kernel on a case in the current mode and
 returns its outputs; ``KernelSpec.check`` compares them with the reference.
+
+Two namespaces: the library's kernels (declared in ``numbakern.*`` modules; ``all_specs()``) and the kernels users
+declare in their own modules (``numbakern.declare``; ``project_specs()``), keyed by (module, name). A user kernel may
+be named like a library kernel; a bare name that matches both is an error that says how to name one of them
+(``module:name``). ``spec_ref``/``from_ref`` let another process re-create a spec from its module.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
+import os
+import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -71,6 +80,22 @@ class KernelSpec:
     description: str = ""
     # the kernel's precondition on sizes, e.g. {"k": 4, "w": 4}: those dimensions must be multiples (16-byte access)
     size_multiples: Mapping[str, int] = field(default_factory=dict)
+    # the module that declared the spec (default: the kernel's): its namespace, and where a child process finds it
+    module: str = ""
+
+    def __post_init__(self):
+        if not self.module:
+            object.__setattr__(self, "module", _py_func(self.kernel).__module__)
+
+    @property
+    def namespace(self) -> str:
+        """``"library"`` for numbakern's own kernels, ``"project"`` for kernels declared in a user's modules."""
+        return LIBRARY if is_library_module(self.module) else PROJECT
+
+    @property
+    def qualified_name(self) -> str:
+        """``module:name``: unique across namespaces, accepted by ``get``."""
+        return f"{self.module}:{self.name}"
 
     def accepts(self, size: Size) -> bool:
         """True when ``size`` meets ``size_multiples``."""
@@ -117,7 +142,11 @@ def run_case(spec: KernelSpec, case: Case, kernel: Any = None) -> dict[int, np.n
 # ---------------------------------------------------------------------------------------------------------------
 # the registry itself
 
-_REGISTRY: dict[str, KernelSpec] = {}
+LIBRARY = "library"
+PROJECT = "project"
+
+_REGISTRY: dict[str, KernelSpec] = {}  # the library's kernels, by name
+_PROJECT: dict[tuple[str, str], KernelSpec] = {}  # users' kernels, by (declaring module, name)
 
 #: modules whose import registers the library's kernels
 KERNEL_MODULES = (
@@ -130,29 +159,148 @@ KERNEL_MODULES = (
 )
 
 
+class AmbiguousKernelName(LookupError):
+    """A bare kernel name that more than one namespace (or module) declares."""
+
+
 def register(spec: KernelSpec) -> KernelSpec:
-    existing = _REGISTRY.get(spec.name)
-    if existing is not None and existing is not spec:
-        raise ValueError(f"a kernel named '{spec.name}' is already registered ({existing.family})")
+    """Add a spec. Library names are unique; a user module that is imported again re-declares (replaces) its own."""
     bad = [i for i in (*spec.outputs, *spec.accumulates) if not 0 <= i < len(spec.arg_names())]
     if bad:
         raise ValueError(f"kernel '{spec.name}': output indices {bad} are outside its argument list")
+    if spec.namespace == PROJECT:
+        _PROJECT[(spec.module, spec.name)] = spec
+        return spec
+    existing = _REGISTRY.get(spec.name)
+    if existing is not None and existing is not spec:
+        raise ValueError(f"a kernel named '{spec.name}' is already registered ({existing.family})")
     _REGISTRY[spec.name] = spec
     return spec
 
 
 def get(name: str) -> KernelSpec:
+    """The spec named ``name`` (library or user), or ``module:name`` for one module's.
+
+    A bare name declared by the library and by a user module (or by two user modules) is ambiguous: the error lists
+    the ``module:name`` of each.
+    """
     _load_library()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
-        raise KeyError(f"no registered kernel named '{name}'; registered kernels: {known}") from None
+    if ":" in name:
+        module, _, short = name.rpartition(":")
+        return lookup(module, short)
+    found = ([_REGISTRY[name]] if name in _REGISTRY else []) + [
+        spec for (_, n), spec in sorted(_PROJECT.items()) if n == name
+    ]
+    if len(found) > 1:
+        listing = "; ".join(f"{s.qualified_name} ({'numbakern library' if s.namespace == LIBRARY else 'yours'})"
+                            for s in found)
+        raise AmbiguousKernelName(
+            f"the kernel name '{name}' is ambiguous: {listing}. Name one as MODULE:NAME, or look it up in its "
+            "project (numbakern.project)"
+        )
+    if not found:
+        known = ", ".join(sorted({*_REGISTRY, *(n for _, n in _PROJECT)}))
+        raise KeyError(f"no registered kernel named '{name}'; registered kernels: {known}")
+    return found[0]
 
 
 def all_specs() -> list[KernelSpec]:
+    """The library's kernels, by name."""
     _load_library()
     return [_REGISTRY[name] for name in sorted(_REGISTRY)]
+
+
+def project_specs(modules: Sequence[str] | None = None) -> list[KernelSpec]:
+    """Kernels declared in users' modules (imported so far), by (module, name); with ``modules``, only those
+    declared in these modules or packages (a package covers its submodules)."""
+    def wanted(module: str) -> bool:
+        return modules is None or any(module == m or module.startswith(m + ".") for m in modules)
+
+    return [spec for (module, _), spec in sorted(_PROJECT.items()) if wanted(module)]
+
+
+def lookup(module: str, name: str) -> KernelSpec:
+    """The spec ``module`` declares as ``name``, importing ``module`` if needed (library modules too;
+    ``numbakern`` alone stands for the whole library)."""
+    if is_library_module(module):
+        _load_library()
+        spec = _REGISTRY.get(name)
+        if spec is not None and module in (spec.module, "numbakern"):
+            return spec
+    else:
+        if (module, name) not in _PROJECT:
+            importlib.import_module(module)
+        spec = _PROJECT.get((module, name))
+        if spec is not None:
+            return spec
+    declared = sorted({s.name for s in (*_REGISTRY.values(), *_PROJECT.values()) if s.module == module})
+    raise KeyError(f"module '{module}' declares no kernel named '{name}'; it declares: {', '.join(declared) or 'none'}")
+
+
+def spec_for_kernel(kernel: Any) -> KernelSpec | None:
+    """The spec (either namespace) whose kernel is ``kernel``, or None."""
+    _load_library()
+    return next((s for s in (*_REGISTRY.values(), *_PROJECT.values()) if s.kernel is kernel), None)
+
+
+def kernel_target(spec: KernelSpec) -> str | None:
+    """``module:attribute`` under which ``spec.kernel`` itself can be imported again (what ``translate`` accepts as
+    a kernel), searching the kernel's module, then the declaring one; None for a kernel made inside a function
+    (a ``specialize`` variant)."""
+    for module_name in dict.fromkeys((_py_func(spec.kernel).__module__, spec.module)):
+        module = sys.modules.get(module_name)
+        for attr, value in vars(module).items() if module is not None else ():
+            if value is spec.kernel:
+                return f"{module_name}:{attr}"
+    return None
+
+
+def spec_ref(spec: KernelSpec) -> dict[str, str]:
+    """What another process needs to re-create ``spec`` (``from_ref``): plain strings, JSON-ready."""
+    ref = {"module": spec.module, "name": spec.name, "file": "", "root": ""}
+    mod = sys.modules.get(spec.module)
+    file = getattr(mod, "__file__", None)
+    if file:
+        file = os.path.abspath(file)
+        ref["file"] = file
+        # the folder to put on sys.path so that `module` imports by name: one level up per dotted part
+        depth = spec.module.count(".") + (1 if os.path.basename(file) == "__init__.py" else 0)
+        root = os.path.dirname(file)
+        for _ in range(depth):
+            root = os.path.dirname(root)
+        ref["root"] = root
+    return ref
+
+
+def from_ref(ref: Mapping[str, str]) -> KernelSpec:
+    """The spec a ``spec_ref`` names, in this process: its module imported by name (its root on ``sys.path`` if
+    needed), or, for a script or a file imported by path, its file executed afresh as a module of its own."""
+    module, name = ref["module"], ref["name"]
+    if is_library_module(module):
+        return lookup(module, name)
+    if module != "__main__" and ref.get("root") and importlib.util.find_spec(module.split(".")[0]) is None:
+        sys.path.insert(0, ref["root"])
+    try:
+        if module != "__main__" and importlib.util.find_spec(module) is not None:
+            return lookup(module, name)
+    except (ImportError, ValueError):
+        pass
+    file = ref.get("file")
+    if not file:
+        raise KeyError(f"cannot re-create kernel '{name}': module '{module}' is not importable and its file is unknown")
+    digest = hashlib.sha256(file.encode()).hexdigest()[:10]
+    alias = f"_numbakern_{os.path.splitext(os.path.basename(file))[0]}_{digest}"
+    if alias not in sys.modules:
+        loader_spec = importlib.util.spec_from_file_location(alias, file)
+        mod = importlib.util.module_from_spec(loader_spec)
+        sys.modules[alias] = mod
+        loader_spec.loader.exec_module(mod)
+    return lookup(alias, name)
+
+
+def is_library_module(module: str) -> bool:
+    """True for numbakern's own modules, whose specs form the library's namespace."""
+    return module == "numbakern" or module.startswith("numbakern.")
 
 
 def _load_library() -> None:
@@ -176,10 +324,11 @@ def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any, d
         lo, hi = {
             "uniform": (0, 100),
             "normal": (-100, 100),
-            "negative": (-100, 0),
-            "large": (max(info.min, -(2**20)), min(info.max, 2**20)),
+            # unsigned types have no negatives: the top of the range instead, the bit patterns of -100..-1
+            "negative": (-100, 0) if dtype.kind == "i" else (int(info.max) - 100, int(info.max)),
+            "large": (-(2**20), 2**20),
         }[_dist(dist)]
-        return rng.integers(lo, hi, size=shape, dtype=dtype, endpoint=True)
+        return rng.integers(max(lo, info.min), min(hi, info.max), size=shape, dtype=dtype, endpoint=True)
     values = {
         "uniform": lambda: rng.random(shape),
         "normal": lambda: rng.standard_normal(shape),
