@@ -35,10 +35,11 @@ def require_gpu(tool: str):
     """torch, once this process can time kernels on a CUDA GPU; otherwise ``NoGPU`` with the reason."""
     from numbakern import mode
 
-    if mode.sim_requested():
-        raise NoGPU(tool, f"{mode.SIM_ENV}=1 selects the CUDA simulator; benchmarks need the GPU (unset it)")
+    # the GPU check first: on a machine without one, importing numbakern has already chosen the simulator
     if not mode.gpu_available():
         raise NoGPU(tool, "needs a CUDA GPU, and the CUDA driver reports none on this machine")
+    if mode.sim_requested():
+        raise NoGPU(tool, f"{mode.SIM_ENV}=1 selects the CUDA simulator; benchmarks need the GPU (unset it)")
     try:
         import torch
     except ImportError:
