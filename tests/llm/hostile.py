@@ -93,7 +93,7 @@ HOSTILE: dict[str, tuple[str, str]] = {
     "a user-defined literal": (in_body("float s = 1.0_sec;"), "'1.0_sec' is not a C++ number literal"),
     "an explicit instantiation": (reply(KERNEL + "template __global__ void vector_add(const float*, int64_t, "
                                         "const float*, int64_t, float*, int64_t);\n"), "explicit instantiation"),
-    "a huge reply": ("```cuda\n" + KERNEL + "// " + "x" * 300_000 + "\n```\n", "over the 262144 limit"),
+    "a huge reply": ("```cuda\n" + KERNEL + "// " + "x" * 300_000 + "\n```\n", "262144"),
     "an unclosed fence": ("```cuda\n" + "int64_t x;\n" * 20_000, "not closed"),
 }
 

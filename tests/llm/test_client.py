@@ -32,6 +32,10 @@ def test_reply_usage_and_the_key_only_in_the_authorization_header(no_key_leak, l
     assert req.headers["authorization"] == f"Bearer {TEST_KEY}"
     assert req.body["model"] == "scripted-model" and req.body["messages"] == MESSAGES
     assert TEST_KEY not in repr(c)
+    # no facts about the machine: no platform headers, a user agent that names only the project
+    assert req.headers["user-agent"] == "numbakern"
+    assert not [h for h in req.headers if h in ("x-stainless-os", "x-stainless-arch", "x-stainless-runtime",
+                                                "x-stainless-runtime-version", "x-stainless-package-version")]
 
 
 def test_rate_limit_is_retried_by_the_client(no_key_leak, llm_env):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from translate.llm.gate import check_reply, is_number_literal, signature_text
 from translate.llm.lexer import tokenize
-from translate.llm.rules import RULES, TABLE
+from translate.llm.rules import RULES, TABLE, markdown_table
 
 from . import hostile, samples
 
@@ -207,7 +208,9 @@ def test_signature_text():
     assert signature_text(samples.SIGNATURE) == samples.SIGNATURE
 
 
-def test_the_rule_table_gives_every_entry_a_reason():
+def test_the_rule_table_gives_every_entry_a_reason_and_the_docs_show_it():
     assert len(RULES) == len(TABLE)
     for rule in TABLE:
         assert rule.verdict in ("allowed", "dropped", "refused") and len(rule.reason) > 20, rule.key
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "llm.md").read_text()
+    assert markdown_table() in docs, "docs/llm.md's rule table is out of date: paste rules.markdown_table()"

@@ -26,6 +26,9 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 3
 #: the longest reply read from the stream (the gate reads no more either)
 MAX_REPLY_CHARS = 256 * 1024
+#: headers the openai package adds about the machine it runs on, which this client leaves out
+PLATFORM_HEADERS = ("X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-OS", "X-Stainless-Arch",
+                    "X-Stainless-Runtime", "X-Stainless-Runtime-Version")
 
 
 class LLMError(RuntimeError):
@@ -136,7 +139,7 @@ class ChatClient:
         where = f"{self.endpoint_host} (model '{self.model}')"
         # one client per request: an async client belongs to the event loop it first ran on
         client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._key, timeout=self.timeout,
-                                    max_retries=self.max_retries)
+                                    max_retries=self.max_retries, default_headers=self._headers())
         try:
             async with asyncio.timeout(self.timeout):  # the whole request, retries and the streamed reply included
                 return await self._stream(client, messages, where)
@@ -217,6 +220,12 @@ class ChatClient:
             finish_reason=finish,
             model=model,
         )
+
+    def _headers(self) -> dict[str, Any]:
+        """No facts about this machine in the headers: the client's platform headers (OS, architecture, Python and
+        package versions) are left out and the user agent names only the project."""
+        omit = self._openai.omit
+        return {"User-Agent": "numbakern", **{name: omit for name in PLATFORM_HEADERS}}
 
     def _redact(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key else text

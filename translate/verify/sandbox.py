@@ -161,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("usage: python -m translate.verify.sandbox LIMITS_JSON -- COMMAND [ARG...]", file=sys.stderr)
         return 2
     apply_limits(Limits(**json.loads(argv[0])))
+    for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores these; the program it becomes gets the defaults back
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
     command = argv[2:]
     os.execvp(command[0], command)  # never returns
     return 127

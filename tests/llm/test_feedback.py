@@ -1,0 +1,65 @@
+"""Nothing from the machine goes back to the model: compile feedback keeps only the candidate's own diagnostics."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from translate.llm.feedback import (CANDIDATE_FILE, MAX_DIAGNOSTICS, MAX_FEEDBACK_CHARS, candidate_diagnostics, clean,
+                                    compiler_feedback)
+
+PLANTED = "planted-secret-71c2-must-stay-here"
+
+
+def test_only_diagnostics_filed_under_the_candidate_are_kept():
+    log = "\n".join([
+        f'{CANDIDATE_FILE}(3): error: identifier "zero" is undefined',
+        "      float p = zero;",
+        "                ^",
+        f'/proc/self/environ(1): error: identifier "OPENAI_API_KEY" is undefined',
+        f"  OPENAI_API_KEY={PLANTED} HOME=/home/someone",
+        "/home/someone/project/generated.cu(12): error: expected a \";\"",
+        f"{CANDIDATE_FILE}(4): warning #177-D: variable \"q\" was declared but never referenced",
+        "At end of source: error: expected a \"}\"",
+        '3 errors detected in the compilation of "/tmp/x/matmul.cu".',
+    ])
+    mine, others = candidate_diagnostics(log)
+    assert [(d.line, d.severity) for d in mine] == [(3, "error"), (4, "warning")] and others == 2
+    code = "a;\nb;\nfloat p = zero;\nfloat q;\n"
+    text = compiler_feedback(log, code, ("line 5", "line 6", "line 7", "line 8"))
+    assert text.startswith('line 7: error: identifier "zero" is undefined\n    float p = zero;')
+    assert "warning" not in text  # errors first: the warnings are noise while there are errors
+    for leaked in (PLANTED, "OPENAI_API_KEY", "/home/someone", "/tmp/x", "environ", "generated.cu"):
+        assert leaked not in text, leaked
+    assert "2 more diagnostics about the project's code" in text
+
+
+def test_feedback_is_bounded_and_printable():
+    log = "\n".join(f"{CANDIDATE_FILE}({k}): error: {'x' * 5000}\x1b[31m" for k in range(1, 40))
+    text = compiler_feedback(log, "y;\n" * 40)
+    assert len(text) <= MAX_FEEDBACK_CHARS and text.count(": error: ") <= MAX_DIAGNOSTICS
+    assert all(" " <= ch <= "~" or ch == "\n" for ch in text)
+    assert clean("a\x00b\u202ec\td", 100, lines=False) == "a?b?c    d"
+    assert compiler_feedback("", "x;\n") == "the compiler failed without a diagnostic about your code's lines"
+
+
+def test_a_real_nvrtc_log_echoes_an_included_environment_and_the_feedback_does_not():
+    """The review's finding, reproduced with the real NVRTC in a process whose environment holds a secret: the log
+    carries the included environment, the feedback sent to the model does not (the gate refuses the include
+    before it gets this far; this is the second line of defence)."""
+    script = (
+        "import json\n"
+        "from translate.compile import nvrtc_compile\n"
+        "from translate.llm.feedback import compiler_feedback, mark_candidate\n"
+        "code = '__device__ int f() {\\n#include \"/proc/self/environ\"\\n}\\n'\n"
+        "r = nvrtc_compile('typedef long long int64_t;\\n' + mark_candidate(code), 'compute_90', name='k.cu',\n"
+        "                  resources=False)\n"
+        "print(json.dumps({'ok': r.ok, 'log': r.log, 'feedback': compiler_feedback(r.log, code)}))\n")
+    env = dict(os.environ, NUMBAKERN_PLANTED=PLANTED, NUMBA_ENABLE_CUDASIM="0")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not out["ok"] and PLANTED in out["log"], "NVRTC no longer echoes included text: the test proves nothing"
+    assert PLANTED not in out["feedback"] and "NUMBAKERN_PLANTED" not in out["feedback"]
