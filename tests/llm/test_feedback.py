@@ -6,9 +6,12 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from translate.llm.feedback import (CANDIDATE_FILE, MAX_DIAGNOSTICS, MAX_FEEDBACK_CHARS, candidate_diagnostics, clean,
                                     compiler_feedback)
+
+from .server import completion
 
 PLANTED = "planted-secret-71c2-must-stay-here"
 
@@ -63,3 +66,56 @@ def test_a_real_nvrtc_log_echoes_an_included_environment_and_the_feedback_does_n
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert not out["ok"] and PLANTED in out["log"], "NVRTC no longer echoes included text: the test proves nothing"
     assert PLANTED not in out["feedback"] and "NUMBAKERN_PLANTED" not in out["feedback"]
+
+
+CHAIN = """
+import json
+from types import SimpleNamespace
+
+from translate.backends import llm as backend_module
+from translate.llm.gate import GateResult
+from translate.llm.reply import extract_code
+from tests.llm import samples
+from tests.llm.nvrtc import nvrtc_compile
+
+logs = []
+
+
+def compile_fn(code):
+    result = nvrtc_compile(code)
+    logs.append(result.log)
+    return result
+
+
+# the gate, which refuses any #include, is taken out of the way: what is left is the feedback filter alone
+backend_module.check_reply = lambda text, **kw: GateResult(
+    ok=True, code=extract_code(text).text.replace("#include <stdint.h>\\n", ""))
+request = SimpleNamespace(kernel_name=samples.KERNEL, python_source=samples.PYTHON_SOURCE,
+                          arg_names=("m", "n", "out", "tw"), argtypes=("array(float32, 2d, C)",) * 3 + ("int64",))
+with backend_module.LLMBackend(model="scripted-model", max_turns=2, timeout=30, max_retries=0) as backend:
+    result = backend.generate(request, signature=samples.SIGNATURE, compile_fn=compile_fn)
+print(json.dumps({"turns": result.turns, "secret_in_compiler_log": any(%r in log for log in logs)}))
+"""
+
+
+def test_an_included_environment_never_reaches_a_request_body(llm_env):
+    """End to end, with the gate taken out of the way: a reply that includes /proc/self/environ is compiled by the
+    real NVRTC in a process whose environment holds the key and a planted secret; NVRTC's log carries them, the
+    second request (the repair turn) carries neither."""
+    from . import samples
+    from .conftest import TEST_KEY
+
+    hostile = samples.GOOD_REPLY.replace("float p = 0.0f;", 'float p = 0.0f;\n#include "/proc/self/environ"\n')
+    llm_env.script(completion(hostile), completion(samples.GOOD_REPLY))
+    env = dict(os.environ, NUMBAKERN_PLANTED=PLANTED, NUMBA_ENABLE_CUDASIM="0")
+    proc = subprocess.run([sys.executable, "-c", CHAIN % PLANTED], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"turns": 2, "secret_in_compiler_log": True}
+    first, second = llm_env.requests
+    feedback = second.messages[-1]["content"]
+    # what went back: the diagnostic filed under the candidate's own line after the include, and a count
+    assert ": error: expected a" in feedback and "more diagnostics about the project's code" in feedback, feedback
+    for secret in (PLANTED, TEST_KEY, "NUMBAKERN_PLANTED", "OPENAI_API_KEY="):
+        assert secret.encode() not in second.raw and secret.encode() not in first.raw, secret
