@@ -119,3 +119,36 @@ def test_an_included_environment_never_reaches_a_request_body(llm_env):
     assert ": error: expected a" in feedback and "more diagnostics about the project's code" in feedback, feedback
     for secret in (PLANTED, TEST_KEY, "NUMBAKERN_PLANTED", "OPENAI_API_KEY="):
         assert secret.encode() not in second.raw and secret.encode() not in first.raw, secret
+
+
+def test_verification_reports_carry_numbers_and_the_candidates_own_diagnostics_only():
+    """What the repair loop's --verify sends back: made of numbers the verifying process computed, never of a
+    child process's words (its error texts could carry anything the candidate's process could read)."""
+    from translate.backends.llm import model_report
+    from translate.verify.harness import CaseResult, VerifyResult
+
+    def result(cases=(), **kw):
+        return VerifyResult("matmul_tiled", "launch_matmul_tiled", "/home/someone/x.cu", "0" * 64, False,
+                            cases=list(cases), **kw)
+
+    wrong = CaseResult("matmul_tiled", {"h": 5, "k": 17, "w": 3}, 0, "normal", False, ["vs_numba"], 3.25, 0.5,
+                       messages=["vs_numba: out (run 1) vs Numba: 3 of 15 elements differ"],
+                       first_mismatches=[((0, 1), 1.5, 2.0)])
+    text = model_report(result([wrong]), "code;\n")
+    assert text.startswith("1 of 1 cases differ from the Numba kernel. First: h=5,k=17,w=3 seed=0 normal")
+    assert "max abs error 3.25" in text and "at (0, 1): got 1.5, expected 2.0" in text
+
+    crashed = CaseResult("matmul_tiled", {"h": 5}, 0, "normal", False, ["launch"], float("inf"), float("inf"),
+                         messages=[f"launch: cuCtxSynchronize failed: {PLANTED}"])
+    text = model_report(result([crashed]), "code;\n")
+    assert "failed at launch or while running" in text and PLANTED not in text
+
+    log = (f"/home/someone/x.cu(40): error: {PLANTED}\n"
+           'candidate.cu(2): error: identifier "q" is undefined\n' + PLANTED)
+    text = model_report(result(stage="build", error=f"nvcc failed: {PLANTED}", build_log=log), "a;\nq = 1;\n")
+    assert text.startswith("the file did not build with nvcc") and 'line 2: error: identifier "q"' in text
+    assert PLANTED not in text and "/home/someone" not in text
+
+    for stage in ("load", "child"):
+        text = model_report(result(stage=stage, error=f"died: {PLANTED}"), "a;\n")
+        assert PLANTED not in text and text.startswith("the file built, but")

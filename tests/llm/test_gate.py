@@ -45,10 +45,10 @@ def test_unfenced_code_is_accepted():
 def test_device_functions_constants_and_shared_memory_pass():
     code = samples.KERNEL_CODE.replace("float p = 0.0f;", "float p = zero_of(C[0]) + (float)(K * TWICE);")
     text = ("```cuda\n#include <cuda_runtime.h>\nconstexpr int64_t K = 3;\nstatic constexpr int64_t TWICE = K * 2;\n"
-            "__constant__ float C[2] = {0.0f, 1.0f};\n__device__ float zero_of(float x);\n"
+            "__constant__ float C[2] = {0.0f, 1.0f};\n__device__ float zero_of(float x, float y = 0.0f);\n"
             "extern __shared__ __align__(16) unsigned char spare[];\n"
-            "template <typename T, int N>\n__device__ __forceinline__ T scaled(T x) { return x * N; }\n"
-            f"{code}\n__device__ __forceinline__ float zero_of(float x) {{ return x * 0.0f; }}\n```")
+            "template <typename T, int N>\n__device__ __forceinline__ T scaled(T x, T y = 0) { return x * N + y; }\n"
+            f"{code}\n__device__ __forceinline__ float zero_of(float x, float y) {{ return x * 0.0f + y; }}\n```")
     r = gate(text)
     assert r.ok, r.reason
     assert r.functions == ("scaled", "matmul_tiled", "zero_of")

@@ -213,10 +213,20 @@ def gpu_verify_factory(request: Any) -> Callable[[str], str | None]:
             cu = Path(tmp) / f"{request.name}.cu"
             cu.write_text(assemble(request, device, f"// {request.name}.cu (llm backend candidate)", build))
             candidate = Candidate(cu, launcher, nvcc_flags=nvcc_flags)
-            result = verify(spec, candidate, seeds=(0,), sizes=smallest_sizes(spec, 3))
+            result = verify(spec, candidate, seeds=(0,), sizes=smallest_sizes(spec, 3), limits=_repair_verify_limits())
         return None if result.ok else model_report(result, code)
 
     return verify_code
+
+
+#: a candidate of the repair loop is built and run on small sizes: a hang is cut off long before the default limit
+REPAIR_VERIFY_LIMITS_SECONDS = 300
+
+
+def _repair_verify_limits():
+    from translate.verify.sandbox import Limits
+
+    return Limits(wall_seconds=REPAIR_VERIFY_LIMITS_SECONDS, cpu_seconds=REPAIR_VERIFY_LIMITS_SECONDS)
 
 
 #: what the model is told when verification stopped before comparing anything (never the child's own words)

@@ -269,7 +269,7 @@ class _Checker:
             return
         if words[0] == "template":
             raise GateError(refusal("template", "an explicit instantiation or a template declaration"), line)
-        if "(" in words and "=" not in words:
+        if "(" in words and _outside_brackets(body, "=") is None:
             if "__device__" in words and "__global__" not in words:
                 self._definable(body[words.index("(") - 1].text, line)
                 return
@@ -278,13 +278,13 @@ class _Checker:
         self._constant(body, line)
 
     def _constant(self, body: list[Token], line: int) -> None:
-        words = [t.text for t in body]
-        equals = words.index("=") if "=" in words else len(body)
+        equals = _outside_brackets(body, "=")
+        equals = len(body) if equals is None else equals
         left, right = body[:equals], body[equals + 1:]
         specifiers = {t.text for t in left} & _CONSTANT_SPECIFIERS
         if not specifiers:
             raise GateError(refusal("top_level", f"a variable that is not a constant: {_short(_joined(body))}"), line)
-        if any(t.text == "," for t in left) or _top_level_comma(right):
+        if any(t.text == "," for t in left) or _outside_brackets(right, ",") is not None:
             raise GateError(f"declare one constant per declaration: {_short(_joined(body))}", line)
         dims_at = next((k for k, t in enumerate(left) if t.text == "["), len(left))
         if dims_at == 0 or left[dims_at - 1].kind != "ident":
@@ -339,7 +339,7 @@ def _items(tokens: list[Token]) -> list[_Item]:
     items: list[_Item] = []
     i, n = 0, len(tokens)
     while i < n:
-        start, nest = i, 0
+        start, nest, assigned = i, 0, False  # assigned: an '=' outside parentheses (a default argument is inside)
         while True:
             if i >= n:
                 raise GateError("the code ends inside a declaration (an unfinished declaration, or prose outside "
@@ -351,10 +351,12 @@ def _items(tokens: list[Token]) -> list[_Item]:
                 nest -= 1
                 if nest < 0:
                     raise GateError(f"an unbalanced '{t}'", tokens[i].line)
+            elif t == "=" and nest == 0:
+                assigned = True
             elif t == "{" and nest == 0:
                 end = _matching_brace(tokens, i)
                 head = tokens[start:i]
-                if any(x.text == "=" for x in head):  # a brace initialiser: the declaration goes on
+                if assigned:  # a brace initialiser: the declaration goes on
                     i = end + 1
                     continue
                 if head and head[-1].text == ")":
@@ -425,16 +427,17 @@ def _split(tokens: list[Token], sep: str) -> list[list[Token]]:
     return groups
 
 
-def _top_level_comma(tokens: list[Token]) -> bool:
+def _outside_brackets(tokens: list[Token], text: str) -> int | None:
+    """The index of the first ``text`` token outside (), [] and {}, or None."""
     depth = 0
-    for t in tokens:
+    for k, t in enumerate(tokens):
         if t.text in ("(", "[", "{"):
             depth += 1
         elif t.text in (")", "]", "}"):
             depth -= 1
-        elif t.text == "," and depth == 0:
-            return True
-    return False
+        elif t.text == text and depth == 0:
+            return k
+    return None
 
 
 def _joined(tokens: list[Token]) -> str:

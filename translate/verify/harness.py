@@ -266,9 +266,11 @@ def verify(
     poison_shared: bool = True,
     progress=None,
     prebuilt: str | Path | None = None,
+    limits: Any = None,
 ) -> VerifyResult:
     """Verify one candidate ``.cu`` against one registered kernel on the GPU. The candidate is built (unless
-    ``prebuilt`` is its library, built by ``isolated.build``), loaded and run in a sandboxed child process."""
+    ``prebuilt`` is its library, built by ``isolated.build``), loaded and run in a sandboxed child process
+    (``limits``: its ``sandbox.Limits``, by default ``isolated.RUN_LIMITS``)."""
     info = device_facts(arch)
     arch = arch or info["arch"]
     cu = Path(candidate.cu)
@@ -278,7 +280,8 @@ def verify(
     with tempfile.TemporaryDirectory(prefix="numbakern-verify-") as workdir:
         runs = isolated.run_candidate(cu, candidate.launcher, [c for *_, c in cases], outputs=spec.outputs,
                                       accumulates=getattr(spec, "accumulates", ()), arch=arch, workdir=workdir,
-                                      nvcc_flags=candidate.nvcc_flags, so=prebuilt, poison_shared=poison_shared)
+                                      nvcc_flags=candidate.nvcc_flags, so=prebuilt, poison_shared=poison_shared,
+                                      limits=limits or isolated.RUN_LIMITS)
         if runs.stage:
             result.error, result.stage, result.build_log = runs.error, runs.stage, runs.build_log
             return result
