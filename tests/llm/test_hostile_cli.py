@@ -35,7 +35,11 @@ def endpoint():
         mp.setenv("NO_PROXY", "127.0.0.1,localhost")
         for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
             mp.delenv(var, raising=False)
-        mp.setenv("NUMBA_ENABLE_CUDASIM", os.environ.get("NUMBA_ENABLE_CUDASIM", "1"))  # the CLI sets it to 0
+        # the CLI sets NUMBA_ENABLE_CUDASIM=0 in this process; the context puts back what was there
+        if "NUMBA_ENABLE_CUDASIM" in os.environ:
+            mp.setenv("NUMBA_ENABLE_CUDASIM", os.environ["NUMBA_ENABLE_CUDASIM"])
+        else:
+            mp.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
         yield server
     server.stop()
 
