@@ -224,7 +224,7 @@ class ChatClient:
     def _headers(self) -> dict[str, Any]:
         """No facts about this machine in the headers: the client's platform headers (OS, architecture, Python and
         package versions) are left out and the user agent names only the project."""
-        omit = self._openai.omit
+        omit = self._openai.Omit()
         return {"User-Agent": "numbakern", **{name: omit for name in PLATFORM_HEADERS}}
 
     def _redact(self, text: str) -> str:
