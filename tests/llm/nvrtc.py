@@ -1,8 +1,10 @@
 """A real NVRTC compile of device code for the backend tests (no GPU needed), standing in for the translator's
-compile step: fixed-width integer typedefs, the project helpers the code calls, then the device code."""
+compile step: fixed-width integer typedefs, the project helpers the code calls, then the device code behind the
+``#line`` marker the repair loop reads diagnostics by."""
 
 from __future__ import annotations
 
+from translate.llm.feedback import mark_candidate
 from translate.llm.helpers import used_helpers
 from translate.llm.repair import CompileOutcome
 
@@ -18,6 +20,6 @@ def nvrtc_compile(device_code: str, name: str = "kernel.cu", arch: str = "comput
     from translate.codegen.helpers import render
     from translate.compile import nvrtc_compile as project_nvrtc_compile
 
-    source = PREAMBLE + render(used_helpers(device_code)) + "\n" + device_code
+    source = PREAMBLE + render(used_helpers(device_code)) + "\n" + mark_candidate(device_code)
     result = project_nvrtc_compile(source, arch, name=name, resources=False)
     return CompileOutcome(result.ok, result.log.strip(), {"source": source})

@@ -1,8 +1,11 @@
 """A scripted OpenAI-compatible server for the LLM backend's tests: real HTTP on 127.0.0.1, stdlib only.
 
 ``POST /v1/chat/completions`` answers from a queue of scripted responses (``Scripted``); every request's headers
-and JSON body are recorded in ``server.requests``. An empty queue answers 500 with ``x-should-retry: false``, so a
-test that asks for more than it scripted fails loudly instead of hanging.
+and JSON body are recorded in ``server.requests``. A scripted chat completion is streamed as server-sent events
+when the request asks for a stream (as the backend's client always does), in chunks, with the usage last. An empty
+queue answers 500 with ``x-should-retry: false``, so a test that asks for more than it scripted fails loudly
+instead of hanging. ``trickle`` sends the answer one byte at a time (``trickle_headers``: the status line and
+headers too), for the tests of the client's total deadline.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ class Scripted:
     body: bytes | str | dict | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering (longer than the client timeout: a timeout)
+    trickle: float = 0.0  # seconds between the bytes of the answer
+    trickle_headers: bool = False  # trickle the status line and headers too
 
 
 @dataclass
@@ -64,6 +69,27 @@ def error(status: int, message: str = "scripted error", *, retry_after_ms: int |
         h["retry-after-ms"] = str(retry_after_ms)
         h["Retry-After"] = "0"
     return Scripted(status, {"error": {"message": message, "type": "scripted", "code": None}}, h)
+
+
+def sse_body(completion_body: dict[str, Any], piece: int = 2000) -> bytes:
+    """A chat completion as the chunks of a stream: the content in pieces, the finish reason, then the usage."""
+    choice = completion_body["choices"][0] if completion_body.get("choices") else None
+    base = {"id": completion_body.get("id", "chatcmpl-scripted"), "object": "chat.completion.chunk",
+            "created": completion_body.get("created", 0), "model": completion_body.get("model", "scripted-model")}
+    chunks = []
+    if choice is not None:
+        content = choice.get("message", {}).get("content")
+        pieces = [content[k:k + piece] for k in range(0, len(content), piece)] or [""] if content is not None else [None]
+        for k, text in enumerate(pieces):
+            delta = {"content": text} if k else {"role": "assistant", "content": text}
+            chunks.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice.get("finish_reason")}]})
+    else:
+        chunks.append({**base, "choices": []})
+    if completion_body.get("usage"):
+        chunks.append({**base, "choices": [], "usage": completion_body["usage"]})
+    events = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    return events.encode()
 
 
 class ScriptedServer:
@@ -114,7 +140,7 @@ class ScriptedServer:
             def log_message(self, format: str, *args: Any) -> None:  # keep the test output quiet
                 pass
 
-            def do_POST(self) -> None:
+            def do_POST(self) -> None:  # noqa: N802 - the http.server spelling
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 try:
@@ -124,26 +150,39 @@ class ScriptedServer:
                 server._record(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body, raw))
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     return self._send(Scripted(404, {"error": {"message": f"no route {self.path}"}}))
-                self._send(server._next())
+                self._send(server._next(), stream=bool((body or {}).get("stream")) if isinstance(body, dict) else False)
 
-            def _send(self, r: Scripted) -> None:
+            def _send(self, r: Scripted, stream: bool = False) -> None:
                 if r.delay:
                     time.sleep(r.delay)
+                content_type = "application/json"
                 if isinstance(r.body, dict):
-                    data = json.dumps(r.body).encode()
+                    if stream and r.status == 200 and "choices" in r.body:
+                        data, content_type = sse_body(r.body), "text/event-stream"
+                    else:
+                        data = json.dumps(r.body).encode()
                 elif isinstance(r.body, str):
                     data = r.body.encode()
                 else:
                     data = r.body or b""
+                headers = {"Content-Type": content_type, "Content-Length": str(len(data)), **r.headers}
+                head = [f"HTTP/1.1 {r.status} {self.responses.get(r.status, ('',))[0]}",
+                        *(f"{k}: {v}" for k, v in headers.items())]
+                raw_head = ("\r\n".join(head) + "\r\n\r\n").encode()
                 try:
-                    self.send_response(r.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for k, v in r.headers.items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
+                    if r.trickle and r.trickle_headers:
+                        self._trickle(raw_head + data, r.trickle)
+                    else:
+                        self.wfile.write(raw_head)
+                        self.wfile.flush()
+                        self._trickle(data, r.trickle) if r.trickle else self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
-                    pass
+                    self.close_connection = True
+
+            def _trickle(self, data: bytes, pause: float) -> None:
+                for k in range(len(data)):
+                    self.wfile.write(data[k:k + 1])
+                    self.wfile.flush()
+                    time.sleep(pause)
 
         return Handler

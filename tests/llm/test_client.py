@@ -32,6 +32,10 @@ def test_reply_usage_and_the_key_only_in_the_authorization_header(no_key_leak, l
     assert req.headers["authorization"] == f"Bearer {TEST_KEY}"
     assert req.body["model"] == "scripted-model" and req.body["messages"] == MESSAGES
     assert TEST_KEY not in repr(c)
+    # no facts about the machine: no platform headers, a user agent that names only the project
+    assert req.headers["user-agent"] == "numbakern"
+    assert not [h for h in req.headers if h in ("x-stainless-os", "x-stainless-arch", "x-stainless-runtime",
+                                                "x-stainless-runtime-version", "x-stainless-package-version")]
 
 
 def test_rate_limit_is_retried_by_the_client(no_key_leak, llm_env):
@@ -81,8 +85,10 @@ def test_key_echoed_in_other_errors_is_redacted(no_key_leak, llm_env):
 
 
 @pytest.mark.parametrize("scripted, match", [
-    (Scripted(200, "{this is not json"), "malformed reply.*not valid JSON"),
-    (Scripted(200, {"object": "chat.completion"}), "malformed reply.*no choices"),
+    (Scripted(200, "{this is not json"), "malformed reply.*server-sent events.*application/json"),
+    (Scripted(200, "data: {not json\n\n", headers={"Content-Type": "text/event-stream"}),
+     "malformed reply.*not valid JSON"),
+    (Scripted(200, {"object": "chat.completion", "choices": []}), "malformed reply.*no choices"),
     (completion(None), "malformed reply.*no text content"),
     (completion("   \n"), "empty reply"),
 ])
@@ -90,6 +96,45 @@ def test_malformed_and_empty_replies(no_key_leak, llm_env, scripted, match):
     llm_env.script(scripted)
     with client() as c, pytest.raises(LLMError, match=match):
         c.chat(MESSAGES)
+
+
+def test_the_reply_is_streamed_in_chunks_and_joined(no_key_leak, llm_env):
+    long = "x" * 4500 + "\n```cuda\n```"
+    llm_env.script(completion(long, prompt_tokens=3, completion_tokens=4))
+    with client() as c:
+        reply = c.chat(MESSAGES)
+    assert reply.content == long and reply.usage.total_tokens == 7 and reply.finish_reason == "stop"
+    body = llm_env.requests[0].body
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+
+
+@pytest.mark.parametrize("headers_too", [False, True])
+def test_timeout_is_a_total_deadline_against_a_trickling_server(no_key_leak, llm_env, headers_too):
+    # one byte every 50 ms: each read is quick, so only a deadline on the whole request stops it (about 30 s of
+    # trickling for this reply; a per-read timeout would wait for all of it)
+    llm_env.script(Scripted(body=completion("y" * 600).body, trickle=0.05, trickle_headers=headers_too))
+    t0 = time.monotonic()
+    with client(timeout=1.0, max_retries=0) as c, pytest.raises(LLMError, match=r"timed out after 1 s .*whole request"):
+        c.chat(MESSAGES)
+    assert time.monotonic() - t0 < 2.5
+
+
+def test_a_reply_over_the_size_limit_is_cut_off(no_key_leak, llm_env):
+    llm_env.script(completion("z" * 5000))
+    with client(max_reply_chars=4096) as c, pytest.raises(LLMError, match="over 4096 characters"):
+        c.chat(MESSAGES)
+
+
+def test_chat_works_inside_a_running_event_loop(no_key_leak, llm_env):
+    import asyncio
+
+    llm_env.script(completion("from a notebook"))
+
+    async def in_a_loop():
+        with client() as c:
+            return c.chat(MESSAGES).content
+
+    assert asyncio.run(in_a_loop()) == "from a notebook"
 
 
 def test_unreachable_endpoint(no_key_leak, llm_env):

@@ -10,13 +10,20 @@ from translate.llm.prompt import build_messages
 from translate.llm.repair import CompileOutcome, RepairFailed, run_repair_loop
 
 from . import samples
+from .conftest import TEST_KEY
 from .server import completion, error
 
 
 def fake_compile(code: str) -> CompileOutcome:
-    """Stands in for NVRTC (the backend tests use the real one): 'zero' is the undeclared identifier."""
+    """Stands in for NVRTC (the backend tests use the real one): 'zero' is the undeclared identifier. The log has
+    what a real one can have: a diagnostic about the candidate's line, its echo and caret, and diagnostics about
+    the project's code and about an included file, with that file's text."""
     if "zero" in code:
-        return CompileOutcome(False, 'matmul_tiled.cu(20): error: identifier "zero" is undefined')
+        line = 1 + next(k for k, text in enumerate(code.splitlines()) if "zero" in text)
+        log = (f'candidate.cu({line}): error: identifier "zero" is undefined\n      float p = zero;\n        ^\n\n'
+               f'/proc/self/environ(1): error: unrecognized token\n  OPENAI_API_KEY={TEST_KEY} HOME=/home/user\n'
+               'matmul_tiled.cu(120): error: expected a ";"\n3 errors detected in the compilation of "x.cu".')
+        return CompileOutcome(False, log)
     return CompileOutcome(True, "", {"registers": 32})
 
 
@@ -47,7 +54,12 @@ def test_compile_error_sent_back_then_repaired(no_key_leak, llm_env):
     assert result.usage.total_tokens == 300
     second = llm_env.requests[1].messages
     assert second[-2] == {"role": "assistant", "content": samples.BROKEN_REPLY}
-    assert second[-1]["role"] == "user" and 'identifier "zero" is undefined' in second[-1]["content"]
+    feedback = second[-1]["content"]
+    assert second[-1]["role"] == "user" and 'line 16: error: identifier "zero" is undefined' in feedback
+    assert "    float p = zero;" in feedback  # the line of the code block, and the candidate's own text of it
+    # nothing about other files: no included text, no project code, no paths; only their count
+    assert "OPENAI_API_KEY" not in feedback and "/proc" not in feedback and "HOME=" not in feedback
+    assert "matmul_tiled.cu" not in feedback and "2 more diagnostics about the project's code" in feedback
 
 
 def test_gate_rejection_sent_back_then_repaired(no_key_leak, llm_env):
@@ -55,6 +67,7 @@ def test_gate_rejection_sent_back_then_repaired(no_key_leak, llm_env):
     result = run(llm_env)
     assert [a.stage for a in result.attempts] == ["gate", "ok"]
     assert "inline assembly" in llm_env.requests[1].messages[-1]["content"]
+    assert "'asm'" in llm_env.requests[1].messages[-1]["content"]
 
 
 def test_verification_report_sent_back(no_key_leak, llm_env):
@@ -71,7 +84,7 @@ def test_verification_report_sent_back(no_key_leak, llm_env):
     ([samples.BROKEN_REPLY] * 3, "did not compile"),
     ([samples.ASM_REPLY] * 3, "inline assembly"),
     ([samples.WRONG_SIGNATURE_REPLY] * 3, "signature does not match"),
-    ([samples.INCLUDE_REPLY] * 3, "#include <stdio.h>"),
+    ([samples.INCLUDE_REPLY] * 3, "'#include <stdio.h>'"),
     ([samples.HOST_REPLY] * 3, "cudaMalloc"),
 ])
 def test_gives_up_after_max_turns(no_key_leak, llm_env, replies, stage_words):
@@ -108,4 +121,8 @@ def test_compiler_exception_is_a_compile_failure(no_key_leak, llm_env):
         return CompileOutcome(True)
 
     result = run(llm_env, compile_fn=flaky)
-    assert result.turns == 2 and "nvrtc: error: something" in llm_env.requests[1].messages[-1]["content"]
+    feedback = llm_env.requests[1].messages[-1]["content"]
+    # the exception's text is the machine's, not a diagnostic about the reply's lines: it stays here
+    assert result.turns == 2 and "nvrtc: error: something" not in feedback
+    assert "failed without a diagnostic about your code" in feedback
+    assert "nvrtc: error: something" in result.attempts[0].detail or result.attempts[0].stage == "compile"

@@ -1,12 +1,17 @@
-"""A GPU-verified file is never replaced by an unverified translation of the same kernel (unless forced)."""
+"""A GPU-verified file is never replaced by an unverified translation of the same kernel (unless forced), and the
+kernel's source hash, which decides that, is the same whichever backend wrote the file."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from translate import manifest, pipeline
+from translate.check import check
 from translate.errors import TranslationError
 
 from . import samples
@@ -40,3 +45,119 @@ def test_verified_file_survives_an_unverified_llm_translation(tmp_path, llm_env)
     pipeline.translate_kernel("matmul_tiled", backend="llm", out_dir=str(out), backend_options=LLM, force=True)
     assert (out / "matmul_tiled.cu").read_text() != verified_text
     assert _entry(out)["verification"] is None and _entry(out)["backend"]["name"] == "llm"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# one source hash, whatever the backend
+
+AST_DEVICE_CODE = """
+import json
+from numbakern import registry
+from translate import emit, pipeline, targets
+from translate.backends import get_backend
+
+out = {}
+for spec in registry.all_specs():
+    request = pipeline.build_request(targets.resolve(spec.name, None), None, {})
+    device = get_backend("ast").generate(request)
+    constants = [emit._const_decl(n, k, v) for n, (k, v) in device.constants.items()]
+    out[spec.name] = "".join(c + "\\n" for c in constants) + device.code
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def ast_device_code() -> dict[str, str]:
+    """The ast backend's device code of every registered kernel (with its constants): a model reply that is right."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    proc = subprocess.run([sys.executable, "-c", AST_DEVICE_CODE], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_every_registered_kernel_gets_the_same_source_hash_from_both_backends(ast_device_code, llm_env):
+    from numbakern.registry import all_specs
+
+    names = [s.name for s in all_specs()]
+    assert sorted(names) == sorted(ast_device_code) and len(names) >= 10
+    with_constants = 0
+    for name in names:
+        ast = pipeline.translate_kernel(name, write=False)
+        llm_env.script(completion(f"```cuda\n{ast_device_code[name]}```"))
+        llm = pipeline.translate_kernel(name, backend="llm", write=False, backend_options=LLM)
+        assert llm.entry["backend"]["name"] == "llm"
+        assert llm.entry["depends"] == ast.entry["depends"], name
+        assert llm.entry["source_sha256"] == ast.entry["source_sha256"], name
+        with_constants += bool(ast.entry["depends"]["constants"])
+    assert with_constants >= 5  # the kernels whose constants the llm backend's hash used to leave out
+
+
+def test_an_unverified_llm_block_sum_does_not_replace_the_verified_one(tmp_path, ast_device_code, llm_env):
+    """The review's case: block_sum reads the module constant BLOCK; a wrong llm translation was written over the
+    GPU-verified file with exit 0 because its source hash left the constant out."""
+    out = tmp_path / "gen"
+    first = pipeline.translate_kernel("block_sum", out_dir=str(out))
+    manifest.set_verification(str(out), "block_sum.cu", {"ok": True, "device": "scripted",
+                                                         "file_sha256": first.entry["file_sha256"]})
+    verified = (out / "block_sum.cu").read_text()
+    wrong = ast_device_code["block_sum"].replace("+=", "-=", 1)
+    assert wrong != ast_device_code["block_sum"]
+    llm_env.script(completion(f"```cuda\n{wrong}```"))
+    with pytest.raises(TranslationError, match="was verified on a GPU .* not written"):
+        pipeline.translate_kernel("block_sum", backend="llm", out_dir=str(out), backend_options=LLM)
+    assert (out / "block_sum.cu").read_text() == verified
+    assert json.loads((out / "manifest.json").read_text())["files"]["block_sum.cu"]["verification"]["ok"] is True
+
+
+USER_KERNEL = '''\
+import numpy as np
+from numba import cuda
+
+SCALE = 2.5
+OFFSET = 3
+
+
+@cuda.jit
+def scale_add(x, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = x[i] * SCALE + OFFSET
+'''
+
+USER_REPLY = """```cuda
+constexpr double SCALE = 2.5;
+constexpr int64_t OFFSET = 3;
+
+__global__ void scale_add(const float* x, int64_t x_shape0, float* out, int64_t out_shape0)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < out_shape0) {
+        out[i] = (float)((double)x[i] * SCALE + (double)OFFSET);
+    }
+}
+```"""
+
+
+def test_a_user_kernel_with_module_constants(tmp_path, llm_env):
+    source = tmp_path / "user_kernels.py"
+    source.write_text(USER_KERNEL)
+    target, signature, out = f"{source}:scale_add", "void(float32[::1], float32[::1])", tmp_path / "gen"
+    ast = pipeline.translate_kernel(target, signature=signature, out_dir=str(out))
+    assert ast.entry["depends"] == {"device_functions": [], "constants": {"SCALE": 2.5, "OFFSET": 3}}
+    manifest.set_verification(str(out), "scale_add.cu", {"ok": True, "device": "scripted",
+                                                         "file_sha256": ast.entry["file_sha256"]})
+    llm_env.script(completion(USER_REPLY))
+    with pytest.raises(TranslationError, match="was verified on a GPU"):
+        pipeline.translate_kernel(target, signature=signature, backend="llm", out_dir=str(out), backend_options=LLM)
+    prompt = llm_env.requests[-1].messages[1]["content"]
+    assert "- `SCALE` = 2.5 (float64)" in prompt and "- `OFFSET` = 3 (int64)" in prompt
+
+    llm_env.script(completion(USER_REPLY))
+    llm = pipeline.translate_kernel(target, signature=signature, backend="llm", out_dir=str(out),
+                                    backend_options=LLM, force=True)
+    assert llm.entry["source_sha256"] == ast.entry["source_sha256"] and llm.entry["depends"] == ast.entry["depends"]
+    # a changed constant makes the file stale, whichever backend wrote it
+    assert check(str(out), registry=False) == []
+    source.write_text(USER_KERNEL.replace("SCALE = 2.5", "SCALE = 4.0"))
+    assert [p["problem"] for p in check(str(out), registry=False)] == ["stale"]

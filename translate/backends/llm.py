@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping
 
 from translate.llm import helpers as project_helpers
 from translate.llm.client import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, ChatClient, LLMError, Usage
+from translate.llm.feedback import compiler_feedback, mark_candidate
 from translate.llm.gate import check_reply
 from translate.llm.prompt import build_messages
 from translate.llm.repair import DEFAULT_MAX_TURNS, Attempt, RepairResult, run_repair_loop
@@ -150,7 +151,8 @@ def expected_signature(request: Any) -> str:
 
 
 def pipeline_compile_fn(request: Any, arch: str = "sm_90") -> Callable[[str], Any]:
-    """Device code -> the emitter's full file compiled with NVRTC (the translator's own compile step)."""
+    """Device code -> the emitter's full file compiled with NVRTC (the translator's own compile step), the code
+    behind a ``#line`` marker so that the repair loop can tell the candidate's diagnostics from the rest."""
     from translate.backends import DeviceCode
     from translate.compile import nvrtc_compile
     from translate.emit import assemble
@@ -158,9 +160,10 @@ def pipeline_compile_fn(request: Any, arch: str = "sm_90") -> Callable[[str], An
     build = getattr(request, "build", None)
 
     def compile_fn(code: str):
-        device = DeviceCode(code=code, helpers=tuple(sorted(project_helpers.used_helpers(code))))
+        device = DeviceCode(code=mark_candidate(code), helpers=tuple(sorted(project_helpers.used_helpers(code))))
         return nvrtc_compile(assemble(request, device, f"// {request.name}.cu (llm backend candidate)", build), arch,
-                             name=f"{request.name}.cu", options=build.nvrtc_options() if build else ())
+                             name=f"{request.name}.cu", resources=False,
+                             options=build.nvrtc_options() if build else ())
 
     return compile_fn
 
@@ -183,8 +186,9 @@ def generate(request: Any, **options: Any):
 
 def gpu_verify_factory(request: Any) -> Callable[[str], str | None]:
     """``--verify`` inside the repair loop: device code -> ``None`` when the file it makes computes what the Numba
-    kernel computes on the GPU (the verification harness, on its smallest sizes), else a short report for the model.
-    The kernel must be registered: its spec makes the inputs and knows the reference."""
+    kernel computes on the GPU (the verification harness on its smallest sizes; the candidate is built, loaded and
+    run in a sandboxed child process), else a short report for the model, made of numbers and the candidate's own
+    diagnostics only. The kernel must be registered: its spec makes the inputs and knows the reference."""
     import tempfile
     from pathlib import Path
 
@@ -203,24 +207,52 @@ def gpu_verify_factory(request: Any) -> Callable[[str], str | None]:
     nvcc_flags = tuple(build.manifest().get("nvcc_flags", ())) if build else ()
 
     def verify_code(code: str) -> str | None:
-        device = DeviceCode(code=code, helpers=tuple(sorted(project_helpers.used_helpers(code))))
+        device = DeviceCode(code=mark_candidate(code), helpers=tuple(sorted(project_helpers.used_helpers(code))))
         launcher = select_launcher(launcher_descriptions(request, device), spec.constants)
         with tempfile.TemporaryDirectory(prefix="numbakern-llm-verify-") as tmp:
             cu = Path(tmp) / f"{request.name}.cu"
             cu.write_text(assemble(request, device, f"// {request.name}.cu (llm backend candidate)", build))
             candidate = Candidate(cu, launcher, nvcc_flags=nvcc_flags)
-            result = verify(spec, candidate, seeds=(0,), sizes=smallest_sizes(spec, 3))
-        if result.ok:
-            return None
-        if result.error:
-            return f"the file did not build or load: {result.error}"
-        bad = next(c for c in result.cases if not c.ok)
-        first = "; ".join(f"at {idx}: got {got!r}, expected {want!r}" for idx, got, want in bad.first_mismatches[:3])
-        return (f"{result.n_failed} of {len(result.cases)} cases differ from the Numba kernel. First: {bad.label}: "
-                f"failed {', '.join(bad.failed)}; max abs error {bad.max_abs_error:.3g}, max rel error "
-                f"{bad.max_rel_error:.3g}; {first or '; '.join(bad.messages[:2])}")
+            result = verify(spec, candidate, seeds=(0,), sizes=smallest_sizes(spec, 3), limits=_repair_verify_limits())
+        return None if result.ok else model_report(result, code)
 
     return verify_code
+
+
+#: a candidate of the repair loop is built and run on small sizes: a hang is cut off long before the default limit
+REPAIR_VERIFY_LIMITS_SECONDS = 300
+
+
+def _repair_verify_limits():
+    from translate.verify.sandbox import Limits
+
+    return Limits(wall_seconds=REPAIR_VERIFY_LIMITS_SECONDS, cpu_seconds=REPAIR_VERIFY_LIMITS_SECONDS)
+
+
+#: what the model is told when verification stopped before comparing anything (never the child's own words)
+_STAGE_REPORTS = {
+    "load": "the file built, but its library did not load or has no launcher symbol",
+    "child": "the file built, but running it did not finish within the limits (a hang or a crash of the process)",
+}
+
+
+def model_report(result: Any, code: str) -> str:
+    """A failed ``VerifyResult`` as the model may see it: the case, the checks that failed, errors and first
+    differing elements (numbers this process computed), or the build's diagnostics about the candidate's lines."""
+    if result.stage == "build":
+        return "the file did not build with nvcc:\n" + compiler_feedback(result.build_log, code)
+    if result.stage:
+        return _STAGE_REPORTS.get(result.stage, "verification could not run the file")
+    bad = next(c for c in result.cases if not c.ok)
+    if "launch" in bad.failed:
+        return (f"{result.n_failed} of {len(result.cases)} cases failed. First: {bad.label}: the kernel failed at "
+                "launch or while running (an out-of-bounds or misaligned access, or more resources than a block has)")
+    first = "; ".join(f"at {tuple(int(j) for j in idx)}: got {float(got)!r}, expected {float(want)!r}"
+                      for idx, got, want in bad.first_mismatches[:3])
+    checks = [m for m in bad.messages if m.split(":", 1)[0] in ("vs_numba", "vs_numpy", "inputs", "repeat")]
+    return (f"{result.n_failed} of {len(result.cases)} cases differ from the Numba kernel. First: {bad.label}: "
+            f"failed {', '.join(bad.failed)}; max abs error {bad.max_abs_error:.3g}, max rel error "
+            f"{bad.max_rel_error:.3g}; {first or '; '.join(checks[:2])}")
 
 
 def _device_code(backend: LLMBackend, request: Any, verify_factory) -> Any:

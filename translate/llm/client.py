@@ -4,10 +4,16 @@ Every failure becomes an ``LLMError`` whose message names the problem (unreachab
 limit, timeout, server error, empty or malformed reply) and never contains the API key: the key is read from
 ``OPENAI_API_KEY``, handed to the ``openai`` client (which sends it in the ``Authorization`` header) and nowhere
 else. Retries on 408/409/429/5xx and timeouts are the client's own (``max_retries``), honouring ``Retry-After``.
+
+The reply is streamed, so that ``timeout`` bounds the whole request (connecting, waiting, retries and every chunk
+of the reply: an event-loop deadline cancels whatever is in flight, even a server that trickles one byte a second)
+and so that a reply over ``max_reply_chars`` is cut off while it arrives instead of being read whole.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -18,6 +24,11 @@ BASE_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 3
+#: the longest reply read from the stream (the gate reads no more either)
+MAX_REPLY_CHARS = 256 * 1024
+#: headers the openai package adds about the machine it runs on, which this client leaves out
+PLATFORM_HEADERS = ("X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-OS", "X-Stainless-Arch",
+                    "X-Stainless-Runtime", "X-Stainless-Runtime-Version")
 
 
 class LLMError(RuntimeError):
@@ -84,7 +95,7 @@ class ChatClient:
     def __init__(self, *, model: str, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_MAX_RETRIES,
                  temperature: float | None = 0.0, max_tokens: int | None = None,
-                 environ: Mapping[str, str] | None = None):
+                 environ: Mapping[str, str] | None = None, max_reply_chars: int = MAX_REPLY_CHARS):
         if not model:
             raise LLMError("no model given: pass --model NAME (the name the endpoint serves, e.g. gpt-4.1 or "
                            "Qwen/Qwen2.5-Coder-32B-Instruct)")
@@ -100,14 +111,14 @@ class ChatClient:
         self.timeout = timeout
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self._client = openai.OpenAI(base_url=self.base_url, api_key=self._key, timeout=timeout,
-                                     max_retries=max_retries)
+        self.max_retries = max_retries
+        self.max_reply_chars = max_reply_chars
 
     def __repr__(self) -> str:  # never show the key
         return f"ChatClient(model={self.model!r}, endpoint_host={self.endpoint_host!r})"
 
     def close(self) -> None:
-        self._client.close()
+        """Nothing to release: each request opens and closes its own connection."""
 
     def __enter__(self) -> "ChatClient":
         return self
@@ -116,25 +127,26 @@ class ChatClient:
         self.close()
 
     def chat(self, messages: Sequence[Mapping[str, str]]) -> Reply:
-        """One chat completion; an ``LLMError`` for any failure, with the key redacted from every message."""
+        """One chat completion, streamed, within ``timeout`` seconds in all (connecting, waiting, the reply);
+        an ``LLMError`` for any failure, with the key redacted from every message."""
         try:
-            return self._chat(messages)
+            return run_coroutine(self._chat(messages))
         except LLMError as e:
             raise LLMError(self._redact(str(e))) from None
 
-    def _chat(self, messages: Sequence[Mapping[str, str]]) -> Reply:
+    async def _chat(self, messages: Sequence[Mapping[str, str]]) -> Reply:
         openai = self._openai
         where = f"{self.endpoint_host} (model '{self.model}')"
-        kwargs: dict[str, Any] = {}
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
-        if self.max_tokens is not None:
-            kwargs["max_tokens"] = self.max_tokens
+        # one client per request: an async client belongs to the event loop it first ran on
+        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._key, timeout=self.timeout,
+                                    max_retries=self.max_retries, default_headers=self._headers())
         try:
-            completion = self._client.chat.completions.create(model=self.model, messages=list(messages), **kwargs)
-        except openai.APITimeoutError:
-            raise LLMError(f"the request to {where} timed out after {self.timeout:g} s (and the client's retries); "
-                           "raise --timeout or check the server") from None
+            async with asyncio.timeout(self.timeout):  # the whole request, retries and the streamed reply included
+                return await self._stream(client, messages, where)
+        except (TimeoutError, openai.APITimeoutError):
+            raise LLMError(f"the request to {where} timed out after {self.timeout:g} s (--timeout bounds the whole "
+                           "request: connecting, waiting and the streamed reply); raise --timeout or check the "
+                           "server") from None
         except openai.APIConnectionError as e:
             raise LLMError(f"cannot reach the endpoint {self.base_url}: {_cause(e)}; is the server running?") from None
         except openai.AuthenticationError as e:
@@ -155,27 +167,65 @@ class ChatClient:
             raise LLMError(f"malformed reply from {where}: {_cause(e)}") from None
         except openai.OpenAIError as e:
             raise LLMError(f"request to {where} failed: {_cause(e)}") from None
-        except ValueError as e:  # a 200 whose body is not JSON
-            raise LLMError(f"malformed reply from {where}: the body is not valid JSON ({e})") from None
-        return self._reply(completion, where)
+        except ValueError as e:  # a chunk whose data is not JSON
+            raise LLMError(f"malformed reply from {where}: a streamed chunk is not valid JSON ({_short(e)})") from None
+        finally:
+            await client.close()
 
-    def _reply(self, completion: Any, where: str) -> Reply:
-        choices = getattr(completion, "choices", None)
-        if not isinstance(choices, list) or not choices:
+    async def _stream(self, client: Any, messages: Sequence[Mapping[str, str]], where: str) -> Reply:
+        kwargs: dict[str, Any] = {}
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        stream = await client.chat.completions.create(model=self.model, messages=list(messages), stream=True,
+                                                      stream_options={"include_usage": True}, **kwargs)
+        async with stream:
+            kind = stream.response.headers.get("content-type", "")
+            if not kind.startswith("text/event-stream"):
+                raise LLMError(f"malformed reply from {where}: expected a stream of server-sent events "
+                               f"(text/event-stream), got '{_short(kind) or 'no content type'}'")
+            return await self._collect(stream, where)
+
+    async def _collect(self, stream: Any, where: str) -> Reply:
+        parts: list[str] = []
+        size, chose, wrote = 0, False, False
+        finish, usage, model = None, None, None
+        async for chunk in stream:
+            model = getattr(chunk, "model", None) or model
+            usage = getattr(chunk, "usage", None) or usage
+            for choice in getattr(chunk, "choices", None) or ():
+                if getattr(choice, "index", 0) != 0:
+                    continue
+                chose = True
+                text = getattr(getattr(choice, "delta", None), "content", None)
+                if isinstance(text, str):
+                    wrote = True
+                    parts.append(text)
+                    size += len(text)
+                    if size > self.max_reply_chars:
+                        raise LLMError(f"the reply from {where} is over {self.max_reply_chars} characters; the "
+                                       "stream was closed")
+                finish = getattr(choice, "finish_reason", None) or finish
+        if not chose:
             raise LLMError(f"malformed reply from {where}: no choices in the response")
-        message = getattr(choices[0], "message", None)
-        content = getattr(message, "content", None)
-        if not isinstance(content, str):
+        if not wrote:
             raise LLMError(f"malformed reply from {where}: the first choice has no text content")
+        content = "".join(parts)
         if not content.strip():
             raise LLMError(f"empty reply from {where}")
-        usage = getattr(completion, "usage", None)
         return Reply(
             content=content,
             usage=Usage(_int(usage, "prompt_tokens"), _int(usage, "completion_tokens"), _int(usage, "total_tokens")),
-            finish_reason=getattr(choices[0], "finish_reason", None),
-            model=getattr(completion, "model", None),
+            finish_reason=finish,
+            model=model,
         )
+
+    def _headers(self) -> dict[str, Any]:
+        """No facts about this machine in the headers: the client's platform headers (OS, architecture, Python and
+        package versions) are left out and the user agent names only the project."""
+        omit = self._openai.Omit()
+        return {"User-Agent": "numbakern", **{name: omit for name in PLATFORM_HEADERS}}
 
     def _redact(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key else text
@@ -200,6 +250,21 @@ def _server_message(e: Any) -> str:
         if msg:
             return " ".join(str(msg).split())[:300]
     return " ".join(str(getattr(e, "message", e)).split())[:300]
+
+
+def run_coroutine(coroutine: Any) -> Any:
+    """Run ``coroutine`` to the end from synchronous code, also where this thread already runs an event loop
+    (a notebook): then on a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    return " ".join(str(value).split())[:limit]
 
 
 def _without_credentials(url: str) -> str:

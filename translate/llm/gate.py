@@ -1,12 +1,14 @@
 """The static gate on a model's reply: what may reach NVRTC and the generated file.
 
-``check_reply(text, expected_signature=...)`` extracts the code block and accepts it only if, at the top level, it
-holds nothing but ``__global__``/``__device__`` function definitions, constants (``constexpr``/``const``/
-``__constant__`` variables and object-like ``#define``s) and includes from a small allowlist; no inline assembly,
-no host API calls, no ``printf`` unless allowed, no kernel launches; below a size cap; with exactly one
-``__global__`` function, whose signature matches the one the project's launcher calls.
+``check_reply(text, kernel_name=..., expected_signature=...)`` takes the reply's code (``translate.llm.reply``),
+runs C's translation phases and splits it into tokens (``translate.llm.lexer``), then applies the rules of
+``translate.llm.rules`` to the tokens: every identifier wherever it appears, every literal, every directive, the
+shape of the top level (only ``__global__``/``__device__`` functions, ``__device__`` prototypes, constants and
+``extern __shared__`` arrays) and the kernel's signature, token by token. The accepted code is written back from
+the checked tokens (``translate.llm.render``), so NVRTC and the generated file get exactly what was checked.
 
-It is a pure function: no I/O, no compiler. A rejection carries a reason meant for both the user and the model.
+The size is checked before anything reads the reply; every step is linear in its length. A pure function: no I/O,
+no compiler. A rejection carries one reason, meant for the user and the model alike.
 """
 
 from __future__ import annotations
@@ -14,60 +16,30 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-#: includes a reply may carry; the project's emitter already provides all of them, so they are dropped from the code
-ALLOWED_INCLUDES = frozenset({"cuda_runtime.h", "stdint.h", "cstdint", "math.h", "cmath", "float.h", "cfloat"})
+from .lexer import LexError, Logical, Token, lex, tokenize
+from .render import RenderError, render
+from .reply import Code, ReplyError, extract_code
+from .rules import (CAST_TYPES, CUDA_BUILTINS, INCLUDES, KEYWORDS, REFUSED, TYPE_NAMES, refusal, word_rule)
 
-#: the largest reply code the gate accepts
+#: the longest reply read at all, and the largest code accepted
+MAX_REPLY_CHARS = 256 * 1024
 MAX_CODE_BYTES = 32 * 1024
 MAX_CODE_LINES = 800
 
-#: identifiers that are never allowed in device code the project ships
-_FORBIDDEN_CALLS = {
-    "malloc": "dynamic memory allocation",
-    "free": "dynamic memory allocation",
-    "calloc": "dynamic memory allocation",
-    "realloc": "dynamic memory allocation",
-    "fopen": "file I/O",
-    "fprintf": "file I/O",
-    "fwrite": "file I/O",
-    "system": "process control",
-    "exit": "process control",
-    "abort": "process control",
-    "__trap": "a trap instruction",
-    "__brkpt": "a breakpoint instruction",
-    "main": "a host entry point",
-}
-_FORBIDDEN_WORDS = {
-    "asm": "inline assembly",
-    "__asm__": "inline assembly",
-    "__asm": "inline assembly",
-    "__host__": "host code (__host__)",
-    "new": "dynamic allocation (new)",
-    "delete": "dynamic allocation (delete)",
-    "namespace": "a namespace (only functions and constants are accepted)",
-    "class": "a class (only functions and constants are accepted)",
-    "struct": "a struct (only functions and constants are accepted)",
-    "union": "a union (only functions and constants are accepted)",
-    "typedef": "a typedef (only functions and constants are accepted)",
-    "using": "a using-declaration (only functions and constants are accepted)",
-}
-
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.S | re.M)
-_CODE_LANGS = {"", "cuda", "cu", "c", "cpp", "c++", "cxx", "h", "hpp", "cuh"}
-_IDENT = re.compile(r"[A-Za-z_]\w*")
-_HOST_API = re.compile(r"\b(cuda[A-Z]\w*|cu[A-Z]\w*|nvrtc\w*|std\s*::\s*\w+)\s*\(")
-
 
 class GateError(ValueError):
-    """A reply the gate refused; ``str(e)`` is the reason."""
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.message, self.line = message, line
 
 
 @dataclass(frozen=True)
 class GateResult:
     ok: bool
-    code: str = ""  # the accepted device code (includes removed); empty when rejected
+    code: str = ""  # the accepted device code, written back from its tokens; empty when rejected
     reason: str = ""  # why it was rejected; empty when accepted
     functions: tuple[str, ...] = field(default=())  # names of the functions it defines
+    origin: tuple[str, ...] = field(default=())  # for each line of ``code``, where it was in the reply
 
 
 def check_reply(
@@ -79,329 +51,419 @@ def check_reply(
     reserved_names: frozenset[str] | set[str] = frozenset(),
     max_bytes: int = MAX_CODE_BYTES,
     max_lines: int = MAX_CODE_LINES,
+    max_reply_chars: int = MAX_REPLY_CHARS,
 ) -> GateResult:
     """Gate a model reply. ``expected_signature`` is the kernel's declaration up to its ``(...)``, as the emitter
-    writes it (e.g. ``__global__ void k(const float* x, int64_t x_shape0)``, maybe with a ``template<...>`` prefix).
-    ``reserved_names`` are the project's helper names, which the reply must not redefine."""
+    writes it (``__global__ void k(const float* x, int64_t x_shape0)``, maybe after ``template <int tw>``).
+    ``reserved_names`` are the project's helper names, which the reply may call but not define."""
+    code: Code | None = None
     try:
-        code = extract_code(text)
-        code = _check_size(code, max_bytes, max_lines)
-        stripped = strip_comments_and_strings(code)
-        _check_words(stripped, allow_printf)
-        items = _top_level_items(stripped)
-        kept, functions = _check_items(code, items, kernel_name, expected_signature, reserved_names)
+        if text is None or not text.strip():
+            raise GateError("the reply is empty")
+        if len(text) > max_reply_chars:
+            raise GateError(refusal("size", f"the reply is {len(text)} characters, over the {max_reply_chars} limit"))
+        try:
+            code = extract_code(text)
+        except ReplyError as e:
+            raise GateError(str(e)) from None
+        _check_size(code.text, max_bytes, max_lines)
+        try:
+            logical, tokens = lex(code.text)
+        except LexError as e:
+            raise GateError(e.message, e.line) from None
+        checker = _Checker(logical, kernel_name, expected_signature, allow_printf, frozenset(reserved_names))
+        kept, functions = checker.run(tokens)
+        try:
+            rendered = render(kept, logical)
+        except RenderError as e:
+            raise GateError(str(e)) from None
     except GateError as e:
-        return GateResult(ok=False, reason=str(e))
-    return GateResult(ok=True, code=kept, functions=tuple(functions))
+        where = code.where(e.line) if code is not None and e.line else ""
+        return GateResult(ok=False, reason=f"{where}: {e.message}" if where else e.message)
+    return GateResult(ok=True, code=rendered.text, functions=tuple(functions),
+                      origin=tuple(code.where(line) for line in rendered.origin))
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# extraction
-
-
-def extract_code(text: str | None) -> str:
-    """The reply's code: its single fenced code block (or the one defining a ``__global__`` function when there are
-    several), or the whole reply when it has no fence at all and looks like code."""
-    if text is None or not text.strip():
-        raise GateError("the reply is empty")
-    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(text)]
-    blocks = [(lang, body) for lang, body in blocks if lang in _CODE_LANGS]
-    if not blocks:
-        if "```" in text:
-            raise GateError("the reply's code block is not closed (or not a C/CUDA block): end it with ```")
-        if "__global__" in text and text.lstrip().startswith(("#", "__", "template", "extern", "static", "constexpr", "/")):
-            return text.strip("\n") + "\n"
-        raise GateError("the reply has no ```cuda code block")
-    if len(blocks) > 1:
-        with_kernel = [body for _, body in blocks if "__global__" in body]
-        if len(with_kernel) != 1:
-            raise GateError(
-                f"the reply has {len(blocks)} code blocks; put all device code in one ```cuda block")
-        return with_kernel[0]
-    return blocks[0][1]
-
-
-def strip_comments_and_strings(code: str) -> str:
-    """``code`` with comments replaced by spaces and string/char literal contents blanked, newlines kept, so that
-    positions and line numbers still match the original."""
-    out = []
-    i, n = 0, len(code)
-    while i < n:
-        c = code[i]
-        if code.startswith("//", i):
-            j = code.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif code.startswith("/*", i):
-            j = code.find("*/", i + 2)
-            if j < 0:
-                raise GateError("a /* comment is not closed")
-            j += 2
-            out.append("".join(ch if ch == "\n" else " " for ch in code[i:j]))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and code[j] != c:
-                if code[j] == "\n":
-                    raise GateError("a string or character literal is not closed")
-                j += 2 if code[j] == "\\" else 1
-            if j >= n:
-                raise GateError("a string or character literal is not closed")
-            out.append(c + " " * (j - i - 1) + c)
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# checks
-
-
-def _check_size(code: str, max_bytes: int, max_lines: int) -> str:
-    size = len(code.encode("utf-8"))
+def _check_size(code: str, max_bytes: int, max_lines: int) -> None:
+    size = len(code.encode("utf-8", errors="replace"))
     if size > max_bytes:
-        raise GateError(f"the code is {size} bytes, over the {max_bytes}-byte limit")
+        raise GateError(refusal("size", f"the code is {size} bytes, over the {max_bytes}-byte limit"))
     lines = code.count("\n") + 1
     if lines > max_lines:
-        raise GateError(f"the code is {lines} lines, over the {max_lines}-line limit")
+        raise GateError(refusal("size", f"the code is {lines} lines, over the {max_lines}-line limit"))
     if "\x00" in code:
         raise GateError("the code contains a NUL byte")
-    return code
 
 
-def _line_of(code: str, pos: int) -> int:
-    return code.count("\n", 0, pos) + 1
+# ---------------------------------------------------------------------------------------------------------------
+# number literals (a C++ integer or floating literal, digit separators removed; no user-defined suffix)
+
+_INTEGER = re.compile(r"(?:0[xX][0-9a-fA-F]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)?")
+_FLOATING = re.compile(r"(?:(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+"
+                       r"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFlL]?")
 
 
-def _check_words(stripped: str, allow_printf: bool) -> None:
-    for m in _IDENT.finditer(stripped):
-        word = m.group(0)
-        line = _line_of(stripped, m.start())
-        if word in _FORBIDDEN_WORDS:
-            raise GateError(f"line {line}: {_FORBIDDEN_WORDS[word]} is not allowed ('{word}')")
-        if word in _FORBIDDEN_CALLS and re.match(r"\s*\(", stripped[m.end():]):
-            raise GateError(f"line {line}: {_FORBIDDEN_CALLS[word]} is not allowed ('{word}(')")
-        if word == "printf" and not allow_printf:
-            raise GateError(f"line {line}: printf is not allowed (no output was asked for)")
-    m = _HOST_API.search(stripped)
-    if m:
-        raise GateError(f"line {_line_of(stripped, m.start())}: host/runtime API call '{m.group(1)}' is not allowed; "
-                        "write device code only, the project's launcher does the host side")
-    if "<<<" in stripped:
-        raise GateError(f"line {_line_of(stripped, stripped.index('<<<'))}: kernel launches (<<<...>>>) are not "
-                        "allowed; the project's launcher launches the kernel")
+def is_number_literal(spelling: str) -> bool:
+    text = spelling.replace("'", "")
+    return bool(_INTEGER.fullmatch(text) or _FLOATING.fullmatch(text))
+
+
+#: what a constant's initialiser may contain besides numbers and earlier constants
+_INITIALISER_PUNCT = frozenset("+ - * / % << >> & | ^ ~ ! ( ) ? : < > <= >= == != && || { } ,".split())
+_INITIALISER_WORDS = frozenset({"true", "false", "sizeof"}) | CAST_TYPES
+_TEMPLATE_PARAM_TYPES = frozenset({"typename", "int", "unsigned", "bool", "int64_t", "int32_t", "uint32_t",
+                                   "uint64_t", "size_t", "long"})
+_CONSTANT_SPECIFIERS = frozenset({"constexpr", "const", "__constant__"})
 
 
 @dataclass(frozen=True)
 class _Item:
-    kind: str  # "pp" (preprocessor line), "decl" (ends with ';'), "func" (ends with a {...} body)
-    start: int
-    end: int
-    head: str  # for func: the text before the body's '{'; for others: the whole item
+    kind: str  # "function" | "declaration"
+    head: list[Token]  # a function's tokens before its body; a declaration's tokens, ';' included
+    body: list[Token]
 
 
-def _top_level_items(stripped: str) -> list[_Item]:
-    """Split comment-free code into top-level items: preprocessor lines, declarations and function definitions."""
+class _Checker:
+    def __init__(self, logical: Logical, kernel_name: str, expected_signature: str, allow_printf: bool,
+                 reserved: frozenset[str]):
+        self.logical = logical
+        self.kernel_name = kernel_name
+        self.expected = [t.text for t in tokenize(expected_signature) if t.kind != "comment"]
+        self.allow_printf = allow_printf
+        self.reserved = reserved
+        self.constants: set[str] = set()
+
+    def run(self, tokens: list[Token]) -> tuple[list[Token], list[str]]:
+        significant = [t for t in tokens if t.kind != "comment"]
+        dropped = self._scan(significant)
+        functions = self._structure([t for t in significant if id(t) not in dropped])
+        return [t for t in tokens if id(t) not in dropped], functions
+
+    def written(self, tok: Token) -> str:
+        return " ".join(self.logical.text[tok.start:tok.end].split())
+
+    # -- every token ---------------------------------------------------------------------------------------------
+
+    def _scan(self, tokens: list[Token]) -> set[int]:
+        """Literals, words, punctuation and directives, wherever they are; the ids of the tokens to drop."""
+        dropped: set[int] = set()
+        depth = 0
+        for i, tok in enumerate(tokens):
+            after = tokens[i + 1].text if i + 1 < len(tokens) else ""
+            if tok.kind == "directive":
+                if self._directive(tok, depth) == "drop":
+                    dropped.add(id(tok))
+            elif tok.kind == "punct":
+                if tok.text == "{":
+                    depth += 1
+                elif tok.text == "}":
+                    depth -= 1
+                elif tok.text == "::":
+                    raise GateError(refusal("scope", "'::'"), tok.line)
+                elif tok.text in ("#", "##"):
+                    raise GateError(refusal("paste", f"'{tok.spelling}'"), tok.line)
+                elif tok.text == "<<" and after == "<":
+                    raise GateError(refusal("launch", "a kernel launch (<<<...>>>)"), tok.line)
+                elif tok.text == "[" and after == "[":
+                    raise GateError(refusal("attribute", "an attribute ([[...]])"), tok.line)
+            elif tok.kind == "string":
+                if not (self.allow_printf and tok.spelling.startswith('"') and tok.spelling.endswith('"')):
+                    raise GateError(refusal("string", f"the string literal {_short(tok.spelling, 40)}"), tok.line)
+            elif tok.kind == "char":
+                raise GateError(refusal("char", f"the character literal {_short(tok.spelling, 40)}"), tok.line)
+            elif tok.kind == "number":
+                if not is_number_literal(tok.spelling):
+                    raise GateError(refusal("number", f"'{tok.spelling}' is not a C++ number literal"), tok.line)
+            elif tok.kind == "ident":
+                self._word(tokens, i, depth)
+        return dropped
+
+    def _directive(self, tok: Token, depth: int) -> str:
+        names = [p.text for p in tok.parts]
+        if names[1:2] == ["include"] and depth == 0:
+            header = "".join(names[2:])
+            if len(header) > 2 and header[0] == "<" and header[-1] == ">" and header[1:-1] in INCLUDES:
+                return "drop"
+        if names[1:3] == ["pragma", "unroll"] and depth > 0:
+            if len(names) == 3 or (len(names) == 4 and tok.parts[3].kind == "number"
+                                   and tok.parts[3].spelling.isdigit()):
+                return "keep"
+        raise GateError(refusal("directive", f"the preprocessor line '{_short(self.written(tok), 60)}'"), tok.line)
+
+    def _word(self, tokens: list[Token], i: int, depth: int) -> None:
+        tok = tokens[i]
+        word = tok.text
+        if word == "printf" and self.allow_printf:
+            return
+        if word == "extern":
+            if not _extern_shared(tokens, i):
+                raise GateError(refusal("extern", "'extern' (other than `extern __shared__ T name[];`)"), tok.line)
+            return
+        if word == "static" and depth > 0:
+            raise GateError(refusal("static", "'static' inside a function"), tok.line)
+        if word == "template" and depth > 0:
+            raise GateError(refusal("template", "'template' inside a function"), tok.line)
+        rule = word_rule(word)
+        if rule is not None and rule.verdict == REFUSED:
+            raise GateError(refusal(rule.key, f"'{word}'"), tok.line)
+
+    # -- the top level -------------------------------------------------------------------------------------------
+
+    def _structure(self, tokens: list[Token]) -> list[str]:
+        functions: list[str] = []
+        kernels: list[tuple[str, list[Token]]] = []
+        for item in _items(tokens):
+            if item.kind == "function":
+                name, is_kernel = self._function(item.head)
+                functions.append(name)
+                if is_kernel:
+                    kernels.append((name, item.head))
+            else:
+                self._declaration(item.head)
+        self._kernel(kernels)
+        return functions
+
+    def _function(self, head: list[Token]) -> tuple[str, bool]:
+        line = head[0].line
+        start = self._template_header(head, line) if head[0].text == "template" else 0
+        open_at = _matching_open(head)
+        if open_at is None or open_at <= start or head[open_at - 1].kind != "ident":
+            raise GateError(refusal("top_level", f"a block at the top level that is not a function "
+                                    f"({_short(_joined(head))} {{...}})"), line)
+        name = head[open_at - 1].text
+        prefix = head[start:open_at - 1]
+        if any(t.text == "template" for t in prefix):
+            raise GateError(refusal("template", "'template' here"), line)
+        qualifiers = {t.text for t in prefix}
+        if "__global__" in qualifiers:
+            if name != self.kernel_name:
+                raise GateError(f"the __global__ function is named '{name}', expected '{self.kernel_name}'", line)
+            return name, True
+        if "__device__" not in qualifiers:
+            raise GateError(refusal("host", f"function '{name}' is neither __global__ nor __device__ (host code is "
+                                    "not accepted)"), line)
+        self._definable(name, line)
+        return name, False
+
+    def _template_header(self, prefix: list[Token], line: int) -> int:
+        """Check ``template <typename T, int N>`` of a function; the index of the token after it."""
+        if len(prefix) < 2 or prefix[1].text != "<":
+            raise GateError(refusal("template", "an explicit instantiation or specialisation"), line)
+        close = next((k for k in range(2, len(prefix)) if prefix[k].text == ">"), None)
+        if close is None or close == 2:
+            raise GateError(refusal("template", "an explicit specialisation (template <>)"), line)
+        if "__global__" not in {t.text for t in prefix[close:]}:  # the kernel's header is checked as its signature
+            for param in _split(prefix[2:close], ","):
+                words = [t.text for t in param]
+                if len(words) != 2 or words[0] not in _TEMPLATE_PARAM_TYPES or param[1].kind != "ident":
+                    raise GateError(refusal("template", f"the template parameter '{' '.join(words)}'"), line)
+        return close + 1
+
+    def _declaration(self, tokens: list[Token]) -> None:
+        body = tokens[:-1]  # without ';'
+        if not body:
+            return
+        line = body[0].line
+        words = [t.text for t in body]
+        if words[0] == "extern":  # `extern __shared__ T name[];`, checked where the word was read
+            return
+        if words[0] == "template":
+            raise GateError(refusal("template", "an explicit instantiation or a template declaration"), line)
+        if "(" in words and _outside_brackets(body, "=") is None:
+            if "__device__" in words and "__global__" not in words:
+                self._definable(body[words.index("(") - 1].text, line)
+                return
+            raise GateError(refusal("top_level", f"a function declaration that is not __device__: "
+                                    f"{_short(_joined(tokens))}"), line)
+        self._constant(body, line)
+
+    def _constant(self, body: list[Token], line: int) -> None:
+        equals = _outside_brackets(body, "=")
+        equals = len(body) if equals is None else equals
+        left, right = body[:equals], body[equals + 1:]
+        specifiers = {t.text for t in left} & _CONSTANT_SPECIFIERS
+        if not specifiers:
+            raise GateError(refusal("top_level", f"a variable that is not a constant: {_short(_joined(body))}"), line)
+        if any(t.text == "," for t in left) or _outside_brackets(right, ",") is not None:
+            raise GateError(f"declare one constant per declaration: {_short(_joined(body))}", line)
+        dims_at = next((k for k, t in enumerate(left) if t.text == "["), len(left))
+        if dims_at == 0 or left[dims_at - 1].kind != "ident":
+            raise GateError(refusal("top_level", f"cannot read the constant's name in {_short(_joined(body))}"), line)
+        name = left[dims_at - 1].text
+        if any(t.kind != "ident" for t in left[:dims_at - 1]):
+            raise GateError(refusal("top_level", f"the constant '{name}' must have a scalar type (or be an array "
+                                    "of one)"), line)
+        if not right and "__constant__" not in specifiers:
+            raise GateError(f"the constant '{name}' needs an initialiser", line)
+        self._initialiser(name, left[dims_at:], line, brackets=True)
+        self._initialiser(name, right, line)
+        self._definable(name, line)
+        self.constants.add(name)
+
+    def _initialiser(self, name: str, tokens: list[Token], line: int, brackets: bool = False) -> None:
+        """Numbers, operators, braces and earlier constants only (``brackets``: an array's dimensions)."""
+        punct = _INITIALISER_PUNCT | {"[", "]"} if brackets else _INITIALISER_PUNCT
+        for tok in tokens:
+            if tok.kind == "number" or (tok.kind == "punct" and tok.text in punct):
+                continue
+            if tok.kind == "ident" and (tok.text in self.constants or tok.text in _INITIALISER_WORDS):
+                continue
+            raise GateError(refusal("top_level", f"the initialiser of '{name}' uses '{tok.spelling}', which is "
+                                    "neither a number, an operator nor a constant declared before it"), tok.line)
+
+    def _definable(self, name: str, line: int) -> None:
+        if name in self.reserved:
+            raise GateError(f"'{name}' is a helper the project already defines; use it, or give your function "
+                            "another name", line)
+        if (name in KEYWORDS or name in TYPE_NAMES or name.endswith("_t") or name in CUDA_BUILTINS
+                or name == self.kernel_name or name.startswith("launch_")):
+            raise GateError(refusal("names", f"the name '{name}'"), line)
+
+    def _kernel(self, kernels: list[tuple[str, list[Token]]]) -> None:
+        expected = _signature_text(self.expected)
+        if not kernels:
+            raise GateError(f"the code has no __global__ function; expected: {expected}")
+        if len(kernels) > 1:
+            names = ", ".join(k[0] for k in kernels)
+            raise GateError(f"the code has {len(kernels)} __global__ functions ({names}); write exactly one, "
+                            f"'{self.kernel_name}', and make any others __device__ functions", kernels[1][1][0].line)
+        _, head = kernels[0]
+        got = [t.text for t in head]
+        if got != self.expected:
+            raise GateError(f"the kernel signature does not match the project's launcher.\n  expected: {expected}\n"
+                            f"  got:      {_signature_text(got)}", head[0].line)
+
+
+def _items(tokens: list[Token]) -> list[_Item]:
+    """The top-level items: function definitions (head, body) and declarations (up to their ';')."""
     items: list[_Item] = []
-    i, n = 0, len(stripped)
+    i, n = 0, len(tokens)
     while i < n:
-        while i < n and stripped[i].isspace():
-            i += 1
-        if i >= n:
-            break
-        if stripped[i] == "#":
-            j = i
-            while True:  # a preprocessor line, with its backslash continuations
-                k = stripped.find("\n", j)
-                k = n if k < 0 else k
-                if stripped[k - 1 : k] == "\\" and k < n:
-                    j = k + 1
+        start, nest, assigned = i, 0, False  # assigned: an '=' outside parentheses (a default argument is inside)
+        while True:
+            if i >= n:
+                raise GateError("the code ends inside a declaration (an unfinished declaration, or prose outside "
+                                "the code block?)", tokens[start].line)
+            t = tokens[i].text
+            if t in ("(", "["):
+                nest += 1
+            elif t in (")", "]"):
+                nest -= 1
+                if nest < 0:
+                    raise GateError(f"an unbalanced '{t}'", tokens[i].line)
+            elif t == "=" and nest == 0:
+                assigned = True
+            elif t == "{" and nest == 0:
+                end = _matching_brace(tokens, i)
+                head = tokens[start:i]
+                if assigned:  # a brace initialiser: the declaration goes on
+                    i = end + 1
                     continue
-                break
-            items.append(_Item("pp", i, k, stripped[i:k]))
-            i = k
-            continue
-        start, depth, paren, j = i, 0, 0, i
-        while j < n:
-            c = stripped[j]
-            if c == "(":
-                paren += 1
-            elif c == ")":
-                paren -= 1
-            elif c == "{":
-                if depth == 0 and paren == 0 and _is_function_head(stripped[start:j]):
-                    end = _matching_brace(stripped, j)
-                    items.append(_Item("func", start, end, stripped[start:j]))
-                    j = end
+                if head and head[-1].text == ")":
+                    items.append(_Item("function", head, tokens[i + 1:end]))
+                    i = end + 1
                     break
-                if depth == 0 and paren == 0 and "=" not in stripped[start:j]:
-                    head = " ".join(stripped[start:j].split())
-                    if head.startswith("extern"):
-                        raise GateError(f"line {_line_of(stripped, start)}: extern blocks are not accepted; write "
-                                        "plain __global__/__device__ functions (the project adds the linkage)")
-                    raise GateError(f"line {_line_of(stripped, start)}: only __global__/__device__ functions and "
-                                    f"constants are accepted at the top level, got a block: {_short(head)} {{...}}")
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth < 0:
-                    raise GateError(f"line {_line_of(stripped, j)}: unbalanced '}}'")
-            elif c == ";" and depth == 0 and paren == 0:
-                items.append(_Item("decl", start, j + 1, stripped[start : j + 1]))
-                j += 1
+                raise GateError(refusal("top_level", f"a block at the top level ({_short(_joined(head))} {{...}})"),
+                                tokens[start].line)
+            elif t == "}" and nest == 0:
+                raise GateError("an unbalanced '}'", tokens[i].line)
+            elif t == ";" and nest == 0:
+                items.append(_Item("declaration", tokens[start:i + 1], []))
+                i += 1
                 break
-            elif c == "#" and depth == 0 and stripped[:j].rstrip(" \t").endswith("\n"):
-                raise GateError(f"line {_line_of(stripped, start)}: a declaration is not finished with ';'")
-            j += 1
-        else:
-            raise GateError(f"line {_line_of(stripped, start)}: unexpected text at the end of the code "
-                            f"(an unfinished declaration, or prose outside the code block?)")
-        i = j
+            i += 1
     return items
 
 
-def _is_function_head(head: str) -> bool:
-    return head.rstrip().endswith(")") or bool(re.search(r"\)\s*(const\s*)?$", head))
-
-
-def _matching_brace(s: str, open_pos: int) -> int:
+def _matching_brace(tokens: list[Token], open_at: int) -> int:
     depth = 0
-    for j in range(open_pos, len(s)):
-        if s[j] == "{":
+    for k in range(open_at, len(tokens)):
+        if tokens[k].text == "{":
             depth += 1
-        elif s[j] == "}":
+        elif tokens[k].text == "}":
             depth -= 1
             if depth == 0:
-                return j + 1
-    raise GateError(f"line {_line_of(s, open_pos)}: the '{{' here is never closed")
+                return k
+    raise GateError("the '{' here is never closed", tokens[open_at].line)
 
 
-_INCLUDE = re.compile(r"#\s*include\s*[<\"]([^>\"]+)[>\"]\s*$")
-_DEFINE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)(\(?)")
-_CONST_DECL = re.compile(
-    r"^(?:static\s+)?(?:(?:__device__\s+)?__constant__|constexpr|(?:__device__\s+)?const|static\s+constexpr)\b[^;{}]*=[^;]*;$",
-    re.S,
-)
-_PROTOTYPE = re.compile(r"^(?:template\s*<[^>]*>\s*)?[^;{}=]*\b__device__\b[^;{}=]*\)\s*;$")
-_DEFINE_BODY = re.compile(r"^[\w\s().+\-*/%<>&|^~!?:]*$")
+def _matching_open(head: list[Token]) -> int | None:
+    if not head or head[-1].text != ")":
+        return None
+    depth = 0
+    for k in range(len(head) - 1, -1, -1):
+        if head[k].text == ")":
+            depth += 1
+        elif head[k].text == "(":
+            depth -= 1
+            if depth == 0:
+                return k
+    return None
 
 
-def _check_items(code: str, items: list[_Item], kernel_name: str, expected_signature: str,
-                 reserved: frozenset[str] | set[str]) -> tuple[str, list[str]]:
-    drop: list[tuple[int, int]] = []
-    functions: list[str] = []
-    kernels: list[tuple[str, str, int]] = []
-    for item in items:
-        line = _line_of(code, item.start)
-        original = " ".join(code[item.start:item.end].split())
-        text = " ".join(item.head.split())
-        if item.kind == "pp":
-            text = original
-            inc = _INCLUDE.match(text)
-            if inc:
-                if inc.group(1) not in ALLOWED_INCLUDES:
-                    allowed = ", ".join(f"<{h}>" for h in sorted(ALLOWED_INCLUDES))
-                    raise GateError(f"line {line}: #include <{inc.group(1)}> is not allowed; allowed: {allowed}")
-                drop.append((item.start, item.end))
-                continue
-            if re.match(r"#\s*pragma\s+once\s*$", text):
-                drop.append((item.start, item.end))
-                continue
-            define = _DEFINE.match(text)
-            if define:
-                if define.group(2):
-                    raise GateError(f"line {line}: function-like macro '{define.group(1)}' is not allowed; "
-                                    "write a __device__ function instead")
-                body = text[define.end():]
-                if not _DEFINE_BODY.match(body):
-                    raise GateError(f"line {line}: #define {define.group(1)} must be a constant expression")
-                _check_name(define.group(1), reserved, line)
-                continue
-            raise GateError(f"line {line}: preprocessor directive '{text.split()[0]}' is not allowed "
-                            "(only allowlisted #include and constant #define)")
-        if item.kind == "decl":
-            if text == ";":
-                continue
-            if _PROTOTYPE.match(text):
-                continue
-            if not _CONST_DECL.match(text):
-                raise GateError(f"line {line}: only __global__/__device__ functions and constants are accepted at "
-                                f"the top level, got: {_short(original)}")
-            name = _declared_name(text)
-            if name:
-                _check_name(name, reserved, line)
-            continue
-        # a function definition
-        name = _function_name(item.head)
-        quals = set(re.findall(r"\b(__global__|__device__|__host__)\b", item.head))
-        if "__global__" in quals:
-            kernels.append((name, item.head, line))
-        elif "__device__" not in quals:
-            raise GateError(f"line {line}: function '{name}' is neither __global__ nor __device__ "
-                            "(host code is not accepted)")
-        _check_name(name, reserved, line)
-        functions.append(name)
-    _check_kernel(kernels, kernel_name, expected_signature)
-    kept = code
-    for start, end in reversed(drop):
-        kept = kept[:start] + kept[end:]
-    kept = re.sub(r"\n{3,}", "\n\n", kept).strip("\n") + "\n"
-    return kept, functions
+def _extern_shared(tokens: list[Token], i: int) -> bool:
+    """``extern __shared__ [__align__(N)] T... name [ ] ;`` starts at ``tokens[i]``."""
+    texts = [t.text for t in tokens[i:i + 12]]
+    if texts[1:2] != ["__shared__"]:
+        return False
+    k = 2
+    if texts[k:k + 2] == ["__align__", "("]:
+        if len(texts) < k + 4 or tokens[i + k + 2].kind != "number" or texts[k + 3] != ")":
+            return False
+        k += 4
+    names = 0
+    while k < len(texts) and tokens[i + k].kind == "ident":
+        names, k = names + 1, k + 1
+    return names >= 2 and texts[k:k + 3] == ["[", "]", ";"]
 
 
-def _check_name(name: str, reserved: frozenset[str] | set[str], line: int) -> None:
-    if name in reserved:
-        raise GateError(f"line {line}: '{name}' is a helper the project already defines; use it, or give your "
-                        "function another name")
+def _split(tokens: list[Token], sep: str) -> list[list[Token]]:
+    groups: list[list[Token]] = [[]]
+    for t in tokens:
+        if t.text == sep:
+            groups.append([])
+        else:
+            groups[-1].append(t)
+    return groups
 
 
-def _declared_name(decl: str) -> str | None:
-    left = decl.split("=", 1)[0]
-    left = re.sub(r"\[[^\]]*\]", "", left)
-    names = _IDENT.findall(left)
-    return names[-1] if names else None
+def _outside_brackets(tokens: list[Token], text: str) -> int | None:
+    """The index of the first ``text`` token outside (), [] and {}, or None."""
+    depth = 0
+    for k, t in enumerate(tokens):
+        if t.text in ("(", "[", "{"):
+            depth += 1
+        elif t.text in (")", "]", "}"):
+            depth -= 1
+        elif t.text == text and depth == 0:
+            return k
+    return None
 
 
-def _function_name(head: str) -> str:
-    head = re.sub(r"__launch_bounds__\s*\([^)]*\)", " ", head)
-    m = re.search(r"([A-Za-z_]\w*)\s*\([^()]*(?:\([^()]*\)[^()]*)*\)\s*(?:const\s*)?$", head.strip())
-    return m.group(1) if m else "?"
+def _joined(tokens: list[Token]) -> str:
+    return " ".join(t.spelling for t in tokens)
 
 
-def _check_kernel(kernels: list[tuple[str, str, int]], kernel_name: str, expected: str) -> None:
-    if not kernels:
-        raise GateError(f"the code has no __global__ function; expected: {expected}")
-    if len(kernels) > 1:
-        names = ", ".join(k[0] for k in kernels)
-        raise GateError(f"the code has {len(kernels)} __global__ functions ({names}); write exactly one, "
-                        f"'{kernel_name}', and make any others __device__ functions")
-    name, head, line = kernels[0]
-    if name != kernel_name:
-        raise GateError(f"line {line}: the __global__ function is named '{name}', expected '{kernel_name}'")
-    got, want = normalize_signature(head), normalize_signature(expected)
-    if got != want:
-        raise GateError(f"line {line}: the kernel signature does not match the project's launcher.\n"
-                        f"  expected: {want}\n  got:      {got}")
+def _signature_text(words: list[str]) -> str:
+    """Tokens of a declaration as one readable line: ``__global__ void k(const float* x, int64_t n)``."""
+    out = ""
+    for w in words:
+        if not out:
+            out = w
+        elif w in (",", ")", ">", "*", "&", "(") or out.endswith(("(", "<")):
+            out += w
+        elif w == "<":
+            out += " <" if out.endswith("template") else "<"
+        else:
+            out += " " + w
+    return out
 
 
-def normalize_signature(sig: str) -> str:
-    """A declaration in a canonical spelling: no ``extern "C"``/``static``/``inline``/``__launch_bounds__``, single
-    spaces, ``T* x`` pointer spacing, no spaces inside ``(``/``)``/``<``/``>`` or before ``,``."""
-    s = strip_comments_and_strings(sig) if "/" in sig else sig
-    s = re.sub(r'extern\s*"\s*C\s*"', " ", s)
-    s = re.sub(r"__launch_bounds__\s*\([^)]*\)", " ", s)
-    s = re.sub(r"\b(static|inline|__forceinline__|__noinline__)\b", " ", s)
-    s = " ".join(s.split())
-    s = re.sub(r"\s*\*\s*", "* ", s)
-    s = re.sub(r"\s*([(),<>])\s*", r"\1", s)
-    s = s.replace(",", ", ")
-    s = re.sub(r">(?=\S)", "> ", s)
-    s = re.sub(r"\* \)", "*)", s)
-    return s.strip()
+def signature_text(signature: str) -> str:
+    """A declaration in the gate's canonical spelling (what a signature mismatch message shows)."""
+    return _signature_text([t.text for t in tokenize(signature) if t.kind != "comment"])
 
 
 def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."

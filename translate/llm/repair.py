@@ -3,12 +3,14 @@
 Compilation and verification are injected, so the loop knows nothing of NVRTC or GPUs:
 
 - ``compile_fn(device_code)`` builds the device code as the project will ship it (the emitter's includes, helpers
-  and launchers around it). It returns an object with ``ok`` and ``log`` (and anything else, kept as ``info``),
-  or raises; an exception's text is taken as the compiler log.
+  and launchers around it, the code behind ``feedback.mark_candidate``'s ``#line`` marker). It returns an object
+  with ``ok`` and ``log`` (and anything else, kept as ``info``), or raises; an exception's text is taken as the log.
 - ``verify(device_code)`` (optional, with ``--verify`` on a GPU) returns ``None`` when the outputs match, else a
   report (text, mapping or object: case, max error, first differing indices), which is sent back to the model.
 
-The result says whether the code passed everything asked of it; nothing is written here.
+Nothing from the machine goes back to the model: of a compiler log only the diagnostics about the candidate's own
+lines (``translate.llm.feedback``), and every message is cut to printable ASCII and a bounded length. The result
+says whether the code passed everything asked of it; nothing is written here.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from . import feedback
 from . import prompt as prompts
 from .client import LLMError, Reply, Usage
 from .gate import GateResult
@@ -89,7 +92,7 @@ def run_repair_loop(
 
         checked = gate(reply.content)
         if not checked.ok:
-            reason = checked.reason
+            reason = feedback.clean(checked.reason, feedback.MAX_FEEDBACK_CHARS)
             if reply.finish_reason == "length":
                 reason += " (the reply was cut off at the server's token limit)"
             record(Attempt(turn, "gate", reason))
@@ -98,16 +101,18 @@ def run_repair_loop(
 
         outcome = _compile(compile_fn, checked.code)
         if not outcome.ok:
-            record(Attempt(turn, "compile", outcome.log))
-            conversation.append({"role": "user", "content": prompts.compile_feedback(outcome.log)})
+            diagnostics = feedback.compiler_feedback(outcome.log, checked.code, checked.origin)
+            record(Attempt(turn, "compile", diagnostics))
+            conversation.append({"role": "user", "content": prompts.compile_feedback(diagnostics)})
             continue
 
         verified = None
         if verify is not None:
             report = verify(checked.code)
             if report is not None:
-                record(Attempt(turn, "verify", prompts.format_verify_report(report)))
-                conversation.append({"role": "user", "content": prompts.verify_feedback(report)})
+                text = feedback.clean(prompts.format_verify_report(report), feedback.MAX_FEEDBACK_CHARS)
+                record(Attempt(turn, "verify", text))
+                conversation.append({"role": "user", "content": prompts.verify_feedback(text)})
                 continue
             verified = True
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import inspect
 import re
-import textwrap
 from typing import Any, Mapping
 
 from .prompt import Argument, PromptSpec, local_variable_types
+from .source import code_only
 
 
 def _first(obj: Any, *names: str, default: Any = None) -> Any:
@@ -34,13 +34,29 @@ def kernel_name(request: Any) -> str:
 
 
 def python_source(request: Any) -> str:
+    """The kernel's Python source as the prompt carries it: code only (no comments, no docstrings)."""
     src = _first(request, "python_source", "source")
     if isinstance(src, str) and src.strip():
-        return textwrap.dedent(src)
+        return code_only(src)
     if src is not None and hasattr(src, "lines"):  # translate.errors.SourceInfo
-        return "\n".join(src.lines)
+        return code_only("\n".join(src.lines))
     func = _first(request, "pyfunc", "py_func", "function")
-    return textwrap.dedent(inspect.getsource(func))
+    return code_only(inspect.getsource(func))
+
+
+def dependencies(request: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """The sources of the device functions the kernel calls (code only) and the module constants it reads: given
+    by the request, else read from its Python function (``translate.depends``, the analysis every backend's
+    source hash uses)."""
+    sources = tuple(_first(request, "device_function_sources", "device_functions_source", default=()) or ())
+    constants = dict(_first(request, "module_constants", default={}) or {})
+    func = _first(request, "pyfunc", "py_func")
+    if func is not None and not sources and not constants:
+        from translate.depends import kernel_dependencies
+
+        found = kernel_dependencies(func, tuple(_first(request, "template_params", default=()) or ()))
+        sources, constants = tuple(found.sources.values()), dict(found.constants)
+    return tuple(code_only(s) for s in sources), constants
 
 
 def signature_params(signature: str) -> list[tuple[str, str]]:
@@ -83,7 +99,7 @@ def spec_from_request(request: Any, *, signature: str, launcher: str | None = No
     var_types = _first(request, "var_types", "typemap") or getattr(typed, "var_types", None) or {}
     variables = local_variable_types(var_types, arg_names)
     constants = dict(_first(request, "constants", default={}) or {})
-    device_functions = tuple(_first(request, "device_function_sources", "device_functions_source", default=()) or ())
+    device_functions, module_constants = dependencies(request)
     numba_sig = _first(request, "numba_signature", "signature_text")
     if numba_sig is None:
         sig = _first(request, "signature")
@@ -97,7 +113,8 @@ def spec_from_request(request: Any, *, signature: str, launcher: str | None = No
         constants=constants,
         launcher=launcher,
         helpers=dict(helpers or {}),
-        device_functions=tuple(str(s) for s in device_functions),
+        device_functions=device_functions,
+        module_constants=module_constants,
         numba_signature=numba_sig,
         allow_printf=allow_printf,
     )

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -70,7 +71,6 @@ def verify_kernels(
     """Verify registered kernels (default: all) from ``directory``'s manifest; print reports; optionally record."""
     from numbakern.registry import all_specs, get
 
-    from .build import build_many
     from .harness import VerifyResult, device_facts, now, verify
     from .report import result_block, summary_table
     from .sanitize import sanitize_candidates
@@ -86,13 +86,16 @@ def verify_kernels(
             found[spec.name] = candidate_for(spec, directory)
         except Exception as exc:  # noqa: BLE001 - reported per kernel
             results[spec.name] = VerifyResult(spec.name, "", "", "", False, error=str(exc), device=info, date=now())
-    build_many([cand for _, cand in found.values()], arch=info["arch"])  # in parallel; errors resurface in verify
+    session = tempfile.TemporaryDirectory(prefix="numbakern-verify-builds-")
+    # every build in parallel, each in its own sandbox; a failed one is built again (and reported) by verify
+    built = build_isolated([cand for _, cand in found.values()], arch=info["arch"], workdir=session.name)
     log = Path(log_dir) if log_dir else None
     for spec in specs:
         if spec.name not in found:
             continue
         t0 = time.perf_counter()
-        result = verify(spec, found[spec.name][1], seeds=tuple(range(seeds)), arch=info["arch"])
+        result = verify(spec, found[spec.name][1], seeds=tuple(range(seeds)), arch=info["arch"],
+                        prebuilt=built.get(found[spec.name][1].cu))
         results[spec.name] = result
         print(result_block(result, verbose=verbose_cases) + f"  [{time.perf_counter() - t0:.1f} s]", file=out, flush=True)
         if log:
@@ -100,8 +103,9 @@ def verify_kernels(
             with open(log / "cases.log", "a") as f:
                 f.write(result_block(result, verbose=True) + "\n")
     if sanitize:
-        items = [(spec, found[spec.name][1], found[spec.name][1].build(info["arch"]))
-                 for spec in specs if spec.name in found and not results[spec.name].error]
+        items = [(spec, found[spec.name][1], built[found[spec.name][1].cu])
+                 for spec in specs if spec.name in found and not results[spec.name].error
+                 and found[spec.name][1].cu in built]
         t0 = time.perf_counter()
         san = sanitize_candidates(items, log_dir=log)
         for name, tools in san.items():
@@ -120,7 +124,25 @@ def verify_kernels(
         outcome = mf.apply_records(mf.manifest_path(directory), records)
         for file_name, what in outcome.items():
             print(f"manifest: {file_name}: {what}", file=out)
+    session.cleanup()
     return ordered
+
+
+def build_isolated(candidates: Sequence[Any], *, arch: str, workdir: str | os.PathLike, jobs: int | None = None
+                   ) -> dict[Path, Path]:
+    """``{cu: library}`` for the candidates that built, each built by ``nvcc`` in a sandbox of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from . import isolated
+
+    def one(k_cand):
+        k, cand = k_cand
+        folder = Path(workdir) / f"build-{k}"
+        folder.mkdir()
+        return cand.cu, isolated.build(cand.cu, arch=arch, workdir=folder, nvcc_flags=cand.nvcc_flags).so
+
+    with ThreadPoolExecutor(max_workers=jobs or min(16, os.cpu_count() or 4)) as pool:
+        return {cu: so for cu, so in pool.map(one, enumerate(candidates)) if so is not None}
 
 
 def _preflight() -> str:

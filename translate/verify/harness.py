@@ -4,9 +4,13 @@ For every case (seeds × the spec's ``verify_sizes`` × ``numbakern.registry.DIS
 
 1. **candidate run 1** -- the ``.cu`` built with ``nvcc -shared`` and called through its ``extern "C"`` launcher,
    in buffers of its own, outputs poisoned with NaN (integers: a sentinel), shared memory poisoned with NaN;
-2. **reference** -- the Numba kernel, in separate buffers, outputs poisoned the same way;
-3. **candidate run 2** -- fresh buffers again, outputs poisoned with a different (finite) sentinel and shared
-   memory with a different pattern.
+2. **candidate run 2** -- fresh buffers again, outputs poisoned with a different (finite) sentinel and shared
+   memory with a different pattern;
+3. **reference** -- the Numba kernel, in separate buffers, outputs poisoned like run 1.
+
+The candidate is built, loaded and run in a sandboxed child process (``translate.verify.isolated``), never in this
+one: its code is not vouched for (a model may have written it), and its static initialisers run when it is
+loaded. This process runs the Numba reference and makes every comparison.
 
 Checks (a case passes only if all pass): ``launch`` (no launch or execution error), ``inputs`` (SHA-256 of every
 input array unchanged after each candidate run), ``vs_numba`` (both candidate runs within the spec's tolerance of
@@ -18,17 +22,17 @@ there is nothing trustworthy to compare with).
 
 from __future__ import annotations
 
-import ctypes
 import datetime as _dt
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from . import abi, driver
-from .build import BuildError, build_shared_library, nvcc_version, sha256_file
-from .runner import SharedPoisoner, candidate_run, numba_run, sha256
+from . import driver, isolated
+from .build import build_shared_library, nvcc_version, sha256_file
+from .runner import RunResult, numba_run, sha256
 
 DEFAULT_SEEDS = (0, 1, 2)
 CHECKS = ("launch", "inputs", "vs_numba", "vs_numpy", "repeat", "reference")
@@ -48,7 +52,9 @@ class Candidate:
         return self.label or self.cu.stem
 
     def build(self, arch: str) -> Path:
-        """The candidate's shared library, built the way a deployer builds it (with the file's build flags)."""
+        """The candidate's shared library, built here the way a deployer builds it (with the file's build flags),
+        for files already vouched for (the benchmarks of the library's own files); verification builds in a
+        sandbox (``translate.verify.isolated``)."""
         return build_shared_library(self.cu, arch=arch, extra_flags=self.nvcc_flags)
 
 
@@ -80,6 +86,8 @@ class VerifyResult:
     ok: bool
     cases: list[CaseResult] = field(default_factory=list)
     error: str = ""  # build/bind/ABI problems that stopped verification before any case ran
+    stage: str = ""  # where that happened: "build", "load" or "child" (see translate.verify.isolated)
+    build_log: str = ""  # nvcc's output when the build failed
     sanitizer: dict[str, str] | None = None
     device: dict[str, Any] = field(default_factory=dict)
     date: str = ""
@@ -136,10 +144,10 @@ def now() -> str:
 
 
 def device_facts(arch: str | None = None) -> dict[str, Any]:
+    """The device (through the driver API) and the toolkit: the runtime a candidate links is nvcc's own (static
+    cudart), so nothing built from a ``.cu`` is loaded here to ask it."""
     info = driver.device_info()
-    helper = SharedPoisoner.get(arch or info["arch"])
-    info["runtime"] = helper.runtime_version() if helper else nvcc_version()
-    info["nvcc"] = nvcc_version()
+    info["nvcc"] = info["runtime"] = nvcc_version()
     return info
 
 
@@ -176,16 +184,15 @@ def _compare(spec, i: int, got: np.ndarray, want: np.ndarray, scale, name: str):
     return compare(got, want, scale=scale, rtol=rtol, atol=atol, name=name)
 
 
-def run_case(spec, fn, launcher, case, *, deterministic: bool, shared: SharedPoisoner | None) -> tuple[bool, list[str], float, float, list[str], list]:
-    """Candidate → reference → candidate on one case; see the module docstring for the checks."""
+def run_case(spec, case, c1: RunResult, c2: RunResult, *, deterministic: bool) -> tuple[bool, list[str], float, float, list[str], list]:
+    """The candidate's two runs of one case (made in the sandbox) against the Numba reference, run here; see the
+    module docstring for the checks."""
     failed: list[str] = []
     messages: list[str] = []
     first: list = []
     input_sha = {i: sha256(a) for i, a in enumerate(case.args) if isinstance(a, np.ndarray) and i not in spec.outputs}
 
-    c1 = candidate_run(fn, launcher, spec, case, "a", shared)
     ref = numba_run(spec, case, "a")
-    c2 = candidate_run(fn, launcher, spec, case, "b", shared)
 
     if c1.error or c2.error:
         failed.append("launch")
@@ -258,35 +265,39 @@ def verify(
     sanitize: bool | Sequence[str] = False,
     poison_shared: bool = True,
     progress=None,
+    prebuilt: str | Path | None = None,
+    limits: Any = None,
 ) -> VerifyResult:
-    """Verify one candidate ``.cu`` against one registered kernel on the GPU."""
+    """Verify one candidate ``.cu`` against one registered kernel on the GPU. The candidate is built (unless
+    ``prebuilt`` is its library, built by ``isolated.build``), loaded and run in a sandboxed child process
+    (``limits``: its ``sandbox.Limits``, by default ``isolated.RUN_LIMITS``)."""
     info = device_facts(arch)
     arch = arch or info["arch"]
     cu = Path(candidate.cu)
     result = VerifyResult(kernel=spec.name, candidate=str(candidate.launcher.get("symbol", "")), cu=str(cu),
                           file_sha256=sha256_file(cu), ok=False, device=info, date=now())
-    try:
-        so = candidate.build(arch)
-        lib = ctypes.CDLL(str(so))
-        fn = abi.bind(lib, candidate.launcher)
-    except (BuildError, abi.AbiError, OSError) as exc:
-        result.error = str(exc)
-        return result
-    source = cu.read_text(errors="replace")
-    deterministic = not getattr(spec, "accumulates", ()) and "atomic" not in source
-    shared = SharedPoisoner.get(arch) if poison_shared else None
-    for size, seed, dist, case in cases_for(spec, seeds, sizes, dists):
-        ok, failed, mabs, mrel, messages, first = run_case(spec, fn, candidate.launcher, case,
-                                                           deterministic=deterministic, shared=shared)
-        cr = CaseResult(spec.name, size, seed, dist, ok, failed, mabs, mrel, messages, first)
-        result.cases.append(cr)
-        if progress:
-            progress(cr)
-    result.ok = bool(result.cases) and all(c.ok for c in result.cases)
-    if sanitize:
-        from .sanitize import TOOLS, sanitize_candidates
+    cases = list(cases_for(spec, seeds, sizes, dists))
+    with tempfile.TemporaryDirectory(prefix="numbakern-verify-") as workdir:
+        runs = isolated.run_candidate(cu, candidate.launcher, [c for *_, c in cases], outputs=spec.outputs,
+                                      accumulates=getattr(spec, "accumulates", ()), arch=arch, workdir=workdir,
+                                      nvcc_flags=candidate.nvcc_flags, so=prebuilt, poison_shared=poison_shared,
+                                      limits=limits or isolated.RUN_LIMITS)
+        if runs.stage:
+            result.error, result.stage, result.build_log = runs.error, runs.stage, runs.build_log
+            return result
+        source = cu.read_text(errors="replace")
+        deterministic = not getattr(spec, "accumulates", ()) and "atomic" not in source
+        for (size, seed, dist, case), (c1, c2) in zip(cases, runs.pairs):
+            ok, failed, mabs, mrel, messages, first = run_case(spec, case, c1, c2, deterministic=deterministic)
+            cr = CaseResult(spec.name, size, seed, dist, ok, failed, mabs, mrel, messages, first)
+            result.cases.append(cr)
+            if progress:
+                progress(cr)
+        result.ok = bool(result.cases) and all(c.ok for c in result.cases)
+        if sanitize and runs.so is not None:
+            from .sanitize import TOOLS, sanitize_candidates
 
-        tools = TOOLS if sanitize is True else tuple(sanitize)
-        result.sanitizer = sanitize_candidates([(spec, candidate, so)], tools=tools)[candidate.name]
-        result.ok = result.ok and all(v == "ok" for v in result.sanitizer.values())
+            tools = TOOLS if sanitize is True else tuple(sanitize)
+            result.sanitizer = sanitize_candidates([(spec, candidate, runs.so)], tools=tools)[candidate.name]
+            result.ok = result.ok and all(v == "ok" for v in result.sanitizer.values())
     return result

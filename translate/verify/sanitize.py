@@ -11,11 +11,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
+
+from . import sandbox
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 TOOL_FLAGS = {
@@ -68,19 +69,16 @@ def _plan_items(items) -> list[dict[str, Any]]:
 
 
 def _run_tool(tool: str, plan: list[dict[str, Any]], timeout: float, log_dir: Path | None) -> tuple[int, str]:
-    fd, path = tempfile.mkstemp(suffix=".json", prefix="sancase-")
-    with os.fdopen(fd, "w") as f:
-        json.dump(plan, f)
-    command = [sanitizer_path(), "--tool", tool, *TOOL_FLAGS[tool], "--error-exitcode", str(ERROR_EXIT),
-               "--print-limit", "20", sys.executable, "-m", "translate.verify.sancase", path]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
-        rc, output = proc.returncode, proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        rc, output = 124, f"timeout after {timeout}s\n{exc.stdout or ''}"
-    finally:
-        os.unlink(path)
+    """One tool over the plan's candidates, in a sandboxed child (the candidates' code runs there)."""
+    with tempfile.TemporaryDirectory(prefix="numbakern-sancase-") as workdir:
+        path = Path(workdir) / "plan.json"
+        path.write_text(json.dumps(plan))
+        command = [sanitizer_path(), "--tool", tool, *TOOL_FLAGS[tool], "--error-exitcode", str(ERROR_EXIT),
+                   "--print-limit", "20", sys.executable, "-m", "translate.verify.sancase", str(path)]
+        done = sandbox.run(command, workdir=workdir, limits=sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout)),
+                           env_extra={"NUMBA_ENABLE_CUDASIM": "0"})
+        rc = 124 if done.timed_out else done.returncode
+        output = (f"timeout after {timeout}s\n" if done.timed_out else "") + done.stdout + done.stderr
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
         names = "+".join(item["name"] for item in plan)[:80]

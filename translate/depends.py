@@ -1,0 +1,158 @@
+"""What a kernel's generated file depends on, read from the Python side: the device functions it calls (directly or
+through other device functions) and the module constants it reads (numbers and booleans from module globals or
+closure cells).
+
+Every backend's manifest entry hashes the same dependencies (``translate.pipeline.source_sha256``), so the verified-
+file guard and ``translate --check`` do not depend on which backend wrote a file, or on what its code happened to
+mention. Python scoping decides what a name is: a name the function assigns or takes as an argument is local;
+any other name it loads is looked up in the function's closure, then its module's globals.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    device_functions: tuple[str, ...] = ()  # "module:qualname", callees before their callers
+    constants: dict[str, bool | int | float] = field(default_factory=dict)  # name -> value, in first-use order
+    sources: dict[str, str] = field(default_factory=dict)  # device function "module:qualname" -> its source
+
+    def manifest(self) -> dict:
+        return {"device_functions": list(self.device_functions), "constants": dict(self.constants)}
+
+
+def kernel_dependencies(pyfunc: Any, template_params: Iterable[str] = ()) -> Dependencies:
+    """The dependencies of the kernel ``pyfunc``; ``template_params`` (its compile-time constants, hashed on their
+    own) are not module constants."""
+    walker = _Walker()
+    walker.visit_function(pyfunc, frozenset(template_params))
+    return Dependencies(tuple(walker.device_functions), dict(walker.constants), dict(walker.sources))
+
+
+def function_tree(pyfunc: Any) -> ast.FunctionDef:
+    tree = ast.parse(textwrap.dedent(inspect.getsource(pyfunc)))
+    node = tree.body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise TypeError(f"{pyfunc!r} is not a function definition")
+    return node
+
+
+def number_value(obj: Any) -> bool | int | float | None:
+    """``obj`` as the JSON number the manifest records, or None when it is not a number (bool before int)."""
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj)
+    return None
+
+
+def _is_device_function(obj: Any) -> bool:
+    try:
+        from numba.cuda.dispatcher import CUDADispatcher
+    except ImportError:  # numba without its CUDA target: nothing is a device function
+        return False
+    return isinstance(obj, CUDADispatcher) and bool(obj.targetoptions.get("device", False))
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.device_functions: list[str] = []
+        self.constants: dict[str, bool | int | float] = {}
+        self.sources: dict[str, str] = {}
+        self._seen: set[str] = set()
+
+    def visit_function(self, fn: Any, skip: frozenset[str]) -> None:
+        node = function_tree(fn)
+        local = _local_names(node)
+        for expr in _loads_in_order(node):
+            obj = self._resolve(fn, expr, local | skip)
+            if obj is _MISSING:
+                continue
+            if _is_device_function(obj):
+                self._device_function(obj)
+                continue
+            if isinstance(expr, ast.Name):  # a number read through a module attribute is not a module constant
+                value = number_value(obj)
+                if value is not None:
+                    self.constants.setdefault(expr.id, value)
+
+    def _device_function(self, dispatcher: Any) -> None:
+        py = dispatcher.py_func
+        qualname = f"{py.__module__}:{py.__qualname__}"
+        if qualname in self._seen:
+            return
+        self._seen.add(qualname)
+        self.visit_function(py, frozenset())
+        self.device_functions.append(qualname)
+        self.sources[qualname] = inspect.getsource(py)
+
+    @staticmethod
+    def _resolve(fn: Any, expr: ast.expr, local: frozenset[str] | set[str]) -> Any:
+        chain: list[str] = []
+        while isinstance(expr, ast.Attribute):
+            chain.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name) or expr.id in local:
+            return _MISSING
+        code = fn.__code__
+        if expr.id in code.co_freevars and fn.__closure__:
+            try:
+                obj = fn.__closure__[code.co_freevars.index(expr.id)].cell_contents
+            except ValueError:  # an empty cell
+                return _MISSING
+        elif expr.id in fn.__globals__:
+            obj = fn.__globals__[expr.id]
+        else:
+            return _MISSING
+        for attr in reversed(chain):
+            obj = getattr(obj, attr, _MISSING)
+            if obj is _MISSING:
+                return _MISSING
+        return obj
+
+
+_MISSING = object()
+
+
+def _local_names(node: ast.FunctionDef) -> frozenset[str]:
+    a = node.args
+    names = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    names |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            names.add(sub.id)
+    return frozenset(names)
+
+
+def _loads_in_order(node: ast.FunctionDef) -> list[ast.expr]:
+    """Each loaded name and the outermost attribute chain on it (``cuda.threadIdx.x``), in source order."""
+    found: list[ast.expr] = []
+
+    class Visitor(ast.NodeVisitor):
+        def visit_Attribute(self, sub: ast.Attribute) -> None:
+            root = sub
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and isinstance(sub.ctx, ast.Load):
+                found.append(sub)
+                found.append(root)  # the root alone too: `helpers.f` is a call, `helpers` a module
+            else:
+                self.generic_visit(sub)
+
+        def visit_Name(self, sub: ast.Name) -> None:
+            if isinstance(sub.ctx, ast.Load):
+                found.append(sub)
+
+    for stmt in node.body:
+        Visitor().visit(stmt)
+    return found
