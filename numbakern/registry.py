@@ -71,6 +71,10 @@ class KernelSpec:
     description: str = ""
     # the kernel's precondition on sizes, e.g. {"k": 4, "w": 4}: those dimensions must be multiples (16-byte access)
     size_multiples: Mapping[str, int] = field(default_factory=dict)
+    # the library operation the kernel replaces, for the benchmark: (*args on the device, in the kernel's order, as
+    # torch tensors and scalars) -> (a no-argument callable that runs it, its name), e.g. (lambda: torch.sum(x),
+    # "torch.sum")
+    baseline: Callable[..., tuple[Callable[[], Any], str]] | None = None
 
     def accepts(self, size: Size) -> bool:
         """True when ``size`` meets ``size_multiples``."""
@@ -127,6 +131,11 @@ KERNEL_MODULES = (
     "numbakern.kernels.transpose",
     "numbakern.kernels.matmul_fast",
     "numbakern.kernels.matmul_async",
+    "numbakern.kernels.softmax",
+    "numbakern.kernels.norm",
+    "numbakern.kernels.scan",
+    "numbakern.kernels.histogram",
+    "numbakern.kernels.conv",
 )
 
 
