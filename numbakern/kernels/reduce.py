@@ -36,13 +36,13 @@ import functools
 import numpy as np
 from numba import cuda
 
-from .. import mode
 from ..autotune import Autotuner
 from ..fastpath import jit_options, u32
 from ..launch import LaunchConfig, cdiv, check_array, empty_like_on, launch_config, to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4
+from . import scratch
 from .collectives import WARP, group_collectives, nan_max, split_count, warp_max, warp_sum
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -254,47 +254,12 @@ MAX_PARTS = 4096
 
 
 def workspace(rows: int, parts: int, like=None):
-    """Zeroed ``partials`` (rows x parts, float32) and ``counters`` (rows, uint32) for ``reduce_rows``."""
+    """Zeroed ``partials`` (rows x parts, float32) and ``counters`` (rows, uint32) for ``reduce_rows``: new host
+    arrays without ``like``, else the cached ones on ``like``'s device (``scratch``)."""
     if like is None:
         return np.zeros((rows, parts), np.float32), np.zeros(rows, np.uint32)
-    partials = empty_like_on(like, (rows, parts), np.dtype(np.float32))
-    counters = empty_like_on(like, (rows,), np.dtype(np.uint32))
-    _zero(partials)
-    _zero(counters)
-    return partials, counters
-
-
-def _zero(a) -> None:
-    if hasattr(a, "zero_"):
-        a.zero_()
-    elif hasattr(a, "fill"):
-        a.fill(0)
-    else:  # a numba device array
-        a.copy_to_device(np.zeros(a.shape, a.dtype))
-
-
-class _Workspaces:
-    """One zeroed workspace per device and array library, grown on demand and reused: ``reduce_rows`` leaves it
-    zeroed, so no memset is needed between launches (which run one after the other on the default stream). A
-    workspace with more rows or parts than a launch needs serves it as it is: the kernel indexes
-    ``partials[row, part]`` with the array's own row stride and touches only ``part < grid.y``."""
-
-    def __init__(self):
-        self._cache: dict = {}
-
-    def get(self, rows: int, parts: int, like):
-        if mode.in_simulator():  # host arrays: nothing to save
-            return workspace(rows, parts)
-        key = (type(like).__module__.split(".")[0], str(getattr(like, "device", "")))
-        have = self._cache.get(key)
-        if have is None or have[0].shape[0] < rows or have[0].shape[1] < parts:
-            old_rows, old_parts = have[0].shape if have is not None else (0, 0)
-            have = workspace(max(rows, old_rows), max(parts, old_parts), like)
-            self._cache[key] = have
-        return have
-
-
-_workspaces = _Workspaces()
+    return (scratch.zeroed("reduce_partials", (rows, parts), np.float32, like),
+            scratch.zeroed("reduce_counters", (rows,), np.uint32, like))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -350,8 +315,9 @@ def _reduce(x, axis, out, is_max: bool, what: str):
             raise ValueError(f"arguments must all be on one device, got 'x' on {info.device}, 'out' on {o.device}")
     if rows == 0:
         return out
-    if cols == 0:
-        _zero(to_kernel_arg(out))
+    if cols == 0:  # the sum of nothing
+        ok = to_kernel_arg(out)
+        ok[:] = 0
         return out
     xk = to_kernel_arg(x).reshape(rows, cols)
     ok = to_kernel_arg(out)
@@ -362,7 +328,7 @@ def _reduce(x, axis, out, is_max: bool, what: str):
     tuner = _tuner(is_max, "block", vec)
     config = tuner.select(xk, ok)
     cfg = reduce_launch("block", config, rows, cols, vec)
-    partials, counters = _workspaces.get(rows, cfg.grid[1], ok)
+    partials, counters = workspace(rows, cfg.grid[1], ok)
     reduce_rows(is_max, vec=vec, **config)[cfg.grid, cfg.block](xk, ok, partials, counters)
     return out
 
