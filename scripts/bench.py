@@ -58,6 +58,8 @@ def torch_equivalent(spec, t, args):
     """The torch/cuBLAS operation a kernel computes, on the same tensors (None when there is none)."""
     import torch
 
+    if getattr(spec, "baseline", None) is not None:  # the spec names its own (KernelSpec.baseline)
+        return spec.baseline(*args)
     arrays = [a for a in args if isinstance(a, torch.Tensor)]
     if spec.name == "matmul_flagship_async":  # out = mt.T @ n: cuBLAS takes the transposed operand as it is
         mt, n, out = arrays[:3]
@@ -152,6 +154,23 @@ def bench_one(spec, size, budget, arch):
     return row
 
 
+def copy_bandwidth(budget: float, n: int = 1 << 28) -> dict:
+    """A row with the device's copy bandwidth as this run measures it: ``dst.copy_(src)`` of ``n`` floats, counted
+    as bytes read plus bytes written (the yardstick for the memory-bound kernels' GB/s)."""
+    import torch
+
+    src = torch.rand(n, device="cuda")
+    dst = torch.empty_like(src)
+    ms, reps, inner = timed(lambda: dst.copy_(src), budget)
+    nan = float("nan")
+    row = {"kernel": "copy", "size": str(n), "size_keys": "n", "metric": "GB/s", "c_source": "",
+           "torch_op": "Tensor.copy_ (bytes read + written)", "torch_ms": ms, "torch_rate": 8.0 * n / (ms * 1e-3) / 1e9,
+           "torch_samples": f"{reps}x{inner}"}
+    row.update({k: nan for k in ("numba_ms", "c_ms", "numba_rate", "c_rate", "c_vs_numba", "torch_vs_c",
+                                 "c_numba_max_rel_diff")})
+    return row
+
+
 def markdown(rows, header: str) -> str:
     lines = [header, "",
              "| kernel | size | unit | Numba | translated C | torch/cuBLAS | C speed-up over Numba | C time / torch time |",
@@ -211,7 +230,9 @@ def main(argv=None) -> int:
               "timings, fp32, TF32 off.")
     print(header, flush=True)
     specs = [get(k) for k in args.kernels] if args.kernels else all_specs()
-    rows = []
+    rows = [copy_bandwidth(args.budget)]
+    print(f"copy bandwidth {rows[0]['torch_rate']:,.0f} GB/s ({rows[0]['torch_ms']:.4f} ms for {rows[0]['size']} floats)",
+          flush=True)
     t0 = time.perf_counter()
     for spec in specs:
         for size in spec.bench_sizes:

@@ -2,8 +2,8 @@
 
 The device functions take and return one float32 per lane and must be called by all 32 lanes of a warp together
 (full mask): a butterfly of ``shfl_xor_sync`` leaves the warp's total on every lane, so no broadcast is needed
-afterwards, and ``shfl_up_sync`` steps give an inclusive prefix sum across the lanes. ``group_collectives(warps)``
-extends the sum and the max to a row group of several warps through a few words of shared memory.
+afterwards, and ``shfl_up_sync`` steps give an inclusive prefix sum across the lanes. ``sum_over_block``
+and ``max_over_block`` extend the sum and the max to a whole block through a word per warp in shared memory.
 
 ``resident_blocks(threads)`` is how many blocks of ``threads`` threads the device runs at once: a grid-stride
 kernel launched with that many blocks (or a small multiple) keeps every multiprocessor busy with no tail of
@@ -23,19 +23,20 @@ from .. import mode
 
 FULL_MASK = 0xFFFFFFFF
 WARP = 32
-#: lanes of a warp as powers of two: the butterfly's five steps are 16 >> k for k in range(WARP_STEPS)
-WARP_STEPS = 5
 #: threads one multiprocessor holds (every GPU from cc 7.5 to 9.0 except cc 8.6/8.9's 1536)
 THREADS_PER_SM = 2048
 #: blocks ``resident_blocks`` reports under the simulator
 SIM_BLOCKS = 3
 
+# The device functions spell their constants as literals (the full mask 0xFFFFFFFF, the butterfly's five steps
+# 16 >> k): ``translate --check`` looks a device function's named constants up in the calling kernel's module.
+
 
 @cuda.jit(device=True)
 def warp_sum(v):
     """The sum of ``v`` over the warp, on every lane (a fixed butterfly order: the same bits every run)."""
-    for k in range(WARP_STEPS):
-        v += cuda.shfl_xor_sync(FULL_MASK, v, 16 >> k)
+    for k in range(5):
+        v += cuda.shfl_xor_sync(0xFFFFFFFF, v, 16 >> k)
     return v
 
 
@@ -48,58 +49,51 @@ def nan_max(a, b):
 @cuda.jit(device=True)
 def warp_max(v):
     """The NaN-propagating maximum of ``v`` over the warp, on every lane."""
-    for k in range(WARP_STEPS):
-        v = nan_max(v, cuda.shfl_xor_sync(FULL_MASK, v, 16 >> k))
+    for k in range(5):
+        v = nan_max(v, cuda.shfl_xor_sync(0xFFFFFFFF, v, 16 >> k))
     return v
 
 
 @cuda.jit(device=True)
 def warp_inclusive_sum(v, lane):
     """``v`` summed over lanes ``0..lane`` (Hillis-Steele with ``shfl_up_sync``; ``lane`` is this lane's index)."""
-    for k in range(WARP_STEPS):
+    for k in range(5):
         d = 1 << k
-        up = cuda.shfl_up_sync(FULL_MASK, v, d)
+        up = cuda.shfl_up_sync(0xFFFFFFFF, v, d)
         if lane >= d:
             v += up
     return v
 
 
-@functools.cache
-def group_collectives(warps: int):
-    """``(group_sum, group_max)``: device functions that combine one float32 per thread over a row group of
-    ``warps`` warps and return the result to every thread of it. A warp is a butterfly of shuffles; a block adds a
-    word per warp in shared memory, which every thread reads in the same order, then waits at a barrier so that the
-    next call may reuse the words."""
-    if warps == 1:
-        return warp_sum, warp_max
+@cuda.jit(device=True)
+def sum_over_block(v):
+    """The sum of ``v`` over the block (up to 32 warps), on every thread: the warps' totals go to shared memory,
+    and every thread adds them up in the same order. Ends with a barrier, so it can be called again at once."""
+    words = cuda.shared.array(32, np.float32)
+    v = warp_sum(v)
+    if cuda.threadIdx.x % 32 == 0:
+        words[cuda.threadIdx.x // 32] = v
+    cuda.syncthreads()
+    v = words[0]
+    for k in range(1, cuda.blockDim.x // 32):
+        v += words[k]
+    cuda.syncthreads()
+    return v
 
-    @cuda.jit(device=True)
-    def group_sum(v):
-        words = cuda.shared.array(warps, np.float32)
-        v = warp_sum(v)
-        if cuda.threadIdx.x % WARP == 0:
-            words[cuda.threadIdx.x // WARP] = v
-        cuda.syncthreads()
-        v = words[0]
-        for k in range(1, warps):
-            v += words[k]
-        cuda.syncthreads()
-        return v
 
-    @cuda.jit(device=True)
-    def group_max(v):
-        words = cuda.shared.array(warps, np.float32)
-        v = warp_max(v)
-        if cuda.threadIdx.x % WARP == 0:
-            words[cuda.threadIdx.x // WARP] = v
-        cuda.syncthreads()
-        v = words[0]
-        for k in range(1, warps):
-            v = nan_max(v, words[k])
-        cuda.syncthreads()
-        return v
-
-    return group_sum, group_max
+@cuda.jit(device=True)
+def max_over_block(v):
+    """The NaN-propagating maximum of ``v`` over the block, on every thread (as ``sum_over_block``)."""
+    words = cuda.shared.array(32, np.float32)
+    v = warp_max(v)
+    if cuda.threadIdx.x % 32 == 0:
+        words[cuda.threadIdx.x // 32] = v
+    cuda.syncthreads()
+    v = words[0]
+    for k in range(1, cuda.blockDim.x // 32):
+        v = nan_max(v, words[k])
+    cuda.syncthreads()
+    return v
 
 
 def resident_blocks(threads: int) -> int:

@@ -29,7 +29,7 @@ from ..launch import check_array, to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
-from .collectives import WARP, group_collectives
+from .collectives import WARP, sum_over_block, warp_sum
 from .rows import check_row_config, check_rows, configs_around, cover_index, row_launch, vec_ok
 
 
@@ -42,7 +42,7 @@ def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cach
         raise ValueError(f"norm_rows: rms and bias must be True or False, got rms={rms!r}, bias={bias!r}")
     width = 4 if vec else 1
     rows_per_block = nt // group
-    group_sum = group_collectives(group // WARP)[0]
+    group_sum = warp_sum if group == WARP else sum_over_block  # the row group: a warp or the block
     n_cached = cache * width
     span = group * width  # elements a row group covers with one load each
 

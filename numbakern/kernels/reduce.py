@@ -5,26 +5,26 @@
     atomic add per block. Simple, and slow: one 4-byte load per thread, half the threads idle after the first
     step of the tree, and float atomics that add the block totals in a run-dependent order.
 
-``reduce_rows(is_max, ...)`` and ``reduce_warp_rows(is_max, ...)``: the fast path.
+``reduce_rows(is_max, nt, group, unroll, vec)``: the fast path.
     Each thread first combines its share of a row on its own: 16-byte loads (``vector_io.vload4``), ``unroll`` of
     them issued before any is used (so that enough bytes are in flight to cover memory latency), four independent
-    accumulators, a grid-stride loop over the row. Then the warp combines its lanes with a ``shfl_xor`` butterfly,
-    and the warps of a block through a few words of shared memory.
+    accumulators, a grid-stride loop over the row. Then the row group combines its threads: a ``shfl_xor``
+    butterfly within each warp, and a word per warp in shared memory across the warps of a block.
 
-    ``reduce_rows`` gives each row one block, or ``grid.y`` blocks when there are too few rows to fill the device
-    (a whole 1-D array is one row). Blocks that share a row finish in one launch, deterministically: each writes its
+    ``group=nt`` gives each row one block, or ``grid.y`` blocks when there are too few rows to fill the device (a
+    whole 1-D array is one row). Blocks that share a row finish in one launch, deterministically: each writes its
     partial result to ``partials[row, part]``, and the block that arrives last (a ticket from an atomic counter,
     after a ``threadfence``) combines all the partials in a fixed order. So the result does not depend on which
-    block finishes when: the same bits every run, unlike float atomics, and one launch, unlike two passes. (This is
-    what torch's own reductions do for long rows.) The last block also puts the workspace back to zeros, so the
-    next launch can use it as it is: no memset between launches.
+    block finishes when: the same bits every run, unlike float atomics, and one launch, unlike two passes (torch's
+    reductions of long rows work the same way). The last block also puts the workspace back to zeros, so the next
+    launch can use it as it is: no memset between launches.
 
-    ``reduce_warp_rows`` gives each row one warp (``nt / 32`` rows per block): for short rows, where a block per
-    row would leave most of its threads without work.
+    ``group=32`` gives each row one warp (``nt / 32`` rows per block): for short rows, where a block per row would
+    leave most of its threads without work. It never shares a row and does not touch the workspace.
 
-    Both read every element once: 4 bytes per element, the minimum. The 16-byte path (``vec=True``) needs rows
-    whose starts are 16-byte aligned (``cols % 4 == 0``, or a single row) and handles a row's last ``cols % 4``
-    elements with scalar loads; ``vec=False`` takes any shape.
+    Every element is read once: 4 bytes per element, the minimum. The 16-byte path (``vec=True``) needs rows whose
+    starts are 16-byte aligned (``cols % 4 == 0``, or a single row) and handles a row's last ``cols % 4`` elements
+    with scalar loads; ``vec=False`` takes any shape.
 
 ``reduce_sum(x, axis=None)`` and ``reduce_max(x, axis=None)`` are the user-facing functions.
 """
@@ -43,7 +43,7 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4
 from . import scratch
-from .collectives import WARP, group_collectives, nan_max, split_count, warp_max, warp_sum
+from .collectives import WARP, max_over_block, nan_max, split_count, sum_over_block, warp_max, warp_sum
 
 # ---------------------------------------------------------------------------------------------------------------
 # the lecture-style teaching example
@@ -74,183 +74,155 @@ def block_sum(x, out):
 # the fast path
 
 
-def _check_config(nt: int, unroll: int, vec: bool) -> None:
+def _check_config(nt: int, group: int, unroll: int, vec: bool) -> None:
     if not isinstance(nt, int) or nt % WARP or not WARP <= nt <= 1024:
-        raise ValueError(f"reduce: nt must be a multiple of {WARP} from {WARP} to 1024, got {nt!r}")
+        raise ValueError(f"reduce_rows: nt must be a multiple of {WARP} from {WARP} to 1024, got {nt!r}")
+    if group not in (WARP, nt):
+        raise ValueError(f"reduce_rows: group must be {WARP} (a warp per row) or nt={nt} (a block), got {group!r}")
     if not isinstance(unroll, int) or not 1 <= unroll <= 16:
-        raise ValueError(f"reduce: unroll must be an int from 1 to 16, got {unroll!r}")
+        raise ValueError(f"reduce_rows: unroll must be an int from 1 to 16, got {unroll!r}")
     if not isinstance(vec, bool):
-        raise ValueError(f"reduce: vec must be True or False, got {vec!r}")
+        raise ValueError(f"reduce_rows: vec must be True or False, got {vec!r}")
 
 
-@functools.cache
-def _row_share(is_max: bool, unroll: int, vec: bool):
-    """The device function both kernels start with: one thread's combination of its share of a row."""
+@specialize
+def reduce_rows(is_max: bool, nt: int = 256, group: int = 256, unroll: int = 4, vec: bool = True):
+    """Sum (``is_max=False``) or max of each row of ``x`` (rows x cols, float32) into ``out`` (rows).
+
+    ``group`` threads own a row: the block (``group=nt``; ``grid.y`` blocks per row when rows are few) or a warp
+    (``group=32``, ``nt / 32`` rows per block, ``grid.y == 1``). Launch with ``reduce_launch``. ``partials``
+    (rows x grid.y, float32) and ``counters`` (rows, uint32) are the workspace of rows shared by several blocks:
+    they must be zeros, and are zeros again after the launch (a warp-per-row launch does not touch them).
+    """
+    _check_config(nt, group, unroll, vec)
     width = 4 if vec else 1  # elements per load
     n_regs = unroll * width
+    rows_per_block = nt // group
+    shared_rows = group == nt  # only a block per row can share a row between blocks
+    # the row group's collectives: a warp's shuffles, or the block's (a word per warp in shared memory)
+    group_sum, group_max = (warp_sum, warp_max) if group == WARP else (sum_over_block, max_over_block)
 
-    @cuda.jit(device=True)
-    def row_share(x, row, first, stride):
-        """Combine ``x[row, c:c + width]`` for ``c = first, first + stride, ...`` (and, with 16-byte loads, the
-        row's last ``cols % 4`` elements if ``first`` is one of the first lanes of the row's first block).
-        ``first`` and ``stride`` count elements and are multiples of ``width``."""
+    @cuda.jit(**jit_options(threads=nt, fastmath=False))
+    def reduce_rows(x, out, partials, counters):
+        tid = cuda.threadIdx.x
+        lane = tid % group  # thread within the row group
+        row = cuda.blockIdx.x * rows_per_block + tid // group
+        part = cuda.blockIdx.y
+        parts = cuda.gridDim.y
         cols = x.shape[1]
+        live = row < x.shape[0]
+        r = u32(row)
         regs = cuda.local.array(n_regs, np.float32)
         acc = cuda.local.array(width, np.float32)  # independent accumulators: no chain of dependent adds
+        ticket = cuda.shared.array(1, np.uint32)
+
+        # 1. this thread's share of the row: elements c .. c + width - 1 for c = first, first + stride, ...
         seed = np.float32(0.0)
-        if is_max:
-            seed = x[u32(row), 0]  # an element of the row: the identity of max without needing -inf
+        if is_max and live:
+            seed = x[r, 0]  # an element of the row: the identity of max without -inf
         for q in range(width):
             acc[q] = seed
-        body = cols - cols % width
-        c = first
-        while c + (unroll - 1) * stride < body:  # `unroll` loads in flight before the first is used
-            for u in range(unroll):
+        if live:
+            body = cols - cols % width  # 16-byte groups; the last cols % 4 elements are loaded one by one
+            stride = parts * group * width
+            c = (part * group + lane) * width
+            while c + (unroll - 1) * stride < body:  # `unroll` loads in flight before the first is used
+                for u in range(unroll):
+                    if vec:
+                        vload4(x, (r, u32(c + u * stride)), regs, u * width)
+                    else:
+                        regs[u] = x[r, u32(c + u * stride)]
+                for k in range(n_regs):
+                    if is_max:
+                        acc[k % width] = nan_max(acc[k % width], regs[k])
+                    else:
+                        acc[k % width] += regs[k]
+                c += unroll * stride
+            while c < body:
                 if vec:
-                    vload4(x, (u32(row), u32(c + u * stride)), regs, u * width)
+                    vload4(x, (r, u32(c)), regs, 0)
                 else:
-                    regs[u] = x[u32(row), u32(c + u * stride)]
-            for k in range(n_regs):
+                    regs[0] = x[r, u32(c)]
+                for k in range(width):
+                    if is_max:
+                        acc[k] = nan_max(acc[k], regs[k])
+                    else:
+                        acc[k] += regs[k]
+                c += stride
+            t = body + part * group + lane  # the last cols % 4 elements: one each for the row's first threads
+            if vec and t < cols:
                 if is_max:
-                    acc[k % width] = nan_max(acc[k % width], regs[k])
+                    acc[0] = nan_max(acc[0], x[r, u32(t)])
                 else:
-                    acc[k % width] += regs[k]
-            c += unroll * stride
-        while c < body:
-            if vec:
-                vload4(x, (u32(row), u32(c)), regs, 0)
-            else:
-                regs[0] = x[u32(row), u32(c)]
-            for k in range(width):
-                if is_max:
-                    acc[k] = nan_max(acc[k], regs[k])
-                else:
-                    acc[k] += regs[k]
-            c += stride
-        if vec:
-            t = body + first // width  # the row's last cols % 4 elements: one each for its first threads
-            if t < cols:
-                if is_max:
-                    acc[0] = nan_max(acc[0], x[u32(row), u32(t)])
-                else:
-                    acc[0] += x[u32(row), u32(t)]
+                    acc[0] += x[r, u32(t)]
         total = acc[0]
         for q in range(1, width):
             if is_max:
                 total = nan_max(total, acc[q])
             else:
                 total += acc[q]
-        return total
 
-    return row_share
-
-
-@specialize
-def reduce_rows(is_max: bool, nt: int = 256, unroll: int = 4, vec: bool = True):
-    """Sum (``is_max=False``) or max of each row of ``x`` into ``out``: one block per row, ``grid.y`` blocks per
-    row when rows are few. Launch with ``reduce_launch``; ``partials`` (rows x grid.y, float32) and ``counters``
-    (rows, uint32) must be zeros, and are zeros again after the launch."""
-    _check_config(nt, unroll, vec)
-    width = 4 if vec else 1
-    group_sum, group_max = group_collectives(nt // WARP)  # the block is the row group
-    row_share = _row_share(is_max, unroll, vec)
-
-    @cuda.jit(**jit_options(threads=nt, fastmath=False))
-    def reduce_rows(x, out, partials, counters):
-        tid = cuda.threadIdx.x
-        row = cuda.blockIdx.x
-        part = cuda.blockIdx.y
-        parts = cuda.gridDim.y
-        ticket = cuda.shared.array(1, np.uint32)
-
-        total = row_share(x, row, (part * nt + tid) * width, parts * nt * width)
+        # 2. the row group's result
         if is_max:
             total = group_max(total)
         else:
             total = group_sum(total)
-        if parts == 1:
+        if not shared_rows:  # a warp per row
+            if lane == 0 and live:
+                out[r] = total
+        elif parts == 1:
             if tid == 0:
-                out[u32(row)] = total
-            return
-        if tid == 0:
-            cuda.atomic.add(partials, (u32(row), u32(part)), total)  # onto a zero: stores the partial exactly
-            cuda.threadfence()  # the partial is visible before the ticket is taken
-            ticket[0] = cuda.atomic.add(counters, u32(row), 1)
-        cuda.syncthreads()
-        if ticket[0] != parts - 1:
-            return
-        # the last block of this row: every other block's partial is in place
-        cuda.threadfence()
-        combined = np.float32(0.0)
-        if is_max:
-            combined = x[u32(row), 0]
-        for p in range(tid, parts, nt):  # a fixed order whichever block came last
-            v = cuda.atomic.add(partials, (u32(row), u32(p)), np.float32(0.0))  # read from L2, not a stale L1
-            partials[u32(row), u32(p)] = np.float32(0.0)  # the workspace back to zeros for the next launch
-            if is_max:
-                combined = nan_max(combined, v)
-            else:
-                combined += v
-        if is_max:
-            combined = group_max(combined)
+                out[r] = total
         else:
-            combined = group_sum(combined)
-        if tid == 0:
-            out[u32(row)] = combined
-            cuda.atomic.exch(counters, u32(row), 0)
+            # 3. a row shared by `parts` blocks: the last block to finish combines their partials in a fixed order
+            if tid == 0:
+                cuda.atomic.add(partials, (r, u32(part)), total)  # onto a zero: stores the partial exactly
+                cuda.threadfence()  # the partial is visible before the ticket is taken
+                ticket[0] = cuda.atomic.add(counters, r, 1)
+            cuda.syncthreads()
+            if ticket[0] == parts - 1:
+                cuda.threadfence()
+                combined = seed
+                for p in range(tid, parts, nt):  # the same order whichever block came last
+                    v = cuda.atomic.add(partials, (r, u32(p)), np.float32(0.0))  # from L2, never a stale L1 line
+                    partials[r, u32(p)] = np.float32(0.0)  # the workspace back to zeros for the next launch
+                    if is_max:
+                        combined = nan_max(combined, v)
+                    else:
+                        combined += v
+                if is_max:
+                    combined = group_max(combined)
+                else:
+                    combined = group_sum(combined)
+                if tid == 0:
+                    out[r] = combined
+                    cuda.atomic.exch(counters, r, 0)
 
     return reduce_rows
-
-
-@specialize
-def reduce_warp_rows(is_max: bool, nt: int = 256, unroll: int = 2, vec: bool = True):
-    """Sum or max of each row of ``x`` into ``out`` with one warp per row, ``nt / 32`` rows per block: for short
-    rows. Launch with ``reduce_launch``."""
-    _check_config(nt, unroll, vec)
-    width = 4 if vec else 1
-    rows_per_block = nt // WARP
-    row_share = _row_share(is_max, unroll, vec)
-
-    @cuda.jit(**jit_options(threads=nt, fastmath=False))
-    def reduce_warp_rows(x, out):
-        tid = cuda.threadIdx.x
-        lane = tid % WARP
-        row = cuda.blockIdx.x * rows_per_block + tid // WARP
-        total = np.float32(0.0)
-        if row < x.shape[0]:  # (whole warps: the shuffles below see all 32 lanes of a warp or none)
-            total = row_share(x, row, lane * width, WARP * width)
-            if is_max:
-                total = warp_max(total)
-            else:
-                total = warp_sum(total)
-            if lane == 0:
-                out[u32(row)] = total
-
-    return reduce_warp_rows
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # launch shapes and workspace
 
-#: the kernels' configurations on a GPU: 256 threads, 4 (block per row) or 2 (warp per row) 16-byte loads in flight
-ROWS_CONFIG = {"nt": 256, "unroll": 4}
-WARP_ROWS_CONFIG = {"nt": 256, "unroll": 2}
-#: rows up to this many elements get a warp each (``reduce_sum``/``reduce_max`` with ``axis=-1``)
+#: the registered configurations: 256 threads, four 16-byte loads in flight per thread for a block per row, two for
+#: a warp per row (its rows are short)
+BLOCK_CONFIG = {"nt": 256, "group": 256, "unroll": 4}
+WARP_CONFIG = {"nt": 256, "group": 32, "unroll": 2}
+#: rows up to this many elements get a warp each in ``reduce_sum``/``reduce_max`` with ``axis=-1``
 WARP_ROW_MAX_COLS = 1024
-
-
-def reduce_launch(kind: str, config: dict, rows: int, cols: int, vec: bool) -> LaunchConfig:
-    """Grid and block for ``rows`` x ``cols``: ``kind`` is "block" (``reduce_rows``) or "warp"."""
-    nt = config["nt"]
-    if kind == "warp":
-        return LaunchConfig((max(1, cdiv(rows, nt // WARP)), 1, 1), (nt, 1, 1))
-    width = 4 if vec else 1
-    parts = split_count(rows, cols, nt, width, cap=MAX_PARTS)
-    return LaunchConfig((max(1, rows), parts, 1), (nt, 1, 1))
-
-
 #: at most this many blocks share a row (the last block combines that many partials)
 MAX_PARTS = 4096
+
+
+def reduce_launch(config: dict, rows: int, cols: int) -> LaunchConfig:
+    """Grid and block for ``rows`` x ``cols``: a block per row (``grid.y`` blocks per row when rows are too few to
+    fill the device), or ``nt / 32`` rows per block for a warp per row."""
+    nt, group = config["nt"], config["group"]
+    if group != nt:
+        return LaunchConfig((max(1, cdiv(rows, nt // group)), 1, 1), (nt, 1, 1))
+    width = 4 if config.get("vec", True) else 1
+    parts = split_count(rows, cols, nt, width, cap=MAX_PARTS)
+    return LaunchConfig((max(1, rows), parts, 1), (nt, 1, 1))
 
 
 def workspace(rows: int, parts: int, like=None):
@@ -265,31 +237,21 @@ def workspace(rows: int, parts: int, like=None):
 # ---------------------------------------------------------------------------------------------------------------
 # user-facing functions
 
-def _tuner_configs(kind: str) -> list[dict]:
-    if kind == "warp":
-        return [WARP_ROWS_CONFIG, {"nt": 256, "unroll": 4}, {"nt": 128, "unroll": 2}, {"nt": 512, "unroll": 1}]
-    return [ROWS_CONFIG, {"nt": 256, "unroll": 8}, {"nt": 512, "unroll": 4}, {"nt": 128, "unroll": 8},
-            {"nt": 1024, "unroll": 2}]
+#: the autotuner's candidates: for short rows (a warp each), for long rows and whole arrays (a block each)
+WARP_CONFIGS = (WARP_CONFIG, {"nt": 256, "group": 32, "unroll": 4}, {"nt": 128, "group": 32, "unroll": 2},
+                {"nt": 512, "group": 32, "unroll": 1})
+BLOCK_CONFIGS = (BLOCK_CONFIG, {"nt": 256, "group": 256, "unroll": 8}, {"nt": 512, "group": 512, "unroll": 4},
+                 {"nt": 128, "group": 128, "unroll": 8}, {"nt": 1024, "group": 1024, "unroll": 2})
 
 
 @functools.cache
-def _tuner(is_max: bool, kind: str, vec: bool) -> Autotuner:
-    factory = reduce_warp_rows if kind == "warp" else reduce_rows
-
-    def build(nt, unroll):
-        return factory(is_max, nt=nt, unroll=unroll, vec=vec)
-
-    def launch(config, x, out, *ws):
-        return reduce_launch(kind, config, int(x.shape[0]), int(x.shape[1]), vec)
-
-    name = f"reduce_{'max' if is_max else 'sum'}_{kind}{'_vec' if vec else ''}"
-    configs = _tuner_configs(kind)
-    return Autotuner(name, build, configs=configs, key=lambda x, *rest: tuple(x.shape), launch=launch,
+def _tuner(is_max: bool, short_rows: bool, vec: bool) -> Autotuner:
+    configs = WARP_CONFIGS if short_rows else BLOCK_CONFIGS
+    name = f"reduce_{'max' if is_max else 'sum'}_{'warp' if short_rows else 'block'}{'_vec' if vec else ''}"
+    return Autotuner(name, lambda **cfg: reduce_rows(is_max, vec=vec, **cfg), configs=configs,
+                     key=lambda x, *rest: tuple(x.shape),
+                     launch=lambda cfg, x, *rest: reduce_launch({**cfg, "vec": vec}, int(x.shape[0]), int(x.shape[1])),
                      sim_config=configs[0])
-
-
-def _vec_ready(info, rows: int, cols: int) -> bool:
-    return info.address % 16 == 0 and (cols % 4 == 0 or rows == 1)
 
 
 def _reduce(x, axis, out, is_max: bool, what: str):
@@ -297,7 +259,7 @@ def _reduce(x, axis, out, is_max: bool, what: str):
     if axis is None:
         rows, cols = 1, int(np.prod(info.shape, dtype=np.int64))
         out_shape: tuple[int, ...] = (1,)
-    elif axis in (-1, len(info.shape) - 1) and len(info.shape) == 2:
+    elif len(info.shape) == 2 and axis in (-1, 1):
         rows, cols = info.shape
         out_shape = (rows,)
     else:
@@ -307,29 +269,24 @@ def _reduce(x, axis, out, is_max: bool, what: str):
         raise ValueError(f"{what}: argument 'x' has no elements to take the maximum of (shape {info.shape})")
     if out is None:
         out = empty_like_on(x, out_shape, np.dtype(np.float32))
-    else:
-        o = check_array("out", out, dtype=np.float32)
-        if o.shape != out_shape:
-            raise ValueError(f"{what}: argument 'out' must have shape {out_shape}, got {o.shape}")
-        if o.device != info.device:
-            raise ValueError(f"arguments must all be on one device, got 'x' on {info.device}, 'out' on {o.device}")
+    o = check_array("out", out, dtype=np.float32)
+    if o.shape != out_shape:
+        raise ValueError(f"{what}: argument 'out' must have shape {out_shape}, got {o.shape}")
+    if o.device != info.device:
+        raise ValueError(f"arguments must all be on one device, got 'x' on {info.device}, 'out' on {o.device}")
+    ok = to_kernel_arg(out)
     if rows == 0:
         return out
     if cols == 0:  # the sum of nothing
-        ok = to_kernel_arg(out)
         ok[:] = 0
         return out
     xk = to_kernel_arg(x).reshape(rows, cols)
-    ok = to_kernel_arg(out)
-    vec = _vec_ready(info, rows, cols)
-    if axis is not None and cols <= WARP_ROW_MAX_COLS:
-        _tuner(is_max, "warp", vec)(xk, ok)
-        return out
-    tuner = _tuner(is_max, "block", vec)
-    config = tuner.select(xk, ok)
-    cfg = reduce_launch("block", config, rows, cols, vec)
-    partials, counters = workspace(rows, cfg.grid[1], ok)
-    reduce_rows(is_max, vec=vec, **config)[cfg.grid, cfg.block](xk, ok, partials, counters)
+    # 16-byte loads need every row to start on a 16-byte boundary
+    vec = info.address % 16 == 0 and (cols % 4 == 0 or rows == 1)
+    short_rows = axis is not None and cols <= WARP_ROW_MAX_COLS
+    tuner = _tuner(is_max, short_rows, vec)
+    parts = max(reduce_launch({**c, "vec": vec}, rows, cols).grid[1] for c in tuner.configs)
+    tuner(xk, ok, *workspace(rows, parts, ok))  # (a workspace wide enough for every candidate)
     return out
 
 
@@ -349,8 +306,7 @@ def reduce_max(x, axis=None, out=None):
 # ---------------------------------------------------------------------------------------------------------------
 # registry
 
-ROWS_SIGNATURE = "void(float32[:, ::1], float32[::1], float32[:, ::1], uint32[::1])"
-WARP_SIGNATURE = "void(float32[:, ::1], float32[::1])"
+SIGNATURE = "void(float32[:, ::1], float32[::1], float32[:, ::1], uint32[::1])"
 
 
 def _block_sum_case(size, rng, dist="uniform"):
@@ -386,15 +342,12 @@ def _rows_of(size) -> tuple[int, int]:
     return (1, size["n"]) if "n" in size else (size["rows"], size["cols"])
 
 
-def _rows_case(size, rng, dist="uniform", kind="block", config=None):
+def _rows_case(size, rng, dist="uniform", config=None):
     rows, cols = _rows_of(size)
     x = random_array(rng, (rows, cols), np.float32, dist)
     out = np.full(rows, np.nan, np.float32)
-    cfg = reduce_launch(kind, config, rows, cols, True)
-    if kind == "warp":
-        return Case((x, out), cfg, dict(size))
-    partials, counters = workspace(rows, cfg.grid[1])
-    return Case((x, out, partials, counters), cfg, dict(size))
+    cfg = reduce_launch(config, rows, cols)
+    return Case((x, out, *workspace(rows, cfg.grid[1])), cfg, dict(size))
 
 
 def _sum_reference(x, out, *ws):
@@ -441,51 +394,31 @@ WARP_VERIFY_SIZES = ({"rows": 1, "cols": 4}, {"rows": 11, "cols": 132}, {"rows":
 
 for _is_max in (False, True):
     _op = "max" if _is_max else "sum"
-    _common = dict(
-        family="reduce",
-        reference=_max_reference if _is_max else _sum_reference,
-        error_scale=None if _is_max else _sum_scale,
-        outputs=(1,),
-        rtol=0.0 if _is_max else 1e-5,  # a max picks an element: exact
-        work=_work,
-        size_multiples={},
-    )
-    register(KernelSpec(
-        name=f"reduce_{_op}",
-        kernel=reduce_rows(_is_max, **ROWS_CONFIG),
-        signatures=(ROWS_SIGNATURE,),
-        make_case=functools.partial(_rows_case, kind="block", config=ROWS_CONFIG),
-        constants={"is_max": _is_max, **ROWS_CONFIG, "vec": True},
-        test_sizes=WHOLE_TEST_SIZES,
-        verify_sizes=WHOLE_VERIFY_SIZES,
-        bench_sizes=({"n": 1 << 26},),
-        description=f"{_op} of a whole array: 16-byte loads, warp shuffles, blocks combined by the last one to finish",
-        baseline=_baseline(_is_max, whole=True),
-        **_common,
-    ))
-    register(KernelSpec(
-        name=f"reduce_{_op}_rows",
-        kernel=reduce_rows(_is_max, **ROWS_CONFIG),
-        signatures=(ROWS_SIGNATURE,),
-        make_case=functools.partial(_rows_case, kind="block", config=ROWS_CONFIG),
-        constants={"is_max": _is_max, **ROWS_CONFIG, "vec": True},
-        test_sizes=ROWS_TEST_SIZES,
-        verify_sizes=ROWS_VERIFY_SIZES,
-        bench_sizes=({"rows": 4096, "cols": 16384}, {"rows": 16, "cols": 1 << 22}),
-        description=f"{_op} along rows: one block per row, several per row when rows are few",
-        baseline=_baseline(_is_max, whole=False),
-        **{**_common, "size_multiples": {"cols": 4}},
-    ))
-    register(KernelSpec(
-        name=f"reduce_{_op}_warp_rows",
-        kernel=reduce_warp_rows(_is_max, **WARP_ROWS_CONFIG),
-        signatures=(WARP_SIGNATURE,),
-        make_case=functools.partial(_rows_case, kind="warp", config=WARP_ROWS_CONFIG),
-        constants={"is_max": _is_max, **WARP_ROWS_CONFIG, "vec": True},
-        test_sizes=WARP_TEST_SIZES,
-        verify_sizes=WARP_VERIFY_SIZES,
-        bench_sizes=({"rows": 262144, "cols": 256},),
-        description=f"{_op} along short rows: one warp per row",
-        baseline=_baseline(_is_max, whole=False),
-        **{**_common, "size_multiples": {"cols": 4}},
-    ))
+    for _name, _config, _tests, _verify, _bench, _how, _multiples in (
+        (f"reduce_{_op}", BLOCK_CONFIG, WHOLE_TEST_SIZES, WHOLE_VERIFY_SIZES, ({"n": 1 << 26},),
+         "of a whole array: blocks combined by the last one to finish", {}),
+        (f"reduce_{_op}_rows", BLOCK_CONFIG, ROWS_TEST_SIZES, ROWS_VERIFY_SIZES,
+         ({"rows": 4096, "cols": 16384}, {"rows": 16, "cols": 1 << 22}), "along rows: a block per row (or several)",
+         {"cols": 4}),
+        (f"reduce_{_op}_warp_rows", WARP_CONFIG, WARP_TEST_SIZES, WARP_VERIFY_SIZES, ({"rows": 262144, "cols": 256},),
+         "along short rows: a warp per row", {"cols": 4}),
+    ):
+        register(KernelSpec(
+            name=_name,
+            family="reduce",
+            kernel=reduce_rows(_is_max, **_config),
+            signatures=(SIGNATURE,),
+            make_case=functools.partial(_rows_case, config=_config),
+            reference=_max_reference if _is_max else _sum_reference,
+            error_scale=None if _is_max else _sum_scale,
+            outputs=(1,),
+            rtol=0.0 if _is_max else 1e-5,  # a max picks an element: exact
+            constants={"is_max": _is_max, **_config, "vec": True},
+            test_sizes=_tests,
+            verify_sizes=_verify,
+            bench_sizes=_bench,
+            work=_work,
+            size_multiples=_multiples,
+            description=f"{_op} {_how}; 16-byte loads, warp shuffles",
+            baseline=_baseline(_is_max, whole=_name == f"reduce_{_op}"),
+        ))

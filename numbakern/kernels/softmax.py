@@ -31,7 +31,7 @@ from ..launch import to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
-from .collectives import WARP, group_collectives, nan_max
+from .collectives import WARP, max_over_block, nan_max, sum_over_block, warp_max, warp_sum
 from .rows import check_row_config, check_rows, configs_around, cover_index, row_launch, vec_ok
 
 
@@ -41,7 +41,8 @@ def softmax_rows(nt: int = 256, group: int = 32, cache: int = 4, vec: bool = Tru
     check_row_config("softmax_rows", nt, group, cache, vec)
     width = 4 if vec else 1
     rows_per_block = nt // group
-    group_sum, group_max = group_collectives(group // WARP)
+    # the row group: a warp or the block
+    group_sum, group_max = (warp_sum, warp_max) if group == WARP else (sum_over_block, max_over_block)
     n_cached = cache * width
     span = group * width  # elements a row group covers with one load each
 
