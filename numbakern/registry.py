@@ -71,6 +71,9 @@ class KernelSpec:
     description: str = ""
     # the kernel's precondition on sizes, e.g. {"k": 4, "w": 4}: those dimensions must be multiples (16-byte access)
     size_multiples: Mapping[str, int] = field(default_factory=dict)
+    # scratch arguments that must be zeros at launch and that the kernel leaves zeros (a workspace that needs no
+    # memset between launches); make_case gives them as zeros, and they carry no test data
+    workspace: tuple[int, ...] = ()
     # the library operation the kernel replaces, for the benchmark: (*args on the device, in the kernel's order, as
     # torch tensors and scalars) -> (a no-argument callable that runs it, its name), e.g. (lambda: torch.sum(x),
     # "torch.sum")
@@ -143,7 +146,7 @@ def register(spec: KernelSpec) -> KernelSpec:
     existing = _REGISTRY.get(spec.name)
     if existing is not None and existing is not spec:
         raise ValueError(f"a kernel named '{spec.name}' is already registered ({existing.family})")
-    bad = [i for i in (*spec.outputs, *spec.accumulates) if not 0 <= i < len(spec.arg_names())]
+    bad = [i for i in (*spec.outputs, *spec.accumulates, *spec.workspace) if not 0 <= i < len(spec.arg_names())]
     if bad:
         raise ValueError(f"kernel '{spec.name}': output indices {bad} are outside its argument list")
     _REGISTRY[spec.name] = spec

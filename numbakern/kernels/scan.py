@@ -261,6 +261,7 @@ register(KernelSpec(
     reference=lambda x, out, *ws: {1: np.cumsum(x.astype(np.float64))},
     error_scale=lambda x, out, *ws: {1: np.cumsum(np.abs(x.astype(np.float64)))},
     outputs=(1,),
+    workspace=(2, 3, 4),  # tile flags, tile values, counters: zeros before and after
     # float32 sums: within a tile a tree (log2 of 8192 roundings), across tiles a chain of prefixes
     rtol=1e-5,
     constants={**CONFIG, "vec": True},
