@@ -18,9 +18,31 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
+// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
+__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
+    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
+    int64_t q = x / y, r = x % y;
+    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
+}
+__device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
+__device__ __forceinline__ double nk_floordiv(double x, double y) {
+    if (y == 0.0) return x / y;
+    double mod = fmod(x, y), div = (x - mod) / y;
+    if (mod != 0.0 && ((y < 0.0) != (mod < 0.0))) div -= 1.0;
+    if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
+    return 0.0 * x / y;
+}
+__device__ __forceinline__ float nk_floordiv(float x, float y) {
+    if (y == 0.0f) return x / y;
+    float mod = fmodf(x, y), div = (x - mod) / y;
+    if (mod != 0.0f && ((y < 0.0f) != (mod < 0.0f))) div -= 1.0f;
+    if (div != 0.0f) { float f = floorf(div); return (div - f > 0.5f) ? f + 1.0f : f; }
+    return 0.0f * x / y;
+}
+
 constexpr int64_t n_cached = 16;
 constexpr int64_t rows_per_block = 1;
-constexpr int64_t span = 2048;
+constexpr int64_t span = 1024;
 constexpr int64_t width = 4;
 
 __device__ float warp_sum(float v)
@@ -48,8 +70,21 @@ __device__ float sum_over_block(float v)
     return v;
 }
 
+__device__ float group_sum(float v, int64_t group)
+{
+    if (group > 32) {
+        return sum_over_block(v);
+    }
+    int64_t lanes = nk_floordiv(group, (int64_t)2);
+    while (lanes > 0) {
+        v += __shfl_xor_sync(0xffffffffu, v, lanes);
+        lanes = nk_floordiv(lanes, (int64_t)2);
+    }
+    return v;
+}
+
 template <int bias, int cache, int group, int rms, int vec>
-__global__ void __launch_bounds__(512) rms_norm_block(
+__global__ void __launch_bounds__(256) rms_norm_block(
     const float* x, int64_t x_shape0, int64_t x_shape1,
     const float* w, int64_t w_shape0,
     const float* b, int64_t b_shape0,
@@ -112,7 +147,7 @@ __global__ void __launch_bounds__(512) rms_norm_block(
         }
     }
     float n = (float)cols;
-    float mean = sum_over_block(s) / n;
+    float mean = group_sum(s, (int64_t)group) / n;
     float shift = 0.0f;
     float rstd;
     rstd = 1.0f / sqrtf(mean + eps);
@@ -160,10 +195,10 @@ __global__ void __launch_bounds__(512) rms_norm_block(
     }
 }
 
-template __global__ void rms_norm_block<0, 4, 512, 1, 1>(const float*, int64_t, int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, float);
+template __global__ void rms_norm_block<0, 4, 256, 1, 1>(const float*, int64_t, int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, float);
 
 #ifndef __CUDACC_RTC__
-extern "C" cudaError_t launch_rms_norm_block_bias0_cache4_group512_rms1_vec1(
+extern "C" cudaError_t launch_rms_norm_block_bias0_cache4_group256_rms1_vec1(
     const float* x, int64_t x_shape0, int64_t x_shape1,
     const float* w, int64_t w_shape0,
     const float* b, int64_t b_shape0,
@@ -173,7 +208,7 @@ extern "C" cudaError_t launch_rms_norm_block_bias0_cache4_group512_rms1_vec1(
     unsigned block_x, unsigned block_y, unsigned block_z,
     size_t shared_bytes, cudaStream_t stream)
 {
-    rms_norm_block<0, 4, 512, 1, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
+    rms_norm_block<0, 4, 256, 1, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
         x, x_shape0, x_shape1, w, w_shape0, b, b_shape0, out, out_shape0, out_shape1, eps);
     return cudaGetLastError();
 }

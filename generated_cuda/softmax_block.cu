@@ -18,9 +18,31 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-constexpr int64_t n_cached = 32;
+// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
+__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
+    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
+    int64_t q = x / y, r = x % y;
+    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
+}
+__device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
+__device__ __forceinline__ double nk_floordiv(double x, double y) {
+    if (y == 0.0) return x / y;
+    double mod = fmod(x, y), div = (x - mod) / y;
+    if (mod != 0.0 && ((y < 0.0) != (mod < 0.0))) div -= 1.0;
+    if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
+    return 0.0 * x / y;
+}
+__device__ __forceinline__ float nk_floordiv(float x, float y) {
+    if (y == 0.0f) return x / y;
+    float mod = fmodf(x, y), div = (x - mod) / y;
+    if (mod != 0.0f && ((y < 0.0f) != (mod < 0.0f))) div -= 1.0f;
+    if (div != 0.0f) { float f = floorf(div); return (div - f > 0.5f) ? f + 1.0f : f; }
+    return 0.0f * x / y;
+}
+
+constexpr int64_t n_cached = 16;
 constexpr int64_t rows_per_block = 1;
-constexpr int64_t span = 4096;
+constexpr int64_t span = 1024;
 constexpr int64_t width = 4;
 
 __device__ float nan_max(float a, float b)
@@ -53,6 +75,19 @@ __device__ float max_over_block(float v)
     return v;
 }
 
+__device__ float group_max(float v, int64_t group)
+{
+    if (group > 32) {
+        return max_over_block(v);
+    }
+    int64_t lanes = nk_floordiv(group, (int64_t)2);
+    while (lanes > 0) {
+        v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, lanes));
+        lanes = nk_floordiv(lanes, (int64_t)2);
+    }
+    return v;
+}
+
 __device__ float warp_sum(float v)
 {
     #pragma unroll
@@ -78,8 +113,21 @@ __device__ float sum_over_block(float v)
     return v;
 }
 
+__device__ float group_sum(float v, int64_t group)
+{
+    if (group > 32) {
+        return sum_over_block(v);
+    }
+    int64_t lanes = nk_floordiv(group, (int64_t)2);
+    while (lanes > 0) {
+        v += __shfl_xor_sync(0xffffffffu, v, lanes);
+        lanes = nk_floordiv(lanes, (int64_t)2);
+    }
+    return v;
+}
+
 template <int cache, int group, int vec>
-__global__ void __launch_bounds__(1024) softmax_block(
+__global__ void __launch_bounds__(256) softmax_block(
     const float* x, int64_t x_shape0, int64_t x_shape1,
     float* out, int64_t out_shape0, int64_t out_shape1)
 {
@@ -163,9 +211,9 @@ __global__ void __launch_bounds__(1024) softmax_block(
     } else {
         s = 0.0f;
     }
-    float big = max_over_block(m);
+    float big = group_max(m, (int64_t)group);
     float scale = expf(m - big);
-    float total = sum_over_block(s * scale);
+    float total = group_sum(s * scale, (int64_t)group);
     if (!live) {
         return;
     }
@@ -201,17 +249,17 @@ __global__ void __launch_bounds__(1024) softmax_block(
     }
 }
 
-template __global__ void softmax_block<8, 1024, 1>(const float*, int64_t, int64_t, float*, int64_t, int64_t);
+template __global__ void softmax_block<4, 256, 1>(const float*, int64_t, int64_t, float*, int64_t, int64_t);
 
 #ifndef __CUDACC_RTC__
-extern "C" cudaError_t launch_softmax_block_cache8_group1024_vec1(
+extern "C" cudaError_t launch_softmax_block_cache4_group256_vec1(
     const float* x, int64_t x_shape0, int64_t x_shape1,
     float* out, int64_t out_shape0, int64_t out_shape1,
     unsigned grid_x, unsigned grid_y, unsigned grid_z,
     unsigned block_x, unsigned block_y, unsigned block_z,
     size_t shared_bytes, cudaStream_t stream)
 {
-    softmax_block<8, 1024, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
+    softmax_block<4, 256, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
         x, x_shape0, x_shape1, out, out_shape0, out_shape1);
     return cudaGetLastError();
 }

@@ -231,7 +231,7 @@ def main(argv=None) -> int:
     print(header, flush=True)
     specs = [get(k) for k in args.kernels] if args.kernels else all_specs()
     rows = [copy_bandwidth(args.budget)]
-    print(f"copy bandwidth {rows[0]['torch_rate']:,.0f} GB/s ({rows[0]['torch_ms']:.4f} ms for {rows[0]['size']} floats)",
+    print(f"copy bandwidth {rows[0]['torch_rate']:,.0f} GB/s ({rows[0]['torch_ms']:.4f} ms, {rows[0]['size']} floats)",
           flush=True)
     t0 = time.perf_counter()
     for spec in specs:

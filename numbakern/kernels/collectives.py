@@ -3,7 +3,8 @@
 The device functions take and return one float32 per lane and must be called by all 32 lanes of a warp together
 (full mask): a butterfly of ``shfl_xor_sync`` leaves the warp's total on every lane, so no broadcast is needed
 afterwards, and ``shfl_up_sync`` steps give an inclusive prefix sum across the lanes. ``sum_over_block``
-and ``max_over_block`` extend the sum and the max to a whole block through a word per warp in shared memory.
+and ``max_over_block`` extend the sum and the max to a whole block through a word per warp in shared memory, and
+``group_sum``/``group_max`` to the *row group* of the row-wise kernels: a few lanes of a warp, a warp, or a block.
 
 ``resident_blocks(threads)`` is how many blocks of ``threads`` threads the device runs at once: a grid-stride
 kernel launched with that many blocks (or a small multiple) keeps every multiprocessor busy with no tail of
@@ -94,6 +95,41 @@ def max_over_block(v):
         v = nan_max(v, words[k])
     cuda.syncthreads()
     return v
+
+
+@cuda.jit(device=True)
+def group_sum(v, group):
+    """The sum of ``v`` over a row group of ``group`` consecutive threads, on each of them: an aligned power of two
+    of lanes up to a warp (a butterfly over ``group / 2 ... 1`` lanes), or the whole block (``group > 32``).
+    ``group`` is the kernel's compile-time constant, so the branch and the loop fold away."""
+    if group > 32:
+        return sum_over_block(v)
+    lanes = group // 2
+    while lanes > 0:
+        v += cuda.shfl_xor_sync(0xFFFFFFFF, v, lanes)
+        lanes //= 2
+    return v
+
+
+@cuda.jit(device=True)
+def group_max(v, group):
+    """The NaN-propagating maximum of ``v`` over a row group (as ``group_sum``)."""
+    if group > 32:
+        return max_over_block(v)
+    lanes = group // 2
+    while lanes > 0:
+        v = nan_max(v, cuda.shfl_xor_sync(0xFFFFFFFF, v, lanes))
+        lanes //= 2
+    return v
+
+
+def check_group(what: str, nt: int, group: int) -> None:
+    """A row group is an aligned power of two of lanes up to a warp, or the whole block of ``nt`` threads."""
+    if not isinstance(nt, int) or nt % WARP or not WARP <= nt <= 1024:
+        raise ValueError(f"{what}: nt must be a multiple of {WARP} from {WARP} to 1024, got {nt!r}")
+    if group != nt and group not in (1, 2, 4, 8, 16, 32):
+        raise ValueError(f"{what}: group must be a power of two up to {WARP} (lanes of a warp per row) or nt={nt} "
+                         f"(a block per row), got {group!r}")
 
 
 def resident_blocks(threads: int) -> int:

@@ -4,13 +4,13 @@
     layer norm:  y = (x - mean(x)) / sqrt(var(x) + eps) * w + b      (var: the population variance)
     RMS norm:    y = x / sqrt(mean(x * x) + eps) * w  (+ b, optional)
 
-``norm_rows(rms, bias, nt, group, cache, vec)`` has the row-group structure of ``softmax_rows`` (``rows.py``): a warp
-or a block owns a row, and each thread keeps ``cache`` 16-byte groups of it in registers. A row that fits is read
-once and written once (8 bytes per element, plus ``w`` and ``b``, which stay in L1/L2 across rows). The variance
-is computed around the mean from the registers (two passes over registers, none over memory): no cancellation of
-``E[x^2] - E[x]^2``. Elements past the register cache are read again for each pass (12-16 bytes per element for
-them). Both sums are combined over the row group with warp shuffles and, for a block, a word per warp in shared
-memory, in a fixed order.
+``norm_rows(rms, bias, nt, group, cache, vec)`` has the row-group structure of ``softmax_rows`` (``rows.py``):
+lanes of a warp or a block own a row, and each thread keeps ``cache`` 16-byte groups of it in registers. A row that
+fits is read once and written once (8 bytes per element, plus ``w`` and ``b``, which stay in L1/L2 across rows).
+The variance is computed around the mean from the registers (two passes over registers, none over memory): no
+cancellation of ``E[x^2] - E[x]^2``. Elements past the register cache are read again for each pass (12-16 bytes
+per element for them). Both sums are combined over the row group with shuffles and, for a block, a word per warp
+in shared memory, in a fixed order.
 
 ``layer_norm(x, weight, bias, eps)`` and ``rms_norm(x, weight, eps, bias=None)`` are the user-facing functions.
 """
@@ -29,8 +29,8 @@ from ..launch import check_array, to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
-from .collectives import WARP, sum_over_block, warp_sum
-from .rows import check_row_config, check_rows, configs_around, cover_index, row_launch, vec_ok
+from .collectives import group_sum
+from .rows import ROW_CONFIGS, check_row_config, check_rows, config_for, configs_around, cover_index, row_launch, vec_ok
 
 
 @specialize
@@ -42,7 +42,6 @@ def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cach
         raise ValueError(f"norm_rows: rms and bias must be True or False, got rms={rms!r}, bias={bias!r}")
     width = 4 if vec else 1
     rows_per_block = nt // group
-    group_sum = warp_sum if group == WARP else sum_over_block  # the row group: a warp or the block
     n_cached = cache * width
     span = group * width  # elements a row group covers with one load each
 
@@ -92,7 +91,7 @@ def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cach
                     s += regs[q] * regs[q] if rms else regs[q]
                 c += span
         n = np.float32(cols)
-        mean = group_sum(s) / n
+        mean = group_sum(s, group) / n
 
         # 2. the statistics: 1 / sqrt(mean(x^2) + eps), or the variance around the mean (registers, then memory)
         shift = np.float32(0.0)
@@ -118,7 +117,7 @@ def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cach
                     for q in range(width):
                         d += (regs[q] - mean) * (regs[q] - mean)
                     c += span
-            rstd = np.float32(1.0) / math.sqrt(group_sum(d) / n + eps)
+            rstd = np.float32(1.0) / math.sqrt(group_sum(d, group) / n + eps)
         if not live:
             return
 
@@ -177,19 +176,6 @@ def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cach
 # ---------------------------------------------------------------------------------------------------------------
 # configurations and the user-facing functions
 
-#: (longest row held in registers, config), short rows to long (see softmax.ROW_CONFIGS)
-ROW_CONFIGS = (
-    (128, {"nt": 256, "group": 32, "cache": 1}),
-    (512, {"nt": 256, "group": 32, "cache": 4}),
-    (1024, {"nt": 256, "group": 32, "cache": 8}),
-    (2048, {"nt": 128, "group": 128, "cache": 4}),
-    (4096, {"nt": 256, "group": 256, "cache": 4}),
-    (8192, {"nt": 512, "group": 512, "cache": 4}),
-    (16384, {"nt": 1024, "group": 1024, "cache": 4}),
-    (32768, {"nt": 1024, "group": 1024, "cache": 8}),
-)
-
-
 @functools.cache
 def _tuner(rms: bool, bias: bool, index: int, vec: bool) -> Autotuner:
     cols = ROW_CONFIGS[index][0]
@@ -243,8 +229,6 @@ def rms_norm(x, weight, eps=1e-6, bias=None, out=None):
 # registry
 
 SIGNATURE = "void(float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float32)"
-WARP_CONFIG = {"nt": 256, "group": 32, "cache": 8}
-BLOCK_CONFIG = {"nt": 512, "group": 512, "cache": 4}
 EPS = {False: 1e-5, True: 1e-6}  # torch's defaults: nn.LayerNorm, and common RMSNorm practice
 
 
@@ -303,21 +287,22 @@ def _work(size) -> Work:
     return Work(flops=8.0 * n, bytes=8.0 * n)
 
 
-WARP_TEST_SIZES = ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 3, "cols": 1100})
-WARP_VERIFY_SIZES = ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 1031, "cols": 1024},
-                     {"rows": 3, "cols": 4100}, {"rows": 65537, "cols": 128})
-BLOCK_TEST_SIZES = ({"rows": 1, "cols": 4}, {"rows": 2, "cols": 2052}, {"rows": 2, "cols": 8196})
-BLOCK_VERIFY_SIZES = ({"rows": 1, "cols": 4}, {"rows": 7, "cols": 2052}, {"rows": 33, "cols": 8192},
-                      {"rows": 5, "cols": 65540})
+#: the registered kernels: (name suffix, row length the config is for, simulator test sizes, GPU verification
+#: sizes, bench sizes); each size set has rows longer than the register span (read again) and rows of 4 columns
+REGISTERED = (
+    ("", 1024, ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 3, "cols": 1100}),
+     ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 1031, "cols": 1024}, {"rows": 3, "cols": 4100},
+      {"rows": 65537, "cols": 128}),
+     ({"rows": 65536, "cols": 1024},)),
+    ("_block", 4096, ({"rows": 1, "cols": 4}, {"rows": 3, "cols": 1000}, {"rows": 2, "cols": 4100}),
+     ({"rows": 1, "cols": 4}, {"rows": 7, "cols": 4100}, {"rows": 1025, "cols": 4096}, {"rows": 5, "cols": 10000}),
+     ({"rows": 16384, "cols": 4096},)),
+)
 
 for _rms, _name in ((False, "layer_norm"), (True, "rms_norm")):
     _bias = not _rms  # F.rms_norm has no bias
-    for _suffix, _config, _tests, _verify, _bench, _how in (
-        ("", WARP_CONFIG, WARP_TEST_SIZES, WARP_VERIFY_SIZES,
-         ({"rows": 65536, "cols": 1024}, {"rows": 262144, "cols": 256}), "one warp per row"),
-        ("_block", BLOCK_CONFIG, BLOCK_TEST_SIZES, BLOCK_VERIFY_SIZES,
-         ({"rows": 16384, "cols": 4096}, {"rows": 8192, "cols": 8192}), "one block of 512 threads per row"),
-    ):
+    for _suffix, _cols, _tests, _verify, _bench in REGISTERED:
+        _config = config_for(_cols)
         register(KernelSpec(
             name=f"{_name}{_suffix}",
             family="norm",
@@ -334,6 +319,7 @@ for _rms, _name in ((False, "layer_norm"), (True, "rms_norm")):
             bench_sizes=_bench,
             work=_work,
             size_multiples={"cols": 4},
-            description=f"{_name.replace('_', ' ')} forward, {_how}, the row in registers",
+            description=f"{_name.replace('_', ' ')} forward for rows up to {_cols}: {_config['group']} threads per "
+                        "row, the row in registers",
             baseline=_baseline(_rms),
         ))

@@ -19,8 +19,9 @@
     reductions of long rows work the same way). The last block also puts the workspace back to zeros, so the next
     launch can use it as it is: no memset between launches.
 
-    ``group=32`` gives each row one warp (``nt / 32`` rows per block): for short rows, where a block per row would
-    leave most of its threads without work. It never shares a row and does not touch the workspace.
+    ``group`` of 32 or fewer gives each row a warp or a few lanes of one (``nt / group`` rows per block): for short
+    rows, where a block per row would leave most of its threads without work. Such a group never shares its row
+    with another block and does not touch the workspace.
 
     Every element is read once: 4 bytes per element, the minimum. The 16-byte path (``vec=True``) needs rows whose
     starts are 16-byte aligned (``cols % 4 == 0``, or a single row) and handles a row's last ``cols % 4`` elements
@@ -43,7 +44,7 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4
 from . import scratch
-from .collectives import WARP, max_over_block, nan_max, split_count, sum_over_block, warp_max, warp_sum
+from .collectives import check_group, group_max, group_sum, nan_max, split_count
 
 # ---------------------------------------------------------------------------------------------------------------
 # the lecture-style teaching example
@@ -75,10 +76,7 @@ def block_sum(x, out):
 
 
 def _check_config(nt: int, group: int, unroll: int, vec: bool) -> None:
-    if not isinstance(nt, int) or nt % WARP or not WARP <= nt <= 1024:
-        raise ValueError(f"reduce_rows: nt must be a multiple of {WARP} from {WARP} to 1024, got {nt!r}")
-    if group not in (WARP, nt):
-        raise ValueError(f"reduce_rows: group must be {WARP} (a warp per row) or nt={nt} (a block), got {group!r}")
+    check_group("reduce_rows", nt, group)
     if not isinstance(unroll, int) or not 1 <= unroll <= 16:
         raise ValueError(f"reduce_rows: unroll must be an int from 1 to 16, got {unroll!r}")
     if not isinstance(vec, bool):
@@ -89,18 +87,17 @@ def _check_config(nt: int, group: int, unroll: int, vec: bool) -> None:
 def reduce_rows(is_max: bool, nt: int = 256, group: int = 256, unroll: int = 4, vec: bool = True):
     """Sum (``is_max=False``) or max of each row of ``x`` (rows x cols, float32) into ``out`` (rows).
 
-    ``group`` threads own a row: the block (``group=nt``; ``grid.y`` blocks per row when rows are few) or a warp
-    (``group=32``, ``nt / 32`` rows per block, ``grid.y == 1``). Launch with ``reduce_launch``. ``partials``
+    ``group`` threads own a row: the block (``group=nt``; ``grid.y`` blocks per row when rows are few) or lanes of
+    a warp (``group`` a power of two up to 32, ``nt / group`` rows per block, ``grid.y == 1``). Launch with
+    ``reduce_launch``. ``partials``
     (rows x grid.y, float32) and ``counters`` (rows, uint32) are the workspace of rows shared by several blocks:
-    they must be zeros, and are zeros again after the launch (a warp-per-row launch does not touch them).
+    they must be zeros, and are zeros again after the launch (lanes of a warp per row do not touch them).
     """
     _check_config(nt, group, unroll, vec)
     width = 4 if vec else 1  # elements per load
     n_regs = unroll * width
     rows_per_block = nt // group
     shared_rows = group == nt  # only a block per row can share a row between blocks
-    # the row group's collectives: a warp's shuffles, or the block's (a word per warp in shared memory)
-    group_sum, group_max = (warp_sum, warp_max) if group == WARP else (sum_over_block, max_over_block)
 
     @cuda.jit(**jit_options(threads=nt, fastmath=False))
     def reduce_rows(x, out, partials, counters):
@@ -164,10 +161,10 @@ def reduce_rows(is_max: bool, nt: int = 256, group: int = 256, unroll: int = 4, 
 
         # 2. the row group's result
         if is_max:
-            total = group_max(total)
+            total = group_max(total, group)
         else:
-            total = group_sum(total)
-        if not shared_rows:  # a warp per row
+            total = group_sum(total, group)
+        if not shared_rows:  # lanes of a warp per row
             if lane == 0 and live:
                 out[r] = total
         elif parts == 1:
@@ -191,9 +188,9 @@ def reduce_rows(is_max: bool, nt: int = 256, group: int = 256, unroll: int = 4, 
                     else:
                         combined += v
                 if is_max:
-                    combined = group_max(combined)
+                    combined = group_max(combined, group)
                 else:
-                    combined = group_sum(combined)
+                    combined = group_sum(combined, group)
                 if tid == 0:
                     out[r] = combined
                     cuda.atomic.exch(counters, r, 0)
@@ -204,19 +201,19 @@ def reduce_rows(is_max: bool, nt: int = 256, group: int = 256, unroll: int = 4, 
 # ---------------------------------------------------------------------------------------------------------------
 # launch shapes and workspace
 
-#: the registered configurations: 256 threads, four 16-byte loads in flight per thread for a block per row, two for
-#: a warp per row (its rows are short)
+#: the registered configurations: 256 threads, four 16-byte loads in flight per thread; a block per row, or 16 lanes
+#: per row for short rows (a row of 256 elements: four 16-byte loads per lane)
 BLOCK_CONFIG = {"nt": 256, "group": 256, "unroll": 4}
-WARP_CONFIG = {"nt": 256, "group": 32, "unroll": 2}
-#: rows up to this many elements get a warp each in ``reduce_sum``/``reduce_max`` with ``axis=-1``
-WARP_ROW_MAX_COLS = 1024
+SHORT_CONFIG = {"nt": 256, "group": 16, "unroll": 4}
+#: rows up to this many elements get lanes of a warp in ``reduce_sum``/``reduce_max`` with ``axis=-1``
+SHORT_ROW_MAX_COLS = 1024
 #: at most this many blocks share a row (the last block combines that many partials)
 MAX_PARTS = 4096
 
 
 def reduce_launch(config: dict, rows: int, cols: int) -> LaunchConfig:
     """Grid and block for ``rows`` x ``cols``: a block per row (``grid.y`` blocks per row when rows are too few to
-    fill the device), or ``nt / 32`` rows per block for a warp per row."""
+    fill the device), or ``nt / group`` rows per block for lanes of a warp per row."""
     nt, group = config["nt"], config["group"]
     if group != nt:
         return LaunchConfig((max(1, cdiv(rows, nt // group)), 1, 1), (nt, 1, 1))
@@ -237,17 +234,17 @@ def workspace(rows: int, parts: int, like=None):
 # ---------------------------------------------------------------------------------------------------------------
 # user-facing functions
 
-#: the autotuner's candidates: for short rows (a warp each), for long rows and whole arrays (a block each)
-WARP_CONFIGS = (WARP_CONFIG, {"nt": 256, "group": 32, "unroll": 4}, {"nt": 128, "group": 32, "unroll": 2},
-                {"nt": 512, "group": 32, "unroll": 1})
+#: the autotuner's candidates: for short rows (lanes of a warp each), for long rows and whole arrays (a block each)
+SHORT_CONFIGS = (SHORT_CONFIG, {"nt": 256, "group": 32, "unroll": 4}, {"nt": 256, "group": 8, "unroll": 4},
+                 {"nt": 256, "group": 32, "unroll": 2}, {"nt": 512, "group": 16, "unroll": 2})
 BLOCK_CONFIGS = (BLOCK_CONFIG, {"nt": 256, "group": 256, "unroll": 8}, {"nt": 512, "group": 512, "unroll": 4},
                  {"nt": 128, "group": 128, "unroll": 8}, {"nt": 1024, "group": 1024, "unroll": 2})
 
 
 @functools.cache
 def _tuner(is_max: bool, short_rows: bool, vec: bool) -> Autotuner:
-    configs = WARP_CONFIGS if short_rows else BLOCK_CONFIGS
-    name = f"reduce_{'max' if is_max else 'sum'}_{'warp' if short_rows else 'block'}{'_vec' if vec else ''}"
+    configs = SHORT_CONFIGS if short_rows else BLOCK_CONFIGS
+    name = f"reduce_{'max' if is_max else 'sum'}_{'short' if short_rows else 'block'}{'_vec' if vec else ''}"
     return Autotuner(name, lambda **cfg: reduce_rows(is_max, vec=vec, **cfg), configs=configs,
                      key=lambda x, *rest: tuple(x.shape),
                      launch=lambda cfg, x, *rest: reduce_launch({**cfg, "vec": vec}, int(x.shape[0]), int(x.shape[1])),
@@ -283,7 +280,7 @@ def _reduce(x, axis, out, is_max: bool, what: str):
     xk = to_kernel_arg(x).reshape(rows, cols)
     # 16-byte loads need every row to start on a 16-byte boundary
     vec = info.address % 16 == 0 and (cols % 4 == 0 or rows == 1)
-    short_rows = axis is not None and cols <= WARP_ROW_MAX_COLS
+    short_rows = axis is not None and cols <= SHORT_ROW_MAX_COLS
     tuner = _tuner(is_max, short_rows, vec)
     parts = max(reduce_launch({**c, "vec": vec}, rows, cols).grid[1] for c in tuner.configs)
     tuner(xk, ok, *workspace(rows, parts, ok))  # (a workspace wide enough for every candidate)
@@ -388,8 +385,8 @@ WHOLE_VERIFY_SIZES = ({"n": 1}, {"n": 3}, {"n": 1000}, {"n": 65537}, {"n": 1 << 
 ROWS_TEST_SIZES = ({"rows": 1, "cols": 4}, {"rows": 3, "cols": 1028}, {"rows": 5, "cols": 2052})
 ROWS_VERIFY_SIZES = ({"rows": 1, "cols": 4}, {"rows": 7, "cols": 1028}, {"rows": 33, "cols": 65540},
                      {"rows": 4099, "cols": 2052}, {"rows": 3, "cols": 1_000_004})
-WARP_TEST_SIZES = ({"rows": 1, "cols": 4}, {"rows": 11, "cols": 132}, {"rows": 9, "cols": 36})
-WARP_VERIFY_SIZES = ({"rows": 1, "cols": 4}, {"rows": 11, "cols": 132}, {"rows": 4099, "cols": 36},
+SHORT_TEST_SIZES = ({"rows": 1, "cols": 4}, {"rows": 11, "cols": 132}, {"rows": 9, "cols": 36})
+SHORT_VERIFY_SIZES = ({"rows": 1, "cols": 4}, {"rows": 11, "cols": 132}, {"rows": 4099, "cols": 36},
                      {"rows": 1031, "cols": 1028}, {"rows": 65537, "cols": 128})
 
 for _is_max in (False, True):
@@ -400,8 +397,8 @@ for _is_max in (False, True):
         (f"reduce_{_op}_rows", BLOCK_CONFIG, ROWS_TEST_SIZES, ROWS_VERIFY_SIZES,
          ({"rows": 4096, "cols": 16384}, {"rows": 16, "cols": 1 << 22}), "along rows: a block per row (or several)",
          {"cols": 4}),
-        (f"reduce_{_op}_warp_rows", WARP_CONFIG, WARP_TEST_SIZES, WARP_VERIFY_SIZES, ({"rows": 262144, "cols": 256},),
-         "along short rows: a warp per row", {"cols": 4}),
+        (f"reduce_{_op}_short_rows", SHORT_CONFIG, SHORT_TEST_SIZES, SHORT_VERIFY_SIZES,
+         ({"rows": 262144, "cols": 256},), "along short rows: 16 lanes per row", {"cols": 4}),
     ):
         register(KernelSpec(
             name=_name,

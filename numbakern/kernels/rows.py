@@ -1,9 +1,10 @@
 """What the row-group kernels (softmax, norm) share: their configuration check, their launch shape and the
 checks of their arguments.
 
-A *row group* is the set of threads that owns one row: a warp (``group=32``, ``nt / 32`` rows per block) for short
-rows, or the whole block (``group=nt``) for long ones. Each thread of the group holds ``cache`` 16-byte groups of
-its row in registers.
+A *row group* is the set of threads that owns one row: a few lanes of a warp or a whole warp (``group`` up to 32,
+``nt / group`` rows per block) for short rows, or the whole block (``group=nt``) for long ones. Each thread of the
+group holds ``cache`` 16-byte groups of its row in registers; the configurations give every thread a few of them
+(enough bytes in flight to cover the memory latency) whatever the row length.
 """
 
 from __future__ import annotations
@@ -11,15 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..launch import LaunchConfig, cdiv, check_array, empty_like_on
-from .collectives import WARP
+from .collectives import check_group
 
 
 def check_row_config(what: str, nt: int, group: int, cache: int, vec: bool) -> None:
     """The row-group kernels' (softmax, norm) shared constraints, as a ValueError naming the constant."""
-    if not isinstance(nt, int) or nt % WARP or not WARP <= nt <= 1024:
-        raise ValueError(f"{what}: nt must be a multiple of {WARP} from {WARP} to 1024, got {nt!r}")
-    if group not in (WARP, nt):
-        raise ValueError(f"{what}: group must be {WARP} (a warp per row) or nt={nt} (a block per row), got {group!r}")
+    check_group(what, nt, group)
     if not isinstance(cache, int) or not 1 <= cache <= 16:
         raise ValueError(f"{what}: cache must be an int from 1 to 16 (16-byte groups per thread), got {cache!r}")
     if not isinstance(vec, bool):
@@ -48,6 +46,29 @@ def check_rows(what: str, x, out):
     if o.device != info.device:
         raise ValueError(f"arguments must all be on one device, got 'x' on {info.device}, 'out' on {o.device}")
     return info, out, o
+
+
+#: (longest row held in registers, config), short rows to long; the first whose span ``group * cache * 4`` covers a
+#: row is the default for it (the autotuner also times its neighbours). Every thread gets a few 16-byte groups, so
+#: that enough bytes are in flight per multiprocessor, and a block at most 64 registers per thread of values.
+ROW_CONFIGS = (
+    (32, {"nt": 256, "group": 8, "cache": 1}),
+    (64, {"nt": 256, "group": 16, "cache": 1}),
+    (128, {"nt": 256, "group": 8, "cache": 4}),
+    (256, {"nt": 256, "group": 16, "cache": 4}),
+    (512, {"nt": 256, "group": 32, "cache": 4}),
+    (1024, {"nt": 256, "group": 32, "cache": 8}),
+    (2048, {"nt": 128, "group": 128, "cache": 4}),
+    (4096, {"nt": 256, "group": 256, "cache": 4}),
+    (8192, {"nt": 512, "group": 512, "cache": 4}),
+    (16384, {"nt": 512, "group": 512, "cache": 8}),
+    (32768, {"nt": 1024, "group": 1024, "cache": 8}),
+)
+
+
+def config_for(cols: int) -> dict:
+    """The default configuration for rows of ``cols`` elements."""
+    return dict(ROW_CONFIGS[cover_index(ROW_CONFIGS, cols)][1])
 
 
 def cover_index(covers, cols: int) -> int:

@@ -1,17 +1,17 @@
 """Row softmax: ``out[r, :] = exp(x[r, :] - max) / sum(exp(x[r, :] - max))``, as ``torch.softmax(x, -1)``.
 
 ``softmax_rows(nt, group, cache, vec)``
-    A *row group* of ``group`` threads owns a row: one warp (``group=32``, ``nt / 32`` rows per block) for short rows,
-    the whole block (``group=nt``) for long ones. Each thread keeps ``cache`` 16-byte groups of its row in registers,
-    so a row of up to ``group * cache * 4`` elements is read from memory once and written once: 8 bytes per element,
-    the minimum. Elements past that are folded in *online* (a running maximum, and a running sum rescaled by
-    ``exp(old max - new max)`` when the maximum grows) and read a second time for the output: 12 bytes per element
-    for them.
+    A *row group* of ``group`` threads owns a row (``rows.py``): a few lanes of a warp or a warp for short rows,
+    the whole block for long ones. Each thread keeps ``cache`` 16-byte groups of its row in registers, so a row of
+    up to ``group * cache * 4`` elements is read from memory once and written once: 8 bytes per element, the
+    minimum. Elements past that are folded in *online* (a running maximum, and a running sum rescaled by
+    ``exp(old max - new max)`` when the maximum grows) and read a second time for the output: 12 bytes per
+    element for them.
 
     Per thread: the maximum of its cached elements, then ``e = exp(v - m)`` kept in place of ``v`` and their sum;
-    the uncached rest online. Then the row group agrees on the maximum (warp shuffles, and shared memory across
-    warps), each thread rescales its sum to it and the group adds them up. The output is ``e * exp(m - M) / S`` for
-    the cached elements: ``exp`` is evaluated once per element.
+    the uncached rest online. Then the row group agrees on the maximum (shuffles, and shared memory across warps),
+    each thread rescales its sum to it and the group adds them up. The output is ``e * exp(m - M) / S`` for the
+    cached elements: ``exp`` is evaluated once per element.
 
 ``softmax(x, out=None)`` is the user-facing function: it picks the row group and the register cache from the row
 length (autotuned among neighbours on a GPU).
@@ -31,8 +31,8 @@ from ..launch import to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
-from .collectives import WARP, max_over_block, nan_max, sum_over_block, warp_max, warp_sum
-from .rows import check_row_config, check_rows, configs_around, cover_index, row_launch, vec_ok
+from .collectives import group_max, group_sum, nan_max
+from .rows import ROW_CONFIGS, check_row_config, check_rows, config_for, configs_around, cover_index, row_launch, vec_ok
 
 
 @specialize
@@ -41,8 +41,6 @@ def softmax_rows(nt: int = 256, group: int = 32, cache: int = 4, vec: bool = Tru
     check_row_config("softmax_rows", nt, group, cache, vec)
     width = 4 if vec else 1
     rows_per_block = nt // group
-    # the row group: a warp or the block
-    group_sum, group_max = (warp_sum, warp_max) if group == WARP else (sum_over_block, max_over_block)
     n_cached = cache * width
     span = group * width  # elements a row group covers with one load each
 
@@ -110,9 +108,9 @@ def softmax_rows(nt: int = 256, group: int = 32, cache: int = 4, vec: bool = Tru
             s = np.float32(0.0)
 
         # 4. the row group's maximum, every thread's sum rescaled to it, and the total
-        big = group_max(m)
+        big = group_max(m, group)
         scale = math.exp(m - big)
-        total = group_sum(s * scale)
+        total = group_sum(s * scale, group)
         if not live:
             return
         inv = np.float32(1.0) / total
@@ -151,21 +149,6 @@ def softmax_rows(nt: int = 256, group: int = 32, cache: int = 4, vec: bool = Tru
 # ---------------------------------------------------------------------------------------------------------------
 # configurations and the user-facing function
 
-#: (longest row held in registers, config) from short rows to long: the first whose span covers the row is the
-#: default; the autotuner also times its neighbours
-ROW_CONFIGS = (
-    (128, {"nt": 256, "group": 32, "cache": 1}),
-    (512, {"nt": 256, "group": 32, "cache": 4}),
-    (1024, {"nt": 256, "group": 32, "cache": 8}),
-    (2048, {"nt": 128, "group": 128, "cache": 4}),
-    (4096, {"nt": 256, "group": 256, "cache": 4}),
-    (8192, {"nt": 512, "group": 512, "cache": 4}),
-    (16384, {"nt": 512, "group": 512, "cache": 8}),
-    (32768, {"nt": 1024, "group": 1024, "cache": 8}),
-    (65536, {"nt": 1024, "group": 1024, "cache": 16}),
-)
-
-
 @functools.cache
 def _tuner(index: int, vec: bool) -> Autotuner:
     cols = ROW_CONFIGS[index][0]
@@ -192,10 +175,22 @@ def softmax(x, out=None):
 # registry
 
 SIGNATURE = "void(float32[:, ::1], float32[:, ::1])"
-#: the registered kernels: a warp per row with up to 1024 elements in registers, a block of 1024 threads per row
-#: with up to 32768
-WARP_CONFIG = {"nt": 256, "group": 32, "cache": 8}
-BLOCK_CONFIG = {"nt": 1024, "group": 1024, "cache": 8}
+#: the registered kernels: (name, row length the config is for, simulator test sizes, GPU verification sizes, bench
+#: sizes). Each size set has rows longer than the register span (the online part) and rows of 1 group (4 columns).
+REGISTERED = (
+    ("softmax", 128, ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 33, "cols": 36}),
+     ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 65537, "cols": 128}, {"rows": 1031, "cols": 1024}),
+     ({"rows": 262144, "cols": 128},)),
+    ("softmax_warp", 1024, ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 3, "cols": 1100}),
+     ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 1031, "cols": 1024}, {"rows": 3, "cols": 4100}),
+     ({"rows": 32768, "cols": 1024},)),
+    ("softmax_block", 4096, ({"rows": 1, "cols": 4}, {"rows": 3, "cols": 1000}, {"rows": 2, "cols": 4100}),
+     ({"rows": 1, "cols": 4}, {"rows": 7, "cols": 4100}, {"rows": 1025, "cols": 4096}, {"rows": 5, "cols": 10000}),
+     ({"rows": 16384, "cols": 4096},)),
+    ("softmax_long", 32768, ({"rows": 1, "cols": 4}, {"rows": 2, "cols": 33000}),
+     ({"rows": 1, "cols": 4}, {"rows": 33, "cols": 32768}, {"rows": 5, "cols": 65540}),
+     ({"rows": 2048, "cols": 32768},)),
+)
 
 
 def _case(size, rng, dist="uniform", config=None):
@@ -222,45 +217,25 @@ def _work(size) -> Work:
     return Work(flops=5.0 * n, bytes=8.0 * n)
 
 
-register(KernelSpec(
-    name="softmax",
-    family="softmax",
-    kernel=softmax_rows(**WARP_CONFIG),
-    signatures=(SIGNATURE,),
-    make_case=functools.partial(_case, config=WARP_CONFIG),
-    reference=_reference,
-    outputs=(1,),
-    # float32 exp and sums against float64: a few ulp of each output (the error is relative to the output itself)
-    rtol=1e-5,
-    atol=1e-7,
-    constants={**WARP_CONFIG, "vec": True},
-    test_sizes=({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 3, "cols": 1100}),
-    verify_sizes=({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 1031, "cols": 1024},
-                  {"rows": 3, "cols": 4100}, {"rows": 65537, "cols": 128}),
-    bench_sizes=({"rows": 262144, "cols": 128}, {"rows": 32768, "cols": 1024}),
-    work=_work,
-    size_multiples={"cols": 4},
-    description="row softmax, one warp per row, the row in registers (online max and sum past 1024 elements)",
-    baseline=_baseline,
-))
-
-register(KernelSpec(
-    name="softmax_block",
-    family="softmax",
-    kernel=softmax_rows(**BLOCK_CONFIG),
-    signatures=(SIGNATURE,),
-    make_case=functools.partial(_case, config=BLOCK_CONFIG),
-    reference=_reference,
-    outputs=(1,),
-    rtol=1e-5,
-    atol=1e-7,
-    constants={**BLOCK_CONFIG, "vec": True},
-    test_sizes=({"rows": 1, "cols": 4}, {"rows": 2, "cols": 4100}, {"rows": 2, "cols": 33000}),
-    verify_sizes=({"rows": 1, "cols": 4}, {"rows": 7, "cols": 4100}, {"rows": 33, "cols": 32768},
-                  {"rows": 5, "cols": 65540}),
-    bench_sizes=({"rows": 16384, "cols": 4096}, {"rows": 2048, "cols": 32768}),
-    work=_work,
-    size_multiples={"cols": 4},
-    description="row softmax, one block of 1024 threads per row, up to 32768 elements in registers",
-    baseline=_baseline,
-))
+for _name, _cols, _tests, _verify, _bench in REGISTERED:
+    _config = config_for(_cols)
+    register(KernelSpec(
+        name=_name,
+        family="softmax",
+        kernel=softmax_rows(**_config),
+        signatures=(SIGNATURE,),
+        make_case=functools.partial(_case, config=_config),
+        reference=_reference,
+        outputs=(1,),
+        # float32 exp and sums against float64: a few ulp of each output (the error is relative to the output)
+        rtol=1e-5,
+        atol=1e-7,
+        constants={**_config, "vec": True},
+        test_sizes=_tests,
+        verify_sizes=_verify,
+        bench_sizes=_bench,
+        work=_work,
+        size_multiples={"cols": 4},
+        description=f"row softmax for rows up to {_cols}: {_config['group']} threads per row, the row in registers",
+        baseline=_baseline,
+    ))

@@ -66,6 +66,7 @@ def test_mean_far_from_zero(rng):
 
 @pytest.mark.parametrize("config, cols", [
     ({"nt": 64, "group": 32, "cache": 1}, 300),   # a warp per row: 128 in registers, the rest read again
+    ({"nt": 64, "group": 4, "cache": 2}, 52),     # 4 lanes per row: 32 in registers
     ({"nt": 64, "group": 64, "cache": 1}, 1000),  # a block per row
 ])
 @pytest.mark.parametrize("vec", [True, False])

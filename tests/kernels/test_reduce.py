@@ -39,7 +39,8 @@ def test_whole_array_of_any_shape(shape, rng):
 
 @pytest.mark.parametrize("rows, cols", [(1, 1), (7, 3), (5, 4), (9, 33), (3, 1030), (2, 2051), (33, 129)])
 def test_rows(rows, cols, rng):
-    """Warp per row up to 1024 columns, a block (several when rows are few) above; odd widths take scalar loads."""
+    """Lanes of a warp per row up to 1024 columns, a block (several when rows are few) above; odd widths take
+    scalar loads."""
     x = (rng.standard_normal((rows, cols)) * 10).astype(np.float32)
     _sum_ok(rd.reduce_sum(x, axis=-1), x, -1)
     _max_ok(rd.reduce_max(x, axis=1), x, -1)
@@ -54,7 +55,8 @@ def test_unaligned_start_takes_the_scalar_path(rng):
 
 
 @pytest.mark.parametrize("config", [{"nt": 64, "group": 64, "unroll": 1}, {"nt": 96, "group": 32, "unroll": 3},
-                                    {"nt": 64, "group": 64, "unroll": 2}])
+                                    {"nt": 64, "group": 64, "unroll": 2}, {"nt": 64, "group": 8, "unroll": 2},
+                                    {"nt": 32, "group": 1, "unroll": 1}])
 @pytest.mark.parametrize("vec", [True, False])
 def test_configs(config, vec, rng):
     rows, cols = (2, 1500) if config["group"] == config["nt"] else (7, 300)
@@ -138,7 +140,7 @@ def test_bad_arguments():
         rd.reduce_sum(x, axis=-1, out=np.zeros(3, np.float32))
     with pytest.raises(ValueError, match="C-contiguous"):
         rd.reduce_sum(x.T)
-    with pytest.raises(ValueError, match="group must be 32"):
+    with pytest.raises(ValueError, match="group must be a power of two up to 32"):
         rd.reduce_rows(False, nt=128, group=64)
     with pytest.raises(ValueError, match="nt must be a multiple of 32"):
         rd.reduce_rows(False, nt=100, group=100)

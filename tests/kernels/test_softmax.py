@@ -21,8 +21,8 @@ def _ok(got, x, what="softmax"):
     assert result.ok, str(result)
 
 
-@pytest.mark.parametrize("rows, cols", [(1, 1), (3, 2), (4, 5), (9, 128), (5, 131), (3, 516), (2, 1000), (2, 2052),
-                                        (1, 4100)])
+@pytest.mark.parametrize("rows, cols", [(1, 1), (3, 2), (4, 5), (33, 36), (9, 128), (5, 131), (3, 516), (2, 1000),
+                                        (2, 2052), (1, 4100)])
 def test_softmax(rows, cols, rng):
     x = (rng.standard_normal((rows, cols)) * 3).astype(np.float32)
     _ok(sm.softmax(x), x)
@@ -37,6 +37,7 @@ def test_large_magnitudes_do_not_overflow(rng):
 
 @pytest.mark.parametrize("config, cols", [
     ({"nt": 64, "group": 32, "cache": 1}, 300),   # a warp per row: 128 in registers, the rest online
+    ({"nt": 64, "group": 8, "cache": 2}, 100),    # 8 lanes per row: 64 in registers, the rest online
     ({"nt": 64, "group": 64, "cache": 1}, 1000),  # a block per row: 256 in registers, the rest online
     ({"nt": 128, "group": 128, "cache": 2}, 1024),  # exactly the register span
 ])
