@@ -18,28 +18,6 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
-__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t q = x / y, r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
-}
-__device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
-__device__ __forceinline__ double nk_floordiv(double x, double y) {
-    if (y == 0.0) return x / y;
-    double mod = fmod(x, y), div = (x - mod) / y;
-    if (mod != 0.0 && ((y < 0.0) != (mod < 0.0))) div -= 1.0;
-    if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
-    return 0.0 * x / y;
-}
-__device__ __forceinline__ float nk_floordiv(float x, float y) {
-    if (y == 0.0f) return x / y;
-    float mod = fmodf(x, y), div = (x - mod) / y;
-    if (mod != 0.0f && ((y < 0.0f) != (mod < 0.0f))) div -= 1.0f;
-    if (div != 0.0f) { float f = floorf(div); return (div - f > 0.5f) ? f + 1.0f : f; }
-    return 0.0f * x / y;
-}
-
 constexpr int64_t n_cached = 16;
 constexpr int64_t rows_per_block = 1;
 constexpr int64_t span = 1024;
@@ -80,10 +58,10 @@ __device__ float group_max(float v, int64_t group)
     if (group > 32) {
         return max_over_block(v);
     }
-    int64_t lanes = nk_floordiv(group, (int64_t)2);
+    int64_t lanes = group >> 1;
     while (lanes > 0) {
         v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, lanes));
-        lanes = nk_floordiv(lanes, (int64_t)2);
+        lanes >>= 1;
     }
     return v;
 }
@@ -118,10 +96,10 @@ __device__ float group_sum(float v, int64_t group)
     if (group > 32) {
         return sum_over_block(v);
     }
-    int64_t lanes = nk_floordiv(group, (int64_t)2);
+    int64_t lanes = group >> 1;
     while (lanes > 0) {
         v += __shfl_xor_sync(0xffffffffu, v, lanes);
-        lanes = nk_floordiv(lanes, (int64_t)2);
+        lanes >>= 1;
     }
     return v;
 }

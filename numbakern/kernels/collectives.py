@@ -104,10 +104,10 @@ def group_sum(v, group):
     ``group`` is the kernel's compile-time constant, so the branch and the loop fold away."""
     if group > 32:
         return sum_over_block(v)
-    lanes = group // 2
+    lanes = group >> 1
     while lanes > 0:
         v += cuda.shfl_xor_sync(0xFFFFFFFF, v, lanes)
-        lanes //= 2
+        lanes >>= 1
     return v
 
 
@@ -116,10 +116,10 @@ def group_max(v, group):
     """The NaN-propagating maximum of ``v`` over a row group (as ``group_sum``)."""
     if group > 32:
         return max_over_block(v)
-    lanes = group // 2
+    lanes = group >> 1
     while lanes > 0:
         v = nan_max(v, cuda.shfl_xor_sync(0xFFFFFFFF, v, lanes))
-        lanes //= 2
+        lanes >>= 1
     return v
 
 
@@ -134,13 +134,16 @@ def check_group(what: str, nt: int, group: int) -> None:
 
 def resident_blocks(threads: int) -> int:
     """Blocks of ``threads`` threads that the current device runs at once (``SIM_BLOCKS`` in the simulator)."""
-    if mode.in_simulator():
-        return SIM_BLOCKS
-    return _multiprocessors() * max(1, THREADS_PER_SM // int(threads))
+    return multiprocessors() * (1 if mode.in_simulator() else max(1, THREADS_PER_SM // int(threads)))
+
+
+def multiprocessors() -> int:
+    """The current device's multiprocessors (``SIM_BLOCKS`` in the simulator)."""
+    return SIM_BLOCKS if mode.in_simulator() else _device_multiprocessors()
 
 
 @functools.cache
-def _multiprocessors() -> int:
+def _device_multiprocessors() -> int:
     return int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
 

@@ -12,7 +12,8 @@ the counts are int32.
     warps, to spread the atomics of warps that hit the same bin), with shared-memory atomics, which cost far less
     than global ones. At the end it adds its non-zero bins to the global histogram with one atomic per bin. The
     input is read with 16-byte loads in a grid-stride loop over a grid that just fills the device, ``unroll`` loads
-    in flight per thread: 4 bytes per element of memory traffic, plus ``bins`` atomics per block.
+    in flight per thread: 4 bytes per element of memory traffic, plus ``bins`` atomics per block (and fewer blocks
+    for many bins, so that those stay below 1/32 of an atomic per element).
 
 ``histc(x, bins, lo, hi)`` is the user-facing function.
 """
@@ -30,7 +31,7 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4
 from . import scratch
-from .collectives import WARP, resident_blocks
+from .collectives import WARP, multiprocessors, resident_blocks
 
 #: shared memory a block may use without opting in to more (every GPU since cc 3.0)
 SHARED_LIMIT = 48 * 1024
@@ -117,11 +118,18 @@ def histogram_counts(nt: int = 256, copies: int = 2, unroll: int = 4, vec: bool 
     return histogram_counts
 
 
+#: a block counts at least this many elements per bin of its histogram, so that adding its histogram to the global
+#: one (an atomic per bin) costs at most 1/32 of an atomic per element
+ELEMENTS_PER_BIN = 32
+
+
 def histogram_launch(config: dict, n: int, bins: int) -> LaunchConfig:
-    """Enough blocks to fill the device (fewer if there is not one load per thread for them), and the shared
-    memory of ``copies`` private histograms."""
+    """Enough blocks to fill the device, fewer when there is not a 16-byte load per thread for them or when
+    ``bins`` is so large that their final atomics would cost more than the counting (at least one block per
+    multiprocessor), and the shared memory of ``copies`` private histograms."""
     nt, width = config["nt"], 4 if config.get("vec", True) else 1
-    blocks = max(1, min(resident_blocks(nt), cdiv(n, nt * width)))
+    worth = max(multiprocessors(), n // (ELEMENTS_PER_BIN * bins))
+    blocks = max(1, min(resident_blocks(nt), cdiv(n, nt * width), worth))
     return LaunchConfig((blocks, 1, 1), (nt, 1, 1), dynamic_shared_bytes(np.int32, config["copies"] * bins))
 
 
