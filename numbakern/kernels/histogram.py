@@ -20,8 +20,6 @@ the counts are int32.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from numba import cuda
 

@@ -23,14 +23,13 @@ import math
 import numpy as np
 from numba import cuda
 
-from ..autotune import Autotuner
 from ..fastpath import jit_options, u32
 from ..launch import check_array, to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
 from .collectives import group_sum
-from .rows import ROW_CONFIGS, check_row_config, check_rows, config_for, configs_around, cover_index, row_launch, vec_ok
+from .rows import ROW_CONFIGS, check_row_config, check_rows, config_for, cover_index, row_launch, row_tuner, vec_ok
 
 
 @specialize
@@ -177,13 +176,9 @@ def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cach
 # configurations and the user-facing functions
 
 @functools.cache
-def _tuner(rms: bool, bias: bool, index: int, vec: bool) -> Autotuner:
-    cols = ROW_CONFIGS[index][0]
-    configs = configs_around(ROW_CONFIGS, cols)
-    name = f"{'rms' if rms else 'layer'}_norm{'_bias' if bias else ''}{'_vec' if vec else ''}_{cols}"
-    return Autotuner(name, lambda **cfg: norm_rows(rms, bias, vec=vec, **cfg), configs=configs,
-                     key=lambda x, *rest: tuple(x.shape), launch=lambda cfg, x, *rest: row_launch(cfg, int(x.shape[0])),
-                     sim_config=configs[0])
+def _tuner(rms: bool, bias: bool, index: int, vec: bool):
+    name = f"{'rms' if rms else 'layer'}_norm{'_bias' if bias else ''}{'_vec' if vec else ''}"
+    return row_tuner(name, index, lambda **config: norm_rows(rms, bias, vec=vec, **config))
 
 
 def _norm(what: str, rms: bool, x, weight, bias, eps, out):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autotune import Autotuner
 from ..launch import LaunchConfig, cdiv, check_array, empty_like_on
 from .collectives import check_group
 
@@ -82,3 +83,12 @@ def configs_around(covers, cols: int) -> list[dict]:
     k = cover_index(covers, cols)
     return [dict(covers[j][1]) for j in [k] + [j for j in (k - 1, k + 1) if 0 <= j < len(covers)]]
 
+
+
+def row_tuner(name: str, index: int, build) -> Autotuner:
+    """An autotuner for rows covered by ``ROW_CONFIGS[index]``: that configuration and its neighbours, keyed by the
+    shape of the kernel's first argument; ``build(**config)`` returns the kernel."""
+    cols = ROW_CONFIGS[index][0]
+    configs = configs_around(ROW_CONFIGS, cols)
+    return Autotuner(f"{name}_{cols}", build, configs=configs, key=lambda x, *rest: tuple(x.shape),
+                     launch=lambda config, x, *rest: row_launch(config, int(x.shape[0])), sim_config=configs[0])

@@ -25,14 +25,13 @@ import math
 import numpy as np
 from numba import cuda
 
-from ..autotune import Autotuner
 from ..fastpath import jit_options, u32
 from ..launch import to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
 from .collectives import group_max, group_sum, nan_max
-from .rows import ROW_CONFIGS, check_row_config, check_rows, config_for, configs_around, cover_index, row_launch, vec_ok
+from .rows import ROW_CONFIGS, check_row_config, check_rows, config_for, cover_index, row_launch, row_tuner, vec_ok
 
 
 @specialize
@@ -150,13 +149,8 @@ def softmax_rows(nt: int = 256, group: int = 32, cache: int = 4, vec: bool = Tru
 # configurations and the user-facing function
 
 @functools.cache
-def _tuner(index: int, vec: bool) -> Autotuner:
-    cols = ROW_CONFIGS[index][0]
-    configs = configs_around(ROW_CONFIGS, cols)
-    return Autotuner(f"softmax_rows{'_vec' if vec else ''}_{cols}",
-                     lambda **cfg: softmax_rows(vec=vec, **cfg), configs=configs,
-                     key=lambda x, out: tuple(x.shape), launch=lambda cfg, x, out: row_launch(cfg, int(x.shape[0])),
-                     sim_config=configs[0])
+def _tuner(index: int, vec: bool):
+    return row_tuner(f"softmax_rows{'_vec' if vec else ''}", index, lambda **config: softmax_rows(vec=vec, **config))
 
 
 def softmax(x, out=None):
