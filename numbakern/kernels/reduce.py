@@ -89,9 +89,9 @@ def reduce_rows(is_max: bool, nt: int = 256, group: int = 256, unroll: int = 4, 
 
     ``group`` threads own a row: the block (``group=nt``; ``grid.y`` blocks per row when rows are few) or lanes of
     a warp (``group`` a power of two up to 32, ``nt / group`` rows per block, ``grid.y == 1``). Launch with
-    ``reduce_launch``. ``partials``
-    (rows x grid.y, float32) and ``counters`` (rows, uint32) are the workspace of rows shared by several blocks:
-    they must be zeros, and are zeros again after the launch (lanes of a warp per row do not touch them).
+    ``reduce_launch``. ``partials`` (rows x grid.y, float32) and ``counters`` (rows, uint32) are the workspace of
+    rows shared by several blocks: they must be zeros, and are zeros again after the launch (lanes of a warp per
+    row do not touch them).
     """
     _check_config(nt, group, unroll, vec)
     width = 4 if vec else 1  # elements per load
