@@ -39,6 +39,8 @@ def torch_equivalent(spec, tensors):
     """``(fn, description)``: the torch operation that computes what ``spec``'s kernel computes, on its tensors."""
     import torch
 
+    if spec.baseline is not None:  # the spec names its own (KernelSpec.baseline)
+        return spec.baseline(*tensors)
     arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
     if spec.name == "matmul_flagship_async":  # out = mt.T @ n: cuBLAS takes the transposed operand as it is
         mt, n, out = arrays[:3]
@@ -109,6 +111,24 @@ def bench_one(torch, spec, size, budget: float) -> dict:
     return row
 
 
+def copy_bandwidth(budget: float, n: int = 1 << 28) -> dict:
+    """A row with the device's copy bandwidth as this run measures it: ``dst.copy_(src)`` of ``n`` floats, counted
+    as bytes read plus bytes written (the yardstick for the memory-bound kernels' GB/s)."""
+    import torch
+
+    src = torch.rand(n, device="cuda")
+    dst = torch.empty_like(src)
+    ms = benchkit.median_ms(lambda: dst.copy_(src), budget)
+    nan = float("nan")
+    row = {"kernel": "copy", "size": str(n), "size_keys": "n", "metric": "GB/s",
+           "torch_op": "Tensor.copy_ (bytes read + written)", "torch_ms": ms, "torch_rate": 8.0 * n / (ms * 1e-3) / 1e9}
+    row.update({k: nan for k in ("numba_ms", "c_ms", "numba_rate", "c_rate", "c_vs_numba", "torch_vs_c",
+                                 "c_numba_max_rel_diff")})
+    del src, dst
+    torch.cuda.empty_cache()
+    return row
+
+
 def markdown(rows, provenance: str) -> str:
     """The results table, headed by where and when it was measured."""
     def cell(ms, rate):
@@ -170,7 +190,10 @@ def main(argv=None) -> int:
     provenance = (f"Measured on {benchkit.device_line(torch)}, {benchkit.today()}, with `python scripts/bench.py`; "
                   "median of CUDA-event timings, fp32, TF32 off.")
     print(provenance, flush=True)
-    rows, t0 = [], time.perf_counter()
+    rows = [copy_bandwidth(args.budget)]
+    print(f"copy bandwidth {rows[0]['torch_rate']:,.0f} GB/s ({rows[0]['torch_ms']:.4f} ms, {rows[0]['size']} floats)",
+          flush=True)
+    t0 = time.perf_counter()
     for spec in specs:
         for size in spec.bench_sizes:
             r = bench_one(torch, spec, size, args.budget)
