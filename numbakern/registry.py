@@ -127,6 +127,7 @@ KERNEL_MODULES = (
     "numbakern.kernels.transpose",
     "numbakern.kernels.matmul_fast",
     "numbakern.kernels.matmul_async",
+    "numbakern.kernels.matmul_pipe",
 )
 
 
