@@ -128,6 +128,7 @@ KERNEL_MODULES = (
     "numbakern.kernels.matmul_fast",
     "numbakern.kernels.matmul_async",
     "numbakern.kernels.matmul_pipe",
+    "numbakern.kernels.attention",
 )
 
 

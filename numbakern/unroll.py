@@ -13,6 +13,11 @@ unroll; numbakern expands them in the Python source before Numba sees the functi
                 ...
         return kernel
 
+``unroll(range(C), k)`` unrolls by ``k`` instead: a loop over every k-th value whose body is k copies (the
+variable counts the loop's values, the copies read ``i``, ``i + step``, ...), then the ``C % k`` remaining values
+as copies; ``k = 1`` keeps the loop rolled. The C says ``#pragma unroll k``: the same shape on both sides, where
+a full unroll would cost registers or (in numba, for large bodies) minutes of compile time.
+
 ``specialize`` expands every kernel it builds (``expand_kernel``); ``unrolled`` does it for a plain function,
 under the ``@cuda.jit`` decorator. The range's arguments must be compile-time values: literals, module constants,
 a factory's closure constants, or the counters of enclosing unrolled loops. Each copy of the body keeps the
@@ -49,30 +54,32 @@ ROLLED_ATTR = "__numbakern_rolled__"
 _UINT64_NAME = "__numbakern_uint64__"
 
 
-def _py_unroll(r):
-    """Marks ``for i in unroll(range(C)):`` for full unrolling; in plain Python it returns the range."""
+def _py_unroll(r, times=None):
+    """Marks ``for i in unroll(range(C)):`` for full unrolling (``unroll(range(C), k)``: k copies of the body per
+    iteration); in plain Python it returns the range."""
     return r
 
 
-def _make_intrinsic():
+def _register_overload():
+    """numba's typing of ``unroll`` where a function was not expanded: the range itself (the loop stays rolled)."""
     from numba.cuda import types
-    from numba.cuda.extending import intrinsic
+    from numba.cuda.extending import overload
 
-    @intrinsic
-    def unroll(typingctx, r):
+    @overload(_py_unroll, target="cuda", inline="always")
+    def _unroll_overload(r, times=None):
         if not isinstance(r, types.RangeType):
             raise TypeError(f"unroll() takes a range(...), got {r}")
 
-        def codegen(context, builder, sig, args):
-            return args[0]
+        def impl(r, times=None):
+            return r
 
-        return r(r), codegen
-
-    return unroll
+        return impl
 
 
-unroll = _py_unroll if mode.in_simulator() else _make_intrinsic()
-_UNROLL_OBJECTS = {id(_py_unroll), id(unroll)}
+unroll = _py_unroll
+if not mode.in_simulator():
+    _register_overload()
+_UNROLL_OBJECTS = {id(_py_unroll)}
 
 
 class UnrollError(SyntaxError):
@@ -196,7 +203,7 @@ class _Expander:
         return out
 
     def _is_unroll(self, node, consts) -> bool:
-        if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+        if not (isinstance(node, ast.Call) and len(node.args) in (1, 2) and not node.keywords):
             return False
         try:
             fn = self._eval(node.func, consts)
@@ -218,21 +225,57 @@ class _Expander:
         _check_body(loop, var, where)
         try:
             bounds = [self._eval(a, consts) for a in rng.args]
+            times = self._eval(loop.iter.args[1], consts) if len(loop.iter.args) == 2 else None
         except Exception as e:  # noqa: BLE001
             raise UnrollError(f"{where}: the trip count of an unrolled loop must be a compile-time constant "
                               f"(a literal, a module constant, a factory's constant): {type(e).__name__}: {e}") from None
-        if not all(isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_)) for b in bounds):
+        if not all(_is_int(b) for b in bounds):
             raise UnrollError(f"{where}: range() of an unrolled loop needs integers, got "
                               f"{', '.join(type(b).__name__ for b in bounds)}")
+        if times is not None and (not _is_int(times) or times < 1):
+            raise UnrollError(f"{where}: unroll(range(...), times) needs a positive integer times, got {times!r}")
         unsigned = any(isinstance(b, np.unsignedinteger) for b in bounds)
+        values = range(*(int(b) for b in bounds))
         self.count += 1
+        if times is None or times >= len(values):
+            return self._copies(loop, var, values, consts, unsigned)
+        if times == 1:  # kept rolled (the C says `#pragma unroll 1`)
+            loop.iter = rng
+            loop.body = self._block(loop.body, consts)
+            return [loop]
+        return self._partial(loop, var, values, int(times), consts, unsigned)
+
+    def _copies(self, loop, var, values, consts, unsigned, offset=None) -> list:
+        """The body once per value, the variable a literal in each (or ``offset + literal``, an expression)."""
         out = []
-        for value in range(*(int(b) for b in bounds)):
+        for value in values:
             body = copy.deepcopy(loop.body)
             literal = self._literal(value, unsigned, loop)
+            if offset is not None:
+                literal = ast.copy_location(ast.BinOp(ast.Name(offset, ast.Load()), ast.Add(), literal), loop)
             body = [_Substitute(var, literal).visit(s) for s in body]
-            out.extend(self._block(body, {**consts, var: np.uint64(value) if unsigned else value}))
+            out.extend(self._block(body, consts if offset is not None else
+                                   {**consts, var: np.uint64(value) if unsigned else value}))
         return out
+
+    def _partial(self, loop, var, values, times, consts, unsigned) -> list:
+        """``times`` copies of the body per iteration of a loop over the first ``len // times * times`` values
+        (the variable counts those iterations' first values), then the remaining values as copies."""
+        main = len(values) // times * times
+        step = values.step
+        rolled = ast.For(
+            target=ast.Name(var, ast.Store()),
+            iter=ast.Call(ast.Name("range", ast.Load()),
+                          [self._literal(values.start, unsigned, loop),
+                           self._literal(values.start + main * step, unsigned, loop),
+                           self._literal(times * step, unsigned, loop)], []),
+            body=[], orelse=[])
+        ast.copy_location(rolled, loop)
+        steps = [q * step for q in range(times)]
+        first = copy.deepcopy(loop.body)  # the first copy reads the counter itself
+        rolled.body = self._block(first, consts) + self._copies(loop, var, steps[1:], consts, unsigned, offset=var)
+        ast.fix_missing_locations(rolled)
+        return [rolled] + self._copies(loop, var, values[main:], consts, unsigned)
 
     def _literal(self, value: int, unsigned: bool, where: ast.AST) -> ast.expr:
         node = ast.Constant(value)
@@ -260,6 +303,10 @@ def _check_body(loop: ast.For, var: str, where: str) -> None:
 
     for stmt in loop.body:
         visit(stmt, False)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 class _Substitute(ast.NodeTransformer):

@@ -53,6 +53,36 @@ def test_the_counter_of_an_unsigned_range_stays_unsigned():
     assert got == [0, 1, 2] and all(type(v) is np.uint64 for v in got)  # numba counts range(uint32) in uint64
 
 
+@pytest.mark.parametrize("times", [1, 2, 4, 7, 100])
+def test_partial_unrolling_visits_the_same_values_in_order(times):
+    def f():
+        seen = []
+        for i in unroll(range(2, 23, 3), times):  # 7 values: 4 does not divide them (a remainder of 3 copies)
+            seen.append(i)
+            seen.append(-i)
+        return seen
+
+    g = unrolled(f)
+    assert g() == f()
+    n = len(range(2, 23, 3))
+    assert _loops(g) == (0 if times >= n else 1)  # one rolled loop of `times` copies, or straight-line code
+    if times < n:
+        assert "unroll" not in g.__code__.co_names  # (times == 1: the marker taken off, the loop kept)
+
+
+def test_partial_unrolling_of_an_unsigned_range():
+    def f():
+        out = []
+        for q in unroll(range(u32(5)), 2):
+            out.append(q)
+        return out
+
+    got = unrolled(f)()
+    # the copies read counter + np.uint64(step) (numba's counter of an unsigned range is uint64 too; Python's range
+    # yields ints, so the copies that read the counter itself hold ints here)
+    assert got == [0, 1, 2, 3, 4] and [type(v) for v in got[1::2]] == [np.uint64, np.uint64]
+
+
 def test_functions_without_unroll_are_returned_as_they_are():
     def f(x):
         return [i * x for i in range(3)]

@@ -22,3 +22,19 @@ def dot_steps(n: int):
             out[i] = acc
 
     return dot_steps
+
+
+@specialize
+def two_at_a_time(n: int):
+    @cuda.jit
+    def two_at_a_time(x, out):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            acc = np.float32(0.0)
+            for s in unroll(range(n), 2):
+                acc += x[i * n + s]
+            for s in unroll(range(n), 1):
+                acc -= x[i * n + s] * np.float32(0.5)
+            out[i] = acc
+
+    return two_at_a_time
