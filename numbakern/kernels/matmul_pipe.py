@@ -203,8 +203,10 @@ def pipe_launch(config: dict, h: int, w: int):
 
 def pipe_ready(a, b, out) -> bool:
     """True when ``a @ b`` may run as ``matmul_pipelined``: ``b`` and ``out`` 16-byte ready (``vec_ready``: w a
-    multiple of 4, aligned, C-contiguous), ``a`` any float32 matrix."""
-    return vec_ready(b, out)
+    multiple of 4, aligned, C-contiguous), ``a`` any float32 matrix, and both inputs under 2**32 elements (the
+    copies' running offsets are 32-bit)."""
+    sizes = [int(np.prod(tuple(int(d) for d in x.shape))) for x in (a, b)]
+    return vec_ready(b, out) and all(n < 2**32 for n in sizes)
 
 
 #: the default: the hand CUDA C of this design (2 stages, 128x128x16, 8x8 per thread) ran at 90-92% of cuBLAS
@@ -233,6 +235,36 @@ def _launch(config, a, b, out):
 
 pipe_autotuner = Autotuner("matmul_pipelined", matmul_pipelined, configs=PIPE_CONFIGS, key=_matmul_key,
                            launch=_launch, sim_config=SIM_PIPE_CONFIG)
+
+
+def either_kernel(kernel: str = "pipelined", **config):
+    """``matmul_pipelined(**config)`` or, for ``kernel="flagship"``, ``matmul_flagship(**config)``."""
+    from .matmul_fast import matmul_flagship
+
+    if kernel == "pipelined":
+        return matmul_pipelined(**config)
+    if kernel == "flagship":
+        return matmul_flagship(**config)
+    raise ValueError(f"matmul_fast: config 'kernel' must be 'pipelined' or 'flagship', got {kernel!r}")
+
+
+def either_launch(config, a, b, out):
+    config = dict(config)
+    if config.pop("kernel", "flagship") == "pipelined":
+        return pipe_launch(config, int(a.shape[0]), int(b.shape[1]))
+    return flagship_launch(config, int(a.shape[0]), int(b.shape[1]))
+
+
+def _ready_configs():
+    from .matmul_fast import VEC_CONFIGS
+
+    return (*({"kernel": "pipelined", **c} for c in PIPE_CONFIGS), *({"kernel": "flagship", **c} for c in VEC_CONFIGS))
+
+
+#: for matrices both kernels take (``vec_ready``: k and w multiples of 4): the pipelined candidates and the 16-byte
+#: flagship's, timed against each other on the device
+ready_autotuner = Autotuner("matmul_fast_ready", either_kernel, configs=_ready_configs(), key=_matmul_key,
+                            launch=either_launch, sim_config={"kernel": "pipelined", **SIM_PIPE_CONFIG})
 
 
 def registered_pipe_config() -> dict:

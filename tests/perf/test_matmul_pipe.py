@@ -83,3 +83,22 @@ def test_config_validation(bad, match):
 def test_every_candidate_is_valid():
     for config in (*mp.PIPE_CONFIGS, mp.SIM_PIPE_CONFIG, *SMALL_CONFIGS):
         assert mp.pipe_threads(config) % 32 == 0
+
+
+@pytest.mark.sim
+def test_matmul_fast_runs_the_pipelined_kernel_where_it_may():
+    from numbakern.kernels import matmul_fast as mf
+
+    rng = np.random.default_rng()
+    m, n = rng.standard_normal((21, 13)).astype(np.float32), rng.standard_normal((13, 20)).astype(np.float32)
+    out = np.empty((21, 20), np.float32)
+    assert mp.ready_autotuner.select(m, n, out)["kernel"] == "pipelined"
+    assert mp.pipe_ready(m, n, out) and not mf.vec_ready(m, n, out)  # k = 13: only the pipelined kernel
+    for config in (None, {"kernel": "pipelined", **mp.SIM_PIPE_CONFIG}):
+        got = mf.matmul_fast(m, n, config=config)
+        np.testing.assert_allclose(got, m.astype(np.float64) @ n.astype(np.float64), rtol=1e-4, atol=1e-4)
+    n2 = rng.standard_normal((13, 18)).astype(np.float32)  # w = 18: neither 16-byte kernel
+    with pytest.raises(ValueError, match="names the pipelined kernel"):
+        mf.matmul_fast(m, n2, config={"kernel": "pipelined", **mp.SIM_PIPE_CONFIG})
+    with pytest.raises(ValueError, match="'kernel' must be 'pipelined' or 'flagship'"):
+        mf.matmul_fast(m, n, config={"kernel": "cublas", **mp.SIM_PIPE_CONFIG})
