@@ -72,7 +72,63 @@ def torch_equivalent(spec, t, args):
         return lambda: torch.sum(arrays[0]), "torch.sum"
     if spec.family == "transpose":
         return lambda: arrays[0].t().contiguous(), ".t().contiguous()"
+    if spec.family == "attention":
+        q, k, v = arrays[:3]
+        causal, scale = bool(spec.constants.get("causal")), float(args[4])
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        fn = lambda: sdpa(q, k, v, is_causal=causal, scale=scale)  # noqa: E731
+        return fn, f"F.scaled_dot_product_attention ({sdpa_kernels(fn)})"
     return None, ""
+
+
+def sdpa_kernels(fn) -> str:
+    """The CUDA kernels one call of ``fn`` launches, from the torch profiler (which SDPA backend ran)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = sorted({e.key for e in prof.key_averages() if e.device_type.name == "CUDA" and e.key}, key=len)
+    return "; ".join(n[:80] for n in names[:4]) or "no CUDA kernel seen"
+
+
+def extra_impls(spec, tensors, args) -> dict:
+    """More implementations timed beside the three: Triton (ieee) for the matmuls (skipped cleanly where Triton is
+    not installed), each explicit torch SDPA backend for attention. name -> (zero-arg launch, label)."""
+    import torch
+
+    out = {}
+    arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
+    if spec.family == "matmul" and spec.name != "matmul_flagship_async":
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            return out
+        from scripts.bench_matmul import triton_variant
+
+        make = triton_variant()
+        if make is not None:
+            m, n, o = arrays[:3]
+            out["triton"] = (make(m, n, o, m.shape[0], m.shape[1], n.shape[1]), "Triton tl.dot ieee, autotuned")
+    if spec.family == "attention":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        q, k, v = arrays[:3]
+        causal, scale = bool(spec.constants.get("causal")), float(args[4])
+        for backend in (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH):
+            def run(backend=backend):
+                with sdpa_kernel(backend):
+                    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+            try:
+                run()
+            except RuntimeError as e:  # a backend that does not take fp32 / this shape
+                print(f"{spec.name}: torch SDPA backend {backend.name} unavailable: {str(e)[:120]}", flush=True)
+                continue
+            out[f"sdpa_{backend.name.lower()}"] = (run, f"SDPA {backend.name} ({sdpa_kernels(run)})")
+    return out
 
 
 def candidate(spec):
@@ -114,6 +170,7 @@ def bench_one(spec, size, budget, arch):
     torch_fn, torch_name = torch_equivalent(spec, torch, tensors)
     if torch_fn is not None:
         impls["torch"] = torch_fn
+    extras = extra_impls(spec, tensors, case.args)
 
     # agreement of the C with Numba on this size (outputs reset before each run)
     def reset():
@@ -144,8 +201,14 @@ def bench_one(spec, size, budget, arch):
         row[f"{name}_ms"] = ms
         row[f"{name}_rate"] = (work.flops if use_flops else work.bytes) / (ms * 1e-3) / 1e9
         row[f"{name}_samples"] = f"{reps}x{inner}"
+    for name, (fn, label) in extras.items():
+        ms, reps, inner = timed(fn, budget)
+        row[f"{name}_ms"] = ms
+        row[f"{name}_samples"] = f"{reps}x{inner}"
+        row[f"{name}_label"] = label
     row["c_vs_numba"] = row["numba_ms"] / row["c_ms"]
     row["torch_vs_c"] = row["c_ms"] / row["torch_ms"]
+    row["torch_vs_numba"] = row["numba_ms"] / row["torch_ms"]
     row["c_numba_max_rel_diff"] = agree
     del tensors, nargs, initial
     torch.cuda.empty_cache()
@@ -161,6 +224,14 @@ def markdown(rows, header: str) -> str:
         lines.append(f"| {r['kernel']} | {r['size']} | {r['metric']} | {f(r['numba_ms'], r['numba_rate'])} | "
                      f"{f(r['c_ms'], r['c_rate'])} | {f(r['torch_ms'], r['torch_rate'])} | {r['c_vs_numba']:.2f}× | "
                      f"{r['torch_vs_c']:.2f} |")
+    extra = [r for r in rows if any(k.endswith("_label") for k in r)]
+    if extra:  # Triton beside the matmuls, each torch SDPA backend beside attention (times in ms)
+        lines += ["", "| kernel | size | Numba | translated C | torch | other implementations in the same run |",
+                  "|---|---|---:|---:|---:|---|"]
+        for r in extra:
+            others = "; ".join(f"{r[k]}: {r[k[:-6] + '_ms']:.3f}" for k in sorted(r) if k.endswith("_label"))
+            lines.append(f"| {r['kernel']} | {r['size']} | {r['numba_ms']:.3f} | {r['c_ms']:.3f} | "
+                         f"{r['torch_ms']:.3f} ({r['torch_op']}) | {others} |")
     return "\n".join(lines) + "\n"
 
 
@@ -194,6 +265,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(ROOT / "docs" / "bench"), help="directory for bench.csv/.md/.png")
     parser.add_argument("--kernels", nargs="*", help="registered kernel names (default: all)")
     parser.add_argument("--budget", type=float, default=0.8, help="seconds of timed samples per implementation and size")
+    parser.add_argument("--families", nargs="*", help="kernel families (matmul, attention, ...; default: all)")
     args = parser.parse_args(argv)
 
     import torch
@@ -211,6 +283,8 @@ def main(argv=None) -> int:
               "timings, fp32, TF32 off.")
     print(header, flush=True)
     specs = [get(k) for k in args.kernels] if args.kernels else all_specs()
+    if args.families:
+        specs = [s for s in specs if s.family in args.families]
     rows = []
     t0 = time.perf_counter()
     for spec in specs:
@@ -223,8 +297,9 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fields = ["kernel", "size", "size_keys", "metric", "numba_ms", "c_ms", "torch_ms", "numba_rate", "c_rate",
-              "torch_rate", "c_vs_numba", "torch_vs_c", "c_numba_max_rel_diff", "c_source", "torch_op",
-              "numba_samples", "c_samples", "torch_samples"]
+              "torch_rate", "c_vs_numba", "torch_vs_c", "torch_vs_numba", "c_numba_max_rel_diff", "c_source",
+              "torch_op", "numba_samples", "c_samples", "torch_samples", "triton_ms", "triton_label",
+              "sdpa_efficient_attention_ms", "sdpa_efficient_attention_label", "sdpa_math_ms", "sdpa_math_label"]
     with open(out / "bench.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()

@@ -13,6 +13,11 @@ translation of the flagship (``matmul_flagship_c`` in ``CUDA_C`` below, hand-wri
 (``tl.dot(..., input_precision="ieee")``, small autotune).
 
 Run on the GPU machine:  python scripts/bench_matmul.py --out $OUT
+
+``--quick`` times only the flagship candidates side by side (a few minutes): the 16-byte flagship and
+``matmul_pipelined`` (cp.async pipeline, unrolled k-steps) in Numba, what ``matmul_fast`` picks between them, their
+translated ``generated_cuda/*.cu``, Triton (ieee) and cuBLAS, at every size, with a table of % of cuBLAS and of
+Triton printed last.
 """
 
 from __future__ import annotations
@@ -182,6 +187,8 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=1.0, help="target seconds of timing per variant and size")
     ap.add_argument("--skip-slow-above", type=int, default=4096,
                     help="skip naive/lecture kernels for products larger than this cubed")
+    ap.add_argument("--quick", action="store_true",
+                    help="only the flagship candidates, Triton and cuBLAS; no SASS statistics")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     sizes = SIZES if not args.sizes else [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]
@@ -338,6 +345,35 @@ def main() -> int:
         if make is not None:
             variants.append((f"CUDA C generated_cuda/matmul_flagship_async.cu{tag} (h, w % 4 == 0)", "cuda_c", make,
                              False))
+    from numbakern.kernels import matmul_pipe as mp
+
+    def pipelined_runner(config):
+        def make(a, b, o, h, k, w):
+            A, B, O = map(numba_arr, (a, b, o))
+            cfg = mp.pipe_launch(config, h, w)
+            kern = mp.matmul_pipelined(**config)
+            return lambda: kern[cfg.grid, cfg.block](A, B, O)
+        return make
+
+    def v_fast_ready(a, b, o, h, k, w):
+        # what matmul_fast runs on 16-byte-ready matrices: the pipelined and the 16-byte flagship tuned together
+        A, B, O = map(numba_arr, (a, b, o))
+        config = mp.ready_autotuner.select(A, B, O)
+        tuned[(h, k, w)] = config
+        cfg = mp.either_launch(config, A, B, O)
+        kern = mp.either_kernel(**config)
+        return lambda: kern[cfg.grid, cfg.block](A, B, O)
+
+    variants.insert(8, ("numba pipelined 128x128x16/8x8 2 stages group 8 (w % 4 == 0)", "numba",
+                        pipelined_runner(mp.PIPE_DEFAULT_CONFIG), False))
+    variants.insert(9, ("numba matmul_fast autotuned: pipelined | vec (k, w % 4 == 0)", "numba", v_fast_ready, False))
+    gen = generated_flagship("matmul_pipelined")
+    if gen is not None:
+        variants.append(("CUDA C generated_cuda/matmul_pipelined.cu (w % 4 == 0)", "cuda_c", gen, False))
+    if args.quick:
+        keep = ("numba flagship vec default", "numba pipelined", "numba matmul_fast autotuned",
+                "generated_cuda/matmul_flagship_vec.cu", "generated_cuda/matmul_pipelined.cu")
+        variants = [v for v in variants if any(key in v[0] for key in keep)]
     tri = triton_variant()
     if tri is not None:
         variants.append(("Triton fp32 (ieee), autotuned", "triton", tri, False))
@@ -399,7 +435,7 @@ def main() -> int:
                 continue
             row = {"variant": name, "family": fam, "h": h, "k": k, "w": w, "ms": ms,
                    "gflops": flops / ms / 1e6, "rel_err": err, "setup_s": round(setup, 2)}
-            if name == "numba flagship autotuned":
+            if "autotuned" in name and name.startswith("numba") and (h, k, w) in tuned:
                 row["config"] = config_label(tuned[(h, k, w)])
             results.append(row)
             log(f"  {h}x{k}x{w} {name:<45} {ms:9.3f} ms {row['gflops']:9.0f} GFLOP/s  err {err:.1e}")
@@ -409,7 +445,7 @@ def main() -> int:
                 r["pct_cublas"] = 100.0 * cub[0]["ms"] / r["ms"]
 
     # ---- SASS statistics of the Numba kernels and the CUDA C (backs docs/performance.md)
-    sass = sass_stats(args.out, mf, mm, cuda)
+    sass = {} if args.quick else sass_stats(args.out, mf, mm, cuda)
 
     meta = {"device": dev, "date": date, "torch": torch.__version__, "cupy": cp.__version__,
             "autotune": {f"{h}x{k}x{w}": c for (h, k, w), c in tuned.items()},
@@ -441,6 +477,22 @@ def main() -> int:
             r = next((r for r in results if r["variant"] == name and (r["h"], r["k"], r["w"]) == (h, k, w)), None)
             cells.append("—" if r is None else f"{r['ms']:.3f} ({r['gflops']:.0f}, {r.get('pct_cublas', 0):.0f}%)")
         log(f"| {name} | " + " | ".join(cells) + " |")
+    tri_rows = {(r["h"], r["k"], r["w"]): r for r in results if r["family"] == "triton"}
+    if tri_rows:
+        log("")
+        log("## against the targets: % of cuBLAS (Numba >= 90%, C >= 95% at 4096^3) and time / Triton's (<= 1.00)")
+        log("| variant | " + " | ".join(shapes) + " |")
+        log("|---|" + "---|" * len(shapes))
+        for name, fam, *_ in variants:
+            if fam not in ("numba", "cuda_c"):
+                continue
+            cells = []
+            for (h, k, w) in sizes:
+                r = next((r for r in results if r["variant"] == name and (r["h"], r["k"], r["w"]) == (h, k, w)), None)
+                t = tri_rows.get((h, k, w))
+                cells.append("—" if r is None or t is None else
+                             f"{r.get('pct_cublas', 0):.0f}% / {r['ms'] / t['ms']:.2f}")
+            log(f"| {name} | " + " | ".join(cells) + " |")
     log(f"correctness: {n_ok}/{len(rows_check)} pass")
     return 0 if n_ok == len(rows_check) else 1
 
@@ -525,11 +577,15 @@ def skips(variant: str, h: int, k: int, w: int) -> bool:
     cp.async kernel (on A^T) h and w."""
     if "async" in variant:
         return bool(h % 4 or w % 4)
-    return "vec" in variant and bool(k % 4 or w % 4)
+    if "pipelined" in variant and "autotuned" not in variant:
+        return bool(w % 4)
+    return ("vec" in variant or "autotuned: pipelined" in variant) and bool(k % 4 or w % 4)
 
 
 def config_label(c: dict) -> str:
     extra = (" vec" if c.get("vec") else "") + (f" group {c['group']}" if c.get("group", 1) > 1 else "")
+    if c.get("kernel") == "pipelined":
+        extra = f" pipelined {c.get('stages', 2)} stages" + extra
     return "{bm}x{bn}x{bk}/{tm}x{tn}".format(**c) + extra
 
 
@@ -562,9 +618,11 @@ def generated_launchers(path: str, kernel: str) -> list:
     lib = ctypes.CDLL(lib_path)
     out = []
     for sym in syms:
-        consts = dict((k, int(v)) for k, v in re.findall(r"_(bm|bn|bk|tm|tn|group)(\d+)", sym))
+        consts = dict((k, int(v)) for k, v in re.findall(r"_(bm|bn|bk|tm|tn|group|stages)(\d+)", sym))
         consts.update((k, bool(int(v))) for k, v in re.findall(r"_(vec)(\d+)", sym))
         config = {**mf.DEFAULT_CONFIG, **consts}
+        if "stages" in config:  # matmul_pipelined: its own launch shape check (the same grid)
+            config["vec"] = True
         fn = getattr(lib, sym)
         fn.restype = ctypes.c_int
         log(f"generated {kernel}: {sym} with config {config}")

@@ -41,7 +41,7 @@ from numba import cuda
 
 from ..async_copy import async_commit, async_wait, copy_async4
 from ..fastpath import jit_options, u32
-from ..launch import LaunchConfig, array_info, cdiv, check_array, check_same_device, empty_like_on, to_kernel_arg
+from ..launch import LaunchConfig, cdiv, check_array, check_same_device, empty_like_on, to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..unroll import unroll
@@ -337,7 +337,7 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, out=
     config = config_for(d, causal)
     if out is None:
         out = empty_like_on(q, tuple(qs), np.dtype(np.float32))
-    lq, lk = int(qs[-2]), int(array_info("k", k).shape[-2])
+    lq = int(qs[-2])
     bh = int(np.prod(qs[:-2]))
     if lq == 0 or bh == 0:
         return out
