@@ -370,9 +370,13 @@ def main() -> int:
     gen = generated_flagship("matmul_pipelined")
     if gen is not None:
         variants.append(("CUDA C generated_cuda/matmul_pipelined.cu (w % 4 == 0)", "cuda_c", gen, False))
+    hand = hand_async_variant(cp)
+    if hand is not None:  # the reference design point: hand CUDA C, cp.async on A^T, fully unrolled k-loop
+        variants.append(("hand CUDA C sgemm_async 128x128x16/8x8 2 stages, A^T given (h, w % 4 == 0)", "cuda_c", hand,
+                         False))
     if args.quick:
         keep = ("numba flagship vec default", "numba pipelined", "numba matmul_fast autotuned",
-                "generated_cuda/matmul_flagship_vec.cu", "generated_cuda/matmul_pipelined.cu")
+                "generated_cuda/matmul_flagship_vec.cu", "generated_cuda/matmul_pipelined.cu", "hand CUDA C sgemm_async")
         variants = [v for v in variants if any(key in v[0] for key in keep)]
     tri = triton_variant()
     if tri is not None:
@@ -569,6 +573,28 @@ def triton_variant():
         grid = lambda meta: (triton.cdiv(h, meta["BM"]) * triton.cdiv(w, meta["BN"]),)
         return lambda: mm_kernel[grid](a, b, o, h, w, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                                        o.stride(0), o.stride(1))
+    return make
+
+
+def hand_async_variant(cp):
+    """``sgemm_async<128,128,16,8,8,2>`` of ``scripts/perf_vec4.py`` (the hand CUDA C at 90-92% of cuBLAS in
+    docs/performance.md), on an A^T made once; None if it cannot be built here."""
+    try:
+        import perf_vec4
+
+        name = "sgemm_async<128,128,16,8,8,2>"
+        fn = cp.RawModule(code=perf_vec4.CUDA_C, options=("-std=c++17", "--use_fast_math"),
+                          name_expressions=[name]).get_function(name)
+    except Exception as e:  # noqa: BLE001
+        log(f"hand sgemm_async unavailable: {type(e).__name__}: {e}")
+        return None
+
+    def make(a, b, o, h, k, w):
+        at = a.t().contiguous()
+        grid = ((w + 127) // 128, (h + 127) // 128, 1)
+        argt = (np.uint64(at.data_ptr()), np.uint64(b.data_ptr()), np.uint64(o.data_ptr()), np.int32(h), np.int32(k),
+                np.int32(w))
+        return lambda at=at: fn(grid, (256, 1, 1), argt)  # (at kept alive with the launch)
     return make
 
 
