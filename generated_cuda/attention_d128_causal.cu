@@ -92,11 +92,13 @@ constexpr int64_t dc_n = 32;
 constexpr int64_t kq = 4;
 constexpr int64_t kv_bufs = 1;
 constexpr int64_t kv_copies = 16;
+constexpr int64_t next_block = 4096;
 constexpr int64_t o_n = 64;
 constexpr int64_t pb = 36;
 constexpr int64_t q_copies = 16;
 constexpr int64_t rstep = 2;
 constexpr int64_t s_n = 16;
+constexpr int64_t step = 256;
 constexpr int64_t v_wait = 0;
 constexpr int64_t vb = 0;
 
@@ -142,16 +144,18 @@ __global__ void __launch_bounds__(64, 5) attention_d128_causal(
     }
     int64_t nkb = nk_floordiv(lk + bn - 1, (int64_t)bn);
     nkb = nk_min(nkb, nk_floordiv(q0 + bm + bn - 1, (int64_t)bn));
+    int64_t q_first = (bh * lq + q0 + crow) * d + (int64_t)cc * 4;
+    int64_t kv_first = (bh * lk + crow) * d + (int64_t)cc * 4;
     int64_t r;
     #pragma unroll
     for (int64_t i = 0; i < q_copies; i++) {
         r = crow + i * rstep;
-        nk_copy_async4(&q_s[r][(cc ^ r % 8) * 4], (q0 + r < lq) ? &q[(bh * q_shape1 + (uint32_t)(q0 + r)) * q_shape2 + (int64_t)cc * 4] : q, q0 + r < lq);
+        nk_copy_async4(&q_s[r][(cc ^ r % 8) * 4], (q0 + r < lq) ? &q[q_first + i * step] : q, q0 + r < lq);
     }
     #pragma unroll
     for (int64_t i = 0; i < kv_copies; i++) {
         r = crow + i * rstep;
-        nk_copy_async4(&kv_s[0][r][(cc ^ r % 8) * 4], (r < lk) ? &k[(bh * k_shape1 + r) * k_shape2 + (int64_t)cc * 4] : k, r < lk);
+        nk_copy_async4(&kv_s[0][r][(cc ^ r % 8) * 4], (r < lk) ? &k[kv_first + i * step] : k, r < lk);
     }
     nk_async_commit();
     int64_t row;
@@ -160,6 +164,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128_causal(
         int64_t kb0 = t * bn;
         nk_async_wait<0>();
         __syncthreads();
+        int64_t kv_block = kv_first + kb0 * d;
         #pragma unroll
         for (int64_t i = 0; i < s_n; i++) {
             s[i] = 0.0f;
@@ -236,7 +241,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128_causal(
         #pragma unroll
         for (int64_t i = 0; i < kv_copies; i++) {
             r = crow + i * rstep;
-            nk_copy_async4(&kv_s[0][r][(int64_t)cc * 4], (kb0 + r < lk) ? &v[(bh * v_shape1 + (uint32_t)(kb0 + r)) * v_shape2 + (int64_t)cc * 4] : v, kb0 + r < lk);
+            nk_copy_async4(&kv_s[0][r][(int64_t)cc * 4], (kb0 + r < lk) ? &v[kv_block + i * step] : v, kb0 + r < lk);
         }
         nk_async_commit();
         nk_async_wait<v_wait>();
@@ -267,7 +272,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128_causal(
             #pragma unroll
             for (int64_t i = 0; i < kv_copies; i++) {
                 r = crow + i * rstep;
-                nk_copy_async4(&kv_s[0][r][(cc ^ r % 8) * 4], (kb0 + bn + r < lk) ? &k[(bh * k_shape1 + (uint32_t)(kb0 + bn + r)) * k_shape2 + (int64_t)cc * 4] : k, kb0 + bn + r < lk);
+                nk_copy_async4(&kv_s[0][r][(cc ^ r % 8) * 4], (kb0 + bn + r < lk) ? &k[kv_block + next_block + i * step] : k, kb0 + bn + r < lk);
             }
             nk_async_commit();
         }

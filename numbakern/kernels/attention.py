@@ -104,6 +104,8 @@ def flash_attention(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 3
     rstep = nt // dc_n  # rows between one thread's chunks of a tile
     q_copies = bm // rstep
     kv_copies = bn // rstep
+    step = rstep * d  # elements between one thread's chunks of a tile
+    next_block = bn * d  # elements between two key blocks
     kv_bufs = 2 if kv_split else 1
     vb = kv_bufs - 1  # the V buffer (the K buffer when there is one)
     v_wait = 1 if kv_split else 0  # groups left in flight when V must have landed (K of the next block)
@@ -149,22 +151,27 @@ def flash_attention(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 3
             nkb = min(nkb, (q0 + bm + bn - 1) // bn)
 
         # Q once, and K of the first key block
+        # flat offsets of this thread's first chunks; its next chunks are `step` further, the next key block
+        # `next_block` further: compile-time distances, which fold into the copies' address immediates
+        q_first = (bh * lq + q0 + crow) * d + cc * 4
+        kv_first = (bh * lk + crow) * d + cc * 4
         for i in unroll(range(q_copies)):
             r = crow + i * rstep
-            copy_async4(q_s, (r, (cc ^ (r % 8)) * 4), q, (bh, u32(q0 + r), cc * 4), q0 + r < lq)
+            copy_async4(q_s, (r, (cc ^ (r % 8)) * 4), q, q_first + i * step, q0 + r < lq)
         for i in unroll(range(kv_copies)):
             r = crow + i * rstep
-            copy_async4(kv_s, (0, r, (cc ^ (r % 8)) * 4), k, (bh, r, cc * 4), r < lk)
+            copy_async4(kv_s, (0, r, (cc ^ (r % 8)) * 4), k, kv_first + i * step, r < lk)
         async_commit()
 
         for t in range(nkb):
             kb0 = t * bn
             async_wait(0)  # K of this block (and Q) have landed ...
             cuda.syncthreads()  # ... for everyone; everyone is done with the last block's V and probabilities
+            kv_block = kv_first + kb0 * d
             if kv_split:  # V of this block lands while the scores are computed
                 for i in unroll(range(kv_copies)):
                     r = crow + i * rstep
-                    copy_async4(kv_s, (vb, r, cc * 4), v, (bh, u32(kb0 + r), cc * 4), kb0 + r < lk)
+                    copy_async4(kv_s, (vb, r, cc * 4), v, kv_block + i * step, kb0 + r < lk)
                 async_commit()
 
             # scores: s[qq, rr] = q[row rr] . k[key qq], 4 head-dim columns at a time
@@ -215,13 +222,13 @@ def flash_attention(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 3
             if not kv_split:  # V into the one buffer now that K is read
                 for i in unroll(range(kv_copies)):
                     r = crow + i * rstep
-                    copy_async4(kv_s, (0, r, cc * 4), v, (bh, u32(kb0 + r), cc * 4), kb0 + r < lk)
+                    copy_async4(kv_s, (0, r, cc * 4), v, kv_block + i * step, kb0 + r < lk)
                 async_commit()
             else:  # K of the next block lands during p @ v (an empty group after the last block: the count holds)
                 if t + 1 < nkb:
                     for i in unroll(range(kv_copies)):
                         r = crow + i * rstep
-                        copy_async4(kv_s, (0, r, (cc ^ (r % 8)) * 4), k, (bh, u32(kb0 + bn + r), cc * 4),
+                        copy_async4(kv_s, (0, r, (cc ^ (r % 8)) * 4), k, kv_block + next_block + i * step,
                                     kb0 + bn + r < lk)
                 async_commit()
             async_wait(v_wait)  # V of this block has landed ...
@@ -240,7 +247,7 @@ def flash_attention(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 3
                 cuda.syncthreads()
                 for i in unroll(range(kv_copies)):
                     r = crow + i * rstep
-                    copy_async4(kv_s, (0, r, (cc ^ (r % 8)) * 4), k, (bh, u32(kb0 + bn + r), cc * 4),
+                    copy_async4(kv_s, (0, r, (cc ^ (r % 8)) * 4), k, kv_block + next_block + i * step,
                                 kb0 + bn + r < lk)
                 async_commit()
 
