@@ -1,4 +1,4 @@
-"""Full unrolling of constant-trip loops: ``for i in unroll(range(C))``, the Numba spelling of ``#pragma unroll``.
+"""Unrolling of constant-trip loops: ``for i in unroll(range(C))``, the Numba spelling of ``#pragma unroll``.
 
 NVVM leaves a loop rolled when its body is large (the flagship matmul's k-steps: 64 multiply-adds each), and
 numba-cuda has no way to ask for unrolling. A fully unrolled k-loop is what turns rolled fragment indices into
@@ -28,7 +28,7 @@ are refused with the loop's file and line.
 
 How each consumer sees it:
 
-- **Numba (GPU)**: the expanded function, straight-line code. Outside an expanded function ``unroll`` is an
+- **Numba (GPU)**: the expanded function, straight-line code. Outside an expanded function ``unroll`` is an inline
   identity on the range, so such a loop is correct, just rolled.
 - **Simulator**: the same expanded function (so the simulator runs the code that the GPU compiles).
 - **translate**: the original, rolled function (``rolled_function``), with ``#pragma unroll`` on the loop.
