@@ -98,6 +98,9 @@ def sdpa_kernels(fn) -> str:
     return "; ".join(n[:80] for n in names[:4]) or "no CUDA kernel seen"
 
 
+_TRITON: dict = {}
+
+
 def extra_impls(spec, tensors, args) -> dict:
     """More implementations timed beside the three: Triton (ieee) for the matmuls (skipped cleanly where Triton is
     not installed), each explicit torch SDPA backend for attention. name -> (zero-arg launch, label)."""
@@ -110,9 +113,11 @@ def extra_impls(spec, tensors, args) -> dict:
             import triton  # noqa: F401
         except ImportError:
             return out
-        from scripts.bench_matmul import triton_variant
+        if "triton" not in _TRITON:  # one autotuned Triton kernel for every matmul row
+            from scripts.bench_matmul import triton_variant
 
-        make = triton_variant()
+            _TRITON["triton"] = triton_variant()
+        make = _TRITON["triton"]
         if make is not None:
             m, n, o = arrays[:3]
             out["triton"] = (make(m, n, o, m.shape[0], m.shape[1], n.shape[1]), "Triton tl.dot ieee, autotuned")
