@@ -168,6 +168,8 @@ KERNEL_MODULES = (
     "numbakern.kernels.scan",
     "numbakern.kernels.histogram",
     "numbakern.kernels.conv",
+    "numbakern.kernels.matmul_pipe",
+    "numbakern.kernels.attention",
 )
 
 

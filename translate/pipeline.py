@@ -218,12 +218,13 @@ def _instantiated_pyfunc(tgt, template_params, insts, src, fn):
     kernel comes from the factory, and the derived constants, which the C file declares once at file scope, must
     agree across the instantiations."""
     from .options import _factory
+    from .targets import rolled_function
     from .typing import with_closure
 
     factory = _factory(tgt)
     if factory is None:
         return with_closure(tgt.pyfunc, {k: insts[0][k] for k in template_params})
-    funcs = [getattr(factory(**{**tgt.constants, **inst}), "py_func", None) for inst in insts]
+    funcs = [rolled_function(getattr(factory(**{**tgt.constants, **inst}), "py_func", None)) for inst in insts]
     if any(f is None or f.__code__ is not tgt.pyfunc.__code__ for f in funcs):
         return with_closure(tgt.pyfunc, {k: insts[0][k] for k in template_params})
     first = _closure_values(funcs[0])

@@ -31,7 +31,7 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
 
         spec = registry.get(name)
         kernel = spec.kernel
-        pyfunc = getattr(kernel, "py_func", kernel)
+        pyfunc = rolled_function(getattr(kernel, "py_func", kernel))
         consts = dict(spec.constants)
         return KernelTarget(name, spec.name, kernel, pyfunc, _qualname(pyfunc), spec.name,
                             tuple(spec.signatures), consts)
@@ -58,9 +58,17 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
     pyfunc = getattr(kernel, "py_func", None)
     if pyfunc is None:
         raise LookupError(f"'{name}' is not a @cuda.jit kernel")
+    pyfunc = rolled_function(pyfunc)
     consts.update(constants_of(kernel))
     registry_name = _registered_as(kernel)
     return KernelTarget(name, pyfunc.__name__, kernel, pyfunc, _qualname(pyfunc), registry_name, (), consts)
+
+
+def rolled_function(pyfunc):
+    """The kernel as its author wrote it: the original of a function whose ``unroll`` loops were expanded."""
+    from numbakern.unroll import rolled_function
+
+    return rolled_function(pyfunc)
 
 
 def _qualname(pyfunc) -> str:
