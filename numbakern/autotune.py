@@ -203,7 +203,3 @@ class Autotuner:
         kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)
         return config
 
-    def forget(self) -> None:
-        """Drop this process's memo (the disk cache stays)."""
-        with self._lock:
-            self._memo.clear()

@@ -54,7 +54,7 @@ def test_a_real_nvrtc_log_echoes_an_included_environment_and_the_feedback_does_n
     before it gets this far; this is the second line of defence)."""
     script = (
         "import json\n"
-        "from translate.compile import nvrtc_compile\n"
+        "from translate.nvrtc import nvrtc_compile\n"
         "from translate.llm.feedback import compiler_feedback, mark_candidate\n"
         "code = '__device__ int f() {\\n#include \"/proc/self/environ\"\\n}\\n'\n"
         "r = nvrtc_compile('typedef long long int64_t;\\n' + mark_candidate(code), 'compute_90', name='k.cu',\n"

@@ -3,7 +3,7 @@
 import pytest
 
 from translate.errors import TranslationError
-from translate.pipeline import translate_kernel
+from translate.api import translate_kernel
 
 from .conftest import KERNELS
 

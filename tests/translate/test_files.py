@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from translate.check import check
+from translate.api import check
 from translate.manifest import load
-from translate.pipeline import translate_kernel
+from translate.api import translate_kernel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GENERATED = os.path.join(ROOT, "generated_cuda")
@@ -30,7 +30,7 @@ def test_committed_files_are_current():
 
 @pytest.mark.parametrize("filename", _registered())
 def test_nvrtc_compiles_committed_file(filename):
-    from translate.compile import nvrtc_compile
+    from translate.nvrtc import nvrtc_compile
 
     with open(os.path.join(GENERATED, filename)) as f:
         result = nvrtc_compile(f.read(), "sm_90", name=filename, resources=False)
@@ -127,7 +127,7 @@ def test_identical_retranslation_leaves_the_manifest_untouched(tmp_path):
 
 def test_nvrtc_leaves_python_bytes_objects_intact():
     """NVRTC writes its log into the buffer it is given; an empty log must not land in CPython's shared b" "."""
-    from translate.compile import nvrtc_compile
+    from translate.nvrtc import nvrtc_compile
 
     result = nvrtc_compile('extern "C" __global__ void k(float* x) { x[0] = 1.0f; }', "sm_90", name="k.cu")
     assert result.ok and result.log == "" and result.ptx.startswith("//")

@@ -176,12 +176,6 @@ class BuiltinsMixin:
             code = f"({ctype}){func}(({via} *){ptr}, {vs})"
         return CExpr(code, key, arr.nbt.dtype, PRIMARY if via is None else UNARY, pure=False)
 
-    def index_type(self, node):
-        v = self.value(node)
-        if isinstance(v, TupleVal):
-            return types.UniTuple(types.int64, len(v.items))
-        return v.nbt
-
     def _math(self, obj, node):
         args = self._args(node)
         sig = self.resolve(obj, [a.nbt for a in args], node)

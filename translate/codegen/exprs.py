@@ -12,7 +12,8 @@ import numpy as np
 from numba.cuda import types
 
 from ..cnames import _INT_BITS, c_arith, is_float, is_int, scalar_key
-from ..typing import resolve_call
+from .. import closures
+from ..frontend import resolve_call
 from . import arrays
 from .cexpr import (BINARY_PREC, COND, LAND, LOR, PRIMARY, REL, UNARY, CExpr, Static, TupleVal, arith_casts, cast,
                     compare_casts, float_literal, paren)
@@ -362,12 +363,9 @@ class ExprMixin:
         return key
 
     def lookup_global(self, name):
-        fn = self.pyfunc
-        if name in fn.__code__.co_freevars and fn.__closure__:
-            idx = fn.__code__.co_freevars.index(name)
-            return True, fn.__closure__[idx].cell_contents
-        if name in fn.__globals__:
-            return True, fn.__globals__[name]
+        value = closures.lookup(self.pyfunc, name)
+        if value is not closures.MISSING:
+            return True, value
         if hasattr(_builtins, name):
             return True, getattr(_builtins, name)
         return False, None

@@ -32,9 +32,10 @@ import numpy as np
 
 from . import driver, isolated
 from .build import build_shared_library, nvcc_version, sha256_file
+from .cases import DEFAULT_SEEDS, cases_for
 from .runner import RunResult, numba_run, sha256
+from .sanitize import TOOLS, sanitize_candidates
 
-DEFAULT_SEEDS = (0, 1, 2)
 CHECKS = ("launch", "inputs", "vs_numba", "vs_numpy", "repeat", "reference")
 
 
@@ -152,25 +153,6 @@ def device_facts(arch: str | None = None) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def cases_for(spec, seeds: Sequence[int] = DEFAULT_SEEDS, sizes: Sequence[Mapping[str, int]] | None = None,
-              dists: Sequence[str] | None = None):
-    """``(size, seed, dist, case)`` for every combination, each from its own deterministic generator."""
-    from numbakern.registry import DISTRIBUTIONS
-
-    sizes = list(sizes if sizes is not None else spec.verify_sizes)
-    dists = list(dists if dists is not None else DISTRIBUTIONS)
-    for si, size in enumerate(sizes):
-        for seed in seeds:
-            for di, dist in enumerate(dists):
-                rng = np.random.default_rng([int(seed), si, di])
-                yield dict(size), int(seed), dist, spec.make_case(size, rng, dist)
-
-
-def smallest_sizes(spec, n: int = 2) -> list[dict[str, int]]:
-    """The ``n`` smallest verify sizes (by element count): what the sanitizers run on."""
-    return [dict(s) for s in sorted(spec.verify_sizes, key=lambda s: int(np.prod(list(s.values()))))[:n]]
 
 
 def _tolerance(spec, dtype: np.dtype) -> tuple[float, float]:
@@ -295,8 +277,6 @@ def verify(
                 progress(cr)
         result.ok = bool(result.cases) and all(c.ok for c in result.cases)
         if sanitize and runs.so is not None:
-            from .sanitize import TOOLS, sanitize_candidates
-
             tools = TOOLS if sanitize is True else tuple(sanitize)
             result.sanitizer = sanitize_candidates([(spec, candidate, runs.so)], tools=tools)[candidate.name]
             result.ok = result.ok and all(v == "ok" for v in result.sanitizer.values())

@@ -50,10 +50,6 @@ def sha256(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
-def output_indices(spec) -> tuple[int, ...]:
-    return tuple(spec.outputs)
-
-
 def poisonable(spec, i: int) -> bool:
     return i in spec.outputs and i not in getattr(spec, "accumulates", ())
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import sandbox
+from .cases import smallest_sizes
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 TOOL_FLAGS = {
@@ -62,8 +63,6 @@ def parse_summary(tool: str, rc: int, output: str) -> str:
 
 
 def _plan_items(items) -> list[dict[str, Any]]:
-    from .harness import smallest_sizes
-
     return [{"name": cand.name, "spec": spec.name, "so": str(so), "launcher": dict(cand.launcher),
              "sizes": smallest_sizes(spec)} for spec, cand, so in items]
 
