@@ -67,10 +67,10 @@ def _number(text):
 
 
 def main(argv=None) -> int:
-    # the translator needs numba's real CUDA front end (it needs no GPU); the simulator has none. numba reads this
-    # when numba.cuda is first imported, so everything that imports numba is imported below, not at the top.
+    # the translator needs numba's real CUDA front end (it needs no GPU); the simulator has none
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
     args = build_parser().parse_args(argv)
+    # numba reads that variable when numba.cuda is first imported: what imports numba is imported here, not above
     from numbakern import registry
 
     from . import api

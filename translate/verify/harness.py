@@ -29,11 +29,13 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from numba import cuda
+from numbakern.compare import compare
 
 from . import driver, isolated
 from .build import build_shared_library, nvcc_version, sha256_file
 from .cases import DEFAULT_SEEDS, cases_for
-from .runner import RunResult, numba_run, sha256
+from .runner import RunResult, poisonable, poisoned, sha256
 from .sanitize import TOOLS, sanitize_candidates
 
 CHECKS = ("launch", "inputs", "vs_numba", "vs_numpy", "repeat", "reference")
@@ -160,10 +162,29 @@ def _tolerance(spec, dtype: np.dtype) -> tuple[float, float]:
 
 
 def _compare(spec, i: int, got: np.ndarray, want: np.ndarray, scale, name: str):
-    from numbakern.compare import compare
-
     rtol, atol = _tolerance(spec, got.dtype)
     return compare(got, want, scale=scale, rtol=rtol, atol=atol, name=name)
+
+
+def numba_run(spec, case, run: str = "a") -> RunResult:
+    """The Numba kernel on its own device copies of ``case``'s arguments, outputs poisoned."""
+    result = RunResult()
+    args: list[Any] = []
+    for i, a in enumerate(case.args):
+        if isinstance(a, np.ndarray):
+            args.append(cuda.to_device(poisoned(a, run) if poisonable(spec, i) else a))
+        else:
+            args.append(a)
+    cfg = case.launch
+    try:
+        spec.kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)
+        cuda.synchronize()
+        result.outputs = {i: args[i].copy_to_host() for i in spec.outputs}
+        result.input_sha_after = {i: sha256(args[i].copy_to_host()) for i, a in enumerate(case.args)
+                                  if isinstance(a, np.ndarray) and i not in spec.outputs}
+    except Exception as exc:  # noqa: BLE001 - reported per case
+        result.error = f"{type(exc).__name__}: {exc}"
+    return result
 
 
 def run_case(spec, case, c1: RunResult, c2: RunResult, *, deterministic: bool) -> tuple[bool, list[str], float, float, list[str], list]:

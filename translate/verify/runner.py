@@ -1,10 +1,10 @@
-"""Running one side of a verification case on the device, with honest buffers.
+"""Running the candidate side of a verification case on the device, with honest buffers: ``candidate_run`` calls
+the compiled C through its ``extern "C"`` launcher (ctypes), in buffers of its own (``driver.DeviceArray``), outputs
+poisoned first, every input's SHA-256 taken after the run.
 
-- ``candidate_run``: the compiled C through its ``extern "C"`` launcher (ctypes), in buffers of its own
-  (``driver.DeviceArray``), outputs poisoned first, every input's SHA-256 taken after the run.
-- ``numba_run``: the Numba kernel, in separate buffers, outputs poisoned the same way.
-
-Imports numpy, ctypes and this package's ``driver``/``abi`` only (``numba_run`` imports numba when called).
+The reference side, the Numba kernel in buffers of its own, is ``translate.verify.harness.numba_run``: this module
+runs in the sandboxed child that loads candidates, which never imports numba. Imports numpy, ctypes and this
+package's ``driver``/``abi``/``build`` only.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import abi, driver
+from .build import build_shared_library
 
 #: float poison per run: NaN for the first candidate run and the reference, a huge finite sentinel for the second
 FLOAT_POISON = {"a": np.nan, "b": -3.0e38}
@@ -67,8 +68,6 @@ class SharedPoisoner:
     _instance: "SharedPoisoner | None" = None
 
     def __init__(self, arch: str):
-        from .build import build_shared_library
-
         self.lib = ctypes.CDLL(str(build_shared_library(Path(__file__).with_name("gpu_helpers.cu"), arch=arch)))
         self.lib.nk_poison_shared.argtypes = [ctypes.c_uint32]
         self.lib.nk_poison_shared.restype = ctypes.c_int
@@ -121,27 +120,4 @@ def candidate_run(fn, launcher: Mapping[str, Any], spec, case, run: str = "a", s
     finally:
         for d in buffers.values():
             d.free()
-    return result
-
-
-def numba_run(spec, case, run: str = "a") -> RunResult:
-    """The Numba kernel on its own device copies of ``case``'s arguments, outputs poisoned."""
-    from numba import cuda
-
-    result = RunResult()
-    args: list[Any] = []
-    for i, a in enumerate(case.args):
-        if isinstance(a, np.ndarray):
-            args.append(cuda.to_device(poisoned(a, run) if poisonable(spec, i) else a))
-        else:
-            args.append(a)
-    cfg = case.launch
-    try:
-        spec.kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)
-        cuda.synchronize()
-        result.outputs = {i: args[i].copy_to_host() for i in spec.outputs}
-        result.input_sha_after = {i: sha256(args[i].copy_to_host()) for i, a in enumerate(case.args)
-                                  if isinstance(a, np.ndarray) and i not in spec.outputs}
-    except Exception as exc:  # noqa: BLE001 - reported per case
-        result.error = f"{type(exc).__name__}: {exc}"
     return result

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -140,8 +141,6 @@ def _tail(path: Path) -> str:
 
 def apply_limits(limits: Limits) -> None:
     """In the child, before it runs anything: lower (never raise) each limit, no core dumps, a private umask."""
-    import resource
-
     def lower(which: int, value: int, hard_extra: int = 0) -> None:
         soft, hard = resource.getrlimit(which)
         new_hard = value + hard_extra if hard == resource.RLIM_INFINITY else min(hard, value + hard_extra)

@@ -16,6 +16,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from . import abi, driver
+from .build import build_shared_library
+
 
 def write_case(path, *, cu, launcher: Mapping[str, Any], case, nvcc_flags=(), expected: Mapping[int, np.ndarray],
                scale: Mapping[int, np.ndarray] | None, rtol: float, atol: float, outputs, poison=np.nan) -> None:
@@ -46,9 +49,6 @@ def _close(got: np.ndarray, want: np.ndarray, scale, rtol: float, atol: float) -
 
 
 def run_case(path: str | Path, arch: str | None = None) -> dict[str, Any]:
-    from . import abi, driver
-    from .build import build_shared_library
-
     z = np.load(path)
     meta = json.loads(str(z["meta"]))
     arch = arch or driver.device_info()["arch"]

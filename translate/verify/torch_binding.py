@@ -20,7 +20,7 @@ from . import abi
 
 class TensorArg:
     def __init__(self, name: str, t: Any, param: abi.Param):
-        import torch
+        import torch  # an optional dependency (numbakern[torch]): needed only by who calls with tensors
 
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"argument '{name}' must be a torch tensor, got {type(t).__name__}")
@@ -40,7 +40,7 @@ def torch_launcher(so_path: str, launcher: Mapping[str, Any]):
     params = abi.params_of(launcher)
 
     def call(*args: Any, grid: Sequence[int], block: Sequence[int], shared_bytes: int = 0, stream: Any = None) -> None:
-        import torch
+        import torch  # an optional dependency (numbakern[torch]), as above
 
         if len(args) != len(params):
             raise TypeError(f"{launcher['symbol']} takes {len(params)} arguments ({', '.join(p.name for p in params)}), got {len(args)}")
