@@ -80,6 +80,13 @@ class KernelSpec:
     description: str = ""
     # the kernel's precondition on sizes, e.g. {"k": 4, "w": 4}: those dimensions must be multiples (16-byte access)
     size_multiples: Mapping[str, int] = field(default_factory=dict)
+    # scratch arguments that must be zeros at launch and that the kernel leaves zeros (a workspace that needs no
+    # memset between launches); make_case gives them as zeros, and they carry no test data
+    workspace: tuple[int, ...] = ()
+    # the library operation the kernel replaces, for the benchmark: (*args on the device, in the kernel's order, as
+    # torch tensors and scalars) -> (a no-argument callable that runs it, its name), e.g. (lambda: torch.sum(x),
+    # "torch.sum")
+    baseline: Callable[..., tuple[Callable[[], Any], str]] | None = None
     # the module that declared the spec (default: the kernel's): its namespace, and where a child process finds it
     module: str = ""
 
@@ -156,6 +163,13 @@ KERNEL_MODULES = (
     "numbakern.kernels.transpose",
     "numbakern.kernels.matmul_fast",
     "numbakern.kernels.matmul_async",
+    "numbakern.kernels.softmax",
+    "numbakern.kernels.norm",
+    "numbakern.kernels.scan",
+    "numbakern.kernels.histogram",
+    "numbakern.kernels.conv",
+    "numbakern.kernels.matmul_pipe",
+    "numbakern.kernels.attention",
 )
 
 
@@ -165,7 +179,7 @@ class AmbiguousKernelName(LookupError):
 
 def register(spec: KernelSpec) -> KernelSpec:
     """Add a spec. Library names are unique; a user module that is imported again re-declares (replaces) its own."""
-    bad = [i for i in (*spec.outputs, *spec.accumulates) if not 0 <= i < len(spec.arg_names())]
+    bad = [i for i in (*spec.outputs, *spec.accumulates, *spec.workspace) if not 0 <= i < len(spec.arg_names())]
     if bad:
         raise ValueError(f"kernel '{spec.name}': output indices {bad} are outside its argument list")
     if spec.namespace == PROJECT:

@@ -16,7 +16,9 @@ compiled code, so ``tw`` is a literal to the compiler (it can size static shared
     matmul_tiled(16)[grid, block](a, b, c)   # compiles once for tw=16
     matmul_tiled(tw=32)                      # another variant, cached separately
 
-It works the same under the simulator, where the factory returns the simulator's kernel object.
+It works the same under the simulator, where the factory returns the simulator's kernel object. Loops written
+``for i in unroll(range(C))`` in the kernel are expanded into straight-line code for each variant
+(``numbakern.unroll``).
 """
 
 from __future__ import annotations
@@ -61,7 +63,10 @@ class Specialized:
         with self._lock:
             kernel = self._variants.get(key)
             if kernel is None:
-                kernel = self.factory(**dict(key))
+                from .unroll import expand_kernel  # (imports numba.cuda: not at numbakern's import)
+
+                # loops marked `for i in unroll(range(C))` become straight-line code now that C is known
+                kernel = expand_kernel(self.factory(**dict(key)))
                 setattr(kernel, CONSTANTS_ATTR, dict(key))
                 setattr(kernel, FACTORY_ATTR, self)
                 self._variants[key] = kernel

@@ -29,8 +29,9 @@ TOOL = "bench.py"
 RESULTS = benchkit.ROOT / "docs" / "bench"
 README = benchkit.ROOT / "README.md"
 FIELDS = ["kernel", "size", "size_keys", "metric", "numba_ms", "c_ms", "torch_ms", "numba_rate", "c_rate", "torch_rate",
-          "c_vs_numba", "torch_vs_c", "c_numba_max_rel_diff", "torch_op"]
-NUMERIC = ("numba_ms", "c_ms", "torch_ms", "numba_rate", "c_rate", "torch_rate", "c_vs_numba", "torch_vs_c")
+          "c_vs_numba", "torch_vs_c", "c_pct_copy", "c_numba_max_rel_diff", "torch_op", "triton_ms", "peers"]
+NUMERIC = ("numba_ms", "c_ms", "torch_ms", "numba_rate", "c_rate", "torch_rate", "c_vs_numba", "torch_vs_c",
+           "c_pct_copy")
 #: the largest relative difference between the translated C and Numba at a benchmark size that counts as agreement
 AGREEMENT = 1e-4
 
@@ -39,6 +40,8 @@ def torch_equivalent(spec, tensors):
     """``(fn, description)``: the torch operation that computes what ``spec``'s kernel computes, on its tensors."""
     import torch
 
+    if spec.baseline is not None:  # the spec names its own (KernelSpec.baseline)
+        return spec.baseline(*tensors)
     arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
     if spec.name == "matmul_flagship_async":  # out = mt.T @ n: cuBLAS takes the transposed operand as it is
         mt, n, out = arrays[:3]
@@ -54,6 +57,55 @@ def torch_equivalent(spec, tensors):
     if spec.family == "transpose":
         return (lambda: arrays[0].t().contiguous()), ".t().contiguous()"
     return None, ""
+
+
+def sdpa_kernels(torch, fn) -> str:
+    """The CUDA kernels one call of ``fn`` launches, from torch's profiler: which SDPA backend ran."""
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        names = sorted({e.key for e in prof.key_averages() if e.device_type.name == "CUDA" and e.key}, key=len)
+    except Exception as exc:  # noqa: BLE001 - a profiler that cannot trace here: the row says so
+        return f"profiler unavailable: {type(exc).__name__}"
+    return "; ".join(n[:70] for n in names[:3]) or "no CUDA kernel seen"
+
+
+_TRITON: dict = {}
+
+
+def peer_impls(torch, spec, tensors) -> dict:
+    """Implementations timed beside the three, in the same run: Triton (fp32 ieee) for the matmuls (none where
+    Triton is missing), and each of torch's fp32 SDPA backends for attention. ``{key: (launch, label)}``."""
+    arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
+    out = {}
+    if spec.family == "matmul" and spec.name != "matmul_flagship_async":
+        if "make" not in _TRITON:  # one autotuned Triton kernel for every matmul row
+            import bench_matmul  # this script's folder
+
+            _TRITON["make"] = bench_matmul.triton_variant()
+        if _TRITON["make"] is not None:
+            m, n, o = arrays[:3]
+            launch = _TRITON["make"](m, n, o.clone(), m.shape[0], m.shape[1], n.shape[1])
+            out["triton"] = (launch, "Triton tl.dot ieee, autotuned")
+    if spec.family == "attention":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        default, _ = torch_equivalent(spec, tensors)
+        out["sdpa_default"] = (default, f"SDPA default ran: {sdpa_kernels(torch, default)}")
+        for backend in (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH):
+            def run(backend=backend):
+                with sdpa_kernel(backend):
+                    return default()
+            try:
+                run()
+            except RuntimeError as exc:  # a backend that does not take fp32 or this shape
+                print(f"  {spec.name}: SDPA backend {backend.name} unavailable: {str(exc)[:100]}", flush=True)
+                continue
+            out[f"sdpa_{backend.name.lower()}"] = (run, f"SDPA {backend.name}")
+    return out
 
 
 def bench_one(torch, spec, size, budget: float) -> dict:
@@ -106,6 +158,32 @@ def bench_one(torch, spec, size, budget: float) -> dict:
         row[f"{name}_rate"] = (work.flops if use_flops else work.bytes) / (ms * 1e-3) / 1e9
     row["c_vs_numba"] = row["numba_ms"] / row["c_ms"]
     row["torch_vs_c"] = row["c_ms"] / row["torch_ms"]
+    peers = []
+    for key, (fn, label) in peer_impls(torch, spec, tensors).items():
+        ms = benchkit.median_ms(fn, budget)
+        peers.append(f"{label}: {ms:.3f} ms")
+        if key == "triton":
+            row["triton_ms"] = ms
+    row["peers"] = "; ".join(peers)
+    return row
+
+
+def copy_bandwidth(budget: float, n: int = 1 << 28) -> dict:
+    """A row with the device's copy bandwidth as this run measures it: ``dst.copy_(src)`` of ``n`` floats, counted
+    as bytes read plus bytes written (the yardstick for the memory-bound kernels' GB/s)."""
+    import torch
+
+    src = torch.rand(n, device="cuda")
+    dst = torch.empty_like(src)
+    ms = benchkit.median_ms(lambda: dst.copy_(src), budget)
+    nan = float("nan")
+    row = {"kernel": "copy", "size": str(n), "size_keys": "n", "metric": "GB/s",
+           "torch_op": "Tensor.copy_ (bytes read + written)", "torch_ms": ms, "torch_rate": 8.0 * n / (ms * 1e-3) / 1e9}
+    row.update({k: nan for k in ("numba_ms", "c_ms", "numba_rate", "c_rate", "c_vs_numba", "torch_vs_c",
+                                 "c_pct_copy", "c_numba_max_rel_diff", "triton_ms")})
+    row["peers"] = ""
+    del src, dst
+    torch.cuda.empty_cache()
     return row
 
 
@@ -114,16 +192,26 @@ def markdown(rows, provenance: str) -> str:
     def cell(ms, rate):
         return "n/a" if math.isnan(ms) else f"{ms:.3f} ms ({rate:,.0f})"
 
+    def ratio(x, suffix=""):
+        return "" if math.isnan(x) else f"{x:.2f}{suffix}"
+
     header = ("kernel", "size", "unit", "Numba", "translated C", "torch/cuBLAS", "C speed-up over Numba",
-              "C time / torch time")
-    lines = [provenance, "", "| " + " | ".join(header) + " |", "|---|---|---|---:|---:|---:|---:|---:|"]
+              "C time / torch time", "C share of copy bandwidth")
+    lines = [provenance, "", "| " + " | ".join(header) + " |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        n = {k: benchkit.number(r[k]) for k in NUMERIC}
+        n = {k: benchkit.number(r.get(k, "nan")) for k in NUMERIC}
+        share = "" if math.isnan(n["c_pct_copy"]) else f"{n['c_pct_copy']:.0f}%"
         lines.append(f"| {r['kernel']} | {r['size']} | {r['metric']} | {cell(n['numba_ms'], n['numba_rate'])} | "
                      f"{cell(n['c_ms'], n['c_rate'])} | {cell(n['torch_ms'], n['torch_rate'])} | "
-                     f"{n['c_vs_numba']:.2f}× | {n['torch_vs_c']:.2f} |")
+                     f"{ratio(n['c_vs_numba'], '×')} | {ratio(n['torch_vs_c'])} | {share} |")
     lines += ["", ("Throughput in parentheses (GFLOP/s or GB/s). \"C speed-up over Numba\" = Numba time / C time; "
-                   "\"C time / torch time\" > 1 means torch is faster.")]
+                   "\"C time / torch time\" > 1 means torch is faster; the share of copy bandwidth compares a "
+                   "memory-bound kernel's GB/s (bytes it must read + write) with the `copy` row of the same run.")]
+    peers = [r for r in rows if r.get("peers")]
+    if peers:  # Triton beside the matmuls, torch's SDPA backends beside attention
+        lines += ["", "Other implementations timed in the same run:", "", "| kernel | size | torch op | timings |",
+                  "|---|---|---|---|"]
+        lines += [f"| {r['kernel']} | {r['size']} | {r['torch_op']} | {r['peers']} |" for r in peers]
     return "\n".join(lines) + "\n"
 
 
@@ -147,6 +235,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="folder for bench.csv/.md/.png (default: $OUT, else docs/bench)")
     parser.add_argument("--kernels", nargs="+", metavar="NAME", help="registered kernel names (default: all)")
+    parser.add_argument("--families", nargs="+", metavar="FAMILY",
+                        help="only these kernel families (matmul, attention, reduce, softmax, norm, ...)")
     parser.add_argument("--budget", type=float, default=0.8,
                         help="seconds of timed samples per implementation and size")
     parser.add_argument("--render", metavar="CSV", help="only rewrite bench.md/.png (and README's table) from this CSV")
@@ -164,16 +254,23 @@ def main(argv=None) -> int:
         specs = [get(k) for k in args.kernels] if args.kernels else all_specs()
     except KeyError as exc:
         parser.error(str(exc.args[0]))
+    if args.families:
+        specs = [s for s in specs if s.family in args.families]
     out = benchkit.out_dir(args.out, RESULTS)
     benchkit.log_to_out("bench")
     torch = benchkit.require_gpu(TOOL)
     provenance = (f"Measured on {benchkit.device_line(torch)}, {benchkit.today()}, with `python scripts/bench.py`; "
                   "median of CUDA-event timings, fp32, TF32 off.")
     print(provenance, flush=True)
-    rows, t0 = [], time.perf_counter()
+    rows = [copy_bandwidth(args.budget)]
+    print(f"copy bandwidth {rows[0]['torch_rate']:,.0f} GB/s ({rows[0]['torch_ms']:.4f} ms, {rows[0]['size']} floats)",
+          flush=True)
+    t0 = time.perf_counter()
     for spec in specs:
         for size in spec.bench_sizes:
             r = bench_one(torch, spec, size, args.budget)
+            copy_rate = rows[0]["torch_rate"]
+            r["c_pct_copy"] = 100.0 * r["c_rate"] / copy_rate if r["metric"] == "GB/s" else float("nan")
             rows.append(r)
             torch.cuda.empty_cache()  # this size's tensors are gone with bench_one's closures
             print(f"{r['kernel']:<22} {r['size']:<16} numba {r['numba_ms']:9.4f} ms  C {r['c_ms']:9.4f} ms  "

@@ -65,6 +65,9 @@ CHECK_SHAPES = ((1, 1, 1), (33, 70, 45), (127, 131, 257), (509, 263, 383), (7, 1
 SLOW_LIMIT = 4096 ** 3
 FIELDS = ["group", "variant", "h", "k", "w", "ms", "gflops", "pct_cublas", "rel_err", "config"]
 CUBLAS = "cuBLAS (torch.matmul)"
+TRITON = "Triton (fp32 ieee, autotuned)"
+#: --quick: the fastest designs of each kind and their peers (a few minutes on an H200)
+QUICK = r"matmul_flagship .*vec|matmul_pipelined|matmul_fast|sgemm_async: the cp.async design|Triton"
 
 
 def shape_label(h: int, k: int, w: int) -> str:
@@ -73,7 +76,13 @@ def shape_label(h: int, k: int, w: int) -> str:
 
 def config_label(c: dict) -> str:
     extra = (" vec" if c.get("vec") else "") + (f" group {c['group']}" if c.get("group", 1) > 1 else "")
+    if c.get("kernel") == "pipelined":
+        extra = f" pipelined {c.get('stages', 2)} stages" + extra
     return "{bm}x{bn}x{bk}/{tm}x{tn}".format(**c) + extra
+
+
+def pipe_label(c: dict) -> str:
+    return config_label({**c, "kernel": "pipelined"})
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -90,6 +99,10 @@ def vec_shapes(h, k, w):  # 16-byte groups along k (A) and w (B, out)
 
 def async_shapes(h, k, w):  # 16-byte groups along h (A^T) and w
     return h % 4 == 0 and w % 4 == 0
+
+
+def pipe_shapes(h, k, w):  # 16-byte groups along w (B, out); A is copied 4 bytes at a time
+    return w % 4 == 0
 
 
 @dataclass(frozen=True)
@@ -161,11 +174,29 @@ def numba_matmul_fast(chosen: dict):
     def make(a, b, o, h, k, w):
         from numbakern.kernels import matmul_fast as mf
 
+        from numbakern.kernels import matmul_pipe as mp
+
         A, B, O = numba_views(a, b, o)
-        config = (mf.vec_autotuner if mf.vec_ready(A, B, O) else mf.autotuner).select(A, B, O)
+        tuner = mp.ready_autotuner if mf.vec_ready(A, B, O) else mp.pipe_autotuner if mp.pipe_ready(A, B, O) \
+            else mf.autotuner
+        config = tuner.select(A, B, O)
         chosen[(h, k, w)] = config
-        cfg = mf.flagship_launch(config, h, w)
-        kern = mf.matmul_flagship(**config)
+        if tuner is mf.autotuner:
+            cfg, kern = mf.flagship_launch(config, h, w), mf.matmul_flagship(**config)
+        else:
+            cfg, kern = mp.either_launch(config, A, B, O), mp.either_kernel(**config)
+        return lambda: kern[cfg.grid, cfg.block](A, B, O)
+    return make
+
+
+def numba_pipelined(config: dict):
+    """``matmul_pipelined``: a multi-stage cp.async pipeline, A transposed on its way into shared memory."""
+    def make(a, b, o, h, k, w):
+        from numbakern.kernels import matmul_pipe as mp
+
+        A, B, O = numba_views(a, b, o)
+        cfg = mp.pipe_launch(config, h, w)
+        kern = mp.matmul_pipelined(**config)
         return lambda: kern[cfg.grid, cfg.block](A, B, O)
     return make
 
@@ -193,7 +224,12 @@ def translated(kernel: str, transposed: bool = False):
         from numbakern.registry import get
 
         spec = get(kernel)
-        cfg = mf.flagship_launch(spec.constants, h, w)
+        if kernel == "matmul_pipelined":
+            from numbakern.kernels import matmul_pipe as mp
+
+            cfg = mp.pipe_launch(spec.constants, h, w)
+        else:
+            cfg = mf.flagship_launch(spec.constants, h, w)
         first = a.t().contiguous() if transposed else a
         return benchkit.translated_launch(spec, [first, b, o], cfg.grid, cfg.block)
     return make
@@ -260,6 +296,7 @@ def triton_variant():
 
 def all_variants(sweep: bool, chosen: dict) -> list[Variant]:
     from numbakern.kernels import matmul_fast as mf
+    from numbakern.kernels import matmul_pipe as mp
 
     out = [
         Variant("lecture", "Numba naive", numba_lecture("naive"), slow=True),
@@ -273,12 +310,15 @@ def all_variants(sweep: bool, chosen: dict) -> list[Variant]:
                 numba_flagship(mf.DEFAULT_CONFIG)),
         Variant("flagship", f"Numba matmul_flagship {config_label(mf.VEC_DEFAULT_CONFIG)}",
                 numba_flagship(mf.VEC_DEFAULT_CONFIG), vec_shapes),
+        Variant("flagship", f"Numba matmul_pipelined {pipe_label(mp.PIPE_DEFAULT_CONFIG)}",
+                numba_pipelined(mp.PIPE_DEFAULT_CONFIG), pipe_shapes),
         Variant("flagship", "Numba matmul_fast (autotuned)", numba_matmul_fast(chosen)),
         Variant("flagship", "Numba matmul_flagship_async, A^T given", numba_async(True), async_shapes),
         Variant("flagship", "Numba matmul_via_async (transpose + matmul_flagship_async)", numba_async(False),
                 async_shapes),
         Variant("flagship", "translated C matmul_flagship.cu", translated("matmul_flagship")),
         Variant("flagship", "translated C matmul_flagship_vec.cu", translated("matmul_flagship_vec"), vec_shapes),
+        Variant("flagship", "translated C matmul_pipelined.cu", translated("matmul_pipelined"), pipe_shapes),
         Variant("flagship", "translated C matmul_flagship_async.cu, A^T given",
                 translated("matmul_flagship_async", transposed=True), async_shapes),
         Variant("reference C", "CUDA C sgemm_vec4: the vec design, k-loop unrolled",
@@ -292,7 +332,7 @@ def all_variants(sweep: bool, chosen: dict) -> list[Variant]:
     ]
     tri = triton_variant()
     if tri is not None:
-        out.append(Variant("peer", "Triton (fp32 ieee, autotuned)", tri))
+        out.append(Variant("peer", TRITON, tri))
     out.append(Variant("peer", CUBLAS, cublas))
     if sweep:  # the autotuners' other candidates (the two defaults are timed above)
         for c in (*mf.CONFIGS, *mf.VEC_CONFIGS):
@@ -396,6 +436,19 @@ def markdown(rows, provenance: str) -> str:
             ms, pct = (benchkit.number(r[k]) for k in ("ms", "pct_cublas")) if r else (0, 0)
             cells.append("—" if r is None else f"{ms:.3f} ({pct:.0f}%)")
         lines.append(f"| {group} | {name} | " + " | ".join(cells) + " |")
+    triton = {s: cell.get((TRITON, *s)) for s in sizes}
+    if any(triton.values()):  # the peer the issue's targets name beside cuBLAS
+        lines += ["", f"Time relative to {TRITON} at the same size (< 1.00: faster than Triton).", "",
+                  "| variant | " + " | ".join(shape_label(*s) for s in sizes) + " |", "|---|" + "---:|" * len(sizes)]
+        for group, name in names:
+            if group not in ("flagship", "reference C"):
+                continue
+            cells = []
+            for s in sizes:
+                r, t = cell.get((name, *s)), triton[s]
+                cells.append("—" if r is None or t is None
+                             else f"{benchkit.number(r['ms']) / benchkit.number(t['ms']):.2f}")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
     chosen = [f"{shape_label(int(r['h']), int(r['k']), int(r['w']))}: {r['config']}" for r in rows if r["config"]]
     if chosen:
         lines += ["", "`matmul_fast`'s autotuner chose: " + "; ".join(chosen) + "."]
@@ -613,6 +666,9 @@ def main(argv=None) -> int:
                         help="product sizes to time (default: 5120x256x5120,1024x1024x1024,...,8192x8192x8192)")
     parser.add_argument("--only", type=re.compile, metavar="REGEX", help="time only the variants whose name matches")
     parser.add_argument("--sweep", action="store_true", help="also time matmul_flagship in every autotuner config")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"only the fastest Numba, translated and hand-written kernels beside Triton and cuBLAS "
+                             f"(--only '{QUICK}')")
     parser.add_argument("--budget", type=float, default=0.5, help="seconds of timed samples per variant and size")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (checks and timing)")
     task = parser.add_mutually_exclusive_group()
@@ -621,6 +677,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.budget <= 0:
         parser.error(f"--budget must be positive, got {args.budget}")
+    if args.quick:
+        if args.only is not None:
+            parser.error("--quick and --only exclude each other")
+        args.only = re.compile(QUICK)
 
     if args.render:
         rows, provenance = benchkit.read_csv(Path(args.render))

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from numba.cuda import types
+from numbakern.unroll import rolled_function
 
 from . import closures, emit, manifest, options, targets
 from .backends import get_backend
@@ -171,7 +172,7 @@ def _instantiated_pyfunc(tgt: targets.KernelTarget, template_params: tuple[str, 
     first_values = {k: insts[0][k] for k in template_params}
     if tgt.factory is None:
         return closures.with_closure(tgt.pyfunc, first_values)
-    funcs = [getattr(tgt.factory(**{**tgt.constants, **inst}), "py_func", None) for inst in insts]
+    funcs = [rolled_function(getattr(tgt.factory(**{**tgt.constants, **inst}), "py_func", None)) for inst in insts]
     if any(f is None or f.__code__ is not tgt.pyfunc.__code__ for f in funcs):
         return closures.with_closure(tgt.pyfunc, first_values)
     first = closures.closure_values(funcs[0])

@@ -14,6 +14,7 @@ from typing import Any
 
 from numbakern import registry
 from numbakern.specialize import Specialized, constants_of, factory_of
+from numbakern.unroll import rolled_function  # the kernel as its author wrote it, before unroll() expanded it
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
     if ":" not in name:
         spec = registry.get(name)
         kernel = spec.kernel
-        pyfunc = getattr(kernel, "py_func", kernel)
+        pyfunc = rolled_function(getattr(kernel, "py_func", kernel))
         consts = dict(spec.constants)
         return KernelTarget(name, spec.name, kernel, pyfunc, _qualname(pyfunc), spec.name,
                             tuple(spec.signatures), consts, factory_of(kernel))
@@ -61,6 +62,7 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
     pyfunc = getattr(kernel, "py_func", None)
     if pyfunc is None:
         raise LookupError(f"'{name}' is not a @cuda.jit kernel")
+    pyfunc = rolled_function(pyfunc)
     consts.update(constants_of(kernel))
     registry_name = _registered_as(kernel)
     return KernelTarget(name, pyfunc.__name__, kernel, pyfunc, _qualname(pyfunc), registry_name, (), consts,

@@ -27,7 +27,7 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str]) -> set[str]:
             builtin = isinstance(f, ast.Name) and f.id in ("len", "min", "max", "abs", "range", "int", "float")
             fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
             # numbakern.vector_io / async_copy: the one argument these write
-            vector_written = {"vload4": 2, "vstore4": 0, "copy_async4": 0}.get(fname)
+            vector_written = {"vload4": 2, "vstore4": 0, "copy_async4": 0, "copy_async": 0}.get(fname)
             for i, a in enumerate(node.args):
                 if isinstance(a, ast.Name) and a.id in array_params:
                     if vector_written is not None:

@@ -31,7 +31,9 @@ def test_specs_are_consistent(spec, rng):
         case = spec.make_case(spec.test_sizes[0], rng, dist)
         assert len(case.args) == len(args)
         for i, a in enumerate(case.args):
-            if isinstance(a, np.ndarray) and i not in spec.outputs and a.size > 1:
+            if i in spec.workspace:
+                assert isinstance(a, np.ndarray) and not a.any(), f"{spec.name}: workspace {args[i]} must be zeros"
+            elif isinstance(a, np.ndarray) and i not in spec.outputs and a.size > 1:
                 assert np.count_nonzero(a) > 0, f"{spec.name}: input {args[i]} is all zeros"
 
 

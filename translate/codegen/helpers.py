@@ -15,6 +15,20 @@ __device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, boo
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 """,
+    "nk_cp_async1": """\
+// cp.async of one float (4 bytes, through L1: .ca is the only mode for copies under 16 bytes); any alignment
+__device__ __forceinline__ void nk_copy_async(float *dst, const float *src, bool valid) {
+    unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 4 : 0)
+                 : "memory");
+}
+""",
+    "nk_cp_async_wait": """\
+// cp.async.wait_group N: all but this thread's N most recent groups of copies have landed (N an immediate)
+template <int N> __device__ __forceinline__ void nk_async_wait() {
+    asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+""",
     "nk_floordiv": """\
 // Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
 __device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {

@@ -101,6 +101,9 @@ def _value(v, facts, static):
 
 
 def _range_var(it, facts, static):
+    from .unroll import range_call
+
+    it = range_call(it)
     if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"):
         return None
     args = it.args

@@ -12,7 +12,7 @@ from numba.cuda import types
 
 from ..cnames import c_name, is_int, scalar_key
 from ..errors import SourceInfo
-from . import arrays, ranges, scope, vectors
+from . import arrays, ranges, scope, unroll, vectors
 from .builtins import BuiltinsMixin
 from .cexpr import CExpr, Static, TupleVal, cast, paren
 from .exprs import BINOPS, ExprMixin
@@ -268,6 +268,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         if node.orelse:
             raise self.src.error(node, "for ... else is not supported", hint="a flag variable")
         it = node.iter
+        marked = unroll.unroll_range(self, it)  # for i in unroll(range(...)): #pragma unroll, whatever the trips
+        it = marked[0] if marked is not None else it
         f = self.value(it.func) if isinstance(it, ast.Call) else None
         if not (isinstance(f, Static) and f.obj is range) or not isinstance(node.target, ast.Name):
             raise self.src.error(it, "for loops must iterate over range(...) into a single name",
@@ -288,7 +290,9 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             self.emit(f"const {ctype} {var}_stop = {stop.code};")
             stop = CExpr(f"{var}_stop", key, None)
         trips = self._constant_trip_count(it)
-        if trips is not None and 1 < trips <= UNROLL_LIMIT:
+        if marked is not None:
+            self.emit(marked[1])
+        elif trips is not None and 1 < trips <= UNROLL_LIMIT:
             self.emit("#pragma unroll")
         if step is None or step.literal == 1:
             self.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var}++) {{")

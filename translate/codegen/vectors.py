@@ -8,6 +8,8 @@
 
     copy_async4(a_s, (st, r, c), mt, (gr, gc), ok)  ->  nk_copy_async4(&a_s[st][r][c], ok ? &mt[gr * mt_shape1 + gc] : mt, ok);
     async_commit(); async_wait_all()              ->  nk_async_commit(); nk_async_wait_all();
+    async_wait(n)                                 ->  nk_async_wait<n>();
+    copy_async(a_s, (st, c, r), m, (gr, gc), ok)  ->  nk_copy_async(&a_s[st][c][r], ok ? &m[gr * m_shape1 + gc] : m, ok);
 
 The register side stays four scalar accesses (so the local array stays in registers); the 16-byte alignment of the
 memory side is the kernel's precondition, as in Numba (``numbakern/vector_io.py``, ``numbakern/async_copy.py``).
@@ -33,8 +35,8 @@ def _vector_functions():
 def _async_functions():
     from numbakern import async_copy
 
-    return {async_copy.copy_async4: "copy", async_copy.async_commit: "nk_async_commit",
-            async_copy.async_wait_all: "nk_async_wait_all"}
+    return {async_copy.copy_async4: "copy", async_copy.copy_async: "copy1", async_copy.async_commit: "nk_async_commit",
+            async_copy.async_wait_all: "nk_async_wait_all", async_copy.async_wait: "nk_async_wait"}
 
 
 def is_vector_access(f) -> bool:
@@ -79,24 +81,40 @@ def _slot(regs: ArrayInfo, at: CExpr, q: int) -> str:
 
 def _emit_async(tr, call: ast.Call, helper: str) -> None:
     tr.helpers.add("nk_cp_async")
-    if helper != "copy":
+    if helper == "nk_async_wait":  # cp.async.wait_group takes an immediate: a template argument in C++
+        tr.helpers.add("nk_cp_async_wait")
+        n = tr.const_value(call.args[0]) if len(call.args) == 1 and not call.keywords else None
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise tr.src.error(call, "async_wait takes one compile-time integer (groups left in flight)",
+                               hint="async_wait(wait_n) with wait_n a literal or a factory's constant")
+        tr.emit(f"nk_async_wait<{tr.expr(call.args[0]).code}>();")
+        return
+    if helper not in ("copy", "copy1"):
         if call.args or call.keywords:
             raise tr.src.error(call, f"{helper[3:]}() takes no arguments")
         tr.emit(f"{helper}();")
         return
+    what = "copy_async4" if helper == "copy" else "copy_async"
     if len(call.args) != 5 or call.keywords:
-        raise tr.src.error(call, "copy_async4 takes five arguments by position",
-                           hint="copy_async4(shared, (s, r, c), global, (r, c), valid)")
+        raise tr.src.error(call, f"{what} takes five arguments by position",
+                           hint=f"{what}(shared, (s, r, c), global, (r, c), valid)")
     dst_node, dst_index, src_node, src_index, valid_node = call.args
     dst, src = tr.value(dst_node), tr.value(src_node)
     if not isinstance(dst, ArrayInfo) or dst.kind != "shared" or dst.key != "float32":
-        raise tr.src.error(dst_node, "copy_async4: the destination must be a float32 cuda.shared.array")
+        raise tr.src.error(dst_node, f"{what}: the destination must be a float32 cuda.shared.array")
     if not isinstance(src, ArrayInfo) or src.kind != "param" or src.key != "float32":
-        raise tr.src.error(src_node, "copy_async4: the source must be a float32 array argument (global memory)")
+        raise tr.src.error(src_node, f"{what}: the source must be a float32 array argument (global memory)")
     tr.mark_written(dst.name)
     valid = tr.cond(valid_node)
     if not valid.pure:
-        raise tr.src.error(valid_node, "copy_async4: valid is used twice in the C; it must have no side effects")
+        raise tr.src.error(valid_node, f"{what}: valid is used twice in the C; it must have no side effects")
     d = element(tr, dst, dst_index, call).code
-    s = element(tr, src, src_index, call).code
-    tr.emit(f"nk_copy_async4(&{d}, ({valid.code}) ? &{s} : {src.name}, {valid.code});")
+    if src.ndim > 1 and not isinstance(src_index, ast.Tuple):  # a flat element offset into the source
+        off = tr.expr(src_index)
+        s = f"{src.name}[{off.code}]"
+    else:
+        s = element(tr, src, src_index, call).code
+    if helper == "copy1":
+        tr.helpers.add("nk_cp_async1")
+    fn = "nk_copy_async4" if helper == "copy" else "nk_copy_async"
+    tr.emit(f"{fn}(&{d}, ({valid.code}) ? &{s} : {src.name}, {valid.code});")

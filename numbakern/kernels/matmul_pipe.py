@@ -1,0 +1,310 @@
+"""The flagship matmul as a multi-stage ``cp.async`` pipeline with fully unrolled k-steps: ``matmul_pipelined``.
+
+What the hand-written CUDA C that reaches 90-92% of cuBLAS has (``docs/performance.md``), in Numba:
+
+- **Both tiles copied by ``cp.async``, straight into the layout the fragment reads want.** B's k-major rows go in
+  16-byte copies (``copy_async4``). A is row-major, but the outer-product k-step wants it k-major, so its tile is
+  transposed on the way, one float per copy (``copy_async``, 4 bytes, any alignment): a warp copies 8 consecutive
+  k-columns of 4 rows (4 full 32-byte sectors) into ``a_s[stage, c, r]``, whose row of ``bm + 4`` floats puts the
+  32 lanes on 32 different banks. No transpose pass over A, no staging registers, and A may have any shape.
+- **``stages`` shared buffers** (2 by default; ``async_wait(stages - 2)``): the copies of tile ``t + stages - 1``
+  run while tile ``t`` is multiplied; one barrier per tile.
+- **The prologue peeled out of the tile loop** (the loop is the steady state only, the shape nvcc schedules well).
+- **Every k-step unrolled** (``numbakern.unroll``): the ``bk`` steps are straight-line code, so the two register
+  fragments alternate by constant index (loads of step kk + 1 overlap the multiply-adds of step kk), and every
+  shared-memory read is the stage's base plus an immediate offset.
+- **32-bit per-thread offsets** (``u32``) everywhere an index is built, so no negative-index selects.
+
+The thread tiles, warp layout and grouped block order are ``matmul_flagship``'s. Preconditions (``pipe_ready``):
+``n`` and ``out`` 16-byte ready (w a multiple of 4, aligned, contiguous); h and k are free.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+from ..async_copy import async_commit, async_wait, copy_async, copy_async4
+from ..autotune import Autotuner
+from ..fastpath import jit_options, u32
+from ..registry import Case, KernelSpec, register
+from ..specialize import specialize
+from ..unroll import unroll
+from ..vector_io import vload4, vstore4
+from .matmul import MATRIX, _error_scale, _matmul_inputs, _reference, _work
+from .matmul_fast import (FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, _warp_layout, flagship_launch,
+                          vec_ready)
+
+#: static shared memory a kernel may declare without opting in to more
+STATIC_SHARED_LIMIT = 48 * 1024
+
+
+def _check_pipe_config(bm: int, bn: int, bk: int, tm: int, tn: int, stages: int, group: int) -> int:
+    """Threads per block for a pipelined config, or a ValueError saying which constraint fails."""
+    nt = _check_config(bm, bn, bk, tm, tn, vec=True)
+    for name, v in (("stages", stages), ("group", group)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"matmul_pipelined: {name} must be a positive int, got {v!r}")
+    if stages < 2:
+        raise ValueError(f"matmul_pipelined: stages={stages}: a pipeline needs at least 2 shared buffers")
+    if nt % 32:
+        raise ValueError(f"matmul_pipelined: {nt} threads per block is not a whole number of warps")
+    kb = bk // 8
+    if bk % 8 or (nt // 32) % kb or bm % (4 * (nt // 32) // kb):
+        raise ValueError(f"matmul_pipelined: the A tile ({bm}x{bk}) is copied by warps in blocks of 4 rows x 8 "
+                         f"k-columns: bk must be a multiple of 8 and the {nt // 32} warps must cover it evenly")
+    if nt % (bn // 4) or (bk * bn // 4) % nt:
+        raise ValueError(f"matmul_pipelined: the {bk}x{bn} B tile must split evenly over {nt} threads in 16-byte "
+                         "groups")
+    if stages * bk * (bm + 4 + bn) * 4 > STATIC_SHARED_LIMIT:
+        raise ValueError(f"matmul_pipelined: {stages} stages of {bk}x({bm}+4) and {bk}x{bn} floats need more than "
+                         "48 KiB of static shared memory")
+    return nt
+
+
+@specialize
+def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn: int = 8, stages: int = 2,
+                     group: int = 8):
+    """``out = m @ n`` for one tile configuration; launch with ``pipe_launch`` (1-D blocks)."""
+    nt = _check_pipe_config(bm, bn, bk, tm, tn, stages, group)
+    tx_count = bn // tn
+    ty_count = bm // tm
+    wx, wy = _warp_layout(tx_count, ty_count)
+    wxy = wx * wy
+    warps_x = tx_count // wx
+    gm = bm // (tm // 4)  # distance between a thread's groups of 4 rows
+    gn = bn // (tn // 4)
+    pa = bm + 4  # padded row of the transposed A tile: the 4-byte copies of a warp hit 32 banks
+    kb = bk // 8  # warp blocks of 8 k-columns across the A tile
+    a_rstep = 4 * (nt // 32) // kb  # rows between one thread's A copies
+    la = bm // a_rstep  # A copies per thread and tile
+    b_cpr = bn // 4  # 16-byte chunks in a row of the B tile
+    b_rstep = nt // b_cpr
+    lb = bk // b_rstep  # B copies per thread and tile
+    tmn = tm * tn
+    tm2 = 2 * tm  # two register fragments, for even and odd k-steps
+    tn2 = 2 * tn
+    tm_groups = tm // 4
+    tn_groups = tn // 4
+    ahead = stages - 1  # tiles in flight while one is multiplied
+    wait_n = stages - 2  # groups that may stay in flight when the oldest must have landed
+    opts = jit_options(threads=nt, min_blocks=_min_blocks(nt, tm, tn))
+
+    @cuda.jit(**opts)
+    def matmul_pipelined(m, n, out):
+        tid = cuda.threadIdx.x
+        wq = tid // wxy  # warp (patch) index
+        lq = tid % wxy  # lane within the patch
+        a_base = u32((wq // warps_x * wy + lq // wx) * 4)  # first of this thread's rows in the block tile
+        b_base = u32((wq % warps_x * wx + lq % wx) * 4)  # first of its columns
+        lane = tid % 32
+        warp = tid // 32
+        ac = u32(warp % kb * 8 + lane % 8)  # this thread's A copies: k-column ac of rows ar + i * a_rstep
+        ar_i = warp // kb * 4 + lane // 8
+        ar = u32(ar_i)
+        bc = u32(tid % b_cpr * 4)  # its B copies: columns bc..bc+3 of rows br + i * b_rstep
+        br = u32(tid // b_cpr)
+        if group > 1:  # the block's tile in grouped order: down a band of `group` block rows, then right
+            lin = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x
+            band = group * cuda.gridDim.x
+            first = lin // band * group
+            rows = min(cuda.gridDim.y - first, group)
+            row0 = (first + lin % band % rows) * bm
+            col0 = lin % band // rows * bn
+        else:
+            row0 = cuda.blockIdx.y * bm
+            col0 = cuda.blockIdx.x * bn
+        h = m.shape[0]
+        k = m.shape[1]
+        w = n.shape[1]
+
+        a_s = cuda.shared.array((stages, bk, pa), dtype=np.float32, alignment=16)  # A^T tiles, k-major
+        b_s = cuda.shared.array((stages, bk, bn), dtype=np.float32, alignment=16)
+        acc = cuda.local.array(tmn, dtype=np.float32)
+        a_f = cuda.local.array(tm2, dtype=np.float32)
+        b_f = cuda.local.array(tn2, dtype=np.float32)
+        for i in unroll(range(tmn)):
+            acc[i] = np.float32(0.0)
+
+        ntiles = (k + bk - 1) // bk
+        # Running 32-bit flat offsets of this thread's copies (the sources have fewer than 2**32 elements): the
+        # A copies of tile q start at a_off + q * bk and step a_step per copy, the B copies at b_off + q * bk * w.
+        a_off = u32((row0 + ar) * k + ac)
+        a_step = u32(a_rstep * k)
+        a_rows = h - row0 - ar_i  # A rows this thread may copy: i * a_rstep < a_rows (signed: may be <= 0)
+        b_off = u32(br * w + col0 + bc)
+        b_step = u32(b_rstep * w)
+        b_tile = u32(bk * w)
+        b_cols = col0 + bc < w
+        # the prologue: tiles 0 .. stages-2 start copying (one group each, empty past the last tile)
+        for s in unroll(range(ahead)):
+            if s < ntiles:
+                for i in unroll(range(la)):
+                    copy_async(a_s, (u32(s), ac, ar + i * a_rstep), m, u32(a_off + s * bk + i * a_step),
+                               i * a_rstep < a_rows and s * bk + ac < k)
+                for i in unroll(range(lb)):
+                    copy_async4(b_s, (u32(s), br + i * b_rstep, bc), n, u32(b_off + s * b_tile + i * b_step),
+                                b_cols and s * bk + br + i * b_rstep < k)
+            async_commit()
+        # the steady state: tile t is multiplied while tiles t+1 .. t+stages-1 are on their way
+        for t in range(ntiles):
+            async_wait(wait_n)  # this thread's copies of tile t have landed ...
+            cuda.syncthreads()  # ... and everyone's; everyone is done with tile t-1, whose stage is refilled now
+            nxt = t + ahead
+            if nxt < ntiles:
+                ns = u32(nxt) % u32(stages)
+                a_next = u32(a_off + u32(nxt * bk))
+                b_next = u32(b_off + u32(nxt) * b_tile)
+                ka = nxt * bk + ac
+                kb0 = nxt * bk + br
+                for i in unroll(range(la)):
+                    copy_async(a_s, (ns, ac, ar + i * a_rstep), m, u32(a_next + i * a_step),
+                               i * a_rstep < a_rows and ka < k)
+                for i in unroll(range(lb)):
+                    copy_async4(b_s, (ns, br + i * b_rstep, bc), n, u32(b_next + i * b_step),
+                                b_cols and kb0 + i * b_rstep < k)
+            async_commit()
+            st = u32(t) % u32(stages)
+            for g in unroll(range(tm_groups)):
+                vload4(a_s, (st, 0, a_base + g * gm), a_f, g * 4)
+            for g in unroll(range(tn_groups)):
+                vload4(b_s, (st, 0, b_base + g * gn), b_f, g * 4)
+            for kk in unroll(range(bk)):
+                if kk + 1 < bk:  # the next step's fragments, into the other half of a_f / b_f
+                    for g in range(tm_groups):
+                        vload4(a_s, (st, kk + 1, a_base + g * gm), a_f, (kk + 1) % 2 * tm + g * 4)
+                    for g in range(tn_groups):
+                        vload4(b_s, (st, kk + 1, b_base + g * gn), b_f, (kk + 1) % 2 * tn + g * 4)
+                for i in range(tm):  # (NVVM unrolls these small loops itself)
+                    for j in range(tn):
+                        acc[i * tn + j] += a_f[kk % 2 * tm + i] * b_f[kk % 2 * tn + j]
+
+        for i in unroll(range(tm)):
+            r = row0 + a_base + (i // 4 * gm + i % 4)
+            if r < h:
+                for g in unroll(range(tn_groups)):
+                    c = col0 + b_base + g * gn
+                    if c < w:  # (w % 4 == 0: the whole group is inside)
+                        vstore4(out, (u32(r), u32(c)), acc, i * tn + g * 4)
+
+    return matmul_pipelined
+
+
+def pipe_threads(config: dict) -> int:
+    return _check_pipe_config(config["bm"], config["bn"], config["bk"], config["tm"], config["tn"],
+                              config.get("stages", 2), config.get("group", 8))
+
+
+def pipe_launch(config: dict, h: int, w: int):
+    """Grid and block for an ``h``×``w`` output (one block per ``bm``×``bn`` tile, 1-D blocks)."""
+    pipe_threads(config)
+    return flagship_launch({**config, "vec": True, "group": 1}, h, w)
+
+
+def pipe_ready(a, b, out) -> bool:
+    """True when ``a @ b`` may run as ``matmul_pipelined``: ``b`` and ``out`` 16-byte ready (``vec_ready``: w a
+    multiple of 4, aligned, C-contiguous), ``a`` any float32 matrix, and both inputs under 2**32 elements (the
+    copies' running offsets are 32-bit)."""
+    sizes = [int(np.prod(tuple(int(d) for d in x.shape))) for x in (a, b)]
+    return vec_ready(b, out) and all(n < 2**32 for n in sizes)
+
+
+#: the default: the hand CUDA C of this design (2 stages, 128x128x16, 8x8 per thread) ran at 90-92% of cuBLAS
+PIPE_DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 8, "stages": 2, "group": 8}
+#: the autotuner's candidates (all under the 48 KiB static shared limit; 128-thread blocks for grids that 128x128
+#: tiles leave too small, e.g. 1024^3: 64 blocks for 132 multiprocessors)
+PIPE_CONFIGS = (
+    PIPE_DEFAULT_CONFIG,
+    {**PIPE_DEFAULT_CONFIG, "group": 1},
+    {"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8, "stages": 3, "group": 8},
+    {"bm": 128, "bn": 64, "bk": 16, "tm": 8, "tn": 8, "stages": 2, "group": 8},
+    {"bm": 64, "bn": 128, "bk": 16, "tm": 8, "tn": 8, "stages": 2, "group": 8},
+    {"bm": 64, "bn": 64, "bk": 16, "tm": 4, "tn": 8, "stages": 3, "group": 8},
+)
+#: a small configuration for the simulator (64 threads; tiles that the test sizes do not divide)
+SIM_PIPE_CONFIG = {"bm": 32, "bn": 32, "bk": 8, "tm": 4, "tn": 4, "stages": 2, "group": 1}
+
+
+def _matmul_key(a, b, out) -> tuple[int, int, int]:
+    return (int(a.shape[0]), int(a.shape[1]), int(b.shape[1]))
+
+
+def _launch(config, a, b, out):
+    return pipe_launch(config, int(a.shape[0]), int(b.shape[1]))
+
+
+pipe_autotuner = Autotuner("matmul_pipelined", matmul_pipelined, configs=PIPE_CONFIGS, key=_matmul_key,
+                           launch=_launch, sim_config=SIM_PIPE_CONFIG)
+
+
+def either_kernel(kernel: str = "pipelined", **config):
+    """``matmul_pipelined(**config)`` or, for ``kernel="flagship"``, ``matmul_flagship(**config)``."""
+    from .matmul_fast import matmul_flagship
+
+    if kernel == "pipelined":
+        return matmul_pipelined(**config)
+    if kernel == "flagship":
+        return matmul_flagship(**config)
+    raise ValueError(f"matmul_fast: config 'kernel' must be 'pipelined' or 'flagship', got {kernel!r}")
+
+
+def either_launch(config, a, b, out):
+    config = dict(config)
+    if config.pop("kernel", "flagship") == "pipelined":
+        return pipe_launch(config, int(a.shape[0]), int(b.shape[1]))
+    return flagship_launch(config, int(a.shape[0]), int(b.shape[1]))
+
+
+def _ready_configs():
+    from .matmul_fast import VEC_CONFIGS
+
+    return (*({"kernel": "pipelined", **c} for c in PIPE_CONFIGS), *({"kernel": "flagship", **c} for c in VEC_CONFIGS))
+
+
+#: for matrices both kernels take (``vec_ready``: k and w multiples of 4): the pipelined candidates and the 16-byte
+#: flagship's, timed against each other on the device
+ready_autotuner = Autotuner("matmul_fast_ready", either_kernel, configs=_ready_configs(), key=_matmul_key,
+                            launch=either_launch, sim_config={"kernel": "pipelined", **SIM_PIPE_CONFIG})
+
+
+def registered_pipe_config() -> dict:
+    from .. import mode
+
+    return dict(SIM_PIPE_CONFIG if mode.in_simulator() else PIPE_DEFAULT_CONFIG)
+
+
+def _case(size, rng, dist="uniform"):
+    m, n, out = _matmul_inputs(size, rng, dist)
+    return Case((m, n, out), pipe_launch(registered_pipe_config(), size["h"], size["w"]), dict(size))
+
+
+#: w a multiple of 4 (the 16-byte groups of B and the output); h and k free and not multiples of any tile size
+TEST_SIZES = ({"h": 33, "k": 21, "w": 44}, {"h": 1, "k": 1, "w": 4}, {"h": 17, "k": 70, "w": 36})
+VERIFY_SIZES = (
+    {"h": 1, "k": 1, "w": 4},
+    {"h": 33, "k": 70, "w": 44},
+    {"h": 127, "k": 131, "w": 260},
+    {"h": 256, "k": 256, "w": 256},
+    {"h": 7, "k": 1021, "w": 4},
+    {"h": 129, "k": 9, "w": 132},
+    {"h": 509, "k": 263, "w": 384},
+)
+
+register(KernelSpec(
+    name="matmul_pipelined",
+    family="matmul",
+    kernel=matmul_pipelined(**registered_pipe_config()),
+    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
+    make_case=_case,
+    reference=_reference,
+    error_scale=_error_scale,
+    outputs=(2,),
+    work=_work,
+    constants=registered_pipe_config(),
+    test_sizes=TEST_SIZES,
+    verify_sizes=VERIFY_SIZES,
+    bench_sizes=FLAGSHIP_BENCH_SIZES,
+    size_multiples={"w": 4},
+    description="the flagship as a cp.async pipeline (A transposed by 4-byte copies, B by 16-byte ones), k-steps "
+                "unrolled",
+))

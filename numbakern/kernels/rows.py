@@ -1,0 +1,94 @@
+"""What the row-group kernels (softmax, norm) share: their configuration check, their launch shape and the
+checks of their arguments.
+
+A *row group* is the set of threads that owns one row: a few lanes of a warp or a whole warp (``group`` up to 32,
+``nt / group`` rows per block) for short rows, or the whole block (``group=nt``) for long ones. Each thread of the
+group holds ``cache`` 16-byte groups of its row in registers; the configurations give every thread a few of them
+(enough bytes in flight to cover the memory latency) whatever the row length.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autotune import Autotuner
+from ..launch import LaunchConfig, cdiv, check_array, empty_like_on
+from .collectives import check_group
+
+
+def check_row_config(what: str, nt: int, group: int, cache: int, vec: bool) -> None:
+    """The row-group kernels' (softmax, norm) shared constraints, as a ValueError naming the constant."""
+    check_group(what, nt, group)
+    if not isinstance(cache, int) or not 1 <= cache <= 16:
+        raise ValueError(f"{what}: cache must be an int from 1 to 16 (16-byte groups per thread), got {cache!r}")
+    if not isinstance(vec, bool):
+        raise ValueError(f"{what}: vec must be True or False, got {vec!r}")
+
+
+def row_launch(config: dict, rows: int) -> LaunchConfig:
+    """Grid and block of a row-group kernel (softmax, norm): ``nt / group`` rows per block."""
+    nt, group = config["nt"], config["group"]
+    return LaunchConfig((max(1, cdiv(rows, nt // group)), 1, 1), (nt, 1, 1))
+
+
+def vec_ok(*infos, cols: int) -> bool:
+    """16-byte access is possible: every array 16-byte aligned and rows a multiple of 4 elements long."""
+    return cols % 4 == 0 and all(i.address % 16 == 0 for i in infos)
+
+
+def check_rows(what: str, x, out):
+    """(x info, out array, out info) for a row-wise kernel: ``x`` 2-D float32, ``out`` new or of the same shape."""
+    info = check_array("x", x, dtype=np.float32, ndim=2)
+    if out is None:
+        out = empty_like_on(x, tuple(info.shape), np.dtype(np.float32))
+    o = check_array("out", out, dtype=np.float32, ndim=2)
+    if o.shape != info.shape:
+        raise ValueError(f"{what}: argument 'out' must have the shape of 'x' {info.shape}, got {o.shape}")
+    if o.device != info.device:
+        raise ValueError(f"arguments must all be on one device, got 'x' on {info.device}, 'out' on {o.device}")
+    return info, out, o
+
+
+#: (longest row held in registers, config), short rows to long; the first whose span ``group * cache * 4`` covers a
+#: row is the default for it (the autotuner also times its neighbours). Every thread gets a few 16-byte groups, so
+#: that enough bytes are in flight per multiprocessor, and a block at most 64 registers per thread of values.
+ROW_CONFIGS = (
+    (32, {"nt": 256, "group": 8, "cache": 1}),
+    (64, {"nt": 256, "group": 16, "cache": 1}),
+    (128, {"nt": 256, "group": 8, "cache": 4}),
+    (256, {"nt": 256, "group": 16, "cache": 4}),
+    (512, {"nt": 256, "group": 32, "cache": 4}),
+    (1024, {"nt": 256, "group": 32, "cache": 8}),
+    (2048, {"nt": 128, "group": 128, "cache": 4}),
+    (4096, {"nt": 256, "group": 256, "cache": 4}),
+    (8192, {"nt": 512, "group": 512, "cache": 4}),
+    (16384, {"nt": 512, "group": 512, "cache": 8}),
+    (32768, {"nt": 1024, "group": 1024, "cache": 8}),
+)
+
+
+def config_for(cols: int) -> dict:
+    """The default configuration for rows of ``cols`` elements."""
+    return dict(ROW_CONFIGS[cover_index(ROW_CONFIGS, cols)][1])
+
+
+def cover_index(covers, cols: int) -> int:
+    """The index of the first ``(cover, config)`` whose ``cover`` (longest row it holds in registers) is at least
+    ``cols``, or the last."""
+    return next((i for i, (cover, _) in enumerate(covers) if cols <= cover), len(covers) - 1)
+
+
+def configs_around(covers, cols: int) -> list[dict]:
+    """The config for rows of ``cols`` elements first, then its neighbours in ``covers`` (autotuner candidates)."""
+    k = cover_index(covers, cols)
+    return [dict(covers[j][1]) for j in [k] + [j for j in (k - 1, k + 1) if 0 <= j < len(covers)]]
+
+
+
+def row_tuner(name: str, index: int, build) -> Autotuner:
+    """An autotuner for rows covered by ``ROW_CONFIGS[index]``: that configuration and its neighbours, keyed by the
+    shape of the kernel's first argument; ``build(**config)`` returns the kernel."""
+    cols = ROW_CONFIGS[index][0]
+    configs = configs_around(ROW_CONFIGS, cols)
+    return Autotuner(f"{name}_{cols}", build, configs=configs, key=lambda x, *rest: tuple(x.shape),
+                     launch=lambda config, x, *rest: row_launch(config, int(x.shape[0])), sim_config=configs[0])

@@ -1,0 +1,235 @@
+"""Row softmax: ``out[r, :] = exp(x[r, :] - max) / sum(exp(x[r, :] - max))``, as ``torch.softmax(x, -1)``.
+
+``softmax_rows(nt, group, cache, vec)``
+    A *row group* of ``group`` threads owns a row (``rows.py``): a few lanes of a warp or a warp for short rows,
+    the whole block for long ones. Each thread keeps ``cache`` 16-byte groups of its row in registers, so a row of
+    up to ``group * cache * 4`` elements is read from memory once and written once: 8 bytes per element, the
+    minimum. Elements past that are folded in *online* (a running maximum, and a running sum rescaled by
+    ``exp(old max - new max)`` when the maximum grows) and read a second time for the output: 12 bytes per
+    element for them.
+
+    Per thread: the maximum of its cached elements, then ``e = exp(v - m)`` kept in place of ``v`` and their sum;
+    the uncached rest online. Then the row group agrees on the maximum (shuffles, and shared memory across warps),
+    each thread rescales its sum to it and the group adds them up. The output is ``e * exp(m - M) / S`` for the
+    cached elements: ``exp`` is evaluated once per element.
+
+``softmax(x, out=None)`` is the user-facing function: it picks the row group and the register cache from the row
+length (autotuned among neighbours on a GPU).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from numba import cuda
+
+from ..fastpath import jit_options, u32
+from ..launch import to_kernel_arg
+from ..registry import Case, KernelSpec, Work, random_array, register
+from ..specialize import specialize
+from ..vector_io import vload4, vstore4
+from .collectives import group_max, group_sum, nan_max
+from .rows import ROW_CONFIGS, check_row_config, check_rows, config_for, cover_index, row_launch, row_tuner, vec_ok
+
+
+@specialize
+def softmax_rows(nt: int = 256, group: int = 32, cache: int = 4, vec: bool = True):
+    """Softmax of each row of ``x`` into ``out`` (both rows x cols, float32); launch with ``row_launch``."""
+    check_row_config("softmax_rows", nt, group, cache, vec)
+    width = 4 if vec else 1
+    rows_per_block = nt // group
+    n_cached = cache * width
+    span = group * width  # elements a row group covers with one load each
+
+    @cuda.jit(**jit_options(threads=nt, fastmath=False))
+    def softmax_rows(x, out):
+        tid = cuda.threadIdx.x
+        lane = tid % group  # thread within the row group
+        row = cuda.blockIdx.x * rows_per_block + tid // group
+        vals = cuda.local.array(n_cached, np.float32)
+        regs = cuda.local.array(width, np.float32)
+        rows = x.shape[0]
+        cols = x.shape[1]
+        body = cols - cols % width  # 16-byte groups; the last cols % 4 elements are loaded one by one
+        live = row < rows
+        r = u32(row)
+
+        # 1. load the cached groups (all loads issued before any is used); the maximum of what this thread holds
+        m = np.float32(0.0)
+        mc = m
+        if live:
+            m = x[r, 0]  # an element of the row: the identity of max without -inf
+            for u in range(cache):
+                c = u * span + lane * width
+                if c < body:
+                    if vec:
+                        vload4(x, (r, u32(c)), vals, u * width)
+                    else:
+                        vals[u] = x[r, u32(c)]
+            for u in range(cache):
+                if u * span + lane * width < body:
+                    for q in range(width):
+                        m = nan_max(m, vals[u * width + q])
+            t = body + lane  # the row's last cols % 4 elements, one each for the first lanes
+            tail = np.float32(0.0)
+            if vec and t < cols:
+                tail = x[r, u32(t)]
+                m = nan_max(m, tail)
+            # 2. exp once per cached element, kept in place of the value, and their sum
+            s = np.float32(0.0)
+            for u in range(cache):
+                if u * span + lane * width < body:
+                    for q in range(width):
+                        e = math.exp(vals[u * width + q] - m)
+                        vals[u * width + q] = e
+                        s += e
+            if vec and t < cols:
+                s += math.exp(tail - m)
+            mc = m  # the cached exps are relative to it
+            # 3. the uncached rest, online: rescale the running sum when the maximum grows
+            c = cache * span + lane * width
+            while c < body:
+                if vec:
+                    vload4(x, (r, u32(c)), regs, 0)
+                else:
+                    regs[0] = x[r, u32(c)]
+                m_new = m
+                for q in range(width):
+                    m_new = nan_max(m_new, regs[q])
+                s *= math.exp(m - m_new)
+                m = m_new
+                for q in range(width):
+                    s += math.exp(regs[q] - m)
+                c += span
+        else:
+            s = np.float32(0.0)
+
+        # 4. the row group's maximum, every thread's sum rescaled to it, and the total
+        big = group_max(m, group)
+        scale = math.exp(m - big)
+        total = group_sum(s * scale, group)
+        if not live:
+            return
+        inv = np.float32(1.0) / total
+
+        # 5. write: the cached elements from registers, the rest read again
+        f = math.exp(mc - big) * inv
+        for u in range(cache):
+            c = u * span + lane * width
+            if c < body:
+                for q in range(width):
+                    vals[u * width + q] *= f
+                if vec:
+                    vstore4(out, (r, u32(c)), vals, u * width)
+                else:
+                    out[r, u32(c)] = vals[u]
+        t = body + lane
+        if vec and t < cols:
+            out[r, u32(t)] = math.exp(x[r, u32(t)] - big) * inv
+        c = cache * span + lane * width
+        while c < body:
+            if vec:
+                vload4(x, (r, u32(c)), regs, 0)
+            else:
+                regs[0] = x[r, u32(c)]
+            for q in range(width):
+                regs[q] = math.exp(regs[q] - big) * inv
+            if vec:
+                vstore4(out, (r, u32(c)), regs, 0)
+            else:
+                out[r, u32(c)] = regs[0]
+            c += span
+
+    return softmax_rows
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# configurations and the user-facing function
+
+@functools.cache
+def _tuner(index: int, vec: bool):
+    return row_tuner(f"softmax_rows{'_vec' if vec else ''}", index, lambda **config: softmax_rows(vec=vec, **config))
+
+
+def softmax(x, out=None):
+    """``torch.softmax(x, -1)`` for a 2-D float32 ``x``: torch tensors, CuPy arrays or numpy arrays in, the result
+    of the same kind on the same device (``out``, if given, must be a float32 array of ``x``'s shape)."""
+    info, out, o = check_rows("softmax", x, out)
+    rows, cols = info.shape
+    if rows == 0 or cols == 0:
+        return out
+    vec = vec_ok(info, o, cols=cols)
+    _tuner(cover_index(ROW_CONFIGS, cols), vec)(to_kernel_arg(x), to_kernel_arg(out))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# registry
+
+SIGNATURE = "void(float32[:, ::1], float32[:, ::1])"
+#: the registered kernels: (name, row length the config is for, simulator test sizes, GPU verification sizes, bench
+#: sizes). Each size set has rows longer than the register span (the online part) and rows of 1 group (4 columns).
+REGISTERED = (
+    ("softmax", 128, ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 33, "cols": 36}),
+     ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 65537, "cols": 128}, {"rows": 1031, "cols": 1024}),
+     ({"rows": 262144, "cols": 128},)),
+    ("softmax_warp", 1024, ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 3, "cols": 1100}),
+     ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 1031, "cols": 1024}, {"rows": 3, "cols": 4100}),
+     ({"rows": 32768, "cols": 1024},)),
+    ("softmax_block", 4096, ({"rows": 1, "cols": 4}, {"rows": 3, "cols": 1000}, {"rows": 2, "cols": 4100}),
+     ({"rows": 1, "cols": 4}, {"rows": 7, "cols": 4100}, {"rows": 1025, "cols": 4096}, {"rows": 5, "cols": 10000}),
+     ({"rows": 16384, "cols": 4096},)),
+    ("softmax_long", 32768, ({"rows": 1, "cols": 4}, {"rows": 2, "cols": 33000}),
+     ({"rows": 1, "cols": 4}, {"rows": 33, "cols": 32768}, {"rows": 5, "cols": 65540}),
+     ({"rows": 2048, "cols": 32768},)),
+)
+
+
+def _case(size, rng, dist="uniform", config=None):
+    rows, cols = size["rows"], size["cols"]
+    x = random_array(rng, (rows, cols), np.float32, dist)
+    out = np.full((rows, cols), np.nan, np.float32)
+    return Case((x, out), row_launch(config, rows), dict(size))
+
+
+def _reference(x, out):
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    return {1: e / e.sum(axis=1, keepdims=True)}
+
+
+def _baseline(x, out):
+    import torch
+
+    return (lambda: torch.softmax(x, -1)), "torch.softmax(x, -1)"
+
+
+def _work(size) -> Work:
+    n = size["rows"] * size["cols"]
+    return Work(flops=5.0 * n, bytes=8.0 * n)
+
+
+for _name, _cols, _tests, _verify, _bench in REGISTERED:
+    _config = config_for(_cols)
+    register(KernelSpec(
+        name=_name,
+        family="softmax",
+        kernel=softmax_rows(**_config),
+        signatures=(SIGNATURE,),
+        make_case=functools.partial(_case, config=_config),
+        reference=_reference,
+        outputs=(1,),
+        # float32 exp and sums against float64: a few ulp of each output (the error is relative to the output)
+        rtol=1e-5,
+        atol=1e-7,
+        constants={**_config, "vec": True},
+        test_sizes=_tests,
+        verify_sizes=_verify,
+        bench_sizes=_bench,
+        work=_work,
+        size_multiples={"cols": 4},
+        description=f"row softmax for rows up to {_cols}: {_config['group']} threads per row, the row in registers",
+        baseline=_baseline,
+    ))

@@ -1,0 +1,324 @@
+"""Unrolling of constant-trip loops: ``for i in unroll(range(C))``, the Numba spelling of ``#pragma unroll``.
+
+NVVM leaves a loop rolled when its body is large (the flagship matmul's k-steps: 64 multiply-adds each), and
+numba-cuda has no way to ask for unrolling. A fully unrolled k-loop is what turns rolled fragment indices into
+registers and shared-memory offsets into immediates (``docs/performance.md``). ``unroll`` marks the loops to
+unroll; numbakern expands them in the Python source before Numba sees the function::
+
+    @specialize
+    def kernel(bk):
+        @cuda.jit
+        def kernel(a_s, ...):
+            for kk in unroll(range(bk)):      # bk copies of the body, kk a literal in each
+                ...
+        return kernel
+
+``unroll(range(C), k)`` unrolls by ``k`` instead: a loop over every k-th value whose body is k copies (the
+variable counts the loop's values, the copies read ``i``, ``i + step``, ...), then the ``C % k`` remaining values
+as copies; ``k = 1`` keeps the loop rolled. The C says ``#pragma unroll k``: the same shape on both sides, where
+a full unroll would cost registers or (in numba, for large bodies) minutes of compile time.
+
+``specialize`` expands every kernel it builds (``expand_kernel``); ``unrolled`` does it for a plain function,
+under the ``@cuda.jit`` decorator. The range's arguments must be compile-time values: literals, module constants,
+a factory's closure constants, or the counters of enclosing unrolled loops. Each copy of the body keeps the
+original source lines (so errors and simulator reports point at the loop's lines), and the loop variable becomes a
+literal of the type Numba gives the counter (a Python int, or ``np.uint64`` for a range of unsigned numbers).
+``break``/``continue`` directly in an unrolled body, an ``else`` clause, and assignments to the loop variable
+are refused with the loop's file and line.
+
+How each consumer sees it:
+
+- **Numba (GPU)**: the expanded function, straight-line code. Outside an expanded function ``unroll`` is an inline
+  identity on the range, so such a loop is correct, just rolled.
+- **Simulator**: the same expanded function (so the simulator runs the code that the GPU compiles).
+- **translate**: the original, rolled function (``rolled_function``), with ``#pragma unroll`` on the loop.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import inspect
+import textwrap
+import types as pytypes
+from typing import Any, Callable
+
+import numpy as np
+
+from . import mode
+
+#: the attribute of an expanded function that holds the original one (read by the translator)
+ROLLED_ATTR = "__numbakern_rolled__"
+#: the name under which an expanded function reaches ``np.uint64`` (a parameter of the wrapper, so a closure value)
+_UINT64_NAME = "__numbakern_uint64__"
+
+
+def _py_unroll(r, times=None):
+    """Marks ``for i in unroll(range(C)):`` for full unrolling (``unroll(range(C), k)``: k copies of the body per
+    iteration); in plain Python it returns the range."""
+    return r
+
+
+def _register_overload():
+    """numba's typing of ``unroll`` where a function was not expanded: the range itself (the loop stays rolled)."""
+    from numba.cuda import types
+    from numba.cuda.extending import overload
+
+    @overload(_py_unroll, target="cuda", inline="always")
+    def _unroll_overload(r, times=None):
+        if not isinstance(r, types.RangeType):
+            raise TypeError(f"unroll() takes a range(...), got {r}")
+
+        def impl(r, times=None):
+            return r
+
+        return impl
+
+
+unroll = _py_unroll
+if not mode.in_simulator():
+    _register_overload()
+_UNROLL_OBJECTS = {id(_py_unroll)}
+
+
+class UnrollError(SyntaxError):
+    """An ``unroll`` loop that cannot be expanded; the message names the file and line."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the public entry points
+
+
+def rolled_function(func: Callable) -> Callable:
+    """The function as its author wrote it (the original of an expanded function, else ``func`` itself)."""
+    return getattr(func, ROLLED_ATTR, func)
+
+
+def uses_unroll(func: Callable) -> bool:
+    """A cheap test: does ``func``'s code name ``unroll`` at all (as a global, a closure value or an attribute)?"""
+    code = getattr(func, "__code__", None)
+    return code is not None and "unroll" in (*code.co_names, *code.co_freevars)
+
+
+def unrolled(func: Callable) -> Callable:
+    """``func`` with its ``unroll`` loops expanded (``func`` itself when it has none). A decorator for plain kernels::
+
+        @cuda.jit
+        @unrolled
+        def kernel(...): ...
+    """
+    if getattr(func, ROLLED_ATTR, None) is not None or not uses_unroll(func):
+        return func
+    return _Expander(func).expand()
+
+
+def expand_kernel(kernel: Any) -> Any:
+    """A ``@cuda.jit`` kernel (Numba's dispatcher, or the simulator's kernel object) rebuilt from the expanded
+    function, with the same options; ``kernel`` itself when it has no ``unroll`` loops."""
+    func = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    if func is None or getattr(func, ROLLED_ATTR, None) is not None or not uses_unroll(func):
+        return kernel
+    expanded = unrolled(func)
+    if expanded is func:
+        return kernel
+    if mode.in_simulator():
+        from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+        return FakeCUDAKernel(expanded, device=kernel._device, fastmath=kernel._fastmath,
+                              extensions=kernel.extensions, debug=kernel._debug)
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    rebuilt = CUDADispatcher(expanded, targetoptions=dict(kernel.targetoptions))
+    for argtypes in list(getattr(kernel, "overloads", {})):  # an eagerly compiled kernel stays eagerly compiled
+        rebuilt.compile(argtypes)
+    return rebuilt
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the expansion
+
+
+class _Expander:
+    def __init__(self, func: Callable):
+        self.func = func
+        self.filename = func.__code__.co_filename
+        try:
+            lines, self.first = inspect.getsourcelines(func)
+        except (OSError, TypeError) as e:
+            raise UnrollError(f"unroll: the source of {func.__qualname__} is not available ({e}); loops can be "
+                              "unrolled only in functions defined in a file") from None
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        ast.increment_lineno(tree, self.first - 1)
+        self.fndef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        self.env = dict(vars(builtins))
+        self.env.update(func.__globals__)
+        self.closure = {}
+        for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+            try:
+                self.closure[name] = cell.cell_contents
+            except ValueError:
+                raise UnrollError(f"unroll: {func.__qualname__} refers to '{name}' before it is assigned") from None
+        self.env.update(self.closure)
+        self.env[_UINT64_NAME] = np.uint64
+        self.count = 0
+
+    def expand(self) -> Callable:
+        fndef = self.fndef
+        fndef.decorator_list = []
+        fndef.body = self._block(fndef.body, {})
+        if not self.count:
+            return self.func
+        params = [*self.closure, _UINT64_NAME]
+        wrapper = ast.FunctionDef(
+            name="__numbakern_unrolled__",
+            args=ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[], kw_defaults=[],
+                               defaults=[]),
+            body=[fndef, ast.Return(ast.Name(fndef.name, ast.Load()))], decorator_list=[], returns=None)
+        if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
+            wrapper.type_params = []
+        ast.copy_location(wrapper, fndef)
+        module = ast.Module(body=[wrapper], type_ignores=[])
+        ast.fix_missing_locations(module)
+        code = compile(module, self.filename, "exec")
+        wrapper_code = next(c for c in code.co_consts if isinstance(c, pytypes.CodeType))
+        make = pytypes.FunctionType(wrapper_code, self.func.__globals__)
+        new = make(*self.closure.values(), np.uint64)
+        for attr in ("__module__", "__qualname__", "__doc__", "__defaults__", "__kwdefaults__"):
+            setattr(new, attr, getattr(self.func, attr))
+        setattr(new, ROLLED_ATTR, self.func)
+        return new
+
+    def _block(self, stmts: list, consts: dict) -> list:
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, ast.For) and self._is_unroll(stmt.iter, consts):
+                out.extend(self._unroll(stmt, consts))
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    setattr(stmt, field, self._block(inner, consts) or [ast.copy_location(ast.Pass(), stmt)])
+            out.append(stmt)
+        return out
+
+    def _is_unroll(self, node, consts) -> bool:
+        if not (isinstance(node, ast.Call) and len(node.args) in (1, 2) and not node.keywords):
+            return False
+        try:
+            fn = self._eval(node.func, consts)
+        except Exception:  # noqa: BLE001 - a run-time name: not the marker
+            return False
+        return id(fn) in _UNROLL_OBJECTS
+
+    def _unroll(self, loop: ast.For, consts: dict) -> list:
+        where = f"{self.filename}:{loop.lineno}"
+        rng = loop.iter.args[0]
+        if not (isinstance(rng, ast.Call) and isinstance(rng.func, ast.Name) and rng.func.id == "range"
+                and 1 <= len(rng.args) <= 3 and not rng.keywords):
+            raise UnrollError(f"{where}: unroll() takes range(...) with 1 to 3 positional arguments")
+        if not isinstance(loop.target, ast.Name):
+            raise UnrollError(f"{where}: an unrolled loop needs a single name as its variable")
+        if loop.orelse:
+            raise UnrollError(f"{where}: an unrolled loop cannot have an else clause")
+        var = loop.target.id
+        _check_body(loop, var, where)
+        try:
+            bounds = [self._eval(a, consts) for a in rng.args]
+            times = self._eval(loop.iter.args[1], consts) if len(loop.iter.args) == 2 else None
+        except Exception as e:  # noqa: BLE001
+            raise UnrollError(f"{where}: the trip count of an unrolled loop must be a compile-time constant "
+                              f"(a literal, a module constant, a factory's constant): {type(e).__name__}: {e}") from None
+        if not all(_is_int(b) for b in bounds):
+            raise UnrollError(f"{where}: range() of an unrolled loop needs integers, got "
+                              f"{', '.join(type(b).__name__ for b in bounds)}")
+        if times is not None and (not _is_int(times) or times < 1):
+            raise UnrollError(f"{where}: unroll(range(...), times) needs a positive integer times, got {times!r}")
+        unsigned = any(isinstance(b, np.unsignedinteger) for b in bounds)
+        values = range(*(int(b) for b in bounds))
+        self.count += 1
+        if times is None or times >= len(values):
+            return self._copies(loop, var, values, consts, unsigned)
+        if times == 1:  # kept rolled (the C says `#pragma unroll 1`)
+            loop.iter = rng
+            loop.body = self._block(loop.body, consts)
+            return [loop]
+        return self._partial(loop, var, values, int(times), consts, unsigned)
+
+    def _copies(self, loop, var, values, consts, unsigned, offset=None) -> list:
+        """The body once per value, the variable a literal in each (or ``offset + literal``, an expression)."""
+        out = []
+        for value in values:
+            body = copy.deepcopy(loop.body)
+            literal = self._literal(value, unsigned, loop)
+            if offset is not None:
+                literal = ast.copy_location(ast.BinOp(ast.Name(offset, ast.Load()), ast.Add(), literal), loop)
+            body = [_Substitute(var, literal).visit(s) for s in body]
+            out.extend(self._block(body, consts if offset is not None else
+                                   {**consts, var: np.uint64(value) if unsigned else value}))
+        return out
+
+    def _partial(self, loop, var, values, times, consts, unsigned) -> list:
+        """``times`` copies of the body per iteration of a loop over the first ``len // times * times`` values
+        (the variable counts those iterations' first values), then the remaining values as copies."""
+        main = len(values) // times * times
+        step = values.step
+        rolled = ast.For(
+            target=ast.Name(var, ast.Store()),
+            iter=ast.Call(ast.Name("range", ast.Load()),
+                          [self._literal(values.start, unsigned, loop),
+                           self._literal(values.start + main * step, unsigned, loop),
+                           self._literal(times * step, unsigned, loop)], []),
+            body=[], orelse=[])
+        ast.copy_location(rolled, loop)
+        steps = [q * step for q in range(times)]
+        first = copy.deepcopy(loop.body)  # the first copy reads the counter itself
+        rolled.body = self._block(first, consts) + self._copies(loop, var, steps[1:], consts, unsigned, offset=var)
+        ast.fix_missing_locations(rolled)
+        return [rolled] + self._copies(loop, var, values[main:], consts, unsigned)
+
+    def _literal(self, value: int, unsigned: bool, where: ast.AST) -> ast.expr:
+        node = ast.Constant(value)
+        if unsigned:  # numba counts a range of unsigned numbers in uint64: the literal keeps that type
+            node = ast.Call(ast.Name(_UINT64_NAME, ast.Load()), [node], [])
+        return ast.copy_location(node, where)
+
+    def _eval(self, node: ast.expr, consts: dict):
+        """The value of a compile-time expression of the kernel (the counters of enclosing unrolled loops known)."""
+        expr = ast.fix_missing_locations(ast.Expression(copy.deepcopy(node)))
+        return eval(compile(expr, self.filename, "eval"), {**self.env, **consts})  # noqa: S307 - the kernel's source
+
+
+def _check_body(loop: ast.For, var: str, where: str) -> None:
+    """Refuse what copies of the body cannot express: break/continue of this loop, assignments to its variable."""
+
+    def visit(node, in_nested_loop):
+        if isinstance(node, (ast.Break, ast.Continue)) and not in_nested_loop:
+            raise UnrollError(f"{where}: break/continue in an unrolled loop's body is not supported")
+        if isinstance(node, ast.Name) and node.id == var and not isinstance(node.ctx, ast.Load):
+            raise UnrollError(f"{where}: the unrolled loop's variable '{var}' is assigned in its body")
+        nested = in_nested_loop or isinstance(node, (ast.For, ast.While))
+        for child in ast.iter_child_nodes(node):
+            visit(child, nested)
+
+    for stmt in loop.body:
+        visit(stmt, False)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+class _Substitute(ast.NodeTransformer):
+    """Replaces reads of one name by a literal."""
+
+    def __init__(self, name: str, literal: ast.expr):
+        self.name, self.literal = name, literal
+
+    def visit_Name(self, node):
+        if node.id == self.name and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(copy.deepcopy(self.literal), node)
+        return node
+
+
+__all__ = ["unroll", "unrolled", "expand_kernel", "rolled_function", "uses_unroll", "UnrollError"]
