@@ -18,14 +18,16 @@ def check(out_dir: str, expected: Iterable[str] = ()) -> list[dict]:
     """A list of ``{"file", "problem", "detail"}``; empty when everything is current. ``expected``: registry names
     of kernels that must have a file in ``out_dir``. Raises ``manifest.ManifestError`` for a damaged manifest."""
     data = manifest.load(out_dir)
+    folder = manifest.folder(out_dir)
     problems = []
     seen = set()
     for filename, entry in sorted(data["files"].items()):
-        path = os.path.join(out_dir, filename)
+        path = os.path.join(folder, filename)
         if entry.get("registry_name"):
             seen.add(entry["registry_name"])
         if not os.path.exists(path):
-            problems.append({"file": filename, "problem": "missing", "detail": f"{path} does not exist"})
+            problems.append({"file": filename, "problem": "missing",
+                             "detail": f"{os.path.join(out_dir, filename)} does not exist"})
             continue
         if manifest.sha256_file(path) != entry.get("file_sha256"):
             problems.append({"file": filename, "problem": "edited",

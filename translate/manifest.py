@@ -89,8 +89,8 @@ def atomic_write(path: str | os.PathLike, text: str) -> None:
 def load(out_dir: str | os.PathLike) -> dict:
     """``out_dir``'s manifest, checked and with pending entries settled (in memory); ``{"version": 1, "files": {}}``
     when there is none. Raises ``ManifestError``."""
-    data = _read(manifest_path(out_dir))
-    _settle(data, out_dir)
+    data = _read(manifest_path(folder(out_dir)), shown=manifest_path(out_dir))
+    _settle(data, folder(out_dir))
     return data
 
 
@@ -114,13 +114,15 @@ def _kind(value: Any) -> str:
         type(value), "a number")
 
 
-def _read(path: str) -> dict:
-    """The manifest at ``path``, checked; every problem is one ``ManifestError`` line."""
-    if os.path.isdir(path):
+def _read(real: str, shown: str | None = None) -> dict:
+    """The manifest at ``real``, checked; every problem is one ``ManifestError`` line naming it as ``shown`` (the
+    path as the user gave it)."""
+    path = shown or real
+    if os.path.isdir(real):
         raise ManifestError(f"{path} is a folder, not a manifest file: move it away (translate then writes a new "
                             "manifest)")
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(real, encoding="utf-8") as f:
             text = f.read()
     except FileNotFoundError:
         return {"version": VERSION, "files": {}}
@@ -185,16 +187,16 @@ def _save(out_dir: str, data: dict) -> None:
 def change(out_dir: str | os.PathLike, edit: Callable[[dict], T], *, create: bool = True) -> T:
     """Run ``edit(data)`` on ``out_dir``'s manifest under the folder's lock and save what it changed; returns what
     ``edit`` returns. ``create``: make the folder when it is missing."""
-    out_dir = folder(out_dir)
+    out = folder(out_dir)
     if create:
-        os.makedirs(out_dir, exist_ok=True)
-    with _locked(out_dir):
-        data = _read(manifest_path(out_dir))
-        settled = _settle(data, out_dir)
+        os.makedirs(out, exist_ok=True)
+    with _locked(out):
+        data = _read(manifest_path(out), shown=manifest_path(out_dir))
+        settled = _settle(data, out)
         before = json.dumps(data, sort_keys=True)
         result = edit(data)
         if settled or json.dumps(data, sort_keys=True) != before:
-            _save(out_dir, data)
+            _save(out, data)
     return result
 
 
@@ -216,7 +218,7 @@ def write_translation(out_dir: str | os.PathLike, filename: str, code: str, entr
     path = os.path.join(out, filename)
     os.makedirs(out, exist_ok=True)
     with _locked(out):
-        data = _read(manifest_path(out))
+        data = _read(manifest_path(out), shown=manifest_path(out_dir))
         settled = _settle(data, out)
         old = data["files"].get(filename)
         new = merged_entry(old, entry)
