@@ -22,7 +22,8 @@ SIM_ENV = "NUMBA_ENABLE_CUDASIM"
 SCRIPT_NOTE = (
     f"numbakern: no CUDA GPU here (no CUDA driver, or CUDA_VISIBLE_DEVICES hides every device), so @cuda.jit "
     f"kernels run in numbakern's CUDA simulator "
-    f"(NUMBAKERN_SIM_CHECKS=all turns its checkers on; {SIM_ENV}=1 chooses the simulator yourself and silences this note)"
+    f"(NUMBAKERN_SIM_CHECKS=all turns its checkers on; {SIM_ENV}=1 chooses the simulator yourself and silences "
+    f"this note)"
 )
 
 

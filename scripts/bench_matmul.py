@@ -173,7 +173,6 @@ def numba_matmul_fast(chosen: dict):
     recorded in ``chosen``."""
     def make(a, b, o, h, k, w):
         from numbakern.kernels import matmul_fast as mf
-
         from numbakern.kernels import matmul_pipe as mp
 
         A, B, O = numba_views(a, b, o)

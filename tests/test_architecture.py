@@ -199,7 +199,8 @@ def test_the_walk_sees_every_kind_of_import():
 def test_no_import_circles():
     circles = import_circles(_edges(imports()))
     where = {(i.source, i.target): i for i in imports()}
-    report = ["  " + " -> ".join(c) + "\n" + "\n".join(f"      {where[a, b]}" for a, b in zip(c, c[1:]) if (a, b) in where)
+    report = ["  " + " -> ".join(c) + "\n"
+              + "\n".join(f"      {where[a, b]}" for a, b in zip(c, c[1:]) if (a, b) in where)
               for c in circles]
     assert not circles, "import circles:\n" + "\n".join(report)
 

@@ -3,8 +3,9 @@ through other device functions) and the module constants it reads (numbers and b
 closure cells).
 
 Every backend's manifest entry hashes the same dependencies (``source_sha256``), so the verified-file guard and
-``translate --check`` do not depend on which backend wrote a file, or on what its code happened to mention. Python scoping decides what a name is: a name the function assigns or takes as an argument is local;
-any other name it loads is looked up in the function's closure, then its module's globals.
+``translate --check`` do not depend on which backend wrote a file, or on what its code happened to mention. Python
+scoping decides what a name is: a name the function assigns or takes as an argument is local; any other name it loads
+is looked up in the function's closure, then its module's globals (``translate.closures``).
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ import contextlib
 import logging
 import types as pytypes
 from dataclasses import dataclass, field
-from typing import Any
 
 from numba.cuda import dispatcher, types, utils
 from numba.cuda.compiler import compile_cuda

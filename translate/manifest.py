@@ -54,7 +54,7 @@ def sha256_file(path: str | os.PathLike) -> str | None:
 
 
 def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def folder(out_dir: str | os.PathLike) -> str:

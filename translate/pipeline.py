@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from numba.cuda import types
+
 from numbakern.unroll import rolled_function
 
 from . import closures, emit, manifest, options, targets
@@ -136,7 +137,8 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
                             f"(closure constants: {', '.join(freevars) or 'none'})")
         values[k] = list(v)
     template_params = tuple(k for k in freevars if k in values and isinstance(values[k][0], int))
-    insts = tuple(dict(zip(template_params, combo)) for combo in itertools.product(*(values[k] for k in template_params)))
+    combos = itertools.product(*(values[k] for k in template_params))
+    insts = tuple(dict(zip(template_params, combo)) for combo in combos)
     pyfunc = _instantiated_pyfunc(tgt, template_params, insts, src, fn) if template_params else tgt.pyfunc
     try:
         typed = type_function(pyfunc, argtypes)
@@ -180,7 +182,8 @@ def _instantiated_pyfunc(tgt: targets.KernelTarget, template_params: tuple[str, 
         for name, value in closures.closure_values(f).items():
             if name not in template_params and isinstance(value, (int, float)) and value != first.get(name):
                 where = ", ".join(f"{k}={v}" for k, v in inst.items())
-                raise src.error(fn, f"the constant '{name}' derived by the factory is {first.get(name)!r} for the first "
+                raise src.error(fn,
+                                f"the constant '{name}' derived by the factory is {first.get(name)!r} for the first "
                                 f"instantiation but {value!r} for {where}; one file declares it once",
                                 hint="translate these configurations separately (one value per --const)")
     return funcs[0]

@@ -34,8 +34,15 @@ from ..launch import launch_config, to_kernel_arg
 from ..registry import Case, KernelSpec, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
-from .flagship_config import (FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, _warp_layout, flagship_launch,
-                              flagship_threads, vec_ready)  # noqa: F401 - flagship_threads: part of this module's interface
+from .flagship_config import (
+    FLAGSHIP_BENCH_SIZES,
+    _check_config,
+    _min_blocks,
+    _warp_layout,
+    flagship_launch,
+    flagship_threads,  # noqa: F401 - flagship_threads: part of this module's interface
+    vec_ready,
+)
 from .matmul import BENCH_SIZES, MATRIX, _error_scale, _matmul_inputs, _reference, _work, checked_matmul_args
 from .matmul_pipe import PIPE_CONFIGS, SIM_PIPE_CONFIG, matmul_pipelined, pipe_autotuner, pipe_launch, pipe_ready
 
@@ -323,7 +330,8 @@ def either_launch(config, a, b, out):
 ready_autotuner = Autotuner("matmul_fast_ready", either_kernel,
                             configs=(*({"kernel": "pipelined", **c} for c in PIPE_CONFIGS),
                                      *({"kernel": "flagship", **c} for c in VEC_CONFIGS)),
-                            key=_matmul_key, launch=either_launch, sim_config={"kernel": "pipelined", **SIM_PIPE_CONFIG})
+                            key=_matmul_key, launch=either_launch,
+                            sim_config={"kernel": "pipelined", **SIM_PIPE_CONFIG})
 
 
 def matmul_fast(a, b, out=None, *, config: dict | None = None):

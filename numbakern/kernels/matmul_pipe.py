@@ -31,9 +31,8 @@ from ..registry import Case, KernelSpec, register
 from ..specialize import specialize
 from ..unroll import unroll
 from ..vector_io import vload4, vstore4
+from .flagship_config import FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, _warp_layout, flagship_launch, vec_ready
 from .matmul import MATRIX, _error_scale, _matmul_inputs, _reference, _work
-from .flagship_config import (FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, _warp_layout, flagship_launch,
-                              vec_ready)
 
 #: static shared memory a kernel may declare without opting in to more
 STATIC_SHARED_LIMIT = 48 * 1024

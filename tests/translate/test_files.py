@@ -11,9 +11,8 @@ import time
 
 import pytest
 
-from translate.api import check
+from translate.api import check, translate_kernel
 from translate.manifest import load
-from translate.api import translate_kernel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GENERATED = os.path.join(ROOT, "generated_cuda")
@@ -131,7 +130,7 @@ def test_nvrtc_leaves_python_bytes_objects_intact():
 
     result = nvrtc_compile('extern "C" __global__ void k(float* x) { x[0] = 1.0f; }', "sm_90", name="k.cu")
     assert result.ok and result.log == "" and result.ptx.startswith("//")
-    assert b" "[0] == 32 and " ".encode()[0] == 32  # the byte values: every b" " is one shared object
+    assert b" "[0] == 32 and " ".encode()[0] == 32  # noqa: UP012 - the byte values: every b" " is one shared object
 
 
 def test_missing_resource_report_keeps_the_known_one(tmp_path):
@@ -142,7 +141,8 @@ def test_missing_resource_report_keeps_the_known_one(tmp_path):
     manifest.update_entry(out, "k.cu", entry)
     again = {"file_sha256": "abc", "compile": {"ok": True, "arch": "sm_90", "registers": None, "shared_bytes": None}}
     assert manifest.update_entry(out, "k.cu", again)["compile"]["registers"] == 24
-    other_arch = {"file_sha256": "abc", "compile": {"ok": True, "arch": "sm_80", "registers": None, "shared_bytes": None}}
+    other_arch = {"file_sha256": "abc", "compile": {"ok": True, "arch": "sm_80", "registers": None,
+                                                    "shared_bytes": None}}
     assert manifest.update_entry(out, "k.cu", other_arch)["compile"]["registers"] is None
     changed = {"file_sha256": "def", "compile": {"ok": True, "arch": "sm_90", "registers": None, "shared_bytes": None}}
     assert manifest.update_entry(out, "k.cu", changed)["compile"]["registers"] is None

@@ -22,7 +22,8 @@ def _result(ok=True):
                      float("inf"), ["vs_numba: out (run 1) vs Numba: 1 elements differ", "repeat: differ at 1"])
     r = VerifyResult("matmul_tiled", "launch_matmul_tiled", "generated_cuda/matmul_tiled.cu", "ab" * 32, ok,
                      [good] if ok else [good, bad], device={"device": "NVIDIA H200", "compute_capability": "9.0",
-                                                            "driver": "13.0", "runtime": "13.0"}, date="2026-11-22T03:00:00Z")
+                                                            "driver": "13.0", "runtime": "13.0"},
+                                                                date="2026-11-22T03:00:00Z")
     r.sanitizer = {"memcheck": "ok", "racecheck": "ok", "initcheck": "ok", "synccheck": "ok"}
     return r
 
@@ -57,7 +58,9 @@ def _manifest(tmp_path: Path) -> Path:
     d.mkdir()
     (d / "a.cu").write_text("// a\n")
     (d / "b.cu").write_text("// b\n")
-    sha = lambda name: hashlib.sha256((d / name).read_bytes()).hexdigest()
+    def sha(name):
+        return hashlib.sha256((d / name).read_bytes()).hexdigest()
+
     data = {"version": 1, "files": {
         "a.cu": {"registry_name": "a", "file_sha256": sha("a.cu"), "verification": None, "launchers": []},
         "b.cu": {"registry_name": "b", "file_sha256": sha("b.cu"), "verification": None, "launchers": []}}}
@@ -98,7 +101,8 @@ def test_entry_lookup_by_registry_name():
 
 @pytest.mark.parametrize("tool, rc, output, expected", [
     ("memcheck", 0, "SANCASE-DONE ok\n========= ERROR SUMMARY: 0 errors\n", "ok"),
-    ("racecheck", 0, "SANCASE-DONE ok\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n", "ok"),
+    ("racecheck", 0, "SANCASE-DONE ok\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n",
+     "ok"),
     ("racecheck", 86, "========= Error: Race reported between Write access at k+0x10\nSANCASE-DONE ok\n"
                       "========= RACECHECK SUMMARY: 3 hazards displayed (3 errors, 0 warnings)\n", "3 error(s)"),
     ("memcheck", 86, "========= Invalid __global__ write of size 4 bytes\nSANCASE-DONE ok\n"

@@ -91,7 +91,7 @@ class LLMBackend:
     def close(self) -> None:
         self.client.close()
 
-    def __enter__(self) -> "LLMBackend":
+    def __enter__(self) -> LLMBackend:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -20,9 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
         "llm backend (--backend llm)",
         f"device code from a model behind an OpenAI-compatible endpoint; the key is read from {KEY_ENV} only",
     )
-    group.add_argument("--model", metavar="NAME", help="the model name the endpoint serves (required with --backend llm)")
+    group.add_argument("--model", metavar="NAME",
+                       help="the model name the endpoint serves (required with --backend llm)")
     group.add_argument("--base-url", metavar="URL", default=None,
-                       help=f"the endpoint, e.g. http://127.0.0.1:8000/v1 (default: ${BASE_URL_ENV}, else {DEFAULT_BASE_URL})")
+                       help=f"the endpoint, e.g. http://127.0.0.1:8000/v1 "
+                            f"(default: ${BASE_URL_ENV}, else {DEFAULT_BASE_URL})")
     group.add_argument("--max-turns", type=_positive_int, default=DEFAULT_MAX_TURNS, metavar="N",
                        help=f"at most N request/repair rounds (default {DEFAULT_MAX_TURNS})")
     group.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS",

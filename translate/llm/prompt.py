@@ -8,8 +8,9 @@ The model writes device code only; the project's emitter adds the includes, help
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .source import fenced
 

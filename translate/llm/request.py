@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .prompt import Argument, PromptSpec, local_variable_types
 from .source import code_only

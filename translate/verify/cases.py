@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
 from numbakern.registry import DISTRIBUTIONS, Case, KernelSpec
 
 DEFAULT_SEEDS = (0, 1, 2)

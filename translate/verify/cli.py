@@ -86,7 +86,8 @@ def verify_kernels(
         result = verify(spec, found[spec.name][1], seeds=tuple(range(seeds)), arch=info["arch"],
                         prebuilt=built.get(found[spec.name][1].cu))
         results[spec.name] = result
-        print(result_block(result, verbose=verbose_cases) + f"  [{time.perf_counter() - t0:.1f} s]", file=out, flush=True)
+        print(result_block(result, verbose=verbose_cases) + f"  [{time.perf_counter() - t0:.1f} s]", file=out,
+              flush=True)
         if log:
             log.mkdir(parents=True, exist_ok=True)
             with open(log / "cases.log", "a") as f:

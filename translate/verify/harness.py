@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numba import cuda
+
 from numbakern.compare import compare
 
 from . import driver, isolated
@@ -143,7 +145,7 @@ def _finite(x: float) -> float | str:
 
 
 def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def device_facts(arch: str | None = None) -> dict[str, Any]:
@@ -187,7 +189,8 @@ def numba_run(spec, case, run: str = "a") -> RunResult:
     return result
 
 
-def run_case(spec, case, c1: RunResult, c2: RunResult, *, deterministic: bool) -> tuple[bool, list[str], float, float, list[str], list]:
+def run_case(spec, case, c1: RunResult, c2: RunResult, *,
+             deterministic: bool) -> tuple[bool, list[str], float, float, list[str], list]:
     """The candidate's two runs of one case (made in the sandbox) against the Numba reference, run here; see the
     module docstring for the checks."""
     failed: list[str] = []

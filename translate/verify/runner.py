@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,7 @@ class RunResult:
 class SharedPoisoner:
     """The ``nk_poison_shared`` helper of ``gpu_helpers.cu``, built once (None-safe: a failed build disables it)."""
 
-    _instance: "SharedPoisoner | None" = None
+    _instance: SharedPoisoner | None = None
 
     def __init__(self, arch: str):
         self.lib = ctypes.CDLL(str(build_shared_library(Path(__file__).with_name("gpu_helpers.cu"), arch=arch)))
@@ -74,7 +75,7 @@ class SharedPoisoner:
         self.lib.nk_runtime_version.restype = ctypes.c_int
 
     @classmethod
-    def get(cls, arch: str) -> "SharedPoisoner | None":
+    def get(cls, arch: str) -> SharedPoisoner | None:
         if cls._instance is None:
             try:
                 cls._instance = cls(arch)
@@ -92,7 +93,8 @@ class SharedPoisoner:
         return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def candidate_run(fn, launcher: Mapping[str, Any], spec, case, run: str = "a", shared: SharedPoisoner | None = None) -> RunResult:
+def candidate_run(fn, launcher: Mapping[str, Any], spec, case, run: str = "a",
+                  shared: SharedPoisoner | None = None) -> RunResult:
     """Launch the C kernel on fresh device copies of ``case``'s arguments, outputs poisoned for ``run``."""
     result = RunResult()
     buffers: dict[int, driver.DeviceArray] = {}

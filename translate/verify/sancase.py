@@ -12,6 +12,7 @@ import json
 import sys
 
 import numpy as np
+
 from numbakern.registry import get
 
 from . import abi

@@ -28,9 +28,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 #: the variables a child may inherit (if their names and values look harmless)
 ENV_ALLOWED = (

@@ -11,7 +11,8 @@ parameter description (CUDA device, dtype, rank, contiguity) before the call.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,8 @@ def torch_launcher(so_path: str, launcher: Mapping[str, Any]):
         import torch  # an optional dependency (numbakern[torch]), as above
 
         if len(args) != len(params):
-            raise TypeError(f"{launcher['symbol']} takes {len(params)} arguments ({', '.join(p.name for p in params)}), got {len(args)}")
+            names = ", ".join(p.name for p in params)
+            raise TypeError(f"{launcher['symbol']} takes {len(params)} arguments ({names}), got {len(args)}")
         conv = [TensorArg(p.name, a, p) if p.kind == "array" else a for p, a in zip(params, args)]
         s = stream if stream is not None else torch.cuda.current_stream()
         handle = s.cuda_stream if hasattr(s, "cuda_stream") else int(s)
