@@ -50,8 +50,8 @@ def _resources(text: str) -> dict:
 
 @pytest.fixture(scope="module")
 def numba_ptx():
-    env = dict(os.environ)
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    # numba's real CUDA front end lowers to PTX without a GPU; unset, numbakern would pick its simulator here
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     r = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)

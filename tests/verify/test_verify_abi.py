@@ -70,3 +70,14 @@ def test_bad_descriptions_are_rejected():
         abi.argtypes({"symbol": "s", "params": [{"name": "x", "kind": "array", "dtype": "complex64", "ndim": 1}]})
     with pytest.raises(abi.AbiError, match="kind"):
         abi.argtypes({"symbol": "s", "params": [{"name": "x", "kind": "tuple", "dtype": "int64"}]})
+
+
+def test_a_launcher_is_selected_by_its_own_constants():
+    # a factory parameter the kernel body never reads (here nt) is no template parameter, so no launcher names it
+    from translate.verify.abi import AbiError, select_launcher
+
+    launchers = [{"symbol": "launch_k_cache8_vec1", "constants": {"cache": 8, "vec": True}},
+                 {"symbol": "launch_k_cache4_vec1", "constants": {"cache": 4, "vec": True}}]
+    assert select_launcher(launchers, {"nt": 256, "cache": 4, "vec": 1})["symbol"] == "launch_k_cache4_vec1"
+    with pytest.raises(AbiError, match="no launcher is instantiated"):
+        select_launcher(launchers, {"nt": 256, "cache": 2, "vec": 1})

@@ -14,7 +14,8 @@ OFFERED = {
     "nk_ipow": "int64_t nk_ipow(int64_t a, int64_t b)  // Python's integer a ** b",
 }
 
-_DEFINED = re.compile(r"\b(nk_\w+)\s*\(")
+#: a helper call, also with template arguments (``nk_async_wait<1>()``)
+_DEFINED = re.compile(r"\b(nk_\w+)\s*(?:<[^<>()]*>\s*)?\(")
 
 
 def function_to_helper() -> dict[str, str]:

@@ -98,15 +98,20 @@ def bind(lib: ctypes.CDLL, launcher: Mapping[str, Any]):
 
 def select_launcher(launchers: Sequence[Mapping[str, Any]],
                     constants: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
-    """The launcher instantiated for ``constants`` (the spec's compile-time constants; {} for none)."""
+    """The launcher instantiated for ``constants`` (the spec's compile-time constants; {} for none).
+
+    A launcher names only the constants that became template parameters: a factory parameter the kernel body never
+    reads (it only sizes others) is not one, so the launcher whose every constant agrees with the spec's is it."""
     want = {k: int(v) for k, v in (constants or {}).items()}
     if not launchers:
         raise AbiError("the manifest entry lists no launchers")
-    for launcher in launchers:
-        if {k: int(v) for k, v in (launcher.get("constants") or {}).items()} == want:
-            return launcher
-    if len(launchers) == 1 and not want:
-        return launchers[0]
+    agreeing = [launcher for launcher in launchers
+                if all(k in want and want[k] == int(v) for k, v in (launcher.get("constants") or {}).items())]
+    if agreeing:
+        most = max(len(launcher.get("constants") or {}) for launcher in agreeing)
+        best = [launcher for launcher in agreeing if len(launcher.get("constants") or {}) == most]
+        if len(best) == 1:
+            return best[0]
     have = ", ".join(f"{l['symbol']} {l.get('constants') or {}}" for l in launchers)
     raise AbiError(f"no launcher is instantiated for constants {want}; the entry has: {have}")
 
