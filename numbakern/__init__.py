@@ -1,16 +1,16 @@
 """numbakern: author CUDA kernels in Python with Numba, test them in a fast checking simulator, ship them as CUDA C.
 
-Importing numbakern chooses where kernels run (``mode.select``): on a machine without a GPU, and unless
+Importing numbakern chooses where kernels run (``switch.select``): on a machine without a GPU, and unless
 ``NUMBA_ENABLE_CUDASIM`` says otherwise, a plain script's ``@cuda.jit`` launches run in numbakern's simulator, even
 when ``from numba import cuda`` came first. In simulator mode the import installs numbakern's simulator engine.
 """
 
 from __future__ import annotations
 
-from . import mode
+from . import mode, switch
 
 # before anything below can import numba: the target must be chosen first
-mode.select()
+switch.select()
 
 from .compare import Comparison, compare
 from .declare import RandomInputs, declare

@@ -21,7 +21,6 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-
 #: numbakern's helpers that store into the array given as their first argument (vector_io, async_copy)
 STORES_TO_FIRST_ARGUMENT = frozenset({"vstore4", "copy_async4"})
 
@@ -80,7 +79,8 @@ def _subscripted(target: ast.AST) -> set[str]:
 
 
 def _is_atomic(func: ast.AST) -> bool:
-    """``cuda.atomic.add`` (any ``<something>.atomic.<op>``) or ``atomic.add`` after ``from numba.cuda import atomic``."""
+    """``cuda.atomic.add`` (any ``<something>.atomic.<op>``) or ``atomic.add`` after
+    ``from numba.cuda import atomic``."""
     if not isinstance(func, ast.Attribute):
         return False
     owner = func.value

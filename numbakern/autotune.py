@@ -25,8 +25,9 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from . import mode
 from .launch import LaunchConfig
@@ -203,7 +204,3 @@ class Autotuner:
         kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)
         return config
 
-    def forget(self) -> None:
-        """Drop this process's memo (the disk cache stays)."""
-        with self._lock:
-            self._memo.clear()

@@ -33,7 +33,8 @@ from __future__ import annotations
 import inspect
 import math
 import sys
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -113,7 +114,8 @@ def declare(
     multiples = {k: int(v) for k, v in (size_multiples or {}).items()}
     _check_keys(where, "size_multiples", multiples, dims, partial=True)
 
-    out_names = _names(where, "outputs", outputs, params) if outputs is not None else sorted(use.written, key=params.index)
+    out_names = (_names(where, "outputs", outputs, params) if outputs is not None
+                 else sorted(use.written, key=params.index))
     if not out_names:
         raise ValueError(f"{where}: the kernel writes none of its arguments ({', '.join(params)}); name its outputs "
                          "with outputs=[...]")
@@ -151,7 +153,8 @@ def declare(
     reference_fn(*first.fresh_args())  # fails now, with the kernel named, rather than in the middle of a test run
 
     block = max(first.launch.block)
-    test = _sizes(where, test_sizes, dims) if test_sizes is not None else derive_test_sizes(dims, example, block, multiples)
+    test = (_sizes(where, test_sizes, dims) if test_sizes is not None
+            else derive_test_sizes(dims, example, block, multiples))
     verify = (_sizes(where, verify_sizes, dims) if verify_sizes is not None
               else derive_verify_sizes(dims, example, block, multiples))
     bench = _sizes(where, bench_sizes, dims) if bench_sizes is not None else (dict(example),)

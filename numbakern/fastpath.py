@@ -19,7 +19,8 @@ What costs Numba kernels time against the same CUDA C, and the helper that remov
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

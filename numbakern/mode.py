@@ -4,9 +4,9 @@ The simulator is chosen by ``NUMBA_ENABLE_CUDASIM=1``, and numba reads that vari
 first imported. This module answers questions about the mode without importing numba, so that the pytest plugin
 can still choose the mode before anything else imports numba.
 
-``select()`` is what ``import numbakern`` does for a script: with ``NUMBA_ENABLE_CUDASIM`` unset, a machine without a
-CUDA driver gets the simulator (and one note on stderr), a machine with one keeps the GPU. Under pytest the plugin
-chooses.
+``numbakern.switch.select()`` is what ``import numbakern`` does for a script: with ``NUMBA_ENABLE_CUDASIM`` unset,
+a machine without a CUDA driver gets the simulator (and one note on stderr), a machine with one keeps the GPU. Under
+pytest the plugin chooses.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ import sys
 
 SIM_ENV = "NUMBA_ENABLE_CUDASIM"
 
-#: printed once on stderr when ``select()`` puts a script on the simulator because there is no GPU
+#: printed once on stderr when ``switch.select()`` puts a script on the simulator because there is no GPU
 SCRIPT_NOTE = (
     f"numbakern: no CUDA GPU here (no CUDA driver, or CUDA_VISIBLE_DEVICES hides every device), so @cuda.jit "
     f"kernels run in numbakern's CUDA simulator "
-    f"(NUMBAKERN_SIM_CHECKS=all turns its checkers on; {SIM_ENV}=1 chooses the simulator yourself and silences this note)"
+    f"(NUMBAKERN_SIM_CHECKS=all turns its checkers on; {SIM_ENV}=1 chooses the simulator yourself and silences "
+    f"this note)"
 )
 
 
@@ -100,40 +101,3 @@ def sim_forbidden() -> bool:
 def under_pytest() -> bool:
     """True inside a running pytest process, where numbakern's plugin chooses the mode (from its own options)."""
     return "PYTEST_VERSION" in os.environ and "_pytest.config" in sys.modules
-
-
-def select() -> str:
-    """Choose the CUDA target for this process, as ``import numbakern`` does; returns which one and why.
-
-    - ``NUMBA_ENABLE_CUDASIM`` set by the user: respected (``=1`` also switches a numba.cuda already imported for
-      the GPU; ``=0`` on a machine with no driver makes numba's driver error name the fix);
-    - unset, with a CUDA driver (and ``CUDA_VISIBLE_DEVICES`` not hiding every device): the GPU, nothing changed,
-      CUDA not initialised here; should the driver turn out unusable, numba's error names the fix;
-    - unset, without one: the simulator, switching an already imported numba.cuda in place, and ``SCRIPT_NOTE``
-      once on stderr.
-    """
-    if under_pytest():
-        return "chosen by the pytest plugin"
-    if sim_forbidden():
-        from . import switch
-
-        switch.explain_driver_errors(forced=True)
-        return "GPU (NUMBA_ENABLE_CUDASIM=0)"
-    if sim_requested():
-        if numba_cuda_imported() and not in_simulator():
-            from . import switch
-
-            switch.to_simulator()
-        return "simulator (NUMBA_ENABLE_CUDASIM=1)"
-    if driver_library_found() and not devices_hidden():
-        from . import switch
-
-        switch.explain_driver_errors(forced=False)
-        return "GPU"
-    os.environ[SIM_ENV] = "1"
-    if numba_cuda_imported():
-        from . import switch
-
-        switch.to_simulator()
-    sys.stderr.write(SCRIPT_NOTE + "\n")
-    return "simulator (no GPU found)"

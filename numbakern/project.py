@@ -115,7 +115,8 @@ class Project:
 
 
 def load(path: str | os.PathLike = ".") -> Project:
-    """The project whose ``pyproject.toml`` is ``path`` (or is in the folder ``path``); it must have ``[tool.numbakern]``."""
+    """The project whose ``pyproject.toml`` is ``path`` (or is in the folder ``path``); it must have
+    ``[tool.numbakern]``."""
     path = Path(path).resolve()
     file = path / PYPROJECT if path.is_dir() else path
     if not file.is_file():

@@ -40,7 +40,8 @@ def _choose_mode(options) -> None:
         raise pytest.UsageError("numbakern: --sim and --gpu exclude each other")
     if want_gpu:
         if not mode.gpu_available():
-            raise pytest.UsageError("numbakern: --gpu was given but no CUDA GPU is visible (the CUDA driver reports none)")
+            raise pytest.UsageError("numbakern: --gpu was given but no CUDA GPU is visible "
+                                    "(the CUDA driver reports none)")
         sim = False
     elif want_sim:
         sim = True

@@ -26,12 +26,15 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-#: the attribute under which a specialized kernel carries its constants (read by the translator)
+#: the attributes under which a specialized kernel carries its constants and the factory that made it (read by the
+#: translator, which makes the kernel of other constants from the same factory)
 CONSTANTS_ATTR = "__numbakern_constants__"
+FACTORY_ATTR = "__numbakern_factory__"
 
 
 class Specialized:
@@ -66,6 +69,7 @@ class Specialized:
                 # loops marked `for i in unroll(range(C))` become straight-line code now that C is known
                 kernel = expand_kernel(self.factory(**dict(key)))
                 setattr(kernel, CONSTANTS_ATTR, dict(key))
+                setattr(kernel, FACTORY_ATTR, self)
                 self._variants[key] = kernel
         return kernel
 
@@ -86,6 +90,11 @@ def specialize(factory: Callable[..., Any]) -> Specialized:
 def constants_of(kernel: Any) -> dict[str, Any]:
     """The compile-time constants a kernel was specialized with (empty for a plain kernel)."""
     return dict(getattr(kernel, CONSTANTS_ATTR, {}))
+
+
+def factory_of(kernel: Any) -> Specialized | None:
+    """The ``@specialize`` factory that made ``kernel`` (None for a plain kernel)."""
+    return getattr(kernel, FACTORY_ATTR, None)
 
 
 def _constant(owner: str, name: str, value: Any) -> int | float | bool:

@@ -11,6 +11,8 @@ Kernels decorated *before* it (a module that defines kernels without importing n
 real ``CUDADispatcher`` objects. Their launches (``k[grid, block](...)``, ``k.configure(...)``, ``k.forall(n)``)
 and device-function calls are sent to a simulator kernel made from the same Python function, once per dispatcher.
 
+``select`` is what ``import numbakern`` does: it chooses the target for the process (see ``numbakern.mode``).
+
 ``explain_driver_errors`` covers the real target when it fails: the user forced it (``NUMBA_ENABLE_CUDASIM=0``) on
 a machine with no CUDA driver, or a driver is installed but has no usable device. numba's ``CudaSupportError`` then
 carries a note naming the fix.
@@ -127,3 +129,32 @@ def explain_driver_errors(forced: bool) -> None:
 
     cls.__getattr__ = __getattr__
     setattr(cls, NOTED_ATTR, True)
+
+
+def select() -> str:
+    """Choose the CUDA target for this process, as ``import numbakern`` does; returns which one and why.
+
+    - ``NUMBA_ENABLE_CUDASIM`` set by the user: respected (``=1`` also switches a numba.cuda already imported for
+      the GPU; ``=0`` on a machine with no driver makes numba's driver error name the fix);
+    - unset, with a CUDA driver (and ``CUDA_VISIBLE_DEVICES`` not hiding every device): the GPU, nothing changed,
+      CUDA not initialised here; should the driver turn out unusable, numba's error names the fix;
+    - unset, without one: the simulator, switching an already imported numba.cuda in place, and ``mode.SCRIPT_NOTE``
+      once on stderr.
+    """
+    if mode.under_pytest():
+        return "chosen by the pytest plugin"
+    if mode.sim_forbidden():
+        explain_driver_errors(forced=True)
+        return "GPU (NUMBA_ENABLE_CUDASIM=0)"
+    if mode.sim_requested():
+        if mode.numba_cuda_imported() and not mode.in_simulator():
+            to_simulator()
+        return "simulator (NUMBA_ENABLE_CUDASIM=1)"
+    if mode.driver_library_found() and not mode.devices_hidden():
+        explain_driver_errors(forced=False)
+        return "GPU"
+    os.environ[mode.SIM_ENV] = "1"
+    if mode.numba_cuda_imported():
+        to_simulator()
+    sys.stderr.write(mode.SCRIPT_NOTE + "\n")
+    return "simulator (no GPU found)"

@@ -42,7 +42,8 @@ import copy
 import inspect
 import textwrap
 import types as pytypes
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -228,7 +229,8 @@ class _Expander:
             times = self._eval(loop.iter.args[1], consts) if len(loop.iter.args) == 2 else None
         except Exception as e:  # noqa: BLE001
             raise UnrollError(f"{where}: the trip count of an unrolled loop must be a compile-time constant "
-                              f"(a literal, a module constant, a factory's constant): {type(e).__name__}: {e}") from None
+                              "(a literal, a module constant, a factory's constant): "
+                              f"{type(e).__name__}: {e}") from None
         if not all(_is_int(b) for b in bounds):
             raise UnrollError(f"{where}: range() of an unrolled loop needs integers, got "
                               f"{', '.join(type(b).__name__ for b in bounds)}")

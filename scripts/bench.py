@@ -182,7 +182,7 @@ def copy_bandwidth(budget: float, n: int = 1 << 28) -> dict:
     row.update({k: nan for k in ("numba_ms", "c_ms", "numba_rate", "c_rate", "c_vs_numba", "torch_vs_c",
                                  "c_pct_copy", "c_numba_max_rel_diff", "triton_ms")})
     row["peers"] = ""
-    del src, dst
+    src = dst = None  # the buffers' memory back before the next row
     torch.cuda.empty_cache()
     return row
 

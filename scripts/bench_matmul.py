@@ -173,18 +173,17 @@ def numba_matmul_fast(chosen: dict):
     recorded in ``chosen``."""
     def make(a, b, o, h, k, w):
         from numbakern.kernels import matmul_fast as mf
-
         from numbakern.kernels import matmul_pipe as mp
 
         A, B, O = numba_views(a, b, o)
-        tuner = mp.ready_autotuner if mf.vec_ready(A, B, O) else mp.pipe_autotuner if mp.pipe_ready(A, B, O) \
+        tuner = mf.ready_autotuner if mf.vec_ready(A, B, O) else mp.pipe_autotuner if mp.pipe_ready(A, B, O) \
             else mf.autotuner
         config = tuner.select(A, B, O)
         chosen[(h, k, w)] = config
         if tuner is mf.autotuner:
             cfg, kern = mf.flagship_launch(config, h, w), mf.matmul_flagship(**config)
         else:
-            cfg, kern = mp.either_launch(config, A, B, O), mp.either_kernel(**config)
+            cfg, kern = mf.either_launch(config, A, B, O), mf.either_kernel(**config)
         return lambda: kern[cfg.grid, cfg.block](A, B, O)
     return make
 

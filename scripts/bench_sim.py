@@ -67,7 +67,8 @@ def main(argv=None) -> None:
     print(f"machine: {machine()}")
     print(f"command: python scripts/bench_sim.py {' '.join(sys.argv[1:])}".rstrip())
     print()
-    print("| kernel | size | stock simulator | numbakern, checks off | speed-up | numbakern, all checks | checks cost |")
+    print("| kernel | size | stock simulator | numbakern, checks off | speed-up | numbakern, all checks "
+          "| checks cost |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for spec in specs:
         size = SIZES.get(spec.family, spec.test_sizes[0])

@@ -5,7 +5,7 @@
     translate --check [--out DIR]
 
 KERNEL is a registered kernel name (``matmul_tiled``), ``package.module:kernel`` or ``path/to/file.py:kernel``.
-Exit code 0 only on success.
+Exit code 0 only on success; 2 for unusable input (options, a damaged manifest).
 """
 
 from __future__ import annotations
@@ -14,6 +14,14 @@ import argparse
 import os
 import sys
 import time
+
+from rich.console import Console
+from rich.table import Table
+
+from .errors import TranslationError
+from .llm import cli_args as llm_args
+from .manifest import ManifestError
+from .verify import cli_args as verify_args
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,68 +38,84 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace a GPU-verified file even when the new translation is unverified")
     p.add_argument("--check", action="store_true",
                    help="exit non-zero if a generated file is stale or was edited by hand")
-    for hook in ("translate.llm.cli_args", "translate.verify.cli"):  # options of the llm backend / verification
-        try:
-            __import__(hook, fromlist=["add_arguments"]).add_arguments(p)
-        except ImportError:
-            pass
+    llm_args.add_arguments(p)
+    verify_args.add_arguments(p)
     return p
+
+
+def parse_constants(items) -> dict:
+    """``["tw=16", "tw=32", "n=4"]`` or ``["tw=16,32"]`` -> ``{"tw": [16, 32], "n": [4]}``."""
+    out: dict = {}
+    for item in items or ():
+        if "=" not in item:
+            raise ValueError(f"--const expects NAME=VALUE, got {item!r}")
+        name, values = item.split("=", 1)
+        for v in values.split(","):
+            out.setdefault(name.strip(), []).append(_number(v.strip()))
+    return out
+
+
+def _number(text):
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    if text in ("True", "False", "true", "false"):
+        return text.lower() == "true"
+    raise ValueError(f"constant values must be numbers, got {text!r}")
 
 
 def main(argv=None) -> int:
     # the translator needs numba's real CUDA front end (it needs no GPU); the simulator has none
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
     args = build_parser().parse_args(argv)
-    from rich.console import Console
+    # numba reads that variable when numba.cuda is first imported: what imports numba is imported here, not above
+    from numbakern import registry
+
+    from . import api
+    from .request import TranslateOptions
+    from .verify import cli as verify_cli
 
     console = Console(stderr=False, highlight=False)
-    if args.check:
-        return _check(args, console)
-    if args.all == bool(args.kernel):
-        console.print("[red]translate: name one KERNEL, or use --all or --check[/red]")
-        return 2
-    if args.all and (args.signature or args.const):
-        console.print("[red]translate: --signature/--const apply to one kernel, not --all[/red]")
-        return 2
-    args.backend_options = None
-    if args.backend == "llm":
-        from .llm.cli_args import backend_options, make_backend
-
-        try:
-            # checks model, endpoint and key before any work; translate_kernel makes the backend from the options
-            make_backend(args, configure=False).close()
-            args.backend_options = backend_options(args)
-            if getattr(args, "verify", False):
-                args.backend_options["verify"] = True  # verify each reply on the GPU inside the repair loop
-        except Exception as e:  # LLMError: missing model / key / bad URL
-            sys.stderr.write(f"translate: {e}\n")
-            return 2
-    rc = _translate(args, console)
-    if rc == 0 and getattr(args, "verify", False):
-        from .verify import cli as verify_cli
-
-        names = None if args.all else [args.kernel]
-        rc = verify_cli.run(args, names, directory=args.out)
-    return rc
-
-
-def _translate(args, console) -> int:
-    from rich.table import Table
-
-    from .errors import TranslationError
-    from .pipeline import parse_constants, translate_kernel
-
-    if args.all:
-        from numbakern import registry
-
-        names = [s.name for s in registry.all_specs()]
-    else:
-        names = [args.kernel]
     try:
-        constants = parse_constants(args.const)
-    except ValueError as e:
-        console.print(f"[red]translate: {e}[/red]")
+        if args.check:
+            return _check(args, console, api)
+        if args.all == bool(args.kernel):
+            return _usage("name one KERNEL, or use --all or --check")
+        if args.all and (args.signature or args.const):
+            return _usage("--signature/--const apply to one kernel, not --all")
+        backend_options = {}
+        if args.backend == "llm":
+            try:
+                # checks model, endpoint and key before any work; the pipeline makes the backend from the options
+                llm_args.make_backend(args).close()
+                backend_options = llm_args.backend_options(args)
+            except Exception as e:  # noqa: BLE001 - LLMError: missing model / key / bad URL
+                return _usage(str(e))
+        try:
+            constants = parse_constants(args.const)
+            # --verify with the llm backend also verifies each reply on the GPU inside the repair loop
+            opts = TranslateOptions(backend=args.backend, backend_options=backend_options, arch=args.arch,
+                                    verify=args.verify and args.backend == "llm", force=args.force)
+        except ValueError as e:
+            return _usage(str(e))
+        names = [s.name for s in registry.all_specs()] if args.all else [args.kernel]
+        rc = _translate(args, console, api, names, opts, constants)
+        if rc == 0 and args.verify:
+            rc = verify_cli.run(args, None if args.all else [args.kernel], directory=args.out)
+        return rc
+    except ManifestError as e:
+        sys.stderr.write(f"translate: {e}\n")
         return 2
+
+
+def _usage(message: str) -> int:
+    sys.stderr.write(f"translate: {message}\n")
+    return 2
+
+
+def _translate(args, console: Console, api, names: list[str], opts, constants: dict) -> int:
     table = Table(title=f"translate -> {args.out}/ ({args.backend}, {args.arch})")
     for col in ("kernel", "file", "launchers", "registers", "smem", "time", "status"):
         table.add_column(col)
@@ -101,17 +125,17 @@ def _translate(args, console) -> int:
             status.update(f"translating {name} ...")
             t0 = time.perf_counter()
             try:
-                r = translate_kernel(name, signature=args.signature, constants=constants, backend=args.backend,
-                                     out_dir=args.out, arch=args.arch, backend_options=args.backend_options,
-                                     force=args.force)
-            except Exception as e:  # TranslationError, LookupError, LLMError, ...: report, go on, exit 1
+                r = api.translate(name, signature=args.signature, constants=constants, opts=opts, out_dir=args.out)
+            except ManifestError:
+                raise  # the folder's manifest is unusable: no kernel can be written there
+            except Exception as e:  # noqa: BLE001 - TranslationError, LookupError, LLMError, ...: report, go on
                 failures += 1
                 # plain text on stderr: wrapping would break the caret under the construct
                 sys.stderr.write(f"{e}\n" if isinstance(e, TranslationError) else f"{name}: {type(e).__name__}: {e}\n")
                 table.add_row(name, "-", "-", "-", "-", f"{time.perf_counter() - t0:.2f}s", "[red]failed[/red]")
                 continue
             comp = r.compile
-            symbols = ", ".join(l["symbol"] for l in r.entry["launchers"])
+            symbols = ", ".join(launcher["symbol"] for launcher in r.entry["launchers"])
             table.add_row(name, os.path.relpath(r.path), symbols, str(comp.get("registers") or "-"),
                           str(comp.get("shared_bytes") if comp.get("shared_bytes") is not None else "-"),
                           f"{time.perf_counter() - t0:.2f}s", "[green]ok[/green]")
@@ -119,12 +143,8 @@ def _translate(args, console) -> int:
     return 1 if failures else 0
 
 
-def _check(args, console) -> int:
-    from rich.table import Table
-
-    from .check import check
-
-    problems = check(args.out)
+def _check(args, console: Console, api) -> int:
+    problems = api.check(args.out)
     if not problems:
         console.print(f"[green]translate --check: every file in {args.out}/ is up to date[/green]")
         return 0

@@ -2,21 +2,28 @@
 through other device functions) and the module constants it reads (numbers and booleans from module globals or
 closure cells).
 
-Every backend's manifest entry hashes the same dependencies (``translate.pipeline.source_sha256``), so the verified-
-file guard and ``translate --check`` do not depend on which backend wrote a file, or on what its code happened to
-mention. Python scoping decides what a name is: a name the function assigns or takes as an argument is local;
-any other name it loads is looked up in the function's closure, then its module's globals.
+Every backend's manifest entry hashes the same dependencies (``source_sha256``), so the verified-file guard and
+``translate --check`` do not depend on which backend wrote a file, or on what its code happened to mention. Python
+scoping decides what a name is: a name the function assigns or takes as an argument is local; any other name it loads
+is looked up in the function's closure, then its module's globals (``translate.closures``).
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
+import importlib
 import inspect
+import json
 import textwrap
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
+from numba.cuda.dispatcher import CUDADispatcher
+
+from . import closures
 
 
 @dataclass(frozen=True)
@@ -57,10 +64,6 @@ def number_value(obj: Any) -> bool | int | float | None:
 
 
 def _is_device_function(obj: Any) -> bool:
-    try:
-        from numba.cuda.dispatcher import CUDADispatcher
-    except ImportError:  # numba without its CUDA target: nothing is a device function
-        return False
     return isinstance(obj, CUDADispatcher) and bool(obj.targetoptions.get("device", False))
 
 
@@ -76,7 +79,7 @@ class _Walker:
         local = _local_names(node)
         for expr in _loads_in_order(node):
             obj = self._resolve(fn, expr, local | skip)
-            if obj is _MISSING:
+            if obj is closures.MISSING:
                 continue
             if _is_device_function(obj):
                 self._device_function(obj)
@@ -103,25 +106,13 @@ class _Walker:
             chain.append(expr.attr)
             expr = expr.value
         if not isinstance(expr, ast.Name) or expr.id in local:
-            return _MISSING
-        code = fn.__code__
-        if expr.id in code.co_freevars and fn.__closure__:
-            try:
-                obj = fn.__closure__[code.co_freevars.index(expr.id)].cell_contents
-            except ValueError:  # an empty cell
-                return _MISSING
-        elif expr.id in fn.__globals__:
-            obj = fn.__globals__[expr.id]
-        else:
-            return _MISSING
+            return closures.MISSING
+        obj = closures.lookup(fn, expr.id)
         for attr in reversed(chain):
-            obj = getattr(obj, attr, _MISSING)
-            if obj is _MISSING:
-                return _MISSING
+            if obj is closures.MISSING:
+                break
+            obj = getattr(obj, attr, closures.MISSING)
         return obj
-
-
-_MISSING = object()
 
 
 def _local_names(node: ast.FunctionDef) -> frozenset[str]:
@@ -156,3 +147,33 @@ def _loads_in_order(node: ast.FunctionDef) -> list[ast.expr]:
     for stmt in node.body:
         Visitor().visit(stmt)
     return found
+
+
+def source_sha256(pyfunc: Any, device_functions: Iterable[str], constants: Mapping[str, Any],
+                  template_constants: Mapping[str, Any], codegen: dict | None = None) -> str:
+    """sha256 of everything a generated file depends on (``translate --check`` recomputes it): the kernel's source,
+    the sources of the device functions it calls (``module:qualname``), the module constants it reads, its
+    compile-time constants and its code-generation options (fastmath / launch_bounds / max_registers)."""
+    parts = {"kernel": inspect.getsource(pyfunc), "device_functions": {}, "constants": dict(sorted(constants.items()))}
+    for q in device_functions:
+        mod, qual = q.split(":", 1)
+        obj = importlib.import_module(mod)
+        for p in qual.split("."):
+            obj = getattr(obj, p, None)
+        fn = getattr(obj, "py_func", obj)
+        parts["device_functions"][q] = inspect.getsource(fn) if fn is not None else ""
+    parts["constants"].update({f"template:{k}": v for k, v in sorted(template_constants.items())})
+    if codegen is not None:
+        parts["codegen"] = codegen
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def current_constants(pyfunc: Any, names: Iterable[str]) -> dict[str, Any]:
+    """The values the module constants ``names`` have for ``pyfunc`` now (``translate --check``: a changed constant
+    makes the file stale); a name that no longer resolves is None."""
+    out = {}
+    for name in names:
+        value = closures.lookup(pyfunc, name)
+        value = None if value is closures.MISSING else value
+        out[name] = value.item() if hasattr(value, "item") else value
+    return out

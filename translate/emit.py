@@ -3,10 +3,11 @@ template instantiations and one ``extern "C"`` host launcher per instantiation (
 
 from __future__ import annotations
 
-from .backends import DeviceCode, KernelRequest, c_declaration
+from . import options
 from .cnames import c_name
 from .codegen import helpers as helper_lib
 from .codegen.cexpr import float_literal
+from .request import DeviceCode, KernelRequest, c_declaration
 
 PREAMBLE = """\
 #ifdef __CUDACC_RTC__
@@ -56,12 +57,10 @@ def _const_decl(name, key, value) -> str:
     return f"constexpr {c_name(key)} {name} = {text};"
 
 
-def assemble(request: KernelRequest, device: DeviceCode, header: str, build=None) -> str:
-    """The whole file. ``build`` (``translate.options.CodegenOptions``) puts ``__launch_bounds__`` /
-    ``__maxnreg__`` on the ``__global__`` kernel."""
-    from . import options
-
-    prelude, attrs = build.attributes(request) if build is not None else ("", "")
+def assemble(request: KernelRequest, device: DeviceCode, header: str) -> str:
+    """The whole file; the request's codegen options put ``__launch_bounds__`` / ``__maxnreg__`` on the
+    ``__global__`` kernel."""
+    prelude, attrs = request.build.attributes(request)
     parts = [header.rstrip() + "\n", PREAMBLE]
     helper_text = helper_lib.render(set(device.helpers))
     if helper_text:
@@ -73,8 +72,6 @@ def assemble(request: KernelRequest, device: DeviceCode, header: str, build=None
     parts.append(options.apply(device.code, request.name, attrs))
     if request.template_params:
         lines = []
-        types_only = ", ".join(p.split()[-2] if p.startswith("const") else p.rsplit(" ", 1)[0]
-                               for spec in request.params for p in spec.c_params())
         types_only = ", ".join(_param_type(p) for spec in request.params for p in spec.c_params())
         for inst in request.instantiations:
             args = ", ".join(str(int(inst[t])) for t in request.template_params)

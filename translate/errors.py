@@ -34,6 +34,10 @@ class TranslationError(Exception):
         return "\n".join(parts)
 
 
+class CompileError(TranslationError):
+    """NVRTC rejected the generated file (never written)."""
+
+
 class SourceInfo:
     """A kernel's source text with its file and first line, to locate AST nodes in the original file."""
 

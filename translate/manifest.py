@@ -1,28 +1,75 @@
-"""``generated_cuda/manifest.json`` (schema: docs/design/translate-contract.md, section 2). Writes are atomic
-(temp file + ``os.replace``); files are written the same way, so a failed translation never leaves a
-half-written file or replaces a good one."""
+"""The manifest of a folder of generated files, ``<folder>/manifest.json`` (schema: docs/design/translate-contract.md,
+section 2), and the only code that reads or writes it.
+
+- ``load`` returns the checked manifest (an empty one when there is none). A damaged manifest (empty, half-written,
+  not JSON, ``"files"`` that is not a table, a folder in its place) or one written by a newer numbakern raises
+  ``ManifestError``: one line naming the file and what to do. Such a file is never rewritten.
+- Every change is a read-modify-write under an exclusive lock on the folder (``fcntl.flock``), so processes that
+  translate or verify into one folder at the same time never lose each other's entries; the file is replaced
+  atomically (temp file + ``os.replace``), as every generated file is.
+- ``write_translation`` writes a ``.cu`` and its entry so that the two agree after a kill at any point: the new
+  entry is first recorded as *pending*, then the ``.cu`` is replaced, then the entry takes its place. Whoever reads a
+  manifest with a pending entry settles it: the entry is taken when its file is on disk, dropped when the old file
+  still is.
+- ``record_verification`` stores a GPU verification record, only for the very file that was verified.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import fcntl
 import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from .errors import TranslationError
 
 MANIFEST = "manifest.json"
 VERSION = 1
+#: the top-level key of entries whose files may or may not have reached the disk (see the module docstring)
+PENDING = "pending"
+
+T = TypeVar("T")
+
+
+class ManifestError(Exception):
+    """A manifest that cannot be used; the message is one line: the file, what is wrong, what to do."""
 
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def sha256_file(path: str | os.PathLike) -> str | None:
+    """The sha256 of the file's bytes, None when there is no such file."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
 def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def atomic_write(path: str, text: str) -> None:
+def folder(out_dir: str | os.PathLike) -> str:
+    """The output folder as an absolute path, ``..`` taken away the way the system would follow it
+    (``a/missing/../../d`` is ``./d``), so that making it creates no folder on the way."""
+    return os.path.realpath(out_dir)
+
+
+def manifest_path(out_dir: str | os.PathLike) -> str:
+    return os.path.join(out_dir, MANIFEST)
+
+
+def atomic_write(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through a temp file in the same folder and ``os.replace``: readers see the old file
+    or the new one, never a part."""
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
@@ -36,25 +83,166 @@ def atomic_write(path: str, text: str) -> None:
         raise
 
 
-def load(out_dir: str) -> dict:
-    path = os.path.join(out_dir, MANIFEST)
-    if not os.path.exists(path):
-        return {"version": VERSION, "files": {}}
-    with open(path) as f:
-        data = json.load(f)
-    data.setdefault("files", {})
+# -- reading ---------------------------------------------------------------------------------------------------
+
+
+def load(out_dir: str | os.PathLike) -> dict:
+    """``out_dir``'s manifest, checked and with pending entries settled (in memory); ``{"version": 1, "files": {}}``
+    when there is none. Raises ``ManifestError``."""
+    data = _read(manifest_path(folder(out_dir)), shown=manifest_path(out_dir))
+    _settle(data, folder(out_dir))
     return data
 
 
-def save(out_dir: str, data: dict) -> None:
-    atomic_write(os.path.join(out_dir, MANIFEST), json.dumps(data, indent=2, sort_keys=True) + "\n")
+def entry_for(data: Mapping[str, Any], kernel: str) -> tuple[str, dict] | None:
+    """``(file name, entry)`` of a registered kernel: by ``registry_name``, else the file ``<kernel>.cu``."""
+    files = data["files"]
+    for name, entry in sorted(files.items()):
+        if entry.get("registry_name") == kernel:
+            return name, entry
+    if f"{kernel}.cu" in files:
+        return f"{kernel}.cu", files[f"{kernel}.cu"]
+    return None
 
 
-def update_entry(out_dir: str, filename: str, entry: dict) -> dict:
-    """Insert or replace one file's entry (keeps ``created``, and keeps a verification record while the kernel
-    source is unchanged). Returns the stored entry."""
-    data = load(out_dir)
-    old = data["files"].get(filename)
+def _restore(path: str) -> str:
+    return f"restore it (e.g. `git checkout -- {path}`), or delete it and translate the kernels again"
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", type(None): "null", bool: "a boolean"}.get(
+        type(value), "a number")
+
+
+def _read(real: str, shown: str | None = None) -> dict:
+    """The manifest at ``real``, checked; every problem is one ``ManifestError`` line naming it as ``shown`` (the
+    path as the user gave it)."""
+    path = shown or real
+    if os.path.isdir(real):
+        raise ManifestError(f"{path} is a folder, not a manifest file: move it away (translate then writes a new "
+                            "manifest)")
+    try:
+        with open(real, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return {"version": VERSION, "files": {}}
+    except (OSError, UnicodeDecodeError) as e:
+        raise ManifestError(f"{path} cannot be read ({getattr(e, 'strerror', None) or e}): {_restore(path)}") from None
+    if not text.strip():
+        raise ManifestError(f"{path} is empty (a write cut short?): {_restore(path)}")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ManifestError(f"{path} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}): "
+                            f"{_restore(path)}") from None
+    if not isinstance(data, dict):
+        raise ManifestError(f"{path} holds {_kind(data)}, not a manifest object: {_restore(path)}")
+    version = data.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ManifestError(f"{path} has no valid \"version\" (found {json.dumps(version)}): {_restore(path)}")
+    if version > VERSION:
+        raise ManifestError(f"{path} is manifest version {version}, written by a newer numbakern (this one reads "
+                            f"version {VERSION}): upgrade numbakern to use it; the file was left as it is")
+    for key in ("files", PENDING):
+        table = data.get(key, {} if key == PENDING else None)
+        if not isinstance(table, dict):
+            raise ManifestError(f"{path}: \"{key}\" is {_kind(table)}, not an object of entries: {_restore(path)}")
+        for name, entry in table.items():
+            if not isinstance(entry, dict):
+                raise ManifestError(f"{path}: the entry for {name!r} is {_kind(entry)}, not an object: "
+                                    f"{_restore(path)}")
+    return data
+
+
+def _settle(data: dict, out_dir: str | os.PathLike) -> bool:
+    """Settle the entries a writer left pending: take an entry whose file is on disk, drop one whose file is not
+    (the old entry still describes the old file). True when there was anything to settle."""
+    pending = data.pop(PENDING, None) or {}
+    for filename, entry in pending.items():
+        if sha256_file(os.path.join(out_dir, filename)) == entry.get("file_sha256"):
+            data["files"][filename] = entry
+    return bool(pending)
+
+
+# -- changing --------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _locked(out_dir: str) -> Iterator[None]:
+    """An exclusive lock on the folder itself (no lock file left behind; the manifest is replaced, the folder
+    stays), held until the read-modify-write is done."""
+    fd = os.open(out_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _save(out_dir: str, data: dict) -> None:
+    data["version"] = VERSION
+    atomic_write(manifest_path(out_dir), json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def change(out_dir: str | os.PathLike, edit: Callable[[dict], T], *, create: bool = True) -> T:
+    """Run ``edit(data)`` on ``out_dir``'s manifest under the folder's lock and save what it changed; returns what
+    ``edit`` returns. ``create``: make the folder when it is missing."""
+    out = folder(out_dir)
+    if create:
+        os.makedirs(out, exist_ok=True)
+    with _locked(out):
+        data = _read(manifest_path(out), shown=manifest_path(out_dir))
+        settled = _settle(data, out)
+        before = json.dumps(data, sort_keys=True)
+        result = edit(data)
+        if settled or json.dumps(data, sort_keys=True) != before:
+            _save(out, data)
+    return result
+
+
+def update_entry(out_dir: str | os.PathLike, filename: str, entry: dict) -> dict:
+    """Insert or replace one file's entry (see ``merged_entry``). Returns the stored entry."""
+    def edit(data: dict) -> dict:
+        data["files"][filename] = merged_entry(data["files"].get(filename), entry)
+        return data["files"][filename]
+
+    return change(out_dir, edit)
+
+
+def write_translation(out_dir: str | os.PathLike, filename: str, code: str, entry: dict, *, force: bool = False
+                      ) -> dict:
+    """Write ``code`` to ``out_dir/filename`` and its ``entry`` into the manifest, so that the two agree whenever
+    the process is killed (see the module docstring). A verified file of an unchanged kernel is not replaced by
+    different code unless ``force`` (``TranslationError``). Returns the stored entry."""
+    out = folder(out_dir)
+    path = os.path.join(out, filename)
+    os.makedirs(out, exist_ok=True)
+    with _locked(out):
+        data = _read(manifest_path(out), shown=manifest_path(out_dir))
+        settled = _settle(data, out)
+        old = data["files"].get(filename)
+        new = merged_entry(old, entry)
+        if not force and replaces_verified(old, new):
+            raise TranslationError(
+                f"{filename} was verified on a GPU and its kernel has not changed; the new "
+                f"{new['backend']['name']} translation differs and is not verified, so it was not written "
+                "(pass --force to replace the verified file)", filename=os.path.join(out_dir, filename))
+        file_changes = sha256_file(path) != new["file_sha256"]
+        if file_changes:
+            data[PENDING] = {filename: new}
+            _save(out, data)
+            atomic_write(path, code)
+            del data[PENDING]
+        if file_changes or settled or old != new:
+            data["files"][filename] = new
+            _save(out, data)
+    return new
+
+
+def merged_entry(old: dict | None, entry: dict) -> dict:
+    """``entry`` as it is stored over ``old``: ``created`` kept; the verification kept while it still applies (same
+    kernel source, same file bytes); a missing resource report kept for the same file; and an identical
+    re-translation changes nothing, not even the date."""
     entry = dict(entry)
     stamp = now()
     entry["updated"] = stamp
@@ -65,10 +253,7 @@ def update_entry(out_dir: str, filename: str, entry: dict) -> dict:
     if old and old.get("file_sha256") == entry.get("file_sha256"):
         _keep_known_resources(old.get("compile") or {}, entry.get("compile") or {})
     if old and _without_times(old) == _without_times(entry):
-        entry["updated"] = old.get("updated", stamp)  # an identical re-translation changes nothing, not even the date
-    data["files"][filename] = entry
-    data["version"] = VERSION
-    save(out_dir, data)
+        entry["updated"] = old.get("updated", stamp)
     return entry
 
 
@@ -92,19 +277,47 @@ def _verification_applies(old: dict, new: dict) -> bool:
         and record.get("file_sha256", old.get("file_sha256")) == new.get("file_sha256")
 
 
-def replaces_verified(out_dir: str, filename: str, entry: dict) -> bool:
-    """True when writing ``entry`` would replace a verified file, of an unchanged kernel, with different C."""
-    old = load(out_dir)["files"].get(filename)
+def replaces_verified(old: dict | None, new: dict) -> bool:
+    """True when ``new`` would replace a verified file, of an unchanged kernel, with different C."""
     if not old or not (old.get("verification") or {}).get("ok"):
         return False
-    return old.get("source_sha256") == entry.get("source_sha256") and not _verification_applies(old, entry)
+    return old.get("source_sha256") == new.get("source_sha256") and not _verification_applies(old, new)
 
 
-def set_verification(out_dir: str, filename: str, record: dict) -> None:
-    """For verification: store ``record`` as the file's ``verification`` (atomic)."""
-    data = load(out_dir)
-    if filename not in data["files"]:
-        raise KeyError(f"{filename} is not in {os.path.join(out_dir, MANIFEST)}")
-    data["files"][filename]["verification"] = record
-    data["files"][filename]["updated"] = now()
-    save(out_dir, data)
+# -- verification records --------------------------------------------------------------------------------------
+
+
+def record_verification(out_dir: str | os.PathLike, filename: str, record: Mapping[str, Any], *,
+                        check_file: bool = True) -> bool:
+    """Store ``record`` as the file's ``verification``; False (nothing written) when the entry is gone or, with
+    ``check_file``, the ``.cu`` changed since it was verified (the record's ``file_sha256``)."""
+    def edit(data: dict) -> bool:
+        entry = data["files"].get(filename)
+        if entry is None:
+            return False
+        if check_file and record.get("file_sha256"):
+            current = sha256_file(os.path.join(folder(out_dir), filename))
+            if current != record["file_sha256"] or entry.get("file_sha256") not in (None, record["file_sha256"]):
+                return False
+        entry["verification"] = dict(record)
+        entry["updated"] = now()
+        return True
+
+    if not os.path.isdir(out_dir):
+        return False
+    return change(out_dir, edit, create=False)
+
+
+def set_verification(out_dir: str | os.PathLike, filename: str, record: Mapping[str, Any]) -> None:
+    """Store ``record`` as the file's ``verification`` whatever the file holds; ``KeyError`` without an entry."""
+    if not record_verification(out_dir, filename, record, check_file=False):
+        raise KeyError(f"{filename} is not in {manifest_path(out_dir)}")
+
+
+def apply_records(out_dir: str | os.PathLike, records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Apply ``{"file": name, "record": {...}}`` items (what ``--records-out`` writes); ``{file: outcome}``."""
+    outcome = {}
+    for item in records:
+        ok = record_verification(out_dir, item["file"], item["record"])
+        outcome[item["file"]] = "recorded" if ok else "skipped (entry missing or .cu changed since verification)"
+    return outcome

@@ -25,10 +25,10 @@ explicit specializations indexed by the template parameters.
 from __future__ import annotations
 
 import re
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .errors import TranslationError
+from .targets import KernelTarget
 
 FASTMATH_NVCC = ("-ftz=true", "-prec-div=false", "-prec-sqrt=false", "-fmad=true")
 FASTMATH_NVRTC = ("--ftz=true", "--prec-div=false", "--prec-sqrt=false", "--fmad=true")
@@ -38,12 +38,12 @@ _IGNORED = {"link", "device", "inline", "forceinline", "extensions", "lto", "sha
             "opt", "cache"}
 
 
-@dataclass
+@dataclass(frozen=True)
 class CodegenOptions:
     fastmath: bool = False
     lineinfo: bool = False
-    launch_bounds: list = field(default_factory=list)   # per instantiation: tuple of ints or None
-    max_registers: list = field(default_factory=list)   # per instantiation: int or None
+    launch_bounds: tuple[tuple[int, ...] | None, ...] = ()   # per instantiation
+    max_registers: tuple[int | None, ...] = ()               # per instantiation
 
     def fingerprint(self) -> dict | None:
         """What ``source_sha256`` hashes (None when no option is set: the hash of a plain kernel is unchanged),
@@ -178,29 +178,17 @@ def _normal_bounds(lb):
     return tuple(int(x) for x in lb)
 
 
-def _factory(tgt):
-    """The ``@specialize`` factory that made ``tgt.kernel`` (None for a plain kernel)."""
-    from numbakern.specialize import Specialized
-
-    mod = sys.modules.get(tgt.pyfunc.__module__)
-    first = tgt.pyfunc.__qualname__.split(".")[0]
-    obj = getattr(mod, first, None) if mod is not None else None
-    return obj if isinstance(obj, Specialized) else None
-
-
-def kernel_options(tgt, instantiations) -> list[dict]:
+def kernel_options(tgt: KernelTarget, instantiations) -> list[dict]:
     """``targetoptions`` of the dispatcher of each instantiation (the registered kernel for the first)."""
     base = dict(getattr(tgt.kernel, "targetoptions", {}) or {})
-    factory = None
     out = []
     for inst in instantiations or ({},):
         consts = {**tgt.constants, **inst}
         if consts == tgt.constants:
             out.append(base)
             continue
-        factory = factory or _factory(tgt)
-        if factory is not None:
-            out.append(dict(getattr(factory(**consts), "targetoptions", {}) or {}))
+        if tgt.factory is not None:
+            out.append(dict(getattr(tgt.factory(**consts), "targetoptions", {}) or {}))
         elif base.get("launch_bounds") is not None or base.get("max_registers") is not None:
             raise TranslationError(
                 f"{tgt.qualname}: cannot read the codegen options of each specialization (no @specialize "
@@ -211,7 +199,7 @@ def kernel_options(tgt, instantiations) -> list[dict]:
     return out
 
 
-def from_target(tgt, instantiations) -> CodegenOptions:
+def from_target(tgt: KernelTarget, instantiations) -> CodegenOptions:
     opts = kernel_options(tgt, instantiations)
     fm = {bool(o.get("fastmath")) for o in opts}
     if len(fm) > 1:
@@ -220,6 +208,6 @@ def from_target(tgt, instantiations) -> CodegenOptions:
     li = {bool(o.get("lineinfo")) for o in opts}
     return CodegenOptions(
         fastmath=fm.pop(), lineinfo=any(li),
-        launch_bounds=[_normal_bounds(o.get("launch_bounds")) for o in opts],
-        max_registers=[(int(o["max_registers"]) if o.get("max_registers") is not None else None) for o in opts],
+        launch_bounds=tuple(_normal_bounds(o.get("launch_bounds")) for o in opts),
+        max_registers=tuple((int(o["max_registers"]) if o.get("max_registers") is not None else None) for o in opts),
     )

@@ -1,171 +1,122 @@
-"""``translate_kernel``: resolve -> type with Numba -> backend -> emit -> NVRTC -> write file + manifest.
+"""translate's spine: one kernel from its name to a written ``.cu`` and manifest entry, in order.
 
-Works in any process: when numba was imported in simulator mode (the test suite on a machine without a GPU),
-the simulator has no CUDA front end, so the work runs in a helper process (``translate.worker``) with the real
-CUDA target; results and ``TranslationError``s come back the same way.
+    resolve (targets) -> type (frontend) -> request -> device code (backend) -> assemble (emit) -> NVRTC -> write
+
+``translate`` runs the stages in this order and nothing runs them elsewhere: a stage never imports a later one, and
+a backend that wants its candidates compiled or verified gets the pipeline's checks as callbacks
+(``translate.candidates``). The pipeline needs numba's real CUDA target: callers that may run in simulator mode go
+through ``translate.api``, which hands the work to a helper process.
 """
 
 from __future__ import annotations
 
+import inspect
 import itertools
-import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
-from .errors import TranslationError
+from numba.cuda import types
+
+from numbakern.unroll import rolled_function
+
+from . import closures, emit, manifest, options, targets
+from .backends import get_backend
+from .candidates import PipelineChecks
+from .codegen.stmts import parse_function
+from .depends import kernel_dependencies, source_sha256
+from .errors import CompileError, SourceInfo, TranslationError
+from .frontend import parse_signature, type_function
+from .nvrtc import nvrtc_compile
+from .request import DeviceCode, KernelRequest, ParamSpec, TranslateOptions, TranslationResult
+from .writes import written_arrays
 
 TOOL_VERSION = "0.1.0"
-DEFAULT_OUT = "generated_cuda"
+
+#: ``--const`` values: name -> one value per instantiation
+Constants = Mapping[str, Sequence[int | float | bool]]
 
 
-@dataclass
-class TranslationResult:
-    name: str                     # kernel / file stem
-    path: str | None              # the written .cu (None with write=False)
-    code: str                     # the file's text
-    entry: dict                   # the manifest entry
-    compile: dict                 # CompileResult.manifest() + log
-    seconds: dict = field(default_factory=dict)  # phase timings
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-
-class CompileError(TranslationError):
-    """NVRTC rejected the generated file (never written)."""
-
-
-def parse_constants(items) -> dict:
-    """``["tw=16", "tw=32", "n=4"]`` or ``["tw=16,32"]`` -> ``{"tw": [16, 32], "n": [4]}``."""
-    out: dict = {}
-    for item in items or ():
-        if "=" not in item:
-            raise ValueError(f"--const expects NAME=VALUE, got {item!r}")
-        name, values = item.split("=", 1)
-        for v in values.split(","):
-            out.setdefault(name.strip(), []).append(_number(v.strip()))
-    return out
-
-
-def _number(text):
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    if text in ("True", "False", "true", "false"):
-        return text.lower() == "true"
-    raise ValueError(f"constant values must be numbers, got {text!r}")
-
-
-def translate_kernel(target, signature=None, constants=None, backend="ast", out_dir=DEFAULT_OUT, arch="sm_90",
-                     write=True, backend_options=None, force=False) -> TranslationResult:
-    """Translate one kernel (a name for ``translate.targets.resolve``) and, with ``write``, write
-    ``out_dir/<name>.cu`` and its manifest entry. Raises ``TranslationError`` (located) or ``CompileError``.
-
-    ``backend_options`` are plain JSON values for the backend's ``generate`` (the llm backend: model, base_url,
-    max_turns, timeout, max_retries; its key comes from the environment only). A file verified on a GPU is not
-    replaced by different, unverified C for the same kernel source unless ``force``."""
-    constants = {k: (list(v) if isinstance(v, (list, tuple)) else [v]) for k, v in (constants or {}).items()}
-    from numbakern import mode
-
-    if mode.in_simulator():
-        from . import worker
-
-        return worker.call("translate", target=target, signature=signature, constants=constants, backend=backend,
-                           out_dir=os.path.abspath(out_dir), arch=arch, write=write, backend_options=backend_options,
-                           force=force)
-    return _translate(target, signature, constants, backend, out_dir, arch, write, backend_options, force)
-
-
-def _translate(target, signature, constants, backend, out_dir, arch, write, backend_options=None,
-               force=False) -> TranslationResult:
-    from . import emit, manifest, options, targets
-    from .backends import get_backend
-    from .compile import nvrtc_compile
-
-    t0 = time.perf_counter()
-    tgt = targets.resolve(target, constants)
-    request = build_request(tgt, signature, constants)
-    build = options.from_target(tgt, request.instantiations)
-    request.fastmath = build.fastmath
-    request.build = build
-    t1 = time.perf_counter()
-    be = get_backend(backend)
-    device = be.generate(request, **(backend_options or {}))
-    t2 = time.perf_counter()
-    deps = dependencies(request, device)
-    src_sha = source_sha256(tgt, deps.device_functions, deps.constants, build.fingerprint())
-    header = (f"// {request.name}.cu: generated by `translate` (numbakern {TOOL_VERSION}, backend {backend}) from\n"
-              f"// {tgt.qualname} for {request.signature}.\n"
-              "// Edit the Python kernel and re-run `translate`, not this file: `translate --check` detects edits.\n"
-              + "\n".join(build.header_lines()))
-    code = emit.assemble(request, device, header, build)
-    t3 = time.perf_counter()
-    comp = nvrtc_compile(code, arch, name=f"{request.name}.cu", options=build.nvrtc_options())
-    t4 = time.perf_counter()
+def translate(target: str, *, signature: str | None = None, constants: Constants | None = None,
+              opts: TranslateOptions | None = None, out_dir: str | None = None) -> TranslationResult:
+    """Translate the kernel ``target`` (a name for ``translate.targets.resolve``); with ``out_dir``, write
+    ``out_dir/<name>.cu`` and its manifest entry. Raises ``TranslationError`` (located) or ``CompileError``; a
+    failure writes nothing."""
+    opts = opts or TranslateOptions()
+    constants = {k: list(v) for k, v in (constants or {}).items()}
+    seconds: dict[str, float] = {}
+    with _timed(seconds, "frontend"):
+        tgt = targets.resolve(target, constants)
+        request = build_request(tgt, signature, constants, opts)
+    with _timed(seconds, "backend"):
+        checks = PipelineChecks(request, verify_on_gpu=opts.verify)
+        device = get_backend(opts.backend).generate(request, checks)
+        check_dependencies(request, device)
+    with _timed(seconds, "emit"):
+        code = emit.assemble(request, device, _header(tgt, request))
+    with _timed(seconds, "nvrtc"):
+        comp = nvrtc_compile(code, opts.arch, name=request.filename, options=request.build.nvrtc_options())
     if not comp.ok:
-        raise CompileError(f"NVRTC rejected the generated {request.name}.cu:\n{comp.log}", filename=f"{request.name}.cu")
-    filename = f"{request.name}.cu"
+        raise CompileError(f"NVRTC rejected the generated {request.filename}:\n{comp.log}", filename=request.filename)
     entry = {
         "kernel": tgt.qualname,
         "target": tgt.target,
         "registry_name": tgt.registry_name,
-        "source_sha256": src_sha,
+        "source_sha256": source_sha256(tgt.pyfunc, request.dependencies.device_functions,
+                                       request.dependencies.constants, tgt.constants, request.build.fingerprint()),
         "file_sha256": manifest.sha256_text(code),
         "signature": request.signature,
         "constants": {k: (v[0] if len(v) == 1 else v) for k, v in _template_values(request).items()},
-        "backend": {"name": backend, "tool_version": TOOL_VERSION, **device.notes},
-        "depends": deps.manifest(),
-        "launchers": [{**launcher, **build.launcher_manifest(i)}  # + launch_bounds / max_registers
+        "backend": {"name": opts.backend, "tool_version": TOOL_VERSION, **device.notes},
+        "depends": request.dependencies.manifest(),
+        "launchers": [{**launcher, **request.build.launcher_manifest(i)}  # + launch_bounds / max_registers
                       for i, launcher in enumerate(emit.launcher_descriptions(request, device))],
-        "build": build.manifest(),  # the build flags the file needs (fastmath): nvcc_flags, nvrtc_options
+        "build": request.build.manifest(),  # the build flags the file needs (fastmath): nvcc_flags, nvrtc_options
         "compile": comp.manifest(),
         "verification": None,
     }
     path = None
-    if write:
-        if not force and manifest.replaces_verified(out_dir, filename, entry):
-            raise TranslationError(
-                f"{filename} was verified on a GPU and its kernel has not changed; the new {backend} translation "
-                "differs and is not verified, so it was not written (pass --force to replace the verified file)",
-                filename=os.path.join(out_dir, filename))
-        path = os.path.join(out_dir, filename)
-        manifest.atomic_write(path, code)
-        entry = manifest.update_entry(out_dir, filename, entry)
-    seconds = {"frontend": t1 - t0, "backend": t2 - t1, "emit": t3 - t2, "nvrtc": t4 - t3}
+    if out_dir is not None:
+        entry = manifest.write_translation(out_dir, request.filename, code, entry, force=opts.force)
+        path = os.path.join(out_dir, request.filename)
     return TranslationResult(request.name, path, code, entry, {**comp.manifest(), "log": comp.log}, seconds)
 
 
-def dependencies(request, device):
-    """The device functions and module constants the kernel depends on, from its Python source: the same for every
-    backend, so the verified-file guard and ``translate --check`` compare like with like. The backend's own record
-    (the ast backend's) must not name anything the Python side missed."""
-    from .depends import kernel_dependencies
+@contextmanager
+def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
+    t0 = time.perf_counter()
+    yield
+    seconds[stage] = time.perf_counter() - t0
 
-    deps = kernel_dependencies(request.pyfunc, request.template_params)
+
+def _header(tgt: targets.KernelTarget, request: KernelRequest) -> str:
+    return (f"// {request.filename}: generated by `translate` (numbakern {TOOL_VERSION}, backend "
+            f"{request.options.backend}) from\n// {tgt.qualname} for {request.signature}.\n"
+            "// Edit the Python kernel and re-run `translate`, not this file: `translate --check` detects edits.\n"
+            + "\n".join(request.build.header_lines()))
+
+
+def check_dependencies(request: KernelRequest, device: DeviceCode) -> None:
+    """The dependencies every backend's source hash uses come from the kernel's Python (the same for every backend,
+    so the verified-file guard and ``translate --check`` compare like with like); the backend's own record (the ast
+    backend's) must not name anything the Python side missed."""
+    deps = request.dependencies
     missed = (set(device.device_functions) - set(deps.device_functions)) | (set(device.constants) - set(deps.constants))
     if missed:
         raise AssertionError(f"{request.name}: the backend depends on {sorted(missed)}, which the Python-side "
                              "dependency analysis missed")
-    return deps
 
 
-def _template_values(request) -> dict:
+def _template_values(request: KernelRequest) -> dict:
     return {t: [inst[t] for inst in request.instantiations] for t in request.template_params}
 
 
-def build_request(tgt, signature, constants):
-    import inspect
-
-    from numba.cuda import types
-
-    from .backends import KernelRequest, ParamSpec
-    from .codegen.stmts import parse_function
-    from .typing import parse_signature, type_function
-    from .writes import written_arrays
-
+def build_request(tgt: targets.KernelTarget, signature: str | None, constants: Constants,
+                  opts: TranslateOptions) -> KernelRequest:
+    """The request for ``tgt``: its argument types (``signature``, else the registry's), its compile-time constants
+    (the specialization's, overridden by ``constants``), Numba's types, the launcher parameters, the codegen options
+    of every instantiation and the kernel's dependencies."""
     sig = signature or (tgt.signatures[0] if tgt.signatures else None)
     if sig is None:
         raise TranslationError(f"no argument types for {tgt.qualname}: pass --signature \"void(float32[::1], ...)\"",
@@ -175,10 +126,9 @@ def build_request(tgt, signature, constants):
     names = tuple(a.arg for a in fn.args.args)
     if len(names) != len(argtypes):
         raise src.error(fn, f"the signature has {len(argtypes)} argument(s), the kernel takes {len(names)}")
-    # compile-time constants: the specialization's, overridden by --const
-    freevars = tgt.pyfunc.__code__.co_freevars
+    freevars = closures.free_names(tgt.pyfunc)
     values = {k: [v] for k, v in tgt.constants.items()}
-    for k, v in (constants or {}).items():
+    for k, v in constants.items():
         if k in names:
             raise src.error(fn, f"'{k}' is a kernel argument, not a compile-time constant",
                             hint="--const for closure constants of a specialized kernel (e.g. tw)")
@@ -187,7 +137,8 @@ def build_request(tgt, signature, constants):
                             f"(closure constants: {', '.join(freevars) or 'none'})")
         values[k] = list(v)
     template_params = tuple(k for k in freevars if k in values and isinstance(values[k][0], int))
-    insts = tuple(dict(zip(template_params, combo)) for combo in itertools.product(*(values[k] for k in template_params)))
+    combos = itertools.product(*(values[k] for k in template_params))
+    insts = tuple(dict(zip(template_params, combo)) for combo in combos)
     pyfunc = _instantiated_pyfunc(tgt, template_params, insts, src, fn) if template_params else tgt.pyfunc
     try:
         typed = type_function(pyfunc, argtypes)
@@ -202,67 +153,37 @@ def build_request(tgt, signature, constants):
             params.append(ParamSpec(n, "array", str(t.dtype), t.ndim, const=n not in written))
         else:
             params.append(ParamSpec(n, "scalar", str(t)))
+    insts = insts or ({},)
     return KernelRequest(
-        name=tgt.name, qualname=tgt.qualname, source="\n".join(src.lines), signature=_normal_signature(sig),
+        name=tgt.name, qualname=tgt.qualname, source="\n".join(src.lines), signature=" ".join(sig.split()),
         arg_names=names, argtypes=tuple(argtypes), typemap={k: str(v) for k, v in typed.var_types.items()},
-        params=tuple(params), template_params=template_params, instantiations=insts or ({},),
-        pyfunc=pyfunc, typed=typed,
+        params=tuple(params), pyfunc=pyfunc, typed=typed, build=options.from_target(tgt, insts),
+        dependencies=kernel_dependencies(pyfunc, template_params), options=opts, template_params=template_params,
+        instantiations=insts,
     )
 
 
-def _instantiated_pyfunc(tgt, template_params, insts, src, fn):
+def _instantiated_pyfunc(tgt: targets.KernelTarget, template_params: tuple[str, ...], insts: tuple[dict, ...],
+                         src: SourceInfo, fn):
     """The kernel function for the first instantiation, with every closure constant right for it.
 
     A ``@specialize`` factory derives constants from its parameters (``la = bm * bk // threads``); overriding only
     the parameters' cells would leave the derived ones at the registered config's values. So each instantiation's
     kernel comes from the factory, and the derived constants, which the C file declares once at file scope, must
     agree across the instantiations."""
-    from .options import _factory
-    from .targets import rolled_function
-    from .typing import with_closure
-
-    factory = _factory(tgt)
-    if factory is None:
-        return with_closure(tgt.pyfunc, {k: insts[0][k] for k in template_params})
-    funcs = [rolled_function(getattr(factory(**{**tgt.constants, **inst}), "py_func", None)) for inst in insts]
+    first_values = {k: insts[0][k] for k in template_params}
+    if tgt.factory is None:
+        return closures.with_closure(tgt.pyfunc, first_values)
+    funcs = [rolled_function(getattr(tgt.factory(**{**tgt.constants, **inst}), "py_func", None)) for inst in insts]
     if any(f is None or f.__code__ is not tgt.pyfunc.__code__ for f in funcs):
-        return with_closure(tgt.pyfunc, {k: insts[0][k] for k in template_params})
-    first = _closure_values(funcs[0])
+        return closures.with_closure(tgt.pyfunc, first_values)
+    first = closures.closure_values(funcs[0])
     for inst, f in zip(insts[1:], funcs[1:]):
-        for name, value in _closure_values(f).items():
+        for name, value in closures.closure_values(f).items():
             if name not in template_params and isinstance(value, (int, float)) and value != first.get(name):
                 where = ", ".join(f"{k}={v}" for k, v in inst.items())
-                raise src.error(fn, f"the constant '{name}' derived by the factory is {first.get(name)!r} for the first "
+                raise src.error(fn,
+                                f"the constant '{name}' derived by the factory is {first.get(name)!r} for the first "
                                 f"instantiation but {value!r} for {where}; one file declares it once",
                                 hint="translate these configurations separately (one value per --const)")
     return funcs[0]
-
-
-def _closure_values(f) -> dict:
-    return {n: c.cell_contents for n, c in zip(f.__code__.co_freevars, f.__closure__ or ())}
-
-
-def _normal_signature(sig: str) -> str:
-    return " ".join(sig.split())
-
-
-def source_sha256(tgt, device_functions, constants: dict, codegen=None) -> str:
-    """sha256 of everything a generated file depends on (``translate --check`` recomputes it): the kernel's source,
-    the sources of the device functions it calls (``module:qualname``), the module constants it reads, its
-    compile-time constants and its code-generation options (fastmath / launch_bounds / max_registers)."""
-    import hashlib
-    import importlib
-    import inspect
-
-    parts = {"kernel": inspect.getsource(tgt.pyfunc), "device_functions": {}, "constants": dict(sorted(constants.items()))}
-    for q in device_functions:
-        mod, qual = q.split(":", 1)
-        obj = importlib.import_module(mod)
-        for p in qual.split("."):
-            obj = getattr(obj, p, None)
-        fn = getattr(obj, "py_func", obj)
-        parts["device_functions"][q] = inspect.getsource(fn) if fn is not None else ""
-    parts["constants"].update({f"template:{k}": v for k, v in sorted(tgt.constants.items())})
-    if codegen is not None:
-        parts["codegen"] = codegen
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()

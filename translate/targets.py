@@ -5,36 +5,42 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import linecache
 import os
 import sys
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from numbakern import registry
+from numbakern.specialize import Specialized, constants_of, factory_of
+from numbakern.unroll import rolled_function  # the kernel as its author wrote it, before unroll() expanded it
 
-@dataclass
+
+@dataclass(frozen=True)
 class KernelTarget:
     target: str                          # what the user named (re-resolvable by translate --check)
     name: str                            # output file stem and C kernel name
-    kernel: Any                          # the @cuda.jit dispatcher
-    pyfunc: Any
+    kernel: Any                          # the @cuda.jit dispatcher (numba's CUDADispatcher)
+    pyfunc: types.FunctionType
     qualname: str                        # module:qualname
     registry_name: str | None = None
     signatures: tuple[str, ...] = ()
     constants: dict = field(default_factory=dict)   # specialization constants (become template parameters)
+    #: the @specialize factory that made the kernel (None for a plain kernel): the kernel of other constants
+    factory: Specialized | None = None
 
 
 def resolve(name: str, constants: dict | None = None) -> KernelTarget:
     """``name``: a registry name (``matmul_tiled``), ``package.module:kernel`` or ``path/file.py:kernel``.
     ``constants`` pick the variant of a ``@specialize`` factory."""
     if ":" not in name:
-        from numbakern import registry
-
         spec = registry.get(name)
         kernel = spec.kernel
         pyfunc = rolled_function(getattr(kernel, "py_func", kernel))
         consts = dict(spec.constants)
         return KernelTarget(name, spec.name, kernel, pyfunc, _qualname(pyfunc), spec.name,
-                            tuple(spec.signatures), consts)
+                            tuple(spec.signatures), consts, factory_of(kernel))
     where, attr = name.rsplit(":", 1)
     if where.endswith(".py") or os.sep in where or "/" in where:
         module = _import_path(where)
@@ -45,8 +51,6 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
         if not hasattr(obj, part):
             raise LookupError(f"'{where}' has no attribute '{attr}'")
         obj = getattr(obj, part)
-    from numbakern.specialize import Specialized, constants_of
-
     consts = {}
     if isinstance(obj, Specialized):
         if not constants:
@@ -61,14 +65,8 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
     pyfunc = rolled_function(pyfunc)
     consts.update(constants_of(kernel))
     registry_name = _registered_as(kernel)
-    return KernelTarget(name, pyfunc.__name__, kernel, pyfunc, _qualname(pyfunc), registry_name, (), consts)
-
-
-def rolled_function(pyfunc):
-    """The kernel as its author wrote it: the original of a function whose ``unroll`` loops were expanded."""
-    from numbakern.unroll import rolled_function
-
-    return rolled_function(pyfunc)
+    return KernelTarget(name, pyfunc.__name__, kernel, pyfunc, _qualname(pyfunc), registry_name, (), consts,
+                        factory_of(kernel))
 
 
 def _qualname(pyfunc) -> str:
@@ -76,14 +74,9 @@ def _qualname(pyfunc) -> str:
 
 
 def _registered_as(kernel):
-    try:
-        from numbakern import registry
-
-        for spec in registry.all_specs():
-            if spec.kernel is kernel:
-                return spec.name
-    except Exception:
-        pass
+    for spec in registry.all_specs():
+        if spec.kernel is kernel:
+            return spec.name
     return None
 
 
@@ -91,8 +84,6 @@ def _import_path(path: str):
     full = os.path.abspath(path)
     if not os.path.exists(full):
         raise LookupError(f"no such file: {path}")
-    import linecache
-
     linecache.checkcache(full)
     for mod in list(sys.modules.values()):
         if getattr(mod, "__file__", None) and os.path.abspath(mod.__file__) == full and \

@@ -1,8 +1,7 @@
 """Which array arguments a kernel writes (syntactically): the others become ``const T*`` in the kernel and the
-launcher. Written: assigned elements (``x[i] = ...``, ``x[i] += ...``), the first argument of
-``cuda.atomic.*``, the array ``numbakern.vector_io.vstore4`` stores to (``vload4`` only reads its array), the destination of
-``numbakern.async_copy.copy_async4``, and
-(conservatively) any array passed to a device function."""
+launcher. Written: assigned elements (``x[i] = ...``, ``x[i] += ...``), the first argument of ``cuda.atomic.*``, the
+array ``numbakern.vector_io.vstore4`` stores to (``vload4`` only reads its array), the destination of
+``numbakern.async_copy.copy_async4``, and (conservatively) any array passed to a device function."""
 
 from __future__ import annotations
 

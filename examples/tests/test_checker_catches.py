@@ -6,11 +6,11 @@ gives plausible numbers; the simulator stops at the first bad access and names i
 
 import numpy as np
 import pytest
+from mykernels.histogram import BINS, BLOCK
+from mykernels.stencil import PADDED, TILE
 from numba import cuda
 
 import numbakern.sim
-from mykernels.histogram import BINS, BLOCK
-from mykernels.stencil import PADDED, TILE
 
 pytestmark = pytest.mark.sim  # the checkers are the simulator's: skipped with pytest --gpu
 

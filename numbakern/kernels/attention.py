@@ -20,8 +20,9 @@ Layout of the work (``bm`` rows, ``bm / 16`` warps, ``bn`` keys per block):
   K for block t + 1 during ``p @ v`` of block t. Without it (head dim 128: the buffers would not fit 48 KiB of
   static shared memory) one buffer takes K, then V; other resident blocks hide the copies.
 - The head-dimension and key loops run ``S_UNROLL`` / ``PV_UNROLL`` steps of straight-line code per iteration
-  (``unroll(range(n), k)``; fully unrolled they take numba minutes to compile and nvcc's C spills); causal blocks above the diagonal are
-  skipped, and the mask is applied only in blocks that need it (the diagonal, the last partial key block).
+  (``unroll(range(n), k)``; fully unrolled they take numba minutes to compile and nvcc's C spills); causal blocks
+  above the diagonal are skipped, and the mask is applied only in blocks that need it (the diagonal, the last partial
+  key block).
   Query blocks run heaviest first (causal: the last rows see the most keys).
 
 Masked scores are a large negative number, not -inf: the kernel is compiled with fastmath, under which infinities
@@ -445,7 +446,8 @@ TEST_SIZES = ({"bh": 1, "lq": 37, "lk": 37}, {"bh": 1, "lq": 1, "lk": 1}, {"bh":
 VERIFY_SIZES = ({"bh": 1, "lq": 1, "lk": 1}, {"bh": 2, "lq": 37, "lk": 37}, {"bh": 3, "lq": 129, "lk": 200},
                 {"bh": 2, "lq": 255, "lk": 255}, {"bh": 1, "lq": 513, "lk": 513}, {"bh": 4, "lq": 64, "lk": 17})
 #: batch 4 x 16 heads at 1k and 4k tokens, 1 x 16 at 8k
-BENCH_SIZES = ({"bh": 64, "lq": 1024, "lk": 1024}, {"bh": 64, "lq": 4096, "lk": 4096}, {"bh": 16, "lq": 8192, "lk": 8192})
+BENCH_SIZES = ({"bh": 64, "lq": 1024, "lk": 1024}, {"bh": 64, "lq": 4096, "lk": 4096},
+               {"bh": 16, "lq": 8192, "lk": 8192})
 #: the registered variants: (name, head dim, causal)
 VARIANTS = (("attention_d64", 64, False), ("attention_d64_causal", 64, True), ("attention_d128", 128, False),
             ("attention_d128_causal", 128, True))

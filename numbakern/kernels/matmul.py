@@ -111,7 +111,8 @@ def matmul(a, b, out=None, *, tile_width: int = TILE_WIDTH):
     """
     h, w, out = checked_matmul_args(a, b, out)
     if not isinstance(tile_width, int) or not 1 <= tile_width <= 32:
-        raise ValueError(f"argument 'tile_width' must be an int from 1 to 32 (tw*tw threads per block), got {tile_width!r}")
+        raise ValueError("argument 'tile_width' must be an int from 1 to 32 (tw*tw threads per block), "
+                         f"got {tile_width!r}")
 
     cfg = launch_config((w, h), (tile_width, tile_width))
     kernel = matmul_tiled_static(tile_width)
@@ -131,7 +132,8 @@ def checked_matmul_args(a, b, out):
     else:
         out_info = check_array("out", out, dtype=np.float32, ndim=2)
         if out_info.shape != (h, w):
-            raise ValueError(f"argument 'out' must have shape {(h, w)} for a {a_info.shape} @ {b_info.shape} product, got {out_info.shape}")
+            raise ValueError(f"argument 'out' must have shape {(h, w)} for a {a_info.shape} @ {b_info.shape} "
+                             f"product, got {out_info.shape}")
         infos["out"] = out_info
     check_same_device(**infos)
     return h, w, out
@@ -141,7 +143,8 @@ def checked_matmul_args(a, b, out):
 # registry
 
 MATRIX = "float32[:, ::1]"
-TEST_SIZES = ({"h": 33, "k": 70, "w": 45}, {"h": 1, "k": 1, "w": 1}, {"h": 16, "k": 16, "w": 16}, {"h": 5, "k": 17, "w": 3})
+TEST_SIZES = ({"h": 33, "k": 70, "w": 45}, {"h": 1, "k": 1, "w": 1}, {"h": 16, "k": 16, "w": 16}, {"h": 5, "k": 17,
+                                                                                                   "w": 3})
 VERIFY_SIZES = (
     {"h": 1, "k": 1, "w": 1},
     {"h": 33, "k": 70, "w": 45},

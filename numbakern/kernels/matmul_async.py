@@ -21,8 +21,8 @@ from ..fastpath import jit_options, u32
 from ..registry import Case, KernelSpec, register
 from ..specialize import specialize
 from ..vector_io import vstore4
+from .flagship_config import FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, _warp_layout, flagship_launch, vec_ready
 from .matmul import MATRIX, _work
-from .matmul_fast import FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, _warp_layout, flagship_launch, vec_ready
 
 
 def _check_async_config(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:

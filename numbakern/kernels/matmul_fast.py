@@ -30,11 +30,21 @@ from numba import cuda
 
 from ..autotune import Autotuner
 from ..fastpath import jit_options, u32
-from ..launch import LaunchConfig, array_info, cdiv, launch_config, to_kernel_arg
+from ..launch import launch_config, to_kernel_arg
 from ..registry import Case, KernelSpec, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
+from .flagship_config import (
+    FLAGSHIP_BENCH_SIZES,
+    _check_config,
+    _min_blocks,
+    _warp_layout,
+    flagship_launch,
+    flagship_threads,  # noqa: F401 - flagship_threads: part of this module's interface
+    vec_ready,
+)
 from .matmul import BENCH_SIZES, MATRIX, _error_scale, _matmul_inputs, _reference, _work, checked_matmul_args
+from .matmul_pipe import PIPE_CONFIGS, SIM_PIPE_CONFIG, matmul_pipelined, pipe_autotuner, pipe_launch, pipe_ready
 
 # ---------------------------------------------------------------------------------------------------------------
 # the lecture's tiled kernel, the numbakern way
@@ -79,70 +89,6 @@ def matmul_tiled_fast(tw: int):
 
 # ---------------------------------------------------------------------------------------------------------------
 # the flagship
-
-
-def _warp_layout(tx_count: int, ty_count: int) -> tuple[int, int]:
-    """Threads of one warp along a row (``wx``) and a column (``wy``) of the block's thread grid.
-
-    A warp covers a ``wy``×``wx`` patch of threads (4×8 for 256-thread blocks) instead of two whole rows of 16, so
-    its 16-byte shared reads touch 4 distinct A groups and 8 distinct B groups (64 and 128 bytes: one wavefront
-    each) instead of 2 and 16 (B: two wavefronts). Falls back to whole rows when the grid does not split so.
-    """
-    wx = min(8, tx_count)
-    wy = min(ty_count, max(1, 32 // wx))
-    if tx_count % wx or ty_count % wy:
-        return tx_count, 1
-    return wx, wy
-
-
-def _check_config(bm: int, bn: int, bk: int, tm: int, tn: int, vec: bool = False) -> int:
-    """Threads per block for a flagship config, or a ValueError saying which constraint fails."""
-    for name, v in (("bm", bm), ("bn", bn), ("bk", bk), ("tm", tm), ("tn", tn)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"matmul_flagship: {name} must be a positive int, got {v!r}")
-    if not isinstance(vec, bool):
-        raise ValueError(f"matmul_flagship: vec must be True or False, got {vec!r}")
-    if bm % tm or bn % tn:
-        raise ValueError(f"matmul_flagship: tm={tm} must divide bm={bm} and tn={tn} must divide bn={bn}")
-    vm, vn = min(4, tm), min(4, tn)
-    if tm % vm or tn % vn:
-        raise ValueError("matmul_flagship: tm and tn must be 1, 2, 3 or a multiple of 4")
-    threads = (bm // tm) * (bn // tn)
-    if not 1 <= threads <= 1024:
-        raise ValueError(f"matmul_flagship: (bm/tm)*(bn/tn) = {threads} threads per block; must be 1..1024")
-    width = 4 if vec else 1
-    if vec and (bk % 4 or tm % 4 or tn % 4):
-        raise ValueError(f"matmul_flagship: vec=True needs bk, tm and tn that are multiples of 4 (16-byte groups), "
-                         f"got bk={bk}, tm={tm}, tn={tn}")
-    if (bm * bk // width) % threads or (bk * bn // width) % threads or threads % (bk // width) \
-            or threads % (bn // width):
-        raise ValueError(f"matmul_flagship: the {bm}x{bk} and {bk}x{bn} tiles must split evenly over {threads} threads "
-                         f"in groups of {width} (and bk/{width} and bn/{width} must divide the thread count)")
-    if bk % 2:
-        raise ValueError(f"matmul_flagship: bk={bk} must be even (the k-steps go in pairs: fragments double-buffered)")
-    if 2 * bk * ((bm + 4) + bn) * 4 > 48 * 1024:
-        raise ValueError("matmul_flagship: the double-buffered tiles need more than 48 KiB of static shared memory")
-    return threads
-
-
-def _min_blocks(nt: int, tm: int, tn: int) -> int | None:
-    """The minimum-blocks half of ``launch_bounds``: 2 blocks of 256 (or more) threads with at most 8x8 per thread."""
-    return 512 // nt if nt >= 256 and tm * tn <= 64 else None
-
-
-def vec_ready(*arrays) -> bool:
-    """True when ``matmul_flagship(vec=True)`` may run on these matrices: every one C-contiguous float32 with a
-    16-byte aligned data pointer and a row length that is a multiple of 4 (so each 4-float group is one aligned
-    16-byte access)."""
-    for a in arrays:
-        try:
-            info = array_info("matrix", a)
-        except TypeError:
-            return False
-        if (info.dtype != np.float32 or len(info.shape) != 2 or not info.c_contiguous or info.address % 16
-                or info.shape[1] % 4):
-            return False
-    return True
 
 
 @specialize
@@ -308,17 +254,6 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
 
     return matmul_flagship
 
-def flagship_threads(config: dict) -> int:
-    return _check_config(config["bm"], config["bn"], config["bk"], config["tm"], config["tn"],
-                         config.get("vec", False))
-
-
-def flagship_launch(config: dict, h: int, w: int) -> LaunchConfig:
-    """Grid and block for an ``h``×``w`` output: one block per ``bm``×``bn`` tile, 1-D blocks."""
-    nt = flagship_threads(config)
-    return LaunchConfig((max(1, cdiv(w, config["bn"])), max(1, cdiv(h, config["bm"])), 1), (nt, 1, 1), 0)
-
-
 #: the default configuration (the classic 128x128 block tile, 8x8 per thread, 256 threads)
 DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 8, "tm": 8, "tn": 8}
 
@@ -374,6 +309,31 @@ vec_autotuner = Autotuner("matmul_flagship_vec", matmul_flagship, configs=VEC_CO
                           launch=_launch, sim_config=SIM_VEC_CONFIG)
 
 
+def either_kernel(kernel: str = "pipelined", **config):
+    """``matmul_pipelined(**config)`` or, for ``kernel="flagship"``, ``matmul_flagship(**config)``."""
+    if kernel == "pipelined":
+        return matmul_pipelined(**config)
+    if kernel == "flagship":
+        return matmul_flagship(**config)
+    raise ValueError(f"matmul_fast: config 'kernel' must be 'pipelined' or 'flagship', got {kernel!r}")
+
+
+def either_launch(config, a, b, out):
+    config = dict(config)
+    if config.pop("kernel", "flagship") == "pipelined":
+        return pipe_launch(config, int(a.shape[0]), int(b.shape[1]))
+    return flagship_launch(config, int(a.shape[0]), int(b.shape[1]))
+
+
+#: for matrices both kernels take (``vec_ready``: k and w multiples of 4): the pipelined candidates and the 16-byte
+#: flagship's, timed against each other on the device
+ready_autotuner = Autotuner("matmul_fast_ready", either_kernel,
+                            configs=(*({"kernel": "pipelined", **c} for c in PIPE_CONFIGS),
+                                     *({"kernel": "flagship", **c} for c in VEC_CONFIGS)),
+                            key=_matmul_key, launch=either_launch,
+                            sim_config={"kernel": "pipelined", **SIM_PIPE_CONFIG})
+
+
 def matmul_fast(a, b, out=None, *, config: dict | None = None):
     """``a @ b`` for float32 matrices with the flagship kernel (autotuned per device and shape class).
 
@@ -391,8 +351,6 @@ def matmul_fast(a, b, out=None, *, config: dict | None = None):
     args = (to_kernel_arg(a), to_kernel_arg(b), to_kernel_arg(out))
     if h == 0 or w == 0:
         return out
-    from .matmul_pipe import either_kernel, either_launch, pipe_autotuner, pipe_ready, ready_autotuner
-
     vec = vec_ready(*args)
     pipe = pipe_ready(*args)
     if config is not None and config.get("vec", False) and not vec:
@@ -424,10 +382,6 @@ VERIFY_SIZES = (
     {"h": 129, "k": 9, "w": 131},
     {"h": 509, "k": 263, "w": 383},
 )
-FLAGSHIP_BENCH_SIZES = (*BENCH_SIZES, {"h": 1024, "k": 1024, "w": 1024}, {"h": 2048, "k": 2048, "w": 2048},
-                        {"h": 8192, "k": 8192, "w": 8192})
-
-
 #: the vec=True kernel's sizes: k and w multiples of 4 (its precondition), non-multiples of every tile size otherwise
 VEC_TEST_SIZES = ({"h": 33, "k": 20, "w": 44}, {"h": 1, "k": 4, "w": 4}, {"h": 17, "k": 12, "w": 36})
 VEC_VERIFY_SIZES = (

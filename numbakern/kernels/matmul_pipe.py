@@ -31,9 +31,8 @@ from ..registry import Case, KernelSpec, register
 from ..specialize import specialize
 from ..unroll import unroll
 from ..vector_io import vload4, vstore4
+from .flagship_config import FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, _warp_layout, flagship_launch, vec_ready
 from .matmul import MATRIX, _error_scale, _matmul_inputs, _reference, _work
-from .matmul_fast import (FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, _warp_layout, flagship_launch,
-                          vec_ready)
 
 #: static shared memory a kernel may declare without opting in to more
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -235,36 +234,6 @@ def _launch(config, a, b, out):
 
 pipe_autotuner = Autotuner("matmul_pipelined", matmul_pipelined, configs=PIPE_CONFIGS, key=_matmul_key,
                            launch=_launch, sim_config=SIM_PIPE_CONFIG)
-
-
-def either_kernel(kernel: str = "pipelined", **config):
-    """``matmul_pipelined(**config)`` or, for ``kernel="flagship"``, ``matmul_flagship(**config)``."""
-    from .matmul_fast import matmul_flagship
-
-    if kernel == "pipelined":
-        return matmul_pipelined(**config)
-    if kernel == "flagship":
-        return matmul_flagship(**config)
-    raise ValueError(f"matmul_fast: config 'kernel' must be 'pipelined' or 'flagship', got {kernel!r}")
-
-
-def either_launch(config, a, b, out):
-    config = dict(config)
-    if config.pop("kernel", "flagship") == "pipelined":
-        return pipe_launch(config, int(a.shape[0]), int(b.shape[1]))
-    return flagship_launch(config, int(a.shape[0]), int(b.shape[1]))
-
-
-def _ready_configs():
-    from .matmul_fast import VEC_CONFIGS
-
-    return (*({"kernel": "pipelined", **c} for c in PIPE_CONFIGS), *({"kernel": "flagship", **c} for c in VEC_CONFIGS))
-
-
-#: for matrices both kernels take (``vec_ready``: k and w multiples of 4): the pipelined candidates and the 16-byte
-#: flagship's, timed against each other on the device
-ready_autotuner = Autotuner("matmul_fast_ready", either_kernel, configs=_ready_configs(), key=_matmul_key,
-                            launch=either_launch, sim_config={"kernel": "pipelined", **SIM_PIPE_CONFIG})
 
 
 def registered_pipe_config() -> dict:

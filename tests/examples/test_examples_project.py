@@ -35,7 +35,7 @@ def test_the_examples_own_tests_pass():
 CHECK = textwrap.dedent("""
     import json
     import numbakern.project
-    from translate.check import check
+    from translate.api import check
 
     project = numbakern.project.find(".")
     print(json.dumps({

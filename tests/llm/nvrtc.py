@@ -18,7 +18,7 @@ typedef unsigned long long uint64_t;
 
 def nvrtc_compile(device_code: str, name: str = "kernel.cu", arch: str = "compute_90") -> CompileOutcome:
     from translate.codegen.helpers import render
-    from translate.compile import nvrtc_compile as project_nvrtc_compile
+    from translate.nvrtc import nvrtc_compile as project_nvrtc_compile
 
     source = PREAMBLE + render(used_helpers(device_code)) + "\n" + mark_candidate(device_code)
     result = project_nvrtc_compile(source, arch, name=name, resources=False)

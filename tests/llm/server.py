@@ -79,7 +79,8 @@ def sse_body(completion_body: dict[str, Any], piece: int = 2000) -> bytes:
     chunks = []
     if choice is not None:
         content = choice.get("message", {}).get("content")
-        pieces = [content[k:k + piece] for k in range(0, len(content), piece)] or [""] if content is not None else [None]
+        pieces = [content[k:k + piece] for k in range(0, len(content),
+                                                      piece)] or [""] if content is not None else [None]
         for k, text in enumerate(pieces):
             delta = {"content": text} if k else {"role": "assistant", "content": text}
             chunks.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
@@ -111,7 +112,7 @@ class ScriptedServer:
         with self._lock:
             self.queue.extend(responses)
 
-    def start(self) -> "ScriptedServer":
+    def start(self) -> ScriptedServer:
         self._thread.start()
         return self
 

@@ -22,12 +22,12 @@ ENTRY_KEYS = {"kernel", "registry_name", "source_sha256", "file_sha256", "signat
 
 
 def test_llm_backend_through_the_pipeline(no_key_leak, llm_env):
-    from translate import pipeline
+    from translate import api
 
     llm_env.script(completion(samples.GOOD_REPLY, prompt_tokens=1000, completion_tokens=500))
     out = no_key_leak / "generated_cuda"
     options = {"model": "scripted-model", "base_url": None, "max_turns": 3, "timeout": 5.0, "max_retries": 1}
-    pipeline.translate_kernel("matmul_tiled", backend="llm", out_dir=str(out), backend_options=options)
+    api.translate_kernel("matmul_tiled", backend="llm", out_dir=str(out), backend_options=options)
 
     cu = (out / "matmul_tiled.cu").read_text()
     assert "#include <cuda_runtime.h>" in cu and "#include <stdint.h>" in cu

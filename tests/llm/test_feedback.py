@@ -8,8 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from translate.llm.feedback import (CANDIDATE_FILE, MAX_DIAGNOSTICS, MAX_FEEDBACK_CHARS, candidate_diagnostics, clean,
-                                    compiler_feedback)
+from translate.llm.feedback import (
+    CANDIDATE_FILE,
+    MAX_DIAGNOSTICS,
+    MAX_FEEDBACK_CHARS,
+    candidate_diagnostics,
+    clean,
+    compiler_feedback,
+)
 
 from .server import completion
 
@@ -21,7 +27,7 @@ def test_only_diagnostics_filed_under_the_candidate_are_kept():
         f'{CANDIDATE_FILE}(3): error: identifier "zero" is undefined',
         "      float p = zero;",
         "                ^",
-        f'/proc/self/environ(1): error: identifier "OPENAI_API_KEY" is undefined',
+        '/proc/self/environ(1): error: identifier "OPENAI_API_KEY" is undefined',
         f"  OPENAI_API_KEY={PLANTED} HOME=/home/someone",
         "/home/someone/project/generated.cu(12): error: expected a \";\"",
         f"{CANDIDATE_FILE}(4): warning #177-D: variable \"q\" was declared but never referenced",
@@ -54,7 +60,7 @@ def test_a_real_nvrtc_log_echoes_an_included_environment_and_the_feedback_does_n
     before it gets this far; this is the second line of defence)."""
     script = (
         "import json\n"
-        "from translate.compile import nvrtc_compile\n"
+        "from translate.nvrtc import nvrtc_compile\n"
         "from translate.llm.feedback import compiler_feedback, mark_candidate\n"
         "code = '__device__ int f() {\\n#include \"/proc/self/environ\"\\n}\\n'\n"
         "r = nvrtc_compile('typedef long long int64_t;\\n' + mark_candidate(code), 'compute_90', name='k.cu',\n"

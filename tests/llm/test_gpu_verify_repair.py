@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from translate import pipeline
+from translate import api
 
 from . import samples
 from .server import completion
@@ -19,9 +19,8 @@ def test_wrong_reply_is_verified_reported_and_repaired(tmp_path, llm_env):
     assert samples.FIRST_TILE_ONLY_REPLY != samples.GOOD_REPLY
     llm_env.script(completion(samples.FIRST_TILE_ONLY_REPLY), completion(samples.GOOD_REPLY))
     out = tmp_path / "gen"
-    options = {"model": "scripted-model", "base_url": None, "max_turns": 3, "timeout": 30.0, "max_retries": 0,
-               "verify": True}
-    pipeline.translate_kernel("matmul_tiled", backend="llm", out_dir=str(out), backend_options=options)
+    options = {"model": "scripted-model", "base_url": None, "max_turns": 3, "timeout": 30.0, "max_retries": 0}
+    api.translate_kernel("matmul_tiled", backend="llm", out_dir=str(out), backend_options=options, verify=True)
 
     assert len(llm_env.requests) == 2
     feedback = llm_env.requests[1].messages[-1]["content"]
@@ -34,8 +33,7 @@ def test_wrong_reply_is_verified_reported_and_repaired(tmp_path, llm_env):
 def test_reply_that_never_verifies_writes_nothing(tmp_path, llm_env):
     llm_env.script(completion(samples.FIRST_TILE_ONLY_REPLY), completion(samples.FIRST_TILE_ONLY_REPLY))
     out = tmp_path / "gen"
-    options = {"model": "scripted-model", "base_url": None, "max_turns": 2, "timeout": 30.0, "max_retries": 0,
-               "verify": True}
+    options = {"model": "scripted-model", "base_url": None, "max_turns": 2, "timeout": 30.0, "max_retries": 0}
     with pytest.raises(Exception, match="verification"):
-        pipeline.translate_kernel("matmul_tiled", backend="llm", out_dir=str(out), backend_options=options)
+        api.translate_kernel("matmul_tiled", backend="llm", out_dir=str(out), backend_options=options, verify=True)
     assert not (out / "matmul_tiled.cu").exists()

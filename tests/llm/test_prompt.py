@@ -69,7 +69,8 @@ def test_kernel_source_reaches_the_prompt_as_code_only_and_fenced_as_data():
     from translate.llm.source import code_only, fenced
 
     code = code_only(INJECTING_KERNEL)
-    assert code == ('@cuda.jit\ndef k(x, out):\n    i = cuda.grid(1)\n    label = "# kept: a string in the code is code"\n'
+    assert code == ('@cuda.jit\ndef k(x, out):\n    i = cuda.grid(1)\n'
+                    '    label = "# kept: a string in the code is code"\n'
                     "    if i < x.size:\n        out[i] = x[i]\n")
     ast.parse(code)
     spec = samples.spec(python_source=code, device_functions=(code_only("def f(a):\n    '''helper text'''\n"),))
@@ -88,7 +89,8 @@ def test_module_constants_and_device_functions_are_in_the_prompt():
     req = SimpleNamespace(name="kern", source="def kern(x):\n    x[0] = helper(x[0]) + BLOCK\n", arg_names=["x"],
                           argtypes=["array(float32, 1d, C)"],
                           module_constants={"SCALE": 2.5, "BLOCK": 128, "USE": True},
-                          device_function_sources=("def helper(v):\n    '''helper text'''\n    return v * SCALE  # scale\n",))
+                          device_function_sources=(
+                              "def helper(v):\n    '''helper text'''\n    return v * SCALE  # scale\n",))
     spec = spec_from_request(req, signature="__global__ void kern(float* x, int64_t x_shape0)")
     text = build_messages(spec)[1]["content"]
     assert "- `SCALE` = 2.5 (float64)" in text and "- `BLOCK` = 128 (int64)" in text and "- `USE` = true (bool)" in text

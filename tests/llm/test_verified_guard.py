@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from translate import manifest, pipeline
-from translate.check import check
+from translate import api, manifest
+from translate.api import check
 from translate.errors import TranslationError
 
 from . import samples
@@ -26,23 +26,23 @@ def _entry(out):
 
 def test_verified_file_survives_an_unverified_llm_translation(tmp_path, llm_env):
     out = tmp_path / "gen"
-    first = pipeline.translate_kernel("matmul_tiled", out_dir=str(out))
+    first = api.translate_kernel("matmul_tiled", out_dir=str(out))
     record = {"ok": True, "device": "scripted", "file_sha256": first.entry["file_sha256"]}
     manifest.set_verification(str(out), "matmul_tiled.cu", record)
     verified_text = (out / "matmul_tiled.cu").read_text()
 
     # the same deterministic translation again: same bytes, so the verification still holds
-    pipeline.translate_kernel("matmul_tiled", out_dir=str(out))
+    api.translate_kernel("matmul_tiled", out_dir=str(out))
     assert _entry(out)["verification"] == record
 
     llm_env.script(completion(samples.GOOD_REPLY))
     with pytest.raises(TranslationError, match="was verified on a GPU .* not written .*--force"):
-        pipeline.translate_kernel("matmul_tiled", backend="llm", out_dir=str(out), backend_options=LLM)
+        api.translate_kernel("matmul_tiled", backend="llm", out_dir=str(out), backend_options=LLM)
     assert (out / "matmul_tiled.cu").read_text() == verified_text
     assert _entry(out)["verification"] == record and _entry(out)["backend"]["name"] == "ast"
 
     llm_env.script(completion(samples.GOOD_REPLY))
-    pipeline.translate_kernel("matmul_tiled", backend="llm", out_dir=str(out), backend_options=LLM, force=True)
+    api.translate_kernel("matmul_tiled", backend="llm", out_dir=str(out), backend_options=LLM, force=True)
     assert (out / "matmul_tiled.cu").read_text() != verified_text
     assert _entry(out)["verification"] is None and _entry(out)["backend"]["name"] == "llm"
 
@@ -55,11 +55,13 @@ import json
 from numbakern import registry
 from translate import emit, pipeline, targets
 from translate.backends import get_backend
+from translate.candidates import PipelineChecks
+from translate.request import TranslateOptions
 
 out = {}
 for spec in registry.all_specs():
-    request = pipeline.build_request(targets.resolve(spec.name, None), None, {})
-    device = get_backend("ast").generate(request)
+    request = pipeline.build_request(targets.resolve(spec.name, None), None, {}, TranslateOptions())
+    device = get_backend("ast").generate(request, PipelineChecks(request))
     constants = [emit._const_decl(n, k, v) for n, (k, v) in device.constants.items()]
     out[spec.name] = "".join(c + "\\n" for c in constants) + device.code
 print(json.dumps(out))
@@ -83,9 +85,9 @@ def test_every_registered_kernel_gets_the_same_source_hash_from_both_backends(as
     assert sorted(names) == sorted(ast_device_code) and len(names) >= 10
     with_constants = 0
     for name in names:
-        ast = pipeline.translate_kernel(name, write=False)
+        ast = api.translate_kernel(name, write=False)
         llm_env.script(completion(f"```cuda\n{ast_device_code[name]}```"))
-        llm = pipeline.translate_kernel(name, backend="llm", write=False, backend_options=LLM)
+        llm = api.translate_kernel(name, backend="llm", write=False, backend_options=LLM)
         assert llm.entry["backend"]["name"] == "llm"
         assert llm.entry["depends"] == ast.entry["depends"], name
         assert llm.entry["source_sha256"] == ast.entry["source_sha256"], name
@@ -97,7 +99,7 @@ def test_an_unverified_llm_block_sum_does_not_replace_the_verified_one(tmp_path,
     """The review's case: block_sum reads the module constant BLOCK; a wrong llm translation was written over the
     GPU-verified file with exit 0 because its source hash left the constant out."""
     out = tmp_path / "gen"
-    first = pipeline.translate_kernel("block_sum", out_dir=str(out))
+    first = api.translate_kernel("block_sum", out_dir=str(out))
     manifest.set_verification(str(out), "block_sum.cu", {"ok": True, "device": "scripted",
                                                          "file_sha256": first.entry["file_sha256"]})
     verified = (out / "block_sum.cu").read_text()
@@ -105,7 +107,7 @@ def test_an_unverified_llm_block_sum_does_not_replace_the_verified_one(tmp_path,
     assert wrong != ast_device_code["block_sum"]
     llm_env.script(completion(f"```cuda\n{wrong}```"))
     with pytest.raises(TranslationError, match="was verified on a GPU .* not written"):
-        pipeline.translate_kernel("block_sum", backend="llm", out_dir=str(out), backend_options=LLM)
+        api.translate_kernel("block_sum", backend="llm", out_dir=str(out), backend_options=LLM)
     assert (out / "block_sum.cu").read_text() == verified
     assert json.loads((out / "manifest.json").read_text())["files"]["block_sum.cu"]["verification"]["ok"] is True
 
@@ -143,18 +145,18 @@ def test_a_user_kernel_with_module_constants(tmp_path, llm_env):
     source = tmp_path / "user_kernels.py"
     source.write_text(USER_KERNEL)
     target, signature, out = f"{source}:scale_add", "void(float32[::1], float32[::1])", tmp_path / "gen"
-    ast = pipeline.translate_kernel(target, signature=signature, out_dir=str(out))
+    ast = api.translate_kernel(target, signature=signature, out_dir=str(out))
     assert ast.entry["depends"] == {"device_functions": [], "constants": {"SCALE": 2.5, "OFFSET": 3}}
     manifest.set_verification(str(out), "scale_add.cu", {"ok": True, "device": "scripted",
                                                          "file_sha256": ast.entry["file_sha256"]})
     llm_env.script(completion(USER_REPLY))
     with pytest.raises(TranslationError, match="was verified on a GPU"):
-        pipeline.translate_kernel(target, signature=signature, backend="llm", out_dir=str(out), backend_options=LLM)
+        api.translate_kernel(target, signature=signature, backend="llm", out_dir=str(out), backend_options=LLM)
     prompt = llm_env.requests[-1].messages[1]["content"]
     assert "- `SCALE` = 2.5 (float64)" in prompt and "- `OFFSET` = 3 (int64)" in prompt
 
     llm_env.script(completion(USER_REPLY))
-    llm = pipeline.translate_kernel(target, signature=signature, backend="llm", out_dir=str(out),
+    llm = api.translate_kernel(target, signature=signature, backend="llm", out_dir=str(out),
                                     backend_options=LLM, force=True)
     assert llm.entry["source_sha256"] == ast.entry["source_sha256"] and llm.entry["depends"] == ast.entry["depends"]
     # a changed constant makes the file stale, whichever backend wrote it

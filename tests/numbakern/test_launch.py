@@ -11,7 +11,8 @@ def test_cdiv(a, b, expected):
     assert cdiv(a, b) * b >= a > (cdiv(a, b) - 1) * b or a == 0
 
 
-@pytest.mark.parametrize("a, b, error", [(5, 0, ValueError), (-1, 4, ValueError), (5.0, 2, TypeError), (5, True, TypeError)])
+@pytest.mark.parametrize("a, b, error", [(5, 0, ValueError), (-1, 4, ValueError), (5.0, 2, TypeError), (5, True,
+                                                                                                        TypeError)])
 def test_cdiv_rejects(a, b, error):
     with pytest.raises(error):
         cdiv(a, b)

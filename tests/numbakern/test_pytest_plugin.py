@@ -45,4 +45,5 @@ def test_numba_imported_in_the_wrong_mode_is_reported(pytester):
     pytester.makepyfile("def test_x():\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "early_numba", "--sim")
     assert result.ret != 0
-    result.stderr.fnmatch_lines(["*numba.cuda was imported in the real GPU target before the numbakern plugin could select the simulator*"])
+    result.stderr.fnmatch_lines(["*numba.cuda was imported in the real GPU target before the numbakern plugin could "
+                                 "select the simulator*"])

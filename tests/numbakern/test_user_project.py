@@ -51,7 +51,8 @@ def make_project(tmp_path, monkeypatch):
         (root / "tinykernels").mkdir(parents=True)
         (root / "tinykernels" / "__init__.py").write_text("")
         (root / "tinykernels" / "sums.py").write_text(KERNELS)
-        (root / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n\n[tool.numbakern]\n' + textwrap.dedent(table))
+        (root / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n\n[tool.numbakern]\n'
+                                             + textwrap.dedent(table))
         return root
 
     yield make

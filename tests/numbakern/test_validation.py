@@ -11,7 +11,8 @@ class FakeDeviceArray:
     """Any object exposing __cuda_array_interface__, as CuPy arrays and numba device arrays do."""
 
     def __init__(self, shape, device=0, typestr="<f4", strides=None):
-        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (0, False), "version": 3, "strides": strides}
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (0, False), "version": 3,
+                                         "strides": strides}
         self.device = type("Device", (), {"id": device})()
 
 
@@ -65,18 +66,21 @@ def test_tile_width_out_of_range(rng):
 def test_cpu_tensor_given_to_a_gpu_launch(monkeypatch, rng):
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(mode, "in_simulator", lambda: False)
-    with pytest.raises(TypeError, match=r"argument 'a' is a CPU tensor but this launch runs on the GPU; move it with a.cuda\(\)"):
+    with pytest.raises(TypeError,
+                       match=r"argument 'a' is a CPU tensor but this launch runs on the GPU; move it with a.cuda\(\)"):
         check_array("a", torch.from_numpy(f32(rng, 2, 2)), dtype=np.float32, ndim=2)
 
 
 def test_device_array_in_the_simulator(monkeypatch):
     monkeypatch.setattr(mode, "in_simulator", lambda: True)
-    with pytest.raises(TypeError, match=r"argument 'x' lives on the GPU \(cuda:0\) but kernels run in the CUDA simulator"):
+    with pytest.raises(TypeError,
+                       match=r"argument 'x' lives on the GPU \(cuda:0\) but kernels run in the CUDA simulator"):
         check_array("x", FakeDeviceArray((4,)))
 
 
 def test_mixed_devices():
-    infos = {"a": array_info("a", FakeDeviceArray((2, 2), device=0)), "b": array_info("b", FakeDeviceArray((2, 2), device=1))}
+    infos = {"a": array_info("a", FakeDeviceArray((2, 2), device=0)), "b": array_info("b", FakeDeviceArray((2, 2),
+                                                                                                           device=1))}
     with pytest.raises(ValueError, match=r"arguments must all be on one device, got 'a' on cuda:0, 'b' on cuda:1"):
         check_same_device(**infos)
     host = array_info("c", np.ones((2, 2), np.float32))
@@ -86,7 +90,8 @@ def test_mixed_devices():
 
 def test_cuda_array_interface_is_described_correctly():
     info = array_info("x", FakeDeviceArray((3, 4), device=2, typestr="<f8", strides=(8, 24)))
-    assert (info.shape, info.dtype, info.on_gpu, info.device, info.c_contiguous) == ((3, 4), np.float64, True, "cuda:2", False)
+    assert (info.shape, info.dtype, info.on_gpu, info.device, info.c_contiguous) == ((3, 4), np.float64, True,
+                                                                                     "cuda:2", False)
     dense = array_info("y", FakeDeviceArray((3, 4), strides=(16, 4)))
     assert dense.c_contiguous
 

@@ -49,7 +49,8 @@ SIM_SHAPES = [((1, 2, 19, 64), 19), ((2, 1, 1, 64), 1), ((1, 1, 10, 64), 27), ((
 
 @pytest.mark.sim
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("shape, lk", SIM_SHAPES, ids=lambda x: "x".join(map(str, x)) if isinstance(x, tuple) else str(x))
+@pytest.mark.parametrize("shape, lk", SIM_SHAPES, ids=lambda x: "x".join(map(str, x)) if isinstance(x,
+                                                                                                    tuple) else str(x))
 def test_attention_matches_torch_in_the_simulator(shape, lk, causal):
     seed = int(np.random.SeedSequence().entropy % 2**32)
     q, k, v = _qkv(np.random.default_rng(seed), shape, lk)

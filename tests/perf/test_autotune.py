@@ -26,7 +26,8 @@ def test_shape_class_rounds_up_to_powers_of_two():
 
 def test_cache_key_names_kernel_device_and_class():
     assert autotune.cache_key("mm", "NVIDIA H200", (5120, 256, 5000)) == "mm|NVIDIA H200|8192x256x8192"
-    assert autotune.cache_key("mm", "NVIDIA H100", (5120, 256, 5000)) != autotune.cache_key("mm", "NVIDIA H200", (5120, 256, 5000))
+    assert autotune.cache_key("mm", "NVIDIA H100", (5120, 256, 5000)) != autotune.cache_key("mm", "NVIDIA H200", (5120,
+            256, 5000))
 
 
 def test_cache_roundtrip_merge_and_atomic_write(cache_dir):

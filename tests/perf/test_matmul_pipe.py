@@ -92,7 +92,7 @@ def test_matmul_fast_runs_the_pipelined_kernel_where_it_may():
     rng = np.random.default_rng()
     m, n = rng.standard_normal((21, 13)).astype(np.float32), rng.standard_normal((13, 20)).astype(np.float32)
     out = np.empty((21, 20), np.float32)
-    assert mp.ready_autotuner.select(m, n, out)["kernel"] == "pipelined"
+    assert mf.ready_autotuner.select(m, n, out)["kernel"] == "pipelined"
     assert mp.pipe_ready(m, n, out) and not mf.vec_ready(m, n, out)  # k = 13: only the pipelined kernel
     for config in (None, {"kernel": "pipelined", **mp.SIM_PIPE_CONFIG}):
         got = mf.matmul_fast(m, n, config=config)

@@ -180,7 +180,8 @@ def test_uninitialized_dynamic_twin_passes(rng):
 def test_shared_memory_is_fresh_for_every_block(rng):
     # block 1 must not see block 0's writes: its halo read is still uninitialized
     x, out = _inputs(rng, 2 * BLOCK), np.zeros(2 * BLOCK, np.float32)
-    with sim.checks("uninit"), sim.shuffled(None), pytest.raises(sim.UninitializedReadError, match="block \\(0, 0, 0\\)"):
+    with sim.checks("uninit"), sim.shuffled(None), pytest.raises(sim.UninitializedReadError,
+                                                                 match="block \\(0, 0, 0\\)"):
         blur_without_halo[2, BLOCK](x, out)
 
 
@@ -316,7 +317,8 @@ def test_barriers_at_different_call_sites_are_reported():
     with sim.checks("barrier"), pytest.raises(sim.BarrierDivergenceError) as info:
         split_barriers[1, 8](np.zeros(8, np.float32))
     msg = str(info.value)
-    assert "different barrier" in msg and "threads (0, 0, 0), (2, 0, 0)" in msg and "threads (1, 0, 0), (3, 0, 0)" in msg
+    assert "different barrier" in msg
+    assert "threads (0, 0, 0), (2, 0, 0)" in msg and "threads (1, 0, 0), (3, 0, 0)" in msg
 
 
 def test_barrier_twin_passes(rng):
@@ -407,7 +409,8 @@ def test_forgotten_second_barrier_of_the_tiled_matmul_is_a_race(rng):
     msg = str(info.value)
     # thread (0, 0) runs on into phase 1 and overwrites ms[0] before thread (1, 0) has read it for phase 0
     assert "dynamic shared array 'shar' element [0] (index [0] of a view of it)" in msg
-    assert "thread (0, 0, 0) of block (0, 0, 0) wrote it" in msg and "thread (1, 0, 0) of block (0, 0, 0) read it" in msg
+    assert "thread (0, 0, 0) of block (0, 0, 0) wrote it" in msg
+    assert "thread (1, 0, 0) of block (0, 0, 0) read it" in msg
     assert "p += ms[tr * tw + i] * ns[tw * i + tc]" in msg and "ms[tr * tw + tc] = m[r, tc + idx]" in msg
 
     with sim.checks("all"):  # the registered kernel, its correct twin

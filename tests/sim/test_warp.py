@@ -159,7 +159,8 @@ def test_without_syncwarp_the_exchange_is_a_race(x):
     # thread 15 reads buf[16] before thread 16 (run after it, in the fixed order) writes it
     msg = str(info.value)
     assert "shared array 'buf' element [16]" in msg
-    assert "thread (15, 0, 0) of block (0, 0, 0) read it" in msg and "thread (16, 0, 0) of block (0, 0, 0) wrote it" in msg
+    assert "thread (15, 0, 0) of block (0, 0, 0) read it" in msg
+    assert "thread (16, 0, 0) of block (0, 0, 0) wrote it" in msg
 
 
 @cuda.jit

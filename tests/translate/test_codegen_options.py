@@ -4,8 +4,8 @@ float32 intrinsics; integer arithmetic in numba's result types; numba's float at
 
 import os
 
+from translate.api import translate_kernel
 from translate.codegen import helpers
-from translate.pipeline import translate_kernel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join(HERE, "option_kernels.py")

@@ -2,8 +2,8 @@
 
 import pytest
 
+from translate.api import translate_kernel
 from translate.errors import TranslationError
-from translate.pipeline import translate_kernel
 
 from .conftest import KERNELS
 

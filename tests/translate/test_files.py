@@ -11,9 +11,8 @@ import time
 
 import pytest
 
-from translate.check import check
+from translate.api import check, translate_kernel
 from translate.manifest import load
-from translate.pipeline import translate_kernel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GENERATED = os.path.join(ROOT, "generated_cuda")
@@ -30,7 +29,7 @@ def test_committed_files_are_current():
 
 @pytest.mark.parametrize("filename", _registered())
 def test_nvrtc_compiles_committed_file(filename):
-    from translate.compile import nvrtc_compile
+    from translate.nvrtc import nvrtc_compile
 
     with open(os.path.join(GENERATED, filename)) as f:
         result = nvrtc_compile(f.read(), "sm_90", name=filename, resources=False)
@@ -127,11 +126,11 @@ def test_identical_retranslation_leaves_the_manifest_untouched(tmp_path):
 
 def test_nvrtc_leaves_python_bytes_objects_intact():
     """NVRTC writes its log into the buffer it is given; an empty log must not land in CPython's shared b" "."""
-    from translate.compile import nvrtc_compile
+    from translate.nvrtc import nvrtc_compile
 
     result = nvrtc_compile('extern "C" __global__ void k(float* x) { x[0] = 1.0f; }', "sm_90", name="k.cu")
     assert result.ok and result.log == "" and result.ptx.startswith("//")
-    assert b" "[0] == 32 and " ".encode()[0] == 32  # the byte values: every b" " is one shared object
+    assert b" "[0] == 32 and " ".encode()[0] == 32  # noqa: UP012 - the byte values: every b" " is one shared object
 
 
 def test_missing_resource_report_keeps_the_known_one(tmp_path):
@@ -142,7 +141,8 @@ def test_missing_resource_report_keeps_the_known_one(tmp_path):
     manifest.update_entry(out, "k.cu", entry)
     again = {"file_sha256": "abc", "compile": {"ok": True, "arch": "sm_90", "registers": None, "shared_bytes": None}}
     assert manifest.update_entry(out, "k.cu", again)["compile"]["registers"] == 24
-    other_arch = {"file_sha256": "abc", "compile": {"ok": True, "arch": "sm_80", "registers": None, "shared_bytes": None}}
+    other_arch = {"file_sha256": "abc", "compile": {"ok": True, "arch": "sm_80", "registers": None,
+                                                    "shared_bytes": None}}
     assert manifest.update_entry(out, "k.cu", other_arch)["compile"]["registers"] is None
     changed = {"file_sha256": "def", "compile": {"ok": True, "arch": "sm_90", "registers": None, "shared_bytes": None}}
     assert manifest.update_entry(out, "k.cu", changed)["compile"]["registers"] is None

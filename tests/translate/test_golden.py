@@ -1,10 +1,10 @@
 """Golden tests (HIPIFY style): each construct's kernel (construct_kernels.py) next to the C fragments it must
-produce. Translation runs through ``translate.pipeline.translate_kernel`` (in a helper process when the test
+produce. Translation runs through ``translate.api.translate_kernel`` (in a helper process when the test
 session runs the CUDA simulator)."""
 
 import pytest
 
-from translate.pipeline import translate_kernel
+from translate.api import translate_kernel
 
 from .conftest import KERNELS
 

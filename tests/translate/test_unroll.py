@@ -3,7 +3,7 @@
 
 import os
 
-from translate.pipeline import translate_kernel
+from translate.api import translate_kernel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join(HERE, "unroll_kernels.py")

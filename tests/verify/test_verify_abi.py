@@ -26,7 +26,9 @@ def test_c_declaration_matches_the_fixture_source(fixture_launchers, kernel):
     source = (DEFECTS_DIR / f"{kernel}.cu").read_text()
     m = re.search(r'extern "C" cudaError_t (\w+)\((.*?)\)\s*\{', source, re.S)
     assert m, "fixture has no launcher"
-    normalise = lambda s: re.sub(r"\s+", " ", s).strip()
+    def normalise(s):
+        return re.sub(r"\s+", " ", s).strip()
+
     assert normalise(decl) == normalise(f'extern "C" cudaError_t {m.group(1)}({m.group(2)})')
 
 

@@ -133,7 +133,8 @@ def test_each_cu_runs_through_ctypes_without_numba(tmp_path, rng):
     if _log_dir():
         (_log_dir() / "deploy.log").write_text(proc.stdout + proc.stderr)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"numba_imported": False, "cases": len(paths), "ok": True}
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"numba_imported": False, "cases": len(paths),
+                                                                "ok": True}
 
 
 @pytest.mark.gpu
@@ -154,7 +155,8 @@ def test_pytorch_binding_runs_the_launcher_on_a_torch_stream(fixture_launchers, 
     out = torch.full((h, w), float("nan"), device="cuda")
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
-        matmul(a, b, out, tw, grid=((w + tw - 1) // tw, (h + tw - 1) // tw), block=(tw, tw), shared_bytes=2 * tw * tw * 4)
+        matmul(a, b, out, tw, grid=((w + tw - 1) // tw, (h + tw - 1) // tw), block=(tw, tw),
+               shared_bytes=2 * tw * tw * 4)
     stream.synchronize()
     expected = (a.double() @ b.double())
     scale = a.double().abs() @ b.double().abs()

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from translate.verify import manifest as mf
+from translate import manifest as mf
 from translate.verify.harness import CaseResult, VerifyResult
 from translate.verify.report import case_line, result_block, summary_table
 from translate.verify.runner import poison_value, poisoned
@@ -22,7 +22,8 @@ def _result(ok=True):
                      float("inf"), ["vs_numba: out (run 1) vs Numba: 1 elements differ", "repeat: differ at 1"])
     r = VerifyResult("matmul_tiled", "launch_matmul_tiled", "generated_cuda/matmul_tiled.cu", "ab" * 32, ok,
                      [good] if ok else [good, bad], device={"device": "NVIDIA H200", "compute_capability": "9.0",
-                                                            "driver": "13.0", "runtime": "13.0"}, date="2026-11-22T03:00:00Z")
+                                                            "driver": "13.0", "runtime": "13.0"},
+                                                                date="2026-11-22T03:00:00Z")
     r.sanitizer = {"memcheck": "ok", "racecheck": "ok", "initcheck": "ok", "synccheck": "ok"}
     return r
 
@@ -57,36 +58,42 @@ def _manifest(tmp_path: Path) -> Path:
     d.mkdir()
     (d / "a.cu").write_text("// a\n")
     (d / "b.cu").write_text("// b\n")
-    sha = lambda name: hashlib.sha256((d / name).read_bytes()).hexdigest()
+    def sha(name):
+        return hashlib.sha256((d / name).read_bytes()).hexdigest()
+
     data = {"version": 1, "files": {
         "a.cu": {"registry_name": "a", "file_sha256": sha("a.cu"), "verification": None, "launchers": []},
         "b.cu": {"registry_name": "b", "file_sha256": sha("b.cu"), "verification": None, "launchers": []}}}
     (d / "manifest.json").write_text(json.dumps(data))
-    return d / "manifest.json"
+    return d
 
 
-def test_records_are_written_atomically_and_keep_other_entries(tmp_path, monkeypatch):
-    monkeypatch.setattr(mf, "_translator_helper", lambda: None)
-    path = _manifest(tmp_path)
+def test_records_are_written_atomically_and_keep_other_entries(tmp_path):
+    folder = _manifest(tmp_path)
     sha = hashlib.sha256(b"// a\n").hexdigest()
-    assert mf.record_verification(path, "a.cu", {"ok": True, "file_sha256": sha})
-    data = json.loads(path.read_text())
-    assert data["files"]["a.cu"]["verification"]["ok"] is True
+    assert mf.record_verification(folder, "a.cu", {"ok": True, "file_sha256": sha})
+    data = json.loads((folder / "manifest.json").read_text())
+    assert data["files"]["a.cu"]["verification"] == {"ok": True, "file_sha256": sha}
     assert data["files"]["b.cu"]["verification"] is None and data["version"] == 1
-    assert not list(path.parent.glob(".manifest-*"))  # no temp files left behind
+    assert sorted(p.name for p in folder.iterdir()) == ["a.cu", "b.cu", "manifest.json"]  # no temp or lock files
 
 
-def test_records_for_a_changed_file_are_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(mf, "_translator_helper", lambda: None)
-    path = _manifest(tmp_path)
-    outcome = mf.apply_records(path, [{"file": "a.cu", "record": {"ok": True, "file_sha256": "0" * 64}},
-                                      {"file": "gone.cu", "record": {"ok": True}}])
+def test_records_for_a_changed_file_are_refused(tmp_path):
+    folder = _manifest(tmp_path)
+    outcome = mf.apply_records(folder, [{"file": "a.cu", "record": {"ok": True, "file_sha256": "0" * 64}},
+                                        {"file": "gone.cu", "record": {"ok": True}}])
     assert outcome["a.cu"].startswith("skipped") and outcome["gone.cu"].startswith("skipped")
-    assert json.loads(path.read_text())["files"]["a.cu"]["verification"] is None
+    assert json.loads((folder / "manifest.json").read_text())["files"]["a.cu"]["verification"] is None
+
+
+def test_records_for_a_folder_without_a_manifest_are_skipped(tmp_path):
+    assert mf.apply_records(tmp_path / "missing", [{"file": "a.cu", "record": {"ok": True}}])["a.cu"].startswith(
+        "skipped")
+    assert not (tmp_path / "missing").exists()
 
 
 def test_entry_lookup_by_registry_name():
-    manifest = {"files": {"x.cu": {"registry_name": "matmul"}, "vector_add.cu": {"registry_name": None}}}
+    manifest = {"version": 1, "files": {"x.cu": {"registry_name": "matmul"}, "vector_add.cu": {"registry_name": None}}}
     assert mf.entry_for(manifest, "matmul")[0] == "x.cu"
     assert mf.entry_for(manifest, "vector_add")[0] == "vector_add.cu"
     assert mf.entry_for(manifest, "nope") is None
@@ -94,7 +101,8 @@ def test_entry_lookup_by_registry_name():
 
 @pytest.mark.parametrize("tool, rc, output, expected", [
     ("memcheck", 0, "SANCASE-DONE ok\n========= ERROR SUMMARY: 0 errors\n", "ok"),
-    ("racecheck", 0, "SANCASE-DONE ok\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n", "ok"),
+    ("racecheck", 0, "SANCASE-DONE ok\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n",
+     "ok"),
     ("racecheck", 86, "========= Error: Race reported between Write access at k+0x10\nSANCASE-DONE ok\n"
                       "========= RACECHECK SUMMARY: 3 hazards displayed (3 errors, 0 warnings)\n", "3 error(s)"),
     ("memcheck", 86, "========= Invalid __global__ write of size 4 bytes\nSANCASE-DONE ok\n"
@@ -103,13 +111,3 @@ def test_entry_lookup_by_registry_name():
 ])
 def test_sanitizer_summaries(tool, rc, output, expected):
     assert parse_summary(tool, rc, output).startswith(expected)
-
-
-def test_records_go_through_the_translators_writer_when_it_exists(tmp_path):
-    path = _manifest(tmp_path)
-    sha = hashlib.sha256(b"// a\n").hexdigest()
-    assert mf._translator_helper() is not None
-    assert mf.record_verification(path, "a.cu", {"ok": True, "file_sha256": sha})
-    data = json.loads(path.read_text())
-    assert data["files"]["a.cu"]["verification"] == {"ok": True, "file_sha256": sha}
-    assert data["files"]["b.cu"]["verification"] is None

@@ -2,106 +2,56 @@
 preamble, helpers, constants, explicit instantiations and the host launchers of the contract
 (docs/design/translate-contract.md).
 
-The interface is one function per backend module::
+A backend is a module with ``NAME`` and one function::
 
-    def generate(request: KernelRequest) -> DeviceCode
+    def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode
 
-``KernelRequest`` carries everything a backend may use: the kernel's identity and Python source, Numba's
-inferred types, the argument types, the compile-time constants and the launcher parameters (``ParamSpec``,
-whose ``const`` flags the kernel signature must follow). ``DeviceCode`` is C++ text with the device functions
-and exactly one ``__global__`` kernel named ``request.name`` whose parameters follow ``kernel_params(request)``;
-a ``template<int NAME...>`` kernel when ``request.template_params`` is not empty. Backends are looked up by name
-with ``get_backend`` (``ast``: deterministic, default; ``llm``: optional, added by its own module).
+``request`` (``translate.request``) carries everything a backend may use, its options included. ``DeviceCode`` is
+C++ text with the device functions and exactly one ``__global__`` kernel named ``request.name`` whose declaration is
+``kernel_declaration(request)`` (a ``template<int NAME...>`` kernel when ``request.template_params`` is not empty).
+
+``checks`` is what the pipeline offers to check candidate device code as the file it would become, so that a
+backend never imports the stages after it: ``compile`` (the file compiled by NVRTC) and, when ``verifies``
+(``--verify``), ``verify`` (the file built, loaded and run against the Numba kernel on the GPU, in a sandboxed
+child process). The deterministic ``ast`` backend needs neither; the ``llm`` backend's repair loop uses both.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
-from ..cnames import c_name
+from ..request import DeviceCode, KernelRequest
 
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One Python argument as the launcher ABI passes it (manifest ``launchers[].params`` entry)."""
-    name: str
-    kind: str            # "array" | "scalar"
-    dtype: str           # numba dtype name: float32, int64, ...
-    ndim: int = 0
-    const: bool = False  # arrays the kernel never writes
-
-    def manifest(self) -> dict:
-        if self.kind == "array":
-            return {"name": self.name, "kind": "array", "dtype": self.dtype, "ndim": self.ndim, "const": self.const}
-        return {"name": self.name, "kind": "scalar", "dtype": self.dtype}
-
-    def c_params(self) -> list[str]:
-        ctype = c_name(self.dtype)
-        if self.kind == "array":
-            ptr = f"const {ctype}* {self.name}" if self.const else f"{ctype}* {self.name}"
-            return [ptr] + [f"int64_t {self.name}_shape{d}" for d in range(self.ndim)]
-        return [f"{ctype} {self.name}"]
-
-    def c_args(self) -> list[str]:
-        if self.kind == "array":
-            return [self.name] + [f"{self.name}_shape{d}" for d in range(self.ndim)]
-        return [self.name]
+if TYPE_CHECKING:  # the result type only: a backend receives verification results, it never runs verification
+    from ..verify.harness import VerifyResult
 
 
-@dataclass
-class KernelRequest:
-    name: str                                  # C kernel name = file stem (registry name or function name)
-    qualname: str                              # "package.module:function"
-    source: str                                # the kernel's Python source
-    signature: str                             # numba signature string
-    arg_names: tuple[str, ...]
-    argtypes: tuple                            # numba types
-    typemap: dict[str, str]                    # Python name -> numba type (text), SSA versions merged
-    params: tuple[ParamSpec, ...]              # launcher ABI, in argument order
-    template_params: tuple[str, ...] = ()      # compile-time constants that become template<int ...> parameters
-    instantiations: tuple[dict, ...] = ({},)   # one {name: value} per explicit instantiation / launcher
-    constants: dict[str, Any] = field(default_factory=dict)  # module-level constants the kernel reads
-    pyfunc: Any = None                         # the Python function (the ast backend uses it)
-    typed: Any = None                          # translate.typing.TypedFunction (the ast backend uses it)
-    device_sources: dict[str, str] = field(default_factory=dict)  # device function qualname -> source
-    fastmath: bool = False                     # the kernel's fastmath: float32 math uses numba's fast intrinsics
-    build: Any = None                          # translate.options.CodegenOptions: launch bounds, build flags
+class CompileReport(Protocol):
+    ok: bool
+    log: str
 
 
-@dataclass
-class DeviceCode:
-    code: str                                  # device functions + the __global__ kernel
-    helpers: tuple[str, ...] = ()              # names from translate.codegen.helpers.HELPERS the code calls
-    constants: dict[str, tuple] = field(default_factory=dict)  # name -> (scalar key, value): constexpr at file scope
-    nonneg_params: tuple[str, ...] = ()        # integer parameters the code assumes >= 0 (the launcher checks)
-    device_functions: tuple[str, ...] = ()     # qualnames of the device functions included
-    notes: dict[str, Any] = field(default_factory=dict)  # backend metadata for the manifest (model, usage, ...)
+class CandidateChecks(Protocol):
+    #: True when ``verify`` may be called (``--verify`` on a GPU)
+    verifies: bool
+
+    def compile(self, device: DeviceCode) -> CompileReport: ...
+
+    def verify(self, device: DeviceCode) -> VerifyResult: ...
 
 
-def kernel_params(request: KernelRequest) -> list[str]:
-    """The C parameter list of the __global__ kernel (and of the launcher, before grid/block/stream)."""
-    return [p for spec in request.params for p in spec.c_params()]
+class Backend(Protocol):
+    NAME: str
 
-
-def c_declaration(head: str, groups: list[list[str]], width: int = 110) -> str:
-    """``head(params)`` on one line if short, else one parameter group (a Python argument) per line."""
-    flat = ", ".join(p for g in groups for p in g)
-    if len(head) + len(flat) + 2 <= width:
-        return f"{head}({flat})"
-    return f"{head}(\n    " + ",\n    ".join(", ".join(g) for g in groups) + ")"
-
-
-def kernel_declaration(request: KernelRequest) -> str:
-    return c_declaration(f"__global__ void {request.name}", [spec.c_params() for spec in request.params])
+    def generate(self, request: KernelRequest, checks: CandidateChecks) -> DeviceCode: ...
 
 
 BACKENDS = {"ast": "translate.backends.ast_backend", "llm": "translate.backends.llm"}
 
 
-def get_backend(name: str):
-    """The backend module for ``name``; it has ``generate(request) -> DeviceCode`` and ``NAME``/``VERSION``."""
+def get_backend(name: str) -> Backend:
+    """The backend module for ``name``."""
     if name not in BACKENDS:
         raise ValueError(f"unknown backend '{name}'; available: {', '.join(sorted(BACKENDS))}")
     return importlib.import_module(BACKENDS[name])

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from ..cnames import c_name, scalar_key
 from ..codegen.stmts import FunctionTranslator
-from ..typing import type_function, typing_context
-from . import DeviceCode, KernelRequest, kernel_declaration
+from ..frontend import type_function, typing_context
+from ..request import DeviceCode, KernelRequest, kernel_declaration
+from . import CandidateChecks
 
 NAME = "ast"
 
@@ -60,10 +61,11 @@ class Unit:
         return dev
 
 
-def generate(request: KernelRequest, **options) -> DeviceCode:
-    if options:
-        raise ValueError(f"the ast backend takes no options, got {', '.join(sorted(options))}")
-    unit = Unit(fastmath=bool(getattr(request, "fastmath", False)))
+def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
+    """The kernel's device code, deterministically (one answer: nothing for ``checks`` to choose between)."""
+    if request.options.backend_options:
+        raise ValueError(f"the ast backend takes no options, got {', '.join(sorted(request.options.backend_options))}")
+    unit = Unit(fastmath=request.fastmath)
     consts = dict(request.instantiations[0]) if request.template_params else {}
     tr = FunctionTranslator(unit, request.pyfunc, request.typed, kind="kernel", name=request.name,
                             template_consts=consts,

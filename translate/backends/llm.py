@@ -1,8 +1,10 @@
 """Backend ``llm``: device code from a model behind any OpenAI-compatible endpoint, gated, compiled and (with
-``--verify``) verified by the project before it is accepted.
+``--verify``) verified before it is accepted.
 
-The pipeline gives the backend what only the translator knows, and the backend gives back device code plus the
-manifest's ``backend`` record:
+The pipeline's interface is ``generate(request, checks) -> DeviceCode``: the backend is made from
+``request.options.backend_options`` (model, base_url, max_turns, timeout, max_retries; the key comes from the
+environment only), and every candidate reply is compiled, and with ``--verify`` verified, through the pipeline's
+``checks`` (``translate.backends``), never by importing the later stages. ``LLMBackend`` is the backend itself:
 
     backend = LLMBackend(model="gpt-4.1", base_url=None, max_turns=3)
     result = backend.generate(
@@ -22,26 +24,31 @@ by the backend, so a failure can never replace a file. The API key is never part
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-from translate.llm import helpers as project_helpers
-from translate.llm.client import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, ChatClient, LLMError, Usage
-from translate.llm.feedback import compiler_feedback, mark_candidate
-from translate.llm.gate import check_reply
-from translate.llm.prompt import build_messages
-from translate.llm.repair import DEFAULT_MAX_TURNS, Attempt, RepairResult, run_repair_loop
-from translate.llm.request import kernel_name, spec_from_request
+from ..llm import helpers as project_helpers
+from ..llm.client import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, ChatClient, LLMError, Usage
+from ..llm.feedback import compiler_feedback, mark_candidate
+from ..llm.gate import check_reply
+from ..llm.prompt import build_messages
+from ..llm.repair import DEFAULT_MAX_TURNS, Attempt, RepairResult, run_repair_loop
+from ..llm.request import kernel_name, spec_from_request
+from ..request import DeviceCode, KernelRequest, kernel_declaration
+from . import CandidateChecks, CompileReport
 
-__all__ = ["LLMBackend", "LLMResult", "LLMError", "NAME", "VERSION", "configure", "generate", "tool_version"]
+if TYPE_CHECKING:  # the result type only: the backend reads verification results, the pipeline runs verification
+    from ..verify.harness import VerifyResult
+
+__all__ = ["LLMBackend", "LLMResult", "LLMError", "NAME", "VERSION", "generate", "tool_version"]
 
 
 def tool_version() -> str:
     try:
-        from importlib.metadata import version
-
         return version("numbakern")
-    except Exception:
+    except PackageNotFoundError:  # running from a source tree that was never installed
         return "0.0.0"
 
 
@@ -51,7 +58,7 @@ class LLMResult:
     helpers: set[str]
     backend: dict[str, Any]  # the manifest's "backend" record
     verified: bool | None
-    compile_info: Any = None
+    compile_info: CompileReport | None = None
     turns: int = 0
     usage: Usage = field(default_factory=Usage)
     messages: list[dict[str, str]] = field(default_factory=list)
@@ -84,14 +91,14 @@ class LLMBackend:
     def close(self) -> None:
         self.client.close()
 
-    def __enter__(self) -> "LLMBackend":
+    def __enter__(self) -> LLMBackend:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def generate(self, request: Any, *, signature: str, compile_fn: Callable[[str], Any],
-                 verify: Callable[[str], Any] | None = None, launcher: str | None = None) -> LLMResult:
+    def generate(self, request: KernelRequest, *, signature: str, compile_fn: Callable[[str], CompileReport],
+                 verify: Callable[[str], str | None] | None = None, launcher: str | None = None) -> LLMResult:
         spec = spec_from_request(request, signature=signature, launcher=launcher,
                                  helpers=project_helpers.offered(), allow_printf=self.allow_printf)
         name = kernel_name(request)
@@ -123,110 +130,46 @@ class LLMBackend:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# the pipeline's backend interface (translate/backends/__init__.py): a module with NAME, VERSION and
-# generate(request) -> DeviceCode. The CLI configures it once (translate.llm.cli_args.make_backend -> configure).
+# the pipeline's backend interface (translate/backends/__init__.py)
 
 NAME = "llm"
 VERSION = tool_version()
 
-_configured: LLMBackend | None = None
-_verify_factory: Callable[[Any], Callable[[str], Any] | None] | None = None
 
+def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
+    """``DeviceCode`` for ``request`` from the model made of ``request.options.backend_options``; ``LLMError`` if no
+    reply passes in ``max_turns``. Each reply that passes the gate is compiled through ``checks``, and verified
+    through them when they verify (``--verify``)."""
+    options = dict(request.options.backend_options)
+    if not options.get("model"):
+        raise LLMError("the llm backend needs a model: pass --model NAME (and --base-url or OPENAI_BASE_URL)")
 
-def configure(backend: LLMBackend | None, verify_factory: Callable[[Any], Callable[[str], Any] | None] | None = None
-              ) -> None:
-    """Set the backend ``generate(request)`` uses; ``verify_factory(request)`` gives the ``--verify`` callback."""
-    global _configured, _verify_factory
-    _configured, _verify_factory = backend, verify_factory
+    def compile_fn(code: str) -> CompileReport:
+        return checks.compile(candidate(code))
 
-
-def expected_signature(request: Any) -> str:
-    """The emitter's kernel declaration for ``request`` (with its ``template <int ...>`` line), on one line."""
-    from translate.backends import kernel_declaration
-
-    decl = " ".join(kernel_declaration(request).split())
-    if getattr(request, "template_params", ()):
-        decl = "template <" + ", ".join(f"int {t}" for t in request.template_params) + "> " + decl
-    return decl
-
-
-def pipeline_compile_fn(request: Any, arch: str = "sm_90") -> Callable[[str], Any]:
-    """Device code -> the emitter's full file compiled with NVRTC (the translator's own compile step), the code
-    behind a ``#line`` marker so that the repair loop can tell the candidate's diagnostics from the rest."""
-    from translate.backends import DeviceCode
-    from translate.compile import nvrtc_compile
-    from translate.emit import assemble
-
-    build = getattr(request, "build", None)
-
-    def compile_fn(code: str):
-        device = DeviceCode(code=mark_candidate(code), helpers=tuple(sorted(project_helpers.used_helpers(code))))
-        return nvrtc_compile(assemble(request, device, f"// {request.name}.cu (llm backend candidate)", build), arch,
-                             name=f"{request.name}.cu", resources=False,
-                             options=build.nvrtc_options() if build else ())
-
-    return compile_fn
-
-
-def generate(request: Any, **options: Any):
-    """``DeviceCode`` for ``request`` from the model; ``LLMError`` if no reply passes in ``max_turns``.
-
-    ``options`` (``model``, ``base_url``, ``max_turns``, ``timeout``, ``max_retries``: what ``translate_kernel``
-    forwards, also into its helper process) make a backend for this call; without them the configured one is used.
-    """
-    gpu_verify = bool(options.pop("verify", False))
-    factory = gpu_verify_factory if gpu_verify else _verify_factory
-    if options:
-        with LLMBackend(**options) as backend:
-            return _device_code(backend, request, factory)
-    if _configured is None:
-        raise LLMError("the llm backend is not configured: pass --model NAME (and --base-url or OPENAI_BASE_URL)")
-    return _device_code(_configured, request, factory)
-
-
-def gpu_verify_factory(request: Any) -> Callable[[str], str | None]:
-    """``--verify`` inside the repair loop: device code -> ``None`` when the file it makes computes what the Numba
-    kernel computes on the GPU (the verification harness on its smallest sizes; the candidate is built, loaded and
-    run in a sandboxed child process), else a short report for the model, made of numbers and the candidate's own
-    diagnostics only. The kernel must be registered: its spec makes the inputs and knows the reference."""
-    import tempfile
-    from pathlib import Path
-
-    from numbakern import registry
-    from translate.backends import DeviceCode
-    from translate.emit import assemble, launcher_descriptions
-    from translate.verify.abi import select_launcher
-    from translate.verify.harness import Candidate, smallest_sizes, verify
-
-    try:
-        spec = registry.get(request.name)
-    except KeyError:
-        raise LLMError(f"--verify needs a registered kernel (its spec makes the inputs); '{request.name}' is not one")
-
-    build = getattr(request, "build", None)
-    nvcc_flags = tuple(build.manifest().get("nvcc_flags", ())) if build else ()
-
-    def verify_code(code: str) -> str | None:
-        device = DeviceCode(code=mark_candidate(code), helpers=tuple(sorted(project_helpers.used_helpers(code))))
-        launcher = select_launcher(launcher_descriptions(request, device), spec.constants)
-        with tempfile.TemporaryDirectory(prefix="numbakern-llm-verify-") as tmp:
-            cu = Path(tmp) / f"{request.name}.cu"
-            cu.write_text(assemble(request, device, f"// {request.name}.cu (llm backend candidate)", build))
-            candidate = Candidate(cu, launcher, nvcc_flags=nvcc_flags)
-            result = verify(spec, candidate, seeds=(0,), sizes=smallest_sizes(spec, 3), limits=_repair_verify_limits())
+    def verify(code: str) -> str | None:
+        result = checks.verify(candidate(code))
         return None if result.ok else model_report(result, code)
 
-    return verify_code
+    with LLMBackend(**options) as backend:
+        result = backend.generate(request, signature=expected_signature(request), compile_fn=compile_fn,
+                                  verify=verify if checks.verifies else None)
+    notes = {k: v for k, v in result.backend.items() if k not in ("name", "tool_version")}
+    return DeviceCode(code=result.device_code, helpers=tuple(sorted(result.helpers)), notes=notes)
 
 
-#: a candidate of the repair loop is built and run on small sizes: a hang is cut off long before the default limit
-REPAIR_VERIFY_LIMITS_SECONDS = 300
+def candidate(code: str) -> DeviceCode:
+    """A reply's checked code as the device code of a candidate file: behind a ``#line`` marker, so that the repair
+    loop can tell the compiler's diagnostics about the candidate's own lines from the rest of the file."""
+    return DeviceCode(code=mark_candidate(code), helpers=tuple(sorted(project_helpers.used_helpers(code))))
 
 
-def _repair_verify_limits():
-    from translate.verify.sandbox import Limits
-
-    return Limits(wall_seconds=REPAIR_VERIFY_LIMITS_SECONDS, cpu_seconds=REPAIR_VERIFY_LIMITS_SECONDS)
+def expected_signature(request: KernelRequest) -> str:
+    """The emitter's kernel declaration for ``request`` (with its ``template <int ...>`` line), on one line."""
+    decl = " ".join(kernel_declaration(request).split())
+    if request.template_params:
+        decl = "template <" + ", ".join(f"int {t}" for t in request.template_params) + "> " + decl
+    return decl
 
 
 #: what the model is told when verification stopped before comparing anything (never the child's own words)
@@ -236,7 +179,7 @@ _STAGE_REPORTS = {
 }
 
 
-def model_report(result: Any, code: str) -> str:
+def model_report(result: VerifyResult, code: str) -> str:
     """A failed ``VerifyResult`` as the model may see it: the case, the checks that failed, errors and first
     differing elements (numbers this process computed), or the build's diagnostics about the candidate's lines."""
     if result.stage == "build":
@@ -253,13 +196,3 @@ def model_report(result: Any, code: str) -> str:
     return (f"{result.n_failed} of {len(result.cases)} cases differ from the Numba kernel. First: {bad.label}: "
             f"failed {', '.join(bad.failed)}; max abs error {bad.max_abs_error:.3g}, max rel error "
             f"{bad.max_rel_error:.3g}; {first or '; '.join(checks[:2])}")
-
-
-def _device_code(backend: LLMBackend, request: Any, verify_factory) -> Any:
-    from translate.backends import DeviceCode
-
-    verify = verify_factory(request) if verify_factory is not None else None
-    result = backend.generate(request, signature=expected_signature(request),
-                              compile_fn=pipeline_compile_fn(request), verify=verify)
-    notes = {k: v for k, v in result.backend.items() if k not in ("name", "tool_version")}
-    return DeviceCode(code=result.device_code, helpers=tuple(sorted(result.helpers)), notes=notes)

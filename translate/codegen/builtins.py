@@ -83,7 +83,8 @@ class BuiltinsMixin:
         if obj is _py.len:
             a = self.value(node.args[0]) if len(node.args) == 1 else None
             if not isinstance(a, arrays.ArrayInfo) or a.extents is None:
-                raise self.src.error(node, "len() is supported on arrays with known extents", hint="len(x) of an argument")
+                raise self.src.error(node, "len() is supported on arrays with known extents",
+                                     hint="len(x) of an argument")
             return a.extents[0]
         if obj in (_py.int, _py.float, _py.bool) or (isinstance(obj, type) and issubclass(obj, np.generic)):
             return self._cast(obj, node)
@@ -175,12 +176,6 @@ class BuiltinsMixin:
             vs = ", ".join(f"({via}){paren(v, UNARY)}" for v in vals)
             code = f"({ctype}){func}(({via} *){ptr}, {vs})"
         return CExpr(code, key, arr.nbt.dtype, PRIMARY if via is None else UNARY, pure=False)
-
-    def index_type(self, node):
-        v = self.value(node)
-        if isinstance(v, TupleVal):
-            return types.UniTuple(types.int64, len(v.items))
-        return v.nbt
 
     def _math(self, obj, node):
         args = self._args(node)

@@ -52,7 +52,8 @@ def cast(e: CExpr, key: str, nbt=None) -> CExpr:
         return e
     if e.literal is not None and not isinstance(e.literal, bool):
         if key == "float32" and isinstance(e.literal, (int, float)):
-            return CExpr(float_literal(float(e.literal), f32=True), key, nbt or e.nbt, literal=e.literal, nonneg=e.nonneg)
+            return CExpr(float_literal(float(e.literal), f32=True), key, nbt or e.nbt, literal=e.literal,
+                         nonneg=e.nonneg)
         if key == "float64" and isinstance(e.literal, (int, float)):
             return CExpr(float_literal(float(e.literal)), key, nbt or e.nbt, literal=e.literal, nonneg=e.nonneg)
     # an unsigned value is never negative: numba does not wrap an unsigned index around, and neither does the C

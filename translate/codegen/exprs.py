@@ -11,11 +11,27 @@ import types as pytypes
 import numpy as np
 from numba.cuda import types
 
+from .. import closures
 from ..cnames import _INT_BITS, c_arith, is_float, is_int, scalar_key
-from ..typing import resolve_call
+from ..frontend import resolve_call
 from . import arrays
-from .cexpr import (BINARY_PREC, COND, LAND, LOR, PRIMARY, REL, UNARY, CExpr, Static, TupleVal, arith_casts, cast,
-                    compare_casts, float_literal, paren)
+from .cexpr import (
+    BINARY_PREC,
+    COND,
+    LAND,
+    LOR,
+    PRIMARY,
+    REL,
+    UNARY,
+    CExpr,
+    Static,
+    TupleVal,
+    arith_casts,
+    cast,
+    compare_casts,
+    float_literal,
+    paren,
+)
 
 BINOPS = {ast.Add: ("+", operator.add), ast.Sub: ("-", operator.sub), ast.Mult: ("*", operator.mul),
           ast.Div: ("/", operator.truediv), ast.FloorDiv: ("//", operator.floordiv), ast.Mod: ("%", operator.mod),
@@ -90,7 +106,8 @@ class ExprMixin:
                          types.literal(v), nonneg=v >= 0 if isinstance(v, int) else False, literal=None)
         found, obj = self.lookup_global(name)
         if not found:
-            raise self.src.error(node, f"name '{name}' is not defined in the kernel", hint="a local, argument or global")
+            raise self.src.error(node, f"name '{name}' is not defined in the kernel",
+                                 hint="a local, argument or global")
         return self.global_value(name, obj, node)
 
     def global_value(self, name, obj, node):
@@ -362,12 +379,9 @@ class ExprMixin:
         return key
 
     def lookup_global(self, name):
-        fn = self.pyfunc
-        if name in fn.__code__.co_freevars and fn.__closure__:
-            idx = fn.__code__.co_freevars.index(name)
-            return True, fn.__closure__[idx].cell_contents
-        if name in fn.__globals__:
-            return True, fn.__globals__[name]
+        value = closures.lookup(self.pyfunc, name)
+        if value is not closures.MISSING:
+            return True, value
         if hasattr(_builtins, name):
             return True, getattr(_builtins, name)
         return False, None

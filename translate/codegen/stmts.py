@@ -186,7 +186,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         self.emit("continue;")
 
     def s_Return(self, node):
-        if self.kind == "kernel" or node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None):
+        if self.kind == "kernel" or node.value is None or (
+                isinstance(node.value, ast.Constant) and node.value.value is None):
             if self.kind == "kernel" and node.value is not None and not (
                     isinstance(node.value, ast.Constant) and node.value.value is None):
                 raise self.src.error(node.value, "kernels cannot return a value", hint="write results into an array")
@@ -284,7 +285,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         start, stop = cast(start, key) if start.literal is None else start, self._bound(stop, key)
         var = self.cname(name)
         ctype = c_name(key)
-        assigned = {n.id for s in node.body for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        assigned = {n.id for s in node.body for n in ast.walk(s)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         stop_names = {n.id for n in ast.walk(it) if isinstance(n, ast.Name)}
         if not stop.pure or (assigned & stop_names):
             self.emit(f"const {ctype} {var}_stop = {stop.code};")
@@ -477,7 +479,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             self.mark_written(base.name)
             cur = arrays.element(self, base, target.slice, target)
             if not cur.pure:
-                raise self.src.error(target, "this index would be evaluated twice", hint="compute it into a variable first")
+                raise self.src.error(target, "this index would be evaluated twice",
+                                     hint="compute it into a variable first")
             lhs_code = cur.code
         else:
             raise self.src.error(target, "unsupported augmented assignment target")

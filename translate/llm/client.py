@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 KEY_ENV = "OPENAI_API_KEY"
@@ -41,7 +42,7 @@ class Usage:
     completion_tokens: int = 0
     total_tokens: int = 0
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
                      self.total_tokens + other.total_tokens)
 
@@ -120,7 +121,7 @@ class ChatClient:
     def close(self) -> None:
         """Nothing to release: each request opens and closes its own connection."""
 
-    def __enter__(self) -> "ChatClient":
+    def __enter__(self) -> ChatClient:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -12,8 +12,8 @@ other text the loop sends (gate reasons, verification reports).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 #: the name the compiler gives the candidate's lines; anything it files under another name stays on the machine
 CANDIDATE_FILE = "candidate.cu"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from .lexer import LexError, Logical, Token, lex, tokenize
 from .render import RenderError, render
 from .reply import Code, ReplyError, extract_code
-from .rules import (CAST_TYPES, CUDA_BUILTINS, INCLUDES, KEYWORDS, REFUSED, TYPE_NAMES, refusal, word_rule)
+from .rules import CAST_TYPES, CUDA_BUILTINS, INCLUDES, KEYWORDS, REFUSED, TYPE_NAMES, refusal, word_rule
 
 #: the longest reply read at all, and the largest code accepted
 MAX_REPLY_CHARS = 256 * 1024

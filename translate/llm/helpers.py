@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from ..codegen.helpers import HELPERS
+
 #: helpers offered to the model, with the declaration shown in the prompt
 OFFERED = {
     "nk_floordiv": "int64_t nk_floordiv(int64_t x, int64_t y)  // Python's x // y (also float/double overloads)",
@@ -16,18 +18,10 @@ OFFERED = {
 _DEFINED = re.compile(r"\b(nk_\w+)\s*(?:<[^<>()]*>\s*)?\(")
 
 
-def _project_helpers() -> dict[str, str]:
-    try:
-        from translate.codegen.helpers import HELPERS
-    except ImportError:  # the deterministic translator is not installed
-        return {}
-    return dict(HELPERS)
-
-
 def function_to_helper() -> dict[str, str]:
     """Each C function name the helpers define -> the key of the helper that defines it."""
     out: dict[str, str] = {}
-    for key, body in _project_helpers().items():
+    for key, body in HELPERS.items():
         for name in _DEFINED.findall(body):
             out.setdefault(name, key)
         out.setdefault(key, key)
@@ -35,8 +29,7 @@ def function_to_helper() -> dict[str, str]:
 
 
 def offered() -> dict[str, str]:
-    available = _project_helpers()
-    return {k: v for k, v in OFFERED.items() if k in available}
+    return {k: v for k, v in OFFERED.items() if k in HELPERS}
 
 
 def reserved_names() -> frozenset[str]:

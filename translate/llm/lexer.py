@@ -61,7 +61,7 @@ class Token:
     logical_line: int  # index of the logical line (after splicing) it starts on
     start: int = 0  # offsets in the text after phases 1 and 2 (``Logical.text``)
     end: int = 0
-    parts: tuple["Token", ...] = field(default=())  # a directive's tokens, '#' included
+    parts: tuple[Token, ...] = field(default=())  # a directive's tokens, '#' included
 
     def __str__(self) -> str:
         return self.spelling
@@ -233,7 +233,8 @@ class _Lexer:
                 j += 1
             elif c.isascii() and (c.isalnum() or c in "_."):
                 j += 1
-            elif c == "'" and j + 1 < self.n and text[j + 1].isascii() and (text[j + 1].isalnum() or text[j + 1] == "_"):
+            elif (c == "'" and j + 1 < self.n and text[j + 1].isascii()
+                  and (text[j + 1].isalnum() or text[j + 1] == "_")):
                 j += 2
             else:
                 break

@@ -8,17 +8,11 @@ The model writes device code only; the project's emitter adds the includes, help
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .source import fenced
-
-#: numba scalar type name -> C type (the contract's table)
-C_TYPES = {
-    "float32": "float", "float64": "double", "bool": "bool", "boolean": "bool",
-    "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
-    "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
-}
 
 SYSTEM_PROMPT = """\
 You are an expert CUDA programmer. You convert Numba CUDA kernels written in Python into CUDA C device code that \
@@ -191,11 +185,6 @@ def format_verify_report(report: Any, max_indices: int = 5) -> str:
 
 # ---------------------------------------------------------------------------------------------------------------
 # helpers for building a spec from Numba's types
-
-
-def c_type(numba_type: str) -> str | None:
-    """The C type of a scalar numba type name (``float32`` -> ``float``), or None."""
-    return C_TYPES.get(str(numba_type))
 
 
 def local_variable_types(typemap: Mapping[str, Any], arg_names: Sequence[str] = ()) -> dict[str, str]:

@@ -15,8 +15,9 @@ says whether the code passed everything asked of it; nothing is written here.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from . import feedback
 from . import prompt as prompts

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .prompt import Argument, PromptSpec, local_variable_types
 from .source import code_only
@@ -45,17 +46,15 @@ def python_source(request: Any) -> str:
 
 
 def dependencies(request: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """The sources of the device functions the kernel calls (code only) and the module constants it reads: given
-    by the request, else read from its Python function (``translate.depends``, the analysis every backend's
-    source hash uses)."""
-    sources = tuple(_first(request, "device_function_sources", "device_functions_source", default=()) or ())
-    constants = dict(_first(request, "module_constants", default={}) or {})
-    func = _first(request, "pyfunc", "py_func")
-    if func is not None and not sources and not constants:
-        from translate.depends import kernel_dependencies
-
-        found = kernel_dependencies(func, tuple(_first(request, "template_params", default=()) or ()))
+    """The sources of the device functions the kernel calls (code only) and the module constants it reads: the
+    request's ``dependencies`` (``translate.depends``, the analysis every backend's source hash uses), or given as
+    ``device_function_sources`` and ``module_constants``."""
+    found = _first(request, "dependencies")
+    if found is not None:
         sources, constants = tuple(found.sources.values()), dict(found.constants)
+    else:
+        sources = tuple(_first(request, "device_function_sources", "device_functions_source", default=()) or ())
+        constants = dict(_first(request, "module_constants", default={}) or {})
     return tuple(code_only(s) for s in sources), constants
 
 

@@ -11,8 +11,9 @@ Imports only the standard library and numpy: a deployed ``.so`` is callable with
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -95,7 +96,8 @@ def bind(lib: ctypes.CDLL, launcher: Mapping[str, Any]):
     return fn
 
 
-def select_launcher(launchers: Sequence[Mapping[str, Any]], constants: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+def select_launcher(launchers: Sequence[Mapping[str, Any]],
+                    constants: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
     """The launcher instantiated for ``constants`` (the spec's compile-time constants; {} for none).
 
     A launcher names only the constants that became template parameters: a factory parameter the kernel body never
@@ -166,9 +168,11 @@ def _array_parts(a: Any) -> tuple[int, tuple[int, ...], np.dtype]:
         return int(a[0]), tuple(a[1]), np.dtype(a[2])
     if hasattr(a, "address") and hasattr(a, "shape") and hasattr(a, "dtype"):
         return int(a.address), tuple(a.shape), np.dtype(a.dtype)
-    raise AbiError(f"an array argument must be (address, shape, dtype) or have .address/.shape/.dtype, got {type(a).__name__}")
+    raise AbiError("an array argument must be (address, shape, dtype) or have .address/.shape/.dtype, "
+                   f"got {type(a).__name__}")
 
 
-def launch(fn, launcher: Mapping[str, Any], args: Sequence[Any], grid, block, shared_bytes: int = 0, stream: int = 0) -> int:
+def launch(fn, launcher: Mapping[str, Any], args: Sequence[Any], grid, block, shared_bytes: int = 0,
+           stream: int = 0) -> int:
     """Call a bound launcher; returns its ``cudaError_t`` (0 = cudaSuccess)."""
     return int(fn(*call_args(launcher, args, grid, block, shared_bytes, stream)))

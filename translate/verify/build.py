@@ -11,9 +11,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterable, Sequence
 
 DEFAULT_ARCH = "sm_90"
 DEFAULT_CACHE = Path(os.environ.get("NUMBAKERN_BUILD_DIR", Path(__file__).resolve().parents[2] / "build" / "verify"))
@@ -27,7 +27,8 @@ class BuildError(RuntimeError):
 
 
 def nvcc_path() -> str | None:
-    return shutil.which("nvcc") or (str(Path("/usr/local/cuda/bin/nvcc")) if Path("/usr/local/cuda/bin/nvcc").exists() else None)
+    default = Path("/usr/local/cuda/bin/nvcc")
+    return shutil.which("nvcc") or (str(default) if default.exists() else None)
 
 
 def nvcc_version() -> str:
@@ -77,7 +78,8 @@ def build_shared_library(
     return target
 
 
-def build_many(cus: Iterable, *, arch: str = DEFAULT_ARCH, jobs: int | None = None, **kw) -> dict[Path, Path | BuildError]:
+def build_many(cus: Iterable, *, arch: str = DEFAULT_ARCH, jobs: int | None = None,
+               **kw) -> dict[Path, Path | BuildError]:
     """Build several files in parallel (paths, or candidates with ``.cu`` and ``.nvcc_flags``); each ``.cu`` maps to
     its ``.so`` or the ``BuildError``."""
     items = [(Path(c.cu), tuple(c.nvcc_flags)) if hasattr(c, "cu") else (Path(c), ()) for c in cus]

@@ -15,38 +15,33 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from . import manifest as mf
+from numbakern import mode
+from numbakern.registry import KernelSpec, all_specs, get
 
+from .. import manifest
+from . import driver, isolated
+from .abi import select_launcher
+from .build import nvcc_path
+from .cli_args import add_arguments
+from .harness import Candidate, VerifyResult, device_facts, now, verify
+from .report import result_block, summary_table
+from .sanitize import sanitize_candidates
 
-def add_arguments(parser: argparse.ArgumentParser, *, with_verify_flag: bool = True) -> None:
-    """The verification options, for the ``translate`` CLI (``--verify`` itself included unless told otherwise)."""
-    group = parser.add_argument_group("verification (needs a CUDA GPU and nvcc)")
-    if with_verify_flag:
-        group.add_argument("--verify", action="store_true",
-                           help="run the compiled .cu against the Numba kernel on the GPU and record the result")
-    group.add_argument("--sanitize", action="store_true",
-                       help="also run compute-sanitizer memcheck, racecheck, initcheck and synccheck on the smallest cases")
-    group.add_argument("--seeds", type=int, default=3, metavar="N", help="random seeds per size and distribution (default 3)")
-    group.add_argument("--no-record", dest="record", action="store_false",
-                       help="do not write the verification records into the manifest")
-    group.add_argument("--records-out", metavar="JSON", help="also write the records to this file (for --apply elsewhere)")
-    group.add_argument("--verify-log", metavar="DIR", help="write the full per-case report and sanitizer logs here")
-    group.add_argument("--verbose-cases", action="store_true", help="print every case, not only failures")
+DEFAULT_DIR = "generated_cuda"
 
 
-def candidate_for(spec, directory: str | os.PathLike = mf.DEFAULT_DIR):
+def candidate_for(spec: KernelSpec, directory: str | os.PathLike = DEFAULT_DIR) -> tuple[str, Candidate]:
     """``(file name, Candidate)`` for a registered kernel from the manifest, or a ``LookupError`` saying why not."""
-    from .abi import select_launcher
-    from .harness import Candidate
-
     directory = Path(directory)
-    manifest = mf.load(mf.manifest_path(directory))
-    found = mf.entry_for(manifest, spec.name)
+    found = manifest.entry_for(manifest.load(directory), spec.name)
     if found is None:
-        raise LookupError(f"{spec.name}: no entry in {mf.manifest_path(directory)} (run `translate {spec.name}` first)")
+        raise LookupError(f"{spec.name}: no entry in {manifest.manifest_path(directory)} "
+                          f"(run `translate {spec.name}` first)")
     file_name, entry = found
     cu = directory / file_name
     if not cu.exists():
@@ -59,7 +54,7 @@ def candidate_for(spec, directory: str | os.PathLike = mf.DEFAULT_DIR):
 def verify_kernels(
     names: Sequence[str] | None = None,
     *,
-    directory: str | os.PathLike = mf.DEFAULT_DIR,
+    directory: str | os.PathLike = DEFAULT_DIR,
     seeds: int = 3,
     sanitize: bool = False,
     record: bool = True,
@@ -69,12 +64,6 @@ def verify_kernels(
     out=sys.stdout,
 ) -> list:
     """Verify registered kernels (default: all) from ``directory``'s manifest; print reports; optionally record."""
-    from numbakern.registry import all_specs, get
-
-    from .harness import VerifyResult, device_facts, now, verify
-    from .report import result_block, summary_table
-    from .sanitize import sanitize_candidates
-
     specs = [get(n) for n in names] if names else all_specs()
     info = device_facts()
     print(f"verification on {info['device']} (cc {info['compute_capability']}, driver {info['driver']}, "
@@ -97,7 +86,8 @@ def verify_kernels(
         result = verify(spec, found[spec.name][1], seeds=tuple(range(seeds)), arch=info["arch"],
                         prebuilt=built.get(found[spec.name][1].cu))
         results[spec.name] = result
-        print(result_block(result, verbose=verbose_cases) + f"  [{time.perf_counter() - t0:.1f} s]", file=out, flush=True)
+        print(result_block(result, verbose=verbose_cases) + f"  [{time.perf_counter() - t0:.1f} s]", file=out,
+              flush=True)
         if log:
             log.mkdir(parents=True, exist_ok=True)
             with open(log / "cases.log", "a") as f:
@@ -121,7 +111,7 @@ def verify_kernels(
         Path(records_out).parent.mkdir(parents=True, exist_ok=True)
         Path(records_out).write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
     if record:
-        outcome = mf.apply_records(mf.manifest_path(directory), records)
+        outcome = manifest.apply_records(directory, records)
         for file_name, what in outcome.items():
             print(f"manifest: {file_name}: {what}", file=out)
     session.cleanup()
@@ -131,10 +121,6 @@ def verify_kernels(
 def build_isolated(candidates: Sequence[Any], *, arch: str, workdir: str | os.PathLike, jobs: int | None = None
                    ) -> dict[Path, Path]:
     """``{cu: library}`` for the candidates that built, each built by ``nvcc`` in a sandbox of its own."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from . import isolated
-
     def one(k_cand):
         k, cand = k_cand
         folder = Path(workdir) / f"build-{k}"
@@ -146,11 +132,6 @@ def build_isolated(candidates: Sequence[Any], *, arch: str, workdir: str | os.Pa
 
 
 def _preflight() -> str:
-    from numbakern import mode
-
-    from . import driver
-    from .build import nvcc_path
-
     if mode.sim_requested():
         return f"{mode.SIM_ENV}=1 is set: verification compares against the Numba kernel on the real GPU; unset it"
     if not driver.available():
@@ -160,7 +141,7 @@ def _preflight() -> str:
     return ""
 
 
-def run(args: argparse.Namespace, kernels: Sequence[str] | None, *, directory: str | os.PathLike = mf.DEFAULT_DIR) -> int:
+def run(args: argparse.Namespace, kernels: Sequence[str] | None, *, directory: str | os.PathLike = DEFAULT_DIR) -> int:
     """What ``translate ... --verify`` calls after translating: verify ``kernels`` (registry names; None = all)."""
     problem = _preflight()
     if problem:
@@ -178,13 +159,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kernels", nargs="*", help="registered kernel names (default with --all: every one)")
     parser.add_argument("--all", action="store_true", help="every registered kernel")
-    parser.add_argument("--dir", default=str(mf.DEFAULT_DIR), help="where the .cu files and manifest.json are")
+    parser.add_argument("--dir", default=DEFAULT_DIR, help="where the .cu files and manifest.json are")
     parser.add_argument("--apply", metavar="RECORDS_JSON", help="apply records written by --records-out, then exit")
     add_arguments(parser, with_verify_flag=False)
     args = parser.parse_args(argv)
     if args.apply:
         records = json.loads(Path(args.apply).read_text())
-        for file_name, what in mf.apply_records(mf.manifest_path(args.dir), records).items():
+        for file_name, what in manifest.apply_records(args.dir, records).items():
             print(f"{file_name}: {what}")
         return 0
     if not args.kernels and not args.all:

@@ -156,13 +156,13 @@ class DeviceArray:
         self.buffer = DeviceBuffer(int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize)
 
     @classmethod
-    def from_host(cls, host: np.ndarray) -> "DeviceArray":
+    def from_host(cls, host: np.ndarray) -> DeviceArray:
         d = cls(host.shape, host.dtype)
         d.buffer.upload(host)
         return d
 
     @classmethod
-    def filled(cls, shape: tuple[int, ...], dtype: Any, value: Any) -> "DeviceArray":
+    def filled(cls, shape: tuple[int, ...], dtype: Any, value: Any) -> DeviceArray:
         return cls.from_host(np.full(shape, value, dtype=dtype))
 
     @property
@@ -191,7 +191,7 @@ class Event:
         _check("cuEventSynchronize", _lib.cuEventSynchronize(self.handle))
 
     @staticmethod
-    def elapsed_ms(start: "Event", end: "Event") -> float:
+    def elapsed_ms(start: Event, end: Event) -> float:
         end.synchronize()
         ms = ctypes.c_float()
         _check("cuEventElapsedTime", _lib.cuEventElapsedTime(ctypes.byref(ms), start.handle, end.handle))

@@ -24,17 +24,22 @@ from __future__ import annotations
 
 import datetime as _dt
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+from numba import cuda
+
+from numbakern.compare import compare
 
 from . import driver, isolated
 from .build import build_shared_library, nvcc_version, sha256_file
-from .runner import RunResult, numba_run, sha256
+from .cases import DEFAULT_SEEDS, cases_for
+from .runner import RunResult, poisonable, poisoned, sha256
+from .sanitize import TOOLS, sanitize_candidates
 
-DEFAULT_SEEDS = (0, 1, 2)
 CHECKS = ("launch", "inputs", "vs_numba", "vs_numpy", "repeat", "reference")
 
 
@@ -140,7 +145,7 @@ def _finite(x: float) -> float | str:
 
 
 def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def device_facts(arch: str | None = None) -> dict[str, Any]:
@@ -154,37 +159,38 @@ def device_facts(arch: str | None = None) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def cases_for(spec, seeds: Sequence[int] = DEFAULT_SEEDS, sizes: Sequence[Mapping[str, int]] | None = None,
-              dists: Sequence[str] | None = None):
-    """``(size, seed, dist, case)`` for every combination, each from its own deterministic generator."""
-    from numbakern.registry import DISTRIBUTIONS
-
-    sizes = list(sizes if sizes is not None else spec.verify_sizes)
-    dists = list(dists if dists is not None else DISTRIBUTIONS)
-    for si, size in enumerate(sizes):
-        for seed in seeds:
-            for di, dist in enumerate(dists):
-                rng = np.random.default_rng([int(seed), si, di])
-                yield dict(size), int(seed), dist, spec.make_case(size, rng, dist)
-
-
-def smallest_sizes(spec, n: int = 2) -> list[dict[str, int]]:
-    """The ``n`` smallest verify sizes (by element count): what the sanitizers run on."""
-    return [dict(s) for s in sorted(spec.verify_sizes, key=lambda s: int(np.prod(list(s.values()))))[:n]]
-
-
 def _tolerance(spec, dtype: np.dtype) -> tuple[float, float]:
     return (0.0, 0.0) if np.dtype(dtype).kind in "iub" else (float(spec.rtol), float(spec.atol))
 
 
 def _compare(spec, i: int, got: np.ndarray, want: np.ndarray, scale, name: str):
-    from numbakern.compare import compare
-
     rtol, atol = _tolerance(spec, got.dtype)
     return compare(got, want, scale=scale, rtol=rtol, atol=atol, name=name)
 
 
-def run_case(spec, case, c1: RunResult, c2: RunResult, *, deterministic: bool) -> tuple[bool, list[str], float, float, list[str], list]:
+def numba_run(spec, case, run: str = "a") -> RunResult:
+    """The Numba kernel on its own device copies of ``case``'s arguments, outputs poisoned."""
+    result = RunResult()
+    args: list[Any] = []
+    for i, a in enumerate(case.args):
+        if isinstance(a, np.ndarray):
+            args.append(cuda.to_device(poisoned(a, run) if poisonable(spec, i) else a))
+        else:
+            args.append(a)
+    cfg = case.launch
+    try:
+        spec.kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)
+        cuda.synchronize()
+        result.outputs = {i: args[i].copy_to_host() for i in spec.outputs}
+        result.input_sha_after = {i: sha256(args[i].copy_to_host()) for i, a in enumerate(case.args)
+                                  if isinstance(a, np.ndarray) and i not in spec.outputs}
+    except Exception as exc:  # noqa: BLE001 - reported per case
+        result.error = f"{type(exc).__name__}: {exc}"
+    return result
+
+
+def run_case(spec, case, c1: RunResult, c2: RunResult, *,
+             deterministic: bool) -> tuple[bool, list[str], float, float, list[str], list]:
     """The candidate's two runs of one case (made in the sandbox) against the Numba reference, run here; see the
     module docstring for the checks."""
     failed: list[str] = []
@@ -295,8 +301,6 @@ def verify(
                 progress(cr)
         result.ok = bool(result.cases) and all(c.ok for c in result.cases)
         if sanitize and runs.so is not None:
-            from .sanitize import TOOLS, sanitize_candidates
-
             tools = TOOLS if sanitize is True else tuple(sanitize)
             result.sanitizer = sanitize_candidates([(spec, candidate, runs.so)], tools=tools)[candidate.name]
             result.ok = result.ok and all(v == "ok" for v in result.sanitizer.values())

@@ -17,19 +17,23 @@ cut short, and what reaches a model is built from numbers only (see ``translate.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import subprocess
 import sys
 import zipfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from . import sandbox
-from .runner import RunResult
+from . import abi, driver, sandbox
+from .build import nvcc_command
+from .runner import RunResult, SharedPoisoner, candidate_run
 
 #: the wall-clock and CPU limits of a child that builds (nvcc) and of one that runs the cases
 BUILD_LIMITS = sandbox.Limits(wall_seconds=900, cpu_seconds=900)
@@ -202,10 +206,6 @@ def child_main(workdir: Path) -> int:
 
 
 def _child_build(job: dict, workdir: Path, answer: dict) -> str | None:
-    import subprocess
-
-    from .build import nvcc_command
-
     out = workdir / f"{Path(job['cu']).stem}.so"
     try:
         command = nvcc_command(Path(job["cu"]), out, arch=job["arch"], extra=job.get("nvcc_flags", ()))
@@ -222,11 +222,6 @@ def _child_build(job: dict, workdir: Path, answer: dict) -> str | None:
 
 
 def _child_run(job: dict, workdir: Path, so: str, answer: dict) -> None:
-    import ctypes
-
-    from . import abi, driver
-    from .runner import SharedPoisoner, candidate_run
-
     try:
         lib = ctypes.CDLL(so)  # the candidate's static initialisers run here, in the sandbox
         fn = abi.bind(lib, job["launcher"])

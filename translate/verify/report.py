@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def _fmt(x: float) -> str:
@@ -11,7 +11,8 @@ def _fmt(x: float) -> str:
 
 def case_line(case) -> str:
     status = "ok  " if case.ok else "FAIL"
-    line = f"{status} {case.kernel:<24} {case.label:<40} max abs {_fmt(case.max_abs_error):>9}  max rel {_fmt(case.max_rel_error):>9}"
+    line = (f"{status} {case.kernel:<24} {case.label:<40} max abs {_fmt(case.max_abs_error):>9}  "
+            f"max rel {_fmt(case.max_rel_error):>9}")
     if case.ok:
         return line
     details = [f"       failed: {', '.join(case.failed)}"]
@@ -55,7 +56,10 @@ def summary_table(results: Iterable) -> str:
     rows = [head, "-" * len(head)]
     for r in results:
         failing = r.failed_checks()
-        note = r.error.splitlines()[0][:60] if r.error else (", ".join(sorted(failing)) if failing else sanitizer_text(r.sanitizer))
+        if r.error:
+            note = r.error.splitlines()[0][:60]
+        else:
+            note = ", ".join(sorted(failing)) if failing else sanitizer_text(r.sanitizer)
         rows.append(f"{r.kernel:<24} {'PASS' if r.ok else 'FAIL':<7} {len(r.cases) - r.n_failed:>3}/{len(r.cases):<3} "
                     f"{_fmt(r.max_abs_error):>10} {_fmt(r.max_rel_error):>10}  {note}")
     return "\n".join(rows)

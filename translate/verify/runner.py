@@ -1,23 +1,25 @@
-"""Running one side of a verification case on the device, with honest buffers.
+"""Running the candidate side of a verification case on the device, with honest buffers: ``candidate_run`` calls
+the compiled C through its ``extern "C"`` launcher (ctypes), in buffers of its own (``driver.DeviceArray``), outputs
+poisoned first, every input's SHA-256 taken after the run.
 
-- ``candidate_run``: the compiled C through its ``extern "C"`` launcher (ctypes), in buffers of its own
-  (``driver.DeviceArray``), outputs poisoned first, every input's SHA-256 taken after the run.
-- ``numba_run``: the Numba kernel, in separate buffers, outputs poisoned the same way.
-
-Imports numpy, ctypes and this package's ``driver``/``abi`` only (``numba_run`` imports numba when called).
+The reference side, the Numba kernel in buffers of its own, is ``translate.verify.harness.numba_run``: this module
+runs in the sandboxed child that loads candidates, which never imports numba. Imports numpy, ctypes and this
+package's ``driver``/``abi``/``build`` only.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from . import abi, driver
+from .build import build_shared_library
 
 #: float poison per run: NaN for the first candidate run and the reference, a huge finite sentinel for the second
 FLOAT_POISON = {"a": np.nan, "b": -3.0e38}
@@ -50,10 +52,6 @@ def sha256(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
-def output_indices(spec) -> tuple[int, ...]:
-    return tuple(spec.outputs)
-
-
 def poisonable(spec, i: int) -> bool:
     return i in spec.outputs and i not in getattr(spec, "accumulates", ())
 
@@ -68,18 +66,16 @@ class RunResult:
 class SharedPoisoner:
     """The ``nk_poison_shared`` helper of ``gpu_helpers.cu``, built once (None-safe: a failed build disables it)."""
 
-    _instance: "SharedPoisoner | None" = None
+    _instance: SharedPoisoner | None = None
 
     def __init__(self, arch: str):
-        from .build import build_shared_library
-
         self.lib = ctypes.CDLL(str(build_shared_library(Path(__file__).with_name("gpu_helpers.cu"), arch=arch)))
         self.lib.nk_poison_shared.argtypes = [ctypes.c_uint32]
         self.lib.nk_poison_shared.restype = ctypes.c_int
         self.lib.nk_runtime_version.restype = ctypes.c_int
 
     @classmethod
-    def get(cls, arch: str) -> "SharedPoisoner | None":
+    def get(cls, arch: str) -> SharedPoisoner | None:
         if cls._instance is None:
             try:
                 cls._instance = cls(arch)
@@ -97,7 +93,8 @@ class SharedPoisoner:
         return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def candidate_run(fn, launcher: Mapping[str, Any], spec, case, run: str = "a", shared: SharedPoisoner | None = None) -> RunResult:
+def candidate_run(fn, launcher: Mapping[str, Any], spec, case, run: str = "a",
+                  shared: SharedPoisoner | None = None) -> RunResult:
     """Launch the C kernel on fresh device copies of ``case``'s arguments, outputs poisoned for ``run``."""
     result = RunResult()
     buffers: dict[int, driver.DeviceArray] = {}
@@ -125,27 +122,4 @@ def candidate_run(fn, launcher: Mapping[str, Any], spec, case, run: str = "a", s
     finally:
         for d in buffers.values():
             d.free()
-    return result
-
-
-def numba_run(spec, case, run: str = "a") -> RunResult:
-    """The Numba kernel on its own device copies of ``case``'s arguments, outputs poisoned."""
-    from numba import cuda
-
-    result = RunResult()
-    args: list[Any] = []
-    for i, a in enumerate(case.args):
-        if isinstance(a, np.ndarray):
-            args.append(cuda.to_device(poisoned(a, run) if poisonable(spec, i) else a))
-        else:
-            args.append(a)
-    cfg = case.launch
-    try:
-        spec.kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)
-        cuda.synchronize()
-        result.outputs = {i: args[i].copy_to_host() for i in spec.outputs}
-        result.input_sha_after = {i: sha256(args[i].copy_to_host()) for i, a in enumerate(case.args)
-                                  if isinstance(a, np.ndarray) and i not in spec.outputs}
-    except Exception as exc:  # noqa: BLE001 - reported per case
-        result.error = f"{type(exc).__name__}: {exc}"
     return result

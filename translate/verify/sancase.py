@@ -13,13 +13,13 @@ import sys
 
 import numpy as np
 
+from numbakern.registry import get
+
+from . import abi
+from .runner import candidate_run
+
 
 def main(argv: list[str] | None = None) -> int:
-    from numbakern.registry import get
-
-    from . import abi
-    from .runner import candidate_run
-
     argv = sys.argv[1:] if argv is None else argv
     with open(argv[0]) as f:
         plan = json.load(f)

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 #: the variables a child may inherit (if their names and values look harmless)
 ENV_ALLOWED = (
@@ -140,8 +141,6 @@ def _tail(path: Path) -> str:
 
 def apply_limits(limits: Limits) -> None:
     """In the child, before it runs anything: lower (never raise) each limit, no core dumps, a private umask."""
-    import resource
-
     def lower(which: int, value: int, hard_extra: int = 0) -> None:
         soft, hard = resource.getrlimit(which)
         new_hard = value + hard_extra if hard == resource.RLIM_INFINITY else min(hard, value + hard_extra)

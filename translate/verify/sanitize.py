@@ -13,10 +13,12 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from . import sandbox
+from .cases import smallest_sizes
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 TOOL_FLAGS = {
@@ -52,7 +54,8 @@ def parse_summary(tool: str, rc: int, output: str) -> str:
     if errors == 0 and rc == 0 and child_ok:
         return "ok"
     first = next((line.strip("= ").strip() for line in output.splitlines()
-                  if line.startswith("=========") and re.search(r"(Error|Invalid|Race|Uninitialized|Barrier|hazard)", line)), "")
+                  if line.startswith("=========")
+                  and re.search(r"(Error|Invalid|Race|Uninitialized|Barrier|hazard)", line)), "")
     if errors:
         return f"{errors} error(s): {first}"[:300]
     if not child_ok:
@@ -62,8 +65,6 @@ def parse_summary(tool: str, rc: int, output: str) -> str:
 
 
 def _plan_items(items) -> list[dict[str, Any]]:
-    from .harness import smallest_sizes
-
     return [{"name": cand.name, "spec": spec.name, "so": str(so), "launcher": dict(cand.launcher),
              "sizes": smallest_sizes(spec)} for spec, cand, so in items]
 
@@ -75,7 +76,8 @@ def _run_tool(tool: str, plan: list[dict[str, Any]], timeout: float, log_dir: Pa
         path.write_text(json.dumps(plan))
         command = [sanitizer_path(), "--tool", tool, *TOOL_FLAGS[tool], "--error-exitcode", str(ERROR_EXIT),
                    "--print-limit", "20", sys.executable, "-m", "translate.verify.sancase", str(path)]
-        done = sandbox.run(command, workdir=workdir, limits=sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout)),
+        limits = sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout))
+        done = sandbox.run(command, workdir=workdir, limits=limits,
                            env_extra={"NUMBA_ENABLE_CUDASIM": "0"})
         rc = 124 if done.timed_out else done.returncode
         output = (f"timeout after {timeout}s\n" if done.timed_out else "") + done.stdout + done.stderr
@@ -95,7 +97,8 @@ def sanitize_candidates(items: Sequence[tuple[Any, Any, Path]], tools: Sequence[
         return {}
     if sanitizer_path() is None:
         return {cand.name: {tool: "unavailable" for tool in tools} for _, cand, _ in items}
-    log = Path(log_dir) if log_dir else (Path(os.environ["NUMBAKERN_VERIFY_LOG"]) if os.environ.get("NUMBAKERN_VERIFY_LOG") else None)
+    log_dir = log_dir or os.environ.get("NUMBAKERN_VERIFY_LOG")
+    log = Path(log_dir) if log_dir else None
     plan = _plan_items(items)
     results: dict[str, dict[str, str]] = {item["name"]: {} for item in plan}
     for tool in tools:

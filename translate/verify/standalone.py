@@ -11,10 +11,14 @@ from __future__ import annotations
 import ctypes
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
+
+from . import abi, driver
+from .build import build_shared_library
 
 
 def write_case(path, *, cu, launcher: Mapping[str, Any], case, nvcc_flags=(), expected: Mapping[int, np.ndarray],
@@ -22,9 +26,11 @@ def write_case(path, *, cu, launcher: Mapping[str, Any], case, nvcc_flags=(), ex
     """Save a case for the standalone runner (called on the side that has the registry)."""
     data: dict[str, Any] = {
         "meta": np.array(json.dumps({
-            "cu": str(cu), "nvcc_flags": list(nvcc_flags), "launcher": dict(launcher), "grid": list(case.launch.grid), "block": list(case.launch.block),
+            "cu": str(cu), "nvcc_flags": list(nvcc_flags), "launcher": dict(launcher),
+            "grid": list(case.launch.grid), "block": list(case.launch.block),
             "shared_bytes": int(case.launch.shared_bytes), "outputs": list(outputs), "rtol": rtol, "atol": atol,
-            "nargs": len(case.args), "scalars": {str(i): a for i, a in enumerate(case.args) if not isinstance(a, np.ndarray)},
+            "nargs": len(case.args),
+            "scalars": {str(i): a for i, a in enumerate(case.args) if not isinstance(a, np.ndarray)},
         })),
     }
     for i, a in enumerate(case.args):
@@ -46,9 +52,6 @@ def _close(got: np.ndarray, want: np.ndarray, scale, rtol: float, atol: float) -
 
 
 def run_case(path: str | Path, arch: str | None = None) -> dict[str, Any]:
-    from . import abi, driver
-    from .build import build_shared_library
-
     z = np.load(path)
     meta = json.loads(str(z["meta"]))
     arch = arch or driver.device_info()["arch"]
@@ -66,12 +69,14 @@ def run_case(path: str | Path, arch: str | None = None) -> dict[str, Any]:
             args.append(meta["scalars"][str(i)])
     err = abi.launch(fn, meta["launcher"], args, meta["grid"], meta["block"], meta["shared_bytes"])
     driver.synchronize()
-    result = {"case": str(path), "symbol": meta["launcher"]["symbol"], "so": str(so), "launch_error": err, "ok": err == 0}
+    result = {"case": str(path), "symbol": meta["launcher"]["symbol"], "so": str(so), "launch_error": err,
+              "ok": err == 0}
     for i in sorted(outputs):
         got = buffers[i].to_host()
         scale = z[f"scale{i}"] if f"scale{i}" in z else None
         exact = got.dtype.kind in "iub"
-        ok, max_err = _close(got, z[f"expected{i}"], scale, 0.0 if exact else meta["rtol"], 0.0 if exact else meta["atol"])
+        ok, max_err = _close(got, z[f"expected{i}"], scale, 0.0 if exact else meta["rtol"],
+                             0.0 if exact else meta["atol"])
         result["ok"] = result["ok"] and ok
         result[f"max_abs_error_{i}"] = max_err
     return result

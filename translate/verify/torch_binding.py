@@ -11,7 +11,8 @@ parameter description (CUDA device, dtype, rank, contiguity) before the call.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from . import abi
 
 class TensorArg:
     def __init__(self, name: str, t: Any, param: abi.Param):
-        import torch
+        import torch  # an optional dependency (numbakern[torch]): needed only by who calls with tensors
 
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"argument '{name}' must be a torch tensor, got {type(t).__name__}")
@@ -40,10 +41,11 @@ def torch_launcher(so_path: str, launcher: Mapping[str, Any]):
     params = abi.params_of(launcher)
 
     def call(*args: Any, grid: Sequence[int], block: Sequence[int], shared_bytes: int = 0, stream: Any = None) -> None:
-        import torch
+        import torch  # an optional dependency (numbakern[torch]), as above
 
         if len(args) != len(params):
-            raise TypeError(f"{launcher['symbol']} takes {len(params)} arguments ({', '.join(p.name for p in params)}), got {len(args)}")
+            names = ", ".join(p.name for p in params)
+            raise TypeError(f"{launcher['symbol']} takes {len(params)} arguments ({names}), got {len(args)}")
         conv = [TensorArg(p.name, a, p) if p.kind == "array" else a for p, a in zip(params, args)]
         s = stream if stream is not None else torch.cuda.current_stream()
         handle = s.cuda_stream if hasattr(s, "cuda_stream") else int(s)

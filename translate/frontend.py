@@ -15,11 +15,14 @@ the name's first assignment, asking for separate names.
 from __future__ import annotations
 
 import contextlib
+import logging
 import types as pytypes
 from dataclasses import dataclass, field
-from typing import Any
 
-from numba.cuda import types
+from numba.cuda import dispatcher, types, utils
+from numba.cuda.compiler import compile_cuda
+from numba.cuda.core import sigutils
+from numba.cuda.descriptor import cuda_target
 
 from .cnames import is_int, is_signed, scalar_key
 
@@ -29,26 +32,22 @@ TYPING_CC = (9, 0)
 _INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
 
 
-@dataclass
+@dataclass(frozen=True)
 class TypedFunction:
-    pyfunc: Any
-    argtypes: tuple
-    return_type: Any
-    var_types: dict[str, Any]                       # Python name -> numba type (merged over SSA versions)
+    pyfunc: pytypes.FunctionType
+    argtypes: tuple[types.Type, ...]
+    return_type: types.Type
+    var_types: dict[str, types.Type]                # Python name -> numba type (merged over SSA versions)
     conflicts: dict[str, list[str]] = field(default_factory=dict)  # name -> the differing types, as text
 
 
 def parse_signature(sig: str):
     """A numba signature string ``"void(float32[:, ::1], int64)"`` -> (return type, argument types)."""
-    from numba.cuda.core import sigutils
-
     args, ret = sigutils.normalize_signature(sig)
     return (ret if ret is not None else types.void), tuple(args)
 
 
 def typing_context():
-    from numba.cuda.descriptor import cuda_target
-
     return cuda_target.typing_context
 
 
@@ -56,8 +55,6 @@ def typing_context():
 def cuda_typing(cc=TYPING_CC):
     """Numba's CUDA target active and the current-device lookup answered without a driver: typing a call to a
     ``@cuda.jit(device=True)`` function makes numba ask the device for its compute capability."""
-    from numba.cuda import dispatcher, utils
-
     class _FakeDevice:
         compute_capability = cc
 
@@ -70,24 +67,8 @@ def cuda_typing(cc=TYPING_CC):
         dispatcher.get_current_device = saved
 
 
-def with_closure(pyfunc, overrides: dict[str, Any]):
-    """A copy of ``pyfunc`` whose closure variables named in ``overrides`` have new values (``--const tw=32``)."""
-    if not overrides:
-        return pyfunc
-    names = pyfunc.__code__.co_freevars
-    cells = []
-    for name, cell in zip(names, pyfunc.__closure__ or ()):
-        cells.append(pytypes.CellType(overrides[name]) if name in overrides else cell)
-    f = pytypes.FunctionType(pyfunc.__code__, pyfunc.__globals__, pyfunc.__name__, pyfunc.__defaults__, tuple(cells))
-    f.__qualname__ = pyfunc.__qualname__
-    f.__module__ = pyfunc.__module__
-    return f
-
-
 def type_function(pyfunc, argtypes: tuple, return_type=types.void) -> TypedFunction:
     """Run numba's front end on ``pyfunc`` for ``argtypes``; raises numba's TypingError if numba rejects it."""
-    from numba.cuda.compiler import compile_cuda
-
     with cuda_typing(), _numba_front_end_debug_logging_off():
         cres = compile_cuda(pyfunc, return_type, argtypes, cc=TYPING_CC)
     typemap = cres.fndesc.typemap
@@ -112,8 +93,6 @@ def type_function(pyfunc, argtypes: tuple, return_type=types.void) -> TypedFunct
 def _numba_front_end_debug_logging_off():
     # numba-cuda 0.30's _lazy_pformat passes numba core's `lazy_func` keyword on to pprint.pformat, so its front end
     # raises TypeError whenever DEBUG logging is enabled for it (e.g. a root logger at DEBUG): keep it at INFO here.
-    import logging
-
     logger = logging.getLogger("numba.cuda.core")
     level = logger.level
     logger.setLevel(max(level, logging.INFO))

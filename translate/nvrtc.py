@@ -6,6 +6,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from cuda.bindings import nvrtc as cuda_nvrtc
+
+from .request import arch_number
+
 
 @dataclass
 class CompileResult:
@@ -24,42 +28,36 @@ class CompileResult:
 
 
 def nvrtc_version() -> str:
-    from cuda.bindings import nvrtc
-
-    _, major, minor = nvrtc.nvrtcVersion()
+    _, major, minor = cuda_nvrtc.nvrtcVersion()
     return f"{major}.{minor}"
 
 
 def _run(source: str, name: str, options: list[str]):
-    from cuda.bindings import nvrtc
-
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    err, prog = cuda_nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(err, "nvrtcCreateProgram")
     try:
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
+        (err,) = cuda_nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
         # NVRTC writes into the buffer it is given, so it must be a mutable one: `b" " * size` is, for size 1 (an
         # empty log), CPython's shared one-byte object b" ", and NVRTC's terminating NUL would turn every b" " in
         # the process into b"\x00" (seen on the GPU machine: .npy headers and printed spaces became NUL bytes).
-        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        _, size = cuda_nvrtc.nvrtcGetProgramLogSize(prog)
         log = bytearray(size)
-        nvrtc.nvrtcGetProgramLog(prog, log)
+        cuda_nvrtc.nvrtcGetProgramLog(prog, log)
         log_text = bytes(log).rstrip(b"\x00 ").decode(errors="replace")
-        ok = err == nvrtc.nvrtcResult.NVRTC_SUCCESS
+        ok = err == cuda_nvrtc.nvrtcResult.NVRTC_SUCCESS
         ptx = ""
         if ok and "--gpu-architecture=compute_" in options[0]:
-            _, psize = nvrtc.nvrtcGetPTXSize(prog)
+            _, psize = cuda_nvrtc.nvrtcGetPTXSize(prog)
             buf = bytearray(psize)
-            nvrtc.nvrtcGetPTX(prog, buf)
+            cuda_nvrtc.nvrtcGetPTX(prog, buf)
             ptx = bytes(buf).rstrip(b"\x00").decode()
         return ok, log_text, ptx
     finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+        cuda_nvrtc.nvrtcDestroyProgram(prog)
 
 
 def _check(err, what):
-    from cuda.bindings import nvrtc
-
-    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+    if err != cuda_nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise RuntimeError(f"{what} failed: {err}")
 
 
@@ -68,9 +66,7 @@ def nvrtc_compile(source: str, arch: str = "sm_90", name: str = "kernel.cu", res
     """Compile ``source`` to PTX for ``arch`` (``sm_90`` or ``compute_90``); ``log`` holds errors on failure.
     With ``resources``, also compile to SASS and parse ptxas' register / shared memory report. ``options``: the
     file's required NVRTC options (manifest ``build.nvrtc_options``: fast-math flags and the like)."""
-    cc = arch.split("_", 1)[-1]
-    if not cc.isdigit():
-        raise ValueError(f"--arch must look like sm_90 or compute_90, got {arch!r}")
+    cc = arch_number(arch)
     base = ["-std=c++17", *options]
     ok, log, ptx = _run(source, name, [f"--gpu-architecture=compute_{cc}", *base])
     result = CompileResult(ok, f"sm_{cc}", nvrtc_version(), ptx=ptx, log=log)

@@ -1,0 +1,69 @@
+"""The checks the pipeline gives a backend for its candidate device code (``translate.backends.CandidateChecks``):
+each candidate is judged as the file it would become.
+
+- ``compile``: the emitter's file around the candidate, compiled by NVRTC with the file's build options (what the
+  pipeline does with the code it accepts; no resource report, which only the accepted file needs);
+- ``verify`` (``--verify``, on a GPU): that file built, loaded and run against the Numba kernel on the verification
+  harness's smallest sizes, in a sandboxed child process (``translate.verify.isolated``) under a wall-clock limit
+  shorter than a full verification's, since the candidate runs on small sizes.
+
+A backend gets these as callbacks, so it never imports the stages after it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from numbakern import registry
+
+from .emit import assemble, launcher_descriptions
+from .errors import TranslationError
+from .nvrtc import CompileResult, nvrtc_compile
+from .request import DeviceCode, KernelRequest
+from .verify.abi import select_launcher
+from .verify.cases import smallest_sizes
+from .verify.harness import Candidate, VerifyResult, verify
+from .verify.sandbox import Limits
+
+#: a candidate is built and run on small sizes: a hang is cut off long before a full verification's limit
+VERIFY_LIMITS = Limits(wall_seconds=300, cpu_seconds=300)
+#: the seeds and how many of the spec's smallest sizes a candidate is verified on
+VERIFY_SEEDS = (0,)
+VERIFY_SIZES = 3
+
+
+class PipelineChecks:
+    """``CandidateChecks`` for one request; ``verify_on_gpu`` makes ``verify`` available (it needs the kernel's
+    registered spec, which makes the inputs and knows the reference: looked up now, before any work)."""
+
+    def __init__(self, request: KernelRequest, *, verify_on_gpu: bool = False):
+        self.request = request
+        self.verifies = verify_on_gpu
+        self._spec = None
+        if verify_on_gpu:
+            try:
+                self._spec = registry.get(request.name)
+            except KeyError:
+                raise TranslationError(f"--verify needs a registered kernel (its spec makes the inputs); "
+                                       f"'{request.name}' is not one", filename=request.filename) from None
+
+    def _file(self, device: DeviceCode) -> str:
+        return assemble(self.request, device, f"// {self.request.filename} (a backend's candidate)")
+
+    def compile(self, device: DeviceCode) -> CompileResult:
+        request = self.request
+        return nvrtc_compile(self._file(device), request.options.arch, name=request.filename, resources=False,
+                             options=request.build.nvrtc_options())
+
+    def verify(self, device: DeviceCode) -> VerifyResult:
+        if self._spec is None:
+            raise RuntimeError("verification was not asked for (--verify)")
+        spec = self._spec
+        launcher = select_launcher(launcher_descriptions(self.request, device), spec.constants)
+        with tempfile.TemporaryDirectory(prefix="numbakern-candidate-") as tmp:
+            cu = Path(tmp) / self.request.filename
+            cu.write_text(self._file(device))
+            candidate = Candidate(cu, launcher, nvcc_flags=tuple(self.request.build.nvcc_flags()))
+            return verify(spec, candidate, seeds=VERIFY_SEEDS, sizes=smallest_sizes(spec, VERIFY_SIZES),
+                          limits=VERIFY_LIMITS)

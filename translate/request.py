@@ -1,0 +1,176 @@
+"""The data that flows along translate's spine (``translate.pipeline``), each built once and never changed:
+
+- ``TranslateOptions``: what the caller chose (backend and its options, architecture, ``--verify``, ``--force``);
+- ``KernelRequest``: one kernel to translate, with everything a backend may use: its identity and Python source,
+  Numba's types, the launcher parameters (``ParamSpec``), the compile-time constants, the codegen options and what
+  the kernel depends on;
+- ``DeviceCode``: what a backend returns (device functions and the ``__global__`` kernel);
+- ``TranslationResult``: what the pipeline returns (the file's text, its manifest entry, timings).
+
+The C signature of the kernel and of its launchers follows from the request (``kernel_declaration``), so the
+emitter, the backends and the prompt can never disagree about it (docs/design/translate-contract.md).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+from numba.cuda import types as nbtypes
+
+from .cnames import c_name
+from .depends import Dependencies
+from .options import CodegenOptions
+
+if TYPE_CHECKING:  # the front end imports numba's CUDA target, which a process in simulator mode cannot import
+    from .frontend import TypedFunction
+
+#: a plain JSON value, as options and manifest records hold them
+JSONValue = str | int | float | bool | None
+
+ARCH = re.compile(r"^(sm|compute)_(\d+)$")
+
+
+def arch_number(arch: str) -> str:
+    """``sm_90`` / ``compute_90`` -> ``90``; ``ValueError`` naming ``--arch`` for anything else."""
+    m = ARCH.match(arch)
+    if m is None:
+        raise ValueError(f"--arch must look like sm_90 or compute_90, got {arch!r}")
+    return m.group(2)
+
+
+@dataclass(frozen=True)
+class TranslateOptions:
+    """How to translate, as the caller (the CLI or ``translate.api``) chose it; checked when made."""
+
+    backend: str = "ast"
+    #: the backend's own options (the llm backend: model, base_url, max_turns, timeout, max_retries), JSON values;
+    #: never a key: a backend reads secrets from the environment
+    backend_options: Mapping[str, JSONValue] = field(default_factory=dict)
+    arch: str = "sm_90"
+    #: verify each candidate of the backend on the GPU before accepting it (the llm backend's repair loop)
+    verify: bool = False
+    #: replace a GPU-verified file with an unverified translation of the same kernel
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        arch_number(self.arch)
+        object.__setattr__(self, "backend_options", types.MappingProxyType(dict(self.backend_options)))
+
+    def to_json(self) -> dict:
+        return {"backend": self.backend, "backend_options": dict(self.backend_options), "arch": self.arch,
+                "verify": self.verify, "force": self.force}
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One Python argument as the launcher ABI passes it (manifest ``launchers[].params`` entry)."""
+
+    name: str
+    kind: str            # "array" | "scalar"
+    dtype: str           # numba dtype name: float32, int64, ...
+    ndim: int = 0
+    const: bool = False  # arrays the kernel never writes
+
+    def manifest(self) -> dict:
+        if self.kind == "array":
+            return {"name": self.name, "kind": "array", "dtype": self.dtype, "ndim": self.ndim, "const": self.const}
+        return {"name": self.name, "kind": "scalar", "dtype": self.dtype}
+
+    def c_params(self) -> list[str]:
+        ctype = c_name(self.dtype)
+        if self.kind == "array":
+            ptr = f"const {ctype}* {self.name}" if self.const else f"{ctype}* {self.name}"
+            return [ptr] + [f"int64_t {self.name}_shape{d}" for d in range(self.ndim)]
+        return [f"{ctype} {self.name}"]
+
+    def c_args(self) -> list[str]:
+        if self.kind == "array":
+            return [self.name] + [f"{self.name}_shape{d}" for d in range(self.ndim)]
+        return [self.name]
+
+
+@dataclass(frozen=True)
+class KernelRequest:
+    """One kernel to translate: made once by ``translate.pipeline.build_request``."""
+
+    name: str                                  # C kernel name = file stem (registry name or function name)
+    qualname: str                              # "package.module:function"
+    source: str                                # the kernel's Python source
+    signature: str                             # numba signature string
+    arg_names: tuple[str, ...]
+    argtypes: tuple[nbtypes.Type, ...]
+    typemap: Mapping[str, str]                 # Python name -> numba type (text), SSA versions merged
+    params: tuple[ParamSpec, ...]              # launcher ABI, in argument order
+    pyfunc: types.FunctionType                 # the kernel's Python function, closure set for the first instantiation
+    typed: TypedFunction                       # Numba's types for it (translate.frontend)
+    build: CodegenOptions                      # launch bounds, fastmath and the build flags they need
+    dependencies: Dependencies                 # the device functions and module constants the kernel reads
+    options: TranslateOptions                  # how to translate it
+    template_params: tuple[str, ...] = ()      # compile-time constants that become template<int ...> parameters
+    #: one {name: value} per explicit instantiation / launcher
+    instantiations: tuple[Mapping[str, int], ...] = (types.MappingProxyType({}),)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "typemap", types.MappingProxyType(dict(self.typemap)))
+        object.__setattr__(self, "instantiations",
+                           tuple(types.MappingProxyType(dict(inst)) for inst in self.instantiations))
+
+    @property
+    def fastmath(self) -> bool:
+        """The kernel's fastmath: float32 math uses numba's fast intrinsics."""
+        return self.build.fastmath
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}.cu"
+
+
+@dataclass(frozen=True)
+class DeviceCode:
+    """A backend's answer: C++ with the device functions and exactly one ``__global__`` kernel named
+    ``request.name`` whose declaration is ``kernel_declaration(request)``."""
+
+    code: str                                  # device functions + the __global__ kernel
+    helpers: tuple[str, ...] = ()              # names from translate.codegen.helpers.HELPERS the code calls
+    #: name -> (scalar key, value): constexpr at file scope
+    constants: Mapping[str, tuple[str, JSONValue]] = field(default_factory=dict)
+    nonneg_params: tuple[str, ...] = ()        # integer parameters the code assumes >= 0 (the launcher checks)
+    device_functions: tuple[str, ...] = ()     # qualnames of the device functions included
+    #: backend metadata for the manifest's "backend" record (llm: model, endpoint host, turns, usage)
+    notes: Mapping[str, JSONValue | dict] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TranslationResult:
+    """What one translation produced; plain JSON values, so it travels from a helper process unchanged."""
+
+    name: str                     # kernel / file stem
+    path: str | None              # the written .cu (None when nothing was written)
+    code: str                     # the file's text
+    entry: dict                   # the manifest entry
+    compile: dict                 # the NVRTC result for the manifest, and its log
+    seconds: dict = field(default_factory=dict)  # time per stage
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def kernel_params(request: KernelRequest) -> list[str]:
+    """The C parameter list of the __global__ kernel (and of the launcher, before grid/block/stream)."""
+    return [p for spec in request.params for p in spec.c_params()]
+
+
+def c_declaration(head: str, groups: list[list[str]], width: int = 110) -> str:
+    """``head(params)`` on one line if short, else one parameter group (a Python argument) per line."""
+    flat = ", ".join(p for g in groups for p in g)
+    if len(head) + len(flat) + 2 <= width:
+        return f"{head}({flat})"
+    return f"{head}(\n    " + ",\n    ".join(", ".join(g) for g in groups) + ")"
+
+
+def kernel_declaration(request: KernelRequest) -> str:
+    return c_declaration(f"__global__ void {request.name}", [spec.c_params() for spec in request.params])
