@@ -403,7 +403,8 @@ def time_all(torch, variants: list[Variant], sizes, budget: float, seed: int, ch
             err = relative_error(torch, o, ref) if ref is not None else float("nan")
             row = {"group": v.group, "variant": v.name, "h": h, "k": k, "w": w, "ms": ms,
                    "gflops": 2e-6 * h * k * w / ms, "rel_err": err,
-                   "config": config_label(chosen[(h, k, w)]) if (h, k, w) in chosen and v.name.startswith("Numba matmul_fast") else ""}
+                   "config": config_label(chosen[(h, k, w)])
+                   if (h, k, w) in chosen and v.name.startswith("Numba matmul_fast") else ""}
             size_rows.append(row)
             print(f"  {shape_label(h, k, w):<16} {v.name:<62} {ms:9.3f} ms {row['gflops']:9.0f} GFLOP/s", flush=True)
         base = next((r["ms"] for r in size_rows if r["variant"] == CUBLAS), float("nan"))
