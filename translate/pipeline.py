@@ -144,21 +144,24 @@ def _template_values(request) -> dict:
 
 
 def build_request(tgt, signature, constants):
-    import inspect
 
     from numba.cuda import types
 
+    from . import cnames
     from .backends import KernelRequest, ParamSpec
     from .codegen.stmts import parse_function
-    from .typing import parse_signature, type_function
+    from .typing import SignatureError, parse_signature, signature_text, type_function
     from .writes import written_arrays
 
     sig = signature or (tgt.signatures[0] if tgt.signatures else None)
-    if sig is None:
-        raise TranslationError(f"no argument types for {tgt.qualname}: pass --signature \"void(float32[::1], ...)\"",
-                               filename=inspect.getsourcefile(tgt.pyfunc) or "<unknown>")
-    _, argtypes = parse_signature(sig)
     fn, src = parse_function(tgt.pyfunc)
+    if sig is None:
+        raise src.error(fn, f"no argument types for {tgt.qualname}: pass --signature \"void(float32[::1], ...)\" "
+                        "(or give the kernel a signature: @cuda.jit(\"void(float32[::1], ...)\"))")
+    try:
+        _, argtypes = parse_signature(sig, tgt.pyfunc.__globals__)
+    except SignatureError as e:
+        raise src.error(fn, str(e)) from None
     names = tuple(a.arg for a in fn.args.args)
     if len(names) != len(argtypes):
         raise src.error(fn, f"the signature has {len(argtypes)} argument(s), the kernel takes {len(names)}")
@@ -183,17 +186,23 @@ def build_request(tgt, signature, constants):
         raise src.error(fn, f"numba could not type the kernel for {sig}:\n{first}") from None
     array_names = {n for n, t in zip(names, argtypes) if isinstance(t, types.Array)}
     written = written_arrays(fn, array_names)
+    kernel_c = cnames.kernel_cname(tgt.name)
+    _, named = cnames.param_cnames(kernel_c, [(n, t.ndim if isinstance(t, types.Array) else 0,
+                                              isinstance(t, types.Array) and t.layout != "C")
+                                             for n, t in zip(names, argtypes)],
+                                   reserved={*cnames.LAUNCHER_PARAMS, *template_params})
     params = []
-    for n, t in zip(names, argtypes):
+    for n, t, (c, extents, strides) in zip(names, argtypes, named):
         if isinstance(t, types.Array):
-            params.append(ParamSpec(n, "array", str(t.dtype), t.ndim, const=n not in written))
+            params.append(ParamSpec(n, "array", str(t.dtype), t.ndim, const=n not in written, layout=t.layout,
+                                    cname=c, extents=extents, strides=strides))
         else:
-            params.append(ParamSpec(n, "scalar", str(t)))
+            params.append(ParamSpec(n, "scalar", str(t), cname=c))
     return KernelRequest(
-        name=tgt.name, qualname=tgt.qualname, source="\n".join(src.lines), signature=_normal_signature(sig),
+        name=tgt.name, qualname=tgt.qualname, source="\n".join(src.lines), signature=signature_text(sig),
         arg_names=names, argtypes=tuple(argtypes), typemap={k: str(v) for k, v in typed.var_types.items()},
         params=tuple(params), template_params=template_params, instantiations=insts or ({},),
-        pyfunc=pyfunc, typed=typed,
+        pyfunc=pyfunc, typed=typed, kernel_cname=kernel_c,
     )
 
 
@@ -226,10 +235,6 @@ def _instantiated_pyfunc(tgt, template_params, insts, src, fn):
 
 def _closure_values(f) -> dict:
     return {n: c.cell_contents for n, c in zip(f.__code__.co_freevars, f.__closure__ or ())}
-
-
-def _normal_signature(sig: str) -> str:
-    return " ".join(sig.split())
 
 
 def source_sha256(tgt, device_functions, constants: dict, codegen=None) -> str:

@@ -1,25 +1,37 @@
-"""Resolve what to translate: a registered kernel name, ``package.module:kernel`` or ``path/to/file.py:kernel``."""
+"""Resolve what to translate: a registered kernel name, ``package.module:kernel`` or ``path/to/file.py:kernel``.
+
+The kernel may be a ``@cuda.jit`` dispatcher or a plain Python function (a kernel that its caller compiles with
+``cuda.jit(sig)(f)``). A module that compiles at import (``@cuda.jit("void(float32[::1])")``, ``cuda.jit(sig)(f)``)
+would make numba ask the CUDA driver, which a machine without a GPU has not: modules are imported with
+``cuda.jit`` recording the signatures of kernels instead of compiling them (``recording_signatures``), and the
+first recorded signature is the kernel's default ``--signature``. Device functions with a signature are still
+compiled by numba (for typing only, which needs no driver), so calls to them keep numba's conversions.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
 import os
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+_SIGNATURES_ATTR = "_translate_signatures"
 
 
 @dataclass
 class KernelTarget:
     target: str                          # what the user named (re-resolvable by translate --check)
     name: str                            # output file stem and C kernel name
-    kernel: Any                          # the @cuda.jit dispatcher
+    kernel: Any                          # the @cuda.jit dispatcher (None for a plain function)
     pyfunc: Any
     qualname: str                        # module:qualname
     registry_name: str | None = None
-    signatures: tuple[str, ...] = ()
+    signatures: tuple = ()               # signature strings or numba signature objects, first = default
     constants: dict = field(default_factory=dict)   # specialization constants (become template parameters)
 
 
@@ -36,10 +48,11 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
         return KernelTarget(name, spec.name, kernel, pyfunc, _qualname(pyfunc), spec.name,
                             tuple(spec.signatures), consts)
     where, attr = name.rsplit(":", 1)
-    if where.endswith(".py") or os.sep in where or "/" in where:
-        module = _import_path(where)
-    else:
-        module = importlib.import_module(where)
+    with recording_signatures():
+        if where.endswith(".py") or os.sep in where or "/" in where:
+            module = _import_path(where)
+        else:
+            module = importlib.import_module(where)
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -54,13 +67,74 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
                               f"({', '.join(obj.constant_names)}) with --const NAME=VALUE")
         first = {k: (v[0] if isinstance(v, (list, tuple)) else v) for k, v in constants.items()}
         obj = obj(**first)
+    if _is_plain_function(obj):
+        return KernelTarget(name, obj.__name__, None, obj, _qualname(obj), None, (), {})
     kernel = obj
     pyfunc = getattr(kernel, "py_func", None)
     if pyfunc is None:
-        raise LookupError(f"'{name}' is not a @cuda.jit kernel")
+        raise LookupError(f"'{name}' is neither a @cuda.jit kernel nor a Python function "
+                          f"(it is {type(obj).__name__})")
+    if getattr(kernel, "targetoptions", {}).get("device"):
+        raise LookupError(f"'{name}' is a device function (@cuda.jit(device=True)); translate the kernel that "
+                          "calls it")
     consts.update(constants_of(kernel))
     registry_name = _registered_as(kernel)
-    return KernelTarget(name, pyfunc.__name__, kernel, pyfunc, _qualname(pyfunc), registry_name, (), consts)
+    return KernelTarget(name, pyfunc.__name__, kernel, pyfunc, _qualname(pyfunc), registry_name,
+                        tuple(getattr(kernel, _SIGNATURES_ATTR, ())), consts)
+
+
+def _is_plain_function(obj) -> bool:
+    import types
+
+    return isinstance(obj, types.FunctionType)
+
+
+# -- importing without compiling ----------------------------------------------------------------------------------
+_patch_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def recording_signatures():
+    """``numba.cuda.jit`` records a kernel's signatures (on the dispatcher) instead of compiling it, while
+    modules are imported for translation; device functions with a signature are compiled for typing with the
+    device lookup answered without a driver."""
+    from numba import cuda
+    from numba.cuda import decorators
+
+    real = decorators.jit
+    if getattr(real, "_translate_recording", False):  # nested: already recording
+        yield
+        return
+
+    def jit(func_or_sig=None, device=False, **options):
+        from numba.cuda.core import sigutils
+
+        sigs = [func_or_sig] if sigutils.is_signature(func_or_sig) else (
+            list(func_or_sig) if isinstance(func_or_sig, list) else None)
+        if sigs is None:
+            return real(func_or_sig, device=device, **options)
+        if device:
+            from .typing import cuda_typing
+
+            def compile_device(func):
+                with cuda_typing():
+                    return real(sigs if len(sigs) > 1 else sigs[0], device=True, **options)(func)
+            return compile_device
+
+        def record(func):
+            disp = real(func, device=False, **options)
+            setattr(disp, _SIGNATURES_ATTR, tuple(sigs))
+            return disp
+        return record
+
+    jit._translate_recording = True
+    with _patch_lock:
+        saved = (decorators.jit, cuda.jit)
+        decorators.jit = cuda.jit = jit
+        try:
+            yield
+        finally:
+            decorators.jit, cuda.jit = saved
 
 
 def _qualname(pyfunc) -> str:
@@ -96,5 +170,9 @@ def _import_path(path: str):
     spec = importlib.util.spec_from_file_location(modname, full)
     module = importlib.util.module_from_spec(spec)
     sys.modules[modname] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(modname, None)
+        raise
     return module

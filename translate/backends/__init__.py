@@ -25,29 +25,57 @@ from ..cnames import c_name
 
 @dataclass(frozen=True)
 class ParamSpec:
-    """One Python argument as the launcher ABI passes it (manifest ``launchers[].params`` entry)."""
+    """One Python argument as the launcher ABI passes it (manifest ``launchers[].params`` entry).
+
+    An array is a pointer and its extents; an array whose layout is not C-contiguous (``float32[:]``,
+    ``float32[::1, :]``) also passes its strides, in elements, after the extents. ``cname`` is the C identifier
+    (the Python name unless that collides with C/C++/CUDA or a generated name)."""
     name: str
     kind: str            # "array" | "scalar"
     dtype: str           # numba dtype name: float32, int64, ...
     ndim: int = 0
     const: bool = False  # arrays the kernel never writes
+    layout: str = "C"    # numba's array layout: "C", "F" or "A"
+    cname: str = ""      # C identifier ("" = name)
+    ctype: str = ""      # C element / scalar type ("" = from dtype)
+    extents: tuple = ()  # C names of the extents ("" = <cname>_shape<d>) and of the strides (<cname>_stride<d>)
+    strides: tuple = ()
+
+    @property
+    def c(self) -> str:
+        return self.cname or self.name
+
+    @property
+    def strided(self) -> bool:
+        return self.kind == "array" and self.layout != "C"
 
     def manifest(self) -> dict:
         if self.kind == "array":
-            return {"name": self.name, "kind": "array", "dtype": self.dtype, "ndim": self.ndim, "const": self.const}
+            out = {"name": self.name, "kind": "array", "dtype": self.dtype, "ndim": self.ndim, "const": self.const}
+            if self.strided:
+                out["layout"] = self.layout
+            return out
         return {"name": self.name, "kind": "scalar", "dtype": self.dtype}
 
     def c_params(self) -> list[str]:
-        ctype = c_name(self.dtype)
+        ctype = self.ctype or c_name(self.dtype)
         if self.kind == "array":
-            ptr = f"const {ctype}* {self.name}" if self.const else f"{ctype}* {self.name}"
-            return [ptr] + [f"int64_t {self.name}_shape{d}" for d in range(self.ndim)]
-        return [f"{ctype} {self.name}"]
+            ptr = f"const {ctype}* {self.c}" if self.const else f"{ctype}* {self.c}"
+            return [ptr] + [f"int64_t {a}" for a in self.c_args()[1:]]
+        return [f"{ctype} {self.c}"]
+
+    def extent_names(self) -> list[str]:
+        return list(self.extents) or [f"{self.c}_shape{d}" for d in range(self.ndim)]
+
+    def stride_names(self) -> list[str]:
+        if not self.strided:
+            return []
+        return list(self.strides) or [f"{self.c}_stride{d}" for d in range(self.ndim)]
 
     def c_args(self) -> list[str]:
         if self.kind == "array":
-            return [self.name] + [f"{self.name}_shape{d}" for d in range(self.ndim)]
-        return [self.name]
+            return [self.c] + self.extent_names() + self.stride_names()
+        return [self.c]
 
 
 @dataclass
@@ -68,6 +96,11 @@ class KernelRequest:
     device_sources: dict[str, str] = field(default_factory=dict)  # device function qualname -> source
     fastmath: bool = False                     # the kernel's fastmath: float32 math uses numba's fast intrinsics
     build: Any = None                          # translate.options.CodegenOptions: launch bounds, build flags
+    kernel_cname: str = ""                     # the __global__ function's C name ("" = name; `main` -> `main_`)
+
+    @property
+    def c_name(self) -> str:
+        return self.kernel_cname or self.name
 
 
 @dataclass
@@ -94,7 +127,7 @@ def c_declaration(head: str, groups: list[list[str]], width: int = 110) -> str:
 
 
 def kernel_declaration(request: KernelRequest) -> str:
-    return c_declaration(f"__global__ void {request.name}", [spec.c_params() for spec in request.params])
+    return c_declaration(f"__global__ void {request.c_name}", [spec.c_params() for spec in request.params])
 
 
 BACKENDS = {"ast": "translate.backends.ast_backend", "llm": "translate.backends.llm"}

@@ -10,39 +10,48 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cnames import c_name, is_int, scalar_key
-from .cexpr import ADD, MUL, PRIMARY, CExpr, paren
+from .cexpr import ADD, MUL, PRIMARY, CExpr, TupleVal, paren
 
 
 @dataclass
 class ArrayInfo:
     name: str
-    kind: str                  # 'param' | 'shared' | 'local' | 'dynamic' | 'view'
+    kind: str                  # 'param' | 'shared' | 'local' | 'dynamic' | 'view' | 'const'
     key: str                   # element type
     ndim: int
     extents: list | None       # CExpr per dimension, or None where unknown (dynamic shared memory)
     nbt: Any = None
+    strides: list | None = None  # CExpr per dimension (in elements) for arrays that are not C-contiguous
 
 
-def param_array(name: str, nbt) -> ArrayInfo:
-    key = scalar_key(nbt.dtype)
+def param_array(name: str, nbt, extents, strides, tr) -> ArrayInfo:
+    """A kernel or device function array parameter: the pointer ``name``, its extents and (for an array that is
+    not C-contiguous) its strides, all C parameters."""
     from numba.cuda import types
 
-    extents = [CExpr(f"{name}_shape{d}", "int64", types.int64, nonneg=True) for d in range(nbt.ndim)]
-    return ArrayInfo(name, "param", key, nbt.ndim, extents, nbt)
+    key = tr.scalar_key(nbt.dtype)
+    ext = [CExpr(e, "int64", types.int64, nonneg=True) for e in extents]
+    st = [CExpr(s, "int64", types.int64) for s in strides] if strides else None
+    return ArrayInfo(name, "param", key, nbt.ndim, ext, nbt, st)
 
 
 def element(tr, info: ArrayInfo, index: ast.AST, node: ast.AST) -> CExpr:
-    """The C lvalue for ``info[index]``."""
+    """The C lvalue for ``info[index]`` (``index``: the subscript's AST; a name holding a tuple indexes every
+    dimension with its elements)."""
     idx_nodes = index.elts if isinstance(index, ast.Tuple) else [index]
     if any(isinstance(i, ast.Slice) for i in idx_nodes):
         raise tr.src.error(node, "slicing is supported only to make a 1-D view of the dynamic shared array",
                            hint="index every dimension (m[r, c]); or `ms = shar[a:b]` of cuda.shared.array(0, ...)")
-    if len(idx_nodes) != info.ndim:
-        raise tr.src.error(node, f"'{info.name}' has {info.ndim} dimension(s) but is indexed with {len(idx_nodes)}",
+    values = [tr.value(i) for i in idx_nodes]
+    if len(values) == 1 and isinstance(values[0], TupleVal):  # x[t] with t = (i, j)
+        values, idx_nodes = list(values[0].items), idx_nodes * len(values[0].items)
+    if len(values) != info.ndim:
+        raise tr.src.error(node, f"'{info.name}' has {info.ndim} dimension(s) but is indexed with {len(values)}",
                            hint="index every dimension of an array: whole-row views are not supported")
     idxs = []
-    for d, inode in enumerate(idx_nodes):
-        i = tr.expr(inode)
+    for d, (inode, i) in enumerate(zip(idx_nodes, values)):
+        if not isinstance(i, CExpr):
+            raise tr.src.error(inode, "array indices must be integers", hint="int(...) the index")
         if not is_int(i.key) and not is_int(scalar_key(i.nbt)):
             raise tr.src.error(inode, "array indices must be integers", hint="int(...) the index")
         i = _wrapped(tr, info, d, i, inode)
@@ -51,6 +60,9 @@ def element(tr, info: ArrayInfo, index: ast.AST, node: ast.AST) -> CExpr:
     if info.kind in ("shared", "local"):
         code = info.name + "".join(f"[{i.code}]" for i in idxs)
         return CExpr(code, info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
+    if info.strides:
+        terms = [f"{paren(i, MUL)} * {st.code}" for i, st in zip(idxs, info.strides)]
+        return CExpr(f"{info.name}[{' + '.join(terms)}]", info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
     off = idxs[0]
     for d in range(1, info.ndim):
         ext = info.extents[d]
@@ -74,9 +86,14 @@ def _wrapped(tr, info: ArrayInfo, d: int, i: CExpr, inode) -> CExpr:
 
 
 def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: ast.AST, node,
-                   alignment: ast.AST | None = None) -> tuple[str, ArrayInfo]:
-    """``cuda.shared.array(shape, dtype[, alignment=N])`` / ``cuda.local.array`` -> declaration line and ArrayInfo."""
+                   alignment: ast.AST | None = None, pyname: str | None = None) -> tuple[str, ArrayInfo]:
+    """``cuda.shared.array(shape, dtype[, alignment=N])`` / ``cuda.local.array`` -> declaration line and ArrayInfo.
+    The shape is a compile-time integer or tuple of them: literals and constants keep their names in the C
+    (``[TPB][TPB]``), a tuple constant (``SM_SIZE = (tpb, tpb)``) gives its values."""
+    from numba.cuda import types
+
     key = tr.dtype_key(dtype_node, node)
+    nbt = tr.var_type(pyname or name)
     align = ""
     if alignment is not None:
         value = tr.const_value(alignment)
@@ -84,25 +101,30 @@ def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: as
             raise tr.src.error(alignment, "alignment must be a compile-time power of two (bytes)", hint="alignment=16")
         align = f"__align__({value}) "
     ctype = c_name(key)
-    dims = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
     exts = []
-    for dnode in dims:
-        e = tr.expr(dnode)
-        value = tr.const_value(dnode)
-        if value is None or not isinstance(value, int):
-            raise tr.src.error(dnode, "shared and local array shapes must be compile-time integer constants",
-                               hint="literals, module-level constants or specialization constants (tw)")
-        exts.append(e if e.nonneg or value >= 0 else e)
-        exts[-1] = CExpr(e.code, e.key, e.nbt, e.prec, True, literal=value)
+    whole = tr.const_value(shape_node)
+    if isinstance(shape_node, ast.Tuple) or not isinstance(whole, tuple):
+        for dnode in (shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]):
+            value = tr.const_value(dnode)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise tr.src.error(dnode, "shared and local array shapes must be compile-time integer constants",
+                                   hint="literals, module-level constants or specialization constants (tw)")
+            e = tr.expr(dnode)
+            exts.append(CExpr(e.code, e.key, e.nbt, e.prec, True, literal=value))
+    else:
+        for value in whole:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise tr.src.error(shape_node, "shared and local array shapes must be compile-time integer constants")
+            exts.append(CExpr(str(value), "int64", types.literal(value), nonneg=True, literal=value))
     if kind == "shared" and len(exts) == 1 and exts[0].literal == 0:
-        info = ArrayInfo(name, "dynamic", key, 1, None, tr.var_type(name))
+        info = ArrayInfo(name, "dynamic", key, 1, None, nbt)
         return f"extern __shared__ {ctype} {name}[];", info
     qual = ("__shared__ " if kind == "shared" else "") + align
     decl = f"{qual}{ctype} {name}" + "".join(f"[{e.code}]" for e in exts) + ";"
-    return decl, ArrayInfo(name, kind, key, len(exts), exts, tr.var_type(name))
+    return decl, ArrayInfo(name, kind, key, len(exts), exts, nbt)
 
 
-def view(tr, name: str, base: ArrayInfo, sl: ast.Slice, node) -> tuple[str, ArrayInfo]:
+def view(tr, name: str, base: ArrayInfo, sl: ast.Slice, node, pyname: str | None = None) -> tuple[str, ArrayInfo]:
     """``ms = shar[a:b]`` of the dynamic shared array -> ``float *ms = shar + a;``"""
     if base.kind not in ("dynamic", "view") or base.ndim != 1:
         raise tr.src.error(node, "slices are supported only of the 1-D dynamic shared array",
@@ -110,8 +132,9 @@ def view(tr, name: str, base: ArrayInfo, sl: ast.Slice, node) -> tuple[str, Arra
     if sl.step is not None:
         raise tr.src.error(sl.step, "slices with a step are not supported", hint="shar[a:b]")
     ctype = c_name(base.key)
+    nbt = tr.var_type(pyname or name)
     if sl.lower is None:
-        return f"{ctype} *{name} = {base.name};", ArrayInfo(name, "view", base.key, 1, None, tr.var_type(name))
+        return f"{ctype} *{name} = {base.name};", ArrayInfo(name, "view", base.key, 1, None, nbt)
     lo = tr.expr(sl.lower)
     if not lo.nonneg:
         raise tr.src.error(sl.lower, "a slice start that may be negative counts from the array's end, which the C "
@@ -119,4 +142,18 @@ def view(tr, name: str, base: ArrayInfo, sl: ast.Slice, node) -> tuple[str, Arra
                            hint="a slice start that is provably >= 0")
     tr.assumed |= lo.deps
     return (f"{ctype} *{name} = {base.name} + {paren(lo, ADD + 1)};",
-            ArrayInfo(name, "view", base.key, 1, None, tr.var_type(name)))
+            ArrayInfo(name, "view", base.key, 1, None, nbt))
+
+
+def call_args(tr, info: ArrayInfo, want, node) -> list[str]:
+    """The C arguments that pass array ``info`` to a function parameter of numba type ``want``: the pointer, the
+    extents and (for a parameter that is not C-contiguous) the strides, computed for a C-contiguous array."""
+    if info.extents is None:
+        raise tr.src.error(node, "dynamic shared memory cannot be passed to a function (its extent is unknown)")
+    out = [info.name] + [e.code for e in info.extents]
+    if getattr(want, "layout", "C") != "C":
+        if info.strides:
+            out += [s.code for s in info.strides]
+        else:  # C-contiguous: the stride of a dimension is the product of the extents after it
+            out += [" * ".join(e.code for e in info.extents[d + 1:]) or "1" for d in range(info.ndim)]
+    return out

@@ -94,7 +94,7 @@ class BuiltinsMixin:
             raise self.src.error(node, "shared/local arrays must be assigned to a name where they are created",
                                  hint="tile = cuda.shared.array((16, 16), np.float32)")
         if _is_device_function(obj):
-            return self.device_call(obj, node)
+            return self.device_call(obj.py_func, node, obj)
         from .vectors import is_vector_access
 
         if is_vector_access(f):
@@ -242,6 +242,13 @@ class BuiltinsMixin:
 
 
 def _is_device_function(obj) -> bool:
+    """A ``@cuda.jit(device=True)`` function or a ``@numba.jit`` one (numba compiles those for the GPU too)."""
     from numba.cuda.dispatcher import CUDADispatcher
 
-    return isinstance(obj, CUDADispatcher) and obj.targetoptions.get("device", False)
+    if isinstance(obj, CUDADispatcher):
+        return bool(obj.targetoptions.get("device", False))
+    try:
+        from numba.core.dispatcher import Dispatcher
+    except ImportError:  # numba-cuda without numba
+        return False
+    return isinstance(obj, Dispatcher) and hasattr(obj, "py_func")

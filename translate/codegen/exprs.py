@@ -59,7 +59,7 @@ class ExprMixin:
     def v_Constant(self, node):
         v = node.value
         if isinstance(v, bool):
-            return CExpr("true" if v else "false", "bool", types.boolean, literal=v, nonneg=True)
+            return CExpr("true" if v else "false", "bool", types.literal(v), literal=v, nonneg=True)
         if isinstance(v, int):
             lit = types.literal(v)
             if -(2**31) <= v < 2**31:
@@ -79,6 +79,17 @@ class ExprMixin:
             return self.aliases[name]
         if name in self.arrays:
             return self.arrays[name]
+        if name in self.bound:
+            return self.literal_value(self.bound[name], node)
+        if name in self.retyped:
+            from .variables import version_at
+
+            var = self.retyped[name][version_at(self, name, node, "load")]
+            if isinstance(var, list):
+                return TupleVal([CExpr(v.cname, v.key, v.nbt) for v in var])
+            return CExpr(var.cname, var.key, var.nbt)
+        if name in self.tuple_vars:
+            return TupleVal([CExpr(v.cname, v.key, v.nbt) for v in self.tuple_vars[name]])
         if name in self.scalars:
             key = self.scalars[name]
             deps = self.facts.get(name)
@@ -93,16 +104,31 @@ class ExprMixin:
             raise self.src.error(node, f"name '{name}' is not defined in the kernel", hint="a local, argument or global")
         return self.global_value(name, obj, node)
 
+    def literal_value(self, v, node):
+        """A compile-time Python value as a C value (numbers), a tuple of them, or a Static."""
+        if isinstance(v, (bool, np.bool_)):
+            return CExpr("true" if v else "false", "bool", types.literal(bool(v)), literal=bool(v), nonneg=True)
+        if isinstance(v, (int, np.integer)):
+            return self.v_Constant(ast.Constant(int(v)))
+        if isinstance(v, (float, np.floating)):
+            return self.v_Constant(ast.Constant(float(v)))
+        if isinstance(v, tuple):
+            return TupleVal([self.literal_value(x, node) for x in v])
+        return Static(v)
+
     def global_value(self, name, obj, node):
+        g = self.pyfunc.__globals__
         if isinstance(obj, (bool, np.bool_)):
-            self.module_consts[name] = ("bool", bool(obj))
-            return CExpr(name, "bool", types.boolean, literal=None, nonneg=True)
+            c = self.unit.constant(g, name, "bool", bool(obj))
+            return CExpr(c, "bool", types.boolean, literal=None, nonneg=True)
         if isinstance(obj, (int, np.integer)):
-            self.module_consts[name] = ("int64", int(obj))
-            return CExpr(name, "int64", types.literal(int(obj)), nonneg=int(obj) >= 0)
+            c = self.unit.constant(g, name, "int64", int(obj))
+            return CExpr(c, "int64", types.literal(int(obj)), nonneg=int(obj) >= 0)
         if isinstance(obj, (float, np.floating)):
-            self.module_consts[name] = ("float64", float(obj))
-            return CExpr(name, "float64", types.float64, nonneg=float(obj) >= 0)
+            c = self.unit.constant(g, name, "float64", float(obj))
+            return CExpr(c, "float64", types.float64, nonneg=float(obj) >= 0)
+        if _number_tuple(obj):  # SM_SIZE = (TPB, TPB): numba reads its values as constants
+            return TupleVal([self.literal_value(v, node) for v in obj])
         return Static(obj)
 
     def const_value(self, node):
@@ -110,6 +136,9 @@ class ExprMixin:
         if isinstance(node, ast.Constant) and not isinstance(node.value, str):
             return node.value
         if isinstance(node, ast.Name):
+            if node.id in self.bound:
+                v = self.bound[node.id]
+                return v if isinstance(v, (int, float, bool, np.integer, np.floating, tuple)) else None
             if node.id in self.template_consts:
                 return self.template_consts[node.id]
             if node.id in self.scalars or node.id in self.arrays or node.id in self.aliases:
@@ -117,6 +146,8 @@ class ExprMixin:
             found, obj = self.lookup_global(node.id)
             if found and isinstance(obj, (int, float, bool, np.integer, np.floating)):
                 return obj
+            if found and _number_tuple(obj):
+                return tuple(obj)
             return None
         if isinstance(node, ast.BinOp) and type(node.op) in (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv):
             a, b = self.const_value(node.left), self.const_value(node.right)
@@ -372,17 +403,10 @@ class ExprMixin:
             return True, getattr(_builtins, name)
         return False, None
 
-    def cname(self, name):
-        return name + "_" if name in C_RESERVED else name
+    def scalar_key(self, t):
+        return scalar_key(t)
 
 
-C_RESERVED = {
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
-    "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
-    "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
-    "true", "false", "new", "delete", "class", "template", "typename", "this", "namespace", "using", "operator",
-    "private", "public", "protected", "virtual", "friend", "throw", "try", "catch", "explicit", "mutable",
-    "constexpr", "nullptr", "dim3", "warpSize", "threadIdx", "blockIdx", "blockDim", "gridDim", "min", "max",
-    "abs", "signbit", "isnan", "isinf", "exp", "log", "sqrt", "pow", "floor", "ceil", "stream", "grid_x",
-    "grid_y", "grid_z", "block_x", "block_y", "block_z", "shared_bytes",
-}
+def _number_tuple(obj) -> bool:
+    return isinstance(obj, tuple) and len(obj) > 0 and all(
+        isinstance(v, (int, float, bool, np.integer, np.floating)) for v in obj)

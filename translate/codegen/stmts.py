@@ -10,9 +10,10 @@ import textwrap
 import numpy as np
 from numba.cuda import types
 
+from .. import cnames
 from ..cnames import c_name, is_int, scalar_key
 from ..errors import SourceInfo
-from . import arrays, ranges, scope, vectors
+from . import arrays, ranges, scope, variables, vectors
 from .builtins import BuiltinsMixin
 from .cexpr import CExpr, Static, TupleVal, cast, paren
 from .exprs import BINOPS, ExprMixin
@@ -39,17 +40,26 @@ UNROLL_LIMIT = 64
 
 
 class FunctionTranslator(ExprMixin, BuiltinsMixin):
-    def __init__(self, unit, pyfunc, typed, *, kind="kernel", name=None, template_consts=None,
-                 all_template_consts=None):
+    """One typed Python function -> the lines of its C body.
+
+    ``cname``: the C function name; ``params``: the C names of the runtime parameters as ``(name, extents,
+    strides)`` (the kernel's come from the request, whose launcher uses the same); ``bound``: parameters bound to
+    compile-time values (a device function specialized for the functions, dtypes and literals its caller
+    passes); ``template_consts``: closure constants that are C++ template parameters."""
+
+    def __init__(self, unit, pyfunc, typed, *, kind="kernel", name=None, cname=None, params=None, bound=None,
+                 template_consts=None, all_template_consts=None):
         self.unit = unit
         self.ctx = unit.ctx
         self.pyfunc = pyfunc
         self.typed = typed
         self.kind = kind
         self.name = name or pyfunc.__name__
+        self.c_function = cname or self.name
         self.template_consts = dict(template_consts or {})
         # every instantiation's constants: a branch is pruned only where they all agree on it
         self.all_template_consts = [dict(c) for c in (all_template_consts or [self.template_consts])]
+        self.bound = dict(bound or {})
         self.fn, self.src = parse_function(pyfunc)
         self.helpers = unit.helpers
         self.module_consts = unit.module_consts
@@ -65,36 +75,100 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         for bad in (self.fn.args.vararg, self.fn.args.kwarg, *self.fn.args.kwonlyargs):
             if bad is not None:
                 raise self.src.error(self.fn, "kernels take positional parameters only")
+        self.runtime_params = [p for p in self.params if p not in self.bound]
+        self._name_params(params)
         self._classify()
+        self._name_locals()
 
     # -- setup -------------------------------------------------------------------------------------------------
     def var_type(self, name):
         return self.typed.var_types.get(name)
 
+    def _name_params(self, params):
+        """The C names of the parameters (``self.param_c``: name -> (cname, extents, strides)) and the
+        function's namespace, in which its locals and temporaries are claimed next."""
+        types_of = dict(zip(self.params, self.typed.argtypes))
+        taken = set(self.unit.file_names.taken) | set(self.template_consts)
+        if params is None:
+            spec = [(p, getattr(types_of[p], "ndim", 0) if isinstance(types_of[p], types.Array) else 0,
+                     isinstance(types_of[p], types.Array) and types_of[p].layout != "C")
+                    for p in self.runtime_params]
+            self.names, named = cnames.param_cnames(self.c_function, spec, reserved=taken)
+        else:
+            self.names, named = cnames.Namespace(taken | {self.c_function}), list(params)
+            for c, extents, strides in named:
+                self.names.reserve(c, *extents, *strides)
+        self.param_c = dict(zip(self.runtime_params, named))
+        self.unit.local_names.update(self.names.taken)
+
+    def _name_locals(self):
+        """Every Python name the body assigns gets its C name now, before any generated one (so a local named
+        ``x_shape0`` cannot shadow the extent of ``x``: the extent was named first and the local gets a suffix)."""
+        self.local_c: dict[str, str] = {}
+        for node in ast.walk(self.fn):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in self.params \
+                    and node.id not in self.local_c:
+                self.local_c[node.id] = self.names.claim(node.id)
+        self.retyped: dict = {}
+        for name in self.typed.retyped:
+            if name in self.local_c:
+                cvars = variables.retyped_vars(self, name, self.typed.retyped[name])
+                if cvars is not None:
+                    self.retyped[name] = cvars
+        for name, item_types in list(self.tuple_vars.items()):
+            if name not in self.local_c:
+                del self.tuple_vars[name]
+                continue
+            stem = self.local_c[name].rstrip("_")
+            self.tuple_vars[name] = [variables.CVar(self.names.claim(f"{stem}_{i}"), self.scalar_key(t), t)
+                                     for i, t in enumerate(item_types)]
+        self.unit.local_names.update(self.names.taken)
+
+    def declarations(self, name) -> list[str]:
+        """The C declarations (uninitialised) of a Python local's variable(s)."""
+        if name in self.retyped:
+            return [f"{c_name(v.key)} {v.cname};" for vs in self.retyped[name].values() for v in variables.flat(vs)]
+        if name in self.tuple_vars:
+            return [f"{c_name(v.key)} {v.cname};" for v in self.tuple_vars[name]]
+        return [f"{c_name(self.scalars[name])} {self.cname(name)};"]
+
+    def cname(self, name):
+        """The C name of a Python parameter or local."""
+        if name in self.local_c:
+            return self.local_c[name]
+        if name in self.param_c:
+            return self.param_c[name][0]
+        return self.names.claim(name)
+
+    def temp(self, want: str) -> str:
+        """A fresh C name for a generated temporary (``ph_stop``, ``a_new``)."""
+        name = self.names.claim(want)
+        self.unit.local_names.add(name)
+        return name
+
     def _classify(self):
         for name, t in zip(self.params, self.typed.argtypes):
+            if name in self.bound:
+                continue
             if isinstance(t, types.Array):
-                if t.layout != "C":
-                    raise self.src.error(self.fn, f"argument '{name}' has layout '{t.layout}'; only C-contiguous "
-                                         "arrays are supported", hint="a signature with ::1 in the last dimension, "
-                                         "e.g. float32[:, ::1]")
-                self.arrays[name] = arrays.param_array(self.cname(name), t)
-            elif scalar_key(t) is not None:
-                self.scalars[name] = scalar_key(t)
+                c, extents, strides = self.param_c[name]
+                self.arrays[name] = arrays.param_array(c, t, extents, strides, self)
+            elif self.scalar_key(t) is not None:
+                self.scalars[name] = self.scalar_key(t)
             else:
                 raise self.src.error(self.fn, f"argument '{name}' has type {t}, which is not supported",
-                                     hint="C-contiguous arrays and numbers")
+                                     hint="arrays and numbers")
+        self.tuple_vars: dict = {}
         for name, t in self.typed.var_types.items():
-            if name in self.params:
+            if name in self.params or name in self.typed.conflicts:
                 continue
-            k = scalar_key(t)
+            k = self.scalar_key(t)
             if k is not None:
                 self.scalars[name] = k
+            elif isinstance(t, types.BaseTuple) and len(t) and all(self.scalar_key(x) for x in t):
+                self.tuple_vars[name] = list(t)
         int_params = {p for p in self.params if p in self.scalars and is_int(self.scalars[p])}
         self.facts = ranges.analyze(self.fn, self._static_nonneg, int_params)
-        for name in self.facts:
-            if name in self.scalars and not is_int(self.scalars[name]):
-                pass
 
     def _static_nonneg(self, node):
         if isinstance(node, ast.Name):
@@ -119,7 +193,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                 isinstance(body[0].value.value, str):
             body = body[1:]
         self._check_loop_vars(body)
-        declarable = {n for n in self.scalars if n not in self.params and n not in self.loop_vars}
+        declarable = {n for n in (*self.scalars, *self.retyped, *self.tuple_vars)
+                      if n not in self.params and n not in self.loop_vars}
         self.plan = scope.plan(body, declarable)
         self.block(body)
         return self.lines
@@ -151,14 +226,15 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         for stmt in stmts:
             for name in self.plan.before.get(id(stmt), []):
                 self._conflict_check(name, stmt)
-                self.emit(f"{c_name(self.scalars[name])} {self.cname(name)};")
+                for line in self.declarations(name):
+                    self.emit(line)
             method = getattr(self, "s_" + type(stmt).__name__, None)
             if method is None:
                 raise self.src.error(stmt, f"unsupported statement ({type(stmt).__name__})", hint=_STMT_HINT)
             method(stmt)
 
     def _conflict_check(self, name, node):
-        if name in self.typed.conflicts:
+        if name in self.typed.conflicts and name not in self.retyped:
             raise self.src.error(node, f"'{name}' takes different types in different places "
                                  f"({', '.join(self.typed.conflicts[name])})",
                                  hint="use a separate name for each type (the C variable has one type)")
@@ -285,8 +361,9 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         assigned = {n.id for s in node.body for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         stop_names = {n.id for n in ast.walk(it) if isinstance(n, ast.Name)}
         if not stop.pure or (assigned & stop_names):
-            self.emit(f"const {ctype} {var}_stop = {stop.code};")
-            stop = CExpr(f"{var}_stop", key, None)
+            stop_var = self.temp(f"{var.rstrip('_')}_stop")
+            self.emit(f"const {ctype} {stop_var} = {stop.code};")
+            stop = CExpr(stop_var, key, None)
         trips = self._constant_trip_count(it)
         if trips is not None and 1 < trips <= UNROLL_LIMIT:
             self.emit("#pragma unroll")
@@ -302,8 +379,9 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         else:
             step = self._bound(step, key)
             if not step.pure or (assigned & stop_names):
-                self.emit(f"const {ctype} {var}_step = {step.code};")
-                step = CExpr(f"{var}_step", key, None)
+                step_var = self.temp(f"{var.rstrip('_')}_step")
+                self.emit(f"const {ctype} {step_var} = {step.code};")
+                step = CExpr(step_var, key, None)
             self.emit(f"for ({ctype} {var} = {start.code}; {paren(step, 11)} > 0 ? {var} < {paren(stop, 11)} : "
                       f"{var} > {paren(stop, 11)}; {var} += {paren(step, 3)}) {{")
         self._nested(node.body)
@@ -362,18 +440,37 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
 
     def _assign_name(self, name, value_node, stmt, target_node, value=None):
         t = self.var_type(name)
-        if isinstance(t, types.Array):
+        if isinstance(t, types.Array) and name not in self.typed.conflicts:
             return self._assign_array(name, value_node, stmt, target_node)
+        inline = (id(stmt), name) in self.plan.inline
+        if name in self.retyped:
+            stored = variables.version_at(self, name, target_node, "store")
+            var = self.retyped[name][stored]
+            if inline:
+                for line in self.declarations(name):
+                    self.emit(line)
+            if isinstance(var, list):
+                self._assign_tuple(name, value_node, value, False, target_node, var)
+            else:
+                rhs = value if value is not None else self.expr(value_node)
+                self.emit(f"{var.cname} = {self._store_value(rhs, var.key).code};")
+            for src, dst in variables.copies_after_store(self, name, target_node, stored):
+                for a, b in zip(variables.flat(src), variables.flat(dst)):
+                    self.emit(f"{b.cname} = ({c_name(b.key)}){a.cname};")
+            return
         if name in self.scalars:
             self._conflict_check(name, target_node)
             rhs = value if value is not None else self.expr(value_node)
             key = self.scalars[name]
             rhs = self._store_value(rhs, key)
-            if (id(stmt), name) in self.plan.inline:
+            if inline:
                 self.emit(f"{c_name(key)} {self.cname(name)} = {rhs.code};")
             else:
                 self.emit(f"{self.cname(name)} = {rhs.code};")
             return
+        if name in self.tuple_vars:
+            return self._assign_tuple(name, value_node, value, inline, target_node)
+        self._conflict_check(name, target_node)
         v = value if value is not None else self.value(value_node)
         if name in self.aliases or not isinstance(v, (Static, TupleVal)):
             raise self.src.error(target_node, f"'{name}' holds a value the C code cannot store ({t})",
@@ -381,6 +478,30 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         if isinstance(v, TupleVal) and not all(isinstance(i, CExpr) and i.pure for i in v.items):
             raise self.src.error(target_node, "tuples are supported only as names for pure values (x.shape)")
         self.aliases[name] = v
+
+    def _assign_tuple(self, name, value_node, value, inline, target_node, cvars=None):
+        v = value if value is not None else self.value(value_node)
+        cvars = cvars or self.tuple_vars[name]
+        if not isinstance(v, TupleVal) or len(v.items) != len(cvars):
+            raise self.src.error(target_node, f"this value cannot be stored in the tuple '{name}'",
+                                 hint="a tuple of numbers: t = (a, b)")
+        items = [self.as_cexpr(i, target_node) for i in v.items]
+        reads = {c.cname for c in cvars} & set(_identifiers(" ".join(i.code for i in items)))
+        if reads and len(cvars) > 1:  # `t = (t[1], t[0])`: every value first, as Python does
+            temps = []
+            for var, item in zip(cvars, items):
+                tmp = self.temp(f"{var.cname}_new")
+                self.emit(f"const {c_name(var.key)} {tmp} = {item.code};")
+                temps.append(CExpr(tmp, var.key, var.nbt))
+            items = temps
+        for var, item in zip(cvars, items):
+            item = self._store_value(item, var.key)
+            self.emit(f"{c_name(var.key) + ' ' if inline else ''}{var.cname} = {item.code};")
+
+    def as_cexpr(self, v, node):
+        if isinstance(v, CExpr):
+            return v
+        raise self.src.error(node, "this tuple element has no C value", hint="tuples of numbers")
 
     def _store_value(self, rhs, key):
         if rhs.literal is not None and key in ("float32",) and rhs.key != key:
@@ -406,14 +527,14 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                                          hint="cuda.shared.array((16, 16), dtype=np.float32)")
                 kind = "shared" if f.obj is cuda.shared.array else "local"
                 decl, info = arrays.declare_static(self, kind, self.cname(name), args[0], args[1], value_node,
-                                                   alignment=kw.get("alignment"))
+                                                   alignment=kw.get("alignment"), pyname=name)
                 self.arrays[name] = info
                 self.emit(decl)
                 return
         if isinstance(value_node, ast.Subscript) and isinstance(value_node.slice, ast.Slice):
             base = self.value(value_node.value)
             if isinstance(base, arrays.ArrayInfo):
-                decl, info = arrays.view(self, self.cname(name), base, value_node.slice, value_node)
+                decl, info = arrays.view(self, self.cname(name), base, value_node.slice, value_node, pyname=name)
                 self.arrays[name] = info
                 self.emit(decl)
                 return
@@ -438,8 +559,9 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                     key = self.scalars.get(n.id)
                     if key is None:
                         raise self.src.error(n, "swapping is supported for numbers only")
-                    self.emit(f"const {c_name(key)} {self.cname(n.id)}_new = {e.code};")
-                    temps.append(CExpr(f"{self.cname(n.id)}_new", key, self.var_type(n.id)))
+                    new = self.temp(f"{self.cname(n.id).rstrip('_')}_new")
+                    self.emit(f"const {c_name(key)} {new} = {e.code};")
+                    temps.append(CExpr(new, key, self.var_type(n.id)))
                 for n, e in zip(names, temps):
                     self._assign_name(n.id, None, stmt, n, value=e)
                 return
@@ -488,28 +610,108 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
     def mark_written(self, cname):
         self.written.add(cname)
 
-    def device_call(self, disp, node):
+    def device_call(self, pyfunc, node, fnobj=None):
+        """A call of a ``@cuda.jit(device=True)`` or ``@numba.jit`` function: its arguments that numba types as
+        compile-time values (functions, dtypes, literals) specialize the C function; the others are passed."""
+        from .unit import is_static_type, needs_value
+
+        if node.keywords:
+            raise self.src.error(node, "keyword arguments to device functions are not supported",
+                                 hint="pass the arguments by position")
         vals = [self.value(a) for a in node.args]
-        argtypes = []
-        for v, a in zip(vals, node.args):
-            if isinstance(v, arrays.ArrayInfo):
-                if v.kind != "param":
-                    raise self.src.error(a, "only the kernel's array arguments can be passed to device functions")
-                argtypes.append(v.nbt)
-            elif isinstance(v, CExpr):
-                argtypes.append(v.nbt)
-            else:
-                raise self.src.error(a, "device functions take numbers and arrays")
-        sig = self.resolve(disp, argtypes, node)
-        dev = self.unit.device_function(disp, sig, node, self.src)
+        argtypes = [self.arg_type(v, a) for v, a in zip(vals, node.args)]
+        sig = self.resolve(fnobj if fnobj is not None else pyfunc, argtypes, node)
+        names = [a.arg for a in parse_function(pyfunc)[0].args.args]
+        if len(names) != len(vals):
+            raise self.src.error(node, f"'{pyfunc.__name__}' takes {len(names)} arguments, {len(vals)} given")
+        fn = parse_function(pyfunc)[0]
+        static_names = {p for p, t in zip(names, sig.args) if is_static_type(t)} | _global_names(fn, names)
+        bound, runtime = {}, []
+        for pname, v, t, a in zip(names, vals, sig.args, node.args):
+            if is_static_type(t) and not (isinstance(t, types.Literal) and isinstance(t.literal_value, (int, float))
+                                          and not needs_value(fn, pname, static_names)):
+                bound[pname] = self.static_value(v, a)
+            else:  # a number literal the callee uses as a number: passed, as C code would
+                runtime.append((pname, v, types.unliteral(t), a))
+        if runtime and any(isinstance(t, types.Literal) for t in sig.args):
+            sig = sig.replace(args=tuple(types.unliteral(t) if p not in bound else t
+                                         for p, t in zip(names, sig.args)))
+        dev = self.unit.device_function(pyfunc, sig, bound, node, self.src)
         cargs = []
-        for v, t, pname in zip(vals, sig.args, dev.params):
+        for pname, v, t, a in runtime:
             if isinstance(v, arrays.ArrayInfo):
                 if pname in dev.written:
                     self.mark_written(v.name)
-                cargs.append(", ".join([v.name] + [e.code for e in v.extents]))
-            else:
-                k = scalar_key(t)
+                cargs.append(", ".join(arrays.call_args(self, v, t, a)))
+            elif isinstance(v, CExpr):
+                k = self.scalar_key(t)
                 cargs.append((v if v.key == k else cast(v, k)).code)
-        rkey = scalar_key(sig.return_type)
+            else:
+                raise self.src.error(a, f"this argument of '{pyfunc.__name__}' has no C value",
+                                     hint="numbers and arrays (functions, dtypes and constants as compile-time "
+                                          "arguments)")
+        rkey = self.scalar_key(sig.return_type)
         return CExpr(f"{dev.cname}({', '.join(cargs)})", rkey, sig.return_type, pure=False)
+
+    def arg_type(self, v, node):
+        """numba's type of an argument value."""
+        if isinstance(v, arrays.ArrayInfo):
+            if v.nbt is None:
+                raise self.src.error(node, "this array cannot be passed to a function",
+                                     hint="pass kernel array arguments, shared or local arrays")
+            return v.nbt
+        if isinstance(v, CExpr):
+            return v.nbt
+        if isinstance(v, TupleVal):
+            items = [self.arg_type(i, node) for i in v.items]
+            return types.BaseTuple.from_types(items)
+        if isinstance(v, Static):
+            t = static_type(self.ctx, v.obj)
+            if t is None:
+                raise self.src.error(node, f"numba has no type for {v.obj!r} as an argument")
+            return t
+        raise self.src.error(node, "this argument has no numba type")
+
+    def static_value(self, v, node):
+        """The Python value of a compile-time argument."""
+        if isinstance(v, Static):
+            return v.obj
+        if isinstance(v, CExpr) and v.literal is not None:
+            return v.literal
+        if isinstance(v, TupleVal):
+            return tuple(self.static_value(i, node) for i in v.items)
+        raise self.src.error(node, "numba treats this argument as a compile-time value, but it has none here",
+                             hint="literals, module constants, functions and dtypes")
+
+
+def static_type(ctx, obj):
+    """numba's type of a compile-time object passed as an argument (a function, a dtype, a CUDA stub such as
+    ``cuda.atomic.add``, which numba types through the ``cuda`` module's attributes)."""
+    from numba import cuda
+    from numba.cuda import stubs
+
+    from ..typing import cuda_typing
+
+    with cuda_typing():
+        try:
+            return ctx.resolve_value_type(obj)
+        except Exception:  # noqa: BLE001 - stubs have no typeof: below
+            pass
+        if isinstance(obj, type) and issubclass(obj, stubs.Stub):
+            t = ctx.resolve_value_type(cuda)
+            for part in obj.__qualname__.split("."):
+                t = ctx.resolve_getattr(t, part) if t is not None else None
+            return t
+    return None
+
+
+def _identifiers(code: str) -> list[str]:
+    import re
+
+    return re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code)
+
+
+def _global_names(fn, params) -> set:
+    """Names a function reads that it never assigns and that are not its parameters: globals and constants."""
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} - stored - set(params)

@@ -3,7 +3,8 @@
 A manifest entry's ``launchers`` list describes each ``extern "C"`` launcher's parameters; from it this module
 builds the ctypes signature and turns a kernel's Python-order arguments (device addresses for arrays, numbers for
 scalars) into the C call: ``T* x, int64_t x_shape0, ...`` per array, the scalar by value per scalar, then
-``grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream``.
+``grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream``. An array whose layout is not C
+(``"layout": "A"`` or ``"F"`` in the description) also passes its strides, in elements, after its extents.
 
 Imports only the standard library and numpy: a deployed ``.so`` is callable with this and nothing else.
 """
@@ -37,6 +38,11 @@ class Param:
     dtype: str
     ndim: int = 0
     const: bool = False
+    layout: str = "C"
+
+    @property
+    def strided(self) -> bool:
+        return self.kind == "array" and self.layout != "C"
 
 
 def params_of(launcher: Mapping[str, Any]) -> list[Param]:
@@ -51,7 +57,10 @@ def params_of(launcher: Mapping[str, Any]) -> list[Param]:
         ndim = int(p.get("ndim", 0)) if kind == "array" else 0
         if kind == "array" and ndim < 1:
             raise AbiError(f"{launcher.get('symbol')}: array param {p.get('name', i)!r} needs ndim >= 1")
-        out.append(Param(str(p.get("name", f"arg{i}")), kind, dtype, ndim, bool(p.get("const", False))))
+        layout = str(p.get("layout", "C"))
+        if layout not in ("C", "F", "A"):
+            raise AbiError(f"{launcher.get('symbol')}: array param {p.get('name', i)!r} has layout {layout!r}")
+        out.append(Param(str(p.get("name", f"arg{i}")), kind, dtype, ndim, bool(p.get("const", False)), layout))
     return out
 
 
@@ -61,7 +70,7 @@ def argtypes(launcher: Mapping[str, Any]) -> list[Any]:
     for p in params_of(launcher):
         if p.kind == "array":
             types.append(ctypes.c_void_p)
-            types.extend([ctypes.c_int64] * p.ndim)
+            types.extend([ctypes.c_int64] * (p.ndim * (2 if p.strided else 1)))
         else:
             types.append(SCALAR_CTYPES[p.dtype])
     return types + LAUNCH_CTYPES
@@ -76,6 +85,8 @@ def c_declaration(launcher: Mapping[str, Any]) -> str:
         if p.kind == "array":
             parts.append(f"{'const ' if p.const else ''}{ctype}* {p.name}")
             parts.extend(f"int64_t {p.name}_shape{d}" for d in range(p.ndim))
+            if p.strided:
+                parts.extend(f"int64_t {p.name}_stride{d}" for d in range(p.ndim))
         else:
             parts.append(f"{ctype} {p.name}")
     parts += [f"unsigned {a}" for a in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")]
@@ -126,8 +137,10 @@ def call_args(
 ) -> list[Any]:
     """The C argument list for ``args`` in Python order.
 
-    Each array argument is ``(address, shape, dtype)`` (a device address and its host-side description, see
-    ``ArrayArg``) or an object with ``address``, ``shape`` and ``dtype`` attributes; scalars are Python numbers.
+    Each array argument is ``(address, shape, dtype)`` or ``(address, shape, dtype, strides)`` (a device address
+    and its host-side description; strides in elements, C-contiguous when absent, see ``ArrayArg``) or an object
+    with ``address``, ``shape`` and ``dtype`` (and optionally ``element_strides``) attributes; scalars are Python
+    numbers.
     """
     params = params_of(launcher)
     if len(args) != len(params):
@@ -135,13 +148,18 @@ def call_args(
     out: list[Any] = []
     for p, a in zip(params, args):
         if p.kind == "array":
-            address, shape, dtype = _array_parts(a)
+            address, shape, dtype, strides = _array_parts(a)
             if len(shape) != p.ndim:
                 raise AbiError(f"{launcher['symbol']}: '{p.name}' must be {p.ndim}-D, got shape {tuple(shape)}")
             if np.dtype(dtype) != np.dtype(p.dtype):
                 raise AbiError(f"{launcher['symbol']}: '{p.name}' must have dtype {p.dtype}, got {np.dtype(dtype)}")
             out.append(ctypes.c_void_p(int(address)))
             out.extend(int(s) for s in shape)
+            if p.strided:
+                out.extend(int(s) for s in (strides if strides is not None else c_strides(shape)))
+            elif strides is not None and tuple(strides) != c_strides(shape) and 0 not in shape:
+                raise AbiError(f"{launcher['symbol']}: '{p.name}' must be C-contiguous (the kernel's signature "
+                               f"says so), got strides {tuple(strides)} (elements)")
         else:
             if isinstance(a, np.ndarray):
                 raise AbiError(f"{launcher['symbol']}: '{p.name}' is a scalar parameter, got an array")
@@ -154,14 +172,33 @@ class ArrayArg:
     address: int
     shape: tuple[int, ...]
     dtype: np.dtype
+    element_strides: tuple[int, ...] | None = None  # None: C-contiguous
 
 
-def _array_parts(a: Any) -> tuple[int, tuple[int, ...], np.dtype]:
-    if isinstance(a, tuple) and len(a) == 3:
-        return int(a[0]), tuple(a[1]), np.dtype(a[2])
+def c_strides(shape) -> tuple[int, ...]:
+    """The strides (in elements) of a C-contiguous array of ``shape``."""
+    out, step = [], 1
+    for extent in reversed(tuple(shape)):
+        out.append(step)
+        step *= int(extent)
+    return tuple(reversed(out))
+
+
+def element_strides(a: np.ndarray) -> tuple[int, ...]:
+    """numpy's byte strides in elements (an AbiError if a stride is not a multiple of the item size)."""
+    if any(s % a.itemsize for s in a.strides):
+        raise AbiError(f"strides {a.strides} are not multiples of the item size {a.itemsize}")
+    return tuple(s // a.itemsize for s in a.strides)
+
+
+def _array_parts(a: Any):
+    if isinstance(a, tuple) and len(a) in (3, 4):
+        return int(a[0]), tuple(a[1]), np.dtype(a[2]), (tuple(a[3]) if len(a) == 4 and a[3] is not None else None)
     if hasattr(a, "address") and hasattr(a, "shape") and hasattr(a, "dtype"):
-        return int(a.address), tuple(a.shape), np.dtype(a.dtype)
-    raise AbiError(f"an array argument must be (address, shape, dtype) or have .address/.shape/.dtype, got {type(a).__name__}")
+        strides = getattr(a, "element_strides", None)
+        return int(a.address), tuple(a.shape), np.dtype(a.dtype), (tuple(strides) if strides is not None else None)
+    raise AbiError(f"an array argument must be (address, shape, dtype[, strides]) or have .address/.shape/.dtype, "
+                   f"got {type(a).__name__}")
 
 
 def launch(fn, launcher: Mapping[str, Any], args: Sequence[Any], grid, block, shared_bytes: int = 0, stream: int = 0) -> int:

@@ -1,0 +1,140 @@
+"""What one generated file shares: the helpers it uses, module constants, the device functions (one C function per
+signature and compile-time arguments), and the file's namespace of C names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from numba.cuda import types
+
+from ..cnames import Namespace, c_name
+from ..typing import type_function, typing_context
+
+
+@dataclass
+class DeviceFn:
+    cname: str
+    params: list                     # the Python parameters that are C parameters (runtime ones), in order
+    written: set                     # array parameters the function writes
+    code: list = field(default_factory=list)
+    return_type: object = None
+
+
+#: numba types of arguments that are compile-time values in a call (the callee is specialized for them)
+def is_static_type(t) -> bool:
+    if isinstance(t, (types.Literal, types.NumberClass, types.DType, types.Function, types.Dispatcher,
+                      types.Module, types.Omitted, types.NoneType)):
+        return True
+    if isinstance(t, types.BaseTuple):
+        return any(is_static_type(x) for x in t)
+    return False
+
+
+class Unit:
+    def __init__(self, fastmath: bool = False):
+        self.ctx = typing_context()
+        self.fastmath = fastmath  # the kernel's: numba's fast float32 math (device functions inline into it)
+        self.helpers: set = set()
+        self.module_consts: dict = {}      # C name -> (scalar key, value)
+        self.const_cnames: dict = {}       # (id of the defining globals, Python name) -> C name
+        self.devices: dict = {}
+        self.device_order: list = []
+        self.file_names = Namespace()
+        self.local_names: set = set()      # every name claimed inside any function of the file
+        self.active: list = []             # device functions being translated (a call back into one is recursion)
+
+    def file_name(self, want: str) -> str:
+        """A file-scope C name (device function, constant) that no function's name can shadow."""
+        while True:
+            name = self.file_names.claim(want)
+            if name not in self.local_names:
+                return name
+            want = name
+
+    def constant(self, globals_, name, key, value) -> str:
+        k = (id(globals_), name)
+        if k not in self.const_cnames:
+            self.const_cnames[k] = self.file_name(name)
+            self.module_consts[self.const_cnames[k]] = (key, value)
+        return self.const_cnames[k]
+
+    def device_function(self, pyfunc, sig, bound: dict, node, src) -> DeviceFn:
+        """The C function for calling ``pyfunc`` with numba signature ``sig``, its parameters in ``bound`` fixed
+        to compile-time values (translated on first use)."""
+        from .stmts import FunctionTranslator
+
+        key = (id(pyfunc), tuple(str(a) for a in sig.args), tuple(sorted((k, _key(v)) for k, v in bound.items())))
+        if key in self.devices:
+            return self.devices[key]
+        chain = [f.__name__ for f in self.active] + [pyfunc.__name__]
+        if any(f is pyfunc for f in self.active):
+            raise src.error(node, f"'{pyfunc.__name__}' calls itself ({' -> '.join(chain)}): recursive device "
+                            "functions are not supported", hint="write the recursion as a loop")
+        typed = type_function(pyfunc, tuple(sig.args), sig.return_type)
+        cname = self.file_name(pyfunc.__name__)
+        self.active.append(pyfunc)
+        try:
+            tr = FunctionTranslator(self, pyfunc, typed, kind="device", cname=cname, bound=bound)
+            body = tr.translate()
+        finally:
+            self.active.pop()
+        cparams = []
+        for name in tr.runtime_params:
+            c, extents, strides = tr.param_c[name]
+            if name in tr.arrays:
+                info = tr.arrays[name]
+                const = "" if info.name in tr.written else "const "
+                cparams.append(f"{const}{c_name(info.key)}* {c}")
+                cparams += [f"int64_t {e}" for e in (*extents, *strides)]
+            else:
+                cparams.append(f"{c_name(tr.scalars[name])} {c}")
+        rkey = tr.scalar_key(typed.return_type)
+        rtype = "void" if rkey is None else c_name(rkey)
+        code = [f"__device__ {rtype} {cname}({', '.join(cparams)})", "{"] + body + ["}"]
+        written = {n for n in tr.runtime_params if n in tr.arrays and tr.arrays[n].name in tr.written}
+        dev = DeviceFn(cname, list(tr.runtime_params), written, code, typed.return_type)
+        self.devices[key] = dev
+        self.device_order.append((f"{pyfunc.__module__}:{pyfunc.__qualname__}", dev))
+        return dev
+
+    def prelude(self) -> list[str]:
+        """The device functions, in the order they were first called."""
+        lines = []
+        for _, dev in self.device_order:
+            lines += dev.code + [""]
+        return lines
+
+
+def _key(v):
+    """A hashable identity for a compile-time argument value."""
+    if isinstance(v, (int, float, bool, str)) or v is None:
+        return (type(v).__name__, v)
+    if isinstance(v, tuple):
+        return tuple(_key(x) for x in v)
+    return ("obj", id(v))
+
+
+def needs_value(fn, name: str, static_names: set) -> bool:
+    """Does the function use its literal parameter ``name`` where numba needs the value at compile time: a
+    shared/local/const array shape, ``cuda.grid``'s argument, an argument passed on, or a condition that only
+    compile-time names make up (numba prunes such a branch; the C keeps only the side numba typed)?"""
+    import ast
+
+    def names(node):
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call):
+            f = node.func
+            attr = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if attr in ("array", "array_like", "grid", "gridsize"):
+                shape = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "shape")]
+                if any(name in names(s) for s in shape):
+                    return True
+            elif any(isinstance(a, ast.Name) and a.id == name for a in node.args):
+                return True  # passed on: the callee may need it
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            used = names(node.test)
+            if name in used and used <= static_names:
+                return True
+    return False
