@@ -71,7 +71,7 @@ def nvrtc_compile(source: str, arch: str = "sm_90", name: str = "kernel.cu", res
     cc = arch.split("_", 1)[-1]
     if not cc.isdigit():
         raise ValueError(f"--arch must look like sm_90 or compute_90, got {arch!r}")
-    base = ["-std=c++17", *options]
+    base = ["-std=c++17", *_include_options(), *options]
     ok, log, ptx = _run(source, name, [f"--gpu-architecture=compute_{cc}", *base])
     result = CompileResult(ok, f"sm_{cc}", nvrtc_version(), ptx=ptx, log=log)
     if ok and resources:
@@ -82,6 +82,27 @@ def nvrtc_compile(source: str, arch: str = "sm_90", name: str = "kernel.cu", res
                 result.registers = max(f.get("registers", 0) for f in result.functions.values())
                 result.shared_bytes = max(f.get("shared_bytes", 0) for f in result.functions.values())
     return result
+
+
+def _include_options() -> list[str]:
+    """The CUDA headers' directories (cuda_fp16.h, cuComplex.h, cooperative_groups.h and the libcu++ headers it
+    includes), found the way numba-cuda finds them for NVRTC; nvcc knows them by itself."""
+    dirs = []
+    try:
+        from numba.cuda.cuda_paths import get_cuda_paths
+
+        dirs.append(get_cuda_paths()["include_dir"].info)
+    except Exception:  # noqa: BLE001 - no toolkit headers found: files that need none still compile
+        pass
+    try:
+        from cuda import pathfinder
+
+        cccl = pathfinder.locate_nvidia_header_directory("cccl")
+        if cccl is not None:
+            dirs.append(cccl.abs_path)
+    except Exception:  # noqa: BLE001 - as above
+        pass
+    return [f"--include-path={d}" for d in dirs if d]
 
 
 def parse_ptxas(log: str) -> dict:

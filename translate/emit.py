@@ -35,7 +35,8 @@ def launcher_descriptions(request: KernelRequest, device: DeviceCode) -> list[di
     """The manifest's ``launchers`` list: one per instantiation, with the ABI of its parameters."""
     return [
         {"symbol": launcher_symbol(request.name, inst), "constants": dict(inst),
-         "params": [p.manifest() for p in request.params], "nonneg_params": list(device.nonneg_params)}
+         "params": [p.manifest() for p in request.params], "nonneg_params": list(device.nonneg_params),
+         **({"cooperative": True} if device.cooperative else {})}
         for inst in request.instantiations
     ]
 
@@ -106,6 +107,11 @@ def _launcher(request: KernelRequest, device: DeviceCode, inst: dict) -> str:
     if request.template_params:
         targs = "<" + ", ".join(str(int(inst[t])) for t in request.template_params) + ">"
     args = ", ".join(a for spec in request.params for a in spec.c_args())
+    if device.cooperative:  # a grid-wide barrier needs every block resident: a cooperative launch guarantees it
+        body.append(f"    void *args[] = {{{', '.join('&' + a for a in args.split(', '))}}};")
+        body.append(f"    return cudaLaunchCooperativeKernel((const void *){request.c_name}{targs}, "
+                    "dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), args, shared_bytes, stream);")
+        return decl + "\n{\n" + "\n".join(body) + "\n}\n"
     body.append(f"    {request.c_name}{targs}<<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), "
                 f"shared_bytes, stream>>>(")
     body.append(f"        {args});")

@@ -229,6 +229,8 @@ def _version_lines(blocks, typemap, names: set) -> dict:
                 value = inst.value
                 if type(value).__name__ == "Var" and base(value.name) == name:  # a phi copy
                     out[name].copies.setdefault(line, []).append((_unliteral(typemap[value.name]), t))
+                    if t not in out[name].types:
+                        out[name].types.append(t)
                     continue
                 out[name].stores.setdefault(line, []).append(t)
                 if t not in out[name].types:
@@ -288,6 +290,30 @@ def _merge(ts: list):
 
 def resolve_call(ctx, fn, argtypes, kws=None):
     """numba's signature for calling ``fn`` (a Python object or numba function type) with ``argtypes``."""
-    fnty = fn if isinstance(fn, types.Type) else ctx.resolve_value_type(fn)
+    # a numba type called as a function (float32(x)) is typed as its class; other types are function types
+    called_type = isinstance(fn, (types.Number, types.Boolean))
+    fnty = fn if isinstance(fn, types.Type) and not called_type else static_type(ctx, fn)
+    if fnty is None:
+        raise TypeError(f"numba has no type for {fn!r}")
     with cuda_typing():
         return ctx.resolve_function_type(fnty, tuple(argtypes), dict(kws or {}))
+
+
+def static_type(ctx, obj):
+    """numba's type of a Python object used in a kernel: a function, a dtype, or a CUDA stub such as
+    ``cuda.atomic.add`` or ``cuda.popc``, which numba types through the ``cuda`` module's attributes."""
+    from numba import cuda
+    from numba.cuda import stubs
+
+    with cuda_typing():
+        try:
+            return ctx.resolve_value_type(obj)
+        except Exception:  # noqa: BLE001 - stubs have no typeof: below
+            pass
+        if isinstance(obj, type) and issubclass(obj, stubs.Stub):
+            ctx.refresh()
+            t = ctx.resolve_value_type(cuda)
+            for part in obj.__qualname__.split("."):
+                t = ctx.resolve_getattr(t, part) if t is not None else None
+            return t
+    return None

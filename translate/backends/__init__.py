@@ -111,6 +111,7 @@ class DeviceCode:
     nonneg_params: tuple[str, ...] = ()        # integer parameters the code assumes >= 0 (the launcher checks)
     device_functions: tuple[str, ...] = ()     # qualnames of the device functions included
     notes: dict[str, Any] = field(default_factory=dict)  # backend metadata for the manifest (model, usage, ...)
+    cooperative: bool = False                  # the kernel syncs the whole grid: launched cooperatively
 
 
 def kernel_params(request: KernelRequest) -> list[str]:

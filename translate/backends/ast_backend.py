@@ -34,5 +34,6 @@ def generate(request: KernelRequest, **options) -> DeviceCode:
         helpers=tuple(sorted(unit.helpers)),
         constants=dict(sorted(unit.module_consts.items())),
         nonneg_params=tuple(sorted(tr.assumed)),
-        device_functions=tuple(q for q, _ in unit.device_order),
+        device_functions=tuple(dict.fromkeys(q for q, _ in unit.device_order)),
+        cooperative=unit.cooperative,
     )

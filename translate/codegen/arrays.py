@@ -45,6 +45,12 @@ def element(tr, info: ArrayInfo, index: ast.AST, node: ast.AST) -> CExpr:
     values = [tr.value(i) for i in idx_nodes]
     if len(values) == 1 and isinstance(values[0], TupleVal):  # x[t] with t = (i, j)
         values, idx_nodes = list(values[0].items), idx_nodes * len(values[0].items)
+    return element_at(tr, info, values, node, idx_nodes)
+
+
+def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None) -> CExpr:
+    """The C lvalue for ``info`` indexed by the (already evaluated) ``values``, one per dimension."""
+    idx_nodes = idx_nodes or [node] * len(values)
     if len(values) != info.ndim:
         raise tr.src.error(node, f"'{info.name}' has {info.ndim} dimension(s) but is indexed with {len(values)}",
                            hint="index every dimension of an array: whole-row views are not supported")

@@ -60,11 +60,19 @@ def cast(e: CExpr, key: str, nbt=None) -> CExpr:
     return CExpr(f"({c_name(key)}){paren(e, UNARY)}", key, nbt or e.nbt, UNARY, e.nonneg or unsigned, e.pure, e.deps)
 
 
+#: infinities and NaN by their bits: NVRTC has no INFINITY/NAN macros (no host headers), and these are what numba
+#: stores for math.inf, -math.inf and math.nan
+NONFINITE = {("inf", True): "__int_as_float(0x7f800000)", ("-inf", True): "__int_as_float(0xff800000)",
+             ("nan", True): "__int_as_float(0x7fc00000)",
+             ("inf", False): "__longlong_as_double(0x7ff0000000000000LL)",
+             ("-inf", False): "__longlong_as_double(0xfff0000000000000ULL)",
+             ("nan", False): "__longlong_as_double(0x7ff8000000000000LL)"}
+
+
 def float_literal(v: float, f32: bool = False) -> str:
     text = repr(float(v))
     if text in ("inf", "-inf", "nan"):
-        body = {"inf": "INFINITY", "-inf": "-INFINITY", "nan": "NAN"}[text]
-        return f"(float){body}" if f32 else body
+        return NONFINITE[(text, f32)]
     if "e" not in text and "." not in text:
         text += ".0"
     return text + ("f" if f32 else "")

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import ast
 import builtins as _builtins
+import contextlib
 import operator
 import types as pytypes
 
 import numpy as np
 from numba.cuda import types
 
-from ..cnames import _INT_BITS, c_arith, is_float, is_int, scalar_key
+from ..cnames import _INT_BITS, c_arith, c_name, is_float, is_int, scalar_key
 from ..typing import resolve_call
 from . import arrays
 from .cexpr import (BINARY_PREC, COND, LAND, LOR, PRIMARY, REL, UNARY, CExpr, Static, TupleVal, arith_casts, cast,
@@ -29,6 +30,33 @@ _UNSUPPORTED_EXPR_HINT = ("arithmetic, comparisons, and/or/not, conditional expr
 
 
 class ExprMixin:
+    #: > 0 while evaluating an expression that C evaluates conditionally or repeatedly (an `and`/`or` operand, a
+    #: branch of a conditional expression, a while test, an elif test): no statement may be emitted before it then
+    unsafe_hoist = 0
+
+    @contextlib.contextmanager
+    def no_hoist(self):
+        self.unsafe_hoist += 1
+        try:
+            yield
+        finally:
+            self.unsafe_hoist -= 1
+
+    def require_hoist(self, node):
+        """A located error if a statement cannot be emitted before the current expression."""
+        if self.unsafe_hoist:
+            raise self.src.error(node, "this call needs a C statement before the expression, but the expression "
+                                 "is evaluated conditionally or repeatedly here",
+                                 hint="assign its result to a variable on a line of its own first")
+
+    def hoist(self, e: CExpr, want: str) -> CExpr:
+        """``e`` evaluated once, now, into a new constant (for values C would otherwise evaluate twice or not at
+        all)."""
+        self.require_hoist(None)
+        name = self.temp(want)
+        self.emit(f"const {c_name(e.key)} {name} = {e.code};")
+        return CExpr(name, e.key, e.nbt, nonneg=e.nonneg, deps=e.deps)
+
     # -- entry -------------------------------------------------------------------------------------------------
     def expr(self, node: ast.AST) -> CExpr:
         v = self.value(node)
@@ -125,6 +153,8 @@ class ExprMixin:
             c = self.unit.constant(g, name, "int64", int(obj))
             return CExpr(c, "int64", types.literal(int(obj)), nonneg=int(obj) >= 0)
         if isinstance(obj, (float, np.floating)):
+            if not np.isfinite(obj):  # inf/nan have no constexpr spelling NVRTC accepts: written where used
+                return CExpr(float_literal(float(obj)), "float64", types.float64, literal=float(obj))
             c = self.unit.constant(g, name, "float64", float(obj))
             return CExpr(c, "float64", types.float64, nonneg=float(obj) >= 0)
         if _number_tuple(obj):  # SM_SIZE = (TPB, TPB): numba reads its values as constants
@@ -186,8 +216,8 @@ class ExprMixin:
             if special is not None:
                 return special
             if isinstance(sub, (int, float, bool, np.integer, np.floating)) and isinstance(obj, pytypes.ModuleType):
-                raise self.src.error(node, "module attributes that are numbers are not supported",
-                                     hint="import the constant by name (from module import NAME)")
+                # math.pi, np.inf, ...: numba reads a module's number as a constant when it compiles the kernel
+                return self.literal_value(sub, node)
             return Static(sub)
         raise self.src.error(node, f"attribute '{node.attr}' is not supported here",
                              hint="x.shape / x.size / x.ndim of arrays, cuda.threadIdx.x and the like")
@@ -255,15 +285,21 @@ class ExprMixin:
             a, b = cast(left, hk), cast(right, hk)
             return CExpr(f"{helper}({a.code}, {b.code})", hk, sig.return_type, PRIMARY, nonneg, pure, deps)
         if op == "**":
+            bkey = scalar_key(sig.args[1])
+            if is_float(akey) and is_int(bkey):  # numba: repeated squaring, not pow()
+                self.helpers.add("nk_powi")
+                a, b = cast(left, rkey), cast(right, "int64")
+                return CExpr(f"nk_powi({a.code}, {b.code})", rkey, sig.return_type, PRIMARY, False, pure, deps)
             if is_float(akey):
                 fname = "powf" if akey == "float32" else "pow"
                 a, b = cast(left, akey), cast(right, akey)
                 return CExpr(f"{fname}({a.code}, {b.code})", akey, sig.return_type, PRIMARY, False, pure, deps)
-            if is_int(akey) and akey.startswith("int"):
+            if is_int(akey):
                 self.helpers.add("nk_ipow")
                 a, b = cast(left, "int64"), cast(right, "int64")
-                return CExpr(f"nk_ipow({a.code}, {b.code})", "int64", sig.return_type, PRIMARY, nonneg, pure, deps)
-            raise self.src.error(node, f"** on {akey} is not supported", hint="** on floats or signed integers")
+                e = CExpr(f"nk_ipow({a.code}, {b.code})", "int64", sig.return_type, PRIMARY, nonneg, pure, deps)
+                return e if rkey == "int64" else cast(e, rkey, sig.return_type)
+            raise self.src.error(node, f"** on {akey} is not supported", hint="** on numbers")
         if op in ("<<", ">>"):
             left = cast(left, akey)
             right = cast(right, akey) if right.literal is None else right
@@ -319,7 +355,11 @@ class ExprMixin:
             op, fn = CMPOPS.get(type(opnode), (None, None))
             if op is None:
                 raise self.src.error(node, "unsupported comparison", hint="< <= > >= == != (not `is`/`in`)")
-            right = self.expr(right_node)
+            if i == 0:
+                right = self.expr(right_node)
+            else:
+                with self.no_hoist():
+                    right = self.expr(right_node)
             if i + 1 < len(node.ops) and not right.pure:
                 raise self.src.error(right_node, "a chained comparison evaluates this operand twice in C",
                                      hint="assign it to a variable first")
@@ -340,7 +380,9 @@ class ExprMixin:
 
     def _boolop(self, node, truth):
         op, prec = ("&&", LAND) if isinstance(node.op, ast.And) else ("||", LOR)
-        vals = [self.cond(v) if truth else self.expr(v) for v in node.values]
+        first = self.cond(node.values[0]) if truth else self.expr(node.values[0])
+        with self.no_hoist():  # C (and Python) evaluate the other operands only if needed
+            vals = [first] + [self.cond(v) if truth else self.expr(v) for v in node.values[1:]]
         if not truth and not all(isinstance(v.nbt, types.Boolean) for v in vals):
             raise self.src.error(node, "`and`/`or` on non-boolean values return an operand in Python, not a bool",
                                  hint="use and/or on comparisons or in if/while tests")
@@ -349,7 +391,8 @@ class ExprMixin:
 
     def v_IfExp(self, node):
         test = self.cond(node.test)
-        a, b = self.expr(node.body), self.expr(node.orelse)
+        with self.no_hoist():
+            a, b = self.expr(node.body), self.expr(node.orelse)
         ctx = self.ctx
         t = ctx.unify_types(a.nbt, b.nbt)
         key = scalar_key(t)

@@ -282,7 +282,11 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                 self._nested(taken)
                 self.emit("}")
             return
-        test = self.cond(node.test)
+        if prefix == "if":
+            test = self.cond(node.test)
+        else:
+            with self.no_hoist():  # an elif test is evaluated after the previous branch's code
+                test = self.cond(node.test)
         self.emit(f"{prefix} ({test.code}) {{")
         self._nested(node.body)
         orelse = node.orelse
@@ -335,7 +339,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
     def s_While(self, node):
         if node.orelse:
             raise self.src.error(node, "while ... else is not supported", hint="a flag variable")
-        test = self.cond(node.test)
+        with self.no_hoist():  # evaluated before every iteration
+            test = self.cond(node.test)
         self.emit(f"while ({test.code}) {{")
         self._nested(node.body)
         self.emit("}")
@@ -666,6 +671,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             items = [self.arg_type(i, node) for i in v.items]
             return types.BaseTuple.from_types(items)
         if isinstance(v, Static):
+            from ..typing import static_type
+
             t = static_type(self.ctx, v.obj)
             if t is None:
                 raise self.src.error(node, f"numba has no type for {v.obj!r} as an argument")
@@ -684,34 +691,13 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                              hint="literals, module constants, functions and dtypes")
 
 
-def static_type(ctx, obj):
-    """numba's type of a compile-time object passed as an argument (a function, a dtype, a CUDA stub such as
-    ``cuda.atomic.add``, which numba types through the ``cuda`` module's attributes)."""
-    from numba import cuda
-    from numba.cuda import stubs
-
-    from ..typing import cuda_typing
-
-    with cuda_typing():
-        try:
-            return ctx.resolve_value_type(obj)
-        except Exception:  # noqa: BLE001 - stubs have no typeof: below
-            pass
-        if isinstance(obj, type) and issubclass(obj, stubs.Stub):
-            t = ctx.resolve_value_type(cuda)
-            for part in obj.__qualname__.split("."):
-                t = ctx.resolve_getattr(t, part) if t is not None else None
-            return t
-    return None
+def _global_names(fn, params) -> set:
+    """Names a function reads that it never assigns and that are not its parameters: globals and constants."""
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} - stored - set(params)
 
 
 def _identifiers(code: str) -> list[str]:
     import re
 
     return re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code)
-
-
-def _global_names(fn, params) -> set:
-    """Names a function reads that it never assigns and that are not its parameters: globals and constants."""
-    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} - stored - set(params)

@@ -42,6 +42,7 @@ class Unit:
         self.file_names = Namespace()
         self.local_names: set = set()      # every name claimed inside any function of the file
         self.active: list = []             # device functions being translated (a call back into one is recursion)
+        self.cooperative = False           # a grid-wide sync: the launcher launches cooperatively
 
     def file_name(self, want: str) -> str:
         """A file-scope C name (device function, constant) that no function's name can shadow."""
