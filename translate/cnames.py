@@ -11,6 +11,7 @@ C_NAMES = {
     "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
     "float32": "float", "float64": "double",
+    "float16": "__half", "complex64": "cuFloatComplex", "complex128": "cuDoubleComplex",
 }
 
 _INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
@@ -22,7 +23,7 @@ def scalar_key(t) -> str | None:
         t = t.literal_type
     if isinstance(t, types.Boolean):
         return "bool"
-    if isinstance(t, (types.Integer, types.Float)):
+    if isinstance(t, (types.Integer, types.Float, types.Complex)):
         return str(t)
     return None
 
@@ -49,8 +50,16 @@ def _promote_int(key: str) -> str:
     return key
 
 
+#: types whose C arithmetic is operator overloads (cuda_fp16.h, cuComplex.h), not C's conversions: mixed with
+#: another type, every operand is converted explicitly
+OVERLOADED = ("float16", "complex64", "complex128")
+
+
 def c_arith(a: str, b: str) -> str:
-    """C's usual arithmetic conversions for operand types ``a`` and ``b`` (as scalar keys)."""
+    """C's usual arithmetic conversions for operand types ``a`` and ``b`` (as scalar keys); ``"mixed"`` where one
+    is a type with overloaded operators and the other is not the same type (the caller converts both)."""
+    if a in OVERLOADED or b in OVERLOADED:
+        return a if a == b else "mixed"
     if "float64" in (a, b):
         return "float64"
     if "float32" in (a, b):

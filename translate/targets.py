@@ -68,12 +68,14 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
         first = {k: (v[0] if isinstance(v, (list, tuple)) else v) for k, v in constants.items()}
         obj = obj(**first)
     if _is_plain_function(obj):
+        _check_source(obj, module, attr)
         return KernelTarget(name, obj.__name__, None, obj, _qualname(obj), None, (), {})
     kernel = obj
     pyfunc = getattr(kernel, "py_func", None)
     if pyfunc is None:
         raise LookupError(f"'{name}' is neither a @cuda.jit kernel nor a Python function "
                           f"(it is {type(obj).__name__})")
+    _check_source(pyfunc, module, attr)
     if getattr(kernel, "targetoptions", {}).get("device"):
         raise LookupError(f"'{name}' is a device function (@cuda.jit(device=True)); translate the kernel that "
                           "calls it")
@@ -81,6 +83,36 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
     registry_name = _registered_as(kernel)
     return KernelTarget(name, pyfunc.__name__, kernel, pyfunc, _qualname(pyfunc), registry_name,
                         tuple(getattr(kernel, _SIGNATURES_ATTR, ())), consts)
+
+
+def _check_source(pyfunc, module, attr):
+    """A located TranslationError (at the module line that binds the kernel) for a kernel without source."""
+    from .codegen.stmts import NoSource, parse_function
+
+    try:
+        parse_function(pyfunc)
+    except NoSource as e:
+        raise _module_error(module, attr.split(".")[-1], str(e)) from None
+
+
+def _module_error(module, name, message):
+    """A TranslationError located where ``module`` assigns ``name`` (its first assignment)."""
+    import ast
+    import inspect
+
+    from .errors import TranslationError
+
+    filename = getattr(module, "__file__", None) or "<unknown>"
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError):
+        return TranslationError(message, filename=filename)
+    lines = source.splitlines()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            return TranslationError(message, filename=filename, line=node.lineno, col=node.col_offset,
+                                    source_line=lines[node.lineno - 1], width=len(name))
+    return TranslationError(message, filename=filename)
 
 
 def _is_plain_function(obj) -> bool:

@@ -39,6 +39,8 @@ class TypedFunction:
     #: for a name whose SSA versions have types that do not merge: where each type is stored and read (by source
     #: line) and where numba converts one version into another (the copies that its phi nodes become)
     retyped: dict[str, "Versions"] = field(default_factory=dict)
+    #: locals numba types as a literal (a single assignment of a constant, e.g. ``N = 100``): name -> value
+    literals: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -202,7 +204,10 @@ def type_function(pyfunc, argtypes: tuple, return_type=types.void) -> TypedFunct
         else:
             merged[name] = t
     retyped = _version_lines(cres.type_annotation.blocks, typemap, set(conflicts)) if conflicts else {}
-    return TypedFunction(pyfunc, tuple(argtypes), restype, merged, conflicts, retyped)
+    literals = {name: ts[0].literal_value for name, ts in versions.items()
+                if len(ts) == 1 and isinstance(ts[0], types.Literal)
+                and isinstance(ts[0].literal_value, (int, float, bool))}
+    return TypedFunction(pyfunc, tuple(argtypes), restype, merged, conflicts, retyped, literals)
 
 
 def _unliteral(t):

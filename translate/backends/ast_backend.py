@@ -29,6 +29,11 @@ def generate(request: KernelRequest, **options) -> DeviceCode:
         lines.append("template <" + ", ".join(f"int {t}" for t in request.template_params) + ">")
     lines.append(kernel_declaration(request))
     lines += ["{"] + body + ["}"]
+    text = "\n".join(lines)
+    if "__half" in text:
+        unit.helpers.add("nk_fp16")
+    if "ComplexFloat" in text or "cuFloatComplex" in text or "cuDoubleComplex" in text:
+        unit.helpers.add("nk_complex")
     return DeviceCode(
         code="\n".join(lines) + "\n",
         helpers=tuple(sorted(unit.helpers)),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cnames import c_name, is_int, scalar_key
-from .cexpr import ADD, MUL, PRIMARY, CExpr, TupleVal, paren
+from .cexpr import ADD, MUL, PRIMARY, CExpr, TupleVal, cast, paren
 
 
 @dataclass
@@ -58,7 +58,9 @@ def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None)
     for d, (inode, i) in enumerate(zip(idx_nodes, values)):
         if not isinstance(i, CExpr):
             raise tr.src.error(inode, "array indices must be integers", hint="int(...) the index")
-        if not is_int(i.key) and not is_int(scalar_key(i.nbt)):
+        if i.key in ("float32", "float64"):  # numba typed it: an atomic's index, converted like numba's fptosi
+            i = cast(i, "int64")
+        elif not is_int(i.key) and not is_int(scalar_key(i.nbt)):
             raise tr.src.error(inode, "array indices must be integers", hint="int(...) the index")
         i = _wrapped(tr, info, d, i, inode)
         idxs.append(i)
@@ -67,8 +69,9 @@ def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None)
         code = info.name + "".join(f"[{i.code}]" for i in idxs)
         return CExpr(code, info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
     if info.strides:
-        terms = [f"{paren(i, MUL)} * {st.code}" for i, st in zip(idxs, info.strides)]
-        return CExpr(f"{info.name}[{' + '.join(terms)}]", info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
+        terms = [f"{paren(i, MUL)} * {st.code}" for i, st in zip(idxs, info.strides) if i.literal != 0]
+        return CExpr(f"{info.name}[{' + '.join(terms) or '0'}]", info.key, elem_nbt, PRIMARY,
+                     pure=all(i.pure for i in idxs))
     off = idxs[0]
     for d in range(1, info.ndim):
         ext = info.extents[d]
@@ -116,6 +119,8 @@ def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: as
                 raise tr.src.error(dnode, "shared and local array shapes must be compile-time integer constants",
                                    hint="literals, module-level constants or specialization constants (tw)")
             e = tr.expr(dnode)
+            if isinstance(dnode, ast.Name) and dnode.id in tr.typed.literals:  # a local: C needs the constant
+                e = CExpr(str(value), "int64", e.nbt)
             exts.append(CExpr(e.code, e.key, e.nbt, e.prec, True, literal=value))
     else:
         for value in whole:

@@ -31,6 +31,9 @@ MATH_BOOL = {"isnan", "isinf", "isfinite"}
 FAST_F32 = {"sin": "__sinf", "cos": "__cosf", "tan": "__tanf", "exp": "__expf", "log": "__logf",
             "log2": "__log2f", "log10": "__log10f", "pow": "__powf", "tanh": "nk_fast_tanhf"}
 
+#: the module of numba-cuda's cuda.fp16 functions (bindings of cuda_fp16.h)
+FP16_BINDINGS = "numba.cuda._internal.cuda_fp16"
+
 _SUPPORTED_CALLS = ("cuda.grid/gridsize/syncthreads*/shfl_*_sync/ballot_sync/syncwarp/atomic.*, "
                     "cuda.shared.array/cuda.local.array (assigned to a name), math.*, min/max/abs/len, "
                     "numbakern.vector_io.vload4/vstore4 (as statements), "
@@ -64,6 +67,8 @@ class BuiltinsMixin:
             return intrinsics.call(self, obj, node)
         if obj in ATOMICS:
             return atomic(self, obj, node)
+        if getattr(obj, "__module__", None) == FP16_BINDINGS:
+            return self._fp16(obj, node)
         if obj is math.__dict__.get(getattr(obj, "__name__", ""), None) and obj.__name__ in MATH:
             return self._math(obj, node)
         if obj in (_py.min, _py.max):
@@ -160,6 +165,16 @@ class BuiltinsMixin:
         if key.startswith("uint"):
             return a
         return CExpr(f"{fname}({a.code})", key, sig.return_type, PRIMARY, True, a.pure, a.deps)
+
+    def _fp16(self, obj, node):
+        """``cuda.fp16.*``: numba-cuda binds these to cuda_fp16.h's functions of the same name (``hadd`` is
+        ``__hadd``)."""
+        args = self._args(node)
+        sig = self.resolve(obj, [a.nbt for a in args], node)
+        args = [cast(a, scalar_key(t)) for a, t in zip(args, sig.args)]
+        self.helpers.add("nk_fp16")
+        return CExpr(f"{obj.__name__}({', '.join(a.code for a in args)})", scalar_key(sig.return_type),
+                     sig.return_type, PRIMARY, pure=all(a.pure for a in args))
 
     def _round(self, node):
         args = self._args(node)

@@ -55,9 +55,24 @@ def cast(e: CExpr, key: str, nbt=None) -> CExpr:
             return CExpr(float_literal(float(e.literal), f32=True), key, nbt or e.nbt, literal=e.literal, nonneg=e.nonneg)
         if key == "float64" and isinstance(e.literal, (int, float)):
             return CExpr(float_literal(float(e.literal)), key, nbt or e.nbt, literal=e.literal, nonneg=e.nonneg)
+    if key in ("complex64", "complex128"):
+        return _to_complex(e, key, nbt)
     # an unsigned value is never negative: numba does not wrap an unsigned index around, and neither does the C
     unsigned = key.startswith("uint")
     return CExpr(f"({c_name(key)}){paren(e, UNARY)}", key, nbt or e.nbt, UNARY, e.nonneg or unsigned, e.pure, e.deps)
+
+
+def _to_complex(e: CExpr, key: str, nbt) -> CExpr:
+    """A number as a cuComplex value: real -> (x, 0), complex64 <-> complex128 elementwise (as numba converts)."""
+    if e.key == "complex64" and key == "complex128":
+        return CExpr(f"cuComplexFloatToDouble({e.code})", key, nbt or e.nbt, PRIMARY, pure=e.pure)
+    if e.key == "complex128" and key == "complex64":
+        return CExpr(f"cuComplexDoubleToFloat({e.code})", key, nbt or e.nbt, PRIMARY, pure=e.pure)
+    part = "float32" if key == "complex64" else "float64"
+    real = cast(e, part)
+    zero = float_literal(0.0, f32=part == "float32")
+    maker = "make_cuFloatComplex" if key == "complex64" else "make_cuDoubleComplex"
+    return CExpr(f"{maker}({real.code}, {zero})", key, nbt or e.nbt, PRIMARY, pure=e.pure)
 
 
 #: infinities and NaN by their bits: NVRTC has no INFINITY/NAN macros (no host headers), and these are what numba

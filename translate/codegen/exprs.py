@@ -171,6 +171,8 @@ class ExprMixin:
                 return v if isinstance(v, (int, float, bool, np.integer, np.floating, tuple)) else None
             if node.id in self.template_consts:
                 return self.template_consts[node.id]
+            if node.id in self.typed.literals and node.id not in self.params:  # `N = 100`: a constant to numba
+                return self.typed.literals[node.id]
             if node.id in self.scalars or node.id in self.arrays or node.id in self.aliases:
                 return None
             found, obj = self.lookup_global(node.id)
@@ -421,18 +423,23 @@ class ExprMixin:
         return sig
 
     def dtype_key(self, node, where):
-        v = self.value(node)
-        obj = v.obj if isinstance(v, Static) else None
+        """The scalar key of a dtype argument: a numpy or numba type, or a string (``"int32"``)."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            obj = node.value
+        else:
+            v = self.value(node)
+            obj = v.obj if isinstance(v, Static) else None
         key = None
         if isinstance(obj, types.Type):
-            key = scalar_key(obj)
+            key = self.scalar_key(obj)
         elif obj is not None:
             try:
-                key = scalar_key(getattr(types, str(np.dtype(obj))))
-            except Exception:
+                key = self.scalar_key(getattr(types, str(np.dtype(obj))))
+            except Exception:  # noqa: BLE001 - not a dtype: the error below
                 key = None
         if key is None:
-            raise self.src.error(node, "unsupported dtype", hint="np.float32, np.float64, np.int32, ... (numpy types)")
+            raise self.src.error(node, f"unsupported dtype {obj!r}",
+                                 hint="np.float32, np.float64, np.int32, ... (numpy or numba types, or their names)")
         return key
 
     def lookup_global(self, name):

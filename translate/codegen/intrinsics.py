@@ -77,7 +77,8 @@ def _bits(tr, obj, node):
         raise tr.src.error(node, f"cuda.{obj.__name__} takes an integer, got {a.key}")
     bits, name = _BITS[a.key], obj.__name__
     rkey = tr.scalar_key(sig.return_type)
-    narrow = f"({c_name(f'uint{bits}')}){paren(a, 15)}" if bits < 32 else a.code  # zero-extended, as numba
+    # 8/16-bit values are zero-extended, as numba's ctpop/ctlz of their own width see them
+    narrow = f"({c_name(f'uint{bits}')}){paren(a, 15)}" if bits < 32 and not a.key.startswith("u") else a.code
     if name == "popc":
         e = CExpr(f"__popcll({a.code})" if bits == 64 else f"__popc({narrow})", "int32", sig.return_type)
     elif name == "clz":

@@ -22,13 +22,24 @@ _STMT_HINT = ("assignments (also tuple unpacking and augmented), if/elif/else, f
               "break, continue, return, expression statements (calls)")
 
 
+class NoSource(Exception):
+    """A function whose Python source cannot be read (made by exec/eval, a lambda, a builtin)."""
+
+
 def parse_function(pyfunc) -> tuple[ast.FunctionDef, SourceInfo]:
-    lines, first = inspect.getsourcelines(pyfunc)
+    try:
+        lines, first = inspect.getsourcelines(pyfunc)
+    except (OSError, TypeError) as e:
+        raise NoSource(f"'{getattr(pyfunc, '__name__', pyfunc)}' has no Python source file (a function made by "
+                       "exec() or eval() of a string, or a builtin): translate reads a kernel's source") from e
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
     tree = ast.parse(dedented)
-    fn = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    fn = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if fn is None:
+        raise NoSource(f"'{pyfunc.__name__}' is not a def (a lambda?): translate reads a kernel's source; "
+                       "write it with def")
     filename = inspect.getsourcefile(pyfunc) or "<unknown>"
     return fn, SourceInfo(filename, dedented.splitlines(), first, indent)
 
@@ -626,10 +637,13 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         vals = [self.value(a) for a in node.args]
         argtypes = [self.arg_type(v, a) for v, a in zip(vals, node.args)]
         sig = self.resolve(fnobj if fnobj is not None else pyfunc, argtypes, node)
-        names = [a.arg for a in parse_function(pyfunc)[0].args.args]
+        try:
+            fn = parse_function(pyfunc)[0]
+        except NoSource as e:
+            raise self.src.error(node, str(e)) from None
+        names = [a.arg for a in fn.args.args]
         if len(names) != len(vals):
             raise self.src.error(node, f"'{pyfunc.__name__}' takes {len(names)} arguments, {len(vals)} given")
-        fn = parse_function(pyfunc)[0]
         static_names = {p for p, t in zip(names, sig.args) if is_static_type(t)} | _global_names(fn, names)
         bound, runtime = {}, []
         for pname, v, t, a in zip(names, vals, sig.args, node.args):

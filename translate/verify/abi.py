@@ -22,6 +22,7 @@ SCALAR_CTYPES: dict[str, Any] = {
     "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
     "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
     "float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
+    "float16": ctypes.c_uint16,  # a __half by value: its bits
 }
 #: the trailing launch parameters every launcher takes
 LAUNCH_CTYPES = [ctypes.c_uint] * 6 + [ctypes.c_size_t, ctypes.c_void_p]
@@ -163,7 +164,10 @@ def call_args(
         else:
             if isinstance(a, np.ndarray):
                 raise AbiError(f"{launcher['symbol']}: '{p.name}' is a scalar parameter, got an array")
-            out.append(bool(a) if p.dtype == "bool" else (float(a) if p.dtype.startswith("float") else int(a)))
+            if p.dtype == "float16":
+                out.append(int(np.array(a, dtype=np.float16).view(np.uint16)))
+            else:
+                out.append(bool(a) if p.dtype == "bool" else (float(a) if p.dtype.startswith("float") else int(a)))
     return out + [*_triple(grid), *_triple(block), int(shared_bytes), ctypes.c_void_p(int(stream) or None)]
 
 
