@@ -29,7 +29,60 @@ def scalar_key(t) -> str | None:
 
 
 def c_name(key: str) -> str:
+    if key.startswith("record:"):
+        return key[len("record:"):]
     return C_NAMES[key]
+
+
+# -- records ---------------------------------------------------------------------------------------------------
+def record_key(t) -> str | None:
+    """``record:<struct name>`` for a numba Record of scalar fields whose layout C reproduces (each field at its
+    natural alignment), else None."""
+    if not isinstance(t, types.Record):
+        return None
+    fields = sorted(t.fields.items(), key=lambda kv: kv[1].offset)
+    end = 0
+    for name, f in fields:
+        key = scalar_key(f.type)
+        if key is None or not name.isidentifier():
+            return None
+        size = _size(f.type)
+        if f.offset % size or f.offset < end:
+            return None  # a packed (unaligned) field: C cannot lay it out without a compiler extension
+        end = f.offset + size
+    return "record:nk_record_" + "_".join(name for name, _ in fields)
+
+
+def _size(t) -> int:
+    return getattr(t, "bitwidth", 8) // 8
+
+
+def record_members(t) -> list[tuple]:
+    """The C struct's members in order: (field name, numba type) or (None, padding bytes)."""
+    out, end = [], 0
+    for field, f in sorted(t.fields.items(), key=lambda kv: kv[1].offset):
+        if f.offset > end:
+            out.append((None, f.offset - end))
+        out.append((field, f.type))
+        end = f.offset + _size(f.type)
+    if t.size > end:
+        out.append((None, t.size - end))
+    return out
+
+
+def record_struct(t) -> str:
+    """The C struct of a numba Record (see ``record_key``), padded to numba's offsets and size."""
+    name = record_key(t)[len("record:"):]
+    lines, pad = [f"struct {name} {{"], 0
+    for field, ty in record_members(t):
+        if field is None:
+            lines.append(f"    unsigned char pad{pad}[{ty}];")
+            pad += 1
+        else:
+            lines.append(f"    {c_name(scalar_key(ty))} {field};")
+    lines.append("};")
+    lines.append(f'static_assert(sizeof({name}) == {t.size}, "the layout of numba\'s record");')
+    return "\n".join(lines)
 
 
 def is_int(key: str | None) -> bool:

@@ -151,6 +151,7 @@ def build_request(tgt, signature, constants):
     from .backends import KernelRequest, ParamSpec
     from .codegen.stmts import parse_function
     from .typing import SignatureError, parse_signature, signature_text, type_function
+    from .codegen.arrays import aliased_arrays
     from .writes import written_arrays
 
     sig = signature or (tgt.signatures[0] if tgt.signatures else None)
@@ -185,7 +186,7 @@ def build_request(tgt, signature, constants):
         first = "\n".join(str(e).strip().splitlines()[:12])
         raise src.error(fn, f"numba could not type the kernel for {sig}:\n{first}") from None
     array_names = {n for n, t in zip(names, argtypes) if isinstance(t, types.Array)}
-    written = written_arrays(fn, array_names)
+    written = written_arrays(fn, array_names) | aliased_arrays(fn, array_names)
     kernel_c = cnames.kernel_cname(tgt.name)
     _, named = cnames.param_cnames(kernel_c, [(n, t.ndim if isinstance(t, types.Array) else 0,
                                               isinstance(t, types.Array) and t.layout != "C")
@@ -193,7 +194,15 @@ def build_request(tgt, signature, constants):
                                    reserved={*cnames.LAUNCHER_PARAMS, *template_params})
     params = []
     for n, t, (c, extents, strides) in zip(names, argtypes, named):
-        if isinstance(t, types.Array):
+        if isinstance(t, types.Array) and isinstance(t.dtype, types.Record):
+            key = cnames.record_key(t.dtype)
+            if key is None:
+                raise src.error(fn, f"argument '{n}' is an array of records whose layout C cannot reproduce "
+                                f"({t.dtype})", hint="records of number fields, each at its natural alignment")
+            params.append(ParamSpec(n, "array", "record", t.ndim, const=n not in written, layout=t.layout, cname=c,
+                                    extents=extents, strides=strides, ctype=cnames.c_name(key),
+                                    record=_record_layout(t.dtype)))
+        elif isinstance(t, types.Array):
             params.append(ParamSpec(n, "array", str(t.dtype), t.ndim, const=n not in written, layout=t.layout,
                                     cname=c, extents=extents, strides=strides))
         else:
@@ -204,6 +213,12 @@ def build_request(tgt, signature, constants):
         params=tuple(params), template_params=template_params, instantiations=insts or ({},),
         pyfunc=pyfunc, typed=typed, kernel_cname=kernel_c,
     )
+
+
+def _record_layout(t) -> tuple:
+    """(itemsize, ((field, dtype, offset), ...)) of a numba Record: the launcher ABI's description of it."""
+    return t.size, tuple((name, str(f.type), f.offset) for name, f in sorted(t.fields.items(),
+                                                                           key=lambda kv: kv[1].offset))
 
 
 def _instantiated_pyfunc(tgt, template_params, insts, src, fn):

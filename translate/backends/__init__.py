@@ -40,6 +40,7 @@ class ParamSpec:
     ctype: str = ""      # C element / scalar type ("" = from dtype)
     extents: tuple = ()  # C names of the extents ("" = <cname>_shape<d>) and of the strides (<cname>_stride<d>)
     strides: tuple = ()
+    record: tuple = ()   # dtype "record": (itemsize, ((field, dtype, offset), ...)), its C struct is ctype
 
     @property
     def c(self) -> str:
@@ -54,6 +55,8 @@ class ParamSpec:
             out = {"name": self.name, "kind": "array", "dtype": self.dtype, "ndim": self.ndim, "const": self.const}
             if self.strided:
                 out["layout"] = self.layout
+            if self.record:
+                out["record"] = {"itemsize": self.record[0], "fields": [list(f) for f in self.record[1]]}
             return out
         return {"name": self.name, "kind": "scalar", "dtype": self.dtype}
 

@@ -168,3 +168,87 @@ def call_args(tr, info: ArrayInfo, want, node) -> list[str]:
         else:  # C-contiguous: the stride of a dimension is the product of the extents after it
             out += [" * ".join(e.code for e in info.extents[d + 1:]) or "1" for d in range(info.ndim)]
     return out
+
+
+# -- arrays that name other arrays ------------------------------------------------------------------------------
+def alias_names(fn, array_locals: set) -> set:
+    """Array-typed locals that only ever name another array (``data = buf_0`` / ``data = buf_1``): a C pointer
+    with its extents, assigned where Python assigns the name."""
+    values: dict = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values.setdefault(node.targets[0].id, []).append(node.value)
+    return {n for n in array_locals if n in values and all(isinstance(v, ast.Name) for v in values[n])}
+
+
+def aliased_arrays(fn, array_params: set) -> set:
+    """The array parameters that some local array name is assigned (conservatively written: the kernel may write
+    through the name)."""
+    out = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in array_params and \
+                all(isinstance(t, ast.Name) for t in node.targets):
+            out.add(node.value.id)
+    return out
+
+
+def alias_info(tr, name: str, cname: str, nbt) -> ArrayInfo:
+    """The C variables of an array alias: ``T *data`` and ``int64_t data_shape0`` (and strides for a layout that is
+    not C-contiguous)."""
+    from numba.cuda import types
+
+    stem = cname.rstrip("_")
+    ext = [CExpr(tr.names.claim(f"{stem}_shape{d}"), "int64", types.int64, nonneg=True) for d in range(nbt.ndim)]
+    st = [CExpr(tr.names.claim(f"{stem}_stride{d}"), "int64", types.int64) for d in range(nbt.ndim)] \
+        if nbt.layout != "C" else None
+    return ArrayInfo(cname, "alias", tr.scalar_key(nbt.dtype), nbt.ndim, ext, nbt, st)
+
+
+def alias_declarations(info: ArrayInfo) -> list[str]:
+    lines = [f"{c_name(info.key)} *{info.name};"]
+    lines += [f"int64_t {e.code};" for e in info.extents]
+    lines += [f"int64_t {s.code};" for s in info.strides or ()]
+    return lines
+
+
+def alias_assignment(tr, info: ArrayInfo, src: ArrayInfo, node) -> list[str]:
+    if src.extents is None or src.kind not in ("param", "alias"):
+        raise tr.src.error(node, "an array name can name a kernel argument or another such name only",
+                           hint="index the array directly")
+    if src.key != info.key or src.ndim != info.ndim:
+        raise tr.src.error(node, f"'{src.name}' is not an array of the same dtype and dimensions")
+    lines = [f"{info.name} = {src.name};"] + [f"{e.code} = {s.code};" for e, s in zip(info.extents, src.extents)]
+    if info.strides:
+        strides = [s.code for s in src.strides] if src.strides else \
+            [" * ".join(e.code for e in src.extents[d + 1:]) or "1" for d in range(src.ndim)]
+        lines += [f"{s.code} = {v};" for s, v in zip(info.strides, strides)]
+    return lines
+
+
+# -- cuda.const.array_like --------------------------------------------------------------------------------------
+def const_array(tr, name: str, value, node) -> ArrayInfo:
+    """``cuda.const.array_like(ARR)`` of a module-level numpy array: a ``__constant__`` array at file scope with
+    the array's elements in memory order (numba copies them into constant memory when it compiles the kernel);
+    indexed with its strides when it is not C-contiguous."""
+    import numpy as np
+    from numba.cuda import types
+
+    if not isinstance(value, np.ndarray):
+        raise tr.src.error(node, "cuda.const.array_like takes a numpy array defined at module level")
+    from numba.cuda.np.numpy_support import from_dtype
+
+    try:
+        dtype = from_dtype(value.dtype)
+    except Exception:  # noqa: BLE001 - a dtype numba has no type for
+        raise tr.src.error(node, f"constant arrays of dtype {value.dtype} are not supported") from None
+    key = tr.scalar_key(dtype)
+    if key is None:
+        raise tr.src.error(node, f"constant arrays of dtype {value.dtype} (records) are not supported",
+                           hint="a constant array of numbers")
+    c, layout = tr.unit.const_array(tr.pyfunc.__globals__, name, key, value)
+    ext = [CExpr(str(n), "int64", types.literal(int(n)), nonneg=True, literal=int(n)) for n in value.shape]
+    strides = None
+    if layout != "C":
+        strides = [CExpr(str(s // value.itemsize), "int64", types.int64, literal=s // value.itemsize)
+                   for s in value.strides]
+    return ArrayInfo(c, "const", key, value.ndim, ext, types.Array(dtype, value.ndim, layout), strides)

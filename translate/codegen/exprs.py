@@ -207,6 +207,8 @@ class ExprMixin:
 
     def v_Attribute(self, node):
         base = self.value(node.value)
+        if isinstance(base, CExpr) and isinstance(base.nbt, types.Record):
+            return self.record_field(base, node.attr, node)
         if isinstance(base, arrays.ArrayInfo):
             return self.array_attr(base, node)
         if isinstance(base, Static):
@@ -223,6 +225,15 @@ class ExprMixin:
             return Static(sub)
         raise self.src.error(node, f"attribute '{node.attr}' is not supported here",
                              hint="x.shape / x.size / x.ndim of arrays, cuda.threadIdx.x and the like")
+
+    def record_field(self, rec: CExpr, field, node) -> CExpr:
+        """``r["s0"]`` / ``r.s0`` of a record value: the struct member."""
+        fields = rec.nbt.fields
+        if not isinstance(field, str) or field not in fields:
+            raise self.src.error(node, f"the record has no field {field!r}",
+                                 hint=f"one of {', '.join(fields)} (a constant string)")
+        t = fields[field].type
+        return CExpr(f"{paren(rec, PRIMARY)}.{field}", self.scalar_key(t), t, PRIMARY, pure=rec.pure)
 
     def array_attr(self, info, node):
         if node.attr == "shape":
@@ -241,6 +252,8 @@ class ExprMixin:
 
     def v_Subscript(self, node):
         base = self.value(node.value)
+        if isinstance(base, CExpr) and isinstance(base.nbt, types.Record):
+            return self.record_field(base, _str_constant(node.slice), node)
         if isinstance(base, TupleVal):
             i = self.const_value(node.slice)
             if not isinstance(i, int) or not -len(base.items) <= i < len(base.items):
@@ -454,9 +467,21 @@ class ExprMixin:
         return False, None
 
     def scalar_key(self, t):
-        return scalar_key(t)
+        """The C type key of a numba type that is a C value: a number, a bool, or a record (a C struct)."""
+        key = scalar_key(t)
+        if key is None:
+            from ..cnames import record_key
+
+            key = record_key(t)
+            if key is not None:
+                self.unit.records.setdefault(key, t)
+        return key
 
 
 def _number_tuple(obj) -> bool:
     return isinstance(obj, tuple) and len(obj) > 0 and all(
         isinstance(v, (int, float, bool, np.integer, np.floating)) for v in obj)
+
+
+def _str_constant(node):
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None

@@ -120,6 +120,12 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in self.params \
                     and node.id not in self.local_c:
                 self.local_c[node.id] = self.names.claim(node.id)
+        array_locals = {n for n, t in self.typed.var_types.items()
+                        if isinstance(t, types.Array) and n in self.local_c and n not in self.typed.conflicts}
+        self.array_aliases = {n: arrays.alias_info(self, n, self.local_c[n], self.var_type(n))
+                              for n in sorted(arrays.alias_names(self.fn, array_locals))}
+        for n, info in self.array_aliases.items():
+            self.arrays[n] = info
         self.retyped: dict = {}
         for name in self.typed.retyped:
             if name in self.local_c:
@@ -141,6 +147,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             return [f"{c_name(v.key)} {v.cname};" for vs in self.retyped[name].values() for v in variables.flat(vs)]
         if name in self.tuple_vars:
             return [f"{c_name(v.key)} {v.cname};" for v in self.tuple_vars[name]]
+        if name in self.array_aliases:
+            return arrays.alias_declarations(self.array_aliases[name])
         return [f"{c_name(self.scalars[name])} {self.cname(name)};"]
 
     def cname(self, name):
@@ -204,7 +212,7 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                 isinstance(body[0].value.value, str):
             body = body[1:]
         self._check_loop_vars(body)
-        declarable = {n for n in (*self.scalars, *self.retyped, *self.tuple_vars)
+        declarable = {n for n in (*self.scalars, *self.retyped, *self.tuple_vars, *self.array_aliases)
                       if n not in self.params and n not in self.loop_vars}
         self.plan = scope.plan(body, declarable)
         self.block(body)
@@ -441,9 +449,20 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
     def _assign(self, target, value_node, stmt):
         if isinstance(target, ast.Tuple):
             return self._unpack(target, value_node, stmt)
-        if isinstance(target, ast.Subscript):
+        if isinstance(target, ast.Subscript) or isinstance(target, ast.Attribute):
             base = self.value(target.value)
-            if not isinstance(base, arrays.ArrayInfo):
+            if isinstance(base, CExpr) and isinstance(base.nbt, types.Record):  # x[i]["s0"] = v, x[i].s0 = v
+                field = target.attr if isinstance(target, ast.Attribute) else (
+                    target.slice.value if isinstance(target.slice, ast.Constant) else None)
+                if isinstance(target.value, ast.Subscript):
+                    arr = self.value(target.value.value)
+                    if isinstance(arr, arrays.ArrayInfo):
+                        self.mark_written(arr.name)
+                lhs = self.record_field(base, field, target)
+                rhs = self.expr(value_node)
+                self.emit(f"{lhs.code} = {self._store_value(cast(rhs, lhs.key), lhs.key).code};")
+                return
+            if not isinstance(base, arrays.ArrayInfo) or isinstance(target, ast.Attribute):
                 raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")
             self.mark_written(base.name)
             lhs = arrays.element(self, base, target.slice, target)
@@ -525,12 +544,29 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         return rhs
 
     def _assign_array(self, name, value_node, stmt, target_node):
-        if name in self.arrays:
+        if name in self.arrays and name not in self.array_aliases:
             raise self.src.error(target_node, f"the array name '{name}' is assigned twice",
                                  hint="one name per array")
+        if name in self.array_aliases:
+            info = self.array_aliases[name]
+            if (id(stmt), name) in self.plan.inline:
+                for line in arrays.alias_declarations(info):
+                    self.emit(line)
+            for line in arrays.alias_assignment(self, info, self.value(value_node), value_node):
+                self.emit(line)
+            return
         if isinstance(value_node, ast.Call):
             f = self.value(value_node.func)
             from numba import cuda
+            if isinstance(f, Static) and f.obj is cuda.const.array_like:
+                if len(value_node.args) != 1 or value_node.keywords:
+                    raise self.src.error(value_node, "cuda.const.array_like takes one module-level numpy array")
+                src = value_node.args[0]
+                found, arr = self.lookup_global(src.id) if isinstance(src, ast.Name) else (False, None)
+                if not found:
+                    raise self.src.error(src, "cuda.const.array_like takes a numpy array defined at module level")
+                self.arrays[name] = arrays.const_array(self, src.id, arr, value_node)
+                return
             if isinstance(f, Static) and f.obj in (cuda.shared.array, cuda.local.array):
                 kw = {k.arg: k.value for k in value_node.keywords}
                 unknown = sorted(set(kw) - {"shape", "dtype", "alignment"})

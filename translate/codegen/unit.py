@@ -43,6 +43,8 @@ class Unit:
         self.local_names: set = set()      # every name claimed inside any function of the file
         self.active: list = []             # device functions being translated (a call back into one is recursion)
         self.cooperative = False           # a grid-wide sync: the launcher launches cooperatively
+        self.const_arrays: list = []       # (C name, scalar key, elements in memory order): __constant__ arrays
+        self.records: dict = {}            # record key -> numba Record: a C struct each
 
     def file_name(self, want: str) -> str:
         """A file-scope C name (device function, constant) that no function's name can shadow."""
@@ -57,6 +59,21 @@ class Unit:
         if k not in self.const_cnames:
             self.const_cnames[k] = self.file_name(name)
             self.module_consts[self.const_cnames[k]] = (key, value)
+        return self.const_cnames[k]
+
+    def const_array(self, globals_, name, key, value) -> tuple[str, str]:
+        """The file-scope ``__constant__`` array for module array ``name`` -> (C name, numba layout)."""
+        import numpy as np
+
+        k = (id(globals_), name, "array")
+        if k not in self.const_cnames:
+            layout = "C" if value.flags.c_contiguous else ("F" if value.flags.f_contiguous else "A")
+            flat = np.asarray(value).ravel(order="K" if layout != "A" else "C")
+            if layout == "A":  # a view: numba copies it into a C-contiguous constant array
+                layout = "C"
+            cname = self.file_name(name)
+            self.const_cnames[k] = (cname, layout)
+            self.const_arrays.append((cname, key, flat))
         return self.const_cnames[k]
 
     def device_function(self, pyfunc, sig, bound: dict, node, src) -> DeviceFn:
@@ -99,8 +116,16 @@ class Unit:
         return dev
 
     def prelude(self) -> list[str]:
-        """The device functions, in the order they were first called."""
-        lines = []
+        """The constant arrays, then the device functions in the order they were first called."""
+        from .cexpr import float_literal
+
+        from ..cnames import record_struct
+
+        lines = [record_struct(t) + "\n" for t in self.records.values()]
+        for cname, key, flat in self.const_arrays:
+            lines.append(f"__constant__ {c_name(key)} {cname}[{max(len(flat), 1)}] = {{{_elements(key, flat)}}};")
+        if self.const_arrays:
+            lines.append("")
         for _, dev in self.device_order:
             lines += dev.code + [""]
         return lines
@@ -139,3 +164,41 @@ def needs_value(fn, name: str, static_names: set) -> bool:
             if name in used and used <= static_names:
                 return True
     return False
+
+
+def _field_key(dtype) -> str:
+    from numba.cuda.np.numpy_support import from_dtype
+
+    from ..cnames import scalar_key
+
+    return scalar_key(from_dtype(dtype))
+
+
+def _elements(key, flat) -> str:
+    """A C initializer list for constant array elements (an empty array gets one unused zero)."""
+    import numpy as np
+
+    from .cexpr import float_literal
+
+    if len(flat) == 0:
+        return "0" if not key.startswith("record:") else "{}"
+    if key.startswith("record:"):
+        from numba.cuda.np.numpy_support import from_dtype
+
+        from ..cnames import record_members
+
+        members = record_members(from_dtype(flat.dtype))
+        return ", ".join("{" + ", ".join("{0}" if n is None else _elements(_field_key(flat.dtype.fields[n][0]),
+                                                                            np.array([v[n]]))
+                                          for n, _ in members) + "}" for v in flat)
+    if key in ("complex64", "complex128"):
+        f32 = key == "complex64"
+        return ", ".join(f"{{{float_literal(float(v.real), f32)}, {float_literal(float(v.imag), f32)}}}" for v in flat)
+    if key in ("float32", "float64"):
+        return ", ".join(float_literal(float(v), key == "float32") for v in flat)
+    if key == "bool":
+        return ", ".join("true" if v else "false" for v in flat)
+    if key == "float16":
+        return ", ".join(f"__half_raw{{{int(v.view('uint16'))}}}" for v in flat)
+    suffix = {"int64": "LL", "uint64": "ULL", "uint32": "u"}.get(key, "")
+    return ", ".join(f"{int(v)}{suffix}" for v in flat)
