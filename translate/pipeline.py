@@ -151,7 +151,7 @@ def build_request(tgt, signature, constants):
     from .backends import KernelRequest, ParamSpec
     from .codegen.stmts import parse_function
     from .typing import SignatureError, parse_signature, signature_text, type_function
-    from .codegen.arrays import aliased_arrays
+    from .codegen.arrays import indirectly_written
     from .writes import written_arrays
 
     sig = signature or (tgt.signatures[0] if tgt.signatures else None)
@@ -186,7 +186,7 @@ def build_request(tgt, signature, constants):
         first = "\n".join(str(e).strip().splitlines()[:12])
         raise src.error(fn, f"numba could not type the kernel for {sig}:\n{first}") from None
     array_names = {n for n, t in zip(names, argtypes) if isinstance(t, types.Array)}
-    written = written_arrays(fn, array_names) | aliased_arrays(fn, array_names)
+    written = written_arrays(fn, array_names) | indirectly_written(fn, array_names)
     kernel_c = cnames.kernel_cname(tgt.name)
     _, named = cnames.param_cnames(kernel_c, [(n, t.ndim if isinstance(t, types.Array) else 0,
                                               isinstance(t, types.Array) and t.layout != "C")

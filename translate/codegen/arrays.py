@@ -181,14 +181,19 @@ def alias_names(fn, array_locals: set) -> set:
     return {n for n in array_locals if n in values and all(isinstance(v, ast.Name) for v in values[n])}
 
 
-def aliased_arrays(fn, array_params: set) -> set:
-    """The array parameters that some local array name is assigned (conservatively written: the kernel may write
-    through the name)."""
+def indirectly_written(fn, array_params: set) -> set:
+    """Array parameters the kernel may write through another name (conservatively): those assigned to a local
+    name (``data = buf_0``) and those sliced into a call's argument (``atomic.cas(res[gid:], ...)``)."""
     out = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in array_params and \
                 all(isinstance(t, ast.Name) for t in node.targets):
             out.add(node.value.id)
+        if isinstance(node, ast.Call):
+            for a in node.args:
+                if isinstance(a, ast.Subscript) and isinstance(a.slice, ast.Slice) and \
+                        isinstance(a.value, ast.Name) and a.value.id in array_params:
+                    out.add(a.value.id)
     return out
 
 
@@ -252,3 +257,21 @@ def const_array(tr, name: str, value, node) -> ArrayInfo:
         strides = [CExpr(str(s // value.itemsize), "int64", types.int64, literal=s // value.itemsize)
                    for s in value.strides]
     return ArrayInfo(c, "const", key, value.ndim, ext, types.Array(dtype, value.ndim, layout), strides)
+
+
+def slice_view(tr, info: ArrayInfo, sl: ast.Slice, node) -> ArrayInfo:
+    """``x[start:]`` of a 1-D array (start provably >= 0): the array from ``start`` on, as an expression
+    (``(res + gid)``), e.g. for ``cuda.atomic.compare_and_swap(res[gid:], old, val)``."""
+    from numba.cuda import types
+
+    if info.ndim != 1 or info.extents is None or sl.step is not None or sl.upper is not None:
+        raise tr.src.error(node, "slices are supported as x[start:] of a 1-D array (and views of the dynamic "
+                           "shared array)", hint="index the element instead: x[i]")
+    start = tr.expr(sl.lower) if sl.lower is not None else CExpr("0", "int64", types.int64, literal=0, nonneg=True)
+    if not start.nonneg:
+        raise tr.src.error(sl.lower, "a slice start that may be negative counts from the array's end; the C view "
+                           "needs one that is provably >= 0", hint="x[i:] with i >= 0 (a thread index, say)")
+    tr.assumed |= start.deps
+    offset = start.code if not info.strides else f"{paren(start, MUL)} * {info.strides[0].code}"
+    extent = CExpr(f"{info.extents[0].code} - {paren(start, ADD + 1)}", "int64", types.int64, ADD)
+    return ArrayInfo(f"({info.name} + {offset})", "view_expr", info.key, 1, [extent], info.nbt, info.strides)

@@ -52,6 +52,11 @@ class BuiltinsMixin:
         return None
 
     def call(self, node: ast.Call) -> CExpr | TupleVal:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "bit_count" and not node.args:
+            base = self.value(node.func.value)
+            if isinstance(base, CExpr) and is_int(base.key):  # numba-cuda: x.bit_count() is cuda.popc(x)
+                popc = ast.copy_location(ast.Call(func=node.func, args=[node.func.value], keywords=[]), node)
+                return intrinsics.call(self, cuda.popc, popc)
         if isinstance(node.func, ast.Attribute) and node.func.attr == "sync":
             group = self.value(node.func.value)
             if isinstance(group, Static) and isinstance(group.obj, intrinsics.GridGroup):
@@ -87,6 +92,8 @@ class BuiltinsMixin:
             return self._round(node)
         if obj in (math.degrees, math.radians):
             return self._degrees_radians(obj, node)
+        if obj is math.modf:
+            return self._modf(node)
         if obj is _py.range:
             raise self.src.error(node, "range() is supported only as the iterable of a for loop",
                                  hint="for i in range(...):")
@@ -175,6 +182,22 @@ class BuiltinsMixin:
         self.helpers.add("nk_fp16")
         return CExpr(f"{obj.__name__}({', '.join(a.code for a in args)})", scalar_key(sig.return_type),
                      sig.return_type, PRIMARY, pure=all(a.pure for a in args))
+
+    def _modf(self, node):
+        """math.modf(x) -> (fractional part, integral part): numba-cuda's libdevice modf, whose integral part comes
+        back through a pointer (so the call is a statement of its own before the expression)."""
+        (x,) = self._args(node)
+        sig = self.resolve(math.modf, [x.nbt], node)
+        key = scalar_key(sig.args[0])
+        if not is_float(key):
+            raise self.src.error(node, f"math.modf of {key} is not supported", hint="a float32 or float64 value")
+        x = cast(x, key)
+        self.require_hoist(node)
+        whole, frac = self.temp("modf_int"), self.temp("modf_frac")
+        self.emit(f"{c_name(key)} {whole};")
+        self.emit(f"const {c_name(key)} {frac} = {'modff' if key == 'float32' else 'modf'}({x.code}, &{whole});")
+        rt = sig.return_type
+        return TupleVal([CExpr(frac, key, rt[0]), CExpr(whole, key, rt[1])])
 
     def _round(self, node):
         args = self._args(node)

@@ -51,6 +51,10 @@ def cast(e: CExpr, key: str, nbt=None) -> CExpr:
     if e.key == key:
         return e
     if e.literal is not None and not isinstance(e.literal, bool):
+        if isinstance(e.literal, int) and key in C_INT_KEYS and _fits(e.literal, key):
+            # an integer literal converted: the literal cast once (never `(uint64_t)(uint32_t)11`)
+            return CExpr(f"({c_name(key)}){e.literal}" if e.literal >= 0 else f"({c_name(key)})({e.literal})", key,
+                         nbt or e.nbt, UNARY, e.literal >= 0 or key.startswith("u"), literal=e.literal)
         if key == "float32" and isinstance(e.literal, (int, float)):
             return CExpr(float_literal(float(e.literal), f32=True), key, nbt or e.nbt, literal=e.literal, nonneg=e.nonneg)
         if key == "float64" and isinstance(e.literal, (int, float)):
@@ -60,6 +64,15 @@ def cast(e: CExpr, key: str, nbt=None) -> CExpr:
     # an unsigned value is never negative: numba does not wrap an unsigned index around, and neither does the C
     unsigned = key.startswith("uint")
     return CExpr(f"({c_name(key)}){paren(e, UNARY)}", key, nbt or e.nbt, UNARY, e.nonneg or unsigned, e.pure, e.deps)
+
+
+C_INT_KEYS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def _fits(v: int, key: str) -> bool:
+    bits = int(key.lstrip("uint"))
+    lo, hi = (0, 2 ** bits) if key.startswith("u") else (-(2 ** (bits - 1)), 2 ** (bits - 1))
+    return lo <= v < hi
 
 
 def _to_complex(e: CExpr, key: str, nbt) -> CExpr:

@@ -261,6 +261,8 @@ class ExprMixin:
                                      hint="x.shape[0], t[1]")
             return base.items[i]
         if isinstance(base, arrays.ArrayInfo):
+            if isinstance(node.slice, ast.Slice):
+                return arrays.slice_view(self, base, node.slice, node)
             return arrays.element(self, base, node.slice, node)
         raise self.src.error(node, "only arrays and tuples can be indexed", hint="x[i], x[r, c], x.shape[0]")
 

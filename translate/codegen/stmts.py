@@ -500,7 +500,7 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             rhs = self._store_value(rhs, key)
             if inline:
                 self.emit(f"{c_name(key)} {self.cname(name)} = {rhs.code};")
-            else:
+            elif rhs.code != self.cname(name):  # `x = uint64(x)` of a uint64 x is no C statement
                 self.emit(f"{self.cname(name)} = {rhs.code};")
             return
         if name in self.tuple_vars:
@@ -596,26 +596,31 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
 
     def _unpack(self, target, value_node, stmt):
         names = target.elts
-        if not all(isinstance(n, ast.Name) for n in names):
-            raise self.src.error(target, "tuple unpacking supports names only", hint="a, b = ...")
+        if not all(isinstance(n, (ast.Name, ast.Subscript)) for n in names):
+            raise self.src.error(target, "tuple unpacking supports names and array elements", hint="a, b = ...")
         if isinstance(value_node, ast.Tuple):
             if len(value_node.elts) != len(names):
                 raise self.src.error(value_node, "unpacking needs as many values as names")
             reads = {n.id for v in value_node.elts for n in ast.walk(v) if isinstance(n, ast.Name)}
-            written = [n.id for n in names]
-            if reads & set(written[:-1]) and not all(isinstance(self.var_type(w), types.Array) for w in written):
-                # `a, b = b, a`: evaluate every value first, as Python does
-                temps = []
+            written = [n.id for n in names if isinstance(n, ast.Name)]
+            subscripts = any(isinstance(n, ast.Subscript) for n in names)
+            if subscripts or (reads & set(written[:-1]) and
+                              not all(isinstance(self.var_type(w), types.Array) for w in written)):
+                # `a, b = b, a`: every value first, as Python does
+                items = []
                 for n, v in zip(names, value_node.elts):
                     e = self.expr(v)
-                    key = self.scalars.get(n.id)
-                    if key is None:
-                        raise self.src.error(n, "swapping is supported for numbers only")
-                    new = self.temp(f"{self.cname(n.id).rstrip('_')}_new")
-                    self.emit(f"const {c_name(key)} {new} = {e.code};")
-                    temps.append(CExpr(new, key, self.var_type(n.id)))
-                for n, e in zip(names, temps):
-                    self._assign_name(n.id, None, stmt, n, value=e)
+                    if e.literal is not None or not subscripts and n.id not in self.scalars:
+                        if not subscripts:
+                            raise self.src.error(n, "swapping is supported for numbers only")
+                        items.append(e)
+                        continue
+                    stem = self.cname(n.id).rstrip("_") if isinstance(n, ast.Name) else "value"
+                    tmp = self.temp(f"{stem}_new")
+                    self.emit(f"const {c_name(e.key)} {tmp} = {e.code};")
+                    items.append(CExpr(tmp, e.key, e.nbt))
+                for n, e in zip(names, items):
+                    self._assign_item(n, e, stmt)
                 return
             for n, v in zip(names, value_node.elts):
                 self._assign_name(n.id, v, stmt, n)
@@ -625,10 +630,18 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             raise self.src.error(value_node, "this value cannot be unpacked into names",
                                  hint="a, b = x, y / h, w = m.shape / c, r = cuda.grid(2)")
         for n, item in zip(names, v.items):
-            if isinstance(item, CExpr):
-                self._assign_name(n.id, None, stmt, n, value=item)
-            else:
-                self._assign_name(n.id, None, stmt, n, value=item)
+            self._assign_item(n, item, stmt)
+
+    def _assign_item(self, target, value, stmt):
+        """One target of an unpacking, its value already evaluated."""
+        if isinstance(target, ast.Name):
+            return self._assign_name(target.id, None, stmt, target, value=value)
+        base = self.value(target.value)
+        if not isinstance(base, arrays.ArrayInfo):
+            raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")
+        self.mark_written(base.name)
+        lhs = arrays.element(self, base, target.slice, target)
+        self.emit(f"{lhs.code} = {self._store_value(cast(value, lhs.key), lhs.key).code};")
 
     def s_AugAssign(self, node):
         op, fn = BINOPS.get(type(node.op), (None, None))
