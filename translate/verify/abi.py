@@ -40,6 +40,7 @@ class Param:
     ndim: int = 0
     const: bool = False
     layout: str = "C"
+    record: dict | None = None  # dtype "record": {"itemsize": n, "fields": [[name, dtype, offset], ...]}
 
     @property
     def strided(self) -> bool:
@@ -53,7 +54,7 @@ def params_of(launcher: Mapping[str, Any]) -> list[Param]:
         dtype = str(p.get("dtype"))
         if kind not in ("array", "scalar"):
             raise AbiError(f"{launcher.get('symbol')}: param {i} has kind {kind!r}; expected 'array' or 'scalar'")
-        if dtype not in SCALAR_CTYPES:
+        if dtype not in SCALAR_CTYPES and not (kind == "array" and dtype == "record" and p.get("record")):
             raise AbiError(f"{launcher.get('symbol')}: param {p.get('name', i)!r} has unsupported dtype {dtype!r}")
         ndim = int(p.get("ndim", 0)) if kind == "array" else 0
         if kind == "array" and ndim < 1:
@@ -61,7 +62,8 @@ def params_of(launcher: Mapping[str, Any]) -> list[Param]:
         layout = str(p.get("layout", "C"))
         if layout not in ("C", "F", "A"):
             raise AbiError(f"{launcher.get('symbol')}: array param {p.get('name', i)!r} has layout {layout!r}")
-        out.append(Param(str(p.get("name", f"arg{i}")), kind, dtype, ndim, bool(p.get("const", False)), layout))
+        out.append(Param(str(p.get("name", f"arg{i}")), kind, dtype, ndim, bool(p.get("const", False)), layout,
+                         p.get("record")))
     return out
 
 
@@ -79,7 +81,8 @@ def argtypes(launcher: Mapping[str, Any]) -> list[Any]:
 
 def c_declaration(launcher: Mapping[str, Any]) -> str:
     """The C prototype the description stands for (for reports and error messages)."""
-    c_names = {"float32": "float", "float64": "double", "bool": "bool"}
+    c_names = {"float32": "float", "float64": "double", "bool": "bool", "float16": "__half",
+               "complex64": "cuFloatComplex", "complex128": "cuDoubleComplex", "record": "struct"}
     parts = []
     for p in params_of(launcher):
         ctype = c_names.get(p.dtype, f"{p.dtype}_t")
@@ -152,7 +155,11 @@ def call_args(
             address, shape, dtype, strides = _array_parts(a)
             if len(shape) != p.ndim:
                 raise AbiError(f"{launcher['symbol']}: '{p.name}' must be {p.ndim}-D, got shape {tuple(shape)}")
-            if np.dtype(dtype) != np.dtype(p.dtype):
+            if p.record is not None:
+                if not _record_matches(np.dtype(dtype), p.record):
+                    raise AbiError(f"{launcher['symbol']}: '{p.name}' must be a record array laid out as "
+                                   f"{p.record}, got dtype {np.dtype(dtype)}")
+            elif np.dtype(dtype) != np.dtype(p.dtype):
                 raise AbiError(f"{launcher['symbol']}: '{p.name}' must have dtype {p.dtype}, got {np.dtype(dtype)}")
             out.append(ctypes.c_void_p(int(address)))
             out.extend(int(s) for s in shape)
@@ -177,6 +184,15 @@ class ArrayArg:
     shape: tuple[int, ...]
     dtype: np.dtype
     element_strides: tuple[int, ...] | None = None  # None: C-contiguous
+
+
+def _record_matches(dtype: np.dtype, record: Mapping[str, Any]) -> bool:
+    """Is numpy ``dtype`` the record the launcher takes (same itemsize, field names, types and offsets)?"""
+    if dtype.names is None or dtype.itemsize != int(record.get("itemsize", -1)):
+        return False
+    want = {str(name): (str(t), int(off)) for name, t, off in record.get("fields", ())}
+    have = {name: (str(np.dtype(dtype.fields[name][0])), int(dtype.fields[name][1])) for name in dtype.names}
+    return want == have
 
 
 def c_strides(shape) -> tuple[int, ...]:

@@ -1,0 +1,49 @@
+"""The corpus on a GPU: every translated kernel against its Numba kernel on the same random inputs (the Numba
+kernel is the reference; every array argument is compared), and the count table.
+
+Run on the GPU machine:  pytest --gpu tests/translate -m gpu -s
+(NUMBAKERN_CORPUS_RESULTS=path.json also writes the verdicts for `python -m tests.translate.corpus.report
+--verified path.json --write-docs`.)"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from .corpus.index import ENTRIES
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    from translate.verify.driver import device_info
+
+    from .corpus import gpu
+
+    work = str(tmp_path_factory.mktemp("corpus_gpu"))
+    info = device_info()
+    prepared = gpu.prepare(ENTRIES, work, info["arch"])
+    out = gpu.verify_all(ENTRIES, prepared, work)
+    print("\n" + gpu.table(ENTRIES, out))
+    path = os.environ.get("NUMBAKERN_CORPUS_RESULTS")
+    if path:
+        with open(path, "w") as f:
+            json.dump({"_device": info["device"], **{k: v.verified for k, v in out.items()},
+                       "_verdicts": {k: [v.stage, v.reason] for k, v in out.items()}}, f, indent=1)
+    return out
+
+
+@pytest.mark.parametrize("entry_id", [e.id for e in ENTRIES])
+def test_corpus_kernel_matches_numba(entry_id, verdicts):
+    v = verdicts[entry_id]
+    if v.stage == "refused":
+        pytest.skip(f"not translated: {v.reason}")
+    assert v.verified, f"{entry_id}: {v.stage}: {v.reason}"
+
+
+def test_corpus_verified_share(verdicts):
+    verified = sum(v.verified for v in verdicts.values())
+    assert verified >= 0.9 * len(ENTRIES), f"{verified} of {len(ENTRIES)} corpus kernels verified on the GPU"
