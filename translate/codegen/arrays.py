@@ -84,6 +84,8 @@ def _wrapped(tr, info: ArrayInfo, d: int, i: CExpr, inode) -> CExpr:
     if i.nonneg:
         tr.assumed |= i.deps
         return i
+    if inode is not None and tr.relational_nonneg(inode):  # t + r + o with o in range(-r, ...)
+        return i
     if info.extents is None or info.extents[d] is None:
         raise tr.src.error(
             inode, f"this index into '{info.name}' (dynamic shared memory) may be negative, and numba would wrap it "

@@ -291,14 +291,19 @@ class ExprMixin:
             return self._infix(left, "/", right, rkey, sig.return_type, nonneg=False, deps=deps)
         if op in ("//", "%"):
             divisor = right.literal if right.literal is not None else self._named_const(right.code)
-            # (a proof that assumed a parameter >= 0 is good for indices only, where the launcher checks it)
-            if is_int(akey) and left.nonneg and not left.deps and isinstance(divisor, int) and divisor > 0:
+            left_node = node.left if isinstance(node, ast.BinOp) else getattr(node, "target", None)
+            # (a proof that assumed a parameter >= 0 is good for indices only, where the launcher checks it; and
+            # a value that may have wrapped around past INT64_MAX is negative to numba: the floor helper)
+            if is_int(akey) and left.nonneg and not left.deps and isinstance(divisor, int) and divisor > 0 and \
+                    left_node is not None and self.no_overflow(left_node):
                 left, right = arith_casts(left, right, rkey)
                 return self._infix(left, "/" if op == "//" else "%", right, c_arith(left.key, right.key),
                                    sig.return_type, nonneg=True, deps=deps)
             helper = "nk_floordiv" if op == "//" else "nk_floormod"
             self.helpers.add(helper)
             hk = akey if is_float(akey) else ("int64" if akey.startswith("int") else "uint64")
+            if left_node is None or not self.bounded(left_node):
+                left = wrapping(left)  # numba's wraparound of the operand, not C's undefined signed overflow
             a, b = cast(left, hk), cast(right, hk)
             return CExpr(f"{helper}({a.code}, {b.code})", hk, sig.return_type, PRIMARY, nonneg, pure, deps)
         if op == "**":
@@ -320,6 +325,14 @@ class ExprMixin:
         if op in ("<<", ">>"):
             left = cast(left, akey)
             right = cast(right, akey) if right.literal is None else right
+            left_node = node.left if isinstance(node, ast.BinOp) else getattr(node, "target", None)
+            if op == "<<" and akey.startswith("int") and not (
+                    left.nonneg and not left.deps and isinstance(node, ast.BinOp) and self.no_overflow(node)):
+                # numba shifts the bits (LLVM shl); a C left shift of a negative or overflowing signed value is
+                # undefined: shift the unsigned bits and convert back
+                ukey = "u" + akey
+                shifted = self._infix(cast(left, ukey), "<<", right, ukey, sig.return_type)
+                return CExpr(f"({c_name(akey)})({shifted.code})", akey, sig.return_type, UNARY, False, pure, deps)
             return self._infix(left, op, right, akey, sig.return_type, nonneg=nonneg, deps=deps)
         # numba converts both operands to the signature's argument types and gives the result its return type:
         # uint32 + int64 is (uint64, int64) -> int64. For + - * & | ^ the bits do not depend on signedness, so C
@@ -487,3 +500,13 @@ def _number_tuple(obj) -> bool:
 
 def _str_constant(node):
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def wrapping(e: CExpr) -> CExpr:
+    """A signed ``a + b``, ``a - b`` or ``a * b`` computed as numba computes it when it overflows: wrapping around
+    (in unsigned arithmetic, converted back); other values as they are."""
+    if e.infix is None or e.key not in ("int32", "int64") or e.infix[1] not in ("+", "-", "*"):
+        return e
+    a, op, b = e.infix
+    u = c_name("u" + e.key)
+    return CExpr(f"({c_name(e.key)})(({u})({a}) {op} ({u})({b}))", e.key, e.nbt, UNARY, False, e.pure, e.deps)
