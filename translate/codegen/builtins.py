@@ -94,6 +94,8 @@ class BuiltinsMixin:
             return self._degrees_radians(obj, node)
         if obj is math.modf:
             return self._modf(node)
+        if obj is _py.print:
+            return self._print(node)
         if obj is _py.range:
             raise self.src.error(node, "range() is supported only as the iterable of a for loop",
                                  hint="for i in range(...):")
@@ -199,6 +201,34 @@ class BuiltinsMixin:
         rt = sig.return_type
         return TupleVal([CExpr(frac, key, rt[0]), CExpr(whole, key, rt[1])])
 
+    def _print(self, node):
+        """print(...) -> printf with numba's formats: values separated by spaces and a newline, integers as
+        %lld/%llu, floats as %f (of the double), booleans as True/False, strings as they are."""
+        if node.keywords:
+            raise self.src.error(node, "print() keyword arguments are not supported (numba has none either)",
+                                 hint="print(a, b)")
+        formats, values = [], []
+        for a in node.args:
+            if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                formats.append(_c_string(a.value).replace("%", "%%"))
+                continue
+            v = self.value(a)
+            items = v.items if isinstance(v, TupleVal) else [v]
+            parts = []
+            for item in items:
+                if not isinstance(item, CExpr) or item.key is None:
+                    raise self.src.error(a, "print() takes numbers, booleans, strings and tuples of them")
+                fmt, val = _print_item(item)
+                parts.append(fmt)
+                values.append(val)
+            if isinstance(v, TupleVal):
+                formats.append("(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")")
+            else:
+                formats.append(parts[0])
+        fmt = " ".join(formats) + "\\n"
+        args = "".join(f", {v}" for v in values)
+        return CExpr(f'printf("{fmt}"{args})', None, types.none, PRIMARY, pure=False)
+
     def _round(self, node):
         args = self._args(node)
         sig = self.resolve(_py.round, [a.nbt for a in args], node)
@@ -252,3 +282,32 @@ def _is_device_function(obj) -> bool:
     except ImportError:  # numba-cuda without numba
         return False
     return isinstance(obj, Dispatcher) and hasattr(obj, "py_func")
+
+
+def _print_item(e: CExpr) -> tuple[str, str]:
+    if e.key == "bool":
+        return "%s", f'{paren(e, 4)} ? "True" : "False"'
+    if is_int(e.key):
+        if e.key.startswith("u"):
+            return "%llu", f"(unsigned long long){paren(e, UNARY)}"
+        return "%lld", f"(long long){paren(e, UNARY)}"
+    if e.key in ("float16", "float32", "float64"):
+        return "%f", cast(e, "float64").code
+    raise ValueError(e.key)
+
+
+def _c_string(text: str) -> str:
+    """A Python string as the body of a C string literal."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 32 or ord(ch) > 126:
+            out.append("".join(f"\\x{b:02x}" for b in ch.encode()))
+        else:
+            out.append(ch)
+    return "".join(out)
