@@ -51,7 +51,7 @@ class BuiltinsMixin:
             return CExpr("warpSize", "int32", types.int32, nonneg=True)
         return None
 
-    def call(self, node: ast.Call) -> CExpr | TupleVal:
+    def call(self, node: ast.Call, outs=None) -> CExpr | TupleVal:
         if isinstance(node.func, ast.Attribute) and node.func.attr == "bit_count" and not node.args:
             base = self.value(node.func.value)
             if isinstance(base, CExpr) and is_int(base.key):  # numba-cuda: x.bit_count() is cuda.popc(x)
@@ -103,7 +103,7 @@ class BuiltinsMixin:
             raise self.src.error(node, "shared/local arrays must be assigned to a name where they are created",
                                  hint="tile = cuda.shared.array((16, 16), np.float32)")
         if _is_device_function(obj):
-            return self.device_call(obj.py_func, node, obj)
+            return self.device_call(obj.py_func, node, obj, outs=outs)
         from .vectors import is_vector_access
 
         if is_vector_access(f):

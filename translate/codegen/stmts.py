@@ -132,7 +132,24 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                 cvars = variables.retyped_vars(self, name, self.typed.retyped[name])
                 if cvars is not None:
                     self.retyped[name] = cvars
+        types_of = dict(zip(self.params, self.typed.argtypes))
+        for name in self.runtime_params:
+            t = types_of[name]
+            if isinstance(t, types.BaseTuple) and name not in self.arrays and name not in self.scalars:
+                stem = self.param_c[name][0].rstrip("_")
+                self.tuple_vars[name] = [variables.CVar(self.names.claim(f"{stem}_{i}"), self.scalar_key(x), x)
+                                         for i, x in enumerate(t)]
+        self.ret_outs = None
+        rt = self.typed.return_type
+        if self.kind == "device" and isinstance(rt, types.BaseTuple):
+            if not all(self.scalar_key(x) for x in rt):
+                raise self.src.error(self.fn, f"'{self.name}' returns {rt}: device functions may return numbers "
+                                     "and tuples of numbers")
+            self.ret_outs = [variables.CVar(self.names.claim(f"ret_{i}"), self.scalar_key(x), x)
+                             for i, x in enumerate(rt)]
         for name, item_types in list(self.tuple_vars.items()):
+            if name in self.runtime_params:
+                continue
             if name not in self.local_c:
                 del self.tuple_vars[name]
                 continue
@@ -174,9 +191,12 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                 self.arrays[name] = arrays.param_array(c, t, extents, strides, self)
             elif self.scalar_key(t) is not None:
                 self.scalars[name] = self.scalar_key(t)
+            elif self.kind == "device" and isinstance(t, types.BaseTuple) and all(self.scalar_key(x) for x in t):
+                pass  # a tuple of numbers: one C parameter per element (named in _name_locals)
             else:
                 raise self.src.error(self.fn, f"argument '{name}' has type {t}, which is not supported",
-                                     hint="arrays and numbers")
+                                     hint="arrays and numbers" + (", tuples of numbers for device functions"
+                                                                  if self.kind == "device" else ""))
         self.tuple_vars: dict = {}
         for name, t in self.typed.var_types.items():
             if name in self.params or name in self.typed.conflicts:
@@ -323,6 +343,14 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             if self.kind == "kernel" and node.value is not None and not (
                     isinstance(node.value, ast.Constant) and node.value.value is None):
                 raise self.src.error(node.value, "kernels cannot return a value", hint="write results into an array")
+            self.emit("return;")
+            return
+        if self.ret_outs is not None:  # a tuple comes back through pointers: `*ret_0 = a; *ret_1 = b;`
+            v = self.value(node.value)
+            if not isinstance(v, TupleVal) or len(v.items) != len(self.ret_outs):
+                raise self.src.error(node.value, f"'{self.name}' returns a tuple of {len(self.ret_outs)} here")
+            for out, item in zip(self.ret_outs, v.items):
+                self.emit(f"*{out.cname} = {cast(self.as_cexpr(item, node.value), out.key).code};")
             self.emit("return;")
             return
         e = self.expr(node.value)
@@ -663,12 +691,39 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             for n, v in zip(names, value_node.elts):
                 self._assign_name(n.id, v, stmt, n)
             return
-        v = self.value(value_node)
+        direct = self._direct_outs(names, value_node, stmt)
+        v = self.value(value_node) if direct is None else self.call(value_node, outs=direct)
+        if direct is not None:
+            return
         if not isinstance(v, TupleVal) or len(v.items) != len(names):
             raise self.src.error(value_node, "this value cannot be unpacked into names",
                                  hint="a, b = x, y / h, w = m.shape / c, r = cuda.grid(2)")
         for n, item in zip(names, v.items):
             self._assign_item(n, item, stmt)
+
+    def _direct_outs(self, names, value_node, stmt):
+        """``lo, hi = f(a, b)`` for a device function returning a tuple into plain number variables of its element
+        types: the C call writes them directly (``f(a, b, &lo, &hi);``). None when that does not apply."""
+        if not isinstance(value_node, ast.Call) or not all(isinstance(n, ast.Name) for n in names):
+            return None
+        f = self.value(value_node.func)
+        from .builtins import _is_device_function
+
+        if not (isinstance(f, Static) and _is_device_function(f.obj)):
+            return None
+        rt = self.unit.return_type_of(self, f.obj, value_node)
+        if not isinstance(rt, types.BaseTuple) or len(rt) != len(names):
+            return None
+        outs = []
+        for n, t in zip(names, rt):
+            if n.id not in self.scalars or n.id in self.retyped or self.scalars[n.id] != self.scalar_key(t):
+                return None
+            outs.append(CExpr(self.cname(n.id), self.scalars[n.id], t))
+        for n in names:
+            if (id(stmt), n.id) in self.plan.inline:
+                for line in self.declarations(n.id):
+                    self.emit(line)
+        return outs
 
     def _assign_item(self, target, value, stmt):
         """One target of an unpacking, its value already evaluated."""
@@ -713,7 +768,7 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
     def mark_written(self, cname):
         self.written.add(cname)
 
-    def device_call(self, pyfunc, node, fnobj=None):
+    def device_call(self, pyfunc, node, fnobj=None, outs=None):
         """A call of a ``@cuda.jit(device=True)`` or ``@numba.jit`` function: its arguments that numba types as
         compile-time values (functions, dtypes, literals) specialize the C function; the others are passed."""
         from .unit import is_static_type, needs_value
@@ -752,10 +807,22 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             elif isinstance(v, CExpr):
                 k = self.scalar_key(t)
                 cargs.append((v if v.key == k else cast(v, k)).code)
+            elif isinstance(v, TupleVal) and isinstance(t, types.BaseTuple):
+                cargs += [cast(self.as_cexpr(i, a), self.scalar_key(x)).code for i, x in zip(v.items, t)]
             else:
                 raise self.src.error(a, f"this argument of '{pyfunc.__name__}' has no C value",
                                      hint="numbers and arrays (functions, dtypes and constants as compile-time "
                                           "arguments)")
+        if dev.outs:  # a tuple result: into variables of the caller (given, or new ones)
+            if outs is None:
+                self.require_hoist(node)
+                outs = []
+                for i, (key, t) in enumerate(dev.outs):
+                    name = self.temp(f"{dev.cname.rstrip('_')}_{i}")
+                    self.emit(f"{c_name(key)} {name};")
+                    outs.append(CExpr(name, key, t))
+            self.emit(f"{dev.cname}({', '.join(cargs + ['&' + o.code for o in outs])});")
+            return TupleVal(list(outs))
         rkey = self.scalar_key(sig.return_type)
         return CExpr(f"{dev.cname}({', '.join(cargs)})", rkey, sig.return_type, pure=False)
 

@@ -18,6 +18,7 @@ class DeviceFn:
     written: set                     # array parameters the function writes
     code: list = field(default_factory=list)
     return_type: object = None
+    outs: list = field(default_factory=list)   # a tuple result: (scalar key, numba type) per element, by pointer
 
 
 #: numba types of arguments that are compile-time values in a call (the callee is specialized for them)
@@ -104,16 +105,28 @@ class Unit:
                 const = "" if info.name in tr.written else "const "
                 cparams.append(f"{const}{c_name(info.key)}* {c}")
                 cparams += [f"int64_t {e}" for e in (*extents, *strides)]
+            elif name in tr.tuple_vars:
+                cparams += [f"{c_name(v.key)} {v.cname}" for v in tr.tuple_vars[name]]
             else:
                 cparams.append(f"{c_name(tr.scalars[name])} {c}")
-        rkey = tr.scalar_key(typed.return_type)
+        outs = [(v.key, v.nbt) for v in tr.ret_outs] if tr.ret_outs else []
+        cparams += [f"{c_name(v.key)} *{v.cname}" for v in tr.ret_outs or ()]
+        rkey = None if outs else tr.scalar_key(typed.return_type)
         rtype = "void" if rkey is None else c_name(rkey)
         code = [f"__device__ {rtype} {cname}({', '.join(cparams)})", "{"] + body + ["}"]
         written = {n for n in tr.runtime_params if n in tr.arrays and tr.arrays[n].name in tr.written}
-        dev = DeviceFn(cname, list(tr.runtime_params), written, code, typed.return_type)
+        dev = DeviceFn(cname, list(tr.runtime_params), written, code, typed.return_type, outs)
         self.devices[key] = dev
         self.device_order.append((f"{pyfunc.__module__}:{pyfunc.__qualname__}", dev))
         return dev
+
+    def return_type_of(self, tr, fnobj, node):
+        """numba's return type for the call ``node`` of device function ``fnobj`` (None if it cannot be typed)."""
+        try:
+            vals = [tr.value(a) for a in node.args]
+            return tr.resolve(fnobj, [tr.arg_type(v, a) for v, a in zip(vals, node.args)], node).return_type
+        except Exception:  # noqa: BLE001 - the ordinary path reports it
+            return None
 
     def prelude(self) -> list[str]:
         """The constant arrays, then the device functions in the order they were first called."""
