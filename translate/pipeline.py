@@ -150,6 +150,7 @@ def build_request(tgt, signature, constants):
     from . import cnames
     from .backends import KernelRequest, ParamSpec
     from .codegen.stmts import parse_function
+    from .codegen.calls import find_recursion, typing_error
     from .typing import SignatureError, parse_signature, signature_text, type_function
     from .codegen.arrays import indirectly_written
     from .writes import written_arrays
@@ -180,11 +181,13 @@ def build_request(tgt, signature, constants):
     template_params = tuple(k for k in freevars if k in values and isinstance(values[k][0], int))
     insts = tuple(dict(zip(template_params, combo)) for combo in itertools.product(*(values[k] for k in template_params)))
     pyfunc = _instantiated_pyfunc(tgt, template_params, insts, src, fn) if template_params else tgt.pyfunc
+    recursion = find_recursion(pyfunc)
+    if recursion is not None:
+        raise recursion
     try:
         typed = type_function(pyfunc, argtypes)
-    except Exception as e:  # numba's TypingError: keep its message, locate at the kernel
-        first = "\n".join(str(e).strip().splitlines()[:12])
-        raise src.error(fn, f"numba could not type the kernel for {sig}:\n{first}") from None
+    except Exception as e:  # numba's TypingError: its first relevant line, where it says
+        raise typing_error(e, src, fn, f"numba cannot type the kernel for {signature_text(sig)}") from None
     array_names = {n for n, t in zip(names, argtypes) if isinstance(t, types.Array)}
     written = written_arrays(fn, array_names) | indirectly_written(fn, array_names)
     kernel_c = cnames.kernel_cname(tgt.name)

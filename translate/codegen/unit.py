@@ -89,7 +89,14 @@ class Unit:
         if any(f is pyfunc for f in self.active):
             raise src.error(node, f"'{pyfunc.__name__}' calls itself ({' -> '.join(chain)}): recursive device "
                             "functions are not supported", hint="write the recursion as a loop")
-        typed = type_function(pyfunc, tuple(sig.args), sig.return_type)
+        try:
+            typed = type_function(pyfunc, tuple(sig.args), sig.return_type)
+        except Exception as e:  # numba's TypingError for the callee: located where numba says
+            from .calls import typing_error
+            from .stmts import parse_function
+
+            fn, fsrc = parse_function(pyfunc)
+            raise typing_error(e, fsrc, fn, f"numba cannot type '{pyfunc.__name__}' for {sig}") from None
         cname = self.file_name(pyfunc.__name__)
         self.active.append(pyfunc)
         try:
