@@ -13,6 +13,7 @@ import os
 import pytest
 
 from .corpus.index import ENTRIES
+from .extra_entries import EXTRA
 
 pytestmark = pytest.mark.gpu
 
@@ -25,9 +26,10 @@ def verdicts(tmp_path_factory):
 
     work = str(tmp_path_factory.mktemp("corpus_gpu"))
     info = device_info()
-    prepared = gpu.prepare(ENTRIES, work, info["arch"])
-    out = gpu.verify_all(ENTRIES, prepared, work)
+    prepared = gpu.prepare(ENTRIES + EXTRA, work, info["arch"])
+    out = gpu.verify_all(ENTRIES + EXTRA, prepared, work)
     print("\n" + gpu.table(ENTRIES, out))
+    print(gpu.table(EXTRA, out).replace("corpus on the GPU", "extra kernels (tests/translate/extra_kernels.py)"))
     path = os.environ.get("NUMBAKERN_CORPUS_RESULTS")
     if path:
         with open(path, "w") as f:
@@ -36,7 +38,7 @@ def verdicts(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("entry_id", [e.id for e in ENTRIES])
+@pytest.mark.parametrize("entry_id", [e.id for e in ENTRIES + EXTRA])
 def test_corpus_kernel_matches_numba(entry_id, verdicts):
     v = verdicts[entry_id]
     if v.stage == "refused":
@@ -45,5 +47,5 @@ def test_corpus_kernel_matches_numba(entry_id, verdicts):
 
 
 def test_corpus_verified_share(verdicts):
-    verified = sum(v.verified for v in verdicts.values())
+    verified = sum(verdicts[e.id].verified for e in ENTRIES)
     assert verified >= 0.9 * len(ENTRIES), f"{verified} of {len(ENTRIES)} corpus kernels verified on the GPU"

@@ -75,8 +75,13 @@ def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None)
     off = idxs[0]
     for d in range(1, info.ndim):
         ext = info.extents[d]
-        prod = CExpr(f"{paren(off, MUL)} * {ext.code}", "int64", None, MUL)
-        off = CExpr(f"{prod.code} + {paren(idxs[d], ADD)}", "int64", None, ADD)  # integer + is associative
+        prod = CExpr(f"{paren(off, MUL)} * {ext.code}", "int64", None, MUL) if off.literal != 0 else None
+        if prod is None:
+            off = idxs[d]
+        elif idxs[d].literal == 0:
+            off = prod
+        else:
+            off = CExpr(f"{prod.code} + {paren(idxs[d], ADD)}", "int64", None, ADD)  # integer + is associative
     return CExpr(f"{info.name}[{off.code}]", info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
 
 
