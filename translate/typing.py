@@ -141,7 +141,8 @@ def signature_text(sig) -> str:
     from numba.cuda.core import sigutils
 
     args, ret = sigutils.normalize_signature(sig)
-    return f"{ret if ret is not None else 'void'}({', '.join(type_text(a) for a in args)})"
+    ret = "void" if ret is None or ret in (types.void, types.none) else ret
+    return f"{ret}({', '.join(type_text(a) for a in args)})"
 
 
 def typing_context():
