@@ -209,6 +209,11 @@ class ExprMixin:
         base = self.value(node.value)
         if isinstance(base, CExpr) and isinstance(base.nbt, types.Record):
             return self.record_field(base, node.attr, node)
+        if isinstance(base, CExpr) and base.key in ("complex64", "complex128") and node.attr in ("real", "imag"):
+            f = "f" if base.key == "complex64" else ""
+            part = "float32" if base.key == "complex64" else "float64"
+            fname = ("cuCreal" if node.attr == "real" else "cuCimag") + f
+            return CExpr(f"{fname}({base.code})", part, getattr(types, part), PRIMARY, pure=base.pure)
         if isinstance(base, arrays.ArrayInfo):
             return self.array_attr(base, node)
         if isinstance(base, Static):
@@ -282,6 +287,8 @@ class ExprMixin:
             nonneg = True
         deps = left.deps | right.deps
         pure = left.pure and right.pure
+        if rkey in ("complex64", "complex128"):
+            return self._complex_binop(op, left, right, rkey, sig.return_type, node)
         if op == "/":
             left, right = arith_casts(left, right, rkey)
             if rkey == "float32" and getattr(self.unit, "fastmath", False):
@@ -344,6 +351,21 @@ class ExprMixin:
         left, right = arith_casts(left, right, target)
         return self._infix(left, op, right, c_arith(left.key, right.key), sig.return_type, nonneg=nonneg, deps=deps)
 
+    def _complex_binop(self, op, left, right, rkey, nbt, node):
+        """Complex + - * / as numba computes them: componentwise, (ac - bd) + (ad + bc)i, and CPython's division
+        (numba_cuda numbers.py), on cuComplex values."""
+        f = "f" if rkey == "complex64" else ""
+        a, b = cast(left, rkey), cast(right, rkey)
+        if op in ("+", "-", "*"):
+            fname = {"+": "cuCadd", "-": "cuCsub", "*": "cuCmul"}[op] + f
+        elif op == "/":
+            self.helpers.add("nk_cdiv")
+            fname = "nk_cdiv"
+        else:
+            raise self.src.error(node, f"the operator {op} on complex numbers is not supported",
+                                 hint="+ - * / of complex numbers, .real, .imag, .conjugate()")
+        return CExpr(f"{fname}({a.code}, {b.code})", rkey, nbt, PRIMARY, pure=a.pure and b.pure)
+
     def _named_const(self, code):
         if code in self.template_consts:
             return self.template_consts[code]
@@ -372,6 +394,11 @@ class ExprMixin:
             type(node.op)]
         sig = self.resolve(fn, (e.nbt,), node)
         rkey = scalar_key(sig.return_type)
+        if rkey in ("complex64", "complex128") and op == "-":  # numba negates both parts (signed zeros too)
+            f, make = ("f", "make_cuFloatComplex") if rkey == "complex64" else ("", "make_cuDoubleComplex")
+            x = self.hoist(cast(e, rkey), "z") if not e.pure else cast(e, rkey)
+            return CExpr(f"{make}(-cuCreal{f}({x.code}), -cuCimag{f}({x.code}))", rkey, sig.return_type, PRIMARY,
+                         pure=x.pure)
         e = cast(e, rkey) if op != "+" or e.key != rkey else e
         if op == "+":
             return e

@@ -10,6 +10,28 @@ HELPERS: dict[str, str] = {
     "nk_complex": """\
 #include <cuComplex.h>
 """,
+    "nk_cdiv": """\
+// complex division as numba computes it (CPython's _Py_c_quot): scaled by the larger part of the divisor
+__device__ __forceinline__ cuFloatComplex nk_cdiv(cuFloatComplex a, cuFloatComplex b) {
+    if (fabsf(b.x) >= fabsf(b.y)) {
+        if (b.x == 0.0f) return make_cuFloatComplex(__int_as_float(0x7fc00000), __int_as_float(0x7fc00000));
+        float ratio = b.y / b.x, denom = b.x + b.y * ratio;
+        return make_cuFloatComplex((a.x + a.y * ratio) / denom, (a.y - a.x * ratio) / denom);
+    }
+    float ratio = b.x / b.y, denom = b.x * ratio + b.y;
+    return make_cuFloatComplex((a.x * ratio + a.y) / denom, (a.y * ratio - a.x) / denom);
+}
+__device__ __forceinline__ cuDoubleComplex nk_cdiv(cuDoubleComplex a, cuDoubleComplex b) {
+    if (fabs(b.x) >= fabs(b.y)) {
+        if (b.x == 0.0) return make_cuDoubleComplex(__longlong_as_double(0x7ff8000000000000LL),
+                                                    __longlong_as_double(0x7ff8000000000000LL));
+        double ratio = b.y / b.x, denom = b.x + b.y * ratio;
+        return make_cuDoubleComplex((a.x + a.y * ratio) / denom, (a.y - a.x * ratio) / denom);
+    }
+    double ratio = b.x / b.y, denom = b.x * ratio + b.y;
+    return make_cuDoubleComplex((a.x * ratio + a.y) / denom, (a.y * ratio - a.x) / denom);
+}
+""",
     "nk_grid_sync": """\
 #include <cooperative_groups.h>
 // cuda.cg.this_grid().sync(): a barrier across the whole grid (the launcher launches the kernel cooperatively)
@@ -215,7 +237,7 @@ __device__ __forceinline__ float nk_fast_tanhf(float x) { float y; asm("tanh.app
 
 ORDER = tuple(HELPERS)
 #: helpers that call other helpers
-DEPENDS = {"nk_round_ndigits": ("nk_powi",)}
+DEPENDS = {"nk_round_ndigits": ("nk_powi",), "nk_cdiv": ("nk_complex",)}
 
 
 def render(used: set[str]) -> str:

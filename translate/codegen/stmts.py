@@ -607,6 +607,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
     def _store_value(self, rhs, key):
         if rhs.literal is not None and key in ("float32",) and rhs.key != key:
             return cast(rhs, key)
+        if key in ("complex64", "complex128") and rhs.key != key:  # cuComplex types do not convert implicitly
+            return cast(rhs, key)
         return rhs
 
     def _assign_array(self, name, value_node, stmt, target_node):
