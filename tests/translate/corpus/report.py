@@ -78,6 +78,14 @@ def table(outcomes, verified: dict | None = None) -> str:
                      f"{100 * v / n:.0f}% |")
     else:
         lines.append("| verified against Numba on a GPU | not run here (`pytest --gpu tests/translate -m gpu`) | |")
+    by_file: dict = {}
+    for o in outcomes:
+        stem = o.id.split(":")[0].split("__")[0]
+        done, total = by_file.get(stem, (0, 0))
+        by_file[stem] = (done + o.translated, total + 1)
+    lines += ["", "By source file (`doc_*`: documentation examples, `cudapy_*`: cudapy test modules):", "",
+              "| file | translated |", "|---|---|"]
+    lines += [f"| `{stem}` | {done} of {total} |" for stem, (done, total) in by_file.items()]
     refused = [o for o in outcomes if not o.translated]
     lines += ["", f"Not translated ({len(refused)}), each with the located error it gets:", "",
               "| kernel | status | reason | at |", "|---|---|---|---|"]
