@@ -333,11 +333,11 @@ def typing_failure(e: Exception) -> tuple[str, str | None, int | None]:
     import re
 
     text = str(e).strip()
-    lines = [l.rstrip() for l in text.splitlines()]
-    body = [l for l in lines if l.strip() and not l.startswith("Failed in ") and not l.startswith("- Resolution")]
+    lines = [line.rstrip() for line in text.splitlines()]
+    body = [line for line in lines if line.strip() and not line.startswith(("Failed in ", "- Resolution"))]
     summary = body[0].strip() if body else type(e).__name__
     if summary.endswith("found for signature:"):
-        sig = next((l.strip()[4:].strip() for l in body if l.strip().startswith(">>>")), "")
+        sig = next((line.strip()[4:].strip() for line in body if line.strip().startswith(">>>")), "")
         summary = summary[: -len("found for signature:")] + f"found for {sig}"
     summary = re.sub(r"\s+", " ", summary)[:300]
     m = re.search(r'File "([^"]+)", line (\d+)', text)

@@ -237,7 +237,8 @@ class BuiltinsMixin:
             raise self.src.error(node, f"round() of {key} is not supported", hint="round(x) / round(x, n) of floats")
         x = cast(args[0], "float64")
         if len(args) == 1:  # numba-cuda: llrint of the value as a double (round half to even), an int64
-            return cast(CExpr(f"llrint({x.code})", "int64", types.int64, PRIMARY, pure=x.pure), scalar_key(sig.return_type))
+            rounded = CExpr(f"llrint({x.code})", "int64", types.int64, PRIMARY, pure=x.pure)
+            return cast(rounded, scalar_key(sig.return_type))
         self.helpers.add("nk_round_ndigits")
         n = cast(args[1], "int64")
         e = CExpr(f"nk_round_ndigits({x.code}, {n.code})", "float64", types.float64, PRIMARY, pure=x.pure and n.pure)

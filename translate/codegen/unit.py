@@ -137,7 +137,6 @@ class Unit:
 
     def prelude(self) -> list[str]:
         """The constant arrays, then the device functions in the order they were first called."""
-        from .cexpr import float_literal
 
         from ..cnames import record_struct
 

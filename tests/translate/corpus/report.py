@@ -63,7 +63,6 @@ def run(entries) -> list[Outcome]:
 
 
 def table(outcomes, verified: dict | None = None) -> str:
-    from .index import ENTRIES
 
     n = len(outcomes)
     ok = sum(o.translated for o in outcomes)

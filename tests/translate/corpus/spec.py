@@ -8,8 +8,8 @@ argument (the Numba kernel is the reference)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
