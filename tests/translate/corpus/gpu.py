@@ -219,6 +219,8 @@ def main(argv=None) -> int:
         verdict = run_one(entries[entry_id], prepared[entry_id])
         with open(results_file, "a") as out:
             out.write(json.dumps(asdict(verdict)) + "\n")
+        if verdict.stage in ("launch-error", "reference-error"):
+            return 3  # a CUDA error may have left the context unusable: the next entries get a fresh process
     return 0
 
 
