@@ -35,6 +35,7 @@ SIMPLE = {  # cuda function -> C function; result type from numba
 STUB_RESULTS = {cuda.syncwarp: None, cuda.threadfence: None, cuda.threadfence_block: None,
                 cuda.threadfence_system: None, cuda.activemask: types.uint32}
 
+_VOTES = (cuda.all_sync, cuda.any_sync, cuda.eq_sync, cuda.ballot_sync)
 _BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
 
 
@@ -61,6 +62,9 @@ def _simple(tr, obj, node):
     args = [cast(a, tr.scalar_key(t)) if tr.scalar_key(t) and a.key != tr.scalar_key(t) and not
             (is_int(a.key) and is_int(tr.scalar_key(t)) and a.literal is not None) else a
             for a, t in zip(args, sig.args)]
+    if obj in _VOTES and args[-1].key in ("int64", "uint64"):
+        # numba votes on `predicate != 0` of the whole value; C's int parameter would drop the high 32 bits
+        args[-1] = CExpr(f"{paren(args[-1], 10)} != 0", "bool", types.boolean, 9, pure=args[-1].pure)
     code = f"{SIMPLE[obj]}({', '.join(a.code for a in args)})"
     return CExpr(code, tr.scalar_key(sig.return_type), sig.return_type, PRIMARY, pure=False)
 
