@@ -50,19 +50,48 @@ class Verdict:
 
 
 # -- stage 1 ---------------------------------------------------------------------------------------------------
-def prepare(entries, work_dir: str, arch: str) -> dict[str, Prepared]:
-    from translate.verify.build import build_many
-
+def _translate_chunk(ids: list, work_dir: str) -> list[dict]:
+    """Translate some entries (in a worker process): their Prepared records."""
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
     from .report import translate_entry
 
-    out: dict[str, Prepared] = {}
-    for e in entries:
+    entries = all_entries()
+    out = []
+    for entry_id in ids:
+        e = entries[entry_id]
         outcome, result = translate_entry(e, write_dir=os.path.join(work_dir, _slug(e.id)))
         p = Prepared(e.id, stage=outcome.status, reason=outcome.reason)
         if result is not None:
             p.cu, p.launcher = result.path, result.entry["launchers"][0]
             p.nvcc_flags = tuple(result.entry["build"]["nvcc_flags"])
-        out[e.id] = p
+        out.append(asdict(p))
+    return out
+
+
+def all_entries() -> dict:
+    """The corpus and the extra kernels, by id."""
+    from ..extra_entries import EXTRA
+    from .index import ENTRIES
+
+    return {e.id: e for e in ENTRIES + EXTRA}
+
+
+def prepare(entries, work_dir: str, arch: str, jobs: int | None = None) -> dict[str, Prepared]:
+    """Translate (in parallel worker processes) and build every entry."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from translate.verify.build import build_many
+
+    jobs = jobs or max(1, min(8, (os.cpu_count() or 2) // 2))
+    ids = [e.id for e in entries]
+    chunks = [ids[k::jobs] for k in range(jobs) if ids[k::jobs]]
+    out: dict[str, Prepared] = {}
+    with ProcessPoolExecutor(max_workers=len(chunks)) as pool:
+        for records in pool.map(_translate_chunk, chunks, [work_dir] * len(chunks)):
+            for rec in records:
+                rec["nvcc_flags"] = tuple(rec["nvcc_flags"])
+                out[rec["id"]] = Prepared(**rec)
+    out = {i: out[i] for i in ids}
     built = [p for p in out.values() if p.cu]
 
     class _Cand:  # what build_many takes: .cu and .nvcc_flags
@@ -208,11 +237,9 @@ def main(argv=None) -> int:
     """The helper process: ``python -m tests.translate.corpus.gpu PREPARED.json RESULTS.jsonl ID...``."""
     argv = sys.argv[1:] if argv is None else argv
     prepared_file, results_file, *ids = argv
-    from .index import by_id
-
     with open(prepared_file) as f:
         prepared = {k: Prepared(**v) for k, v in json.load(f).items()}
-    entries = by_id()
+    entries = all_entries()
     for entry_id in ids:
         with open(results_file, "a") as out:
             out.write(json.dumps({"started": entry_id}) + "\n")
@@ -237,7 +264,7 @@ def verify_all(entries, prepared: dict[str, Prepared], work_dir: str, timeout: f
         open(results_file, "w").close()
         proc = subprocess.Popen([sys.executable, "-m", "tests.translate.corpus.gpu", prepared_file, results_file,
                                  *todo], cwd=root, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"})
-        last, seen = time.monotonic(), 0
+        last, seen, killed = time.monotonic(), 0, False
         while proc.poll() is None:
             time.sleep(0.5)
             lines = _lines(results_file)
@@ -246,6 +273,7 @@ def verify_all(entries, prepared: dict[str, Prepared], work_dir: str, timeout: f
             elif time.monotonic() - last > timeout:
                 proc.kill()
                 proc.wait()
+                killed = True
                 break
         lines = _lines(results_file)
         started = None
@@ -257,9 +285,8 @@ def verify_all(entries, prepared: dict[str, Prepared], work_dir: str, timeout: f
                 started = None
         done = {rec["id"] for rec in lines if "id" in rec}
         if started is not None and started not in done:  # it hung (or crashed the helper)
-            what = "timeout" if proc.returncode in (-9, None) or proc.returncode < 0 else "launch-error"
-            verdicts[started] = Verdict(started, what, f"no result after {timeout:.0f} s" if what == "timeout"
-                                        else f"the helper process exited with {proc.returncode}")
+            verdicts[started] = Verdict(started, "timeout", f"no result after {timeout:.0f} s") if killed else \
+                Verdict(started, "launch-error", f"the helper process exited with {proc.returncode}")
             done.add(started)
         elif proc.returncode not in (0, None) and not done:
             for i in todo:
@@ -282,8 +309,21 @@ def _lines(path) -> list:
     return out
 
 
+def shard(entries) -> list:
+    """The entries of this shard: NUMBAKERN_CORPUS_SHARD=k/n runs every n-th entry from the k-th (1-based), so a
+    run fits a time limit; unset, all of them."""
+    spec = os.environ.get("NUMBAKERN_CORPUS_SHARD")
+    if not spec:
+        return list(entries)
+    k, n = (int(x) for x in spec.split("/"))
+    if not 1 <= k <= n:
+        raise ValueError(f"NUMBAKERN_CORPUS_SHARD must be k/n with 1 <= k <= n, got {spec!r}")
+    return list(entries)[k - 1::n]
+
+
 def table(entries, verdicts: dict[str, Verdict]) -> str:
-    n = len(entries)
+    entries = [e for e in entries if e.id in verdicts]
+    n = max(1, len(entries))
     translated = sum(1 for e in entries if verdicts[e.id].stage not in ("refused", "crash", "compile-error"))
     compiled = sum(1 for e in entries if verdicts[e.id].stage not in ("refused", "crash", "compile-error",
                                                                      "build-error"))

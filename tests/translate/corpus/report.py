@@ -115,7 +115,7 @@ def main(argv=None) -> int:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--write-docs", action="store_true")
-    p.add_argument("--verified", help="JSON written by the GPU test (NUMBAKERN_CORPUS_RESULTS)")
+    p.add_argument("--verified", nargs="+", help="JSON written by GPU runs (NUMBAKERN_CORPUS_RESULTS), merged")
     p.add_argument("--json", help="write the outcomes as JSON here")
     p.add_argument("ids", nargs="*", help="only these entries (default: all)")
     args = p.parse_args(argv)
@@ -125,8 +125,10 @@ def main(argv=None) -> int:
     outcomes = run(entries)
     verified = None
     if args.verified:
-        with open(args.verified) as f:
-            verified = json.load(f)
+        verified = {}
+        for path in args.verified:
+            with open(path) as f:
+                verified.update(json.load(f))
     text = table(outcomes, verified)
     sys.stdout.write(text)
     if args.json:

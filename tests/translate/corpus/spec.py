@@ -41,7 +41,8 @@ class Entry:
 
     @property
     def id(self) -> str:
-        stem = self.file[:-3] if self.file.endswith(".py") else self.file
+        base = os.path.basename(self.file)
+        stem = base[:-3] if base.endswith(".py") else base
         return f"{stem}:{self.kernel}" + (f"[{self.variant}]" if self.variant else "")
 
     @property
