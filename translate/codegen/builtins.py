@@ -23,7 +23,7 @@ DIM3 = {stubs.threadIdx: "threadIdx", stubs.blockIdx: "blockIdx", stubs.blockDim
 MATH = {name: name for name in (
     "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
     "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor", "ceil", "trunc", "fabs", "pow",
-    "hypot", "erf", "erfc", "lgamma", "copysign", "fmod", "isnan", "isinf", "isfinite", "remainder", "nextafter")}
+    "hypot", "erf", "erfc", "lgamma", "copysign", "fmod", "isnan", "isinf", "isfinite", "remainder", "nextafter", "ldexp")}
 MATH["gamma"] = "tgamma"
 MATH_BOOL = {"isnan", "isinf", "isfinite"}
 #: numba with fastmath, on float32 (numba_cuda mathimpl: ``unarys_fastmath``/``binarys_fastmath``, libdevice's
@@ -94,6 +94,8 @@ class BuiltinsMixin:
             return self._degrees_radians(obj, node)
         if obj is math.modf:
             return self._modf(node)
+        if obj is math.frexp:
+            return self._frexp(node)
         if obj is _py.print:
             return self._print(node)
         if obj is _py.range:
@@ -228,6 +230,21 @@ class BuiltinsMixin:
         fmt = " ".join(formats) + "\\n"
         args = "".join(f", {v}" for v in values)
         return CExpr(f'printf("{fmt}"{args})', None, types.none, PRIMARY, pure=False)
+
+    def _frexp(self, node):
+        """math.frexp(x) -> (mantissa, exponent): libdevice frexp, whose exponent comes back through a pointer."""
+        (x,) = self._args(node)
+        sig = self.resolve(math.frexp, [x.nbt], node)
+        key = scalar_key(sig.args[0])
+        if not is_float(key):
+            raise self.src.error(node, f"math.frexp of {key} is not supported", hint="a float32 or float64 value")
+        x = cast(x, key)
+        self.require_hoist(node)
+        exp, mant = self.temp("frexp_exp"), self.temp("frexp_mant")
+        self.emit(f"int {exp};")
+        self.emit(f"const {c_name(key)} {mant} = {'frexpf' if key == 'float32' else 'frexp'}({x.code}, &{exp});")
+        rt = sig.return_type
+        return TupleVal([CExpr(mant, key, rt[0]), cast(CExpr(exp, "int32", rt[1]), scalar_key(rt[1]), rt[1])])
 
     def _round(self, node):
         args = self._args(node)

@@ -30,10 +30,10 @@ SIMPLE = {  # cuda function -> C function; result type from numba
     cuda.any_sync: "__any_sync", cuda.eq_sync: "__uni_sync", cuda.activemask: "__activemask",
     cuda.threadfence: "__threadfence", cuda.threadfence_block: "__threadfence_block",
     cuda.threadfence_system: "__threadfence_system", cuda.syncwarp: "__syncwarp",
-    cuda.match_any_sync: "__match_any_sync",
+    cuda.match_any_sync: "__match_any_sync", cuda.nanosleep: "__nanosleep",
 }
 STUB_RESULTS = {cuda.syncwarp: None, cuda.threadfence: None, cuda.threadfence_block: None,
-                cuda.threadfence_system: None, cuda.activemask: types.uint32}
+                cuda.threadfence_system: None, cuda.activemask: types.uint32, cuda.nanosleep: None}
 
 _VOTES = (cuda.all_sync, cuda.any_sync, cuda.eq_sync, cuda.ballot_sync)
 _BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
