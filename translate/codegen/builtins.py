@@ -188,63 +188,31 @@ class BuiltinsMixin:
                      sig.return_type, PRIMARY, pure=all(a.pure for a in args))
 
     def _modf(self, node):
-        """math.modf(x) -> (fractional part, integral part): numba-cuda's libdevice modf, whose integral part comes
-        back through a pointer (so the call is a statement of its own before the expression)."""
-        (x,) = self._args(node)
-        sig = self.resolve(math.modf, [x.nbt], node)
-        key = scalar_key(sig.args[0])
-        if not is_float(key):
-            raise self.src.error(node, f"math.modf of {key} is not supported", hint="a float32 or float64 value")
-        x = cast(x, key)
-        self.require_hoist(node)
-        whole, frac = self.temp("modf_int"), self.temp("modf_frac")
-        self.emit(f"{c_name(key)} {whole};")
-        self.emit(f"const {c_name(key)} {frac} = {'modff' if key == 'float32' else 'modf'}({x.code}, &{whole});")
-        rt = sig.return_type
-        return TupleVal([CExpr(frac, key, rt[0]), CExpr(whole, key, rt[1])])
-
-    def _print(self, node):
-        """print(...) -> printf with numba's formats: values separated by spaces and a newline, integers as
-        %lld/%llu, floats as %f (of the double), booleans as True/False, strings as they are."""
-        if node.keywords:
-            raise self.src.error(node, "print() keyword arguments are not supported (numba has none either)",
-                                 hint="print(a, b)")
-        formats, values = [], []
-        for a in node.args:
-            if isinstance(a, ast.Constant) and isinstance(a.value, str):
-                formats.append(_c_string(a.value).replace("%", "%%"))
-                continue
-            v = self.value(a)
-            items = v.items if isinstance(v, TupleVal) else [v]
-            parts = []
-            for item in items:
-                if not isinstance(item, CExpr) or item.key is None:
-                    raise self.src.error(a, "print() takes numbers, booleans, strings and tuples of them")
-                fmt, val = _print_item(item)
-                parts.append(fmt)
-                values.append(val)
-            if isinstance(v, TupleVal):
-                formats.append("(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")")
-            else:
-                formats.append(parts[0])
-        fmt = " ".join(formats) + "\\n"
-        args = "".join(f", {v}" for v in values)
-        return CExpr(f'printf("{fmt}"{args})', None, types.none, PRIMARY, pure=False)
+        """math.modf(x) -> (fractional part, integral part)."""
+        return self._split(math.modf, node, "modf", "frac", "int")
 
     def _frexp(self, node):
-        """math.frexp(x) -> (mantissa, exponent): libdevice frexp, whose exponent comes back through a pointer."""
+        """math.frexp(x) -> (mantissa, exponent)."""
+        return self._split(math.frexp, node, "frexp", "mant", "exp")
+
+    def _split(self, fn, node, cname, ret_name, ptr_name):
+        """A math function returning a pair whose libdevice version returns one part and writes the other
+        through a pointer (modf, frexp): the call is a statement of its own before the expression."""
         (x,) = self._args(node)
-        sig = self.resolve(math.frexp, [x.nbt], node)
+        sig = self.resolve(fn, [x.nbt], node)
         key = scalar_key(sig.args[0])
         if not is_float(key):
-            raise self.src.error(node, f"math.frexp of {key} is not supported", hint="a float32 or float64 value")
+            raise self.src.error(node, f"math.{fn.__name__} of {key} is not supported",
+                                 hint="a float32 or float64 value")
         x = cast(x, key)
         self.require_hoist(node)
-        exp, mant = self.temp("frexp_exp"), self.temp("frexp_mant")
-        self.emit(f"int {exp};")
-        self.emit(f"const {c_name(key)} {mant} = {'frexpf' if key == 'float32' else 'frexp'}({x.code}, &{exp});")
         rt = sig.return_type
-        return TupleVal([CExpr(mant, key, rt[0]), cast(CExpr(exp, "int32", rt[1]), scalar_key(rt[1]), rt[1])])
+        ptr_key = "int32" if is_int(scalar_key(rt[1])) else key
+        ptr, ret = self.temp(f"{cname}_{ptr_name}"), self.temp(f"{cname}_{ret_name}")
+        self.emit(f"{'int' if ptr_key == 'int32' else c_name(key)} {ptr};")
+        self.emit(f"const {c_name(key)} {ret} = {cname}{'f' if key == 'float32' else ''}({x.code}, &{ptr});")
+        second = CExpr(ptr, ptr_key, rt[1])
+        return TupleVal([CExpr(ret, key, rt[0]), cast(second, scalar_key(rt[1]), rt[1])])
 
     def _round(self, node):
         args = self._args(node)

@@ -21,29 +21,8 @@ NONNEG_ATTRS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
 
 def analyze(fn: ast.FunctionDef, is_nonneg_static, int_params: set[str]) -> dict[str, frozenset]:
     """Names proven >= 0 -> the parameters that proof assumes >= 0 (greatest fixed point)."""
-    assigns: dict[str, list] = {}
-
-    def add(name, value):
-        assigns.setdefault(name, []).append(value)
-
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                _bind(t, node.value, add)
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            op = type(node.op)
-            if op in (ast.Add, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor, ast.RShift):
-                add(node.target.id, ("aug", node.target.id, node.value))
-            else:
-                add(node.target.id, None)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            add(node.target.id, node.value)
-        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-            add(node.target.id, ("for", node.iter))
-        elif isinstance(node, (ast.For, ast.comprehension)):
-            for n in ast.walk(node.target):
-                if isinstance(n, ast.Name):
-                    add(n.id, None)
+    assigns = assignments(fn, lambda node: ("aug", node.target.id, node.value) if isinstance(
+        node.op, (ast.Add, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor, ast.RShift)) else None)
     facts: dict[str, frozenset] = {name: frozenset() for name in assigns}
     for p in int_params:
         if p not in assigns:
@@ -71,6 +50,31 @@ def analyze(fn: ast.FunctionDef, is_nonneg_static, int_params: set[str]) -> dict
                 facts[name] = frozenset(deps)
                 changed = True
     return facts
+
+
+def assignments(fn: ast.FunctionDef, augmented) -> dict[str, list]:
+    """Every value each name is assigned: an expression, ``("item", value, i)`` for a tuple element,
+    ``("for", iter)`` for a loop variable, ``augmented(node)`` for ``x op= v``, None for what no analysis reads."""
+    assigns: dict[str, list] = {}
+
+    def add(name, value):
+        assigns.setdefault(name, []).append(value)
+
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                _bind(t, node.value, add)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            add(node.target.id, augmented(node))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            add(node.target.id, node.value)
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            add(node.target.id, ("for", node.iter))
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            for n in ast.walk(node.target):
+                if isinstance(n, ast.Name):
+                    add(n.id, None)
+    return assigns
 
 
 def _bind(target, value, add):
@@ -213,21 +217,7 @@ INT64_LIMIT = 2 ** 63
 def bounds(fn: ast.FunctionDef, static_bound) -> dict[str, int]:
     """An upper bound of every integer name whose every assignment is bounded (a widening fixed point: a name
     still growing after a few rounds, like an accumulator in a loop, has none)."""
-    assigns: dict[str, list] = {}
-
-    def add(name, value):
-        assigns.setdefault(name, []).append(value)
-
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                _bind(t, node.value, add)
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            add(node.target.id, ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            add(node.target.id, node.value)
-        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-            add(node.target.id, ("for", node.iter))
+    assigns = assignments(fn, lambda node: ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value))
     known = {name: 0 for name in assigns}
     for _ in range(8):
         changed = False
