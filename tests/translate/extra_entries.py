@@ -59,6 +59,8 @@ EXTRA = [
        (floats(500, np.float32, 0.5, 2), ints(500, np.int64, -6, 7), floats((500, 4), np.float64))),
     _e("nan_min_max", "void(float32[::1], float32[::1], float32[:, ::1])", L(4, 128),
        (_with_nans(500), _with_nans(500), floats((500, 3), np.float32))),
+    _e("retyped_accumulator", "void(float64[:, ::1], float64[::1])", L(2, 128),
+       (floats((200, 7), np.float64, -1, 1), floats(200, np.float64))),
     _e("casts_and_constants", "void(float64[::1], float64[:, ::1])", L(4, 128),
        (floats(500, np.float64, -10, 10), floats((500, 3), np.float64))),
 ]

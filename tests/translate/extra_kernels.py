@@ -259,3 +259,14 @@ def casts_and_constants(x, out):
         out[i, 0] = np.int32(v * 1000)
         out[i, 1] = v if v < math.inf else -math.inf
         out[i, 2] = math.e * v + math.tau
+
+
+@cuda.jit
+def retyped_accumulator(x, out):
+    """`s` is an int64 (0), then a float64 in the loop: numba converts at the loop's entry."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        s = 0
+        for j in range(x.shape[1]):
+            s += x[i, j]
+        out[i] = s

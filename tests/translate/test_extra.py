@@ -41,6 +41,8 @@ FRAGMENTS = {
     "powers": ["nk_powi(x[i], (int64_t)3)", "nk_powi(x[i], n[i])", "nk_ipow(n[i], (int64_t)(-1))",
                "pow((double)x[i], 0.5)"],
     "nan_min_max": ["fmaxf(a[i], b[i])", "fminf(a[i], b[i])", "llrint((double)a[i])"],
+    "retyped_accumulator": ["int64_t s;", "double s_f64;", "s = 0;", "s_f64 = (double)s;",
+                            "s_f64 = s_f64 + x[i * x_shape1 + j];", "out[i] = s_f64;"],
     "casts_and_constants": ["float v = (float)x[i];", "(int32_t)((double)v * 1000)",
                             "v < __longlong_as_double(0x7ff0000000000000LL) ? v : "
                             "-__longlong_as_double(0x7ff0000000000000LL)",

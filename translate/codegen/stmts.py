@@ -720,6 +720,10 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
         if op is None:
             raise self.src.error(node, "unsupported augmented assignment")
         target = node.target
+        if isinstance(target, ast.Name) and target.id in self.retyped:  # the version read, then the one stored
+            cur = self.v_Name(ast.copy_location(ast.Name(target.id, ast.Load()), target))
+            res = self.binop(op, fn, cur, self.expr(node.value), node)
+            return self._assign_name(target.id, None, node, target, value=res)
         if isinstance(target, ast.Name):
             if target.id not in self.scalars:
                 raise self.src.error(target, "augmented assignment needs a number variable")
@@ -742,6 +746,7 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
             self.emit(f"{lhs_code} {res.infix[1]}= {res.infix[2]};")
         else:
             self.emit(f"{lhs_code} = {res.code};")
+
 
 def _identifiers(code: str) -> list[str]:
     import re
