@@ -61,6 +61,8 @@ EXTRA = [
        (_with_nans(500), _with_nans(500), floats((500, 3), np.float32))),
     _e("retyped_accumulator", "void(float64[:, ::1], float64[::1])", L(2, 128),
        (floats((200, 7), np.float64, -1, 1), floats(200, np.float64))),
+    _e("global_array", "void(float64[::1], float64[::1])", L(1, 128),
+       (floats(100, np.float64, 0, 10), floats(100, np.float64))),
     _e("casts_and_constants", "void(float64[::1], float64[:, ::1])", L(4, 128),
        (floats(500, np.float64, -10, 10), floats((500, 3), np.float64))),
 ]

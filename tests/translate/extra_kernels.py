@@ -12,6 +12,7 @@ HALO = TILE + 2          # numba takes a shared-array shape from a module consta
 INT64_MAX = 2 ** 63 - 1
 WARP = 32
 EPS = 1e-6
+PRICES = np.array([10.0, 25.0, 5.0, 15.0, 30.0])   # numba freezes a module array's values into the kernel
 
 
 # -- as a user writes them ---------------------------------------------------------------------------------------
@@ -270,3 +271,10 @@ def retyped_accumulator(x, out):
         for j in range(x.shape[1]):
             s += x[i, j]
         out[i] = s
+
+
+@cuda.jit
+def global_array(quantities, totals):
+    i = cuda.grid(1)
+    if i < totals.size:
+        totals[i] = quantities[i] * PRICES[i % 5]

@@ -43,6 +43,8 @@ FRAGMENTS = {
     "nan_min_max": ["fmaxf(a[i], b[i])", "fminf(a[i], b[i])", "llrint((double)a[i])"],
     "retyped_accumulator": ["int64_t s;", "double s_f64;", "s = 0;", "s_f64 = (double)s;",
                             "s_f64 = s_f64 + x[i * x_shape1 + j];", "out[i] = s_f64;"],
+    "global_array": ["__constant__ double PRICES[5] = {10.0, 25.0, 5.0, 15.0, 30.0};",
+                     "totals[i] = quantities[i] * PRICES[i % 5];"],
     "casts_and_constants": ["float v = (float)x[i];", "(int32_t)((double)v * 1000)",
                             "v < __longlong_as_double(0x7ff0000000000000LL) ? v : "
                             "-__longlong_as_double(0x7ff0000000000000LL)",

@@ -159,6 +159,8 @@ class ExprMixin:
             return CExpr(c, "float64", types.float64, nonneg=float(obj) >= 0)
         if _number_tuple(obj):  # SM_SIZE = (TPB, TPB): numba reads its values as constants
             return TupleVal([self.literal_value(v, node) for v in obj])
+        if isinstance(obj, np.ndarray):  # a module-level array: numba freezes its values into the kernel
+            return arrays.const_array(self, name, obj, node)
         return Static(obj)
 
     def const_value(self, node):
