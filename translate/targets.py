@@ -48,11 +48,16 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
         return KernelTarget(name, spec.name, kernel, pyfunc, _qualname(pyfunc), spec.name,
                             tuple(spec.signatures), consts)
     where, attr = name.rsplit(":", 1)
-    with recording_signatures():
-        if where.endswith(".py") or os.sep in where or "/" in where:
-            module = _import_path(where)
-        else:
-            module = importlib.import_module(where)
+    try:
+        with recording_signatures():
+            if where.endswith(".py") or os.sep in where or "/" in where:
+                module = _import_path(where)
+            else:
+                module = importlib.import_module(where)
+    except (LookupError, ModuleNotFoundError):
+        raise
+    except Exception as e:  # the user's module fails to import: located where it fails, no traceback
+        raise _import_error(where, e) from None
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -113,6 +118,29 @@ def _module_error(module, name, message):
             return TranslationError(message, filename=filename, line=node.lineno, col=node.col_offset,
                                     source_line=lines[node.lineno - 1], width=len(name))
     return TranslationError(message, filename=filename)
+
+
+def _import_error(where: str, e: Exception):
+    """A TranslationError at the line of the kernel's module (or the deepest file of the user's) that failed."""
+    import linecache
+    import traceback
+
+    from .errors import TranslationError
+
+    message = f"importing {where} failed: {type(e).__name__}: {e}"
+    if isinstance(e, SyntaxError) and e.filename and e.lineno:
+        text = (e.text or linecache.getline(e.filename, e.lineno)).rstrip("\n")
+        return TranslationError(f"{where} is not valid Python: {e.msg}", filename=e.filename, line=e.lineno,
+                                col=max(0, (e.offset or 1) - 1), source_line=text)
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if "site-packages" not in f.filename
+              and os.path.basename(os.path.dirname(f.filename)) != "translate" and not f.filename.startswith("<")]
+    if frames:
+        f = frames[-1]
+        text = linecache.getline(f.filename, f.lineno).rstrip("\n")
+        col = len(text) - len(text.lstrip())
+        return TranslationError(message, filename=f.filename, line=f.lineno, col=col, source_line=text,
+                                width=max(1, len(text.strip())))
+    return TranslationError(message, filename=where)
 
 
 def _is_plain_function(obj) -> bool:
