@@ -168,7 +168,10 @@ def call_args(tr, info: ArrayInfo, want, node) -> list[str]:
     extents and (for a parameter that is not C-contiguous) the strides, computed for a C-contiguous array."""
     if info.extents is None:
         raise tr.src.error(node, "dynamic shared memory cannot be passed to a function (its extent is unknown)")
-    out = [info.name] + [e.code for e in info.extents]
+    pointer = info.name
+    if info.kind in ("shared", "local", "const") and info.ndim > 1:  # a C array of arrays: its first element
+        pointer = "&" + info.name + "[0]" * info.ndim
+    out = [pointer] + [e.code for e in info.extents]
     if getattr(want, "layout", "C") != "C":
         if info.strides:
             out += [s.code for s in info.strides]

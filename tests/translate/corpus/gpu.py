@@ -77,7 +77,9 @@ def all_entries() -> dict:
 
 
 def prepare(entries, work_dir: str, arch: str, jobs: int | None = None) -> dict[str, Prepared]:
-    """Translate (in parallel worker processes) and build every entry."""
+    """Translate (in parallel worker processes, started afresh: the caller may hold a CUDA context) and build
+    every entry."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     from translate.verify.build import build_many
@@ -86,7 +88,7 @@ def prepare(entries, work_dir: str, arch: str, jobs: int | None = None) -> dict[
     ids = [e.id for e in entries]
     chunks = [ids[k::jobs] for k in range(jobs) if ids[k::jobs]]
     out: dict[str, Prepared] = {}
-    with ProcessPoolExecutor(max_workers=len(chunks)) as pool:
+    with ProcessPoolExecutor(max_workers=len(chunks), mp_context=multiprocessing.get_context("spawn")) as pool:
         for records in pool.map(_translate_chunk, chunks, [work_dir] * len(chunks)):
             for rec in records:
                 rec["nvcc_flags"] = tuple(rec["nvcc_flags"])
