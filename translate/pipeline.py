@@ -149,7 +149,7 @@ def build_request(tgt, signature, constants):
 
     from . import cnames
     from .backends import KernelRequest, ParamSpec
-    from .codegen.stmts import parse_function
+    from .codegen.source import parse_function
     from .codegen.calls import find_recursion, typing_error
     from .typing import SignatureError, parse_signature, signature_text, type_function
     from .codegen.arrays import indirectly_written

@@ -92,7 +92,7 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
 
 def _check_source(pyfunc, module, attr):
     """A located TranslationError (at the module line that binds the kernel) for a kernel without source."""
-    from .codegen.stmts import NoSource, parse_function
+    from .codegen.source import NoSource, parse_function
 
     try:
         parse_function(pyfunc)
@@ -132,8 +132,12 @@ def _import_error(where: str, e: Exception):
         text = (e.text or linecache.getline(e.filename, e.lineno)).rstrip("\n")
         return TranslationError(f"{where} is not valid Python: {e.msg}", filename=e.filename, line=e.lineno,
                                 col=max(0, (e.offset or 1) - 1), source_line=text)
+    import sysconfig
+
+    library = tuple(os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib"))
     frames = [f for f in traceback.extract_tb(e.__traceback__) if "site-packages" not in f.filename
-              and os.path.basename(os.path.dirname(f.filename)) != "translate" and not f.filename.startswith("<")]
+              and os.path.basename(os.path.dirname(f.filename)) != "translate" and not f.filename.startswith("<")
+              and not os.path.realpath(f.filename).startswith(library)]
     if frames:
         f = frames[-1]
         text = linecache.getline(f.filename, f.lineno).rstrip("\n")

@@ -160,13 +160,15 @@ def cuda_typing(cc=TYPING_CC):
     class _FakeDevice:
         compute_capability = cc
 
-    saved = dispatcher.get_current_device
-    dispatcher.get_current_device = lambda: _FakeDevice()
+    saved = getattr(dispatcher, "get_current_device", None)  # None under the simulator (NUMBA_ENABLE_CUDASIM)
+    if saved is not None:
+        dispatcher.get_current_device = lambda: _FakeDevice()
     try:
         with utils.numba_target_override():
             yield
     finally:
-        dispatcher.get_current_device = saved
+        if saved is not None:
+            dispatcher.get_current_device = saved
 
 
 def with_closure(pyfunc, overrides: dict[str, Any]):

@@ -249,7 +249,10 @@ def nan_min_max(a, b, out):
     if i < a.shape[0]:
         out[i, 0] = max(a[i], b[i])
         out[i, 1] = min(a[i], b[i])
-        out[i, 2] = round(a[i])
+        r = a[i]
+        if math.isnan(r):  # NaN to an integer is undefined (LLVM poison; 0 on today's GPUs): not compared
+            r = 2.5
+        out[i, 2] = round(r)
 
 
 @cuda.jit

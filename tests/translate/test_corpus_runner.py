@@ -35,6 +35,12 @@ def test_compare_is_exact_for_integers_and_records_and_tolerant_for_floats():
     other["s1"][2] = 5
     assert not compare(_entry(), [other], [rec])[0]
     assert not compare(_entry(), [a.astype(np.int32)], [a])[0]   # dtype
+    fort = np.asfortranarray(rng.integers(0, 9, (4, 5, 6), dtype=np.int32))   # Fortran-ordered outputs ([F] entries)
+    assert compare(_entry(), [fort.copy(order="F")], [fort])[0]
+    off = fort.copy(order="F")
+    off[1, 2, 3] += 1
+    ok, why, _ = compare(_entry(), [off], [fort])
+    assert not ok and "[[1, 2, 3]]" in why
 
 
 def test_launcher_arguments_with_strides_records_and_half():

@@ -40,7 +40,7 @@ FRAGMENTS = {
                          "out[i * out_shape1 + 2] = (uint64_t)u[i] - (uint32_t)7;"],
     "powers": ["nk_powi(x[i], (int64_t)3)", "nk_powi(x[i], n[i])", "nk_ipow(n[i], (int64_t)(-1))",
                "pow((double)x[i], 0.5)"],
-    "nan_min_max": ["fmaxf(a[i], b[i])", "fminf(a[i], b[i])", "llrint((double)a[i])"],
+    "nan_min_max": ["fmaxf(a[i], b[i])", "fminf(a[i], b[i])", "r_f64 = 2.5;", "llrint(r_f64)"],
     "retyped_accumulator": ["int64_t s;", "double s_f64;", "s = 0;", "s_f64 = (double)s;",
                             "s_f64 = s_f64 + x[i * x_shape1 + j];", "out[i] = s_f64;"],
     "global_array": ["__constant__ double PRICES[5] = {10.0, 25.0, 5.0, 15.0, 30.0};",

@@ -52,7 +52,7 @@ def _lookup(pyfunc, name):
 
 def find_recursion(pyfunc) -> TranslationError | None:
     """A located TranslationError if the functions ``pyfunc`` calls call back into one of them, else None."""
-    from .stmts import NoSource, parse_function
+    from .source import NoSource, parse_function
 
     stack: list = []
     done: set = set()
@@ -108,7 +108,7 @@ class CallsMixin:
     def device_call(self, pyfunc, node, fnobj=None, outs=None):
         """A call of a ``@cuda.jit(device=True)`` or ``@numba.jit`` function: its arguments that numba types as
         compile-time values (functions, dtypes, literals) specialize the C function; the others are passed."""
-        from .stmts import NoSource, parse_function
+        from .source import NoSource, parse_function
         from .unit import is_static_type, needs_value
 
         if node.keywords:

@@ -3,46 +3,22 @@
 from __future__ import annotations
 
 import ast
-import inspect
 import operator
-import textwrap
 
 import numpy as np
 from numba.cuda import types
 
 from .. import cnames
 from ..cnames import c_name, is_int, scalar_key
-from ..errors import SourceInfo
 from . import arrays, ranges, scope, variables, vectors
 from .builtins import BuiltinsMixin
 from .calls import CallsMixin
 from .cexpr import CExpr, Static, TupleVal, cast, paren
 from .exprs import BINOPS, ExprMixin
+from .source import parse_function
 
 _STMT_HINT = ("assignments (also tuple unpacking and augmented), if/elif/else, for ... in range(...), while, "
               "break, continue, return, expression statements (calls)")
-
-
-class NoSource(Exception):
-    """A function whose Python source cannot be read (made by exec/eval, a lambda, a builtin)."""
-
-
-def parse_function(pyfunc) -> tuple[ast.FunctionDef, SourceInfo]:
-    try:
-        lines, first = inspect.getsourcelines(pyfunc)
-    except (OSError, TypeError) as e:
-        raise NoSource(f"'{getattr(pyfunc, '__name__', pyfunc)}' has no Python source file (a function made by "
-                       "exec() or eval() of a string, or a builtin): translate reads a kernel's source") from e
-    text = "".join(lines)
-    dedented = textwrap.dedent(text)
-    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    tree = ast.parse(dedented)
-    fn = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-    if fn is None:
-        raise NoSource(f"'{pyfunc.__name__}' is not a def (a lambda?): translate reads a kernel's source; "
-                       "write it with def")
-    filename = inspect.getsourcefile(pyfunc) or "<unknown>"
-    return fn, SourceInfo(filename, dedented.splitlines(), first, indent)
 
 
 #: a ``range`` loop whose trip count is a compile-time constant up to this gets ``#pragma unroll``: NVVM leaves such

@@ -93,7 +93,7 @@ class Unit:
             typed = type_function(pyfunc, tuple(sig.args), sig.return_type)
         except Exception as e:  # numba's TypingError for the callee: located where numba says
             from .calls import typing_error
-            from .stmts import parse_function
+            from .source import parse_function
 
             fn, fsrc = parse_function(pyfunc)
             raise typing_error(e, fsrc, fn, f"numba cannot type '{pyfunc.__name__}' for {sig}") from None

@@ -209,7 +209,8 @@ def compare(entry, got: list, want: list) -> tuple[bool, str, float]:
                 bad = np.argwhere(~close)[:3].tolist()
                 return False, f"array {k} differs from Numba's at {bad} (rtol {rtol})", worst
         else:
-            gb, wb = g.view(np.uint8), w.view(np.uint8)
+            # byte views need a contiguous last axis: compare C-ordered copies (Fortran-ordered outputs included)
+            gb, wb = np.ascontiguousarray(g).view(np.uint8), np.ascontiguousarray(w).view(np.uint8)
             if not np.array_equal(gb, wb):
                 bad = np.argwhere(g != w)[:3].tolist() if g.dtype.names is None else "records"
                 return False, f"array {k} differs from Numba's at {bad}", worst
