@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128_causal(
         l[rr] = 0.0f;
     }
     int64_t nkb = nk_floordiv(lk + bn - 1, (int64_t)bn);
-    nkb = nk_min(nkb, nk_floordiv(q0 + bm + bn - 1, (int64_t)bn));
+    nkb = nk_min(nkb, nk_floordiv((int64_t)((uint64_t)(q0 + bm + bn) - (uint64_t)(1)), (int64_t)bn));
     int64_t q_first = (bh * lq + q0 + crow) * d + (int64_t)cc * 4;
     int64_t kv_first = (bh * lk + crow) * d + (int64_t)cc * 4;
     int64_t r;
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128_causal(
             for (int64_t rr = 0; rr < 4; rr++) {
                 uint64_t tr = (uint64_t)warp * (uint32_t)16 + ly + (uint32_t)(4 * rr);
                 {
-                    const float4 nk_v = *reinterpret_cast<const float4 *>(&q_s[tr][(dc ^ nk_floormod(tr, (uint64_t)(uint32_t)8)) * (uint32_t)4]);
+                    const float4 nk_v = *reinterpret_cast<const float4 *>(&q_s[tr][(dc ^ nk_floormod(tr, (uint64_t)8)) * (uint32_t)4]);
                     qf[rr * 4] = nk_v.x; qf[rr * 4 + 1] = nk_v.y; qf[rr * 4 + 2] = nk_v.z; qf[rr * 4 + 3] = nk_v.w;
                 }
             }
@@ -212,12 +212,12 @@ __global__ void __launch_bounds__(64, 5) attention_d128_causal(
                     }
                 }
                 s[qq * 4 + rr] = x;
-                mx = nk_max(mx, x);
+                mx = fmaxf(mx, x);
             }
-            mx = nk_max(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
-            mx = nk_max(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
-            mx = nk_max(mx, __shfl_xor_sync(FULL_MASK, mx, 4));
-            float m_new = nk_max(m[rr], mx);
+            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 4));
+            float m_new = fmaxf(m[rr], mx);
             float alpha = __expf(m[rr] - m_new);
             m[rr] = m_new;
             total = l[rr] * alpha;

@@ -80,10 +80,6 @@ __device__ __forceinline__ float nk_floormod(float x, float y) {
     return mod;
 }
 
-// Python's min/max: the first argument unless the second is strictly smaller / larger
-template <typename T> __device__ __forceinline__ T nk_min(T a, T b) { return b < a ? b : a; }
-template <typename T> __device__ __forceinline__ T nk_max(T a, T b) { return b > a ? b : a; }
-
 constexpr int64_t FULL_MASK = 4294967295LL;
 constexpr double MASKED = -1e+30;
 constexpr int64_t col_groups = 2;
@@ -180,7 +176,7 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
             for (int64_t rr = 0; rr < 4; rr++) {
                 uint64_t tr = (uint64_t)warp * (uint32_t)16 + ly + (uint32_t)(4 * rr);
                 {
-                    const float4 nk_v = *reinterpret_cast<const float4 *>(&q_s[tr][(dc ^ nk_floormod(tr, (uint64_t)(uint32_t)8)) * (uint32_t)4]);
+                    const float4 nk_v = *reinterpret_cast<const float4 *>(&q_s[tr][(dc ^ nk_floormod(tr, (uint64_t)8)) * (uint32_t)4]);
                     qf[rr * 4] = nk_v.x; qf[rr * 4 + 1] = nk_v.y; qf[rr * 4 + 2] = nk_v.z; qf[rr * 4 + 3] = nk_v.w;
                 }
             }
@@ -217,12 +213,12 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
                     }
                 }
                 s[qq * 4 + rr] = x;
-                mx = nk_max(mx, x);
+                mx = fmaxf(mx, x);
             }
-            mx = nk_max(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
-            mx = nk_max(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
-            mx = nk_max(mx, __shfl_xor_sync(FULL_MASK, mx, 4));
-            float m_new = nk_max(m[rr], mx);
+            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 4));
+            float m_new = fmaxf(m[rr], mx);
             float alpha = __expf(m[rr] - m_new);
             m[rr] = m_new;
             total = l[rr] * alpha;

@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(256) inclusive_scan(
         float prefix = 0.0f;
         if (tile > 0) {
             if (lane == 0) {
-                atomicAdd(&values[0 * values_shape1 + (uint32_t)tile], aggregate);
+                atomicAdd(&values[(uint32_t)tile], aggregate);
                 __threadfence();
                 atomicExch(&flags[(uint32_t)tile], (uint32_t)AGGREGATE);
             }
@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(256) inclusive_scan(
         __threadfence();
         for (int64_t j = (int64_t)tid; j < tiles; j += nt) {
             flags[(uint32_t)j] = 0;
-            values[0 * values_shape1 + (uint32_t)j] = 0.0f;
+            values[(uint32_t)j] = 0.0f;
             values[1 * values_shape1 + (uint32_t)j] = 0.0f;
         }
         if (tid == 0) {

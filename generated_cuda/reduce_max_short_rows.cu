@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(256) reduce_max_short_rows(
     __shared__ uint32_t ticket[1];
     float seed = 0.0f;
     if (is_max && live) {
-        seed = x[r * x_shape1 + 0];
+        seed = x[r * x_shape1];
     }
     #pragma unroll
     for (int64_t q = 0; q < width; q++) {

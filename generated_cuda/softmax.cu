@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(256) softmax(
     float s;
     int64_t t;
     if (live) {
-        m = x[r * x_shape1 + 0];
+        m = x[r * x_shape1];
         #pragma unroll
         for (int64_t u = 0; u < cache; u++) {
             c = u * span + lane * width;

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 from numba.cuda.dispatcher import CUDADispatcher
 
 from . import closures
@@ -64,7 +65,12 @@ def number_value(obj: Any) -> bool | int | float | None:
 
 
 def _is_device_function(obj: Any) -> bool:
-    return isinstance(obj, CUDADispatcher) and bool(obj.targetoptions.get("device", False))
+    """A function the kernel calls that the translator compiles into the file: a ``@cuda.jit(device=True)``
+    function, or a ``@numba.jit`` one (numba-cuda compiles CPU-jitted functions for the device when a kernel calls
+    them; ``numba.cuda.random`` is written that way)."""
+    if isinstance(obj, CUDADispatcher):
+        return bool(obj.targetoptions.get("device", False))
+    return isinstance(obj, Dispatcher)
 
 
 class _Walker:

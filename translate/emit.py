@@ -36,7 +36,8 @@ def launcher_descriptions(request: KernelRequest, device: DeviceCode) -> list[di
     """The manifest's ``launchers`` list: one per instantiation, with the ABI of its parameters."""
     return [
         {"symbol": launcher_symbol(request.name, inst), "constants": dict(inst),
-         "params": [p.manifest() for p in request.params], "nonneg_params": list(device.nonneg_params)}
+         "params": [p.manifest() for p in request.params], "nonneg_params": list(device.nonneg_params),
+         **({"cooperative": True} if device.cooperative else {})}
         for inst in request.instantiations
     ]
 
@@ -69,13 +70,13 @@ def assemble(request: KernelRequest, device: DeviceCode, header: str) -> str:
         parts.append("\n".join(_const_decl(n, k, v) for n, (k, v) in device.constants.items()) + "\n")
     if prelude:
         parts.append(prelude)
-    parts.append(options.apply(device.code, request.name, attrs))
+    parts.append(options.apply(device.code, request.c_name, attrs))
     if request.template_params:
         lines = []
         types_only = ", ".join(_param_type(p) for spec in request.params for p in spec.c_params())
         for inst in request.instantiations:
             args = ", ".join(str(int(inst[t])) for t in request.template_params)
-            lines.append(f"template __global__ void {request.name}<{args}>({types_only});")
+            lines.append(f"template __global__ void {request.c_name}<{args}>({types_only});")
         parts.append("\n".join(lines) + "\n")
     parts.append("#ifndef __CUDACC_RTC__\n" + "\n".join(_launcher(request, device, inst)
                                                        for inst in request.instantiations) + "#endif\n")
@@ -94,14 +95,21 @@ def _launcher(request: KernelRequest, device: DeviceCode, inst: dict) -> str:
     ]
     decl = c_declaration(f'extern "C" cudaError_t {launcher_symbol(request.name, inst)}', groups, width=0)
     body = []
+    cnames = {spec.name: spec.c for spec in request.params}
     for p in device.nonneg_params:
-        body.append(f"    // the kernel's indices assume {p} >= 0 (numba would wrap a negative index around the end)")
-        body.append(f"    if ({p} < 0) return cudaErrorInvalidValue;")
+        c = cnames.get(p, p)
+        body.append(f"    // the kernel's indices assume {c} >= 0 (numba would wrap a negative index around the end)")
+        body.append(f"    if ({c} < 0) return cudaErrorInvalidValue;")
     targs = ""
     if request.template_params:
         targs = "<" + ", ".join(str(int(inst[t])) for t in request.template_params) + ">"
     args = ", ".join(a for spec in request.params for a in spec.c_args())
-    body.append(f"    {request.name}{targs}<<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), "
+    if device.cooperative:  # a grid-wide barrier needs every block resident: a cooperative launch guarantees it
+        body.append(f"    void *args[] = {{{', '.join('&' + a for a in args.split(', '))}}};")
+        body.append(f"    return cudaLaunchCooperativeKernel((const void *){request.c_name}{targs}, "
+                    "dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), args, shared_bytes, stream);")
+        return decl + "\n{\n" + "\n".join(body) + "\n}\n"
+    body.append(f"    {request.c_name}{targs}<<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), "
                 f"shared_bytes, stream>>>(")
     body.append(f"        {args});")
     body.append("    return cudaGetLastError();")

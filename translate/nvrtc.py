@@ -67,7 +67,7 @@ def nvrtc_compile(source: str, arch: str = "sm_90", name: str = "kernel.cu", res
     With ``resources``, also compile to SASS and parse ptxas' register / shared memory report. ``options``: the
     file's required NVRTC options (manifest ``build.nvrtc_options``: fast-math flags and the like)."""
     cc = arch_number(arch)
-    base = ["-std=c++17", *options]
+    base = ["-std=c++17", *_include_options(), *options]
     ok, log, ptx = _run(source, name, [f"--gpu-architecture=compute_{cc}", *base])
     result = CompileResult(ok, f"sm_{cc}", nvrtc_version(), ptx=ptx, log=log)
     if ok and resources:
@@ -78,6 +78,27 @@ def nvrtc_compile(source: str, arch: str = "sm_90", name: str = "kernel.cu", res
                 result.registers = max(f.get("registers", 0) for f in result.functions.values())
                 result.shared_bytes = max(f.get("shared_bytes", 0) for f in result.functions.values())
     return result
+
+
+def _include_options() -> list[str]:
+    """The CUDA headers' directories (cuda_fp16.h, cuComplex.h, cooperative_groups.h and the libcu++ headers it
+    includes), found the way numba-cuda finds them for NVRTC; nvcc knows them by itself."""
+    dirs = []
+    try:
+        from numba.cuda.cuda_paths import get_cuda_paths  # optional: a toolkit's headers, as numba-cuda finds them
+
+        dirs.append(get_cuda_paths()["include_dir"].info)
+    except Exception:  # noqa: BLE001 - no toolkit headers found: files that need none still compile
+        pass
+    try:
+        from cuda import pathfinder  # optional: where the wheels put the CCCL headers
+
+        cccl = pathfinder.locate_nvidia_header_directory("cccl")
+        if cccl is not None:
+            dirs.append(cccl.abs_path)
+    except Exception:  # noqa: BLE001 - as above
+        pass
+    return [f"--include-path={d}" for d in dirs if d]
 
 
 def parse_ptxas(log: str) -> dict:

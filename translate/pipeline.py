@@ -10,7 +10,6 @@ through ``translate.api``, which hands the work to a helper process.
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import os
 import time
@@ -21,13 +20,15 @@ from numba.cuda import types
 
 from numbakern.unroll import rolled_function
 
-from . import closures, emit, manifest, options, targets
+from . import closures, cnames, emit, manifest, options, targets
 from .backends import get_backend
 from .candidates import PipelineChecks
-from .codegen.stmts import parse_function
+from .codegen.arrays import indirectly_written
+from .codegen.diagnose import find_recursion, typing_error
+from .codegen.source import NoSource, parse_function
 from .depends import kernel_dependencies, source_sha256
-from .errors import CompileError, SourceInfo, TranslationError
-from .frontend import parse_signature, type_function
+from .errors import CompileError, SourceInfo
+from .frontend import SignatureError, parse_signature, signature_text, type_function
 from .nvrtc import nvrtc_compile
 from .request import DeviceCode, KernelRequest, ParamSpec, TranslateOptions, TranslationResult
 from .writes import written_arrays
@@ -102,7 +103,8 @@ def check_dependencies(request: KernelRequest, device: DeviceCode) -> None:
     so the verified-file guard and ``translate --check`` compare like with like); the backend's own record (the ast
     backend's) must not name anything the Python side missed."""
     deps = request.dependencies
-    missed = (set(device.device_functions) - set(deps.device_functions)) | (set(device.constants) - set(deps.constants))
+    constants = {device.constant_names.get(c, c) for c in device.constants}
+    missed = (set(device.device_functions) - set(deps.device_functions)) | (constants - set(deps.constants))
     if missed:
         raise AssertionError(f"{request.name}: the backend depends on {sorted(missed)}, which the Python-side "
                              "dependency analysis missed")
@@ -118,11 +120,17 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
     (the specialization's, overridden by ``constants``), Numba's types, the launcher parameters, the codegen options
     of every instantiation and the kernel's dependencies."""
     sig = signature or (tgt.signatures[0] if tgt.signatures else None)
+    try:
+        fn, src = parse_function(tgt.pyfunc)
+    except NoSource as e:  # made by exec(): located where its module binds it
+        raise targets.binding_error(tgt, str(e)) from None
     if sig is None:
-        raise TranslationError(f"no argument types for {tgt.qualname}: pass --signature \"void(float32[::1], ...)\"",
-                               filename=inspect.getsourcefile(tgt.pyfunc) or "<unknown>")
-    _, argtypes = parse_signature(sig)
-    fn, src = parse_function(tgt.pyfunc)
+        raise src.error(fn, f"no argument types for {tgt.qualname}: pass --signature \"void(float32[::1], ...)\" "
+                        "(or give the kernel a signature: @cuda.jit(\"void(float32[::1], ...)\"))")
+    try:
+        _, argtypes = parse_signature(sig, tgt.pyfunc.__globals__)
+    except SignatureError as e:
+        raise src.error(fn, str(e)) from None
     names = tuple(a.arg for a in fn.args.args)
     if len(names) != len(argtypes):
         raise src.error(fn, f"the signature has {len(argtypes)} argument(s), the kernel takes {len(names)}")
@@ -140,27 +148,49 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
     combos = itertools.product(*(values[k] for k in template_params))
     insts = tuple(dict(zip(template_params, combo)) for combo in combos)
     pyfunc = _instantiated_pyfunc(tgt, template_params, insts, src, fn) if template_params else tgt.pyfunc
+    recursion = find_recursion(pyfunc)
+    if recursion is not None:
+        raise recursion
     try:
         typed = type_function(pyfunc, argtypes)
-    except Exception as e:  # numba's TypingError: keep its message, locate at the kernel
-        first = "\n".join(str(e).strip().splitlines()[:12])
-        raise src.error(fn, f"numba could not type the kernel for {sig}:\n{first}") from None
+    except Exception as e:  # numba's TypingError: its first relevant line, where it says
+        raise typing_error(e, src, fn, f"numba cannot type the kernel for {signature_text(sig)}") from None
     array_names = {n for n, t in zip(names, argtypes) if isinstance(t, types.Array)}
-    written = written_arrays(fn, array_names)
+    written = written_arrays(fn, array_names) | indirectly_written(fn, array_names)
+    kernel_c = cnames.kernel_cname(tgt.name)
+    _, named = cnames.param_cnames(kernel_c, [(n, t.ndim if isinstance(t, types.Array) else 0,
+                                              isinstance(t, types.Array) and t.layout != "C")
+                                             for n, t in zip(names, argtypes)],
+                                   reserved={*cnames.LAUNCHER_PARAMS, *template_params})
     params = []
-    for n, t in zip(names, argtypes):
-        if isinstance(t, types.Array):
-            params.append(ParamSpec(n, "array", str(t.dtype), t.ndim, const=n not in written))
+    for n, t, (c, extents, strides) in zip(names, argtypes, named):
+        if isinstance(t, types.Array) and isinstance(t.dtype, types.Record):
+            key = cnames.record_key(t.dtype)
+            if key is None:
+                raise src.error(fn, f"argument '{n}' is an array of records whose layout C cannot reproduce "
+                                f"({t.dtype})", hint="records of number fields, each at its natural alignment")
+            params.append(ParamSpec(n, "array", "record", t.ndim, const=n not in written, layout=t.layout, cname=c,
+                                    extents=extents, strides=strides, ctype=cnames.c_name(key),
+                                    record=_record_layout(t.dtype)))
+        elif isinstance(t, types.Array):
+            params.append(ParamSpec(n, "array", str(t.dtype), t.ndim, const=n not in written, layout=t.layout,
+                                    cname=c, extents=extents, strides=strides))
         else:
-            params.append(ParamSpec(n, "scalar", str(t)))
+            params.append(ParamSpec(n, "scalar", str(t), cname=c))
     insts = insts or ({},)
     return KernelRequest(
-        name=tgt.name, qualname=tgt.qualname, source="\n".join(src.lines), signature=" ".join(sig.split()),
+        name=tgt.name, qualname=tgt.qualname, source="\n".join(src.lines), signature=signature_text(sig),
         arg_names=names, argtypes=tuple(argtypes), typemap={k: str(v) for k, v in typed.var_types.items()},
         params=tuple(params), pyfunc=pyfunc, typed=typed, build=options.from_target(tgt, insts),
         dependencies=kernel_dependencies(pyfunc, template_params), options=opts, template_params=template_params,
-        instantiations=insts,
+        instantiations=insts, kernel_cname=kernel_c,
     )
+
+
+def _record_layout(t) -> tuple:
+    """(itemsize, ((field, dtype, offset), ...)) of a numba Record: the launcher ABI's description of it."""
+    return t.size, tuple((name, str(f.type), f.offset) for name, f in sorted(t.fields.items(),
+                                                                           key=lambda kv: kv[1].offset))
 
 
 def _instantiated_pyfunc(tgt: targets.KernelTarget, template_params: tuple[str, ...], insts: tuple[dict, ...],

@@ -67,30 +67,61 @@ class TranslateOptions:
 
 @dataclass(frozen=True)
 class ParamSpec:
-    """One Python argument as the launcher ABI passes it (manifest ``launchers[].params`` entry)."""
+    """One Python argument as the launcher ABI passes it (manifest ``launchers[].params`` entry).
+
+    An array is a pointer and its extents; an array whose layout is not C-contiguous (``float32[:]``,
+    ``float32[::1, :]``) also passes its strides, in elements, after the extents. ``cname`` is the C identifier
+    (the Python name unless that collides with C/C++/CUDA or a generated name)."""
 
     name: str
     kind: str            # "array" | "scalar"
     dtype: str           # numba dtype name: float32, int64, ...
     ndim: int = 0
     const: bool = False  # arrays the kernel never writes
+    layout: str = "C"    # numba's array layout: "C", "F" or "A"
+    cname: str = ""      # C identifier ("" = name)
+    ctype: str = ""      # C element / scalar type ("" = from dtype)
+    extents: tuple[str, ...] = ()  # C names of the extents ("" = <cname>_shape<d>)
+    strides: tuple[str, ...] = ()  # C names of the strides (<cname>_stride<d>)
+    record: tuple = ()   # dtype "record": (itemsize, ((field, dtype, offset), ...)); its C struct is ctype
+
+    @property
+    def c(self) -> str:
+        return self.cname or self.name
+
+    @property
+    def strided(self) -> bool:
+        return self.kind == "array" and self.layout != "C"
 
     def manifest(self) -> dict:
         if self.kind == "array":
-            return {"name": self.name, "kind": "array", "dtype": self.dtype, "ndim": self.ndim, "const": self.const}
+            out = {"name": self.name, "kind": "array", "dtype": self.dtype, "ndim": self.ndim, "const": self.const}
+            if self.strided:
+                out["layout"] = self.layout
+            if self.record:
+                out["record"] = {"itemsize": self.record[0], "fields": [list(f) for f in self.record[1]]}
+            return out
         return {"name": self.name, "kind": "scalar", "dtype": self.dtype}
 
     def c_params(self) -> list[str]:
-        ctype = c_name(self.dtype)
+        ctype = self.ctype or c_name(self.dtype)
         if self.kind == "array":
-            ptr = f"const {ctype}* {self.name}" if self.const else f"{ctype}* {self.name}"
-            return [ptr] + [f"int64_t {self.name}_shape{d}" for d in range(self.ndim)]
-        return [f"{ctype} {self.name}"]
+            ptr = f"const {ctype}* {self.c}" if self.const else f"{ctype}* {self.c}"
+            return [ptr] + [f"int64_t {a}" for a in self.c_args()[1:]]
+        return [f"{ctype} {self.c}"]
+
+    def extent_names(self) -> list[str]:
+        return list(self.extents) or [f"{self.c}_shape{d}" for d in range(self.ndim)]
+
+    def stride_names(self) -> list[str]:
+        if not self.strided:
+            return []
+        return list(self.strides) or [f"{self.c}_stride{d}" for d in range(self.ndim)]
 
     def c_args(self) -> list[str]:
         if self.kind == "array":
-            return [self.name] + [f"{self.name}_shape{d}" for d in range(self.ndim)]
-        return [self.name]
+            return [self.c] + self.extent_names() + self.stride_names()
+        return [self.c]
 
 
 @dataclass(frozen=True)
@@ -113,6 +144,7 @@ class KernelRequest:
     template_params: tuple[str, ...] = ()      # compile-time constants that become template<int ...> parameters
     #: one {name: value} per explicit instantiation / launcher
     instantiations: tuple[Mapping[str, int], ...] = (types.MappingProxyType({}),)
+    kernel_cname: str = ""                     # the __global__ function's C name ("" = name; `main` -> `main_`)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "typemap", types.MappingProxyType(dict(self.typemap)))
@@ -128,6 +160,10 @@ class KernelRequest:
     def filename(self) -> str:
         return f"{self.name}.cu"
 
+    @property
+    def c_name(self) -> str:
+        return self.kernel_cname or self.name
+
 
 @dataclass(frozen=True)
 class DeviceCode:
@@ -142,6 +178,9 @@ class DeviceCode:
     device_functions: tuple[str, ...] = ()     # qualnames of the device functions included
     #: backend metadata for the manifest's "backend" record (llm: model, endpoint host, turns, usage)
     notes: Mapping[str, JSONValue | dict] = field(default_factory=dict)
+    cooperative: bool = False                  # the kernel syncs the whole grid: launched cooperatively
+    #: C name -> Python name of a module constant whose C name had to differ (``INT64_MAX`` is a C macro)
+    constant_names: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -173,4 +212,4 @@ def c_declaration(head: str, groups: list[list[str]], width: int = 110) -> str:
 
 
 def kernel_declaration(request: KernelRequest) -> str:
-    return c_declaration(f"__global__ void {request.name}", [spec.c_params() for spec in request.params])
+    return c_declaration(f"__global__ void {request.c_name}", [spec.c_params() for spec in request.params])

@@ -1,13 +1,27 @@
-"""Resolve what to translate: a registered kernel name, ``package.module:kernel`` or ``path/to/file.py:kernel``."""
+"""Resolve what to translate: a registered kernel name, ``package.module:kernel`` or ``path/to/file.py:kernel``.
+
+The kernel may be a ``@cuda.jit`` dispatcher or a plain Python function (a kernel that its caller compiles with
+``cuda.jit(sig)(f)``). A module that compiles at import (``@cuda.jit("void(float32[::1])")``, ``cuda.jit(sig)(f)``)
+would make numba ask the CUDA driver, which a machine without a GPU has not: modules are imported with
+``cuda.jit`` recording the signatures of kernels instead of compiling them (``recording_signatures``), and the
+first recorded signature is the kernel's default ``--signature``. Device functions with a signature are still
+compiled by numba (for typing only, which needs no driver), so calls to them keep numba's conversions.
+"""
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import linecache
 import os
 import sys
+import sysconfig
+import threading
+import traceback
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,16 +30,20 @@ from numbakern import registry
 from numbakern.specialize import Specialized, constants_of, factory_of
 from numbakern.unroll import rolled_function  # the kernel as its author wrote it, before unroll() expanded it
 
+from .errors import TranslationError
+
+_SIGNATURES_ATTR = "_translate_signatures"
+
 
 @dataclass(frozen=True)
 class KernelTarget:
     target: str                          # what the user named (re-resolvable by translate --check)
     name: str                            # output file stem and C kernel name
-    kernel: Any                          # the @cuda.jit dispatcher (numba's CUDADispatcher)
+    kernel: Any                          # the @cuda.jit dispatcher (None for a plain function)
     pyfunc: types.FunctionType
     qualname: str                        # module:qualname
     registry_name: str | None = None
-    signatures: tuple[str, ...] = ()
+    signatures: tuple = ()               # signature strings or numba signature objects, first = default
     constants: dict = field(default_factory=dict)   # specialization constants (become template parameters)
     #: the @specialize factory that made the kernel (None for a plain kernel): the kernel of other constants
     factory: Specialized | None = None
@@ -42,10 +60,16 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
         return KernelTarget(name, spec.name, kernel, pyfunc, _qualname(pyfunc), spec.name,
                             tuple(spec.signatures), consts, factory_of(kernel))
     where, attr = name.rsplit(":", 1)
-    if where.endswith(".py") or os.sep in where or "/" in where:
-        module = _import_path(where)
-    else:
-        module = importlib.import_module(where)
+    try:
+        with recording_signatures():
+            if where.endswith(".py") or os.sep in where or "/" in where:
+                module = _import_path(where)
+            else:
+                module = importlib.import_module(where)
+    except (LookupError, ModuleNotFoundError):
+        raise
+    except Exception as e:  # the user's module fails to import: located where it fails, no traceback
+        raise _import_error(where, e) from None
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -58,15 +82,120 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
                               f"({', '.join(obj.constant_names)}) with --const NAME=VALUE")
         first = {k: (v[0] if isinstance(v, (list, tuple)) else v) for k, v in constants.items()}
         obj = obj(**first)
+    if isinstance(obj, types.FunctionType):
+        return KernelTarget(name, obj.__name__, None, obj, _qualname(obj), None, (), {})
     kernel = obj
     pyfunc = getattr(kernel, "py_func", None)
     if pyfunc is None:
-        raise LookupError(f"'{name}' is not a @cuda.jit kernel")
+        raise LookupError(f"'{name}' is neither a @cuda.jit kernel nor a Python function "
+                          f"(it is {type(obj).__name__})")
+    if getattr(kernel, "targetoptions", {}).get("device"):
+        raise LookupError(f"'{name}' is a device function (@cuda.jit(device=True)); translate the kernel that "
+                          "calls it")
     pyfunc = rolled_function(pyfunc)
     consts.update(constants_of(kernel))
     registry_name = _registered_as(kernel)
-    return KernelTarget(name, pyfunc.__name__, kernel, pyfunc, _qualname(pyfunc), registry_name, (), consts,
-                        factory_of(kernel))
+    return KernelTarget(name, pyfunc.__name__, kernel, pyfunc, _qualname(pyfunc), registry_name,
+                        tuple(getattr(kernel, _SIGNATURES_ATTR, ())), consts, factory_of(kernel))
+
+
+def binding_error(tgt: KernelTarget, message: str) -> TranslationError:
+    """A TranslationError located where the kernel's module binds its name (for a kernel with no source of its own,
+    e.g. one made by ``exec``)."""
+    if ":" not in tgt.target:
+        return _module_error(sys.modules.get(tgt.pyfunc.__module__), tgt.name, message)
+    where, attr = tgt.target.rsplit(":", 1)
+    with recording_signatures():  # the module the user named (its functions' own __module__ can be anything)
+        module = _import_path(where) if where.endswith(".py") or os.sep in where or "/" in where \
+            else importlib.import_module(where)
+    return _module_error(module, attr.split(".")[-1], message)
+
+
+def _module_error(module, name, message):
+    """A TranslationError located where ``module`` assigns ``name`` (its first assignment)."""
+    filename = getattr(module, "__file__", None) or "<unknown>"
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError):
+        return TranslationError(message, filename=filename)
+    lines = source.splitlines()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            return TranslationError(message, filename=filename, line=node.lineno, col=node.col_offset,
+                                    source_line=lines[node.lineno - 1], width=len(name))
+    return TranslationError(message, filename=filename)
+
+
+def _import_error(where: str, e: Exception):
+    """A TranslationError at the line of the kernel's module (or the deepest file of the user's) that failed."""
+    message = f"importing {where} failed: {type(e).__name__}: {e}"
+    if isinstance(e, SyntaxError) and e.filename and e.lineno:
+        text = (e.text or linecache.getline(e.filename, e.lineno)).rstrip("\n")
+        return TranslationError(f"{where} is not valid Python: {e.msg}", filename=e.filename, line=e.lineno,
+                                col=max(0, (e.offset or 1) - 1), source_line=text)
+    library = tuple(os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib"))
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if "site-packages" not in f.filename
+              and os.path.basename(os.path.dirname(f.filename)) != "translate" and not f.filename.startswith("<")
+              and not os.path.realpath(f.filename).startswith(library)]
+    if frames:
+        f = frames[-1]
+        text = linecache.getline(f.filename, f.lineno).rstrip("\n")
+        col = len(text) - len(text.lstrip())
+        return TranslationError(message, filename=f.filename, line=f.lineno, col=col, source_line=text,
+                                width=max(1, len(text.strip())))
+    return TranslationError(message, filename=where)
+
+
+# -- importing without compiling ----------------------------------------------------------------------------------
+_patch_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def recording_signatures():
+    """``numba.cuda.jit`` records a kernel's signatures (on the dispatcher) instead of compiling it, while
+    modules are imported for translation; device functions with a signature are compiled for typing with the
+    device lookup answered without a driver."""
+    # numba's real CUDA target, only when a module is imported for translation (this module is also imported in
+    # simulator mode, where numba.cuda has no decorators module)
+    from numba import cuda
+    from numba.cuda import decorators
+
+    real = decorators.jit
+    if getattr(real, "_translate_recording", False):  # nested: already recording
+        yield
+        return
+
+    def jit(func_or_sig=None, device=False, **options):
+        from numba.cuda.core import sigutils  # the real target's, as above
+
+        sigs = [func_or_sig] if sigutils.is_signature(func_or_sig) else (
+            list(func_or_sig) if isinstance(func_or_sig, list) else None)
+        if sigs is None:
+            return real(func_or_sig, device=device, **options)
+        if device:
+            # numba's real CUDA front end: only in the process that translates (this module is also imported in
+            # simulator mode, where it does not exist)
+            from .frontend import cuda_typing
+
+            def compile_device(func):
+                with cuda_typing():
+                    return real(sigs if len(sigs) > 1 else sigs[0], device=True, **options)(func)
+            return compile_device
+
+        def record(func):
+            disp = real(func, device=False, **options)
+            setattr(disp, _SIGNATURES_ATTR, tuple(sigs))
+            return disp
+        return record
+
+    jit._translate_recording = True
+    with _patch_lock:
+        saved = (decorators.jit, cuda.jit)
+        decorators.jit = cuda.jit = jit
+        try:
+            yield
+        finally:
+            decorators.jit, cuda.jit = saved
 
 
 def _qualname(pyfunc) -> str:
@@ -95,5 +224,9 @@ def _import_path(path: str):
     spec = importlib.util.spec_from_file_location(modname, full)
     module = importlib.util.module_from_spec(spec)
     sys.modules[modname] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(modname, None)
+        raise
     return module

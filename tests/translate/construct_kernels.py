@@ -129,11 +129,20 @@ def bad_loop_var(out):
 
 
 @cuda.jit
-def bad_mixed_types(out, n):
+def retyped(out, n):
     x = 1
     if n > 0:
         x = 2.5
     out[0] = x
+
+
+@cuda.jit
+def bad_while_else(out):
+    i = 0
+    while i < 3:
+        i += 1
+    else:
+        out[0] = i
 
 
 WIDE = True

@@ -21,7 +21,8 @@ CASES = {
         "int64_t s = i / 2;",                               # i >= 0 and 2 > 0: plain C division
         "double f = (double)a[i] / 2;",                     # float32 / int64 -> float64, as numba
         "double g = (double)n / 2;",
-        "-n + nk_ipow(n, (int64_t)2) + llabs(n) + nk_min(i, n) + nk_max(f, 1.0)",
+        # numba-cuda lowers max of two floats to libdevice fmax (a NaN operand is ignored), not Python's compare
+        "-n + nk_ipow(n, (int64_t)2) + llabs(n) + nk_min(i, n) + fmax(f, 1.0)",
         "if (y == 0 || (x == INT64_MIN && y == -1)) return 0;",  # numba: x // 0 == 0
     ]),
     "math_casts": ("void(float32[::1], float64[::1])", [
@@ -68,6 +69,14 @@ CASES = {
     "negative_index": ("void(float32[::1], float32[::1])", [
         "out[i] = x[nk_wrap((int64_t)i - 1, x_shape0)] + x[nk_wrap(-1, x_shape0)];",
     ]),
+    "retyped": ("void(float64[::1], int64)", [      # one C variable per type numba gives the name
+        "int64_t x;",
+        "double x_f64;",
+        "x = 1;",
+        "x_f64 = (double)x;",                            # numba's conversion where the versions merge
+        "x_f64 = 2.5;",
+        "out[0] = x_f64;",
+    ]),
     "swap_unpack": ("void(int64[::1])", [
         "const int64_t a_new = b;",
         "const int64_t b_new = a;",
@@ -82,12 +91,12 @@ CASES = {
         "regs[0] = nk_v.x; regs[1] = nk_v.y; regs[2] = nk_v.z; regs[3] = nk_v.w;",
         "regs[4] = nk_v.x; regs[5] = nk_v.y; regs[6] = nk_v.z; regs[7] = nk_v.w;",
         "*reinterpret_cast<float4 *>(&tile[par][(int64_t)t * 4]) = make_float4(regs[4], regs[5], regs[6], regs[7]);",
-        "*reinterpret_cast<float4 *>(&out[t * out_shape1 + 0]) = make_float4(regs[0], regs[1], regs[2], regs[3]);",
+        "*reinterpret_cast<float4 *>(&out[t * out_shape1]) = make_float4(regs[0], regs[1], regs[2], regs[3]);",
         "out[t * out_shape1 + 4] = tile[par][0];",
     ]),
     "async_tile": ("void(float32[:, ::1], float32[::1])", [
         "const float* src, int64_t src_shape0, int64_t src_shape1,",   # copy_async4 only reads its source
-        "nk_copy_async4(&tile[t][0], (t < src_shape0) ? &src[t * src_shape1 + 0] : src, t < src_shape0);",
+        "nk_copy_async4(&tile[t][0], (t < src_shape0) ? &src[t * src_shape1] : src, t < src_shape0);",
         "nk_async_commit();",
         "nk_async_wait_all();",
         'asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"',

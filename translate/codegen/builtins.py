@@ -12,8 +12,9 @@ from numba import cuda
 from numba.cuda import stubs, types
 
 from ..cnames import c_name, is_float, is_int, scalar_key
-from . import arrays
-from .cexpr import PRIMARY, UNARY, CExpr, Static, TupleVal, cast, paren
+from . import arrays, intrinsics
+from .atomics import ATOMICS, atomic
+from .cexpr import PRIMARY, UNARY, CExpr, Static, TupleVal, cast, float_literal, paren
 
 DIM3 = {stubs.threadIdx: "threadIdx", stubs.blockIdx: "blockIdx", stubs.blockDim: "blockDim",
         stubs.gridDim: "gridDim"}
@@ -21,7 +22,8 @@ DIM3 = {stubs.threadIdx: "threadIdx", stubs.blockIdx: "blockIdx", stubs.blockDim
 MATH = {name: name for name in (
     "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
     "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor", "ceil", "trunc", "fabs", "pow",
-    "hypot", "erf", "erfc", "lgamma", "copysign", "fmod", "isnan", "isinf", "isfinite")}
+    "hypot", "erf", "erfc", "lgamma", "copysign", "fmod", "isnan", "isinf", "isfinite", "remainder", "nextafter",
+    "ldexp")}
 MATH["gamma"] = "tgamma"
 MATH_BOOL = {"isnan", "isinf", "isfinite"}
 #: numba with fastmath, on float32 (numba_cuda mathimpl: ``unarys_fastmath``/``binarys_fastmath``, libdevice's
@@ -29,19 +31,8 @@ MATH_BOOL = {"isnan", "isinf", "isfinite"}
 FAST_F32 = {"sin": "__sinf", "cos": "__cosf", "tan": "__tanf", "exp": "__expf", "log": "__logf",
             "log2": "__log2f", "log10": "__log10f", "pow": "__powf", "tanh": "nk_fast_tanhf"}
 
-SIMPLE = {  # cuda function -> C function; result type from numba
-    cuda.syncthreads: "__syncthreads", cuda.syncthreads_count: "__syncthreads_count",
-    cuda.syncthreads_and: "__syncthreads_and", cuda.syncthreads_or: "__syncthreads_or",
-    cuda.shfl_sync: "__shfl_sync", cuda.shfl_up_sync: "__shfl_up_sync", cuda.shfl_down_sync: "__shfl_down_sync",
-    cuda.shfl_xor_sync: "__shfl_xor_sync", cuda.ballot_sync: "__ballot_sync", cuda.all_sync: "__all_sync",
-    cuda.any_sync: "__any_sync", cuda.eq_sync: "__uni_sync", cuda.activemask: "__activemask",
-    cuda.threadfence: "__threadfence", cuda.threadfence_block: "__threadfence_block",
-    cuda.threadfence_system: "__threadfence_system", cuda.syncwarp: "__syncwarp",
-}
-STUB_RESULTS = {cuda.syncwarp: None, cuda.threadfence: None, cuda.threadfence_block: None,
-                cuda.threadfence_system: None, cuda.activemask: types.uint32}
-ATOMICS = {cuda.atomic.add: "add", cuda.atomic.sub: "sub", cuda.atomic.max: "max", cuda.atomic.min: "min",
-           cuda.atomic.exch: "exch", cuda.atomic.cas: "cas"}
+#: the module of numba-cuda's cuda.fp16 functions (bindings of cuda_fp16.h)
+FP16_BINDINGS = "numba.cuda._internal.cuda_fp16"
 
 _SUPPORTED_CALLS = ("cuda.grid/gridsize/syncthreads*/shfl_*_sync/ballot_sync/syncwarp/atomic.*, "
                     "cuda.shared.array/cuda.local.array (assigned to a name), math.*, min/max/abs/len, "
@@ -60,7 +51,16 @@ class BuiltinsMixin:
             return CExpr("warpSize", "int32", types.int32, nonneg=True)
         return None
 
-    def call(self, node: ast.Call) -> CExpr | TupleVal:
+    def call(self, node: ast.Call, outs=None) -> CExpr | TupleVal:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "bit_count" and not node.args:
+            base = self.value(node.func.value)
+            if isinstance(base, CExpr) and is_int(base.key):  # numba-cuda: x.bit_count() is cuda.popc(x)
+                popc = ast.copy_location(ast.Call(func=node.func, args=[node.func.value], keywords=[]), node)
+                return intrinsics.call(self, cuda.popc, popc)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "sync":
+            group = self.value(node.func.value)
+            if isinstance(group, Static) and isinstance(group.obj, intrinsics.GridGroup):
+                return intrinsics.grid_sync(self, node)
         f = self.value(node.func)
         if not isinstance(f, Static):
             raise self.src.error(node.func, "only functions can be called", hint=_SUPPORTED_CALLS)
@@ -68,12 +68,12 @@ class BuiltinsMixin:
         if node.keywords and obj not in (cuda.syncwarp,):
             raise self.src.error(node, "keyword arguments are supported only in cuda.shared.array/local.array",
                                  hint="pass the arguments by position")
-        if obj is cuda.grid or obj is cuda.gridsize:
-            return self._grid(obj, node)
-        if obj in SIMPLE:
-            return self._simple(obj, node)
+        if intrinsics.is_intrinsic(obj):
+            return intrinsics.call(self, obj, node)
         if obj in ATOMICS:
-            return self._atomic(ATOMICS[obj], node)
+            return atomic(self, obj, node)
+        if getattr(obj, "__module__", None) == FP16_BINDINGS:
+            return self._fp16(obj, node)
         if obj is math.__dict__.get(getattr(obj, "__name__", ""), None) and obj.__name__ in MATH:
             return self._math(obj, node)
         if obj in (_py.min, _py.max):
@@ -86,8 +86,19 @@ class BuiltinsMixin:
                 raise self.src.error(node, "len() is supported on arrays with known extents",
                                      hint="len(x) of an argument")
             return a.extents[0]
-        if obj in (_py.int, _py.float, _py.bool) or (isinstance(obj, type) and issubclass(obj, np.generic)):
+        if obj in (_py.int, _py.float, _py.bool) or (isinstance(obj, type) and issubclass(obj, np.generic)) or \
+                isinstance(obj, (types.Number, types.Boolean)):  # np.float32(x), int(x), numba's float32(x)
             return self._cast(obj, node)
+        if obj is _py.round:
+            return self._round(node)
+        if obj in (math.degrees, math.radians):
+            return self._degrees_radians(obj, node)
+        if obj is math.modf:
+            return self._modf(node)
+        if obj is math.frexp:
+            return self._frexp(node)
+        if obj is _py.print:
+            return self._print(node)
         if obj is _py.range:
             raise self.src.error(node, "range() is supported only as the iterable of a for loop",
                                  hint="for i in range(...):")
@@ -95,7 +106,7 @@ class BuiltinsMixin:
             raise self.src.error(node, "shared/local arrays must be assigned to a name where they are created",
                                  hint="tile = cuda.shared.array((16, 16), np.float32)")
         if _is_device_function(obj):
-            return self.device_call(obj, node)
+            return self.device_call(obj.py_func, node, obj, outs=outs)
         from .vectors import is_vector_access
 
         if is_vector_access(f):
@@ -107,75 +118,6 @@ class BuiltinsMixin:
     def _args(self, node):
         return [self.expr(a) for a in node.args]
 
-    def _grid(self, obj, node):
-        n = self.const_value(node.args[0]) if len(node.args) == 1 else None
-        if n not in (1, 2, 3):
-            raise self.src.error(node, "cuda.grid/gridsize take a literal 1, 2 or 3", hint="cuda.grid(2)")
-        items = []
-        for d in "xyz"[:n]:
-            code = (f"(int64_t)blockIdx.{d} * blockDim.{d} + threadIdx.{d}" if obj is cuda.grid
-                    else f"(int64_t)blockDim.{d} * gridDim.{d}")
-            items.append(CExpr(code, "int64", types.int64, 12 if obj is cuda.grid else 13, nonneg=True))
-        return items[0] if n == 1 else TupleVal(items)
-
-    def _simple(self, obj, node):
-        args = self._args(node)
-        kws = {}
-        if obj is cuda.syncwarp and not args:
-            args = [CExpr("0xffffffff", "uint32", types.uint32)]
-        if obj in STUB_RESULTS:  # stub classes: numba typed them with the kernel; fixed results
-            rt = STUB_RESULTS[obj]
-            code = f"{SIMPLE[obj]}({', '.join(cast(a, 'uint32').code for a in args)})"
-            return CExpr(code, scalar_key(rt) if rt is not None else None, rt if rt is not None else types.none,
-                         PRIMARY, pure=False)
-        sig = self.resolve(obj, [a.nbt for a in args], node, kws)
-        args = [cast(a, scalar_key(t)) if scalar_key(t) and a.key != scalar_key(t) and not
-                (is_int(a.key) and is_int(scalar_key(t)) and a.literal is not None) else a
-                for a, t in zip(args, sig.args)]
-        rkey = scalar_key(sig.return_type)
-        code = f"{SIMPLE[obj]}({', '.join(a.code for a in args)})"
-        return CExpr(code, rkey, sig.return_type, PRIMARY, pure=False)
-
-    def _atomic(self, kind, node):
-        n = 4 if kind == "cas" else 3
-        if len(node.args) != n:
-            raise self.src.error(node, f"cuda.atomic.{kind} takes {n} arguments")
-        arr = self.value(node.args[0])
-        if not isinstance(arr, arrays.ArrayInfo):
-            raise self.src.error(node.args[0], "the first argument of an atomic must be an array")
-        self.mark_written(arr.name)
-        vals = [self.expr(a) for a in node.args[2:]]
-        # numba typed the whole kernel already (compile_cuda): an atomic returns the old element value
-        elem = arrays.element(self, arr, node.args[1], node)
-        key = arr.key
-        vals = [cast(v, key) for v in vals]
-        ptr = f"&{elem.code}"
-        ctype = c_name(key)
-        if kind in ("max", "min") and is_float(key):
-            self.helpers.add("nk_atomic_fminmax")
-            return CExpr(f"nk_atomic_{kind}({ptr}, {vals[0].code})", key, arr.nbt.dtype, PRIMARY, pure=False)
-        func = {"add": "atomicAdd", "sub": "atomicSub", "max": "atomicMax", "min": "atomicMin",
-                "exch": "atomicExch", "cas": "atomicCAS"}[kind]
-        if kind == "sub" and (is_float(key) or key in ("int64", "uint64")):
-            func, vals = "atomicAdd", [CExpr(f"-{paren(vals[0], UNARY)}", key, vals[0].nbt, UNARY)]
-        native = {"add": {"int32", "uint32", "uint64", "float32", "float64"}, "sub": {"int32", "uint32"},
-                  "max": {"int32", "uint32", "uint64"}, "min": {"int32", "uint32", "uint64"},
-                  "exch": {"int32", "uint32", "uint64", "float32"}, "cas": {"int32", "uint32", "uint64"}}[kind]
-        if key == "uint64":
-            via = "unsigned long long"
-        elif key == "int64":
-            via = "long long" if kind in ("max", "min") else "unsigned long long"
-        elif key in native:
-            via = None
-        else:
-            raise self.src.error(node, f"cuda.atomic.{kind} on {key} arrays is not supported",
-                                 hint=f"cuda.atomic.{kind} on {', '.join(sorted(native | {'int64'}))}")
-        if via is None:
-            code = f"{func}({ptr}, {', '.join(v.code for v in vals)})"
-        else:
-            vs = ", ".join(f"({via}){paren(v, UNARY)}" for v in vals)
-            code = f"({ctype}){func}(({via} *){ptr}, {vs})"
-        return CExpr(code, key, arr.nbt.dtype, PRIMARY if via is None else UNARY, pure=False)
 
     def _math(self, obj, node):
         args = self._args(node)
@@ -203,6 +145,15 @@ class BuiltinsMixin:
             raise self.src.error(node, f"{obj.__name__}() needs at least two numbers", hint="min(a, b)")
         sig = self.resolve(obj, [a.nbt for a in args], node)
         rkey = scalar_key(sig.return_type)
+        if len(args) == 2 and all(is_float(scalar_key(t)) for t in sig.args):
+            # numba-cuda lowers min/max of two floats to libdevice fmin/fmax (a NaN operand is ignored), not to
+            # Python's comparison: fminf/fmaxf for two float32, else both in double
+            wide = rkey == "float64"
+            a, b = (cast(x, "float64") if wide else x for x in args)
+            fname = f"f{obj.__name__}" + ("" if wide else "f")
+            e = CExpr(f"{fname}({a.code}, {b.code})", "float64" if wide else "float32", sig.return_type, PRIMARY,
+                      pure=a.pure and b.pure)
+            return e if e.key == rkey else cast(e, rkey)
         self.helpers.add("nk_min")
         acc = cast(args[0], rkey)
         for a in args[1:]:
@@ -222,6 +173,72 @@ class BuiltinsMixin:
             return a
         return CExpr(f"{fname}({a.code})", key, sig.return_type, PRIMARY, True, a.pure, a.deps)
 
+    def _fp16(self, obj, node):
+        """``cuda.fp16.*``: numba-cuda binds these to cuda_fp16.h's functions of the same name (``hadd`` is
+        ``__hadd``)."""
+        args = self._args(node)
+        sig = self.resolve(obj, [a.nbt for a in args], node)
+        args = [cast(a, scalar_key(t)) for a, t in zip(args, sig.args)]
+        self.helpers.add("nk_fp16")
+        return CExpr(f"{obj.__name__}({', '.join(a.code for a in args)})", scalar_key(sig.return_type),
+                     sig.return_type, PRIMARY, pure=all(a.pure for a in args))
+
+    def _modf(self, node):
+        """math.modf(x) -> (fractional part, integral part)."""
+        return self._split(math.modf, node, "modf", "frac", "int")
+
+    def _frexp(self, node):
+        """math.frexp(x) -> (mantissa, exponent)."""
+        return self._split(math.frexp, node, "frexp", "mant", "exp")
+
+    def _split(self, fn, node, cname, ret_name, ptr_name):
+        """A math function returning a pair whose libdevice version returns one part and writes the other
+        through a pointer (modf, frexp): the call is a statement of its own before the expression."""
+        (x,) = self._args(node)
+        sig = self.resolve(fn, [x.nbt], node)
+        key = scalar_key(sig.args[0])
+        if not is_float(key):
+            raise self.src.error(node, f"math.{fn.__name__} of {key} is not supported",
+                                 hint="a float32 or float64 value")
+        x = cast(x, key)
+        self.require_hoist(node)
+        rt = sig.return_type
+        ptr_key = "int32" if is_int(scalar_key(rt[1])) else key
+        ptr, ret = self.temp(f"{cname}_{ptr_name}"), self.temp(f"{cname}_{ret_name}")
+        self.emit(f"{'int' if ptr_key == 'int32' else c_name(key)} {ptr};")
+        self.emit(f"const {c_name(key)} {ret} = {cname}{'f' if key == 'float32' else ''}({x.code}, &{ptr});")
+        second = CExpr(ptr, ptr_key, rt[1])
+        return TupleVal([CExpr(ret, key, rt[0]), cast(second, scalar_key(rt[1]), rt[1])])
+
+    def _round(self, node):
+        args = self._args(node)
+        sig = self.resolve(_py.round, [a.nbt for a in args], node)
+        key = scalar_key(sig.args[0])
+        if not is_float(key):
+            raise self.src.error(node, f"round() of {key} is not supported", hint="round(x) / round(x, n) of floats")
+        x = cast(args[0], "float64")
+        if len(args) == 1:  # numba-cuda: llrint of the value as a double (round half to even), an int64
+            rounded = CExpr(f"llrint({x.code})", "int64", types.int64, PRIMARY, pure=x.pure)
+            return cast(rounded, scalar_key(sig.return_type))
+        self.helpers.add("nk_round_ndigits")
+        n = cast(args[1], "int64")
+        e = CExpr(f"nk_round_ndigits({x.code}, {n.code})", "float64", types.float64, PRIMARY, pure=x.pure and n.pure)
+        rkey = scalar_key(sig.return_type)
+        return e if rkey == "float64" else cast(e, rkey, sig.return_type)
+
+    def _degrees_radians(self, obj, node):
+        (a,) = self._args(node)
+        sig = self.resolve(obj, [a.nbt], node)
+        key = scalar_key(sig.args[0])
+        factor = (180.0 / math.pi) if obj is math.degrees else (math.pi / 180.0)
+        if key == "float32":  # numba: the factor as a constant of the argument's type, times the argument
+            factor = float(np.float32(factor))
+        a = cast(a, key)
+        e = CExpr(f"{float_literal(factor, f32=key == 'float32')} * {paren(a, 13 + 1)}", key, sig.return_type, 13,
+                  pure=a.pure)
+        rkey = scalar_key(sig.return_type)
+        return e if e.key == rkey else cast(e, rkey)
+
     def _cast(self, obj, node):
         if len(node.args) != 1:
             raise self.src.error(node, "casts take exactly one argument", hint="np.float32(x), int(x)")
@@ -237,6 +254,42 @@ class BuiltinsMixin:
 
 
 def _is_device_function(obj) -> bool:
+    """A ``@cuda.jit(device=True)`` function or a ``@numba.jit`` one (numba compiles those for the GPU too)."""
     from numba.cuda.dispatcher import CUDADispatcher
 
-    return isinstance(obj, CUDADispatcher) and obj.targetoptions.get("device", False)
+    if isinstance(obj, CUDADispatcher):
+        return bool(obj.targetoptions.get("device", False))
+    try:
+        from numba.core.dispatcher import Dispatcher
+    except ImportError:  # numba-cuda without numba
+        return False
+    return isinstance(obj, Dispatcher) and hasattr(obj, "py_func")
+
+
+def _print_item(e: CExpr) -> tuple[str, str]:
+    if e.key == "bool":
+        return "%s", f'{paren(e, 4)} ? "True" : "False"'
+    if is_int(e.key):
+        if e.key.startswith("u"):
+            return "%llu", f"(unsigned long long){paren(e, UNARY)}"
+        return "%lld", f"(long long){paren(e, UNARY)}"
+    if e.key in ("float16", "float32", "float64"):
+        return "%f", cast(e, "float64").code
+    raise ValueError(e.key)
+
+
+def _c_string(text: str) -> str:
+    """A Python string as the body of a C string literal."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 32 or ord(ch) > 126:
+            out.append("".join(f"\\x{b:02x}" for b in ch.encode()))
+        else:
+            out.append(ch)
+    return "".join(out)

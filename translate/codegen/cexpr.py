@@ -51,21 +51,57 @@ def cast(e: CExpr, key: str, nbt=None) -> CExpr:
     if e.key == key:
         return e
     if e.literal is not None and not isinstance(e.literal, bool):
+        if isinstance(e.literal, int) and key in C_INT_KEYS and _fits(e.literal, key):
+            # an integer literal converted: the literal cast once (never `(uint64_t)(uint32_t)11`)
+            return CExpr(f"({c_name(key)}){e.literal}" if e.literal >= 0 else f"({c_name(key)})({e.literal})", key,
+                         nbt or e.nbt, UNARY, e.literal >= 0 or key.startswith("u"), literal=e.literal)
         if key == "float32" and isinstance(e.literal, (int, float)):
             return CExpr(float_literal(float(e.literal), f32=True), key, nbt or e.nbt, literal=e.literal,
                          nonneg=e.nonneg)
         if key == "float64" and isinstance(e.literal, (int, float)):
             return CExpr(float_literal(float(e.literal)), key, nbt or e.nbt, literal=e.literal, nonneg=e.nonneg)
+    if key in ("complex64", "complex128"):
+        return _to_complex(e, key, nbt)
     # an unsigned value is never negative: numba does not wrap an unsigned index around, and neither does the C
     unsigned = key.startswith("uint")
     return CExpr(f"({c_name(key)}){paren(e, UNARY)}", key, nbt or e.nbt, UNARY, e.nonneg or unsigned, e.pure, e.deps)
 
 
+C_INT_KEYS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def _fits(v: int, key: str) -> bool:
+    bits = int(key.lstrip("uint"))
+    lo, hi = (0, 2 ** bits) if key.startswith("u") else (-(2 ** (bits - 1)), 2 ** (bits - 1))
+    return lo <= v < hi
+
+
+def _to_complex(e: CExpr, key: str, nbt) -> CExpr:
+    """A number as a cuComplex value: real -> (x, 0), complex64 <-> complex128 elementwise (as numba converts)."""
+    if e.key == "complex64" and key == "complex128":
+        return CExpr(f"cuComplexFloatToDouble({e.code})", key, nbt or e.nbt, PRIMARY, pure=e.pure)
+    if e.key == "complex128" and key == "complex64":
+        return CExpr(f"cuComplexDoubleToFloat({e.code})", key, nbt or e.nbt, PRIMARY, pure=e.pure)
+    part = "float32" if key == "complex64" else "float64"
+    real = cast(e, part)
+    zero = float_literal(0.0, f32=part == "float32")
+    maker = "make_cuFloatComplex" if key == "complex64" else "make_cuDoubleComplex"
+    return CExpr(f"{maker}({real.code}, {zero})", key, nbt or e.nbt, PRIMARY, pure=e.pure)
+
+
+#: infinities and NaN by their bits: NVRTC has no INFINITY/NAN macros (no host headers), and these are what numba
+#: stores for math.inf, -math.inf and math.nan
+NONFINITE = {("inf", True): "__int_as_float(0x7f800000)", ("-inf", True): "__int_as_float(0xff800000)",
+             ("nan", True): "__int_as_float(0x7fc00000)",
+             ("inf", False): "__longlong_as_double(0x7ff0000000000000LL)",
+             ("-inf", False): "__longlong_as_double(0xfff0000000000000ULL)",
+             ("nan", False): "__longlong_as_double(0x7ff8000000000000LL)"}
+
+
 def float_literal(v: float, f32: bool = False) -> str:
     text = repr(float(v))
     if text in ("inf", "-inf", "nan"):
-        body = {"inf": "INFINITY", "-inf": "-INFINITY", "nan": "NAN"}[text]
-        return f"(float){body}" if f32 else body
+        return NONFINITE[(text, f32)]
     if "e" not in text and "." not in text:
         text += ".0"
     return text + ("f" if f32 else "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import builtins as _builtins
+import contextlib
 import operator
 import types as pytypes
 
@@ -12,7 +13,7 @@ import numpy as np
 from numba.cuda import types
 
 from .. import closures
-from ..cnames import _INT_BITS, c_arith, is_float, is_int, scalar_key
+from ..cnames import _INT_BITS, c_arith, c_name, is_float, is_int, scalar_key
 from ..frontend import resolve_call
 from . import arrays
 from .cexpr import (
@@ -45,6 +46,33 @@ _UNSUPPORTED_EXPR_HINT = ("arithmetic, comparisons, and/or/not, conditional expr
 
 
 class ExprMixin:
+    #: > 0 while evaluating an expression that C evaluates conditionally or repeatedly (an `and`/`or` operand, a
+    #: branch of a conditional expression, a while test, an elif test): no statement may be emitted before it then
+    unsafe_hoist = 0
+
+    @contextlib.contextmanager
+    def no_hoist(self):
+        self.unsafe_hoist += 1
+        try:
+            yield
+        finally:
+            self.unsafe_hoist -= 1
+
+    def require_hoist(self, node):
+        """A located error if a statement cannot be emitted before the current expression."""
+        if self.unsafe_hoist:
+            raise self.src.error(node, "this call needs a C statement before the expression, but the expression "
+                                 "is evaluated conditionally or repeatedly here",
+                                 hint="assign its result to a variable on a line of its own first")
+
+    def hoist(self, e: CExpr, want: str) -> CExpr:
+        """``e`` evaluated once, now, into a new constant (for values C would otherwise evaluate twice or not at
+        all)."""
+        self.require_hoist(None)
+        name = self.temp(want)
+        self.emit(f"const {c_name(e.key)} {name} = {e.code};")
+        return CExpr(name, e.key, e.nbt, nonneg=e.nonneg, deps=e.deps)
+
     # -- entry -------------------------------------------------------------------------------------------------
     def expr(self, node: ast.AST) -> CExpr:
         v = self.value(node)
@@ -75,7 +103,7 @@ class ExprMixin:
     def v_Constant(self, node):
         v = node.value
         if isinstance(v, bool):
-            return CExpr("true" if v else "false", "bool", types.boolean, literal=v, nonneg=True)
+            return CExpr("true" if v else "false", "bool", types.literal(v), literal=v, nonneg=True)
         if isinstance(v, int):
             lit = types.literal(v)
             if -(2**31) <= v < 2**31:
@@ -95,6 +123,17 @@ class ExprMixin:
             return self.aliases[name]
         if name in self.arrays:
             return self.arrays[name]
+        if name in self.bound:
+            return self.literal_value(self.bound[name], node)
+        if name in self.retyped:
+            from .variables import version_at
+
+            var = self.retyped[name][version_at(self, name, node, "load")]
+            if isinstance(var, list):
+                return TupleVal([CExpr(v.cname, v.key, v.nbt) for v in var])
+            return CExpr(var.cname, var.key, var.nbt)
+        if name in self.tuple_vars:
+            return TupleVal([CExpr(v.cname, v.key, v.nbt) for v in self.tuple_vars[name]])
         if name in self.scalars:
             key = self.scalars[name]
             deps = self.facts.get(name)
@@ -110,16 +149,35 @@ class ExprMixin:
                                  hint="a local, argument or global")
         return self.global_value(name, obj, node)
 
+    def literal_value(self, v, node):
+        """A compile-time Python value as a C value (numbers), a tuple of them, or a Static."""
+        if isinstance(v, (bool, np.bool_)):
+            return CExpr("true" if v else "false", "bool", types.literal(bool(v)), literal=bool(v), nonneg=True)
+        if isinstance(v, (int, np.integer)):
+            return self.v_Constant(ast.Constant(int(v)))
+        if isinstance(v, (float, np.floating)):
+            return self.v_Constant(ast.Constant(float(v)))
+        if isinstance(v, tuple):
+            return TupleVal([self.literal_value(x, node) for x in v])
+        return Static(v)
+
     def global_value(self, name, obj, node):
+        g = self.pyfunc.__globals__
         if isinstance(obj, (bool, np.bool_)):
-            self.module_consts[name] = ("bool", bool(obj))
-            return CExpr(name, "bool", types.boolean, literal=None, nonneg=True)
+            c = self.unit.constant(g, name, "bool", bool(obj))
+            return CExpr(c, "bool", types.boolean, literal=None, nonneg=True)
         if isinstance(obj, (int, np.integer)):
-            self.module_consts[name] = ("int64", int(obj))
-            return CExpr(name, "int64", types.literal(int(obj)), nonneg=int(obj) >= 0)
+            c = self.unit.constant(g, name, "int64", int(obj))
+            return CExpr(c, "int64", types.literal(int(obj)), nonneg=int(obj) >= 0)
         if isinstance(obj, (float, np.floating)):
-            self.module_consts[name] = ("float64", float(obj))
-            return CExpr(name, "float64", types.float64, nonneg=float(obj) >= 0)
+            if not np.isfinite(obj):  # inf/nan have no constexpr spelling NVRTC accepts: written where used
+                return CExpr(float_literal(float(obj)), "float64", types.float64, literal=float(obj))
+            c = self.unit.constant(g, name, "float64", float(obj))
+            return CExpr(c, "float64", types.float64, nonneg=float(obj) >= 0)
+        if _number_tuple(obj):  # SM_SIZE = (TPB, TPB): numba reads its values as constants
+            return TupleVal([self.literal_value(v, node) for v in obj])
+        if isinstance(obj, np.ndarray):  # a module-level array: numba freezes its values into the kernel
+            return arrays.const_array(self, name, obj, node)
         return Static(obj)
 
     def const_value(self, node):
@@ -127,13 +185,20 @@ class ExprMixin:
         if isinstance(node, ast.Constant) and not isinstance(node.value, str):
             return node.value
         if isinstance(node, ast.Name):
+            if node.id in self.bound:
+                v = self.bound[node.id]
+                return v if isinstance(v, (int, float, bool, np.integer, np.floating, tuple)) else None
             if node.id in self.template_consts:
                 return self.template_consts[node.id]
+            if node.id in self.typed.literals and node.id not in self.params:  # `N = 100`: a constant to numba
+                return self.typed.literals[node.id]
             if node.id in self.scalars or node.id in self.arrays or node.id in self.aliases:
                 return None
             found, obj = self.lookup_global(node.id)
             if found and isinstance(obj, (int, float, bool, np.integer, np.floating)):
                 return obj
+            if found and _number_tuple(obj):
+                return tuple(obj)
             return None
         if isinstance(node, ast.BinOp) and type(node.op) in (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv):
             a, b = self.const_value(node.left), self.const_value(node.right)
@@ -161,6 +226,13 @@ class ExprMixin:
 
     def v_Attribute(self, node):
         base = self.value(node.value)
+        if isinstance(base, CExpr) and isinstance(base.nbt, types.Record):
+            return self.record_field(base, node.attr, node)
+        if isinstance(base, CExpr) and base.key in ("complex64", "complex128") and node.attr in ("real", "imag"):
+            f = "f" if base.key == "complex64" else ""
+            part = "float32" if base.key == "complex64" else "float64"
+            fname = ("cuCreal" if node.attr == "real" else "cuCimag") + f
+            return CExpr(f"{fname}({base.code})", part, getattr(types, part), PRIMARY, pure=base.pure)
         if isinstance(base, arrays.ArrayInfo):
             return self.array_attr(base, node)
         if isinstance(base, Static):
@@ -172,11 +244,20 @@ class ExprMixin:
             if special is not None:
                 return special
             if isinstance(sub, (int, float, bool, np.integer, np.floating)) and isinstance(obj, pytypes.ModuleType):
-                raise self.src.error(node, "module attributes that are numbers are not supported",
-                                     hint="import the constant by name (from module import NAME)")
+                # math.pi, np.inf, ...: numba reads a module's number as a constant when it compiles the kernel
+                return self.literal_value(sub, node)
             return Static(sub)
         raise self.src.error(node, f"attribute '{node.attr}' is not supported here",
                              hint="x.shape / x.size / x.ndim of arrays, cuda.threadIdx.x and the like")
+
+    def record_field(self, rec: CExpr, field, node) -> CExpr:
+        """``r["s0"]`` / ``r.s0`` of a record value: the struct member."""
+        fields = rec.nbt.fields
+        if not isinstance(field, str) or field not in fields:
+            raise self.src.error(node, f"the record has no field {field!r}",
+                                 hint=f"one of {', '.join(fields)} (a constant string)")
+        t = fields[field].type
+        return CExpr(f"{paren(rec, PRIMARY)}.{field}", self.scalar_key(t), t, PRIMARY, pure=rec.pure)
 
     def array_attr(self, info, node):
         if node.attr == "shape":
@@ -195,6 +276,8 @@ class ExprMixin:
 
     def v_Subscript(self, node):
         base = self.value(node.value)
+        if isinstance(base, CExpr) and isinstance(base.nbt, types.Record):
+            return self.record_field(base, _str_constant(node.slice), node)
         if isinstance(base, TupleVal):
             i = self.const_value(node.slice)
             if not isinstance(i, int) or not -len(base.items) <= i < len(base.items):
@@ -202,6 +285,8 @@ class ExprMixin:
                                      hint="x.shape[0], t[1]")
             return base.items[i]
         if isinstance(base, arrays.ArrayInfo):
+            if isinstance(node.slice, ast.Slice):
+                return arrays.slice_view(self, base, node.slice, node)
             return arrays.element(self, base, node.slice, node)
         raise self.src.error(node, "only arrays and tuples can be indexed", hint="x[i], x[r, c], x.shape[0]")
 
@@ -221,6 +306,8 @@ class ExprMixin:
             nonneg = True
         deps = left.deps | right.deps
         pure = left.pure and right.pure
+        if rkey in ("complex64", "complex128"):
+            return self._complex_binop(op, left, right, rkey, sig.return_type, node)
         if op == "/":
             left, right = arith_casts(left, right, rkey)
             if rkey == "float32" and getattr(self.unit, "fastmath", False):
@@ -230,29 +317,48 @@ class ExprMixin:
             return self._infix(left, "/", right, rkey, sig.return_type, nonneg=False, deps=deps)
         if op in ("//", "%"):
             divisor = right.literal if right.literal is not None else self._named_const(right.code)
-            # (a proof that assumed a parameter >= 0 is good for indices only, where the launcher checks it)
-            if is_int(akey) and left.nonneg and not left.deps and isinstance(divisor, int) and divisor > 0:
+            left_node = node.left if isinstance(node, ast.BinOp) else getattr(node, "target", None)
+            # (a proof that assumed a parameter >= 0 is good for indices only, where the launcher checks it; and
+            # a value that may have wrapped around past INT64_MAX is negative to numba: the floor helper)
+            if is_int(akey) and left.nonneg and not left.deps and isinstance(divisor, int) and divisor > 0 and \
+                    left_node is not None and self.no_overflow(left_node):
                 left, right = arith_casts(left, right, rkey)
                 return self._infix(left, "/" if op == "//" else "%", right, c_arith(left.key, right.key),
                                    sig.return_type, nonneg=True, deps=deps)
             helper = "nk_floordiv" if op == "//" else "nk_floormod"
             self.helpers.add(helper)
             hk = akey if is_float(akey) else ("int64" if akey.startswith("int") else "uint64")
+            if left_node is None or not self.bounded(left_node):
+                left = wrapping(left)  # numba's wraparound of the operand, not C's undefined signed overflow
             a, b = cast(left, hk), cast(right, hk)
             return CExpr(f"{helper}({a.code}, {b.code})", hk, sig.return_type, PRIMARY, nonneg, pure, deps)
         if op == "**":
+            bkey = scalar_key(sig.args[1])
+            if is_float(akey) and is_int(bkey):  # numba: repeated squaring, not pow()
+                self.helpers.add("nk_powi")
+                a, b = cast(left, rkey), cast(right, "int64")
+                return CExpr(f"nk_powi({a.code}, {b.code})", rkey, sig.return_type, PRIMARY, False, pure, deps)
             if is_float(akey):
                 fname = "powf" if akey == "float32" else "pow"
                 a, b = cast(left, akey), cast(right, akey)
                 return CExpr(f"{fname}({a.code}, {b.code})", akey, sig.return_type, PRIMARY, False, pure, deps)
-            if is_int(akey) and akey.startswith("int"):
+            if is_int(akey):
                 self.helpers.add("nk_ipow")
                 a, b = cast(left, "int64"), cast(right, "int64")
-                return CExpr(f"nk_ipow({a.code}, {b.code})", "int64", sig.return_type, PRIMARY, nonneg, pure, deps)
-            raise self.src.error(node, f"** on {akey} is not supported", hint="** on floats or signed integers")
+                e = CExpr(f"nk_ipow({a.code}, {b.code})", "int64", sig.return_type, PRIMARY, nonneg, pure, deps)
+                return e if rkey == "int64" else cast(e, rkey, sig.return_type)
+            raise self.src.error(node, f"** on {akey} is not supported", hint="** on numbers")
         if op in ("<<", ">>"):
             left = cast(left, akey)
             right = cast(right, akey) if right.literal is None else right
+            left_node = node.left if isinstance(node, ast.BinOp) else getattr(node, "target", None)
+            if op == "<<" and akey.startswith("int") and not (
+                    left.nonneg and not left.deps and isinstance(node, ast.BinOp) and self.no_overflow(node)):
+                # numba shifts the bits (LLVM shl); a C left shift of a negative or overflowing signed value is
+                # undefined: shift the unsigned bits and convert back
+                ukey = "u" + akey
+                shifted = self._infix(cast(left, ukey), "<<", right, ukey, sig.return_type)
+                return CExpr(f"({c_name(akey)})({shifted.code})", akey, sig.return_type, UNARY, False, pure, deps)
             return self._infix(left, op, right, akey, sig.return_type, nonneg=nonneg, deps=deps)
         # numba converts both operands to the signature's argument types and gives the result its return type:
         # uint32 + int64 is (uint64, int64) -> int64. For + - * & | ^ the bits do not depend on signedness, so C
@@ -263,6 +369,21 @@ class ExprMixin:
             target = rkey
         left, right = arith_casts(left, right, target)
         return self._infix(left, op, right, c_arith(left.key, right.key), sig.return_type, nonneg=nonneg, deps=deps)
+
+    def _complex_binop(self, op, left, right, rkey, nbt, node):
+        """Complex + - * / as numba computes them: componentwise, (ac - bd) + (ad + bc)i, and CPython's division
+        (numba_cuda numbers.py), on cuComplex values."""
+        f = "f" if rkey == "complex64" else ""
+        a, b = cast(left, rkey), cast(right, rkey)
+        if op in ("+", "-", "*"):
+            fname = {"+": "cuCadd", "-": "cuCsub", "*": "cuCmul"}[op] + f
+        elif op == "/":
+            self.helpers.add("nk_cdiv")
+            fname = "nk_cdiv"
+        else:
+            raise self.src.error(node, f"the operator {op} on complex numbers is not supported",
+                                 hint="+ - * / of complex numbers, .real, .imag, .conjugate()")
+        return CExpr(f"{fname}({a.code}, {b.code})", rkey, nbt, PRIMARY, pure=a.pure and b.pure)
 
     def _named_const(self, code):
         if code in self.template_consts:
@@ -292,6 +413,11 @@ class ExprMixin:
             type(node.op)]
         sig = self.resolve(fn, (e.nbt,), node)
         rkey = scalar_key(sig.return_type)
+        if rkey in ("complex64", "complex128") and op == "-":  # numba negates both parts (signed zeros too)
+            f, make = ("f", "make_cuFloatComplex") if rkey == "complex64" else ("", "make_cuDoubleComplex")
+            x = self.hoist(cast(e, rkey), "z") if not e.pure else cast(e, rkey)
+            return CExpr(f"{make}(-cuCreal{f}({x.code}), -cuCimag{f}({x.code}))", rkey, sig.return_type, PRIMARY,
+                         pure=x.pure)
         e = cast(e, rkey) if op != "+" or e.key != rkey else e
         if op == "+":
             return e
@@ -305,7 +431,11 @@ class ExprMixin:
             op, fn = CMPOPS.get(type(opnode), (None, None))
             if op is None:
                 raise self.src.error(node, "unsupported comparison", hint="< <= > >= == != (not `is`/`in`)")
-            right = self.expr(right_node)
+            if i == 0:
+                right = self.expr(right_node)
+            else:
+                with self.no_hoist():
+                    right = self.expr(right_node)
             if i + 1 < len(node.ops) and not right.pure:
                 raise self.src.error(right_node, "a chained comparison evaluates this operand twice in C",
                                      hint="assign it to a variable first")
@@ -326,7 +456,9 @@ class ExprMixin:
 
     def _boolop(self, node, truth):
         op, prec = ("&&", LAND) if isinstance(node.op, ast.And) else ("||", LOR)
-        vals = [self.cond(v) if truth else self.expr(v) for v in node.values]
+        first = self.cond(node.values[0]) if truth else self.expr(node.values[0])
+        with self.no_hoist():  # C (and Python) evaluate the other operands only if needed
+            vals = [first] + [self.cond(v) if truth else self.expr(v) for v in node.values[1:]]
         if not truth and not all(isinstance(v.nbt, types.Boolean) for v in vals):
             raise self.src.error(node, "`and`/`or` on non-boolean values return an operand in Python, not a bool",
                                  hint="use and/or on comparisons or in if/while tests")
@@ -335,7 +467,8 @@ class ExprMixin:
 
     def v_IfExp(self, node):
         test = self.cond(node.test)
-        a, b = self.expr(node.body), self.expr(node.orelse)
+        with self.no_hoist():
+            a, b = self.expr(node.body), self.expr(node.orelse)
         ctx = self.ctx
         t = ctx.unify_types(a.nbt, b.nbt)
         key = scalar_key(t)
@@ -364,18 +497,23 @@ class ExprMixin:
         return sig
 
     def dtype_key(self, node, where):
-        v = self.value(node)
-        obj = v.obj if isinstance(v, Static) else None
+        """The scalar key of a dtype argument: a numpy or numba type, or a string (``"int32"``)."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            obj = node.value
+        else:
+            v = self.value(node)
+            obj = v.obj if isinstance(v, Static) else None
         key = None
         if isinstance(obj, types.Type):
-            key = scalar_key(obj)
+            key = self.scalar_key(obj)
         elif obj is not None:
             try:
-                key = scalar_key(getattr(types, str(np.dtype(obj))))
-            except Exception:
+                key = self.scalar_key(getattr(types, str(np.dtype(obj))))
+            except Exception:  # noqa: BLE001 - not a dtype: the error below
                 key = None
         if key is None:
-            raise self.src.error(node, "unsupported dtype", hint="np.float32, np.float64, np.int32, ... (numpy types)")
+            raise self.src.error(node, f"unsupported dtype {obj!r}",
+                                 hint="np.float32, np.float64, np.int32, ... (numpy or numba types, or their names)")
         return key
 
     def lookup_global(self, name):
@@ -386,17 +524,32 @@ class ExprMixin:
             return True, getattr(_builtins, name)
         return False, None
 
-    def cname(self, name):
-        return name + "_" if name in C_RESERVED else name
+    def scalar_key(self, t):
+        """The C type key of a numba type that is a C value: a number, a bool, or a record (a C struct)."""
+        key = scalar_key(t)
+        if key is None:
+            from ..cnames import record_key
+
+            key = record_key(t)
+            if key is not None:
+                self.unit.records.setdefault(key, t)
+        return key
 
 
-C_RESERVED = {
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
-    "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
-    "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
-    "true", "false", "new", "delete", "class", "template", "typename", "this", "namespace", "using", "operator",
-    "private", "public", "protected", "virtual", "friend", "throw", "try", "catch", "explicit", "mutable",
-    "constexpr", "nullptr", "dim3", "warpSize", "threadIdx", "blockIdx", "blockDim", "gridDim", "min", "max",
-    "abs", "signbit", "isnan", "isinf", "exp", "log", "sqrt", "pow", "floor", "ceil", "stream", "grid_x",
-    "grid_y", "grid_z", "block_x", "block_y", "block_z", "shared_bytes",
-}
+def _number_tuple(obj) -> bool:
+    return isinstance(obj, tuple) and len(obj) > 0 and all(
+        isinstance(v, (int, float, bool, np.integer, np.floating)) for v in obj)
+
+
+def _str_constant(node):
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def wrapping(e: CExpr) -> CExpr:
+    """A signed ``a + b``, ``a - b`` or ``a * b`` computed as numba computes it when it overflows: wrapping around
+    (in unsigned arithmetic, converted back); other values as they are."""
+    if e.infix is None or e.key not in ("int32", "int64") or e.infix[1] not in ("+", "-", "*"):
+        return e
+    a, op, b = e.infix
+    u = c_name("u" + e.key)
+    return CExpr(f"({c_name(e.key)})(({u})({a}) {op} ({u})({b}))", e.key, e.nbt, UNARY, False, e.pure, e.deps)

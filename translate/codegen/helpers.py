@@ -4,6 +4,39 @@ fixed order (byte-identical output)."""
 from __future__ import annotations
 
 HELPERS: dict[str, str] = {
+    "nk_fp16": """\
+#include <cuda_fp16.h>
+""",
+    "nk_complex": """\
+#include <cuComplex.h>
+""",
+    "nk_cdiv": """\
+// complex division as numba computes it (CPython's _Py_c_quot): scaled by the larger part of the divisor
+__device__ __forceinline__ cuFloatComplex nk_cdiv(cuFloatComplex a, cuFloatComplex b) {
+    if (fabsf(b.x) >= fabsf(b.y)) {
+        if (b.x == 0.0f) return make_cuFloatComplex(__int_as_float(0x7fc00000), __int_as_float(0x7fc00000));
+        float ratio = b.y / b.x, denom = b.x + b.y * ratio;
+        return make_cuFloatComplex((a.x + a.y * ratio) / denom, (a.y - a.x * ratio) / denom);
+    }
+    float ratio = b.x / b.y, denom = b.x * ratio + b.y;
+    return make_cuFloatComplex((a.x * ratio + a.y) / denom, (a.y * ratio - a.x) / denom);
+}
+__device__ __forceinline__ cuDoubleComplex nk_cdiv(cuDoubleComplex a, cuDoubleComplex b) {
+    if (fabs(b.x) >= fabs(b.y)) {
+        if (b.x == 0.0) return make_cuDoubleComplex(__longlong_as_double(0x7ff8000000000000LL),
+                                                    __longlong_as_double(0x7ff8000000000000LL));
+        double ratio = b.y / b.x, denom = b.x + b.y * ratio;
+        return make_cuDoubleComplex((a.x + a.y * ratio) / denom, (a.y - a.x * ratio) / denom);
+    }
+    double ratio = b.x / b.y, denom = b.x * ratio + b.y;
+    return make_cuDoubleComplex((a.x * ratio + a.y) / denom, (a.y * ratio - a.x) / denom);
+}
+""",
+    "nk_grid_sync": """\
+#include <cooperative_groups.h>
+// cuda.cg.this_grid().sync(): a barrier across the whole grid (the launcher launches the kernel cooperatively)
+__device__ __forceinline__ void nk_grid_sync() { cooperative_groups::this_grid().sync(); }
+""",
     "nk_cp_async": """\
 // cp.async (sm_80+): a 16-byte global -> shared copy that lands in the background; valid == false reads nothing
 // and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies have landed (others' after a barrier).
@@ -75,17 +108,49 @@ __device__ __forceinline__ float nk_floormod(float x, float y) {
     return mod;
 }
 """,
+    "nk_powi": """\
+// x ** n for a float x and an integer n as numba computes it (int_power: repeated squaring in x's type; 1.0 / r
+// in double for n < 0; pow() beyond 65536)
+template <typename T> __device__ __forceinline__ T nk_powi(T x, int64_t n) {
+    uint64_t e = n < 0 ? 0 - (uint64_t)n : (uint64_t)n;
+    if (e > 0x10000) return (T)pow((double)x, (double)n);
+    T r = 1;
+    while (e != 0) { if (e & 1) r *= x; e >>= 1; x *= x; }
+    return n < 0 ? (T)(1.0 / (double)r) : r;
+}
+""",
     "nk_ipow": """\
-// integer power as numba computes it: a ** b for b < 0 is 0 unless |a| == 1; 0 ** -n == INT64_MIN
+// integer power as numba computes it: a ** b for b < 0 is 0 unless |a| == 1; 0 ** -n == INT64_MIN; the product
+// wraps around (unsigned arithmetic: C's signed overflow is undefined); pow() beyond an exponent of 65536
 __device__ __forceinline__ int64_t nk_ipow(int64_t a, int64_t b) {
     if (b < 0) {
         if (a == 0) return INT64_MIN;
         if (a != 1 && a != -1) return 0;
         return (a == -1 && (b & 1)) ? -1 : 1;
     }
-    int64_t r = 1;
-    while (b != 0) { if (b & 1) r *= a; b >>= 1; a *= a; }
-    return r;
+    if (b > 0x10000) return (int64_t)pow((double)a, (double)b);
+    uint64_t r = 1, x = (uint64_t)a, e = (uint64_t)b;
+    while (e != 0) { if (e & 1) r *= x; e >>= 1; x *= x; }
+    return (int64_t)r;
+}
+""",
+    "nk_round_ndigits": """\
+// round(x, ndigits) as numba-cuda computes it (CPython's fallback double_round: round half to even), in double
+__device__ __forceinline__ double nk_round_ndigits(double x, int64_t ndigits) {
+    if (isinf(x) || isnan(x)) return x;
+    double pow1, pow2 = 1.0, y;
+    if (ndigits >= 0) {
+        if (ndigits > 22) { pow1 = nk_powi(10.0, ndigits - 22); pow2 = 1e22; }
+        else pow1 = nk_powi(10.0, ndigits);
+        y = (x * pow1) * pow2;
+        if (isinf(y)) return x;
+    } else {
+        pow1 = nk_powi(10.0, -ndigits);
+        y = x / pow1;
+    }
+    double z = (double)llrint(y);
+    if (fabs(y - z) == 0.5) z = 2.0 * (double)llrint(y / 2.0);
+    return ndigits >= 0 ? (z / pow2) / pow1 : z * pow1;
 }
 """,
     "nk_wrap": """\
@@ -96,6 +161,9 @@ __device__ __forceinline__ int64_t nk_wrap(int64_t i, int64_t extent) { return i
 // Python's min/max: the first argument unless the second is strictly smaller / larger
 template <typename T> __device__ __forceinline__ T nk_min(T a, T b) { return b < a ? b : a; }
 template <typename T> __device__ __forceinline__ T nk_max(T a, T b) { return b > a ? b : a; }
+""",
+    "nk_lanemask_lt": """\
+__device__ __forceinline__ uint32_t nk_lanemask_lt() { uint32_t m; asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(m)); return m; }
 """,
     "nk_laneid": """\
 __device__ __forceinline__ int32_t nk_laneid() { int32_t id; asm volatile("mov.u32 %0, %%laneid;" : "=r"(id)); return id; }
@@ -131,6 +199,50 @@ __device__ __forceinline__ double nk_atomic_min(double *addr, double val) {
     return first;
 }
 """,
+    "nk_atomic_nanminmax": """\
+// numba's cuda.atomic.nanmax/nanmin on floats (numba_cuda nvvm.py ___numba_atomic_*_nanmax/nanmin): NaNs are
+// ignored (no store when val is NaN; a NaN element is replaced); returns the value first read
+__device__ __forceinline__ float nk_atomic_nanmax(float *addr, float val) {
+    float first = *(volatile float *)addr, cur = first;
+    if (val != val) return first;
+    while (!(cur >= val)) cur = __uint_as_float(atomicCAS((unsigned int *)addr, __float_as_uint(cur), __float_as_uint(val)));
+    return first;
+}
+__device__ __forceinline__ float nk_atomic_nanmin(float *addr, float val) {
+    float first = *(volatile float *)addr, cur = first;
+    if (val != val) return first;
+    while (!(cur <= val)) cur = __uint_as_float(atomicCAS((unsigned int *)addr, __float_as_uint(cur), __float_as_uint(val)));
+    return first;
+}
+__device__ __forceinline__ double nk_atomic_nanmax(double *addr, double val) {
+    double first = *(volatile double *)addr, cur = first;
+    if (val != val) return first;
+    while (!(cur >= val)) cur = __longlong_as_double((long long)atomicCAS((unsigned long long *)addr,
+        (unsigned long long)__double_as_longlong(cur), (unsigned long long)__double_as_longlong(val)));
+    return first;
+}
+__device__ __forceinline__ double nk_atomic_nanmin(double *addr, double val) {
+    double first = *(volatile double *)addr, cur = first;
+    if (val != val) return first;
+    while (!(cur <= val)) cur = __longlong_as_double((long long)atomicCAS((unsigned long long *)addr,
+        (unsigned long long)__double_as_longlong(cur), (unsigned long long)__double_as_longlong(val)));
+    return first;
+}
+""",
+    "nk_atomic_incdec64": """\
+// numba's cuda.atomic.inc/dec on 64-bit integers (numba_cuda nvvm.py ___numba_atomic_u64_inc/dec): atomicInc's and
+// atomicDec's rule (unsigned compare) in a compare-and-swap loop; returns the old value
+__device__ __forceinline__ unsigned long long nk_atomic_inc64(unsigned long long *addr, unsigned long long val) {
+    unsigned long long old = *(volatile unsigned long long *)addr, assumed;
+    do { assumed = old; old = atomicCAS(addr, assumed, assumed < val ? assumed + 1 : 0ull); } while (old != assumed);
+    return old;
+}
+__device__ __forceinline__ unsigned long long nk_atomic_dec64(unsigned long long *addr, unsigned long long val) {
+    unsigned long long old = *(volatile unsigned long long *)addr, assumed;
+    do { assumed = old; old = atomicCAS(addr, assumed, assumed - 1 < val ? assumed - 1 : val); } while (old != assumed);
+    return old;
+}
+""",
     "nk_fast_tanhf": """\
 // numba's math.tanh on float32 with fastmath (cc >= 7.5): the tanh.approx.f32 instruction
 __device__ __forceinline__ float nk_fast_tanhf(float x) { float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
@@ -138,7 +250,12 @@ __device__ __forceinline__ float nk_fast_tanhf(float x) { float y; asm("tanh.app
 }
 
 ORDER = tuple(HELPERS)
+#: helpers that call other helpers
+DEPENDS = {"nk_round_ndigits": ("nk_powi",), "nk_cdiv": ("nk_complex",)}
 
 
 def render(used: set[str]) -> str:
+    used = set(used)
+    for name in list(used):
+        used.update(DEPENDS.get(name, ()))
     return "\n".join(HELPERS[name] for name in ORDER if name in used)

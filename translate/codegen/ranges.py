@@ -21,29 +21,8 @@ NONNEG_ATTRS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
 
 def analyze(fn: ast.FunctionDef, is_nonneg_static, int_params: set[str]) -> dict[str, frozenset]:
     """Names proven >= 0 -> the parameters that proof assumes >= 0 (greatest fixed point)."""
-    assigns: dict[str, list] = {}
-
-    def add(name, value):
-        assigns.setdefault(name, []).append(value)
-
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                _bind(t, node.value, add)
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            op = type(node.op)
-            if op in (ast.Add, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor, ast.RShift):
-                add(node.target.id, ("aug", node.target.id, node.value))
-            else:
-                add(node.target.id, None)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            add(node.target.id, node.value)
-        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-            add(node.target.id, ("for", node.iter))
-        elif isinstance(node, (ast.For, ast.comprehension)):
-            for n in ast.walk(node.target):
-                if isinstance(n, ast.Name):
-                    add(n.id, None)
+    assigns = assignments(fn, lambda node: ("aug", node.target.id, node.value) if isinstance(
+        node.op, (ast.Add, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor, ast.RShift)) else None)
     facts: dict[str, frozenset] = {name: frozenset() for name in assigns}
     for p in int_params:
         if p not in assigns:
@@ -73,6 +52,31 @@ def analyze(fn: ast.FunctionDef, is_nonneg_static, int_params: set[str]) -> dict
     return facts
 
 
+def assignments(fn: ast.FunctionDef, augmented) -> dict[str, list]:
+    """Every value each name is assigned: an expression, ``("item", value, i)`` for a tuple element,
+    ``("for", iter)`` for a loop variable, ``augmented(node)`` for ``x op= v``, None for what no analysis reads."""
+    assigns: dict[str, list] = {}
+
+    def add(name, value):
+        assigns.setdefault(name, []).append(value)
+
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                _bind(t, node.value, add)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            add(node.target.id, augmented(node))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            add(node.target.id, node.value)
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            add(node.target.id, ("for", node.iter))
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            for n in ast.walk(node.target):
+                if isinstance(n, ast.Name):
+                    add(n.id, None)
+    return assigns
+
+
 def _bind(target, value, add):
     if isinstance(target, ast.Name):
         add(target.id, value)
@@ -100,10 +104,15 @@ def _value(v, facts, static):
     return nonneg(v, facts, static)
 
 
-def _range_var(it, facts, static):
+def _range_of(it):
+    """The ``range(...)`` of a loop, also under ``numbakern.unroll(...)``."""
     from .unroll import range_call
 
-    it = range_call(it)
+    return range_call(it)
+
+
+def _range_var(it, facts, static):
+    it = _range_of(it)
     if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"):
         return None
     args = it.args
@@ -202,3 +211,226 @@ def _any_nonneg(args, facts, static):
         if r is not None:
             return r
     return None
+
+
+# -- upper bounds: is a non-negative value also free of int64 overflow? -------------------------------------------
+#: what a value can reach, from CUDA's limits and memory: a block index < 2^31 (gridDim.x), a thread index or block
+#: dimension <= 1024, a global thread index < 2^31 * 1024, an array extent or size < 2^48 elements
+INDEX_BOUND = 2 ** 31
+GRID_BOUND = 2 ** 42
+EXTENT_BOUND = 2 ** 48
+INT64_LIMIT = 2 ** 63
+
+
+def bounds(fn: ast.FunctionDef, static_bound) -> dict[str, int]:
+    """An upper bound of every integer name whose every assignment is bounded (a widening fixed point: a name
+    still growing after a few rounds, like an accumulator in a loop, has none)."""
+    assigns = assignments(fn, lambda node: ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value))
+    known = {name: 0 for name in assigns}
+    rounds = 0
+    while True:
+        rounds += 1
+        changed = set()
+        for name, values in list(assigns.items()):
+            if name not in known:
+                continue
+            best = 0
+            for v in values:
+                b = _bound_of(v, known, static_bound)
+                if b is None:
+                    best = None
+                    break
+                best = max(best, b)
+            if best is None or best >= INT64_LIMIT:
+                del known[name]
+                changed.add(name)
+            elif best != known[name]:
+                known[name] = best
+                changed.add(name)
+        if not changed:
+            return known
+        if rounds >= 8:  # widening: a name still growing (an accumulator in a loop) has no bound; the rest go on
+            for name in changed:
+                known.pop(name, None)
+
+
+def _bound_of(v, known, static):
+    if isinstance(v, tuple):
+        if v[0] == "item":
+            return upper(v[1], known, static, item=v[2])
+        if v[0] == "for":
+            it = _range_of(v[1])
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and it.args:
+                step = _literal_int(it.args[2]) if len(it.args) == 3 else 1
+                if step is not None and step < 0:
+                    return upper(it.args[0], known, static)
+                return upper(it.args[0] if len(it.args) == 1 else it.args[1], known, static)
+            return None
+        return None
+    return upper(v, known, static)
+
+
+def upper(node, known: dict, static, item=None):
+    """An upper bound of the integer ``node`` (given bounds of names), or None. Only meaningful together with a
+    proof that the value is >= 0 (``nonneg``)."""
+    if isinstance(node, ast.Constant):
+        v = node.value
+        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else (1 if isinstance(v, bool) else None)
+    if isinstance(node, ast.Name):
+        return known[node.id] if node.id in known else static(node.id)
+    if isinstance(node, ast.Attribute):
+        if node.attr in ("size", "shape"):
+            return EXTENT_BOUND if node.attr == "size" or item is not None else None
+        if node.attr in ("x", "y", "z"):
+            base = node.value
+            name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
+            if name in ("blockDim", "threadIdx"):
+                return 1024
+            if name in ("blockIdx", "gridDim"):
+                return INDEX_BOUND
+        return None
+    if isinstance(node, ast.Subscript):
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+            return EXTENT_BOUND
+        return None
+    if isinstance(node, ast.Tuple) and item is not None and item < len(node.elts):
+        return upper(node.elts[item], known, static)
+    if isinstance(node, ast.BinOp):
+        a, b = upper(node.left, known, static), upper(node.right, known, static)
+        op = type(node.op)
+        if op in (ast.FloorDiv, ast.RShift):
+            return a
+        if op is ast.Mod:
+            return a if b is None else (b if a is None else min(a, b))
+        if a is None or b is None:
+            return a if op is ast.BitAnd and a is not None else (b if op is ast.BitAnd else None)
+        if op is ast.Add:
+            return a + b
+        if op is ast.Mult:
+            return a * b
+        if op is ast.BitAnd:
+            return min(a, b)
+        if op in (ast.BitOr, ast.BitXor):
+            return 2 ** max(a.bit_length(), b.bit_length()) - 1
+        if op is ast.LShift:
+            return a << b if b < 64 else None
+        if op is ast.Pow:
+            return a ** b if b < 64 and a.bit_length() * b < 128 else None
+        return None
+    if isinstance(node, ast.IfExp):
+        a, b = upper(node.body, known, static), upper(node.orelse, known, static)
+        return None if a is None or b is None else max(a, b)
+    if isinstance(node, ast.Call):
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else (f.attr if isinstance(f, ast.Attribute) else None)
+        if name in ("grid", "gridsize"):
+            return GRID_BOUND
+        if name == "len":
+            return EXTENT_BOUND
+        if name in ("laneid",):
+            return 32
+        bs = [upper(a, known, static, item) for a in node.args]
+        if name == "min" and any(b is not None for b in bs):
+            return min(b for b in bs if b is not None)
+        if name == "max" and bs and all(b is not None for b in bs):
+            return max(bs)
+        if name in ("int", "int32", "int64", "uint32", "uint64") and len(bs) == 1:
+            return bs[0]
+    return None
+
+
+def magnitude(node, known: dict, static):
+    """An upper bound of ``|node|`` for + - * of bounded values (a wraparound past int64 is impossible below
+    2**63), or None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return magnitude(node.operand, known, static)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return abs(node.value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        a, b = magnitude(node.left, known, static), magnitude(node.right, known, static)
+        if a is None or b is None:
+            return None
+        return a * b if isinstance(node.op, ast.Mult) else a + b
+    return upper(node, known, static)
+
+
+# -- relational non-negativity: `t + r + o` with `o in range(-r, ...)` is >= t >= 0 ------------------------------
+def loop_starts(fn: ast.FunctionDef) -> dict:
+    """Loop variable -> the start of its ``range`` (for loops that count up: a positive literal step or none).
+    Loop variables are never assigned in their loop nor used after it (the translator checks), so inside the
+    loop the variable is >= its start."""
+    out, seen = {}, {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            it = _range_of(node.iter)
+            name = node.target.id
+            seen[name] = seen.get(name, 0) + 1
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and \
+                    1 <= len(it.args) <= 3:
+                step = _literal_int(it.args[2]) if len(it.args) == 3 else 1
+                if step is not None and step > 0:
+                    out[name] = it.args[0] if len(it.args) > 1 else ast.Constant(0)
+    return {n: s for n, s in out.items() if seen[n] == 1}
+
+
+def linear_lower(node, starts: dict, nonneg_name, depth=0):
+    """A lower bound of the integer ``node`` as ``{atom: coefficient}`` (the atom ``1`` is the constant term), or
+    None. Atoms are names (their own value)."""
+    if depth > 8:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return {1: node.value}
+    if isinstance(node, ast.Name):
+        if node.id in starts:
+            return linear_lower(starts[node.id], {k: v for k, v in starts.items() if k != node.id}, nonneg_name,
+                                depth + 1)
+        return {node.id: 1}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        x = node.operand  # -x is exactly -x for a constant or a name that is no loop variable (an atom)
+        if isinstance(x, ast.Constant) and isinstance(x.value, int) and not isinstance(x.value, bool):
+            return {1: -x.value}
+        if isinstance(x, ast.Name) and x.id not in starts:
+            return {x.id: -1}
+        return None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        a, b = linear_lower(node.left, starts, nonneg_name, depth + 1), linear_lower(node.right, starts, nonneg_name,
+                                                                                     depth + 1)
+        return None if a is None or b is None else _plus(a, b)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub):
+        a = linear_lower(node.left, starts, nonneg_name, depth + 1)
+        right = node.right
+        if isinstance(right, ast.Constant) and isinstance(right.value, int):
+            b = {1: right.value}
+        elif isinstance(right, ast.Name) and right.id not in starts:
+            b = {right.id: 1}
+        else:
+            return None
+        return None if a is None else _plus(a, {k: -v for k, v in b.items()})
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        for k_node, x_node in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(k_node, ast.Constant) and isinstance(k_node.value, int) and k_node.value >= 0:
+                x = linear_lower(x_node, starts, nonneg_name, depth + 1)
+                return None if x is None else {a: k_node.value * c for a, c in x.items()}
+        return None
+    return None
+
+
+def _plus(a, b):
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+def relational_nonneg(node, starts: dict, nonneg_name) -> bool:
+    """Is ``node`` >= 0 because its lower bound is a non-negative combination of non-negative names?"""
+    lb = linear_lower(node, starts, nonneg_name)
+    if lb is None:
+        return False
+    for atom, coeff in lb.items():
+        if atom == 1:
+            if coeff < 0:
+                return False
+        elif coeff < 0 or (coeff > 0 and not nonneg_name(atom)):
+            return False
+    return True

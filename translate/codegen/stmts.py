@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 import ast
-import inspect
 import operator
-import textwrap
 
 import numpy as np
 from numba.cuda import types
 
+from .. import cnames
 from ..cnames import c_name, is_int, scalar_key
-from ..errors import SourceInfo
-from . import arrays, ranges, scope, unroll, vectors
+from . import arrays, ranges, scope, unroll, variables, vectors
 from .builtins import BuiltinsMixin
+from .calls import CallsMixin
 from .cexpr import CExpr, Static, TupleVal, cast, paren
 from .exprs import BINOPS, ExprMixin
+from .source import parse_function
 
 _STMT_HINT = ("assignments (also tuple unpacking and augmented), if/elif/else, for ... in range(...), while, "
               "break, continue, return, expression statements (calls)")
-
-
-def parse_function(pyfunc) -> tuple[ast.FunctionDef, SourceInfo]:
-    lines, first = inspect.getsourcelines(pyfunc)
-    text = "".join(lines)
-    dedented = textwrap.dedent(text)
-    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    tree = ast.parse(dedented)
-    fn = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-    filename = inspect.getsourcefile(pyfunc) or "<unknown>"
-    return fn, SourceInfo(filename, dedented.splitlines(), first, indent)
 
 
 #: a ``range`` loop whose trip count is a compile-time constant up to this gets ``#pragma unroll``: NVVM leaves such
@@ -38,18 +27,27 @@ def parse_function(pyfunc) -> tuple[ast.FunctionDef, SourceInfo]:
 UNROLL_LIMIT = 64
 
 
-class FunctionTranslator(ExprMixin, BuiltinsMixin):
-    def __init__(self, unit, pyfunc, typed, *, kind="kernel", name=None, template_consts=None,
-                 all_template_consts=None):
+class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
+    """One typed Python function -> the lines of its C body.
+
+    ``cname``: the C function name; ``params``: the C names of the runtime parameters as ``(name, extents,
+    strides)`` (the kernel's come from the request, whose launcher uses the same); ``bound``: parameters bound to
+    compile-time values (a device function specialized for the functions, dtypes and literals its caller
+    passes); ``template_consts``: closure constants that are C++ template parameters."""
+
+    def __init__(self, unit, pyfunc, typed, *, kind="kernel", name=None, cname=None, params=None, bound=None,
+                 template_consts=None, all_template_consts=None):
         self.unit = unit
         self.ctx = unit.ctx
         self.pyfunc = pyfunc
         self.typed = typed
         self.kind = kind
         self.name = name or pyfunc.__name__
+        self.c_function = cname or self.name
         self.template_consts = dict(template_consts or {})
         # every instantiation's constants: a branch is pruned only where they all agree on it
         self.all_template_consts = [dict(c) for c in (all_template_consts or [self.template_consts])]
+        self.bound = dict(bound or {})
         self.fn, self.src = parse_function(pyfunc)
         self.helpers = unit.helpers
         self.module_consts = unit.module_consts
@@ -65,36 +63,168 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         for bad in (self.fn.args.vararg, self.fn.args.kwarg, *self.fn.args.kwonlyargs):
             if bad is not None:
                 raise self.src.error(self.fn, "kernels take positional parameters only")
+        self.runtime_params = [p for p in self.params if p not in self.bound]
+        self._name_params(params)
         self._classify()
+        self._name_locals()
 
     # -- setup -------------------------------------------------------------------------------------------------
     def var_type(self, name):
         return self.typed.var_types.get(name)
 
+    def _name_params(self, params):
+        """The C names of the parameters (``self.param_c``: name -> (cname, extents, strides)) and the
+        function's namespace, in which its locals and temporaries are claimed next."""
+        types_of = dict(zip(self.params, self.typed.argtypes))
+        taken = set(self.unit.file_names.taken) | set(self.template_consts)
+        if self.kind != "kernel":  # the kernel's template parameters are not in scope in a device function
+            taken -= self.unit.template_params - set(self.template_consts)
+        if params is None:
+            spec = [(p, getattr(types_of[p], "ndim", 0) if isinstance(types_of[p], types.Array) else 0,
+                     isinstance(types_of[p], types.Array) and types_of[p].layout != "C")
+                    for p in self.runtime_params]
+            self.names, named = cnames.param_cnames(self.c_function, spec, reserved=taken)
+        else:
+            self.names, named = cnames.Namespace(taken | {self.c_function}), list(params)
+            for c, extents, strides in named:
+                self.names.reserve(c, *extents, *strides)
+        self.param_c = dict(zip(self.runtime_params, named))
+        self.unit.local_names.update(self.names.taken)
+
+    def _name_locals(self):
+        """Every Python name the body assigns gets its C name now, before any generated one (so a local named
+        ``x_shape0`` cannot shadow the extent of ``x``: the extent was named first and the local gets a suffix)."""
+        self.local_c: dict[str, str] = {}
+        for node in ast.walk(self.fn):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in self.params \
+                    and node.id not in self.local_c:
+                self.local_c[node.id] = self.names.claim(node.id)
+        array_locals = {n for n, t in self.typed.var_types.items()
+                        if isinstance(t, types.Array) and n in self.local_c and n not in self.typed.conflicts}
+        self.array_aliases = {n: arrays.alias_info(self, n, self.local_c[n], self.var_type(n))
+                              for n in sorted(arrays.alias_names(self.fn, array_locals))}
+        for n, info in self.array_aliases.items():
+            self.arrays[n] = info
+        self.retyped: dict = {}
+        for name in self.typed.retyped:
+            if name in self.local_c:
+                cvars = variables.retyped_vars(self, name, self.typed.retyped[name])
+                if cvars is not None:
+                    self.retyped[name] = cvars
+        types_of = dict(zip(self.params, self.typed.argtypes))
+        for name in self.runtime_params:
+            t = types_of[name]
+            if isinstance(t, types.BaseTuple) and name not in self.arrays and name not in self.scalars:
+                stem = self.param_c[name][0].rstrip("_")
+                self.tuple_vars[name] = [variables.CVar(self.names.claim(f"{stem}_{i}"), self.scalar_key(x), x)
+                                         for i, x in enumerate(t)]
+        self.ret_outs = None
+        rt = self.typed.return_type
+        if self.kind == "device" and isinstance(rt, types.BaseTuple):
+            if not all(self.scalar_key(x) for x in rt):
+                raise self.src.error(self.fn, f"'{self.name}' returns {rt}: device functions may return numbers "
+                                     "and tuples of numbers")
+            self.ret_outs = [variables.CVar(self.names.claim(f"ret_{i}"), self.scalar_key(x), x)
+                             for i, x in enumerate(rt)]
+        for name, item_types in list(self.tuple_vars.items()):
+            if name in self.runtime_params:
+                continue
+            if name not in self.local_c:
+                del self.tuple_vars[name]
+                continue
+            stem = self.local_c[name].rstrip("_")
+            self.tuple_vars[name] = [variables.CVar(self.names.claim(f"{stem}_{i}"), self.scalar_key(t), t)
+                                     for i, t in enumerate(item_types)]
+        self.unit.local_names.update(self.names.taken)
+
+    def declarations(self, name) -> list[str]:
+        """The C declarations (uninitialised) of a Python local's variable(s)."""
+        if name in self.retyped:
+            return [f"{c_name(v.key)} {v.cname};" for vs in self.retyped[name].values() for v in variables.flat(vs)]
+        if name in self.tuple_vars:
+            return [f"{c_name(v.key)} {v.cname};" for v in self.tuple_vars[name]]
+        if name in self.array_aliases:
+            return arrays.alias_declarations(self.array_aliases[name])
+        return [f"{c_name(self.scalars[name])} {self.cname(name)};"]
+
+    def cname(self, name):
+        """The C name of a Python parameter or local."""
+        if name in self.local_c:
+            return self.local_c[name]
+        if name in self.param_c:
+            return self.param_c[name][0]
+        return self.names.claim(name)
+
+    def temp(self, want: str) -> str:
+        """A fresh C name for a generated temporary (``ph_stop``, ``a_new``)."""
+        name = self.names.claim(want)
+        self.unit.local_names.add(name)
+        return name
+
     def _classify(self):
         for name, t in zip(self.params, self.typed.argtypes):
+            if name in self.bound:
+                continue
             if isinstance(t, types.Array):
-                if t.layout != "C":
-                    raise self.src.error(self.fn, f"argument '{name}' has layout '{t.layout}'; only C-contiguous "
-                                         "arrays are supported", hint="a signature with ::1 in the last dimension, "
-                                         "e.g. float32[:, ::1]")
-                self.arrays[name] = arrays.param_array(self.cname(name), t)
-            elif scalar_key(t) is not None:
-                self.scalars[name] = scalar_key(t)
+                c, extents, strides = self.param_c[name]
+                self.arrays[name] = arrays.param_array(c, t, extents, strides, self)
+            elif self.scalar_key(t) is not None:
+                self.scalars[name] = self.scalar_key(t)
+            elif self.kind == "device" and isinstance(t, types.BaseTuple) and all(self.scalar_key(x) for x in t):
+                pass  # a tuple of numbers: one C parameter per element (named in _name_locals)
             else:
                 raise self.src.error(self.fn, f"argument '{name}' has type {t}, which is not supported",
-                                     hint="C-contiguous arrays and numbers")
+                                     hint="arrays and numbers" + (", tuples of numbers for device functions"
+                                                                  if self.kind == "device" else ""))
+        self.tuple_vars: dict = {}
         for name, t in self.typed.var_types.items():
-            if name in self.params:
+            if name in self.params or name in self.typed.conflicts:
                 continue
-            k = scalar_key(t)
+            k = self.scalar_key(t)
             if k is not None:
                 self.scalars[name] = k
+            elif isinstance(t, types.BaseTuple) and len(t) and all(self.scalar_key(x) for x in t):
+                self.tuple_vars[name] = list(t)
         int_params = {p for p in self.params if p in self.scalars and is_int(self.scalars[p])}
         self.facts = ranges.analyze(self.fn, self._static_nonneg, int_params)
-        for name in self.facts:
-            if name in self.scalars and not is_int(self.scalars[name]):
-                pass
+        self.bounds = ranges.bounds(self.fn, self._static_bound)
+
+    def _static_bound(self, name):
+        """An upper bound of a name the body never assigns: an unsigned parameter's type, a constant's value."""
+        if name in self.bound and isinstance(self.bound[name], int):
+            return self.bound[name] if self.bound[name] >= 0 else None
+        if name in self.scalars and self.scalars[name].startswith("uint"):
+            return 2 ** int(self.scalars[name][4:]) - 1
+        if name in self.template_consts and isinstance(self.template_consts[name], int):
+            return self.template_consts[name] if self.template_consts[name] >= 0 else None
+        if name in self.params:
+            return None
+        found, obj = self.lookup_global(name)
+        if found and isinstance(obj, (int, np.integer)) and not isinstance(obj, bool) and obj >= 0:
+            return int(obj)
+        return None
+
+    def relational_nonneg(self, node) -> bool:
+        """Is the index ``node`` >= 0 by its loop variables' starts (``o >= -r`` so ``t + r + o >= t``)? Names it
+        relies on must be non-negative without assumptions about parameters."""
+        if not hasattr(self, "_loop_starts"):
+            self._loop_starts = ranges.loop_starts(self.fn)
+
+        def nonneg_name(name):
+            deps = self.facts.get(name)
+            return (deps is not None and not deps) or self._static_nonneg(ast.Name(name, ast.Load()))
+
+        return ranges.relational_nonneg(node, self._loop_starts, nonneg_name)
+
+    def bounded(self, node) -> bool:
+        """Is ``|node|`` provably below 2**63 (its + - * cannot wrap around)?"""
+        m = ranges.magnitude(node, self.bounds, self._static_bound)
+        return m is not None and m < ranges.INT64_LIMIT
+
+    def no_overflow(self, node) -> bool:
+        """Is the non-negative integer ``node`` also below 2**63 (its arithmetic never wrapped around)?"""
+        b = ranges.upper(node, self.bounds, self._static_bound)
+        return b is not None and b < ranges.INT64_LIMIT
 
     def _static_nonneg(self, node):
         if isinstance(node, ast.Name):
@@ -119,7 +249,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                 isinstance(body[0].value.value, str):
             body = body[1:]
         self._check_loop_vars(body)
-        declarable = {n for n in self.scalars if n not in self.params and n not in self.loop_vars}
+        declarable = {n for n in (*self.scalars, *self.retyped, *self.tuple_vars, *self.array_aliases)
+                      if n not in self.params and n not in self.loop_vars}
         self.plan = scope.plan(body, declarable)
         self.block(body)
         return self.lines
@@ -151,14 +282,15 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         for stmt in stmts:
             for name in self.plan.before.get(id(stmt), []):
                 self._conflict_check(name, stmt)
-                self.emit(f"{c_name(self.scalars[name])} {self.cname(name)};")
+                for line in self.declarations(name):
+                    self.emit(line)
             method = getattr(self, "s_" + type(stmt).__name__, None)
             if method is None:
                 raise self.src.error(stmt, f"unsupported statement ({type(stmt).__name__})", hint=_STMT_HINT)
             method(stmt)
 
     def _conflict_check(self, name, node):
-        if name in self.typed.conflicts:
+        if name in self.typed.conflicts and name not in self.retyped:
             raise self.src.error(node, f"'{name}' takes different types in different places "
                                  f"({', '.join(self.typed.conflicts[name])})",
                                  hint="use a separate name for each type (the C variable has one type)")
@@ -193,6 +325,14 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                 raise self.src.error(node.value, "kernels cannot return a value", hint="write results into an array")
             self.emit("return;")
             return
+        if self.ret_outs is not None:  # a tuple comes back through pointers: `*ret_0 = a; *ret_1 = b;`
+            v = self.value(node.value)
+            if not isinstance(v, TupleVal) or len(v.items) != len(self.ret_outs):
+                raise self.src.error(node.value, f"'{self.name}' returns a tuple of {len(self.ret_outs)} here")
+            for out, item in zip(self.ret_outs, v.items):
+                self.emit(f"*{out.cname} = {cast(self.as_cexpr(item, node.value), out.key).code};")
+            self.emit("return;")
+            return
         e = self.expr(node.value)
         self.emit(f"return {e.code};")
 
@@ -207,7 +347,11 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                 self._nested(taken)
                 self.emit("}")
             return
-        test = self.cond(node.test)
+        if prefix == "if":
+            test = self.cond(node.test)
+        else:
+            with self.no_hoist():  # an elif test is evaluated after the previous branch's code
+                test = self.cond(node.test)
         self.emit(f"{prefix} ({test.code}) {{")
         self._nested(node.body)
         orelse = node.orelse
@@ -260,7 +404,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
     def s_While(self, node):
         if node.orelse:
             raise self.src.error(node, "while ... else is not supported", hint="a flag variable")
-        test = self.cond(node.test)
+        with self.no_hoist():  # evaluated before every iteration
+            test = self.cond(node.test)
         self.emit(f"while ({test.code}) {{")
         self._nested(node.body)
         self.emit("}")
@@ -289,8 +434,9 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         stop_names = {n.id for n in ast.walk(it) if isinstance(n, ast.Name)}
         if not stop.pure or (assigned & stop_names):
-            self.emit(f"const {ctype} {var}_stop = {stop.code};")
-            stop = CExpr(f"{var}_stop", key, None)
+            stop_var = self.temp(f"{var.rstrip('_')}_stop")
+            self.emit(f"const {ctype} {stop_var} = {stop.code};")
+            stop = CExpr(stop_var, key, None)
         trips = self._constant_trip_count(it)
         if marked is not None:
             self.emit(marked[1])
@@ -308,8 +454,9 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         else:
             step = self._bound(step, key)
             if not step.pure or (assigned & stop_names):
-                self.emit(f"const {ctype} {var}_step = {step.code};")
-                step = CExpr(f"{var}_step", key, None)
+                step_var = self.temp(f"{var.rstrip('_')}_step")
+                self.emit(f"const {ctype} {step_var} = {step.code};")
+                step = CExpr(step_var, key, None)
             self.emit(f"for ({ctype} {var} = {start.code}; {paren(step, 11)} > 0 ? {var} < {paren(stop, 11)} : "
                       f"{var} > {paren(stop, 11)}; {var} += {paren(step, 3)}) {{")
         self._nested(node.body)
@@ -353,9 +500,20 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
     def _assign(self, target, value_node, stmt):
         if isinstance(target, ast.Tuple):
             return self._unpack(target, value_node, stmt)
-        if isinstance(target, ast.Subscript):
+        if isinstance(target, ast.Subscript) or isinstance(target, ast.Attribute):
             base = self.value(target.value)
-            if not isinstance(base, arrays.ArrayInfo):
+            if isinstance(base, CExpr) and isinstance(base.nbt, types.Record):  # x[i]["s0"] = v, x[i].s0 = v
+                field = target.attr if isinstance(target, ast.Attribute) else (
+                    target.slice.value if isinstance(target.slice, ast.Constant) else None)
+                if isinstance(target.value, ast.Subscript):
+                    arr = self.value(target.value.value)
+                    if isinstance(arr, arrays.ArrayInfo):
+                        self.mark_written(arr.name)
+                lhs = self.record_field(base, field, target)
+                rhs = self.expr(value_node)
+                self.emit(f"{lhs.code} = {self._store_value(cast(rhs, lhs.key), lhs.key).code};")
+                return
+            if not isinstance(base, arrays.ArrayInfo) or isinstance(target, ast.Attribute):
                 raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")
             self.mark_written(base.name)
             lhs = arrays.element(self, base, target.slice, target)
@@ -368,18 +526,37 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
 
     def _assign_name(self, name, value_node, stmt, target_node, value=None):
         t = self.var_type(name)
-        if isinstance(t, types.Array):
+        if isinstance(t, types.Array) and name not in self.typed.conflicts:
             return self._assign_array(name, value_node, stmt, target_node)
+        inline = (id(stmt), name) in self.plan.inline
+        if name in self.retyped:
+            stored = variables.version_at(self, name, target_node, "store")
+            var = self.retyped[name][stored]
+            if inline:
+                for line in self.declarations(name):
+                    self.emit(line)
+            if isinstance(var, list):
+                self._assign_tuple(name, value_node, value, False, target_node, var)
+            else:
+                rhs = value if value is not None else self.expr(value_node)
+                self.emit(f"{var.cname} = {self._store_value(rhs, var.key).code};")
+            for src, dst in variables.copies_after_store(self, name, target_node, stored):
+                for a, b in zip(variables.flat(src), variables.flat(dst)):
+                    self.emit(f"{b.cname} = ({c_name(b.key)}){a.cname};")
+            return
         if name in self.scalars:
             self._conflict_check(name, target_node)
             rhs = value if value is not None else self.expr(value_node)
             key = self.scalars[name]
             rhs = self._store_value(rhs, key)
-            if (id(stmt), name) in self.plan.inline:
+            if inline:
                 self.emit(f"{c_name(key)} {self.cname(name)} = {rhs.code};")
-            else:
+            elif rhs.code != self.cname(name):  # `x = uint64(x)` of a uint64 x is no C statement
                 self.emit(f"{self.cname(name)} = {rhs.code};")
             return
+        if name in self.tuple_vars:
+            return self._assign_tuple(name, value_node, value, inline, target_node)
+        self._conflict_check(name, target_node)
         v = value if value is not None else self.value(value_node)
         if name in self.aliases or not isinstance(v, (Static, TupleVal)):
             raise self.src.error(target_node, f"'{name}' holds a value the C code cannot store ({t})",
@@ -388,18 +565,61 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
             raise self.src.error(target_node, "tuples are supported only as names for pure values (x.shape)")
         self.aliases[name] = v
 
+    def _assign_tuple(self, name, value_node, value, inline, target_node, cvars=None):
+        v = value if value is not None else self.value(value_node)
+        cvars = cvars or self.tuple_vars[name]
+        if not isinstance(v, TupleVal) or len(v.items) != len(cvars):
+            raise self.src.error(target_node, f"this value cannot be stored in the tuple '{name}'",
+                                 hint="a tuple of numbers: t = (a, b)")
+        items = [self.as_cexpr(i, target_node) for i in v.items]
+        reads = {c.cname for c in cvars} & set(_identifiers(" ".join(i.code for i in items)))
+        if reads and len(cvars) > 1:  # `t = (t[1], t[0])`: every value first, as Python does
+            temps = []
+            for var, item in zip(cvars, items):
+                tmp = self.temp(f"{var.cname}_new")
+                self.emit(f"const {c_name(var.key)} {tmp} = {item.code};")
+                temps.append(CExpr(tmp, var.key, var.nbt))
+            items = temps
+        for var, item in zip(cvars, items):
+            item = self._store_value(item, var.key)
+            self.emit(f"{c_name(var.key) + ' ' if inline else ''}{var.cname} = {item.code};")
+
+    def as_cexpr(self, v, node):
+        if isinstance(v, CExpr):
+            return v
+        raise self.src.error(node, "this tuple element has no C value", hint="tuples of numbers")
+
     def _store_value(self, rhs, key):
         if rhs.literal is not None and key in ("float32",) and rhs.key != key:
+            return cast(rhs, key)
+        if key in ("complex64", "complex128") and rhs.key != key:  # cuComplex types do not convert implicitly
             return cast(rhs, key)
         return rhs
 
     def _assign_array(self, name, value_node, stmt, target_node):
-        if name in self.arrays:
+        if name in self.arrays and name not in self.array_aliases:
             raise self.src.error(target_node, f"the array name '{name}' is assigned twice",
                                  hint="one name per array")
+        if name in self.array_aliases:
+            info = self.array_aliases[name]
+            if (id(stmt), name) in self.plan.inline:
+                for line in arrays.alias_declarations(info):
+                    self.emit(line)
+            for line in arrays.alias_assignment(self, info, self.value(value_node), value_node):
+                self.emit(line)
+            return
         if isinstance(value_node, ast.Call):
             f = self.value(value_node.func)
             from numba import cuda
+            if isinstance(f, Static) and f.obj is cuda.const.array_like:
+                if len(value_node.args) != 1 or value_node.keywords:
+                    raise self.src.error(value_node, "cuda.const.array_like takes one module-level numpy array")
+                src = value_node.args[0]
+                found, arr = self.lookup_global(src.id) if isinstance(src, ast.Name) else (False, None)
+                if not found:
+                    raise self.src.error(src, "cuda.const.array_like takes a numpy array defined at module level")
+                self.arrays[name] = arrays.const_array(self, src.id, arr, value_node)
+                return
             if isinstance(f, Static) and f.obj in (cuda.shared.array, cuda.local.array):
                 kw = {k.arg: k.value for k in value_node.keywords}
                 unknown = sorted(set(kw) - {"shape", "dtype", "alignment"})
@@ -412,14 +632,14 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
                                          hint="cuda.shared.array((16, 16), dtype=np.float32)")
                 kind = "shared" if f.obj is cuda.shared.array else "local"
                 decl, info = arrays.declare_static(self, kind, self.cname(name), args[0], args[1], value_node,
-                                                   alignment=kw.get("alignment"))
+                                                   alignment=kw.get("alignment"), pyname=name)
                 self.arrays[name] = info
                 self.emit(decl)
                 return
         if isinstance(value_node, ast.Subscript) and isinstance(value_node.slice, ast.Slice):
             base = self.value(value_node.value)
             if isinstance(base, arrays.ArrayInfo):
-                decl, info = arrays.view(self, self.cname(name), base, value_node.slice, value_node)
+                decl, info = arrays.view(self, self.cname(name), base, value_node.slice, value_node, pyname=name)
                 self.arrays[name] = info
                 self.emit(decl)
                 return
@@ -429,44 +649,65 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
 
     def _unpack(self, target, value_node, stmt):
         names = target.elts
-        if not all(isinstance(n, ast.Name) for n in names):
-            raise self.src.error(target, "tuple unpacking supports names only", hint="a, b = ...")
+        if not all(isinstance(n, (ast.Name, ast.Subscript)) for n in names):
+            raise self.src.error(target, "tuple unpacking supports names and array elements", hint="a, b = ...")
         if isinstance(value_node, ast.Tuple):
             if len(value_node.elts) != len(names):
                 raise self.src.error(value_node, "unpacking needs as many values as names")
             reads = {n.id for v in value_node.elts for n in ast.walk(v) if isinstance(n, ast.Name)}
-            written = [n.id for n in names]
-            if reads & set(written[:-1]) and not all(isinstance(self.var_type(w), types.Array) for w in written):
-                # `a, b = b, a`: evaluate every value first, as Python does
-                temps = []
+            written = [n.id for n in names if isinstance(n, ast.Name)]
+            subscripts = any(isinstance(n, ast.Subscript) for n in names)
+            if subscripts or (reads & set(written[:-1]) and
+                              not all(isinstance(self.var_type(w), types.Array) for w in written)):
+                # `a, b = b, a`: every value first, as Python does
+                items = []
                 for n, v in zip(names, value_node.elts):
                     e = self.expr(v)
-                    key = self.scalars.get(n.id)
-                    if key is None:
-                        raise self.src.error(n, "swapping is supported for numbers only")
-                    self.emit(f"const {c_name(key)} {self.cname(n.id)}_new = {e.code};")
-                    temps.append(CExpr(f"{self.cname(n.id)}_new", key, self.var_type(n.id)))
-                for n, e in zip(names, temps):
-                    self._assign_name(n.id, None, stmt, n, value=e)
+                    if e.literal is not None or not subscripts and n.id not in self.scalars:
+                        if not subscripts:
+                            raise self.src.error(n, "swapping is supported for numbers only")
+                        items.append(e)
+                        continue
+                    stem = self.cname(n.id).rstrip("_") if isinstance(n, ast.Name) else "value"
+                    tmp = self.temp(f"{stem}_new")
+                    self.emit(f"const {c_name(e.key)} {tmp} = {e.code};")
+                    items.append(CExpr(tmp, e.key, e.nbt))
+                for n, e in zip(names, items):
+                    self._assign_item(n, e, stmt)
                 return
             for n, v in zip(names, value_node.elts):
                 self._assign_name(n.id, v, stmt, n)
             return
-        v = self.value(value_node)
+        direct = self._direct_outs(names, value_node, stmt)
+        v = self.value(value_node) if direct is None else self.call(value_node, outs=direct)
+        if direct is not None:
+            return
         if not isinstance(v, TupleVal) or len(v.items) != len(names):
             raise self.src.error(value_node, "this value cannot be unpacked into names",
                                  hint="a, b = x, y / h, w = m.shape / c, r = cuda.grid(2)")
         for n, item in zip(names, v.items):
-            if isinstance(item, CExpr):
-                self._assign_name(n.id, None, stmt, n, value=item)
-            else:
-                self._assign_name(n.id, None, stmt, n, value=item)
+            self._assign_item(n, item, stmt)
+
+    def _assign_item(self, target, value, stmt):
+        """One target of an unpacking, its value already evaluated."""
+        if isinstance(target, ast.Name):
+            return self._assign_name(target.id, None, stmt, target, value=value)
+        base = self.value(target.value)
+        if not isinstance(base, arrays.ArrayInfo):
+            raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")
+        self.mark_written(base.name)
+        lhs = arrays.element(self, base, target.slice, target)
+        self.emit(f"{lhs.code} = {self._store_value(cast(value, lhs.key), lhs.key).code};")
 
     def s_AugAssign(self, node):
         op, fn = BINOPS.get(type(node.op), (None, None))
         if op is None:
             raise self.src.error(node, "unsupported augmented assignment")
         target = node.target
+        if isinstance(target, ast.Name) and target.id in self.retyped:  # the version read, then the one stored
+            cur = self.v_Name(ast.copy_location(ast.Name(target.id, ast.Load()), target))
+            res = self.binop(op, fn, cur, self.expr(node.value), node)
+            return self._assign_name(target.id, None, node, target, value=res)
         if isinstance(target, ast.Name):
             if target.id not in self.scalars:
                 raise self.src.error(target, "augmented assignment needs a number variable")
@@ -491,32 +732,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin):
         else:
             self.emit(f"{lhs_code} = {res.code};")
 
-    # -- calls into other functions ------------------------------------------------------------------------------
-    def mark_written(self, cname):
-        self.written.add(cname)
 
-    def device_call(self, disp, node):
-        vals = [self.value(a) for a in node.args]
-        argtypes = []
-        for v, a in zip(vals, node.args):
-            if isinstance(v, arrays.ArrayInfo):
-                if v.kind != "param":
-                    raise self.src.error(a, "only the kernel's array arguments can be passed to device functions")
-                argtypes.append(v.nbt)
-            elif isinstance(v, CExpr):
-                argtypes.append(v.nbt)
-            else:
-                raise self.src.error(a, "device functions take numbers and arrays")
-        sig = self.resolve(disp, argtypes, node)
-        dev = self.unit.device_function(disp, sig, node, self.src)
-        cargs = []
-        for v, t, pname in zip(vals, sig.args, dev.params):
-            if isinstance(v, arrays.ArrayInfo):
-                if pname in dev.written:
-                    self.mark_written(v.name)
-                cargs.append(", ".join([v.name] + [e.code for e in v.extents]))
-            else:
-                k = scalar_key(t)
-                cargs.append((v if v.key == k else cast(v, k)).code)
-        rkey = scalar_key(sig.return_type)
-        return CExpr(f"{dev.cname}({', '.join(cargs)})", rkey, sig.return_type, pure=False)
+def _identifiers(code: str) -> list[str]:
+    import re
+
+    return re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code)

@@ -3,7 +3,8 @@
 A manifest entry's ``launchers`` list describes each ``extern "C"`` launcher's parameters; from it this module
 builds the ctypes signature and turns a kernel's Python-order arguments (device addresses for arrays, numbers for
 scalars) into the C call: ``T* x, int64_t x_shape0, ...`` per array, the scalar by value per scalar, then
-``grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream``.
+``grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream``. An array whose layout is not C
+(``"layout": "A"`` or ``"F"`` in the description) also passes its strides, in elements, after its extents.
 
 Imports only the standard library and numpy: a deployed ``.so`` is callable with this and nothing else.
 """
@@ -22,6 +23,7 @@ SCALAR_CTYPES: dict[str, Any] = {
     "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
     "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
     "float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
+    "float16": ctypes.c_uint16,  # a __half by value: its bits
 }
 #: the trailing launch parameters every launcher takes
 LAUNCH_CTYPES = [ctypes.c_uint] * 6 + [ctypes.c_size_t, ctypes.c_void_p]
@@ -38,6 +40,12 @@ class Param:
     dtype: str
     ndim: int = 0
     const: bool = False
+    layout: str = "C"
+    record: dict | None = None  # dtype "record": {"itemsize": n, "fields": [[name, dtype, offset], ...]}
+
+    @property
+    def strided(self) -> bool:
+        return self.kind == "array" and self.layout != "C"
 
 
 def params_of(launcher: Mapping[str, Any]) -> list[Param]:
@@ -47,12 +55,16 @@ def params_of(launcher: Mapping[str, Any]) -> list[Param]:
         dtype = str(p.get("dtype"))
         if kind not in ("array", "scalar"):
             raise AbiError(f"{launcher.get('symbol')}: param {i} has kind {kind!r}; expected 'array' or 'scalar'")
-        if dtype not in SCALAR_CTYPES:
+        if dtype not in SCALAR_CTYPES and not (kind == "array" and dtype == "record" and p.get("record")):
             raise AbiError(f"{launcher.get('symbol')}: param {p.get('name', i)!r} has unsupported dtype {dtype!r}")
         ndim = int(p.get("ndim", 0)) if kind == "array" else 0
         if kind == "array" and ndim < 1:
             raise AbiError(f"{launcher.get('symbol')}: array param {p.get('name', i)!r} needs ndim >= 1")
-        out.append(Param(str(p.get("name", f"arg{i}")), kind, dtype, ndim, bool(p.get("const", False))))
+        layout = str(p.get("layout", "C"))
+        if layout not in ("C", "F", "A"):
+            raise AbiError(f"{launcher.get('symbol')}: array param {p.get('name', i)!r} has layout {layout!r}")
+        out.append(Param(str(p.get("name", f"arg{i}")), kind, dtype, ndim, bool(p.get("const", False)), layout,
+                         p.get("record")))
     return out
 
 
@@ -62,7 +74,7 @@ def argtypes(launcher: Mapping[str, Any]) -> list[Any]:
     for p in params_of(launcher):
         if p.kind == "array":
             types.append(ctypes.c_void_p)
-            types.extend([ctypes.c_int64] * p.ndim)
+            types.extend([ctypes.c_int64] * (p.ndim * (2 if p.strided else 1)))
         else:
             types.append(SCALAR_CTYPES[p.dtype])
     return types + LAUNCH_CTYPES
@@ -70,13 +82,16 @@ def argtypes(launcher: Mapping[str, Any]) -> list[Any]:
 
 def c_declaration(launcher: Mapping[str, Any]) -> str:
     """The C prototype the description stands for (for reports and error messages)."""
-    c_names = {"float32": "float", "float64": "double", "bool": "bool"}
+    c_names = {"float32": "float", "float64": "double", "bool": "bool", "float16": "__half",
+               "complex64": "cuFloatComplex", "complex128": "cuDoubleComplex", "record": "struct"}
     parts = []
     for p in params_of(launcher):
         ctype = c_names.get(p.dtype, f"{p.dtype}_t")
         if p.kind == "array":
             parts.append(f"{'const ' if p.const else ''}{ctype}* {p.name}")
             parts.extend(f"int64_t {p.name}_shape{d}" for d in range(p.ndim))
+            if p.strided:
+                parts.extend(f"int64_t {p.name}_stride{d}" for d in range(p.ndim))
         else:
             parts.append(f"{ctype} {p.name}")
     parts += [f"unsigned {a}" for a in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")]
@@ -133,8 +148,10 @@ def call_args(
 ) -> list[Any]:
     """The C argument list for ``args`` in Python order.
 
-    Each array argument is ``(address, shape, dtype)`` (a device address and its host-side description, see
-    ``ArrayArg``) or an object with ``address``, ``shape`` and ``dtype`` attributes; scalars are Python numbers.
+    Each array argument is ``(address, shape, dtype)`` or ``(address, shape, dtype, strides)`` (a device address
+    and its host-side description; strides in elements, C-contiguous when absent, see ``ArrayArg``) or an object
+    with ``address``, ``shape`` and ``dtype`` (and optionally ``element_strides``) attributes; scalars are Python
+    numbers.
     """
     params = params_of(launcher)
     if len(args) != len(params):
@@ -142,17 +159,29 @@ def call_args(
     out: list[Any] = []
     for p, a in zip(params, args):
         if p.kind == "array":
-            address, shape, dtype = _array_parts(a)
+            address, shape, dtype, strides = _array_parts(a)
             if len(shape) != p.ndim:
                 raise AbiError(f"{launcher['symbol']}: '{p.name}' must be {p.ndim}-D, got shape {tuple(shape)}")
-            if np.dtype(dtype) != np.dtype(p.dtype):
+            if p.record is not None:
+                if not _record_matches(np.dtype(dtype), p.record):
+                    raise AbiError(f"{launcher['symbol']}: '{p.name}' must be a record array laid out as "
+                                   f"{p.record}, got dtype {np.dtype(dtype)}")
+            elif np.dtype(dtype) != np.dtype(p.dtype):
                 raise AbiError(f"{launcher['symbol']}: '{p.name}' must have dtype {p.dtype}, got {np.dtype(dtype)}")
             out.append(ctypes.c_void_p(int(address)))
             out.extend(int(s) for s in shape)
+            if p.strided:
+                out.extend(int(s) for s in (strides if strides is not None else c_strides(shape)))
+            elif strides is not None and tuple(strides) != c_strides(shape) and 0 not in shape:
+                raise AbiError(f"{launcher['symbol']}: '{p.name}' must be C-contiguous (the kernel's signature "
+                               f"says so), got strides {tuple(strides)} (elements)")
         else:
             if isinstance(a, np.ndarray):
                 raise AbiError(f"{launcher['symbol']}: '{p.name}' is a scalar parameter, got an array")
-            out.append(bool(a) if p.dtype == "bool" else (float(a) if p.dtype.startswith("float") else int(a)))
+            if p.dtype == "float16":
+                out.append(int(np.array(a, dtype=np.float16).view(np.uint16)))
+            else:
+                out.append(bool(a) if p.dtype == "bool" else (float(a) if p.dtype.startswith("float") else int(a)))
     return out + [*_triple(grid), *_triple(block), int(shared_bytes), ctypes.c_void_p(int(stream) or None)]
 
 
@@ -161,14 +190,41 @@ class ArrayArg:
     address: int
     shape: tuple[int, ...]
     dtype: np.dtype
+    element_strides: tuple[int, ...] | None = None  # None: C-contiguous
 
 
-def _array_parts(a: Any) -> tuple[int, tuple[int, ...], np.dtype]:
-    if isinstance(a, tuple) and len(a) == 3:
-        return int(a[0]), tuple(a[1]), np.dtype(a[2])
+def _record_matches(dtype: np.dtype, record: Mapping[str, Any]) -> bool:
+    """Is numpy ``dtype`` the record the launcher takes (same itemsize, field names, types and offsets)?"""
+    if dtype.names is None or dtype.itemsize != int(record.get("itemsize", -1)):
+        return False
+    want = {str(name): (str(t), int(off)) for name, t, off in record.get("fields", ())}
+    have = {name: (str(np.dtype(dtype.fields[name][0])), int(dtype.fields[name][1])) for name in dtype.names}
+    return want == have
+
+
+def c_strides(shape) -> tuple[int, ...]:
+    """The strides (in elements) of a C-contiguous array of ``shape``."""
+    out, step = [], 1
+    for extent in reversed(tuple(shape)):
+        out.append(step)
+        step *= int(extent)
+    return tuple(reversed(out))
+
+
+def element_strides(a: np.ndarray) -> tuple[int, ...]:
+    """numpy's byte strides in elements (an AbiError if a stride is not a multiple of the item size)."""
+    if any(s % a.itemsize for s in a.strides):
+        raise AbiError(f"strides {a.strides} are not multiples of the item size {a.itemsize}")
+    return tuple(s // a.itemsize for s in a.strides)
+
+
+def _array_parts(a: Any):
+    if isinstance(a, tuple) and len(a) in (3, 4):
+        return int(a[0]), tuple(a[1]), np.dtype(a[2]), (tuple(a[3]) if len(a) == 4 and a[3] is not None else None)
     if hasattr(a, "address") and hasattr(a, "shape") and hasattr(a, "dtype"):
-        return int(a.address), tuple(a.shape), np.dtype(a.dtype)
-    raise AbiError("an array argument must be (address, shape, dtype) or have .address/.shape/.dtype, "
+        strides = getattr(a, "element_strides", None)
+        return int(a.address), tuple(a.shape), np.dtype(a.dtype), (tuple(strides) if strides is not None else None)
+    raise AbiError("an array argument must be (address, shape, dtype[, strides]) or have .address/.shape/.dtype, "
                    f"got {type(a).__name__}")
 
 

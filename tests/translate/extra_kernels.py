@@ -1,0 +1,283 @@
+"""Kernels that pin down what the translator must get right beyond the corpus: kernels as a user writes them after
+the lecture, C name collisions, and the places where C's integer and float rules differ from Numba's. Each is
+checked for its C (test_extra.py) and, on a GPU, against Numba on random inputs (test_corpus_gpu.py)."""
+
+import math
+
+import numpy as np
+from numba import cuda
+
+TILE = 16
+HALO = TILE + 2          # numba takes a shared-array shape from a module constant, not from an expression
+INT64_MAX = 2 ** 63 - 1
+WARP = 32
+EPS = 1e-6
+PRICES = np.array([10.0, 25.0, 5.0, 15.0, 30.0])   # numba freezes a module array's values into the kernel
+
+
+# -- as a user writes them ---------------------------------------------------------------------------------------
+@cuda.jit
+def softmax_rows(x, out):
+    """One warp per row: max and sum by warp shuffles; `m` is float64 (-inf), then float32 (a shared value)."""
+    row = cuda.blockIdx.x
+    lane = cuda.threadIdx.x
+    n = x.shape[1]
+    part = cuda.shared.array(WARP, np.float32)
+    m = -math.inf
+    for j in range(lane, n, WARP):
+        m = max(m, x[row, j])
+    off = WARP // 2
+    while off > 0:
+        m = max(m, cuda.shfl_xor_sync(0xFFFFFFFF, m, off))
+        off //= 2
+    part[lane] = m
+    cuda.syncwarp()
+    m = part[0]
+    s = np.float32(0)
+    for j in range(lane, n, WARP):
+        s += math.exp(x[row, j] - m)
+    off = WARP // 2
+    while off > 0:
+        s += cuda.shfl_xor_sync(0xFFFFFFFF, s, off)
+        off //= 2
+    for j in range(lane, n, WARP):
+        out[row, j] = math.exp(x[row, j] - m) / s
+
+
+@cuda.jit(device=True)
+def minmax(a, b):
+    return min(a, b), max(a, b)
+
+
+@cuda.jit
+def sort_pairs(x, out):
+    i = cuda.grid(1)
+    if 2 * i + 1 < x.shape[0]:
+        lo, hi = minmax(x[2 * i], x[2 * i + 1])
+        out[2 * i] = lo
+        out[2 * i + 1] = hi
+
+
+@cuda.jit
+def block_scan(x, out):
+    """Inclusive scan of each block's elements (Hillis-Steele in shared memory)."""
+    buf = cuda.shared.array(256, np.int32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    buf[t] = x[i] if i < x.shape[0] else 0
+    cuda.syncthreads()
+    step = 1
+    while step < cuda.blockDim.x:
+        v = buf[t - step] if t >= step else 0
+        cuda.syncthreads()
+        buf[t] += v
+        cuda.syncthreads()
+        step *= 2
+    if i < out.shape[0]:
+        out[i] = buf[t]
+
+
+@cuda.jit
+def atomic_float_max(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        cuda.atomic.max(out, 0, x[i])
+
+
+@cuda.jit
+def gaussian(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = math.exp(-x[i] * x[i] / 2) / math.sqrt(2 * math.pi)
+
+
+@cuda.jit
+def laplace_2d(u, out):
+    """A 5-point Laplacian through a shared tile with a one-element halo."""
+    tile = cuda.shared.array((HALO, HALO), np.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    c, r = cuda.grid(2)
+    h, w = u.shape
+    tile[ty + 1, tx + 1] = u[r, c] if r < h and c < w else 0.0
+    if tx == 0:
+        tile[ty + 1, 0] = u[r, c - 1] if r < h and 0 < c <= w else 0.0
+    if tx == TILE - 1:
+        tile[ty + 1, TILE + 1] = u[r, c + 1] if r < h and c + 1 < w else 0.0
+    if ty == 0:
+        tile[0, tx + 1] = u[r - 1, c] if 0 < r <= h and c < w else 0.0
+    if ty == TILE - 1:
+        tile[TILE + 1, tx + 1] = u[r + 1, c] if r + 1 < h and c < w else 0.0
+    cuda.syncthreads()
+    if r < h and c < w:
+        out[r, c] = (tile[ty, tx + 1] + tile[ty + 2, tx + 1] + tile[ty + 1, tx] + tile[ty + 1, tx + 2]
+                     - 4 * tile[ty + 1, tx + 1])
+
+
+@cuda.jit
+def warp_vote_count(x, out):
+    """How many elements of each warp's chunk are positive: a ballot and its population count."""
+    i = cuda.grid(1)
+    positive = i < x.shape[0] and x[i] > 0
+    votes = cuda.ballot_sync(0xFFFFFFFF, positive)
+    if cuda.laneid == 0 and i // WARP < out.shape[0]:
+        out[i // WARP] = cuda.popc(votes)
+
+
+@cuda.jit
+def rms_norm(x, out):
+    """out[r] = x[r] / sqrt(mean(x[r] ** 2) + EPS), one block per row."""
+    acc = cuda.shared.array(128, np.float32)
+    row = cuda.blockIdx.x
+    t = cuda.threadIdx.x
+    n = x.shape[1]
+    ss = np.float32(0)
+    for j in range(t, n, cuda.blockDim.x):
+        ss += x[row, j] * x[row, j]
+    acc[t] = ss
+    cuda.syncthreads()
+    stride = cuda.blockDim.x // 2
+    while stride > 0:
+        if t < stride:
+            acc[t] += acc[t + stride]
+        cuda.syncthreads()
+        stride //= 2
+    scale = 1 / math.sqrt(acc[0] / n + EPS)
+    for j in range(t, n, cuda.blockDim.x):
+        out[row, j] = x[row, j] * scale
+
+
+@cuda.jit
+def stencil_1d(x, out, radius):
+    """tile[t + radius + o] for o in range(-radius, radius + 1): >= 0 because o >= -radius (dynamic shared)."""
+    tile = cuda.shared.array(0, dtype=np.float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    n = x.shape[0]
+    tile[t + radius] = x[i] if i < n else 0
+    if t < radius:
+        left = i - radius
+        tile[t] = x[left] if left >= 0 and left < n else 0
+        right = i + cuda.blockDim.x
+        tile[t + radius + cuda.blockDim.x] = x[right] if right < n else 0
+    cuda.syncthreads()
+    acc = np.float32(0)
+    for o in range(-radius, radius + 1):
+        acc += tile[t + radius + o]
+    if i < n:
+        out[i] = acc
+
+
+# -- names that collide in C -----------------------------------------------------------------------------------
+@cuda.jit
+def shadow_extent(x):
+    """A local named like the generated extent of x: the C must keep both."""
+    i = cuda.grid(1)
+    x_shape0 = 1
+    if i < x.shape[0]:
+        x[i] = x_shape0 + x_shape0 + x.shape[0]
+
+
+@cuda.jit
+def launcher_names(out, grid_x, stream, shared_bytes, block_z):
+    """Arguments named like the host launcher's own parameters."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = grid_x * i + stream - shared_bytes * block_z
+
+
+@cuda.jit
+def keyword_names(float, new, xor, nk_wrap):
+    """Arguments and locals named like C/C++ keywords, alternative tokens and generated helpers."""
+    i = cuda.grid(1)
+    compl = new + 1
+    bitand = compl * xor
+    if i < float.shape[0]:
+        float[i] = bitand + nk_wrap + float[i - 1 if i > 0 else 0]
+
+
+# -- where C's rules differ from numba's -------------------------------------------------------------------------
+@cuda.jit
+def overflow_mod(out):
+    """(i + 1) * INT64_MAX wraps around (numba) and then floor-mods: not C's % of an undefined overflow."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = (i + 1) * INT64_MAX % 10
+
+
+@cuda.jit
+def floor_div_mod(a, b, q, r):
+    """Python's // and % of signed integers, with negative operands and zero divisors (numba gives 0)."""
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        q[i] = a[i] // b[i]
+        r[i] = a[i] % b[i]
+
+
+@cuda.jit
+def signed_shifts(a, out):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        out[i, 0] = a[i] << 3
+        out[i, 1] = a[i] >> 2
+
+
+@cuda.jit
+def mixed_signedness(u, s, out):
+    """uint32 vs int32: numba compares and adds as int64; C would convert the int32 to unsigned."""
+    i = cuda.grid(1)
+    if i < u.shape[0]:
+        out[i, 0] = u[i] < s[i]
+        out[i, 1] = u[i] + s[i]
+        out[i, 2] = u[i] - np.uint32(7)
+
+
+@cuda.jit
+def powers(x, n, out):
+    """float ** int by repeated squaring (numba), int ** negative int, float ** float."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i, 0] = x[i] ** 3
+        out[i, 1] = x[i] ** n[i]
+        out[i, 2] = n[i] ** -1
+        out[i, 3] = x[i] ** 0.5
+
+
+@cuda.jit
+def nan_min_max(a, b, out):
+    """min/max of two floats are libdevice fmin/fmax in numba-cuda: a NaN operand is ignored."""
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        out[i, 0] = max(a[i], b[i])
+        out[i, 1] = min(a[i], b[i])
+        r = a[i]
+        if math.isnan(r):  # NaN to an integer is undefined (LLVM poison; 0 on today's GPUs): not compared
+            r = 2.5
+        out[i, 2] = round(r)
+
+
+@cuda.jit
+def casts_and_constants(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        v = np.float32(x[i])
+        out[i, 0] = np.int32(v * 1000)
+        out[i, 1] = v if v < math.inf else -math.inf
+        out[i, 2] = math.e * v + math.tau
+
+
+@cuda.jit
+def retyped_accumulator(x, out):
+    """`s` is an int64 (0), then a float64 in the loop: numba converts at the loop's entry."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        s = 0
+        for j in range(x.shape[1]):
+            s += x[i, j]
+        out[i] = s
+
+
+@cuda.jit
+def global_array(quantities, totals):
+    i = cuda.grid(1)
+    if i < totals.size:
+        totals[i] = quantities[i] * PRICES[i % 5]

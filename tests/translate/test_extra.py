@@ -1,0 +1,64 @@
+"""The C of extra_kernels.py: kernels as a user writes them, C name collisions, and the places where C's rules
+differ from Numba's. Each fragment is the construct that keeps Numba's meaning; on a GPU the same kernels are
+verified against Numba (test_corpus_gpu.py)."""
+
+import pytest
+
+from translate.api import translate_kernel
+
+from .extra_entries import EXTRA
+
+FRAGMENTS = {
+    "softmax_rows": ["double m;", "float m_f32;", "m = -__longlong_as_double(0x7ff0000000000000LL);",
+                     "m = fmax(m, (double)x[row * x_shape1 + j]);", "m_f32 = part[0];",
+                     "s += expf(x[row * x_shape1 + j] - m_f32);"],
+    "sort_pairs": ["__device__ void minmax(float a, float b, float *ret_0, float *ret_1)",
+                   "*ret_0 = fminf(a, b);", "minmax(x[2 * i], x[2 * i + 1], &lo, &hi);"],
+    "block_scan": ["__shared__ int32_t buf[256];", "buf[t] += v;"],
+    "atomic_float_max": ["nk_atomic_max(&out[0], x[i]);"],
+    "gaussian": ["out[i] = exp(-x[i] * x[i] / 2) / sqrt(2 * 3.141592653589793);"],
+    "laplace_2d": ["constexpr int64_t HALO = 18;", "__shared__ float tile[HALO][HALO];",
+                   "u[r * u_shape1 + nk_wrap(c - 1, u_shape1)]"],
+    "warp_vote_count": ["__ballot_sync(0xffffffffu, positive)", "out[i / WARP] = __popc(votes);"],
+    "rms_norm": ["double scale = 1 / sqrt((double)acc[0] / n + EPS);"],
+    "stencil_1d": ["for (int64_t o = -radius; o < radius + 1; o++) {", "acc += tile[t + radius + o];",
+                   "if (radius < 0) return cudaErrorInvalidValue;"],
+    "shadow_extent": ["int64_t x_shape0_ = 1;", "x[i] = x_shape0_ + x_shape0_ + x_shape0;"],
+    "launcher_names": ["    int64_t grid_x_,\n    int64_t stream_,\n    int64_t shared_bytes_,\n    int64_t block_z_)",
+                       "out[i] = grid_x_ * i + stream_ - shared_bytes_ * block_z_;",
+                       "(\n        out, out_shape0, grid_x_, stream_, shared_bytes_, block_z_);"],
+    "keyword_names": ["double* float_, int64_t float_shape0,", "int64_t compl_ = new_ + 1;",
+                      "int64_t bitand_ = compl_ * xor_;",
+                      "float_[i] = bitand_ + nk_wrap_ + float_[nk_wrap(i > 0 ? i - 1 : 0, float_shape0)];"],
+    "overflow_mod": ["constexpr int64_t INT64_MAX_ = 9223372036854775807LL;",
+                     "out[i] = nk_floormod((int64_t)((uint64_t)(i + 1) * (uint64_t)(INT64_MAX_)), (int64_t)10);"],
+    "floor_div_mod": ["q[i] = nk_floordiv(a[i], b[i]);", "r[i] = nk_floormod(a[i], b[i]);"],
+    "signed_shifts": ["out[i * out_shape1] = (int64_t)((uint64_t)a[i] << 3);",
+                      "out[i * out_shape1 + 1] = a[i] >> 2;"],
+    "mixed_signedness": ["out[i * out_shape1] = (int64_t)u[i] < s[i];",
+                         "out[i * out_shape1 + 1] = (int64_t)u[i] + s[i];",
+                         "out[i * out_shape1 + 2] = (uint64_t)u[i] - (uint32_t)7;"],
+    "powers": ["nk_powi(x[i], (int64_t)3)", "nk_powi(x[i], n[i])", "nk_ipow(n[i], (int64_t)(-1))",
+               "pow((double)x[i], 0.5)"],
+    "nan_min_max": ["fmaxf(a[i], b[i])", "fminf(a[i], b[i])", "r_f64 = 2.5;", "llrint(r_f64)"],
+    "retyped_accumulator": ["int64_t s;", "double s_f64;", "s = 0;", "s_f64 = (double)s;",
+                            "s_f64 = s_f64 + x[i * x_shape1 + j];", "out[i] = s_f64;"],
+    "global_array": ["__constant__ double PRICES[5] = {10.0, 25.0, 5.0, 15.0, 30.0};",
+                     "totals[i] = quantities[i] * PRICES[i % 5];"],
+    "casts_and_constants": ["float v = (float)x[i];", "(int32_t)((double)v * 1000)",
+                            "v < __longlong_as_double(0x7ff0000000000000LL) ? v : "
+                            "-__longlong_as_double(0x7ff0000000000000LL)",
+                            "2.718281828459045 * v + 6.283185307179586"],
+}
+
+
+@pytest.mark.parametrize("entry", EXTRA, ids=[e.kernel for e in EXTRA])
+def test_extra_kernel_c(entry):
+    r = translate_kernel(entry.target, signature=entry.signature, write=False)
+    assert r.compile["ok"], r.compile["log"]
+    for fragment in FRAGMENTS[entry.kernel]:
+        assert fragment in r.code, f"missing in {entry.kernel}.cu:\n  {fragment}\n--- got ---\n{r.code}"
+
+
+def test_every_extra_kernel_has_fragments():
+    assert set(FRAGMENTS) == {e.kernel for e in EXTRA}

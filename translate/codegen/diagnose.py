@@ -1,0 +1,83 @@
+"""What a kernel calls, before numba types it: a device function that calls itself (directly or through others)
+is a located error at the call that closes the cycle (numba would fail deep in its compiler, slowly, and C
+recursion is not what a numba kernel means); numba's typing errors are summarised and located."""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import os
+
+from numba.core.dispatcher import Dispatcher
+
+from .. import closures
+from ..errors import TranslationError
+from ..frontend import typing_failure
+from .source import NoSource, parse_function
+
+
+def _callee(pyfunc, node: ast.Call):
+    """The Python function a call in ``pyfunc`` reaches, if it is a jitted function of its module (or None)."""
+    f = node.func
+    chain = []
+    while isinstance(f, ast.Attribute):
+        chain.append(f.attr)
+        f = f.value
+    if not isinstance(f, ast.Name):
+        return None
+    obj = closures.lookup(pyfunc, f.id)
+    obj = None if obj is closures.MISSING else obj
+    for attr in reversed(chain):
+        obj = getattr(obj, attr, None)
+    inner = getattr(obj, "py_func", None)
+    return inner if callable(inner) and hasattr(obj, "targetoptions") or _is_cpu_jit(obj) else None
+
+
+def _is_cpu_jit(obj) -> bool:
+    return isinstance(obj, Dispatcher)
+
+
+def find_recursion(pyfunc) -> TranslationError | None:
+    """A located TranslationError if the functions ``pyfunc`` calls call back into one of them, else None."""
+    stack: list = []
+    done: set = set()
+
+    def visit(func):
+        if func in done:
+            return None
+        try:
+            fn, src = parse_function(func)
+        except NoSource:
+            return None
+        stack.append(func)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call):
+                callee = _callee(func, node)
+                if callee is None:
+                    continue
+                if callee in stack:
+                    chain = " -> ".join(f.__name__ for f in stack[stack.index(callee):]) + f" -> {callee.__name__}"
+                    return src.error(node, f"'{callee.__name__}' is recursive ({chain}): recursive device functions "
+                                     "are not supported", hint="write the recursion as a loop")
+                err = visit(callee)
+                if err is not None:
+                    return err
+        stack.pop()
+        done.add(func)
+        return None
+
+    return visit(pyfunc)
+
+
+def typing_error(e: Exception, src, fn, what: str) -> TranslationError:
+    """numba's typing error as a located TranslationError: at the file and line numba names (when it names one
+    in a source file), else at the function."""
+    summary, path, line = typing_failure(e)
+    message = f"{what}: {summary}"
+    hint = "numba itself rejects this; its full message comes from running the kernel with numba"
+    if path and line and os.path.exists(path):
+        text = linecache.getline(path, line).rstrip("\n")
+        col = len(text) - len(text.lstrip())
+        return TranslationError(message, filename=path, line=line, col=col, source_line=text,
+                                width=max(1, len(text.strip())), hint=hint)
+    return src.error(fn, message, hint=hint)
