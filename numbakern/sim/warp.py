@@ -1,7 +1,8 @@
 """What warp intrinsics return, once every participating lane has arrived (the scheduler decides when).
 
 Each function gets the participating lanes (``SimThread``s with ``lane`` and the ``value`` they passed) and
-returns one result per lane, in the same order.
+returns one result per lane, in the same order, in the GPU's types (canonical, see ``numerics``): masks are
+uint32 (Python ints below 2**32), votes are bool.
 """
 
 from __future__ import annotations
@@ -40,12 +41,17 @@ def ballot(lanes, predicates) -> list:
 
 
 def vote_all(lanes, predicates) -> list:
-    result = int(all(predicates))
+    result = all(predicates)
     return [result] * len(lanes)
 
 
 def vote_any(lanes, predicates) -> list:
-    result = int(any(predicates))
+    result = any(predicates)
+    return [result] * len(lanes)
+
+
+def vote_eq(lanes, predicates) -> list:
+    result = all(predicates) or not any(predicates)
     return [result] * len(lanes)
 
 
@@ -59,7 +65,7 @@ def match_any(lanes, values) -> list:
 def match_all(lanes, values) -> list:
     bits = sum(1 << t.lane for t in lanes)
     same = all(v == values[0] for v in values)
-    return [(bits, 1) if same else (0, 0)] * len(lanes)
+    return [(bits, True) if same else (0, False)] * len(lanes)
 
 
 def mask_bits(lanes) -> int:
@@ -74,6 +80,7 @@ COLLECTIVES = {
     "ballot": ballot,
     "all": vote_all,
     "any": vote_any,
+    "eq": vote_eq,
     "match_any": match_any,
     "match_all": match_all,
     "syncwarp": lambda lanes, ops: [None] * len(lanes),

@@ -10,6 +10,7 @@ from numba import cuda
 from numbakern import sim
 
 BLOCK = 64
+BLOCK_HALO = BLOCK + 2  # numba sizes shared arrays from constants, not from expressions such as BLOCK + 2
 
 
 @pytest.fixture
@@ -107,7 +108,7 @@ def test_global_atomic_twin_passes(rng):
 
 @cuda.jit
 def blur_without_halo(x, out):
-    buf = cuda.shared.array(BLOCK + 2, dtype=np.float32)
+    buf = cuda.shared.array(BLOCK_HALO, dtype=np.float32)
     t = cuda.threadIdx.x
     i = cuda.grid(1)
     buf[t + 1] = x[i]  # DEFECT: the halo cells buf[0] and buf[BLOCK + 1] are never loaded
@@ -117,7 +118,7 @@ def blur_without_halo(x, out):
 
 @cuda.jit
 def blur_with_halo(x, out):
-    buf = cuda.shared.array(BLOCK + 2, dtype=np.float32)
+    buf = cuda.shared.array(BLOCK_HALO, dtype=np.float32)
     t = cuda.threadIdx.x
     i = cuda.grid(1)
     n = x.shape[0]

@@ -26,9 +26,10 @@ def test_launches_run_on_numbakerns_engine():
 @cuda.jit
 def barrier_votes(x, counts, ands, ors):
     t = cuda.threadIdx.x + cuda.blockDim.x * cuda.threadIdx.y
-    big = x[cuda.blockIdx.x, t] > np.float32(1.0)
+    # numba-cuda's syncthreads_count/and/or take an int32 predicate (a bool is refused)
+    big = np.int32(x[cuda.blockIdx.x, t] > np.float32(1.0))
     counts[cuda.blockIdx.x, t] = cuda.syncthreads_count(big)
-    ands[cuda.blockIdx.x, t] = cuda.syncthreads_and(x[cuda.blockIdx.x, t] > np.float32(0.0))
+    ands[cuda.blockIdx.x, t] = cuda.syncthreads_and(np.int32(x[cuda.blockIdx.x, t] > np.float32(0.0)))
     ors[cuda.blockIdx.x, t] = cuda.syncthreads_or(big)
 
 
