@@ -66,21 +66,30 @@ def _positions(code) -> list:
 
 @contextlib.contextmanager
 def tagged_locations(registry: CodeRegistry):
-    """Numba's bytecode interpreter tags each IR node's location with its instruction (see the module doc)."""
-    from numba.cuda.core import interpreter, ir
+    """Numba's bytecode interpreter tags each IR node's location with its instruction (see the module doc), and
+    type inference keeps the error it caught as the ``__cause__`` of the one it raises (numba does that only in its
+    developer mode): the caught error's traceback holds the location of the failing operation."""
+    from numba.cuda.core import interpreter, ir, typeinfer
 
     original = interpreter.Interpreter._dispatch
+    chain = typeinfer.utils.chain_exception
 
     def _dispatch(self, inst, kws):
         col = registry.index(self.func_id.code) * CODE_STRIDE + inst.offset
         self.loc = ir.Loc(self.loc.filename, self.loc.line, col=col)
         return original(self, inst, kws)
 
+    def chain_exception(new_exc, old_exc):
+        new_exc.__cause__ = old_exc
+        return new_exc
+
     interpreter.Interpreter._dispatch = _dispatch
+    typeinfer.utils.chain_exception = chain_exception
     try:
         yield
     finally:
         interpreter.Interpreter._dispatch = original
+        typeinfer.utils.chain_exception = chain
 
 
 @contextlib.contextmanager

@@ -105,19 +105,23 @@ def _location(e: BaseException, registry: CodeRegistry):
     from numba.cuda.core import ir
 
     found = None
-    loc = getattr(e, "loc", None)
-    if isinstance(loc, ir.Loc):
-        found = loc
-    tb = e.__traceback__
-    while tb is not None:
-        f = tb.tb_frame
-        for name in ("loc", "inst", "stmt", "expr", "self"):
-            value = f.f_locals.get(name)
-            candidate = value if isinstance(value, ir.Loc) else getattr(value, "loc", None)
-            if isinstance(candidate, ir.Loc) and candidate.line is not None:
-                found = candidate
-                break
-        tb = tb.tb_next
+    seen = set()
+    while e is not None and id(e) not in seen:  # the error, then the errors it was raised from
+        seen.add(id(e))
+        loc = getattr(e, "loc", None)
+        if isinstance(loc, ir.Loc):
+            found = loc
+        tb = e.__traceback__
+        while tb is not None:
+            f = tb.tb_frame
+            for name in ("loc", "inst", "stmt", "expr", "self"):
+                value = f.f_locals.get(name)
+                candidate = value if isinstance(value, ir.Loc) else getattr(value, "loc", None)
+                if isinstance(candidate, ir.Loc) and candidate.line is not None:
+                    found = candidate
+                    break
+            tb = tb.tb_next
+        e = e.__cause__
     if found is None:
         return None, None, None
     span = registry.position(found.col) if isinstance(found.col, int) else None

@@ -23,18 +23,29 @@ import sys
 import numpy as np
 from numba.cuda.simulator import kernel as _kernel
 from numba.cuda.simulator import kernelapi as _kernelapi
-from numba.cuda.simulator.args import ArgHint, InOut
+from numba.cuda.simulator.args import ArgHint, In, InOut
 from numba.cuda.simulator.cudadrv import devicearray as _devicearray
 from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray
-from numba.cuda.simulator.kernelapi import Dim3, FakeCUDAAtomic, FakeCUDAModule
+from numba.cuda.simulator.kernelapi import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule
+from numba.cuda.simulator.vector_types import vector_types
 
 __all__ = [
-    "Dim3", "FakeCUDAAtomic", "FakeCUDAModule", "KernelObject", "convert_argument", "device_function",
+    "Dim3", "FakeCUDAAtomic", "FakeCUDAConst", "FakeCUDAFp16", "FakeCUDAModule", "vector_type_names", "KernelObject", "convert_argument", "device_function",
     "install_launch_hook", "is_kernel_object", "patch_allocations", "patch_stock_arrays", "stock_call",
 ]
 
 KernelObject = _kernel.FakeCUDAKernel
 stock_call = _kernel.FakeCUDAKernel.__call__
+
+
+def vector_type_names() -> dict:
+    """``cuda.float32x4`` and the other vector types (and their aliases) of the stock ``cuda`` module."""
+    names = {}
+    for name, vector_type in vector_types.items():
+        names[name] = vector_type
+        for alias in vector_type.aliases:
+            names[alias] = vector_type
+    return names
 
 
 def install_launch_hook(call) -> None:
@@ -66,6 +77,12 @@ def convert_argument(kernel, arg, retr: list):
         lambda ty_val, extension: extension.prepare_args(*ty_val, stream=0, retr=retr), kernel.extensions,
         (None, arg))
     if isinstance(arg, np.ndarray) and arg.ndim > 0:
+        if not arg.flags.writeable:
+            # numba types it as a readonly array: the kernel cannot write it, so nothing is copied back (and the
+            # device copy stays read-only for kernels run without the front end)
+            device = In(arg).to_device(retr)
+            device._ary.flags.writeable = False
+            return device._ary, device._ary
         arg = InOut(arg).to_device(retr)  # a copy written back after the launch, as on a GPU
     elif isinstance(arg, ArgHint):
         arg = arg.to_device(retr)

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import numerics
 from .checked_array import ArrayLabel, CheckedArray
-from .cudasim import FakeCUDAAtomic, FakeCUDAModule
+from .cudasim import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule, vector_type_names
 from .dtypes import as_dtype
 from .errors import site_of
 from .warp import FULL_MASK
@@ -33,8 +33,16 @@ class SimCUDAModule(FakeCUDAModule):
     blockIdx = None
     laneid = None
 
+    _const = FakeCUDAConst()
+    _fp16 = FakeCUDAFp16()
+    _local = None  # the engine's LocalMemory
+    _shared = None  # the running block's BlockSharedMemory (the scheduler sets it)
+
     def __init__(self, grid_dim, block_dim, scheduler):
-        super().__init__(grid_dim, block_dim, 0)
+        # FakeCUDAModule.__init__ is not called: it copies a hundred vector types onto every instance (they are
+        # class attributes here, set once) and makes shared memory for a whole launch (numbakern's is per block)
+        self.gridDim = Dim3(*grid_dim)
+        self.blockDim = Dim3(*block_dim)
         self._scheduler = scheduler
         self._cg = _CooperativeGroups(scheduler)
         self._atomic = CheckedAtomics()
@@ -116,6 +124,10 @@ class SimCUDAModule(FakeCUDAModule):
         array[i] = value
 
     stcs = stwb = stwt = stcg
+
+
+for _name, _vector_type in vector_type_names().items():
+    setattr(SimCUDAModule, _name, _vector_type)
 
 
 class BlockSharedMemory:

@@ -16,6 +16,8 @@ import types as pytypes
 import warnings
 import weakref
 
+import numpy as np
+
 from . import cudasim, typed
 from .errors import TypingError
 
@@ -56,6 +58,14 @@ def argument_types(kernel, args, arg_names) -> tuple:
     types = []
     for name, arg in zip(arg_names, args):
         value = cudasim.typing_value(arg)
+        if type(value) is np.ndarray:
+            # an array's type depends only on these (typeof is the costliest part of a small launch)
+            flags = value.flags
+            key = (value.dtype, value.ndim, flags.c_contiguous, flags.f_contiguous, flags.writeable, flags.aligned)
+            t = _array_types.get(key)
+            if t is not None:
+                types.append(t)
+                continue
         try:
             t = typeof(value, Purpose.argument)
         except Exception as e:  # noqa: BLE001 - numba's own refusal, whatever its class
@@ -67,8 +77,13 @@ def argument_types(kernel, args, arg_names) -> tuple:
             raise TypingError(
                 f"kernel '{kernel.fn.__name__}': argument '{name}' ({type(value).__module__}."
                 f"{type(value).__qualname__}) cannot be passed to a CUDA kernel: {reason}")
+        if type(value) is np.ndarray and value.dtype.fields is None:
+            _array_types[key] = t
         types.append(t)
     return tuple(types)
+
+
+_array_types: dict = {}
 
 
 def _type(kernel, argtypes: tuple, arg_names):

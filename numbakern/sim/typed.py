@@ -44,6 +44,8 @@ _ATTRIBUTE_BOUNDS = {
     ("gridDim", "x"): (1, 2**31 - 1), ("gridDim", "y"): (1, 65535), ("gridDim", "z"): (1, 65535),
 }
 _NAME_BOUNDS = {"laneid": (0, 31), "warpsize": (32, 32)}
+#: math functions that return a Python int (Numba's may return a float)
+_MATH_RETURNING_INT = {"ceil", "floor", "trunc", "factorial", "gcd", "lcm", "isqrt", "comb", "perm"}
 
 
 @dataclass
@@ -557,6 +559,9 @@ class Rewriter:
         kind = fn.get("kind")
         if kind == "cast" and len(args) == 1 and not e.keywords:
             return self._cast(e, args[0], num(fn["to"]))
+        if kind == "builtin" and fn.get("name") in ("int", "float", "bool") and len(args) == 1 and not e.keywords:
+            # Numba's int()/float() convert to its own types: float() of a float32 stays a float32
+            return self._cast(e, args[0], ret)
         positional = sig[: len(args)] if len(sig) >= len(args) else [None] * len(args)
         if kind in ("device", "builtin", "math", "numpy", "cuda"):
             e.args = [self.canon(a, t) if t is not None else a.node for a, t in zip(args, positional)]
@@ -568,15 +573,14 @@ class Rewriter:
             return Val(e, ret, CANON) if ret is not None else Val(e)
         if ret is None:
             return Val(e)
-        if kind == "math" and ret.name in ("float32", "float16"):
-            self.changed += 1
-            return Val(_call(f"__nk_{ret.name}", e, e), ret, CANON)
-        if kind == "builtin" and fn.get("name") in ("min", "max", "abs", "round", "len", "int", "float", "bool"):
-            if fn["name"] == "int" and args and args[0].ty is not None and args[0].ty.is_float:
-                e.args[0] = args[0].node
+        if kind == "math":
+            # Python's math works in double and returns a float (an int from ceil, floor, trunc, ...); Numba's
+            # returns its own type (numba-cuda: float64 from ceil and floor of a float64, float32 from sqrt of one)
+            if ret.is_float and (ret.bits < 64 or fn.get("name") in _MATH_RETURNING_INT):
                 self.changed += 1
-                return Val(_call(self.h.name("float_to_int64", numerics.FROM_FLOAT["int64"]), args[0].node, e),
-                           INT64, CANON)
+                return Val(_call("__nk_float" if ret.bits == 64 else f"__nk_{ret.name}", e, e), ret, CANON)
+            return Val(e, ret, CANON)
+        if kind == "builtin" and fn.get("name") in ("min", "max", "abs", "round", "len"):
             return Val(e, ret, CANON)
         if kind == "numpy":
             return Val(e, ret, NP if ret.is_int else CANON)
