@@ -59,6 +59,7 @@ def build_request(fn, options: dict, argtypes: tuple, recognize: Recognizer, cc=
     """Pickle ``fn`` (a kernel's Python function) by value for typing in the helper process."""
     buf = io.BytesIO()
     pickler = _pickler_class()(buf, recognize)
+    pickler.by_value.add(id(fn))
     pickler.dump((fn, dict(options)))
     sources = {KERNEL: source_of(fn)}
     for i, (_, pyfunc) in enumerate(pickler.devices):
@@ -76,9 +77,14 @@ def _pickler_class():
             super().__init__(file, protocol=5)
             self._recognize = recognize
             self.devices: list[tuple[Any, Any]] = []  # (device function object, its python function)
+            # the kernel's and device functions' own code always travels: cloudpickle would send a function its
+            # module exports by name only, and importing a test module in the helper may need a GPU
+            self.by_value: set[int] = set()
 
         def reducer_override(self, obj):
             if not isinstance(obj, _PLAIN):
+                if id(obj) in self.by_value:
+                    return self._dynamic_function_reduce(obj)
                 device = self._recognize(obj)
                 if device is not None:
                     pyfunc, options = device
@@ -86,6 +92,7 @@ def _pickler_class():
                     if index is None:
                         index = len(self.devices)
                         self.devices.append((obj, pyfunc))
+                    self.by_value.add(id(pyfunc))
                     return (rebuild_device, (pyfunc, index, dict(options)))
                 if isinstance(obj, pytypes.FunctionType):
                     alias = _public_alias(obj)

@@ -48,9 +48,19 @@ def vector_type_names() -> dict:
     return names
 
 
-def install_launch_hook(call) -> None:
-    """``kernel[grid, block](*args)`` (and a device function's call) runs ``call(kernel, *args)``."""
+def install_launch_hook(call, max_cooperative_blocks=None) -> None:
+    """``kernel[grid, block](*args)`` (and a device function's call) runs ``call(kernel, *args)``;
+    ``kernel.overloads[sig].max_cooperative_grid_blocks(blockdim)`` answers ``max_cooperative_blocks(blockdim)``
+    (the stock engine runs one block at a time, so it says 1)."""
     _kernel.FakeCUDAKernel.__call__ = call if call is not None else stock_call
+    if max_cooperative_blocks is None:
+        _kernel.FakeOverload.max_cooperative_grid_blocks = _stock_max_blocks
+    else:
+        _kernel.FakeOverload.max_cooperative_grid_blocks = (
+            lambda self, blockdim, dynsmemsize=0: max_cooperative_blocks(blockdim))
+
+
+_stock_max_blocks = _kernel.FakeOverload.max_cooperative_grid_blocks
 
 
 def is_kernel_object(obj) -> bool:

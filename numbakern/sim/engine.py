@@ -24,21 +24,33 @@ from .checked_array import ArrayLabel, CheckedArray, GlobalTrackedArray, MemoryC
 from .cudasim import Dim3
 from .errors import RaceError, SimulationError, UninitializedReadError
 from .fakecuda import BlockSharedMemory, LocalMemory, SimCUDAModule
-from .scheduler import Block, Scheduler
+from .scheduler import Block, Scheduler, block_thread_indices
 from .trackers import GlobalMemoryTracker, SharedMemoryTracker
 
 #: address range of one global array argument (2**48 bytes: any array)
 GLOBAL_RANGE_BITS = 48
 #: the attribute ``allow_negative_indices(kernel)`` sets on a kernel
 NEGATIVE_OK_ATTR = "__numbakern_negative_indices_ok__"
+#: a cooperative launch may have as many blocks as fit on the GPU at once: the simulator models an H100's
+#: 132 multiprocessors of 2048 threads (32 blocks) each
+COOPERATIVE_SMS, THREADS_PER_SM, BLOCKS_PER_SM = 132, 2048, 32
 
 _enabled = False
 _active: Launch | None = None  # the launch running now: device-function calls join it
 
 
+def max_cooperative_blocks(block_dim) -> int:
+    """The most blocks a cooperative launch of ``block_dim`` threads per block may have."""
+    dims = tuple(block_dim) if isinstance(block_dim, (tuple, list)) else (block_dim,)
+    threads = 1
+    for d in dims:
+        threads *= int(d)
+    return COOPERATIVE_SMS * max(0, min(BLOCKS_PER_SM, THREADS_PER_SM // max(threads, 1)))
+
+
 def enable() -> None:
     global _enabled
-    cudasim.install_launch_hook(_call)
+    cudasim.install_launch_hook(_call, max_cooperative_blocks)
     cudasim.patch_allocations()
     _enabled = True
 
@@ -84,6 +96,7 @@ class Launch:
         self._checked_args = 0
         self._shared_trackers: list[SharedMemoryTracker] = []
         self._unchecked_masks: list = []
+        self._thread_indices = block_thread_indices(self.block_dim)
 
     def run(self, args) -> None:
         global _active
@@ -107,6 +120,13 @@ class Launch:
                 self._swap_cuda_module(self.fn)
             with np.errstate(divide="raise") if cudasim.is_debug(self.kernel) else contextlib.nullcontext():
                 order = self._block_order()
+                if cooperative and len(order) > max_cooperative_blocks(self.block_dim):
+                    raise ValueError(
+                        f"kernel '{self.name}' synchronises its grid, so its launch is cooperative: all "
+                        f"{len(order)} blocks must be resident at once, and at most "
+                        f"{max_cooperative_blocks(self.block_dim)} blocks of {self.block_dim} threads fit (the "
+                        "GPU's CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE); see "
+                        "kernel.overloads[sig].max_cooperative_grid_blocks(blockdim)")
                 if cooperative:
                     blocks = [self._block(linear, idx) for linear, idx in order]
                     self._run(blocks, body)
@@ -174,7 +194,7 @@ class Launch:
 
     def _block(self, linear: int, blockIdx: Dim3) -> Block:
         """A block about to run, with fresh shared memory (its tracker made when it first allocates some)."""
-        block = Block(blockIdx, self.block_dim, linear)
+        block = Block(blockIdx, self.block_dim, linear, self._thread_indices)
         wrap = None
         if self.check_shared:
             checks = self.memory_checks

@@ -136,11 +136,14 @@ class BlockSharedMemory:
     With checks on, arrays come wrapped in ``CheckedArray`` (reporting to the block's tracker); off, plain numpy.
     """
 
+    __slots__ = ("_dynamic", "_dynamic_bytes", "_dynamic_views", "_roots", "_static", "_wrap")
+
     def __init__(self, dynamic_bytes: int, wrap):
         self._wrap = wrap  # (array, label) -> what the kernel gets; None for plain numpy
         self._roots = 0  # shared arrays made so far: each gets its own address range in the tracker
         self._static: dict = {}
-        self._dynamic = np.zeros(dynamic_bytes, dtype=np.byte)
+        self._dynamic_bytes = dynamic_bytes
+        self._dynamic = None  # made at the first cuda.shared.array(0, ...): most blocks of most kernels have none
         self._dynamic_views: dict = {}
 
     def array(self, shape, dtype, alignment=None):
@@ -150,6 +153,8 @@ class BlockSharedMemory:
             key = (key, dtype)  # the same call site could view the buffer as another dtype
             res = self._dynamic_views.get(key)
             if res is None:
+                if self._dynamic is None:
+                    self._dynamic = np.zeros(self._dynamic_bytes, dtype=np.byte)
                 dtype = as_dtype(dtype)
                 # the whole buffer in whole elements of this dtype (numpy refuses a partial trailing element)
                 raw = np.frombuffer(self._dynamic.data, dtype=dtype, count=len(self._dynamic) // dtype.itemsize)

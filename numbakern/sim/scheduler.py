@@ -77,19 +77,23 @@ class SimThread:
 class Block:
     __slots__ = ("blockIdx", "epoch", "barrier_hooks", "linear", "shared", "size", "threads", "warps")
 
-    def __init__(self, blockIdx: Dim3, block_dim: tuple[int, int, int], linear: int = 0):
+    def __init__(self, blockIdx: Dim3, block_dim: tuple[int, int, int], linear: int = 0, thread_indices=None):
         self.blockIdx = blockIdx
         self.linear = linear
-        bx, by, bz = block_dim
-        count = self.size = bx * by * bz
+        if thread_indices is None:
+            thread_indices = block_thread_indices(block_dim)
+        count = self.size = len(thread_indices)
         self.warps = [Warp(w) for w in range((count + WARP_SIZE - 1) // WARP_SIZE)]
-        self.threads = [
-            SimThread(Dim3(x, y, z), self, x + bx * (y + by * z))
-            for z in range(bz) for y in range(by) for x in range(bx)
-        ]
+        self.threads = [SimThread(idx, self, linear) for linear, idx in enumerate(thread_indices)]
         self.epoch = 0  # completed block barriers
         self.barrier_hooks: list = []  # called at every barrier release (the race checker starts a new epoch)
         self.shared = None  # the block's shared memory (set by the engine)
+
+
+def block_thread_indices(block_dim: tuple[int, int, int]) -> list[Dim3]:
+    """Every thread's ``threadIdx`` in linear order (x fastest): the same for every block of a launch."""
+    bx, by, bz = block_dim
+    return [Dim3(x, y, z) for z in range(bz) for y in range(by) for x in range(bx)]
 
 
 class Scheduler:
@@ -146,7 +150,8 @@ class Scheduler:
         if not several:
             module.blockIdx = blocks[0].blockIdx
             module._shared = blocks[0].shared
-        runnable = [t for b in blocks for t in b.threads]
+        runnable = [t for b in blocks for t in b.threads] if several else list(blocks[0].threads)
+        alive = len(runnable)
         idle = self._idle_workers
         stalled_since = None
         while runnable:
@@ -175,10 +180,13 @@ class Scheduler:
                     idle.append(t.glet)
                     t.glet = None
                     progressed = True
+                    alive -= 1
                 elif t.wait[0] is SPIN:
                     spinning.append(t)
                 else:
                     progressed = True
+            if not alive:
+                return
             released = self._settle(blocks, spinning)
             if released:
                 progressed = True
