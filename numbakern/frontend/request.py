@@ -24,8 +24,9 @@ from .source import Source, source_of
 #: bump when the facts a worker returns change shape or meaning (old cache entries then miss)
 FACTS_VERSION = 1
 
-#: obj -> (python function, cuda.jit options) for a device function, else None
-Recognizer = Callable[[Any], "tuple[Any, dict] | None"]
+#: obj -> None (pickle it as it is), ("device", python function, cuda.jit options) for a device function, or
+#: ("value", stand-in) for an object the helper should see as something else (a simulated device array: its data)
+Recognizer = Callable[[Any], "tuple | None"]
 
 KERNEL = "kernel"
 
@@ -85,9 +86,11 @@ def _pickler_class():
             if not isinstance(obj, _PLAIN):
                 if id(obj) in self.by_value:
                     return self._dynamic_function_reduce(obj)
-                device = self._recognize(obj)
-                if device is not None:
-                    pyfunc, options = device
+                found = self._recognize(obj)
+                if found is not None and found[0] == "value":
+                    return (_identity, (found[1],))
+                if found is not None:
+                    _, pyfunc, options = found
                     index = next((i for i, (d, _) in enumerate(self.devices) if d is obj), None)
                     if index is None:
                         index = len(self.devices)
@@ -118,6 +121,10 @@ def _public_alias(fn) -> tuple[str, str] | None:
         return None
     public = sorted(n for n, v in vars(module).items() if v is fn and not n.startswith("_"))
     return (fn.__module__, public[0]) if public else None
+
+
+def _identity(value):
+    return value
 
 
 def import_attribute(module: str, name: str):

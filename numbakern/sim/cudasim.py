@@ -68,10 +68,20 @@ def is_kernel_object(obj) -> bool:
 
 
 def device_function(obj):
-    """``(python function, cuda.jit options)`` for a device function object, else None (the front end's
-    recogniser: what to rebuild as ``cuda.jit(device=True)`` in the helper process)."""
+    """``(python function, cuda.jit options)`` for a device function object, else None."""
     if isinstance(obj, _kernel.FakeCUDAKernel) and obj._device:
         return obj.fn, {}
+    return None
+
+
+def recognize(obj):
+    """The front end's recogniser (``numbakern.frontend.request``): device functions are rebuilt as
+    ``cuda.jit(device=True)`` functions in the helper process; a simulated device array (a module constant, say)
+    travels as its numpy data, which numba types as an array of the same dtype and shape."""
+    if isinstance(obj, _kernel.FakeCUDAKernel) and obj._device:
+        return ("device", obj.fn, {})
+    if isinstance(obj, FakeCUDAArray):
+        return ("value", obj._ary)
     return None
 
 

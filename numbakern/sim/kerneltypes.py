@@ -4,15 +4,15 @@ For the launch's argument types the front end (``numbakern.frontend``, a helper 
 target, cached on disk) either rejects the kernel, which is then a ``TypingError`` naming numba's reason and the
 kernel's own line, or returns its facts, from which ``typed`` builds the kernel that computes with Numba's types.
 
-Launches of the same kernel with the same argument types reuse that outcome in memory, as long as the values the
-kernel reads from its module and closure (and those of its device functions) are still the same objects.
+Like numba-cuda's dispatcher, a kernel object is typed once per set of argument types, and the module constants and
+closure values it reads are frozen then (numpy arrays copied): changing them later in the process changes nothing,
+on a GPU as here. The disk cache's key includes those values, so the next process sees the new ones.
 """
 
 from __future__ import annotations
 
 import linecache
 import os
-import types as pytypes
 import warnings
 import weakref
 
@@ -21,7 +21,7 @@ import numpy as np
 from . import cudasim, typed
 from .errors import TypingError
 
-_memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # python function -> {argtypes: (fingerprint, outcome)}
+_memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # kernel object -> {argtypes: outcome}
 
 
 class Rejected:
@@ -34,18 +34,13 @@ class Rejected:
 def type_launch(kernel, args, arg_names) -> typed.TypedKernel | None:
     """The typed kernel for this launch (None: run the kernel as written); raises ``TypingError`` if numba-cuda
     rejects it."""
-    fn = kernel.fn
     argtypes = argument_types(kernel, args, arg_names)
-    fingerprint = _fingerprint(fn)
-    per_function = _memo.get(fn)
-    if per_function is None:
-        per_function = _memo[fn] = {}
-    found = per_function.get(argtypes)
-    if found is not None and found[0] == fingerprint:
-        outcome = found[1]
-    else:
-        outcome = _type(kernel, argtypes, arg_names)
-        per_function[argtypes] = (fingerprint, outcome)
+    per_kernel = _memo.get(kernel)
+    if per_kernel is None:
+        per_kernel = _memo[kernel] = {}
+    outcome = per_kernel.get(argtypes, _MISSING)
+    if outcome is _MISSING:
+        outcome = per_kernel[argtypes] = _type(kernel, argtypes, arg_names)
     if isinstance(outcome, Rejected):
         raise TypingError(outcome.message)
     return outcome
@@ -90,7 +85,7 @@ def _type(kernel, argtypes: tuple, arg_names):
     from ..frontend import build_request, client
 
     fn = kernel.fn
-    request = build_request(fn, {}, argtypes, cudasim.device_function)
+    request = build_request(fn, {}, argtypes, cudasim.recognize)
     facts = client.facts(request)
     if not facts.get("ok"):
         return Rejected(_rejection(fn.__name__, argtypes, arg_names, facts["error"]))
@@ -129,46 +124,4 @@ def _is_cuda_module(value) -> bool:
     return value is cuda
 
 
-# -- whether what a kernel reads is still what it was typed with ---------------------------------------------------
-
-_names_cache: dict[int, tuple] = {}  # id(code) -> (code, the global names it and its nested code read)
-
-
-def _fingerprint(fn, depth: int = 0) -> tuple:
-    names = _read_names(fn.__code__)
-    glob = fn.__globals__
-    parts = [id(fn.__code__)]
-    for name in names:
-        value = glob.get(name, _MISSING)
-        parts.append(id(value))
-        if depth < 8:
-            device = cudasim.device_function(value)
-            if device is not None:
-                parts.append(_fingerprint(device[0], depth + 1))
-    for cell in fn.__closure__ or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:
-            value = _MISSING
-        parts.append(id(value))
-        if depth < 8:
-            device = cudasim.device_function(value)
-            if device is not None:
-                parts.append(_fingerprint(device[0], depth + 1))
-    return tuple(parts)
-
-
 _MISSING = object()
-
-
-def _read_names(code) -> tuple:
-    cached = _names_cache.get(id(code))
-    if cached is not None and cached[0] is code:
-        return cached[1]
-    found = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, pytypes.CodeType):
-            found.update(_read_names(const))
-    names = tuple(sorted(found))
-    _names_cache[id(code)] = (code, names)
-    return names

@@ -886,6 +886,13 @@ def _rewrite(pyfunc, source: Source, facts: FunctionFacts, device_names: dict[in
             values[name] = closure[name]
         elif name in glob:
             values[name] = glob[name]
+        else:
+            continue
+        if type(values[name]) is np.ndarray:
+            # numba compiles a global array in as a constant: later changes to it are not seen
+            frozen = values[name].copy()
+            frozen.flags.writeable = False
+            values[name] = frozen
     helpers = Helpers()
     rewriter = Rewriter(facts, helpers, device_names, values)
     new_def = rewriter.function(fdef)

@@ -167,17 +167,44 @@ def test_typing_answers_are_cached_on_disk(tmp_path, monkeypatch, rng):
     np.testing.assert_array_equal(out, x * SCALE)
 
 
-def test_a_changed_module_constant_is_typed_again(tmp_path, monkeypatch, rng):
+def test_module_constants_are_frozen_at_the_first_launch_as_numba_does(tmp_path, monkeypatch, rng):
     monkeypatch.setenv("NUMBAKERN_CACHE_DIR", str(tmp_path))
+    _forget_in_memory()
     x, out = rng.random(16).astype(np.float32), _poisoned(16)
-    scaled[1, 16](x, out)
+    kernel = cuda.jit(scaled.fn)  # a kernel object of its own
+    kernel[1, 16](x, out)
     monkeypatch.setitem(globals(), "SCALE", 3)
-    scaled[1, 16](x, out)
+    kernel[1, 16](x, out)  # numba compiled SCALE = 2 in: the same kernel object keeps computing with it
+    np.testing.assert_array_equal(out, x * 2)
+    fresh = cuda.jit(kernel.fn)  # a new kernel (or a new process) is typed with the value of now
+    fresh[1, 16](x, out)
     np.testing.assert_array_equal(out, x * 3)
     monkeypatch.setitem(globals(), "SCALE", 2.5)  # now a float: float32 * float64 is float64 in Numba
-    scaled[1, 16](x, out)
+    cuda.jit(kernel.fn)[1, 16](x, out)
     np.testing.assert_array_equal(out, (x.astype(np.float64) * 2.5).astype(np.float32))
-    assert len(list((tmp_path / "frontend").glob("*.json"))) >= 2
+    assert len(list((tmp_path / "frontend").glob("*.json"))) == 3, "each value is its own cache entry"
+
+
+WEIGHTS = np.array([1.0, 2.0, 3.0], np.float32)
+
+
+@cuda.jit
+def weighted(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = x[i] * WEIGHTS[i % 3]
+
+
+def test_global_arrays_are_constants_copied_at_the_first_launch(rng):
+    x, out = rng.random(9).astype(np.float32), _poisoned(9)
+    kernel = cuda.jit(weighted.fn)
+    kernel[1, 9](x, out)
+    WEIGHTS[:] = [5.0, 5.0, 5.0]
+    try:
+        kernel[1, 9](x, out)
+    finally:
+        WEIGHTS[:] = [1.0, 2.0, 3.0]
+    np.testing.assert_array_equal(out, x * np.tile(np.float32([1.0, 2.0, 3.0]), 3))
 
 
 def test_argument_types_are_part_of_the_key(rng):
