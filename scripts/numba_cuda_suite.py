@@ -64,17 +64,20 @@ class Result:
 
 
 def run_module(module: str, engine: str, timeout: float, checks: str) -> Result:
+    """One module (or several, separated by spaces, in one process) on one engine."""
     env = dict(os.environ)
     env["NUMBA_ENABLE_CUDASIM"] = "1"
     env["NUMBAKERN_SIM_ENGINE"] = engine
     env["NUMBAKERN_SIM_CHECKS"] = checks
     env["NUMBAKERN_RUN_DOC_EXAMPLES"] = "1" if engine == "numbakern" else "0"
+    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     result = Result(module, engine)
     with tempfile.TemporaryDirectory() as tmp:
         junit = os.path.join(tmp, "junit.xml")
         cmd = [sys.executable, "-m", "pytest", "-q", "--sim", "-p", "tests.sim.numba_cuda.plugin",
                "-o", "consider_namespace_packages=true", "-o", "addopts=", "-W", "ignore",
-               "--rootdir", ROOT, "-c", os.devnull, f"--junitxml={junit}", "--pyargs", f"numba.cuda.tests.{module}"]
+               "--rootdir", ROOT, "-c", os.devnull, f"--junitxml={junit}", "--pyargs",
+               *(f"numba.cuda.tests.{m}" for m in module.split())]
         start = time.perf_counter()
         try:
             subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -84,7 +87,7 @@ def run_module(module: str, engine: str, timeout: float, checks: str) -> Result:
         result.seconds = time.perf_counter() - start
         if os.path.exists(junit):
             for case in ET.parse(junit).getroot().iter("testcase"):
-                name = f"{case.get('classname', '').rsplit('.', 1)[-1]}.{case.get('name')}"
+                name = f"{case.get('classname', '')}.{case.get('name')}".removeprefix("numba.cuda.tests.")
                 if case.find("skipped") is not None:
                     result.skipped += 1
                 elif case.find("failure") is not None:

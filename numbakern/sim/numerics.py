@@ -143,6 +143,31 @@ def _anything_to(t: Num):
 TO = {name: f for name, f in ((n, _anything_to(t)) for n, t in NUMS.items()) if f is not None}
 
 
+def _bit_operation(name: str, t: Num):
+    """``cuda.popc/brev/clz/ffs`` on a canonical value of ``t``: on its ``t.bits``-bit pattern, as the GPU does
+    (a negative int32 has 32 bits set, not Python's infinitely many)."""
+    bits, mask = t.bits, (1 << t.bits) - 1
+    wrap = WRAP[t.name]
+    if name == "popc":
+        def op(v):
+            return bin(v & mask).count("1")
+    elif name == "brev":
+        def op(v):
+            return wrap(int(format(v & mask, f"0{bits}b")[::-1], 2))
+    elif name == "clz":
+        def op(v):
+            return bits - (v & mask).bit_length()
+    else:  # ffs: the 1-based position of the lowest set bit, 0 if none
+        def op(v):
+            v &= mask
+            return (v & -v).bit_length()
+    op.__name__ = f"{name}_{t.name}"
+    return op
+
+
+BIT_OPERATIONS = {(name, t): _bit_operation(name, NUMS[t]) for name in ("popc", "brev", "clz", "ffs") for t in WRAP}
+
+
 def float32(v):
     return np.float32(v)
 

@@ -567,6 +567,12 @@ class Rewriter:
             e.args = [self.canon(a, t) if t is not None else a.node for a, t in zip(args, positional)]
         else:
             e.args = [a.node for a in args]
+        if kind == "cuda" and fn.get("name") in ("popc", "brev", "clz", "ffs") and len(positional) == 1 and \
+                positional[0] is not None and positional[0].is_int and ret is not None:
+            # on the value's own bit width (Python ints have no width): a helper per type
+            op = numerics.BIT_OPERATIONS[(fn["name"], positional[0].name)]
+            e.func = ast.copy_location(ast.Name(self.h.name(op.__name__, op), ast.Load()), e.func)
+            return Val(e, ret, CANON)
         if kind == "device":
             if fn.get("function", -1) in self.device_names:
                 e.func = ast.copy_location(ast.Name(self.device_names[fn["function"]], ast.Load()), e.func)

@@ -278,3 +278,47 @@ def test_an_unsigned_index_below_zero_is_huge_not_negative(rng):
     x, out = rng.random(4).astype(np.float32), np.zeros(4, np.float32)
     with sim.checks("bounds"), pytest.raises(sim.OutOfBoundsError, match=r"index \[18446744073709551615\]"):
         unsigned_index[1, 4](x, out)
+
+
+@cuda.jit
+def bit_operations(a, b, out):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        out[i, 0] = cuda.popc(a[i])  # on the int32's 32 bits: popc(-1) is 32
+        out[i, 1] = cuda.clz(a[i])
+        out[i, 2] = cuda.ffs(a[i])
+        out[i, 3] = cuda.brev(np.uint32(a[i]))
+        out[i, 4] = cuda.popc(b[i])  # uint64
+        out[i, 5] = cuda.clz(b[i])
+
+
+def test_bit_operations_work_on_the_types_width(rng):
+    n = 200
+    a = rng.integers(-(2**31), 2**31, n, dtype=np.int32)
+    b = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
+    a[:3], b[:3] = [-1, 0, 1 << 30], [0, 2**64 - 1, 1]
+    out = np.zeros((n, 6), np.int64)
+    bit_operations[1, 256](a, b, out)
+    u32 = [int(v) & 0xFFFFFFFF for v in a]
+    np.testing.assert_array_equal(out[:, 0], [bin(v).count("1") for v in u32], err_msg=f"seed {SEED}")
+    np.testing.assert_array_equal(out[:, 1], [32 - v.bit_length() for v in u32])
+    np.testing.assert_array_equal(out[:, 2], [(v & -v).bit_length() for v in u32])
+    np.testing.assert_array_equal(out[:, 3], [int(f"{v:032b}"[::-1], 2) for v in u32])
+    np.testing.assert_array_equal(out[:, 4], [bin(int(v)).count("1") for v in b])
+    np.testing.assert_array_equal(out[:, 5], [64 - int(v).bit_length() for v in b])
+    assert out[0, 0] == 32 and out[1, 1] == 32 and out[1, 2] == 0 and out[0, 5] == 64
+
+
+@cuda.jit
+def fused(x, out):
+    out[0] = cuda.fma(x[0], x[1], x[2])  # one rounding
+    out[1] = x[0] * x[1] + x[2]  # two (the simulator does not contract; NVVM may, see docs)
+
+
+def test_fma_rounds_once():
+    a = np.float32(1 + 2**-12)
+    x = np.array([a, a, -(1 + 2**-11)], np.float32)
+    out = np.zeros(2, np.float32)
+    fused[1, 1](x, out)
+    assert out[0] == np.float32(2**-24)  # (1 + 2**-12)**2 - (1 + 2**-11), exactly
+    assert out[1] == (x[0] * x[1]) + x[2] == 0.0  # the float32 product rounds the 2**-24 away
