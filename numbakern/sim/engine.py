@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from array import array
 
 import numpy as np
 from numba.cuda.errors import normalize_kernel_dimensions
@@ -120,10 +121,11 @@ class Launch:
                 self._swap_cuda_module(self.fn)
             with np.errstate(divide="raise") if cudasim.is_debug(self.kernel) else contextlib.nullcontext():
                 order = self._block_order()
-                if cooperative and len(order) > max_cooperative_blocks(self.block_dim):
+                count = self.grid_dim[0] * self.grid_dim[1] * self.grid_dim[2]
+                if cooperative and count > max_cooperative_blocks(self.block_dim):
                     raise ValueError(
                         f"kernel '{self.name}' synchronises its grid, so its launch is cooperative: all "
-                        f"{len(order)} blocks must be resident at once, and at most "
+                        f"{count} blocks must be resident at once, and at most "
                         f"{max_cooperative_blocks(self.block_dim)} blocks of {self.block_dim} threads fit (the "
                         "GPU's CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE); see "
                         "kernel.overloads[sig].max_cooperative_grid_blocks(blockdim)")
@@ -185,12 +187,18 @@ class Launch:
         for name in original:
             globs[name] = self.module
 
-    def _block_order(self) -> list[tuple[int, Dim3]]:
+    def _block_order(self):
+        """``(linear index, blockIdx)`` of every block in the order they run, made as they are needed (a list of a
+        million ``Dim3`` would cost more than the checkers do)."""
         gx, gy, gz = self.grid_dim
-        order = [(x + gx * (y + gy * z), Dim3(x, y, z)) for z in range(gz) for y in range(gy) for x in range(gx)]
-        if self.scheduler.rng is not None:
-            self.scheduler.rng.shuffle(order)
-        return order
+        count = gx * gy * gz
+        if self.scheduler.rng is None:
+            linears = range(count)
+        else:
+            linears = array("q", range(count))
+            self.scheduler.rng.shuffle(linears)
+        for linear in linears:
+            yield linear, Dim3(linear % gx, linear // gx % gy, linear // (gx * gy))
 
     def _block(self, linear: int, blockIdx: Dim3) -> Block:
         """A block about to run, with fresh shared memory (its tracker made when it first allocates some)."""

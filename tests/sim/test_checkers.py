@@ -436,3 +436,27 @@ def test_global_stores_separated_by_a_barrier_are_not_a_race(rng):
     with sim.checks("all"):
         handover[1, 2](out, x)
     assert out[0] == x[0] + x[1]
+
+
+@cuda.jit
+def one_element_per_block(x, out):
+    i = cuda.blockIdx.x
+    out[i] = x[i] * np.float32(2.0)
+
+
+def test_the_global_race_tracker_costs_a_few_bytes_per_element(rng):
+    import tracemalloc
+
+    n = 20000  # one thread per block: a tracker holding thread or block objects would keep every block alive
+    x, out = _inputs(rng, n), np.zeros(n, np.float32)
+    with sim.checks("all"):
+        one_element_per_block[8, 1](x[:8], out[:8])  # typed and warmed up outside the measurement
+        tracemalloc.start()
+        try:
+            one_element_per_block[n, 1](x, out)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    np.testing.assert_array_equal(out, x * np.float32(2.0))
+    # the argument copies (2 * 4 bytes per element) plus the tracker: well under 100 bytes per element
+    assert peak < 100 * n + 2_000_000, f"{peak / n:.0f} bytes per element"

@@ -201,3 +201,23 @@ def test_match_any_and_all():
         assert any_out[lane] == _int32(sum(1 << j for j in range(32) if keys[j] == keys[lane])), f"seed {SEED}"
     same = (keys == keys[0]).all()
     assert (all_out == (-1 if same else 0)).all() and (all_pred == int(same)).all()
+
+
+@cuda.jit
+def vote_types(x, eq, any_, lanemask):
+    t = cuda.threadIdx.x
+    eq[t] = cuda.eq_sync(FULL, x[t] > np.float32(1.0))  # true when every lane's predicate is the same
+    any_[t] = cuda.any_sync(FULL, x[t] > np.float32(1.0))
+    lanemask[t] = cuda.lanemask_lt()
+
+
+def test_eq_sync_any_sync_and_lanemask_lt(x):
+    eq, any_, lanemask = np.zeros(64, np.int32), np.zeros(64, np.int32), np.zeros(64, np.int64)
+    same = x.copy()
+    same[:32] = 2.0  # the first warp agrees, the second (random values) does not
+    with sim.checks("all"):
+        vote_types[1, 64](same, eq, any_, lanemask)
+    second = same[32:] > 1.0
+    assert (eq[:32] == 1).all() and (eq[32:] == int(second.all() or not second.any())).all(), f"seed {SEED}"
+    assert (any_[32:] == int(second.any())).all()
+    np.testing.assert_array_equal(lanemask, (1 << _lanes(64)) - 1)
