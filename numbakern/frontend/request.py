@@ -37,7 +37,7 @@ class TypingRequest:
     argtypes: tuple  # numba types of the launch's arguments
     sources: dict[str, Source | None]  # "kernel" and "device:<i>" -> the function's own source
     cc: tuple[int, int]
-    devices: list = field(default_factory=list, compare=False, repr=False)  # the device function objects, by index
+    devices: list = field(default_factory=list, compare=False, repr=False)  # device functions' python functions
 
     @property
     def key(self) -> str:
@@ -65,7 +65,7 @@ def build_request(fn, options: dict, argtypes: tuple, recognize: Recognizer, cc=
     sources = {KERNEL: source_of(fn)}
     for i, (_, pyfunc) in enumerate(pickler.devices):
         sources[f"device:{i}"] = source_of(pyfunc)
-    return TypingRequest(buf.getvalue(), tuple(argtypes), sources, tuple(cc), [d for d, _ in pickler.devices])
+    return TypingRequest(buf.getvalue(), tuple(argtypes), sources, tuple(cc), [f for _, f in pickler.devices])
 
 
 @functools.cache

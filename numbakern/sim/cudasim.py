@@ -28,6 +28,7 @@ from numba.cuda.simulator.cudadrv import devicearray as _devicearray
 from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray
 from numba.cuda.simulator.kernelapi import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule
 from numba.cuda.simulator.vector_types import vector_types
+from numba.core.dispatcher import Dispatcher as _CPUDispatcher
 
 __all__ = [
     "Dim3", "FakeCUDAAtomic", "FakeCUDAConst", "FakeCUDAFp16", "FakeCUDAModule", "vector_type_names", "KernelObject", "convert_argument", "device_function",
@@ -82,6 +83,9 @@ def recognize(obj):
         return ("device", obj.fn, {})
     if isinstance(obj, FakeCUDAArray):
         return ("value", obj._ary)
+    if isinstance(obj, _CPUDispatcher):
+        # a CPU @numba.jit function called from a kernel: numba-cuda compiles it as a device function
+        return ("device", obj.py_func, {})
     return None
 
 
@@ -156,7 +160,7 @@ def _track(array: FakeCUDAArray) -> FakeCUDAArray:
     import weakref
 
     root = array._ary
-    if root.size and root.base is None:
+    if type(root) is np.ndarray and root.size and root.base is None and root.dtype.fields is None:
         mask = np.zeros(root.nbytes // root.itemsize, np.bool_)
         _written_masks[id(root)] = (weakref.ref(root, lambda _, key=id(root): _written_masks.pop(key, None)), mask)
     return array
@@ -179,14 +183,15 @@ def patch_allocations() -> None:
 
     def __setitem__(self, idx, val):
         result = stock_setitem(self, idx, val)
-        view = _mask_view(self._ary)
-        if view is not None:
-            view[idx] = True
+        if type(self._ary) is np.ndarray:
+            view = _mask_view(self._ary)
+            if view is not None:
+                view[idx] = True
         return result
 
     def copy_to_device(self, ary, stream=0):
         result = stock_copy_to_device(self, ary, stream)
-        view = _mask_view(self._ary)
+        view = _mask_view(self._ary) if type(self._ary) is np.ndarray else None
         if view is not None:
             view[...] = True
         return result

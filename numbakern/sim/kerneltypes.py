@@ -93,8 +93,7 @@ def _type(kernel, argtypes: tuple, arg_names):
         warnings.warn(f"numbakern: kernel '{fn.__name__}' runs with Python's arithmetic, not Numba's: its types could "
                       f"not be read ({facts['facts_error'].strip().splitlines()[-1]})", stacklevel=4)
         return None
-    devices = [cudasim.device_function(d)[0] for d in request.devices]
-    built = typed.build(facts, fn, request.sources, devices, _is_cuda_module)
+    built = typed.build(facts, fn, request.sources, request.devices, _is_cuda_module)
     if built is None:
         warnings.warn(f"numbakern: kernel '{fn.__name__}' runs with Python's arithmetic, not Numba's: the source of "
                       "it or of a device function it calls is not available", stacklevel=4)

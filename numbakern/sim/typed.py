@@ -708,10 +708,15 @@ class Rewriter:
     def store_value(self, v: Val, fact, at: ast.AST) -> ast.expr:
         """A value stored into an array element: numpy converts floats as Numba does, integers it must be given
         reduced to the element type (numpy refuses out-of-range Python ints; Numba truncates)."""
-        if fact is None:
+        if fact is None or v.ty is None:
             return v.node
-        dtype = num({"t": fact["array"].get("dtype")}) if fact["array"].get("t") == "array" else None
-        if dtype is None or v.ty is None:
+        if fact["array"].get("t") != "array":
+            # a record's field (or anything else numba stores into): at least the value's own canonical form
+            sig = fact.get("sig") or []
+            target = num(sig[2]) if len(sig) == 3 else None
+            return self.canon(v, target) if v.state in (RAW, ANY) or (target and target != v.ty) else v.node
+        dtype = num({"t": fact["array"].get("dtype")})
+        if dtype is None:
             return v.node
         if dtype.is_float:
             if v.ty.is_int and v.state in (RAW, ANY):
