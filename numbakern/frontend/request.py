@@ -24,8 +24,9 @@ from .source import Source, source_of
 #: bump when the facts a worker returns change shape or meaning (old cache entries then miss)
 FACTS_VERSION = 1
 
-#: obj -> None (pickle it as it is), ("device", python function, cuda.jit options) for a device function, or
-#: ("value", stand-in) for an object the helper should see as something else (a simulated device array: its data)
+#: obj -> None (pickle it as it is), ("device", python function, cuda.jit options) for a device function,
+#: ("value", stand-in) for an object the helper should see as something else (a simulated device array: its data),
+#: or ("import", module, name) for an object the helper should take from a module (numba.cuda's vector types)
 Recognizer = Callable[[Any], "tuple | None"]
 
 KERNEL = "kernel"
@@ -89,6 +90,8 @@ def _pickler_class():
                 found = self._recognize(obj)
                 if found is not None and found[0] == "value":
                     return (_identity, (found[1],))
+                if found is not None and found[0] == "import":
+                    return (import_attribute, found[1:])
                 if found is not None:
                     _, pyfunc, options = found
                     index = next((i for i, (d, _) in enumerate(self.devices) if d is obj), None)

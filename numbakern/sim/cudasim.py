@@ -27,7 +27,7 @@ from numba.cuda.simulator.args import ArgHint, In, InOut
 from numba.cuda.simulator.cudadrv import devicearray as _devicearray
 from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray
 from numba.cuda.simulator.kernelapi import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule
-from numba.cuda.simulator.vector_types import vector_types
+from numba.cuda.simulator.vector_types import SimulatedVectorType, vector_types
 from numba.core.dispatcher import Dispatcher as _CPUDispatcher
 
 __all__ = [
@@ -86,6 +86,8 @@ def recognize(obj):
     if isinstance(obj, _CPUDispatcher):
         # a CPU @numba.jit function called from a kernel: numba-cuda compiles it as a device function
         return ("device", obj.py_func, {})
+    if isinstance(obj, type) and issubclass(obj, SimulatedVectorType):
+        return ("import", "numba.cuda", obj.name)
     return None
 
 
@@ -204,6 +206,52 @@ def patch_allocations() -> None:
         if module is not None and getattr(module, "device_array", None) is stock_device_array:
             module.device_array = device_array
     _devicearray._numbakern_patched = True
+
+
+# -- signatures given to cuda.jit -----------------------------------------------------------------------------------
+
+SIGNATURES_ATTR = "_numbakern_signatures"
+
+
+def declared_signatures(kernel) -> list:
+    """The argument types of each signature a kernel was declared with (``@cuda.jit("void(float32[:])")``); the
+    stock simulator drops them, numbakern types launches with them as numba-cuda does."""
+    return getattr(kernel, SIGNATURES_ATTR, [])
+
+
+def patch_jit() -> None:
+    """``cuda.jit(signature)`` keeps its signatures on the kernel object it makes."""
+    from numba.cuda.simulator import api
+
+    if getattr(api.jit, "_numbakern_patched", False):
+        return
+    stock_jit = api.jit
+
+    @functools.wraps(stock_jit)
+    def jit(func_or_sig=None, *args, **kwargs):
+        from numba.cuda.core import sigutils
+
+        if func_or_sig is None or callable(func_or_sig) and not isinstance(func_or_sig, (str, list)) and \
+                not sigutils.is_signature(func_or_sig):
+            return stock_jit(func_or_sig, *args, **kwargs)
+        sigs = func_or_sig if isinstance(func_or_sig, list) else [func_or_sig]
+        wrap = stock_jit(func_or_sig, *args, **kwargs)
+
+        def decorate(fn):
+            kernel = wrap(fn)
+            try:
+                setattr(kernel, SIGNATURES_ATTR, [tuple(sigutils.normalize_signature(s)[0]) for s in sigs])
+            except Exception:  # noqa: BLE001 - a signature numba cannot parse: typed from the arguments instead
+                pass
+            return kernel
+
+        return decorate
+
+    jit._numbakern_patched = True
+    for module_name in ("numba.cuda.simulator.api", "numba.cuda.simulator", "numba.cuda"):
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, "jit", None) is stock_jit:
+            module.jit = jit
 
 
 # -- the stock engine ----------------------------------------------------------------------------------------------

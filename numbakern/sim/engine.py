@@ -20,7 +20,7 @@ from array import array
 import numpy as np
 from numba.cuda.errors import normalize_kernel_dimensions
 
-from . import config, cudasim, kerneltypes
+from . import config, cudasim, kerneltypes, numerics
 from .checked_array import ArrayLabel, CheckedArray, GlobalTrackedArray, MemoryChecks, TrackedArray
 from .cudasim import Dim3
 from .errors import RaceError, SimulationError, UninitializedReadError
@@ -53,6 +53,7 @@ def enable() -> None:
     global _enabled
     cudasim.install_launch_hook(_call, max_cooperative_blocks)
     cudasim.patch_allocations()
+    cudasim.patch_jit()
     _enabled = True
 
 
@@ -104,9 +105,10 @@ class Launch:
         code = self.fn.__code__
         names = code.co_varnames[: code.co_argcount]
         names = [names[i] if i < len(names) else f"arg{i}" for i in range(len(args))]
-        typed = kerneltypes.type_launch(self.kernel, args, names) if self.settings.typing else None
+        typed, argtypes = kerneltypes.type_launch(self.kernel, args, names) if self.settings.typing else (None, None)
         retr: list = []
-        kernel_args = [self._kernel_arg(n, a, retr, typed is not None) for n, a in zip(names, args)]
+        kernel_args = [self._kernel_arg(n, a, retr, argtypes[i] if typed is not None else None)
+                       for i, (n, a) in enumerate(zip(names, args))]
         if typed is not None:
             typed.bind(self.module, self.scheduler.spin)
             body = functools.partial(typed.kernel.function, *kernel_args)
@@ -225,13 +227,15 @@ class Launch:
     def _wrap_local(self, raw, label):
         return CheckedArray(raw, label, self.memory_checks)
 
-    def _kernel_arg(self, name: str, arg, retr: list, typed: bool):
+    def _kernel_arg(self, name: str, arg, retr: list, numba_type):
         """As the stock simulator converts an argument, then: raw numpy with checks off, a checked array with them
-        on; scalars in the form Numba's types take in a typed kernel (numpy integers become Python ints)."""
+        on; in a typed kernel, scalars converted to their Numba type's canonical form (``numerics``: numpy
+        integers become Python ints, a declared ``float32`` parameter gets an ``np.float32``)."""
         value, raw = cudasim.convert_argument(self.kernel, arg, retr)
         if raw is None:
-            if typed and isinstance(value, np.integer):
-                return int(value)
+            convert = numerics.TO.get(str(numba_type)) if numba_type is not None else None
+            if convert is not None and isinstance(value, (int, float, bool, np.number, np.bool_)):
+                return convert(value)
             return value
         found = cudasim.written_mask(raw)
         if not self.check_global:

@@ -31,10 +31,13 @@ class Rejected:
         self.message = message
 
 
-def type_launch(kernel, args, arg_names) -> typed.TypedKernel | None:
-    """The typed kernel for this launch (None: run the kernel as written); raises ``TypingError`` if numba-cuda
-    rejects it."""
+def type_launch(kernel, args, arg_names) -> tuple[typed.TypedKernel | None, tuple]:
+    """The typed kernel for this launch (None: run the kernel as written) and the argument types it was typed
+    for; raises ``TypingError`` if numba-cuda rejects it."""
     argtypes = argument_types(kernel, args, arg_names)
+    declared = cudasim.declared_signatures(kernel)
+    if declared:
+        argtypes = _matching_signature(kernel, declared, argtypes)
     per_kernel = _memo.get(kernel)
     if per_kernel is None:
         per_kernel = _memo[kernel] = {}
@@ -43,7 +46,29 @@ def type_launch(kernel, args, arg_names) -> typed.TypedKernel | None:
         outcome = per_kernel[argtypes] = _type(kernel, argtypes, arg_names)
     if isinstance(outcome, Rejected):
         raise TypingError(outcome.message)
-    return outcome
+    return outcome, argtypes
+
+
+def _matching_signature(kernel, declared: list, actual: tuple) -> tuple:
+    """The first declared signature the arguments fit, as numba-cuda's dispatcher picks one: arrays of the same
+    dtype and dimensions (and layout, unless the signature says any), numbers for numbers (converted)."""
+    from numba.cuda import types
+
+    def fits(want, have) -> bool:
+        if isinstance(want, types.Array):
+            return (isinstance(have, types.Array) and want.dtype == have.dtype and want.ndim == have.ndim
+                    and (want.layout == "A" or want.layout == have.layout))
+        if isinstance(want, (types.Number, types.Boolean)):
+            return isinstance(have, (types.Number, types.Boolean))
+        return want == have
+
+    for sig in declared:
+        if len(sig) == len(actual) and all(fits(w, h) for w, h in zip(sig, actual)):
+            return tuple(sig)
+    shown = ", ".join(map(str, actual))
+    declared_text = "; ".join("(" + ", ".join(map(str, s)) + ")" for s in declared)
+    raise TypingError(f"kernel '{kernel.fn.__name__}': no matching definition for argument type(s) {shown}: it was "
+                      f"declared for {declared_text} (numba-cuda refuses the launch the same way)")
 
 
 def argument_types(kernel, args, arg_names) -> tuple:

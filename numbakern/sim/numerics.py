@@ -15,6 +15,7 @@ The functions here are what the rewritten kernel calls where a value must be bro
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -166,6 +167,32 @@ def _bit_operation(name: str, t: Num):
 
 
 BIT_OPERATIONS = {(name, t): _bit_operation(name, NUMS[t]) for name in ("popc", "brev", "clz", "ffs") for t in WRAP}
+
+
+def round_ndigits(x, ndigits):
+    """``round(x, ndigits)`` of a float as numba-cuda computes it (CPython's fallback algorithm, in float64)."""
+    x, ndigits = float(x), int(ndigits)
+    if math.isinf(x) or math.isnan(x):
+        return x
+    if ndigits >= 0:
+        if ndigits > 22:
+            pow1, pow2 = 10.0 ** (ndigits - 22), 1e22
+        else:
+            pow1, pow2 = 10.0**ndigits, 1.0
+        y = (x * pow1) * pow2
+        if math.isinf(y):
+            return x
+    else:
+        pow1 = 10.0 ** (-ndigits)
+        y = x / pow1
+    z = float(round(y))
+    if math.fabs(y - z) == 0.5:
+        z = 2.0 * round(y / 2.0)  # halfway between two integers: to even
+    return (z / pow2) / pow1 if ndigits >= 0 else z * pow1
+
+
+def round_ndigits_float32(x, ndigits):
+    return np.float32(round_ndigits(x, ndigits))
 
 
 def float32(v):

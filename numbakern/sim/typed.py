@@ -552,9 +552,10 @@ class Rewriter:
         args = [self.expr(a) for a in e.args]
         for k in e.keywords:
             k.value = self.expr(k.value).node
-        if fact is None:
+        if fact is None or any(isinstance(a, ast.Starred) for a in e.args):
+            # (a starred argument: the signature's positions are not the call's)
             e.args = [a.node for a in args]
-            return Val(e)
+            return Val(e) if fact is None else Val(e, num(fact["ret"]), ANY)
         fn, sig, ret = fact["fn"], [num(t) for t in (fact.get("sig") or [])], num(fact["ret"])
         kind = fn.get("kind")
         if kind == "cast" and len(args) == 1 and not e.keywords:
@@ -585,6 +586,12 @@ class Rewriter:
             if ret.is_float and (ret.bits < 64 or fn.get("name") in _MATH_RETURNING_INT):
                 self.changed += 1
                 return Val(_call("__nk_float" if ret.bits == 64 else f"__nk_{ret.name}", e, e), ret, CANON)
+            return Val(e, ret, CANON)
+        if kind == "builtin" and fn.get("name") == "round" and len(args) == 2 and args[0].ty is not None and \
+                args[0].ty.is_float:
+            # numba-cuda's round(x, ndigits): CPython's algorithm in float64, then x's type (numpy's differs)
+            helper = numerics.round_ndigits if args[0].ty.bits == 64 else numerics.round_ndigits_float32
+            e.func = ast.copy_location(ast.Name(self.h.name(helper.__name__, helper), ast.Load()), e.func)
             return Val(e, ret, CANON)
         if kind == "builtin" and fn.get("name") in ("min", "max", "abs", "round", "len"):
             return Val(e, ret, CANON)
