@@ -87,7 +87,7 @@ def run_module(module: str, engine: str, timeout: float, checks: str) -> Result:
         result.seconds = time.perf_counter() - start
         if os.path.exists(junit):
             for case in ET.parse(junit).getroot().iter("testcase"):
-                name = f"{case.get('classname', '')}.{case.get('name')}".removeprefix("numba.cuda.tests.")
+                name = f"{case.get('classname', '')}.{case.get('name')}".split("numba.cuda.tests.")[-1]
                 if case.find("skipped") is not None:
                     result.skipped += 1
                 elif case.find("failure") is not None:

@@ -239,6 +239,14 @@ class CheckedArray:
     def T(self):
         return self._derived(self._a.T)
 
+    @property
+    def real(self):
+        return self._derived(self._a.real)
+
+    @property
+    def imag(self):
+        return self._derived(self._a.imag)
+
     def transpose(self, *axes):
         return self._derived(self._a.transpose(*axes))
 
