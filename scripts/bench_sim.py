@@ -70,6 +70,15 @@ print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mb": peak / 1024, "befor
 """
 
 
+_lines: list[str] = []
+
+
+def emit(line: str = "") -> None:
+    """Print a line of the report (and keep it for --update-docs)."""
+    print(line, flush=True)
+    _lines.append(line)
+
+
 def timed(spec, case, repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -98,8 +107,8 @@ def machine() -> str:
 
 def speed(specs, repeat: int) -> None:
     rng = np.random.default_rng(2024)
-    print("| kernel | size | stock simulator | numbakern, checks off | speed-up | numbakern, all checks | checks cost |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    emit("| kernel | size | stock simulator | numbakern, checks off | speed-up | numbakern, all checks | checks cost |")
+    emit("|---|---|---:|---:|---:|---:|---:|")
     for spec in specs:
         size = SIZES.get(spec.family, spec.test_sizes[0])
         case = spec.make_case(size, rng, "uniform")
@@ -112,10 +121,9 @@ def speed(specs, repeat: int) -> None:
         with sim.use_engine("numbakern"), sim.checks("all"):
             checked = timed(spec, case, repeat)
         shown = "×".join(str(v) for v in size.values())
-        print(
+        emit(
             f"| {spec.name} | {shown} | {stock:.3f} s | {fast:.3f} s | {stock / fast:.1f}× | {checked:.3f} s "
-            f"| {checked / fast:.2f}× |",
-            flush=True,
+            f"| {checked / fast:.2f}× |"
         )
 
 
@@ -126,8 +134,8 @@ def typing_cost(specs, ptx: bool) -> None:
 
     rng = np.random.default_rng(2024)
     modes = [("LLVM IR", False)] + ([("LLVM IR and PTX", True)] if ptx else [])
-    print("| kernel | " + " | ".join(f"typing and lowering to {m}" for m, _ in modes) + " |")
-    print("|---|" + "---:|" * len(modes))
+    emit("| kernel | " + " | ".join(f"typing and lowering to {m}" for m, _ in modes) + " |")
+    emit("|---|" + "---:|" * len(modes))
     rows = {spec.name: [] for spec in specs}
     start_cost = None
     for _, with_ptx in modes:
@@ -153,7 +161,7 @@ def typing_cost(specs, ptx: bool) -> None:
     kerneltypes._memo.clear()
     for name, seconds in rows.items():
         note = " (includes starting the helper)" if name == spec_first else ""
-        print(f"| {name}{note} | " + " | ".join(f"{s:.2f} s" for s in seconds) + " |")
+        emit(f"| {name}{note} | " + " | ".join(f"{s:.2f} s" for s in seconds) + " |")
 
 
 def many_blocks(n: int) -> None:
@@ -164,13 +172,13 @@ def many_blocks(n: int) -> None:
         if done.returncode != 0:
             raise SystemExit(f"the {n}-block launch failed:\n{done.stderr[-3000:]}")
         results[checks] = json.loads(done.stdout.strip().splitlines()[-1])
-    print(f"| {n:,} one-thread blocks | time (CPU time) | peak memory of the process |")
-    print("|---|---:|---:|")
+    emit(f"| {n:,} one-thread blocks | time (CPU time) | peak memory of the process |")
+    emit("|---|---:|---:|")
     for checks, label in (("none", "checks off"), ("all", "all checks")):
         r = results[checks]
-        print(f"| {label} | {r['seconds']:.1f} s ({r['cpu']:.1f} s) | {r['peak_mb']:.0f} MB |")
+        emit(f"| {label} | {r['seconds']:.1f} s ({r['cpu']:.1f} s) | {r['peak_mb']:.0f} MB |")
     ratio = results["all"]["cpu"] / results["none"]["cpu"]
-    print(f"\nAll checks cost {ratio:.2f}× the unchecked CPU time and "
+    emit(f"\nAll checks cost {ratio:.2f}× the unchecked CPU time and "
           f"{results['all']['peak_mb'] - results['none']['peak_mb']:.0f} MB more at peak.")
 
 
@@ -187,9 +195,9 @@ def suite(runs: int) -> None:
             if done.returncode != 0:
                 raise SystemExit(f"the suite failed with typing {typing}:\n{done.stdout[-3000:]}")
     on, off = min(times["on"]), min(times["off"])
-    print(f"| `pytest {' '.join(tests)}` | typing on (warm cache) | typing off | slowdown |")
-    print("|---|---:|---:|---:|")
-    print(f"| best of {runs} | {on:.1f} s | {off:.1f} s | {100 * (on / off - 1):+.0f}% |")
+    emit(f"| `pytest {' '.join(tests)}` | typing on (warm cache) | typing off | slowdown |")
+    emit("|---|---:|---:|---:|")
+    emit(f"| best of {runs} | {on:.1f} s | {off:.1f} s | {100 * (on / off - 1):+.0f}% |")
 
 
 def main(argv=None) -> None:
@@ -199,23 +207,43 @@ def main(argv=None) -> None:
     parser.add_argument("--blocks", type=int, default=MANY_BLOCKS, help="blocks of the many-blocks launch (0: skip)")
     parser.add_argument("--ptx", action="store_true", help="also time typing with NVVM (LLVM IR to PTX)")
     parser.add_argument("--suite", action="store_true", help="also time the test suite with typing on and off")
+    parser.add_argument("--update-docs", action="store_true", help="write the report into docs/simulator.md")
     args = parser.parse_args(argv)
 
     specs = [numbakern.get(name) for name in args.kernels] if args.kernels else numbakern.all_specs()
-    print(f"numbakern simulator benchmark, {datetime.date.today().isoformat()}")
-    print(f"machine: {machine()}")
-    print(f"command: python scripts/bench_sim.py {' '.join(sys.argv[1:])}".rstrip())
-    print("\n### Speed (times are wall-clock, best of the runs)\n")
+    emit(f"numbakern simulator benchmark, {datetime.date.today().isoformat()}")
+    emit(f"machine: {machine()}")
+    emit(f"command: python scripts/bench_sim.py {' '.join(sys.argv[1:])}".rstrip())
+    emit("\n### Speed (times are wall-clock, best of the runs)\n")
     speed(specs, args.repeat)
-    print("\n### Typing a kernel the first time\n")
+    emit("\n### Typing a kernel the first time\n")
     typing_cost(specs, args.ptx)
     if args.blocks and not args.kernels:
-        print("\n### Memory and time of a launch of many blocks\n")
+        emit("\n### Memory and time of a launch of many blocks\n")
         many_blocks(args.blocks)
     if args.suite:
-        print("\n### The test suite with and without typing\n")
+        emit("\n### The test suite with and without typing\n")
         suite(2)
+    if args.update_docs:
+        update_docs("\n".join(_lines))
 
+
+def update_docs(text: str) -> None:
+    import re
+
+    path = os.path.join(ROOT, "docs", "simulator.md")
+    begin, end = "<!-- bench_sim: begin -->", "<!-- bench_sim: end -->"
+    with open(path, encoding="utf-8") as f:
+        doc = f.read()
+    if begin not in doc or end not in doc:
+        raise SystemExit(f"{path} has no bench_sim markers")
+    # the report's own title line is the section's: keep from the machine line on
+    text = text.split("\n", 1)[1] if text.startswith("numbakern simulator benchmark") else text
+    new = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: f"{begin}\n{text}\n{end}", doc, flags=re.S)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(new)
+    os.replace(tmp, path)
 
 if __name__ == "__main__":
     main()

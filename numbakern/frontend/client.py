@@ -68,7 +68,7 @@ def _ask_helper(request: TypingRequest) -> dict:
             _stop()
             raise RuntimeError(
                 "numbakern's typing helper process (python -m numbakern.frontend.worker) exited unexpectedly; "
-                "its error output is above"
+                "its error output is above (NUMBAKERN_SIM_TYPING=0 runs kernels without it, untyped)"
             )
     stats["helper_seconds"] += time.perf_counter() - start
     return json.loads(data)

@@ -112,6 +112,10 @@ def _type(kernel, argtypes: tuple, arg_names):
     fn = kernel.fn
     request = build_request(fn, {}, argtypes, cudasim.recognize)
     facts = client.facts(request)
+    if not facts.get("ok") and facts["error"].get("kind") == "HelperError":
+        # the helper could not read the request: numbakern's failure, not a verdict on the kernel
+        raise RuntimeError(f"numbakern's typing helper could not type kernel '{fn.__name__}': "
+                           f"{facts['error']['reason']} (NUMBAKERN_SIM_TYPING=0 runs kernels untyped)")
     if not facts.get("ok"):
         return Rejected(_rejection(fn.__name__, argtypes, arg_names, facts["error"]))
     if facts.get("facts_error"):
