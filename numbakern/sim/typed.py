@@ -139,6 +139,10 @@ class Rewriter:
         params = [a.arg for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs]
         self.locals = set(params) | _assigned_names(fdef)
         self.name_state = {n: CANON for n in self.locals}
+        # a name bound by one plain assignment holds what that expression gives: its integer bounds carry over
+        stores = _store_counts(fdef)
+        self.single = {n for n, count in stores.items() if count == 1 and n not in params}
+        self.bounds: dict[str, tuple[int, int]] = {}
         for name in _loosely_bound_names(fdef):
             self.name_state[name] = ANY
         fdef.body = self.block(fdef.body)
@@ -170,7 +174,9 @@ class Rewriter:
         target = s.targets[0]
         if isinstance(target, ast.Name):
             v = self.expr(s.value, expect=self.facts.name_type(target.id))
-            s.value = self.canon(v, self._assigned_type(target.id, v))
+            t = self._assigned_type(target.id, v)
+            s.value = self.canon(v, t)
+            self._remember_bounds(target.id, v, t)
             return s
         if isinstance(target, ast.Subscript):
             v = self.expr(s.value)
@@ -196,6 +202,12 @@ class Rewriter:
             if isinstance(t, ast.Subscript):
                 self.subscript_target(t)
         return s
+
+    def _remember_bounds(self, name: str, v: Val, t: Num | None) -> None:
+        if name in self.single and t is not None and t.is_int and v.ty is not None and v.ty.is_int:
+            lo, hi = v.bounds()
+            if t.lo <= lo and hi <= t.hi:
+                self.bounds[name] = (lo, hi)  # (a value outside t's range was reduced: then nothing is known)
 
     def _assigned_type(self, name: str, v: Val) -> Num | None:
         # A name with one type holds that type; a name with several keeps each value in the form of its own type
@@ -367,7 +379,7 @@ class Rewriter:
         t = self.facts.name_type(name)
         if t is None:
             return Val(e, expect, ANY if expect is not None else state)
-        return Val(e, t, state)
+        return Val(e, t, state, *self.bounds.get(name, (None, None)))
 
     def expr_Attribute(self, e: ast.Attribute) -> Val:
         base = self.expr(e.value)
@@ -423,6 +435,13 @@ class Rewriter:
 
     def expr_UnaryOp(self, e: ast.UnaryOp) -> Val:
         fact = self.facts.get(e, "unary")
+        if fact is None and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) and \
+                type(e.operand.value) in (int, float):
+            # Python folds -1 into one constant: the bytecode (and numba) never see a negation
+            value = -e.operand.value
+            if isinstance(value, float):
+                return Val(e, FLOAT64, CANON)
+            return Val(e, INT64 if INT64.lo <= value else numerics.UINT64, CANON, value, value)
         operand = self.expr(e.operand, expect=num(fact["arg"]) if fact else None)
         e.operand = operand.node
         if isinstance(e.op, ast.Not):
@@ -789,6 +808,17 @@ def _assigned_names(fdef: ast.FunctionDef) -> set[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)
     return names
+
+
+def _store_counts(fdef: ast.FunctionDef) -> dict[str, int]:
+    """How many places bind each name (assignments, loop targets, augmented assignments, ...)."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            counts[node.id] = counts.get(node.id, 0) + 1
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            counts[node.target.id] = counts.get(node.target.id, 0) + 1
+    return counts
 
 
 def _loosely_bound_names(fdef: ast.FunctionDef) -> set[str]:
