@@ -4,7 +4,7 @@ In one run (about five minutes on two cores):
 
 1. every registered kernel on the stock engine and on numbakern's (typed by numba-cuda's front end, warm cache),
    checks off and all checks on, each result verified against the kernel's reference; times are the best of
-   ``--repeat`` runs (the stock engine: one run);
+   ``--repeat`` runs (the stock engine: ``--stock-repeat``, default one: it is the slow one);
 2. the cost of typing a kernel the first time (the helper process compiling it; ``--ptx``: with NVVM as well);
 3. a launch of 10^6 one-thread blocks, unchecked and with all checks, each in a process of its own: time and the
    process's peak memory;
@@ -21,7 +21,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,6 @@ import time
 
 os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before numba is imported: numba reads it once
 
-import numba_cuda
 import numpy as np
 
 import numbakern
@@ -92,20 +90,12 @@ def timed(spec, case, repeat: int) -> float:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    load = ", load average %.1f" % os.getloadavg()[0] if hasattr(os, "getloadavg") else ""
-    return (
-        f"{cpu}, {os.cpu_count()} cores{load}; Python {platform.python_version()}, numba-cuda "
-        f"{numba_cuda.__version__}, numpy {np.__version__}"
-    )
+    from machine_info import describe  # scripts/machine_info.py (this script's folder is on sys.path)
+
+    return describe()
 
 
-def speed(specs, repeat: int) -> None:
+def speed(specs, repeat: int, stock_repeat: int) -> None:
     rng = np.random.default_rng(2024)
     emit("| kernel | size | stock simulator | numbakern, checks off | speed-up | numbakern, all checks | checks cost |")
     emit("|---|---|---:|---:|---:|---:|---:|")
@@ -115,7 +105,7 @@ def speed(specs, repeat: int) -> None:
         with sim.use_engine("numbakern"), sim.checks("none"):
             numbakern.run_case(spec, case)  # typed (or read from the cache) before the timing
         with sim.use_engine("stock"):
-            stock = timed(spec, case, 1)
+            stock = timed(spec, case, stock_repeat)
         with sim.use_engine("numbakern"), sim.checks("none"):
             fast = timed(spec, case, repeat)
         with sim.use_engine("numbakern"), sim.checks("all"):
@@ -204,6 +194,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kernels", nargs="*", help="registered kernel names (default: all)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per numbakern configuration (best is kept)")
+    parser.add_argument("--stock-repeat", type=int, default=1, help="runs on the stock engine (best is kept)")
     parser.add_argument("--blocks", type=int, default=MANY_BLOCKS, help="blocks of the many-blocks launch (0: skip)")
     parser.add_argument("--ptx", action="store_true", help="also time typing with NVVM (LLVM IR to PTX)")
     parser.add_argument("--suite", action="store_true", help="also time the test suite with typing on and off")
@@ -215,7 +206,7 @@ def main(argv=None) -> None:
     emit(f"machine: {machine()}")
     emit(f"command: python scripts/bench_sim.py {' '.join(sys.argv[1:])}".rstrip())
     emit("\n### Speed (times are wall-clock, best of the runs)\n")
-    speed(specs, args.repeat)
+    speed(specs, args.repeat, args.stock_repeat)
     emit("\n### Typing a kernel the first time\n")
     typing_cost(specs, args.ptx)
     if args.blocks and not args.kernels:

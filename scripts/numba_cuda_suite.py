@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -127,17 +126,9 @@ def table(results: dict[str, dict[str, Result]], engines) -> str:
 
 
 def machine() -> str:
-    import numba_cuda
-    import numpy
+    from machine_info import describe  # scripts/machine_info.py (this script's folder is on sys.path)
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, numba-cuda {numba_cuda.__version__}, "
-            f"numpy {numpy.__version__}")
+    return describe()
 
 
 def update_docs(text: str) -> None:

@@ -205,24 +205,27 @@ class Launch:
     def _block(self, linear: int, blockIdx: Dim3) -> Block:
         """A block about to run, with fresh shared memory (its tracker made when it first allocates some)."""
         block = Block(blockIdx, self.block_dim, linear, self._thread_indices)
-        wrap = None
-        if self.check_shared:
-            checks = self.memory_checks
-            trackers: list = []
-
-            def wrap(raw, label):
-                if not self.track_shared:
-                    return CheckedArray(raw, label, checks)
-                if not trackers:
-                    on = self.settings.checks
-                    tracker = SharedMemoryTracker(checks, "race" in on, "uninit" in on)
-                    trackers.append(tracker)
-                    self._shared_trackers.append(tracker)
-                    block.barrier_hooks.append(tracker.new_epoch)
-                return TrackedArray(raw, label, checks, trackers[0])
-
+        wrap = self._shared_wrapper(block) if self.check_shared else None
         block.shared = BlockSharedMemory(cudasim.dynamic_shared_bytes(self.kernel), wrap)
         return block
+
+    def _shared_wrapper(self, block: Block):
+        """What a block's shared arrays are handed out as: checked arrays reporting to the block's tracker."""
+        checks = self.memory_checks
+        trackers: list = []
+
+        def wrap(raw, label):
+            if not self.track_shared:
+                return CheckedArray(raw, label, checks)
+            if not trackers:
+                on = self.settings.checks
+                tracker = SharedMemoryTracker(checks, "race" in on, "uninit" in on)
+                trackers.append(tracker)
+                self._shared_trackers.append(tracker)
+                block.barrier_hooks.append(tracker.new_epoch)
+            return TrackedArray(raw, label, checks, trackers[0])
+
+        return wrap
 
     def _wrap_local(self, raw, label):
         return CheckedArray(raw, label, self.memory_checks)
