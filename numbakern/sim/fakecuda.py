@@ -45,7 +45,7 @@ class SimCUDAModule(FakeCUDAModule):
         self.blockDim = Dim3(*block_dim)
         self._scheduler = scheduler
         self._cg = _CooperativeGroups(scheduler)
-        self._atomic = CheckedAtomics()
+        self._atomic = CheckedAtomics(scheduler)
 
     # -- barriers ------------------------------------------------------------------------------------------------
 
@@ -192,11 +192,17 @@ class LocalMemory:
 class CheckedAtomics(FakeCUDAAtomic):
     """``cuda.atomic.*`` as numba-cuda computes them: the value converted to the array's type first, integers
     wrapping around, the old value returned in its canonical form; on checked arrays they are reported as atomics
-    (never races) rather than plain stores. Threads of one launch share one OS thread: no locks are needed."""
+    (never races) rather than plain stores. Threads of one launch share one OS thread: no locks are needed. Each
+    one counts as a pass of a spin loop (spin-waits poll with atomics), so a wait no one ends is found even in a
+    kernel run without the front end."""
+
+    def __init__(self, scheduler):
+        self._scheduler = scheduler
 
 
 def _atomic(name, update):
     def atomic(self, array, index, val):
+        self._scheduler.spin(2)
         if isinstance(array, CheckedArray):
             array = array._atomic_target(index)
         return _apply(array, index, val, update)
@@ -242,6 +248,7 @@ for _name, _update in (
 
 
 def _cas(self, array, index, old, val):
+    self._scheduler.spin(2)
     if isinstance(array, CheckedArray):
         array = array._atomic_target(index)
     loaded = array[index]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import random
+import sys
 import time
 
 from greenlet import greenlet
@@ -126,17 +127,14 @@ class Scheduler:
         self.current.wait = (WARP, site, kind, int(mask) & 0xFFFFFFFF, operand)
         return self._hub.switch()
 
-    def spin(self, site=None):
-        """A pass of a ``while`` loop: every ``SPIN_QUANTUM`` passes, let the other threads run."""
+    def spin(self, depth: int = 1):
+        """A pass of a ``while`` loop (or an atomic: spin-waits use them): every ``SPIN_QUANTUM`` passes, let the
+        other threads run. ``depth`` is how many frames up the kernel's line is."""
         t = self.current
         t.spins += 1
         if t.spins % SPIN_QUANTUM == 0:
-            if site is None:
-                import sys
-
-                frame = sys._getframe(1)
-                site = (frame.f_code, frame.f_lineno)
-            t.wait = (SPIN, site)
+            frame = sys._getframe(depth)
+            t.wait = (SPIN, (frame.f_code, frame.f_lineno))
             self._hub.switch()
 
     # -- the scheduling loop --------------------------------------------------------------------------------------

@@ -49,9 +49,12 @@ def set_after_a_barrier(flag, out):
     out[t] = 1
 
 
-def test_a_barrier_never_reached_is_a_deadlock():
+@pytest.mark.parametrize("typing", [True, False])
+def test_a_barrier_never_reached_is_a_deadlock(typing):
+    # (a spin-wait polling with an atomic is found even in a kernel run without the front end)
     flag, out = np.zeros(1, np.int32), np.zeros(8, np.int32)
-    with sim.checks("race,uninit,bounds"), sim.deadlock_after(BUDGET), pytest.raises(sim.DeadlockError) as info:
+    with sim.typing(typing), sim.checks("race,uninit,bounds"), sim.deadlock_after(BUDGET), \
+            pytest.raises(sim.DeadlockError) as info:
         set_after_a_barrier[1, 8](flag, out)
     msg = str(info.value)
     assert "thread (0, 0, 0) spin in the loop at" in msg and "cuda.atomic.add(flag, 0, 0) == 0" in msg
