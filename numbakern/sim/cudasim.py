@@ -213,10 +213,11 @@ def patch_allocations() -> None:
 SIGNATURES_ATTR = "_numbakern_signatures"
 
 
-def declared_signatures(kernel) -> list:
-    """The argument types of each signature a kernel was declared with (``@cuda.jit("void(float32[:])")``); the
-    stock simulator drops them, numbakern types launches with them as numba-cuda does."""
-    return getattr(kernel, SIGNATURES_ATTR, [])
+def declared_signatures(kernel) -> tuple[list, bool]:
+    """The argument types of each signature a kernel was declared with (``@cuda.jit("void(float32[:])")``), and
+    whether it was one signature rather than a list: numba-cuda then launches that one without checking the
+    arguments' types. The stock simulator drops them; numbakern types launches with them as numba-cuda does."""
+    return getattr(kernel, SIGNATURES_ATTR, ([], False))
 
 
 def patch_jit() -> None:
@@ -240,9 +241,10 @@ def patch_jit() -> None:
         def decorate(fn):
             kernel = wrap(fn)
             try:
-                setattr(kernel, SIGNATURES_ATTR, [tuple(sigutils.normalize_signature(s)[0]) for s in sigs])
+                declared = [tuple(sigutils.normalize_signature(s)[0]) for s in sigs]
             except Exception:  # noqa: BLE001 - a signature numba cannot parse: typed from the arguments instead
-                pass
+                return kernel
+            setattr(kernel, SIGNATURES_ATTR, (declared, not isinstance(func_or_sig, list)))
             return kernel
 
         return decorate

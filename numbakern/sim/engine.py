@@ -240,6 +240,9 @@ class Launch:
             if convert is not None and isinstance(value, (int, float, bool, np.number, np.bool_)):
                 return convert(value)
             return value
+        declared = getattr(numba_type, "dtype", None)
+        if declared is not None and str(declared) != str(raw.dtype) and str(declared) in numerics.NUMS:
+            raw = raw.view(str(declared))  # a signature's element type: the same bits, read as that type
         found = cudasim.written_mask(raw)
         if not self.check_global:
             if found is not None:

@@ -35,8 +35,10 @@ def type_launch(kernel, args, arg_names) -> tuple[typed.TypedKernel | None, tupl
     """The typed kernel for this launch (None: run the kernel as written) and the argument types it was typed
     for; raises ``TypingError`` if numba-cuda rejects it."""
     argtypes = argument_types(kernel, args, arg_names)
-    declared = cudasim.declared_signatures(kernel)
-    if declared:
+    declared, specialized = cudasim.declared_signatures(kernel)
+    if declared and specialized:
+        argtypes = _the_signature(kernel, declared[0], argtypes, arg_names)
+    elif declared:
         argtypes = _matching_signature(kernel, declared, argtypes)
     per_kernel = _memo.get(kernel)
     if per_kernel is None:
@@ -47,6 +49,32 @@ def type_launch(kernel, args, arg_names) -> tuple[typed.TypedKernel | None, tupl
     if isinstance(outcome, Rejected):
         raise TypingError(outcome.message)
     return outcome, argtypes
+
+
+def _the_signature(kernel, sig: tuple, actual: tuple, arg_names) -> tuple:
+    """A kernel declared with one signature: numba-cuda launches it without checking the arguments' types, passing
+    an array's memory as the declared element type (a uint32 array read as int32 is the same bits). Memory of
+    another element size or rank cannot be read that way: that is refused here rather than read as garbage."""
+    from numba.cuda import types
+
+    if len(sig) != len(actual):
+        raise TypingError(f"kernel '{kernel.fn.__name__}' was declared for {len(sig)} arguments, launched with "
+                          f"{len(actual)}")
+    def same_size(a, b) -> bool:
+        from numba.cuda.np.numpy_support import as_dtype
+
+        try:
+            return a == b or as_dtype(a).itemsize == as_dtype(b).itemsize
+        except Exception:  # noqa: BLE001 - no numpy equivalent: only the same type will do
+            return False
+
+    for name, want, have in zip(arg_names, sig, actual):
+        if isinstance(want, types.Array) != isinstance(have, types.Array) or isinstance(want, types.Array) and (
+                want.ndim != have.ndim or not same_size(want.dtype, have.dtype)):
+            raise TypingError(
+                f"kernel '{kernel.fn.__name__}': argument '{name}' is {have} but the kernel was declared for {want}: "
+                "numba-cuda would pass its memory as that type without a check (wrong elements on the GPU)")
+    return tuple(sig)
 
 
 def _matching_signature(kernel, declared: list, actual: tuple) -> tuple:

@@ -19,7 +19,7 @@ MODULES = (
     "doc_examples.test_cg", "doc_examples.test_cpu_gpu_compat", "doc_examples.test_globals",
     "doc_examples.test_matmul", "doc_examples.test_reduction", "doc_examples.test_sessionize",
     "doc_examples.test_ufunc", "doc_examples.test_vecadd",
-    "cudapy.test_array", "cudapy.test_boolean", "cudapy.test_casting", "cudapy.test_complex", "cudapy.test_freevar",
+    "cudapy.test_array", "cudapy.test_atomics", "cudapy.test_boolean", "cudapy.test_casting", "cudapy.test_complex", "cudapy.test_freevar",
     "cudapy.test_globals", "cudapy.test_idiv", "cudapy.test_intrinsics", "cudapy.test_iterators",
     "cudapy.test_laplace", "cudapy.test_matmul", "cudapy.test_montecarlo", "cudapy.test_operator", "cudapy.test_powi",
     "cudapy.test_py2_div_issue", "cudapy.test_slicing", "cudapy.test_sm", "cudapy.test_sync", "cudapy.test_warp_ops",

@@ -212,3 +212,48 @@ def test_argument_types_are_part_of_the_key(rng):
     copy[1, 8](rng.random(8).astype(np.float32), _poisoned(8))
     copy[1, 8](rng.random(8), out64)  # float64 arrays: another typing, another answer
     assert (out64 != -7.0).all()
+
+
+# -- signatures given to cuda.jit ----------------------------------------------------------------------------------
+
+
+def count_leading_zeros(out, x):
+    out[0] = cuda.clz(x)
+
+
+def test_a_declared_signature_types_the_launch_and_converts_scalars():
+    kernel = cuda.jit("void(int32[:], int32)")(count_leading_zeros)
+    out = np.zeros(1, np.int32)
+    kernel[1, 1](out, 0x00100000)  # a Python int, passed as the declared int32: clz counts 32 bits
+    assert out[0] == 11
+    untyped = cuda.jit(count_leading_zeros)  # typed from the arguments: a Python int is int64
+    untyped[1, 1](out, 0x00100000)
+    assert out[0] == 43
+
+
+def subtract_one(a):
+    i = cuda.threadIdx.x
+    a[i] -= 1
+
+
+def test_one_declared_signature_reads_an_arrays_memory_as_declared_like_numba_cuda(rng):
+    # numba-cuda launches a kernel declared with one signature without checking the arguments: a uint32 array
+    # passed for int32[:] is the same bits read as int32
+    a = rng.integers(0, 2**32, 8, dtype=np.uint32)
+    a[0] = 0
+    expected = (a.view(np.int32) - 1).view(np.uint32)
+    cuda.jit("void(int32[:])")(subtract_one)[1, 8](a)
+    np.testing.assert_array_equal(a, expected, err_msg=f"seed {SEED}")
+    with pytest.raises(sim.TypingError, match=r"argument 'a' is array\(float64, 1d, C\) but the kernel was declared"):
+        cuda.jit("void(int32[:])")(subtract_one)[1, 8](np.zeros(8))
+
+
+def test_a_list_of_signatures_picks_the_one_the_arguments_fit():
+    kernel = cuda.jit(["void(int32[:])", "void(float64[:])"])(subtract_one)
+    ints, floats = np.arange(4, dtype=np.int32), np.arange(4, dtype=np.float64)
+    kernel[1, 4](ints)
+    kernel[1, 4](floats)
+    np.testing.assert_array_equal(ints, np.arange(4) - 1)
+    np.testing.assert_array_equal(floats, np.arange(4) - 1.0)
+    with pytest.raises(sim.TypingError, match="no matching definition for argument type"):
+        kernel[1, 4](np.zeros(4, np.float32))
