@@ -289,10 +289,13 @@ class Rewriter:
 
     def stmt_While(self, s: ast.While):
         s.test = self.test(s.test)
-        # every pass of a while loop reports to the scheduler: a spin-wait no one ends is found (DeadlockError)
-        tick = ast.copy_location(ast.Expr(ast.copy_location(
-            ast.Call(ast.Name(self.h.name("spin", None), ast.Load()), [], []), s)), s)
-        s.body = [tick] + self.block(s.body)
+        body = self.block(s.body)
+        if not _synchronises_every_pass(s.body):
+            # every pass reports to the scheduler: a spin-wait no one ends is found (DeadlockError). A loop that
+            # reaches a barrier on every pass needs none: the thread yields there anyway.
+            body.insert(0, ast.copy_location(ast.Expr(ast.copy_location(
+                ast.Call(ast.Name(self.h.name("spin", None), ast.Load()), [], []), s)), s))
+        s.body = body
         s.orelse = self.block(s.orelse)
         return s
 
@@ -759,6 +762,19 @@ class Rewriter:
         return v.node
 
 
+_BARRIERS = {"syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp", "sync"}
+
+
+def _synchronises_every_pass(body: list[ast.stmt]) -> bool:
+    """A statement of the loop body itself (not under an ``if``) calls a barrier: ``cuda.syncthreads()`` and the
+    like, or a cooperative group's ``sync()``."""
+    for stmt in body:
+        value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _BARRIERS:
+            return True
+    return False
+
+
 def _clip(v: Val, t: Num) -> tuple[int, int]:
     lo, hi = v.bounds()
     if t.is_int and (lo < t.lo or hi > t.hi):
@@ -789,12 +805,15 @@ def _quotient_bounds(kind, left: Val, right: Val) -> tuple[int | None, int | Non
     rlo, rhi = right.bounds()
     m = max(abs(llo), abs(lhi))
     if kind is ast.FloorDiv:
-        if rlo > 0 and llo >= 0:
-            return 0, lhi // rlo
+        if rlo > 0 or rhi < 0:  # a divisor of one sign: floor division is monotonic in both operands
+            corners = (llo // rlo, llo // rhi, lhi // rlo, lhi // rhi)
+            return min(corners), max(corners)
         return -m - 1, m + 1
     if kind is ast.Mod:
         if rlo > 0:
             return 0, rhi - 1
+        if rhi < 0:
+            return rlo + 1, 0
         r = max(abs(rlo), abs(rhi))
         return -r, r
     if kind is ast.RShift:
