@@ -4,7 +4,8 @@ In one run (about five minutes on two cores):
 
 1. every registered kernel on the stock engine and on numbakern's (typed by numba-cuda's front end, warm cache),
    checks off and all checks on, each result verified against the kernel's reference; times are the best of
-   ``--repeat`` runs (the stock engine: ``--stock-repeat``, default one: it is the slow one);
+   ``--repeat`` runs (the stock engine: ``--stock-repeat``, default one: it is the slow one); then the lecture's
+   tiled matmul in ``--rounds`` alternating rounds, for the median speed-up;
 2. the cost of typing a kernel the first time (the helper process compiling it; ``--ptx``: with NVVM as well);
 3. a launch of 10^6 one-thread blocks, unchecked and with all checks, each in a process of its own: time and the
    process's peak memory;
@@ -117,6 +118,27 @@ def speed(specs, repeat: int, stock_repeat: int) -> None:
         )
 
 
+def lecture_rounds(rounds: int, repeat: int) -> None:
+    """The lecture's tiled matmul, stock engine and numbakern's (typed, checks off) in alternation: one ratio per
+    round, and their median (a shared machine's load moves single timings by more than the target's margin)."""
+    spec = numbakern.get("matmul_tiled")
+    case = spec.make_case(MATMUL, np.random.default_rng(2024), "uniform")
+    with sim.use_engine("numbakern"), sim.checks("none"):
+        numbakern.run_case(spec, case)
+    ratios = []
+    emit("| round | stock simulator | numbakern, typed, checks off | speed-up |")
+    emit("|---:|---:|---:|---:|")
+    for r in range(rounds):
+        with sim.use_engine("stock"):
+            stock = timed(spec, case, 1)
+        with sim.use_engine("numbakern"), sim.checks("none"):
+            fast = timed(spec, case, repeat)
+        ratios.append(stock / fast)
+        emit(f"| {r + 1} | {stock:.3f} s | {fast:.3f} s | {stock / fast:.1f}× |")
+    ratios.sort()
+    emit(f"\nMedian speed-up {ratios[len(ratios) // 2]:.1f}× (from {ratios[0]:.1f}× to {ratios[-1]:.1f}×).")
+
+
 def typing_cost(specs, ptx: bool) -> None:
     """The first launch of each kernel types it in the helper process (a fresh cache: nothing to read)."""
     from numbakern.frontend import client
@@ -198,6 +220,7 @@ def main(argv=None) -> None:
     parser.add_argument("--blocks", type=int, default=MANY_BLOCKS, help="blocks of the many-blocks launch (0: skip)")
     parser.add_argument("--ptx", action="store_true", help="also time typing with NVVM (LLVM IR to PTX)")
     parser.add_argument("--suite", action="store_true", help="also time the test suite with typing on and off")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the lecture matmul comparison (0: skip)")
     parser.add_argument("--update-docs", action="store_true", help="write the report into docs/simulator.md")
     args = parser.parse_args(argv)
 
@@ -207,6 +230,9 @@ def main(argv=None) -> None:
     emit(f"command: python scripts/bench_sim.py {' '.join(sys.argv[1:])}".rstrip())
     emit("\n### Speed (times are wall-clock, best of the runs)\n")
     speed(specs, args.repeat, args.stock_repeat)
+    if args.rounds and not args.kernels:
+        emit(f"\n### The lecture's tiled matmul, {args.rounds} rounds\n")
+        lecture_rounds(args.rounds, args.repeat)
     emit("\n### Typing a kernel the first time\n")
     typing_cost(specs, args.ptx)
     if args.blocks and not args.kernels:
