@@ -1,6 +1,7 @@
-"""numbakern's CUDA simulator: a fast engine for numba-cuda's simulator mode (``NUMBA_ENABLE_CUDASIM=1``), with
-checkers for races, reads of uninitialized shared memory, out-of-bounds (and negative) indices and divergent
-barriers, and the warp intrinsics the stock simulator lacks.
+"""numbakern's CUDA simulator: a fast engine for numba-cuda's simulator mode (``NUMBA_ENABLE_CUDASIM=1``) that
+types every launch with numba-cuda's own front end and computes with Numba's types, with checkers for races,
+reads of uninitialised memory, out-of-bounds (and negative) indices, divergent barriers and deadlocks, and the
+warp intrinsics and cooperative groups the stock simulator lacks.
 
 Importing numbakern in simulator mode calls ``install()``; from then on every ``@cuda.jit`` launch in the process
 runs here. See docs/simulator.md.
@@ -14,42 +15,54 @@ import os
 from .config import (
     CHECK_NAMES,
     CHECKS_ENV,
+    DEADLOCK_ENV,
     ENGINE_ENV,
     SHUFFLE_ENV,
+    TYPING_ENV,
     Settings,
     checks,
     configure,
     current,
+    deadlock_after,
     shuffled,
+    typing,
 )
 from .errors import (
     BarrierDivergenceError,
+    DeadlockError,
     MisalignedAccessError,
     OutOfBoundsError,
     RaceError,
     SimulationError,
+    TypingError,
     UninitializedReadError,
 )
 
 __all__ = [
     "CHECKS_ENV",
     "CHECK_NAMES",
+    "DEADLOCK_ENV",
     "ENGINE_ENV",
     "SHUFFLE_ENV",
+    "TYPING_ENV",
     "BarrierDivergenceError",
+    "DeadlockError",
     "MisalignedAccessError",
     "OutOfBoundsError",
     "RaceError",
     "Settings",
     "SimulationError",
+    "TypingError",
     "UninitializedReadError",
     "active_engine",
     "allow_negative_indices",
     "checks",
     "configure",
     "current",
+    "deadlock_after",
     "install",
     "shuffled",
+    "typing",
     "uninstall",
     "use_engine",
 ]

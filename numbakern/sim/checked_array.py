@@ -23,9 +23,9 @@ _SIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 class ArrayLabel:
     """What messages call an array: its name, its kind, and how to turn an address back into its own index."""
 
-    __slots__ = ("base", "kind", "name", "root_ptr", "root_shape", "root_strides")
+    __slots__ = ("base", "kind", "mask", "mask_first", "name", "root_ptr", "root_shape", "root_strides", "span")
 
-    def __init__(self, name: str, kind: str, root: np.ndarray, base: int = 0):
+    def __init__(self, name: str, kind: str, root: np.ndarray, base: int = 0, mask=None, mask_first: int = 0):
         self.name = name
         self.kind = kind  # "global", "shared", "dynamic shared" or "local"
         self.root_ptr = root.__array_interface__["data"][0]
@@ -34,6 +34,12 @@ class ArrayLabel:
         # Element addresses are offsets from `base` rather than real pointers: each tracked array gets its own
         # range, and small ints (below 2**30) keep the address arithmetic on CPython's fast path.
         self.base = base
+        # bytes from the first element to the end of the last (the global tracker sizes its records by it)
+        self.span = (sum((n - 1) * abs(st) for n, st in zip(root.shape, root.strides)) + root.itemsize
+                     if root.size else 0)
+        # a device allocation made without data: its written-element mask, and where this array starts in it
+        self.mask = mask
+        self.mask_first = mask_first
 
     def __str__(self) -> str:
         return f"{self.kind} array '{self.name}'"
@@ -53,13 +59,17 @@ class ArrayLabel:
 class MemoryChecks:
     """The per-launch switches and identities CheckedArrays consult: bounds rules, the kernel, the running thread."""
 
-    __slots__ = ("bounds", "kernel_name", "negative_ok", "scheduler")
+    __slots__ = ("block_dim", "block_size", "bounds", "grid_dim", "kernel_name", "negative_ok", "scheduler")
 
-    def __init__(self, kernel_name: str, bounds: bool, negative_ok: bool, scheduler):
+    def __init__(self, kernel_name: str, bounds: bool, negative_ok: bool, scheduler, grid_dim=(1, 1, 1),
+                 block_dim=(1, 1, 1)):
         self.kernel_name = kernel_name
         self.bounds = bounds
         self.negative_ok = negative_ok
         self.scheduler = scheduler
+        self.grid_dim = tuple(grid_dim)
+        self.block_dim = tuple(block_dim)
+        self.block_size = block_dim[0] * block_dim[1] * block_dim[2]
 
 
 class CheckedArray:
@@ -230,6 +240,14 @@ class CheckedArray:
     def T(self):
         return self._derived(self._a.T)
 
+    @property
+    def real(self):
+        return self._derived(self._a.real)
+
+    @property
+    def imag(self):
+        return self._derived(self._a.imag)
+
     def transpose(self, *axes):
         return self._derived(self._a.transpose(*axes))
 
@@ -259,6 +277,36 @@ class CheckedArray:
 
     def __repr__(self):
         return f"CheckedArray({self._label}, shape={self._shape})"
+
+    # -- numpy interoperation: a device ufunc such as ``np.sin(x, out)`` takes checked arrays as arrays ----------
+
+    def __array__(self, dtype=None, copy=None):
+        values = self._read_all()
+        return values if dtype is None else values.astype(dtype)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """The ufunc on the elements, each read and written through the checks (numba-cuda allows ufuncs on
+        arrays in kernels when every output is given)."""
+        plain = [x._read_all() if isinstance(x, CheckedArray) else x for x in inputs]
+        out = kwargs.pop("out", None)
+        outs = out if isinstance(out, tuple) else (out,) if out is not None else ()
+        if not outs:
+            return getattr(ufunc, method)(*plain, **kwargs)
+        temps = tuple(np.empty(o.shape, o.dtype) for o in outs)
+        getattr(ufunc, method)(*plain, out=temps if len(temps) > 1 else temps[0], **kwargs)
+        for o, t in zip(outs, temps):
+            if isinstance(o, CheckedArray):
+                for sub in np.ndindex(o.shape):
+                    o[sub if len(sub) != 1 else sub[0]] = t[sub]
+            else:
+                o[...] = t
+        return out
+
+    def _read_all(self) -> np.ndarray:
+        values = np.empty(self._shape, self._a.dtype)
+        for sub in np.ndindex(self._shape):
+            values[sub] = self[sub if len(sub) != 1 else sub[0]]
+        return values
 
 
 class TrackedArray(CheckedArray):
@@ -299,3 +347,25 @@ def _show(idx) -> str:
     if type(idx) is tuple:
         return "[" + ", ".join(map(str, idx)) + "]"
     return f"[{idx}]"
+
+
+class GlobalTrackedArray(CheckedArray):
+    """A global array allocated without data (``cuda.device_array``): reads of never-written elements are reported
+    to the launch's ``GlobalMemoryTracker``."""
+
+    __slots__ = ("_on_read",)
+    _INHERITED = CheckedArray._INHERITED + ("_on_read",)
+
+    def __init__(self, array: np.ndarray, label: ArrayLabel, checks: MemoryChecks, tracker):
+        super().__init__(array, label, checks, tracker)
+        self._on_read = tracker.read
+
+    def __getitem__(self, idx):
+        if type(idx) is int and 0 <= idx < self._len1d:
+            addr = self._ptr + idx * self._stride0
+        else:
+            addr = self._address(idx)
+            if addr is None:
+                return self._view(idx)
+        self._on_read(self, addr, idx)
+        return self._a[idx]

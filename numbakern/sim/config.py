@@ -1,8 +1,10 @@
-"""What the simulator checks and how it orders threads, read at every launch.
+"""What the simulator checks, how it orders threads, whether it types kernels, read at every launch.
 
-Precedence: Python overrides (``configure``, or the innermost ``checks``/``shuffled``/``allow_negative_indices``
-context) over the environment (``NUMBAKERN_SIM_CHECKS``, ``NUMBAKERN_SIM_SHUFFLE``) over the defaults (no checks,
-fixed thread order). The pytest plugin sets ``NUMBAKERN_SIM_CHECKS=all`` unless the user chose otherwise.
+Precedence: Python overrides (``configure``, or the innermost ``checks``/``shuffled``/``allow_negative_indices``/
+``typing`` context) over the environment (``NUMBAKERN_SIM_CHECKS``, ``NUMBAKERN_SIM_SHUFFLE``,
+``NUMBAKERN_SIM_TYPING``, ``NUMBAKERN_SIM_DEADLOCK_SECONDS``) over the defaults (no checks, fixed thread order,
+typing on, 5 s of no progress before a ``DeadlockError``). The pytest plugin sets ``NUMBAKERN_SIM_CHECKS=all``
+unless the user chose otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ CHECKS_ENV = "NUMBAKERN_SIM_CHECKS"
 SHUFFLE_ENV = "NUMBAKERN_SIM_SHUFFLE"
 #: "stock" keeps numba-cuda's own engine when numbakern installs itself (a baseline, or to rule numbakern out)
 ENGINE_ENV = "NUMBAKERN_SIM_ENGINE"
+#: "0"/"off" runs kernels without numba-cuda's front end: no TypingError, Python's arithmetic instead of Numba's
+TYPING_ENV = "NUMBAKERN_SIM_TYPING"
+#: seconds of spinning with no thread making progress before a DeadlockError
+DEADLOCK_ENV = "NUMBAKERN_SIM_DEADLOCK_SECONDS"
+DEFAULT_DEADLOCK_SECONDS = 5.0
 CHECK_NAMES = ("race", "uninit", "bounds", "barrier")
 
 _UNSET = object()
@@ -25,6 +32,8 @@ class Settings:
     checks: frozenset[str]
     shuffle_seed: int | None
     allow_negative_indices: bool
+    typing: bool = True
+    deadlock_seconds: float = DEFAULT_DEADLOCK_SECONDS
 
 
 def parse_checks(spec) -> frozenset[str]:
@@ -62,12 +71,36 @@ def current() -> Settings:
     if seed is _UNSET:
         env_seed = os.environ.get(SHUFFLE_ENV, "").strip()
         seed = int(env_seed) if env_seed else None
-    return Settings(checks, seed, bool(merged.get("allow_negative_indices", False)))
+    typing = merged.get("typing")
+    if typing is None:
+        typing = os.environ.get(TYPING_ENV, "1").strip().lower() not in ("0", "off", "no", "false")
+    deadlock = merged.get("deadlock_seconds")
+    if deadlock is None:
+        deadlock = _seconds(os.environ.get(DEADLOCK_ENV, "").strip() or DEFAULT_DEADLOCK_SECONDS, DEADLOCK_ENV)
+    return Settings(checks, seed, bool(merged.get("allow_negative_indices", False)), bool(typing), deadlock)
 
 
-def configure(*, checks=_UNSET, shuffle_seed=_UNSET, allow_negative_indices=_UNSET) -> Settings:
-    """Set process-wide overrides (``checks=None`` / ``shuffle_seed=...`` back to the environment's); returns them."""
+def _seconds(value, what: str) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number of seconds, got {value!r}") from None
+    if not seconds > 0:
+        raise ValueError(f"{what} must be a positive number of seconds, got {value!r}")
+    return seconds
+
+
+def configure(*, checks=_UNSET, shuffle_seed=_UNSET, allow_negative_indices=_UNSET, typing=_UNSET,
+              deadlock_seconds=_UNSET) -> Settings:
+    """Set process-wide overrides (``checks=None`` / ``shuffle_seed=...`` back to the environment's); returns them.
+
+    ``typing=False`` runs kernels without numba-cuda's front end; ``deadlock_seconds`` is how long threads may spin
+    with no progress before a ``DeadlockError`` (``None`` for either: back to the environment's)."""
     base = _overrides[0]
+    if typing is not _UNSET:
+        base["typing"] = None if typing is None else bool(typing)
+    if deadlock_seconds is not _UNSET:
+        base["deadlock_seconds"] = None if deadlock_seconds is None else _seconds(deadlock_seconds, "deadlock_seconds")
     if checks is not _UNSET:
         if checks is None:
             base.pop("checks", None)
@@ -102,4 +135,14 @@ def shuffled(seed: int | None):
 
 def negative_indices_allowed():
     return _layer(allow_negative_indices=True)
+
+
+def typing(on: bool = True):
+    """Context manager: type the enclosed launches with numba-cuda's front end (or not, with ``False``)."""
+    return _layer(typing=bool(on))
+
+
+def deadlock_after(seconds: float):
+    """Context manager: a ``DeadlockError`` after this many seconds of spinning with no progress."""
+    return _layer(deadlock_seconds=_seconds(seconds, "deadlock_after"))
 

@@ -1,51 +1,65 @@
 """Launching ``@cuda.jit`` kernels on numbakern's engine instead of the stock simulator's.
 
-``enable()`` replaces ``FakeCUDAKernel.__call__`` (what ``kernel[grid, block](...)`` and device-function calls run
-in simulator mode). A launch converts the arguments as the stock simulator does, wraps them in checked arrays when
-checks are on, swaps the fake ``cuda`` module into the globals of the kernel and of every device function it calls,
-and runs the blocks one after the other on the cooperative scheduler.
+``enable()`` routes ``kernel[grid, block](...)`` (and device-function calls) here. A launch:
+
+1. types the kernel with numba-cuda's own front end for the arguments' types (``kerneltypes``): a kernel numba
+   rejects is a ``TypingError`` before any thread runs, and an accepted one runs rewritten to compute with
+   Numba's types (``typed``);
+2. converts the arguments as the stock simulator does, wrapping arrays in checked arrays when checks are on;
+3. runs the blocks on the cooperative scheduler: one after the other, or all together for a cooperative launch
+   (a kernel that synchronises the grid);
+4. reports what the checkers still hold (reads of memory never written), and copies host arrays back.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+from array import array
 
 import numpy as np
 from numba.cuda.errors import normalize_kernel_dimensions
-from numba.cuda.simulator import kernel as stock_kernel
-from numba.cuda.simulator.args import ArgHint, InOut
-from numba.cuda.simulator.cudadrv.devicearray import (
-    FakeCUDAArray,
-    FakeWithinKernelCUDAArray,
-)
-from numba.cuda.simulator.kernelapi import Dim3
 
-from . import config
-from .checked_array import ArrayLabel, CheckedArray, MemoryChecks, TrackedArray
+from . import config, cudasim, kerneltypes, numerics
+from .checked_array import ArrayLabel, CheckedArray, GlobalTrackedArray, MemoryChecks, TrackedArray
+from .cudasim import Dim3
+from .errors import RaceError, SimulationError, UninitializedReadError
 from .fakecuda import BlockSharedMemory, LocalMemory, SimCUDAModule
-from .scheduler import Block, Scheduler
-from .trackers import GlobalWriteTracker, SharedMemoryTracker
+from .scheduler import Block, Scheduler, block_thread_indices
+from .trackers import GlobalMemoryTracker, SharedMemoryTracker
 
 #: address range of one global array argument (2**48 bytes: any array)
 GLOBAL_RANGE_BITS = 48
 #: the attribute ``allow_negative_indices(kernel)`` sets on a kernel
 NEGATIVE_OK_ATTR = "__numbakern_negative_indices_ok__"
+#: a cooperative launch may have as many blocks as fit on the GPU at once: the simulator models an H100's
+#: 132 multiprocessors of 2048 threads (32 blocks) each
+COOPERATIVE_SMS, THREADS_PER_SM, BLOCKS_PER_SM = 132, 2048, 32
 
-_stock_call = stock_kernel.FakeCUDAKernel.__call__
 _enabled = False
 _active: Launch | None = None  # the launch running now: device-function calls join it
 
 
+def max_cooperative_blocks(block_dim) -> int:
+    """The most blocks a cooperative launch of ``block_dim`` threads per block may have."""
+    dims = tuple(block_dim) if isinstance(block_dim, (tuple, list)) else (block_dim,)
+    threads = 1
+    for d in dims:
+        threads *= int(d)
+    return COOPERATIVE_SMS * max(0, min(BLOCKS_PER_SM, THREADS_PER_SM // max(threads, 1)))
+
+
 def enable() -> None:
     global _enabled
-    stock_kernel.FakeCUDAKernel.__call__ = _call
+    cudasim.install_launch_hook(_call, max_cooperative_blocks)
+    cudasim.patch_allocations()
+    cudasim.patch_jit()
     _enabled = True
 
 
 def disable() -> None:
     global _enabled
-    stock_kernel.FakeCUDAKernel.__call__ = _stock_call
+    cudasim.install_launch_hook(None)
     _enabled = False
 
 
@@ -56,56 +70,111 @@ def enabled() -> bool:
 def _call(kernel, *args):
     if _active is not None:
         return _active.call_device(kernel, args)
-    if kernel._device:
-        return _stock_call(kernel, *args)  # a device function called from host code, as the stock one allows
+    if cudasim.is_device(kernel):
+        return cudasim.stock_call(kernel, *args)  # a device function called from host code, as the stock one allows
     return Launch(kernel, config.current()).run(args)
 
 
 class Launch:
     def __init__(self, kernel, settings: config.Settings):
         self.kernel = kernel
-        self.name = kernel.fn.__name__
-        self.grid_dim, self.block_dim = normalize_kernel_dimensions(kernel.grid_dim, kernel.block_dim)
+        self.fn = cudasim.python_function(kernel)
+        self.name = self.fn.__name__
+        self.grid_dim, self.block_dim = normalize_kernel_dimensions(*cudasim.launch_dims(kernel))
         self.settings = settings
         on = settings.checks
-        self.scheduler = Scheduler(None, self.name, "barrier" in on, settings.shuffle_seed)
+        self.scheduler = Scheduler(None, self.name, "barrier" in on, settings.shuffle_seed, settings.deadlock_seconds)
         self.module = SimCUDAModule(self.grid_dim, self.block_dim, self.scheduler)
         self.scheduler.module = self.module
         negative_ok = settings.allow_negative_indices or getattr(kernel, NEGATIVE_OK_ATTR, False)
-        self.memory_checks = MemoryChecks(self.name, "bounds" in on, negative_ok, self.scheduler)
+        self.memory_checks = MemoryChecks(self.name, "bounds" in on, negative_ok, self.scheduler, self.grid_dim,
+                                          self.block_dim)
         self.check_shared = bool(on & {"race", "uninit", "bounds"})
-        self.global_writes = GlobalWriteTracker(self.memory_checks) if "race" in on else None
-        self.check_global = bool(on & {"race", "bounds"})
+        self.track_shared = bool(on & {"race", "uninit"})
+        self.check_global = bool(on & {"race", "bounds", "uninit"})
+        self.global_memory = GlobalMemoryTracker(self.memory_checks, "race" in on, "uninit" in on)
+        self.module._local = LocalMemory(self._wrap_local if "bounds" in on else None)
         self._swapped: dict[int, tuple[dict, dict]] = {}
         self._checked_args = 0
+        self._shared_trackers: list[SharedMemoryTracker] = []
+        self._unchecked_masks: list = []
+        self._thread_indices = block_thread_indices(self.block_dim)
 
     def run(self, args) -> None:
         global _active
+        code = self.fn.__code__
+        names = code.co_varnames[: code.co_argcount]
+        names = [names[i] if i < len(names) else f"arg{i}" for i in range(len(args))]
+        typed, argtypes = kerneltypes.type_launch(self.kernel, args, names) if self.settings.typing else (None, None)
         retr: list = []
-        names = self.kernel.fn.__code__.co_varnames[: self.kernel.fn.__code__.co_argcount]
-        kernel_args = [self._kernel_arg(names[i] if i < len(names) else f"arg{i}", a, retr) for i, a in enumerate(args)]
-        body = functools.partial(self.kernel.fn, *kernel_args)
+        kernel_args = [self._kernel_arg(n, a, retr, argtypes[i] if typed is not None else None)
+                       for i, (n, a) in enumerate(zip(names, args))]
+        if typed is not None:
+            typed.bind(self.module, self.scheduler.spin)
+            body = functools.partial(typed.kernel.function, *kernel_args)
+            cooperative = typed.cooperative
+        else:
+            body = functools.partial(self.fn, *kernel_args)
+            cooperative = _uses_grid_sync(self.fn)
         _active = self
-        block = None
+        blocks = None
         try:
-            self._swap_cuda_module(self.kernel.fn)
-            with np.errstate(divide="raise") if self.kernel._debug else contextlib.nullcontext():
-                for blockIdx in self._block_order():
-                    block = Block(blockIdx, self.block_dim)
-                    self._prepare(block)
-                    self.scheduler.run_block(block, body)
+            if typed is None:
+                self._swap_cuda_module(self.fn)
+            with np.errstate(divide="raise") if cudasim.is_debug(self.kernel) else contextlib.nullcontext():
+                order = self._block_order()
+                count = self.grid_dim[0] * self.grid_dim[1] * self.grid_dim[2]
+                if cooperative and count > max_cooperative_blocks(self.block_dim):
+                    raise ValueError(
+                        f"kernel '{self.name}' synchronises its grid, so its launch is cooperative: all "
+                        f"{count} blocks must be resident at once, and at most "
+                        f"{max_cooperative_blocks(self.block_dim)} blocks of {self.block_dim} threads fit (the "
+                        "GPU's CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE); see "
+                        "kernel.overloads[sig].max_cooperative_grid_blocks(blockdim)")
+                if cooperative:
+                    blocks = [self._block(linear, idx) for linear, idx in order]
+                    self._run(blocks, body)
+                else:
+                    for linear, idx in order:
+                        blocks = [self._block(linear, idx)]
+                        self._run(blocks, body)
+                self.global_memory.report_pending()
         finally:
-            self.scheduler.close(block)
+            self.scheduler.close(blocks)
             _active = None
             for globs, original in self._swapped.values():
                 globs.update(original)
+        for mask in self._unchecked_masks:
+            mask[...] = True  # written by a kernel that ran unchecked: which elements, nobody knows
         for write_back in retr:
             write_back()
 
+    def _run(self, blocks: list[Block], body) -> None:
+        try:
+            self.scheduler.run_blocks(blocks, body)
+            for tracker in self._shared_trackers:
+                tracker.report_pending()
+        except RaceError:
+            raise
+        except Exception as e:
+            # an uninitialised read earlier in this interval is the likelier cause (its value was garbage)
+            for report in [t.report_pending for t in self._shared_trackers] + [self.global_memory.report_pending]:
+                try:
+                    report()
+                except UninitializedReadError as uninit:
+                    if isinstance(e, SimulationError):
+                        uninit.add_note(f"(and then: {type(e).__name__}: {str(e).splitlines()[0]})")
+                    raise uninit from e
+            raise
+        finally:
+            self._shared_trackers.clear()
+
     def call_device(self, kernel, args):
-        """A device function (or a nested launch, which like the stock simulator we run as a call) inside a launch."""
-        self._swap_cuda_module(kernel.fn)
-        return kernel.fn(*args)
+        """A device function (or a nested launch, which like the stock simulator we run as a call) inside a launch,
+        reached from code that was not rewritten (typing off, or a device function passed around as a value)."""
+        fn = cudasim.python_function(kernel)
+        self._swap_cuda_module(fn)
+        return fn(*args)
 
     def _swap_cuda_module(self, fn) -> None:
         # Once per module per launch, not per call as the stock swapped_cuda_module does: device functions are
@@ -120,58 +189,87 @@ class Launch:
         for name in original:
             globs[name] = self.module
 
-    def _block_order(self) -> list[Dim3]:
+    def _block_order(self):
+        """``(linear index, blockIdx)`` of every block in the order they run, made as they are needed (a list of a
+        million ``Dim3`` would cost more than the checkers do)."""
         gx, gy, gz = self.grid_dim
-        order = [Dim3(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
-        if self.scheduler.rng is not None:
-            self.scheduler.rng.shuffle(order)
-        return order
+        count = gx * gy * gz
+        if self.scheduler.rng is None:
+            linears = range(count)
+        else:
+            linears = array("q", range(count))
+            self.scheduler.rng.shuffle(linears)
+        for linear in linears:
+            yield linear, Dim3(linear % gx, linear // gx % gy, linear // (gx * gy))
 
-    def _prepare(self, block: Block) -> None:
-        """Fresh shared memory (and its tracker) for the block about to run."""
-        wrap_shared = wrap_local = None
-        if self.check_shared:
-            on = self.settings.checks
-            tracker = None
-            if on & {"race", "uninit"}:
-                tracker = SharedMemoryTracker(self.memory_checks, "race" in on, "uninit" in on)
+    def _block(self, linear: int, blockIdx: Dim3) -> Block:
+        """A block about to run, with fresh shared memory (its tracker made when it first allocates some)."""
+        block = Block(blockIdx, self.block_dim, linear, self._thread_indices)
+        wrap = self._shared_wrapper(block) if self.check_shared else None
+        block.shared = BlockSharedMemory(cudasim.dynamic_shared_bytes(self.kernel), wrap)
+        return block
+
+    def _shared_wrapper(self, block: Block):
+        """What a block's shared arrays are handed out as: checked arrays reporting to the block's tracker."""
+        checks = self.memory_checks
+        trackers: list = []
+
+        def wrap(raw, label):
+            if not self.track_shared:
+                return CheckedArray(raw, label, checks)
+            if not trackers:
+                on = self.settings.checks
+                tracker = SharedMemoryTracker(checks, "race" in on, "uninit" in on)
+                trackers.append(tracker)
+                self._shared_trackers.append(tracker)
                 block.barrier_hooks.append(tracker.new_epoch)
-            checks = self.memory_checks
+            return TrackedArray(raw, label, checks, trackers[0])
 
-            def wrap_shared(raw, label):
-                if tracker is None:
-                    return CheckedArray(raw, label, checks)
-                return TrackedArray(raw, label, checks, tracker)
+        return wrap
 
-        if "bounds" in self.settings.checks:
-            def wrap_local(raw, label):
-                return CheckedArray(raw, label, self.memory_checks)
+    def _wrap_local(self, raw, label):
+        return CheckedArray(raw, label, self.memory_checks)
 
-        self.module._shared = BlockSharedMemory(self.kernel.dynshared_size, wrap_shared)
-        self.module._local = LocalMemory(wrap_local)
-
-    def _kernel_arg(self, name: str, arg, retr: list):
-        """As the stock simulator converts an argument, then: raw numpy with checks off, a CheckedArray with them on."""
-        _, arg = functools.reduce(
-            lambda ty_val, extension: extension.prepare_args(*ty_val, stream=0, retr=retr),
-            self.kernel.extensions,
-            (None, arg),
-        )
-        if isinstance(arg, np.ndarray) and arg.ndim > 0:
-            arg = InOut(arg).to_device(retr)  # a copy written back after the launch, as on a GPU
-        elif isinstance(arg, ArgHint):
-            arg = arg.to_device(retr)
-        elif isinstance(arg, np.void):
-            return FakeWithinKernelCUDAArray(FakeCUDAArray(arg))
-        if not isinstance(arg, FakeCUDAArray):
-            return arg
-        raw = arg._ary
-        if raw.dtype.fields is not None or raw.ndim == 0:
-            return FakeWithinKernelCUDAArray(arg)  # records keep the stock attribute-style field access
+    def _kernel_arg(self, name: str, arg, retr: list, numba_type):
+        """As the stock simulator converts an argument, then: raw numpy with checks off, a checked array with them
+        on; in a typed kernel, scalars converted to their Numba type's canonical form (``numerics``: numpy
+        integers become Python ints, a declared ``float32`` parameter gets an ``np.float32``)."""
+        value, raw = cudasim.convert_argument(self.kernel, arg, retr)
+        if raw is None:
+            convert = numerics.TO.get(str(numba_type)) if numba_type is not None else None
+            if convert is not None and isinstance(value, (int, float, bool, np.number, np.bool_)):
+                return convert(value)
+            return value
+        declared = getattr(numba_type, "dtype", None)
+        if declared is not None and str(declared) != str(raw.dtype) and str(declared) in numerics.NUMS:
+            raw = raw.view(str(declared))  # a signature's element type: the same bits, read as that type
+        found = cudasim.written_mask(raw)
         if not self.check_global:
+            if found is not None:
+                self._unchecked_masks.append(found[0])
             return raw
         # one address range per argument: each argument is its own copy, as on a GPU
         self._checked_args += 1
-        label = ArrayLabel(name, "global", raw, self._checked_args << GLOBAL_RANGE_BITS)
-        return CheckedArray(raw, label, self.memory_checks, self.global_writes)
+        mask, first = found if found is not None else (None, 0)
+        label = ArrayLabel(name, "global", raw, self._checked_args << GLOBAL_RANGE_BITS, mask, first)
+        tracker = self.global_memory if ("race" in self.settings.checks or mask is not None) else None
+        if mask is not None and "uninit" in self.settings.checks:
+            return GlobalTrackedArray(raw, label, self.memory_checks, self.global_memory)
+        return CheckedArray(raw, label, self.memory_checks, tracker)
 
+
+def _uses_grid_sync(fn, depth: int = 0) -> bool:
+    """Whether a kernel (or a device function it calls) synchronises the grid: then its launch is cooperative.
+    (Typed launches know it from numba; this is for kernels run without the front end.)"""
+    code_names = set(fn.__code__.co_names)
+    for const in fn.__code__.co_consts:
+        if hasattr(const, "co_names"):
+            code_names.update(const.co_names)
+    if "this_grid" in code_names:
+        return True
+    if depth < 8:
+        for name in code_names:
+            device = cudasim.device_function(fn.__globals__.get(name))
+            if device is not None and _uses_grid_sync(device[0], depth + 1):
+                return True
+    return False

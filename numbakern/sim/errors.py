@@ -30,6 +30,14 @@ class BarrierDivergenceError(SimulationError):
     """Threads of one block (or lanes of one warp) wait at different barriers, or some wait while others exited."""
 
 
+class DeadlockError(SimulationError):
+    """The launch can never finish: threads spin on memory no one will write, or wait at a barrier never reached."""
+
+
+class TypingError(SimulationError):
+    """numba-cuda rejects the kernel for these argument types: on a GPU it would not compile."""
+
+
 def site_of(frame) -> tuple:
     """A source location that stays right after the frame has moved on (frames update f_lineno in place)."""
     return (frame.f_code, frame.f_lineno)
@@ -46,9 +54,13 @@ def describe_thread(thread) -> str:
     return f"thread {tuple(thread.threadIdx)} of block {tuple(thread.blockIdx)}"
 
 
-def describe_threads(threads, limit: int = 4) -> str:
-    """'threads (0, 0, 0), (1, 0, 0) and 30 more' — a whole warp or block would drown the message."""
-    ids = [str(tuple(t.threadIdx)) for t in threads]
+def describe_threads(threads, limit: int = 4, blocks: bool = False) -> str:
+    """'threads (0, 0, 0), (1, 0, 0) and 30 more' — a whole warp or block would drown the message. With ``blocks``
+    each thread is named with its block: '(0, 0, 0) of block (1, 0, 0)'."""
+    if blocks:
+        ids = [f"{tuple(t.threadIdx)} of block {tuple(t.blockIdx)}" for t in threads]
+    else:
+        ids = [str(tuple(t.threadIdx)) for t in threads]
     shown = ", ".join(ids[:limit])
     more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
     return f"thread{'s' if len(ids) > 1 else ''} {shown}{more}"

@@ -2,8 +2,8 @@
 
 It extends numba-cuda's ``FakeCUDAModule`` (math helpers, vector types, fp16, ``grid``/``gridsize``) with:
 per-thread indices that the scheduler sets at every switch (the stock module asks ``threading.current_thread()``),
-barriers and warp intrinsics routed to the scheduler, per-block shared memory, and atomics that see through
-checked arrays.
+barriers, grid barriers and every warp intrinsic numba-cuda has, routed to the scheduler, per-block shared memory,
+and atomics that compute as numba-cuda's do and see through checked arrays.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import re
 import sys
 
 import numpy as np
-from numba.cuda.simulator.kernelapi import FakeCUDAAtomic, FakeCUDAModule
 
+from . import numerics
 from .checked_array import ArrayLabel, CheckedArray
+from .cudasim import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule, vector_type_names
 from .dtypes import as_dtype
 from .errors import site_of
 from .warp import FULL_MASK
@@ -32,11 +33,19 @@ class SimCUDAModule(FakeCUDAModule):
     blockIdx = None
     laneid = None
 
+    _const = FakeCUDAConst()
+    _fp16 = FakeCUDAFp16()
+    _local = None  # the engine's LocalMemory
+    _shared = None  # the running block's BlockSharedMemory (the scheduler sets it)
+
     def __init__(self, grid_dim, block_dim, scheduler):
-        super().__init__(grid_dim, block_dim, 0)
+        # FakeCUDAModule.__init__ is not called: it copies a hundred vector types onto every instance (they are
+        # class attributes here, set once) and makes shared memory for a whole launch (numbakern's is per block)
+        self.gridDim = Dim3(*grid_dim)
+        self.blockDim = Dim3(*block_dim)
         self._scheduler = scheduler
         self._cg = _CooperativeGroups(scheduler)
-        self._atomic = CheckedAtomics()
+        self._atomic = CheckedAtomics(scheduler)
 
     # -- barriers ------------------------------------------------------------------------------------------------
 
@@ -53,13 +62,16 @@ class SimCUDAModule(FakeCUDAModule):
     def syncthreads_or(self, predicate):
         return self._scheduler.barrier(site_of(sys._getframe(1)), "or", predicate)
 
-    # -- warp intrinsics -----------------------------------------------------------------------------------------
+    # -- warp intrinsics (results in the GPU's types: masks are uint32, votes bool) -------------------------------
 
     def syncwarp(self, mask=FULL_MASK):
         self._scheduler.warp_collective(site_of(sys._getframe(1)), "syncwarp", mask, None)
 
     def activemask(self):
         return self._scheduler.warp_collective(site_of(sys._getframe(1)), "activemask", 0, None)
+
+    def lanemask_lt(self):
+        return (1 << self.laneid) - 1
 
     def shfl_sync(self, mask, value, src_lane):
         return self._scheduler.warp_collective(site_of(sys._getframe(1)), "shfl_idx", mask, (value, src_lane))
@@ -82,11 +94,40 @@ class SimCUDAModule(FakeCUDAModule):
     def any_sync(self, mask, predicate):
         return self._scheduler.warp_collective(site_of(sys._getframe(1)), "any", mask, bool(predicate))
 
+    def eq_sync(self, mask, predicate):
+        return self._scheduler.warp_collective(site_of(sys._getframe(1)), "eq", mask, bool(predicate))
+
     def match_any_sync(self, mask, value):
         return self._scheduler.warp_collective(site_of(sys._getframe(1)), "match_any", mask, value)
 
     def match_all_sync(self, mask, value):
         return self._scheduler.warp_collective(site_of(sys._getframe(1)), "match_all", mask, value)
+
+    # -- the rest of numba-cuda's device API the stock module lacks or gets wrong --------------------------------
+
+    def fma(self, a, b, c):
+        return numerics.fma(a, b, c)
+
+    def cbrt(self, a):
+        return np.cbrt(a)
+
+    def nanosleep(self, ns):
+        pass
+
+    # cache-hinted loads and stores: plain loads and stores, as far as results go
+    def ldca(self, array, i):
+        return array[i]
+
+    ldcg = ldcs = ldlu = ldcv = ldca
+
+    def stcg(self, array, i, value):
+        array[i] = value
+
+    stcs = stwb = stwt = stcg
+
+
+for _name, _vector_type in vector_type_names().items():
+    setattr(SimCUDAModule, _name, _vector_type)
 
 
 class BlockSharedMemory:
@@ -95,11 +136,14 @@ class BlockSharedMemory:
     With checks on, arrays come wrapped in ``CheckedArray`` (reporting to the block's tracker); off, plain numpy.
     """
 
+    __slots__ = ("_dynamic", "_dynamic_bytes", "_dynamic_views", "_roots", "_static", "_wrap")
+
     def __init__(self, dynamic_bytes: int, wrap):
         self._wrap = wrap  # (array, label) -> what the kernel gets; None for plain numpy
         self._roots = 0  # shared arrays made so far: each gets its own address range in the tracker
         self._static: dict = {}
-        self._dynamic = np.zeros(dynamic_bytes, dtype=np.byte)
+        self._dynamic_bytes = dynamic_bytes
+        self._dynamic = None  # made at the first cuda.shared.array(0, ...): most blocks of most kernels have none
         self._dynamic_views: dict = {}
 
     def array(self, shape, dtype, alignment=None):
@@ -109,6 +153,8 @@ class BlockSharedMemory:
             key = (key, dtype)  # the same call site could view the buffer as another dtype
             res = self._dynamic_views.get(key)
             if res is None:
+                if self._dynamic is None:
+                    self._dynamic = np.zeros(self._dynamic_bytes, dtype=np.byte)
                 dtype = as_dtype(dtype)
                 # the whole buffer in whole elements of this dtype (numpy refuses a partial trailing element)
                 raw = np.frombuffer(self._dynamic.data, dtype=dtype, count=len(self._dynamic) // dtype.itemsize)
@@ -144,29 +190,80 @@ class LocalMemory:
 
 
 class CheckedAtomics(FakeCUDAAtomic):
-    """The stock atomics, applied to the raw array behind a CheckedArray (so they are not seen as plain stores)."""
+    """``cuda.atomic.*`` as numba-cuda computes them: the value converted to the array's type first, integers
+    wrapping around, the old value returned in its canonical form; on checked arrays they are reported as atomics
+    (never races) rather than plain stores. Threads of one launch share one OS thread: no locks are needed. Each
+    one counts as a pass of a spin loop (spin-waits poll with atomics), so a wait no one ends is found even in a
+    kernel run without the front end."""
+
+    def __init__(self, scheduler):
+        self._scheduler = scheduler
 
 
-def _see_through(name):
-    stock = getattr(FakeCUDAAtomic, name)
-
-    def atomic(self, array, index, *values):
+def _atomic(name, update):
+    def atomic(self, array, index, val):
+        self._scheduler.spin(2)
         if isinstance(array, CheckedArray):
             array = array._atomic_target(index)
-        return stock(self, array, index, *values)
+        return _apply(array, index, val, update)
 
     atomic.__name__ = name
     return atomic
 
 
-def _compare_and_swap(self, array, old, val):
+def _apply(array, index, val, update):
+    dtype = array.dtype
+    old = array[index]
+    if dtype.kind in "iu":
+        old = int(old)
+        array[index] = numerics.WRAP[dtype.name](update(old, int(val)))
+        return old
+    val = dtype.type(val)
+    array[index] = update(old, val)
+    return old
+
+
+def _inc(old, val):
+    return 0 if old >= val else old + 1
+
+
+def _dec(old, val):
+    return val if old == 0 or old > val else old - 1
+
+
+def _nanmax(old, val):
+    return val if old != old else old if val != val else max(old, val)
+
+
+def _nanmin(old, val):
+    return val if old != old else old if val != val else min(old, val)
+
+
+for _name, _update in (
+    ("add", lambda o, v: o + v), ("sub", lambda o, v: o - v), ("and_", lambda o, v: o & v),
+    ("or_", lambda o, v: o | v), ("xor", lambda o, v: o ^ v), ("inc", _inc), ("dec", _dec),
+    ("exch", lambda o, v: v), ("max", max), ("min", min), ("nanmax", _nanmax), ("nanmin", _nanmin),
+):
+    setattr(CheckedAtomics, _name, _atomic(_name, _update))
+
+
+def _cas(self, array, index, old, val):
+    self._scheduler.spin(2)
     if isinstance(array, CheckedArray):
-        array = array._atomic_target((0,) * array.ndim)
-    return FakeCUDAAtomic.compare_and_swap(self, array, old, val)
+        array = array._atomic_target(index)
+    loaded = array[index]
+    if array.dtype.kind in "iu":
+        loaded = int(loaded)
+    if loaded == old:
+        array[index] = val
+    return loaded
 
 
-for _name in ("add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax", "nanmin", "cas"):
-    setattr(CheckedAtomics, _name, _see_through(_name))
+def _compare_and_swap(self, array, old, val):
+    return _cas(self, array, (0,) * array.ndim, old, val)
+
+
+CheckedAtomics.cas = _cas
 CheckedAtomics.compare_and_swap = _compare_and_swap
 
 
@@ -175,8 +272,8 @@ class _GridGroup:
         self._scheduler = scheduler
 
     def sync(self):
-        # like the stock simulator: a cooperative grid has one block, so a grid sync is a block barrier
-        self._scheduler.barrier(site_of(sys._getframe(1)))
+        # every block of a cooperative launch is resident (the engine runs them together): a grid-wide barrier
+        self._scheduler.grid_barrier(site_of(sys._getframe(1)))
 
 
 class _CooperativeGroups:

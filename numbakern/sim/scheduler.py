@@ -1,21 +1,32 @@
-"""The cooperative block scheduler: every CUDA thread of a block is a greenlet, all in one OS thread.
+"""The cooperative scheduler: every CUDA thread is a greenlet, all in one OS thread.
 
-A thread runs until it reaches a barrier (``syncthreads*``) or a warp intrinsic, then switches back to the
-scheduler. When no thread can run, the scheduler first completes warp intrinsics whose participating lanes have
-all arrived (warp lockstep), then releases a block barrier once every live thread waits at one. There is no
-polling and no OS-thread hand-off, which is where the stock simulator spends its time.
+A thread runs until it reaches a barrier (``syncthreads*``, a grid-wide ``sync()``), a warp intrinsic, or the
+``spin`` tick a typed kernel calls on every pass of a ``while`` loop, then switches back to the scheduler. When
+no thread can run, the scheduler completes warp intrinsics whose participating lanes have all arrived (warp
+lockstep), releases a block barrier once every live thread of the block waits at one, and a grid barrier once
+every live thread of the launch does. There is no polling and no OS-thread hand-off.
+
+Blocks normally run one after the other (``run_blocks([block])``); a cooperative launch (a kernel that uses
+``cuda.cg.this_grid().sync()``) runs all its blocks together, as the driver requires them all to be resident.
+
+A thread in a ``while`` loop yields every ``SPIN_QUANTUM`` passes so that the thread it waits for can run. If
+every thread still able to run only spins, and for ``deadlock_seconds`` no thread finishes, arrives at a barrier
+or has a barrier or warp intrinsic completed, the launch can never finish: ``DeadlockError``.
 """
 
 from __future__ import annotations
 
 import functools
 import random
+import sys
+import time
 
 from greenlet import greenlet
-from numba.cuda.simulator.kernelapi import Dim3
 
+from .cudasim import Dim3
 from .errors import (
     BarrierDivergenceError,
+    DeadlockError,
     SimulationError,
     describe_site,
     describe_threads,
@@ -23,7 +34,11 @@ from .errors import (
 from .warp import COLLECTIVES, WARP_SIZE
 
 BARRIER = "barrier"
+GRID = "grid"
 WARP = "warp"
+SPIN = "spin"
+#: while-loop passes between a spinning thread's yields to the scheduler
+SPIN_QUANTUM = 1024
 _FINISHED = object()  # what a worker greenlet switches to the scheduler with when its thread has returned
 
 
@@ -37,45 +52,66 @@ class Warp:
 
 
 class SimThread:
-    __slots__ = ("block", "blockIdx", "finished", "glet", "lane", "resume", "threadIdx", "wait", "warp")
+    __slots__ = ("block", "blockIdx", "finished", "glet", "lane", "linear", "resume", "spins", "threadIdx",
+                 "wait", "warp")
 
     def __init__(self, threadIdx: Dim3, block: Block, linear: int):
         self.threadIdx = threadIdx
         self.blockIdx = block.blockIdx
         self.block = block
+        self.linear = linear  # x fastest, then y, then z
         self.lane = linear % WARP_SIZE
         self.warp = block.warps[linear // WARP_SIZE]
         self.warp.lanes.append(self)
         self.glet = None
-        self.wait = None  # (BARRIER, site, op, value) or (WARP, site, kind, mask, operand) while blocked
+        self.wait = None  # (BARRIER|GRID, site, op, value), (WARP, site, kind, mask, operand) or (SPIN, site)
         self.resume = None  # what the blocking call returns when the thread resumes
         self.finished = False
+        self.spins = 0
+
+    @property
+    def global_id(self) -> int:
+        """The thread's index in the whole launch (block-major): how trackers remember it without holding it."""
+        return self.block.linear * self.block.size + self.linear
 
 
 class Block:
-    def __init__(self, blockIdx: Dim3, block_dim: tuple[int, int, int]):
+    __slots__ = ("blockIdx", "epoch", "barrier_hooks", "linear", "shared", "size", "threads", "warps")
+
+    def __init__(self, blockIdx: Dim3, block_dim: tuple[int, int, int], linear: int = 0, thread_indices=None):
         self.blockIdx = blockIdx
-        bx, by, bz = block_dim
-        count = bx * by * bz
+        self.linear = linear
+        if thread_indices is None:
+            thread_indices = block_thread_indices(block_dim)
+        count = self.size = len(thread_indices)
         self.warps = [Warp(w) for w in range((count + WARP_SIZE - 1) // WARP_SIZE)]
-        self.threads = [
-            SimThread(Dim3(x, y, z), self, x + bx * (y + by * z))
-            for z in range(bz) for y in range(by) for x in range(bx)
-        ]
+        self.threads = [SimThread(idx, self, linear) for linear, idx in enumerate(thread_indices)]
         self.epoch = 0  # completed block barriers
         self.barrier_hooks: list = []  # called at every barrier release (the race checker starts a new epoch)
+        self.shared = None  # the block's shared memory (set by the engine)
+
+
+def block_thread_indices(block_dim: tuple[int, int, int]) -> list[Dim3]:
+    """Every thread's ``threadIdx`` in linear order (x fastest): the same for every block of a launch."""
+    bx, by, bz = block_dim
+    return [Dim3(x, y, z) for z in range(bz) for y in range(by) for x in range(bx)]
 
 
 class Scheduler:
-    def __init__(self, module, kernel_name: str, check_barriers: bool, shuffle_seed: int | None):
+    def __init__(self, module, kernel_name: str, check_barriers: bool, shuffle_seed: int | None,
+                 deadlock_seconds: float = 5.0):
         # the fake cuda module, whose threadIdx/laneid it sets at every switch (None until the engine has built it)
         self.current: SimThread | None = None
         self.module = module
         self._kernel_name = kernel_name
         self._check_barriers = check_barriers
         self.rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
+        self.deadlock_seconds = deadlock_seconds
+        self.grid_epoch = 0  # completed grid barriers
+        self.grid_hooks: list = []
         self._hub = None
         self._idle_workers: list[greenlet] = []
+        self._blocks: list[Block] = []
 
     # -- called by the running thread (through the fake cuda module) ---------------------------------------------
 
@@ -83,25 +119,50 @@ class Scheduler:
         self.current.wait = (BARRIER, site, op, value)
         return self._hub.switch()
 
+    def grid_barrier(self, site):
+        self.current.wait = (GRID, site, None, None)
+        return self._hub.switch()
+
     def warp_collective(self, site, kind: str, mask: int, operand):
         self.current.wait = (WARP, site, kind, int(mask) & 0xFFFFFFFF, operand)
         return self._hub.switch()
 
+    def spin(self, depth: int = 1):
+        """A pass of a ``while`` loop (or an atomic: spin-waits use them): every ``SPIN_QUANTUM`` passes, let the
+        other threads run. ``depth`` is how many frames up the kernel's line is."""
+        t = self.current
+        t.spins += 1
+        if t.spins % SPIN_QUANTUM == 0:
+            frame = sys._getframe(depth)
+            t.wait = (SPIN, (frame.f_code, frame.f_lineno))
+            self._hub.switch()
+
     # -- the scheduling loop --------------------------------------------------------------------------------------
 
-    def run_block(self, block: Block, body) -> None:
-        """Run ``body()`` once per thread of ``block``, switching threads at barriers and warp intrinsics."""
+    def run_blocks(self, blocks: list[Block], body) -> None:
+        """Run ``body()`` once per thread of ``blocks``, switching threads at barriers, warp intrinsics and spins."""
         self._hub = greenlet.getcurrent()
-        self.module.blockIdx = block.blockIdx
-        runnable = list(block.threads)
+        self._blocks = blocks
         module = self.module
+        several = len(blocks) > 1
+        if not several:
+            module.blockIdx = blocks[0].blockIdx
+            module._shared = blocks[0].shared
+        runnable = [t for b in blocks for t in b.threads] if several else list(blocks[0].threads)
+        alive = len(runnable)
         idle = self._idle_workers
+        stalled_since = None
         while runnable:
             if self.rng is not None:
                 self.rng.shuffle(runnable)
+            spinning = []
+            progressed = False
             for t in runnable:
                 module.threadIdx = t.threadIdx
                 module.laneid = t.lane
+                if several:
+                    module.blockIdx = t.blockIdx
+                    module._shared = t.block.shared
                 self.current = t
                 value, t.resume, t.wait = t.resume, None, None
                 if t.glet is None:
@@ -116,11 +177,30 @@ class Scheduler:
                     t.finished = True
                     idle.append(t.glet)
                     t.glet = None
-            runnable = self._settle(block)
+                    progressed = True
+                    alive -= 1
+                elif t.wait[0] is SPIN:
+                    spinning.append(t)
+                else:
+                    progressed = True
+            if not alive:
+                return
+            released = self._settle(blocks, spinning)
+            if released:
+                progressed = True
+            if spinning and not progressed:
+                now = time.perf_counter()
+                if stalled_since is None:
+                    stalled_since = now
+                elif now - stalled_since > self.deadlock_seconds:
+                    raise self._deadlock(blocks, spinning, now - stalled_since)
+            else:
+                stalled_since = None
+            runnable = spinning + released
 
-    def close(self, block: Block | None) -> None:
+    def close(self, blocks) -> None:
         """End the launch's greenlets: the idle workers, and (after an error) those of threads left waiting."""
-        stranded = [t.glet for t in block.threads if t.glet is not None] if block is not None else []
+        stranded = [t.glet for b in blocks or () for t in b.threads if t.glet is not None]
         for worker in self._idle_workers + stranded:
             if not worker.dead:
                 worker.throw()  # GreenletExit: unwinds the kernel frames it holds
@@ -133,24 +213,60 @@ class Scheduler:
             body()
             self._hub.switch(_FINISHED)
 
-    def _settle(self, block: Block) -> list[SimThread]:
-        """Nothing can run: complete what the waiting threads wait for; return the threads that may go on."""
-        alive = [t for t in block.threads if not t.finished]
-        if not alive:
-            return []
-        at_warp_intrinsic = [t for t in alive if t.wait[0] is WARP]
-        if not at_warp_intrinsic:
-            return self._release_barrier(block, alive)
-        released = self._complete_warp_collectives(at_warp_intrinsic)
-        if released:
-            return released
-        # lanes named in a warp intrinsic's mask wait at a block barrier instead: on a GPU, a hang
-        at_barrier = [t for t in alive if t.wait[0] is BARRIER]
-        raise BarrierDivergenceError(
-            f"in kernel '{self._kernel_name}', block {tuple(block.blockIdx)}: {describe_threads(at_warp_intrinsic)} "
-            f"wait at a warp intrinsic at {describe_site(at_warp_intrinsic[0].wait[1])} for lanes named in its mask, "
-            f"but {describe_threads(at_barrier)} wait at syncthreads() at {describe_site(at_barrier[0].wait[1])}"
-        )
+    def _settle(self, blocks: list[Block], spinning: list[SimThread]) -> list[SimThread]:
+        """Nothing can run but spinning threads: complete what the waiting threads wait for; return the threads
+        that may go on (besides the spinning ones)."""
+        released: list[SimThread] = []
+        at_grid: list[SimThread] = []
+        blocked = False
+        for block in blocks:
+            alive = [t for t in block.threads if not t.finished]
+            if not alive:
+                continue
+            waiting = [t for t in alive if t.wait is not None and t.wait[0] is not SPIN]
+            if not waiting:
+                continue
+            at_warp_intrinsic = [t for t in waiting if t.wait[0] is WARP]
+            if at_warp_intrinsic:
+                done = self._complete_warp_collectives(at_warp_intrinsic)
+                if done:
+                    released += done
+                    continue
+            if len(waiting) < len(alive):
+                blocked = True  # some threads of the block still spin: they may yet arrive
+                continue
+            kinds = {t.wait[0] for t in waiting}
+            if kinds == {BARRIER}:
+                released += self._release_barrier(block, waiting)
+            elif kinds == {GRID}:
+                at_grid += waiting
+            elif WARP in kinds and BARRIER in kinds:
+                # lanes named in a warp intrinsic's mask wait at a block barrier instead: on a GPU, a hang
+                at_warp = [t for t in waiting if t.wait[0] is WARP]
+                at_barrier = [t for t in waiting if t.wait[0] is BARRIER]
+                raise BarrierDivergenceError(
+                    f"in kernel '{self._kernel_name}', block {tuple(block.blockIdx)}: {describe_threads(at_warp)} "
+                    f"wait at a warp intrinsic at {describe_site(at_warp[0].wait[1])} for lanes named in its mask, "
+                    f"but {describe_threads(at_barrier)} wait at syncthreads() at "
+                    f"{describe_site(at_barrier[0].wait[1])}"
+                )
+            elif GRID in kinds:
+                at_g = [t for t in waiting if t.wait[0] is GRID]
+                other = [t for t in waiting if t.wait[0] is not GRID]
+                raise BarrierDivergenceError(
+                    f"in kernel '{self._kernel_name}', block {tuple(block.blockIdx)}: {describe_threads(at_g)} wait "
+                    f"at the grid barrier at {describe_site(at_g[0].wait[1])} while {describe_threads(other)} wait at "
+                    f"{describe_site(other[0].wait[1])}; every thread of the grid must reach the same grid.sync()"
+                )
+            else:
+                blocked = True
+        if at_grid and not blocked and not spinning and not released:
+            released += self._release_grid_barrier(blocks, at_grid)
+        if not released and not spinning:
+            stuck = [t for b in blocks for t in b.threads if not t.finished]
+            if stuck:
+                raise self._deadlock(blocks, [], None)
+        return released
 
     def _release_barrier(self, block: Block, waiting: list[SimThread]) -> list[SimThread]:
         if self._check_barriers:
@@ -166,6 +282,32 @@ class Scheduler:
                 t.resume = int(any(values))
         block.epoch += 1
         for hook in block.barrier_hooks:
+            hook()
+        return waiting
+
+    def _release_grid_barrier(self, blocks: list[Block], waiting: list[SimThread]) -> list[SimThread]:
+        exited = [t for b in blocks for t in b.threads if t.finished]
+        if exited and self._check_barriers:
+            raise BarrierDivergenceError(
+                f"in kernel '{self._kernel_name}': {describe_threads(waiting, blocks=True)} wait at the grid barrier "
+                f"at {describe_site(waiting[0].wait[1])} but {describe_threads(exited, blocks=True)} already exited "
+                "the kernel; grid.sync() must be reached by every thread of the grid (on the GPU this hangs)"
+            )
+        sites = {t.wait[1] for t in waiting}
+        if len(sites) > 1 and self._check_barriers:
+            a = waiting[0]
+            b = next(t for t in waiting if t.wait[1] != a.wait[1])
+            raise BarrierDivergenceError(
+                f"in kernel '{self._kernel_name}': threads wait at different grid barriers: thread "
+                f"{tuple(a.threadIdx)} of block {tuple(a.blockIdx)} at {describe_site(a.wait[1])} and thread "
+                f"{tuple(b.threadIdx)} of block {tuple(b.blockIdx)} at {describe_site(b.wait[1])}"
+            )
+        self.grid_epoch += 1
+        for block in blocks:
+            block.epoch += 1
+            for hook in block.barrier_hooks:
+                hook()
+        for hook in self.grid_hooks:
             hook()
         return waiting
 
@@ -230,6 +372,34 @@ class Scheduler:
                 f"different warp intrinsics: lane {a.lane} at {a.wait[2]} ({describe_site(a.wait[1])}) and lane "
                 f"{b.lane} at {b.wait[2]} ({describe_site(b.wait[1])})"
             )
+
+    def _deadlock(self, blocks: list[Block], spinning: list[SimThread], seconds: float | None) -> DeadlockError:
+        several = len(blocks) > 1
+        alive = [t for b in blocks for t in b.threads if not t.finished]
+        parts = []
+        if spinning:
+            by_site: dict = {}
+            for t in spinning:
+                by_site.setdefault(t.wait[1], []).append(t)
+            for site, ts in by_site.items():
+                parts.append(f"{describe_threads(ts, blocks=several)} spin in the loop at {describe_site(site)}")
+        waiting: dict = {}
+        for t in alive:
+            if t.wait is not None and t.wait[0] is not SPIN:
+                what = {BARRIER: "syncthreads()", GRID: "the grid barrier", WARP: f"{t.wait[2]}"}.get(t.wait[0])
+                waiting.setdefault((what, t.wait[1]), []).append(t)
+        for (what, site), ts in waiting.items():
+            parts.append(f"{describe_threads(ts, blocks=several)} wait at {what} at {describe_site(site)}")
+        where = f"block {tuple(blocks[0].blockIdx)}" if not several else f"a cooperative launch of {len(blocks)} blocks"
+        if seconds is not None:
+            why = (f"for {seconds:.1f} s no thread finished, reached a barrier or was released from one: what the "
+                   "spinning threads wait for can never happen (on a GPU this kernel hangs)")
+            hint = (" If the loop is a long computation rather than a wait, raise the budget: "
+                    "numbakern.sim.configure(deadlock_seconds=...) or NUMBAKERN_SIM_DEADLOCK_SECONDS.")
+        else:
+            why = "every live thread waits and nothing they wait for can complete (on a GPU this kernel hangs)"
+            hint = ""
+        return DeadlockError(f"in kernel '{self._kernel_name}', {where}: {why}:\n  " + "\n  ".join(parts) + hint)
 
 
 def _naming_thread(e: Exception, t: SimThread) -> Exception:

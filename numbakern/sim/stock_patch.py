@@ -14,10 +14,9 @@ from .dtypes import as_dtype
 
 
 def apply() -> None:
-    from numba.cuda.simulator import kernelapi
+    from .cudasim import patch_stock_arrays
 
-    kernelapi.FakeCUDAShared.array = _shared_array
-    kernelapi.FakeCUDALocal.array = _local_array
+    patch_stock_arrays(_shared_array, _local_array)
 
 
 def _shared_array(self, shape, dtype, alignment=None):

@@ -1,7 +1,8 @@
 """What warp intrinsics return, once every participating lane has arrived (the scheduler decides when).
 
 Each function gets the participating lanes (``SimThread``s with ``lane`` and the ``value`` they passed) and
-returns one result per lane, in the same order.
+returns one result per lane, in the same order, in numba-cuda's types (canonical, see ``numerics``): ballots and
+match masks are int32 (lane 31 is the sign bit), ``activemask`` and ``lanemask_lt`` uint32, votes bool.
 """
 
 from __future__ import annotations
@@ -31,21 +32,31 @@ def shuffle(kind: str, lanes, operands) -> list:
     return results
 
 
+def _int32(bits: int) -> int:
+    # numba-cuda types ballot_sync and match_*_sync as int32: lane 31's bit is the sign bit
+    return bits - (1 << 32) if bits & 0x80000000 else bits
+
+
 def ballot(lanes, predicates) -> list:
     bits = 0
     for t, p in zip(lanes, predicates):
         if p:
             bits |= 1 << t.lane
-    return [bits] * len(lanes)
+    return [_int32(bits)] * len(lanes)
 
 
 def vote_all(lanes, predicates) -> list:
-    result = int(all(predicates))
+    result = all(predicates)
     return [result] * len(lanes)
 
 
 def vote_any(lanes, predicates) -> list:
-    result = int(any(predicates))
+    result = any(predicates)
+    return [result] * len(lanes)
+
+
+def vote_eq(lanes, predicates) -> list:
+    result = all(predicates) or not any(predicates)
     return [result] * len(lanes)
 
 
@@ -53,13 +64,13 @@ def match_any(lanes, values) -> list:
     by_value: dict = {}
     for t, v in zip(lanes, values):
         by_value[v] = by_value.get(v, 0) | (1 << t.lane)
-    return [by_value[v] for v in values]
+    return [_int32(by_value[v]) for v in values]
 
 
 def match_all(lanes, values) -> list:
     bits = sum(1 << t.lane for t in lanes)
     same = all(v == values[0] for v in values)
-    return [(bits, 1) if same else (0, 0)] * len(lanes)
+    return [(_int32(bits), True) if same else (0, False)] * len(lanes)
 
 
 def mask_bits(lanes) -> int:
@@ -74,6 +85,7 @@ COLLECTIVES = {
     "ballot": ballot,
     "all": vote_all,
     "any": vote_any,
+    "eq": vote_eq,
     "match_any": match_any,
     "match_all": match_all,
     "syncwarp": lambda lanes, ops: [None] * len(lanes),

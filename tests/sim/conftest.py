@@ -1,4 +1,5 @@
-"""Everything under tests/sim exercises numbakern's simulator: it runs in simulator mode and skips with --gpu."""
+"""Everything under tests/sim exercises numbakern's simulator: it runs in simulator mode and skips with --gpu, but
+for the tests marked ``gpu`` (comparisons of the simulator with a GPU), which run only with --gpu."""
 
 from pathlib import Path
 
@@ -9,5 +10,5 @@ HERE = Path(__file__).parent
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if HERE in Path(str(item.fspath)).parents:
+        if HERE in Path(str(item.fspath)).parents and item.get_closest_marker("gpu") is None:
             item.add_marker(pytest.mark.sim)

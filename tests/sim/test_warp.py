@@ -9,11 +9,17 @@ from numba import cuda
 from numbakern import sim
 
 FULL = 0xFFFFFFFF
+SEED = 20261125
 
 
 @pytest.fixture
 def x():
-    return (np.random.default_rng().random(64) + 0.5).astype(np.float32)  # two warps, never zero
+    return (np.random.default_rng(SEED).random(64) + 0.5).astype(np.float32)  # two warps, never zero
+
+
+def _int32(bits: int) -> int:
+    """A lane mask as numba-cuda's int32 ballot/match result holds it (lane 31 is the sign bit)."""
+    return bits - (1 << 32) if bits & 0x80000000 else bits
 
 
 def _lanes(n):
@@ -79,8 +85,8 @@ def test_votes_and_laneid(x):
         votes[1, n](x, ballot, all_, any_, lane)
     for w in range(2):
         chunk = x[32 * w : 32 * (w + 1)]
-        expected_bits = sum(1 << i for i in range(32) if chunk[i] > 1.0)
-        assert (ballot[32 * w : 32 * (w + 1)] == expected_bits).all()
+        expected_bits = _int32(sum(1 << i for i in range(32) if chunk[i] > 1.0))
+        assert (ballot[32 * w : 32 * (w + 1)] == expected_bits).all(), f"seed {SEED}"
         assert (all_[32 * w : 32 * (w + 1)] == 1).all()
         assert (any_[32 * w : 32 * (w + 1)] == int((chunk > 1.4).any())).all()
     np.testing.assert_array_equal(lane, _lanes(n))
@@ -188,11 +194,31 @@ def matches(x, any_out, all_out, all_pred):
 
 
 def test_match_any_and_all():
-    keys = np.random.default_rng().integers(1, 4, size=32).astype(np.int32)
+    keys = np.random.default_rng(SEED).integers(1, 4, size=32).astype(np.int32)
     any_out, all_out, all_pred = (np.zeros(32, np.int64) for _ in range(3))
     with sim.checks("all"):
         matches[1, 32](keys, any_out, all_out, all_pred)
     for lane in range(32):
-        assert any_out[lane] == sum(1 << j for j in range(32) if keys[j] == keys[lane])
+        assert any_out[lane] == _int32(sum(1 << j for j in range(32) if keys[j] == keys[lane])), f"seed {SEED}"
     same = (keys == keys[0]).all()
-    assert (all_out == (FULL if same else 0)).all() and (all_pred == int(same)).all()
+    assert (all_out == (-1 if same else 0)).all() and (all_pred == int(same)).all()
+
+
+@cuda.jit
+def vote_types(x, eq, any_, lanemask):
+    t = cuda.threadIdx.x
+    eq[t] = cuda.eq_sync(FULL, x[t] > np.float32(1.0))  # true when every lane's predicate is the same
+    any_[t] = cuda.any_sync(FULL, x[t] > np.float32(1.0))
+    lanemask[t] = cuda.lanemask_lt()
+
+
+def test_eq_sync_any_sync_and_lanemask_lt(x):
+    eq, any_, lanemask = np.zeros(64, np.int32), np.zeros(64, np.int32), np.zeros(64, np.int64)
+    same = x.copy()
+    same[:32] = 2.0  # the first warp agrees, the second (random values) does not
+    with sim.checks("all"):
+        vote_types[1, 64](same, eq, any_, lanemask)
+    second = same[32:] > 1.0
+    assert (eq[:32] == 1).all() and (eq[32:] == int(second.all() or not second.any())).all(), f"seed {SEED}"
+    assert (any_[32:] == int(second.any())).all()
+    np.testing.assert_array_equal(lanemask, (1 << _lanes(64)) - 1)

@@ -1,0 +1,128 @@
+"""numba-cuda's own compiler, run without a GPU, with every IR expression tagged by the bytecode instruction that
+made it (helper process only: it needs numba's real CUDA target).
+
+``compile_kernel`` is what a launch on a GPU does before anything runs: numba-cuda's front end (type inference)
+and lowering to LLVM IR for the kernel and every device function it calls, at a fixed compute capability. A
+kernel it rejects raises numba's own error. Lowering is included because some rejections happen there only (a
+Python list needs NRT, which CUDA kernels do not have). NVVM (LLVM IR to PTX) is left out unless asked for: it
+costs about as much again and rejects almost nothing the earlier stages accept.
+
+Each IR expression's ``loc.col`` carries ``(code index, bytecode offset)`` packed into one int: numba records
+only lines, and the simulator needs to know which AST node (down to the column) each typed operation is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+#: the compute capability kernels are typed and lowered for (typing does not depend on it)
+TYPING_CC = (9, 0)
+
+#: col = code index * CODE_STRIDE + numba's bytecode offset
+CODE_STRIDE = 1 << 24
+
+
+class CodeRegistry:
+    """The code objects whose instructions tagged the IR (a kernel, its device functions, inlined closures)."""
+
+    def __init__(self):
+        self.codes: list = []
+        self._index: dict[int, int] = {}
+
+    def index(self, code) -> int:
+        i = self._index.get(id(code))
+        if i is None:
+            i = self._index[id(code)] = len(self.codes)
+            self.codes.append(code)
+        return i
+
+    def position(self, col):
+        """The source span ``(line, col, end line, end col)`` of the instruction that ``col`` names, or None."""
+        if col is None or col < 0:
+            return None
+        from numba.cuda.core.bytecode import _FIXED_OFFSET
+
+        code_index, offset = divmod(col, CODE_STRIDE)
+        if code_index >= len(self.codes):
+            return None
+        positions = _positions(self.codes[code_index])
+        i = (offset - _FIXED_OFFSET) // 2
+        if not 0 <= i < len(positions):
+            return None
+        pos = positions[i]
+        return None if None in pos else (pos[0], pos[2], pos[1], pos[3])
+
+
+_position_cache: dict[int, tuple] = {}
+
+
+def _positions(code) -> list:
+    cached = _position_cache.get(id(code))
+    if cached is None or cached[0] is not code:
+        cached = _position_cache[id(code)] = (code, list(code.co_positions()))
+    return cached[1]
+
+
+@contextlib.contextmanager
+def tagged_locations(registry: CodeRegistry):
+    """Numba's bytecode interpreter tags each IR node's location with its instruction (see the module doc), and
+    type inference keeps the error it caught as the ``__cause__`` of the one it raises (numba does that only in its
+    developer mode): the caught error's traceback holds the location of the failing operation."""
+    from numba.cuda.core import interpreter, ir, typeinfer
+
+    original = interpreter.Interpreter._dispatch
+    chain = typeinfer.utils.chain_exception
+
+    def _dispatch(self, inst, kws):
+        col = registry.index(self.func_id.code) * CODE_STRIDE + inst.offset
+        self.loc = ir.Loc(self.loc.filename, self.loc.line, col=col)
+        return original(self, inst, kws)
+
+    def chain_exception(new_exc, old_exc):
+        new_exc.__cause__ = old_exc
+        return new_exc
+
+    interpreter.Interpreter._dispatch = _dispatch
+    typeinfer.utils.chain_exception = chain_exception
+    try:
+        yield
+    finally:
+        interpreter.Interpreter._dispatch = original
+        typeinfer.utils.chain_exception = chain
+
+
+@contextlib.contextmanager
+def cuda_typing(cc=TYPING_CC):
+    """Numba's CUDA target active, and the current-device lookup answered without a driver (typing a call to a
+    device function asks the device for its compute capability)."""
+    from numba.cuda import dispatcher, utils
+
+    class _Device:
+        compute_capability = cc
+
+    saved = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: _Device()
+    logger = logging.getLogger("numba.cuda.core")
+    level = logger.level
+    # numba-cuda 0.30's front end raises TypeError when its DEBUG logging is on (it passes numba core's
+    # `lazy_func` keyword on to pprint.pformat): keep that logger at INFO while compiling
+    logger.setLevel(max(level, logging.INFO))
+    try:
+        with utils.numba_target_override():
+            yield
+    finally:
+        dispatcher.get_current_device = saved
+        logger.setLevel(level)
+
+
+def compile_kernel(pyfunc, argtypes: tuple, registry: CodeRegistry, cc=TYPING_CC, ptx: bool = False):
+    """numba-cuda's compile of ``pyfunc`` as a kernel for ``argtypes``; raises numba's error if it rejects it."""
+    from numba.cuda import types
+    from numba.cuda.compiler import compile_cuda
+
+    with cuda_typing(cc), tagged_locations(registry):
+        cres = compile_cuda(pyfunc, types.void, tuple(argtypes), cc=cc)
+        if ptx:
+            cres.library.get_asm_str(cc=cc)
+    return cres

@@ -1,0 +1,183 @@
+"""Every launch typed by numba-cuda's own front end before any thread runs.
+
+For the launch's argument types the front end (``numbakern.frontend``, a helper process with the real CUDA
+target, cached on disk) either rejects the kernel, which is then a ``TypingError`` naming numba's reason and the
+kernel's own line, or returns its facts, from which ``typed`` builds the kernel that computes with Numba's types.
+
+Like numba-cuda's dispatcher, a kernel object is typed once per set of argument types, and the module constants and
+closure values it reads are frozen then (numpy arrays copied): changing them later in the process changes nothing,
+on a GPU as here. The disk cache's key includes those values, so the next process sees the new ones.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import warnings
+import weakref
+
+import numpy as np
+
+from . import cudasim, typed
+from .errors import TypingError
+
+_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel object -> {argtypes: outcome}
+
+
+class Rejected:
+    """numba-cuda rejects the kernel: the message a ``TypingError`` carries."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+
+def type_launch(kernel, args, arg_names) -> tuple[typed.TypedKernel | None, tuple]:
+    """The typed kernel for this launch (None: run the kernel as written) and the argument types it was typed
+    for; raises ``TypingError`` if numba-cuda rejects it."""
+    argtypes = argument_types(kernel, args, arg_names)
+    declared, specialized = cudasim.declared_signatures(kernel)
+    if declared and specialized:
+        argtypes = _the_signature(kernel, declared[0], argtypes, arg_names)
+    elif declared:
+        argtypes = _matching_signature(kernel, declared, argtypes)
+    per_kernel = _memo.get(kernel)
+    if per_kernel is None:
+        per_kernel = _memo[kernel] = {}
+    outcome = per_kernel.get(argtypes, _MISSING)
+    if outcome is _MISSING:
+        outcome = per_kernel[argtypes] = _type(kernel, argtypes, arg_names)
+    if isinstance(outcome, Rejected):
+        raise TypingError(outcome.message)
+    return outcome, argtypes
+
+
+def _the_signature(kernel, sig: tuple, actual: tuple, arg_names) -> tuple:
+    """A kernel declared with one signature: numba-cuda launches it without checking the arguments' types, passing
+    an array's memory as the declared element type (a uint32 array read as int32 is the same bits). Memory of
+    another element size or rank cannot be read that way: that is refused here rather than read as garbage."""
+    from numba.cuda import types
+
+    if len(sig) != len(actual):
+        raise TypingError(f"kernel '{kernel.fn.__name__}' was declared for {len(sig)} arguments, launched with "
+                          f"{len(actual)}")
+    def same_size(a, b) -> bool:
+        from numba.cuda.np.numpy_support import as_dtype
+
+        try:
+            return a == b or as_dtype(a).itemsize == as_dtype(b).itemsize
+        except Exception:  # noqa: BLE001 - no numpy equivalent: only the same type will do
+            return False
+
+    for name, want, have in zip(arg_names, sig, actual):
+        if isinstance(want, types.Array) != isinstance(have, types.Array) or isinstance(want, types.Array) and (
+                want.ndim != have.ndim or not same_size(want.dtype, have.dtype)):
+            raise TypingError(
+                f"kernel '{kernel.fn.__name__}': argument '{name}' is {have} but the kernel was declared for {want}: "
+                "numba-cuda would pass its memory as that type without a check (wrong elements on the GPU)")
+    return tuple(sig)
+
+
+def _matching_signature(kernel, declared: list, actual: tuple) -> tuple:
+    """The first declared signature the arguments fit, as numba-cuda's dispatcher picks one: arrays of the same
+    dtype and dimensions (and layout, unless the signature says any), numbers for numbers (converted)."""
+    from numba.cuda import types
+
+    def fits(want, have) -> bool:
+        if isinstance(want, types.Array):
+            return (isinstance(have, types.Array) and want.dtype == have.dtype and want.ndim == have.ndim
+                    and (want.layout == "A" or want.layout == have.layout))
+        if isinstance(want, (types.Number, types.Boolean)):
+            return isinstance(have, (types.Number, types.Boolean))
+        return want == have
+
+    for sig in declared:
+        if len(sig) == len(actual) and all(fits(w, h) for w, h in zip(sig, actual)):
+            return tuple(sig)
+    shown = ", ".join(map(str, actual))
+    declared_text = "; ".join("(" + ", ".join(map(str, s)) + ")" for s in declared)
+    raise TypingError(f"kernel '{kernel.fn.__name__}': no matching definition for argument type(s) {shown}: it was "
+                      f"declared for {declared_text} (numba-cuda refuses the launch the same way)")
+
+
+def argument_types(kernel, args, arg_names) -> tuple:
+    """Numba's types for the arguments, as numba-cuda's dispatcher types them (``typeof`` for an argument)."""
+    from numba.cuda.typing.typeof import Purpose, typeof
+
+    types = []
+    for name, arg in zip(arg_names, args):
+        value = cudasim.typing_value(arg)
+        if type(value) is np.ndarray:
+            # an array's type depends only on these (typeof is the costliest part of a small launch)
+            flags = value.flags
+            key = (value.dtype, value.ndim, flags.c_contiguous, flags.f_contiguous, flags.writeable, flags.aligned)
+            t = _array_types.get(key)
+            if t is not None:
+                types.append(t)
+                continue
+        try:
+            t = typeof(value, Purpose.argument)
+        except Exception as e:  # noqa: BLE001 - numba's own refusal, whatever its class
+            t = None
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        else:
+            reason = "numba has no type for it"
+        if t is None:
+            raise TypingError(
+                f"kernel '{kernel.fn.__name__}': argument '{name}' ({type(value).__module__}."
+                f"{type(value).__qualname__}) cannot be passed to a CUDA kernel: {reason}")
+        if type(value) is np.ndarray and value.dtype.fields is None:
+            _array_types[key] = t
+        types.append(t)
+    return tuple(types)
+
+
+_array_types: dict = {}
+
+
+def _type(kernel, argtypes: tuple, arg_names):
+    from ..frontend import build_request, client
+
+    fn = kernel.fn
+    request = build_request(fn, {}, argtypes, cudasim.recognize)
+    facts = client.facts(request)
+    if not facts.get("ok") and facts["error"].get("kind") == "HelperError":
+        # the helper could not read the request: numbakern's failure, not a verdict on the kernel
+        raise RuntimeError(f"numbakern's typing helper could not type kernel '{fn.__name__}': "
+                           f"{facts['error']['reason']} (NUMBAKERN_SIM_TYPING=0 runs kernels untyped)")
+    if not facts.get("ok"):
+        return Rejected(_rejection(fn.__name__, argtypes, arg_names, facts["error"]))
+    if facts.get("facts_error"):
+        warnings.warn(f"numbakern: kernel '{fn.__name__}' runs with Python's arithmetic, not Numba's: its types could "
+                      f"not be read ({facts['facts_error'].strip().splitlines()[-1]})", stacklevel=4)
+        return None
+    built = typed.build(facts, fn, request.sources, request.devices, _is_cuda_module)
+    if built is None:
+        warnings.warn(f"numbakern: kernel '{fn.__name__}' runs with Python's arithmetic, not Numba's: the source of "
+                      "it or of a device function it calls is not available", stacklevel=4)
+    return built
+
+
+def _rejection(name: str, argtypes, arg_names, error: dict) -> str:
+    where = ""
+    if error.get("filename") and error.get("line"):
+        text = linecache.getline(error["filename"], error["line"]).strip()
+        where = f"\n  at {os.path.basename(error['filename'])}:{error['line']}" + (f": {text}" if text else "")
+    reason = "\n  ".join(error.get("reason", "").splitlines()) or error.get("kind", "")
+    readonly = [n for n, t in zip(arg_names, argtypes) if getattr(t, "mutable", True) is False]
+    hint = ""
+    if readonly and "readonly" in error.get("message", "").replace("read-only", "readonly"):
+        hint = ("\n  " + ", ".join(f"argument '{n}'" for n in readonly) +
+                f" {'is a read-only array' if len(readonly) == 1 else 'are read-only arrays'} "
+                "(numpy writeable=False): the kernel may not write it")
+    shown = ", ".join(f"{n}: {t}" for n, t in zip(arg_names, argtypes))
+    return (f"numba-cuda cannot compile kernel '{name}' for these arguments ({shown}); on a GPU this launch fails "
+            f"the same way.{where}\n  {error.get('kind', 'Error')}: {reason}{hint}")
+
+
+def _is_cuda_module(value) -> bool:
+    from numba import cuda
+
+    return value is cuda
+
+
+_MISSING = object()

@@ -1,0 +1,81 @@
+"""Run registered kernels on cases named by (kernel, size, seed, distribution) in the simulator, in a process of
+its own: how a GPU process (which cannot switch numba to simulator mode) gets the simulator's outputs to compare.
+
+    python -m numbakern.sim.replay CASES.json OUT.npz
+
+``CASES.json`` is a list of ``{"name", "size", "seed", "dist"}`` (and ``"module"``: a module whose ``SPECS``
+dict holds the kernel spec, for kernels kept out of the registry); each case is rebuilt with the spec's own
+``make_case`` and ``np.random.default_rng(seed)``, exactly as the caller builds it, and ``OUT.npz`` gets, per case
+``i`` and output argument ``j``, the array ``"{i}:{j}"`` and the inputs' checksum ``"{i}:inputs"`` (so the caller
+can tell that both processes ran the same inputs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+
+import numpy as np
+
+
+def case_for(spec, size: dict, seed: int, dist: str):
+    return spec.make_case(size, np.random.default_rng(seed), dist)
+
+
+def inputs_checksum(case) -> np.ndarray:
+    """A digest of a case's arguments (array bytes, dtypes and shapes; scalars by value)."""
+    h = hashlib.sha256()
+    for a in case.args:
+        if isinstance(a, np.ndarray):
+            h.update(f"{a.dtype}{a.shape}".encode())
+            h.update(np.ascontiguousarray(a).tobytes())
+        else:
+            h.update(repr(a).encode())
+    return np.frombuffer(h.digest(), dtype=np.uint8)
+
+
+def spec_for(c: dict):
+    import importlib
+
+    import numbakern
+
+    if c.get("module"):
+        return importlib.import_module(c["module"]).SPECS[c["name"]]
+    return numbakern.get(c["name"])
+
+
+def run(cases: list[dict], out_path: str) -> None:
+    import numbakern
+
+    results = {}
+    for i, c in enumerate(cases):
+        spec = spec_for(c)
+        case = case_for(spec, c["size"], c["seed"], c["dist"])
+        results[f"{i}:inputs"] = inputs_checksum(case)
+        for j, value in numbakern.run_case(spec, case).items():
+            results[f"{i}:{j}"] = np.asarray(value)
+    tmp = out_path + ".tmp.npz"
+    np.savez(tmp, **results)
+    os.replace(tmp, out_path)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    from numbakern import mode
+
+    if not mode.in_simulator():
+        print("numbakern.sim.replay: run it with NUMBA_ENABLE_CUDASIM=1", file=sys.stderr)
+        return 2
+    with open(argv[0], encoding="utf-8") as f:
+        cases = json.load(f)
+    run(cases, argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""What passes in the simulator computes the same on a GPU: every registered library kernel (and the fidelity
+kernels of ``fidelity_kernels``) run in the simulator and on the GPU on the same inputs.
+
+Integer and boolean outputs must be bit-identical. Float outputs must be equal too, unless the kernel's PTX has
+fused multiply-adds (``fma.rn``: NVVM contracts ``a * b + c`` by default, rounding once where the simulator rounds
+twice) or float atomics (their order differs run to run): those are held to the kernel's tolerance instead.
+
+The GPU test needs a GPU: ``pytest --gpu tests/sim/test_gpu_matches_simulator.py``. The simulator half runs in a
+helper process (``python -m numbakern.sim.replay``), since a process that has a GPU cannot switch numba to the
+simulator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from numbakern import all_specs, run_case
+from numbakern.sim.replay import case_for, inputs_checksum
+
+from . import fidelity_kernels
+
+SEED = 20261201
+FIDELITY_MODULE = "tests.sim.fidelity_kernels"
+
+
+def _cases():
+    cases = []
+    for spec in all_specs():
+        for k, size in enumerate(spec.test_sizes):
+            if spec.accepts(size):
+                cases.append({"name": spec.name, "size": dict(size), "seed": SEED + k, "dist": "normal"})
+    for name, spec in fidelity_kernels.SPECS.items():
+        for k, size in enumerate(spec.test_sizes):
+            cases.append({"name": name, "size": dict(size), "seed": SEED + k, "dist": "normal",
+                          "module": FIDELITY_MODULE})
+    return cases
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("name", sorted(fidelity_kernels.SPECS))
+def test_fidelity_kernels_compute_their_references_in_the_simulator(name):
+    spec = fidelity_kernels.SPECS[name]
+    for k, size in enumerate(spec.test_sizes):
+        case = case_for(spec, size, SEED + k, "normal")
+        expected = spec.reference(*case.args)
+        outputs = run_case(spec, case)
+        for j in spec.outputs:
+            np.testing.assert_array_equal(outputs[j], expected[j], err_msg=f"{name} output {j}, seed {SEED + k}")
+
+
+def _simulator_outputs(cases, tmp_path) -> dict:
+    cases_file, out_file = tmp_path / "cases.json", tmp_path / "outputs.npz"
+    cases_file.write_text(json.dumps(cases))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    done = subprocess.run([sys.executable, "-m", "numbakern.sim.replay", str(cases_file), str(out_file)], env=env,
+                          cwd=root, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-4000:]
+    with np.load(out_file) as data:
+        return {k: data[k] for k in data.files}
+
+
+def _ptx(kernel) -> str:
+    asm = kernel.inspect_asm()
+    return "\n".join(asm.values()) if isinstance(asm, dict) else str(asm)
+
+
+_FLOAT_ATOMIC = re.compile(r"\b(?:atom|red)\.[\w.]*\.f(?:16|32|64)\b")
+
+
+@pytest.mark.gpu
+def test_the_simulator_computes_what_the_gpu_computes(tmp_path):
+    from numbakern.sim.replay import spec_for
+
+    cases = _cases()
+    simulated = _simulator_outputs(cases, tmp_path)
+    report, failures = [], []
+    for i, c in enumerate(cases):
+        spec = spec_for(c)
+        case = case_for(spec, c["size"], c["seed"], c["dist"])
+        assert (inputs_checksum(case) == simulated[f"{i}:inputs"]).all(), f"{c}: the two processes built other inputs"
+        on_gpu = run_case(spec, case)
+        ptx = _ptx(spec.kernel)
+        contracted, float_atomics = "fma.rn" in ptx, bool(_FLOAT_ATOMIC.search(ptx))
+        for j in spec.outputs:
+            sim_out, gpu_out = simulated[f"{i}:{j}"], np.asarray(on_gpu[j])
+            exact_required = gpu_out.dtype.kind in "iub" or not (contracted or float_atomics)
+            if exact_required:
+                same = sim_out.shape == gpu_out.shape and np.array_equal(sim_out, gpu_out, equal_nan=True)
+                how = "bit-identical"
+            else:
+                gpu_all = {k: np.asarray(v) for k, v in on_gpu.items()}
+                same = spec.check(case, {**gpu_all, j: sim_out})[j].ok and spec.check(case, gpu_all)[j].ok
+                how = "both within the kernel's tolerance (" + ", ".join(
+                    w for w, on in (("FMA contraction", contracted), ("float atomics", float_atomics)) if on) + ")"
+            report.append(f"{spec.name} {c['size']} output {j}: {how}: {'ok' if same else 'DIFFERENT'}")
+            if not same:
+                diff = np.argwhere(sim_out != gpu_out)[:5].tolist() if sim_out.shape == gpu_out.shape else "shape"
+                failures.append(f"{spec.name} {c['size']} seed {c['seed']} output {j} ({how}): differs at {diff}")
+    print("\n".join(report))
+    assert not failures, "\n".join(failures)
