@@ -78,6 +78,8 @@ def config_label(c: dict) -> str:
     extra = (" vec" if c.get("vec") else "") + (f" group {c['group']}" if c.get("group", 1) > 1 else "")
     if c.get("kernel") == "pipelined":
         extra = f" pipelined {c.get('stages', 2)} stages" + extra
+    elif c.get("kernel") == "transposed":
+        extra = f" transpose + pipelined on A^T, {c.get('stages', 2)} stages" + extra
     return "{bm}x{bn}x{bk}/{tm}x{tn}".format(**c) + extra
 
 
@@ -177,8 +179,7 @@ def numba_matmul_fast(chosen: dict):
         from numbakern.kernels import matmul_pipe as mp
 
         A, B, O = numba_views(a, b, o)
-        tuner = mp.ready_autotuner if mf.vec_ready(A, B, O) else mp.pipe_autotuner if mp.pipe_ready(A, B, O) \
-            else mf.autotuner
+        tuner = mp.fast_autotuner(A, B, O) or mf.autotuner
         config = tuner.select(A, B, O)
         chosen[(h, k, w)] = config
         if tuner is mf.autotuner:
@@ -198,6 +199,24 @@ def numba_pipelined(config: dict):
         cfg = mp.pipe_launch(config, h, w)
         kern = mp.matmul_pipelined(**config)
         return lambda: kern[cfg.grid, cfg.block](A, B, O)
+    return make
+
+
+def numba_pipelined_at(transposed: bool):
+    """``matmul_pipelined(a_t=True)`` in its registered config: on A^T given, or after numbakern's transpose of A
+    (what ``matmul_fast``'s "transposed" candidates run)."""
+    def make(a, b, o, h, k, w):
+        from numbakern.kernels import matmul_pipe as mp
+
+        config = mp.AT_DEFAULT_CONFIG
+        cfg = mp.pipe_launch(config, h, w)
+        if not transposed:
+            A, B, O = numba_views(a, b, o)
+            kern = mp.TransposedA(config)
+            return lambda: kern[cfg.grid, cfg.block](A, B, O)
+        At, B, O = numba_views(a.t().contiguous(), b, o)
+        kern = mp.matmul_pipelined(**config)
+        return lambda: kern[cfg.grid, cfg.block](At, B, O)
     return make
 
 
@@ -224,7 +243,7 @@ def translated(kernel: str, transposed: bool = False):
         from numbakern.registry import get
 
         spec = get(kernel)
-        if kernel == "matmul_pipelined":
+        if kernel.startswith("matmul_pipelined"):
             from numbakern.kernels import matmul_pipe as mp
 
             cfg = mp.pipe_launch(spec.constants, h, w)
@@ -232,6 +251,28 @@ def translated(kernel: str, transposed: bool = False):
             cfg = mf.flagship_launch(spec.constants, h, w)
         first = a.t().contiguous() if transposed else a
         return benchkit.translated_launch(spec, [first, b, o], cfg.grid, cfg.block)
+    return make
+
+
+def translated_transpose_then(kernel: str):
+    """The translator's ``transpose.cu`` writing A^T into a scratch array, then its ``<kernel>.cu`` on A^T: the C
+    counterpart of ``matmul_fast``'s transposed-A path."""
+    def make(a, b, o, h, k, w):
+        from numbakern.kernels import matmul_pipe as mp
+        from numbakern.kernels.transpose import ROWS, TILE
+        from numbakern.registry import get
+
+        spec = get(kernel)
+        at = a.new_empty((k, h))
+        cfg = mp.pipe_launch(spec.constants, h, w)
+        flip = benchkit.translated_launch(get("transpose"), [a, at], (-(-k // TILE), -(-h // TILE), 1),
+                                          (TILE, ROWS, 1))
+        product = benchkit.translated_launch(spec, [at, b, o], cfg.grid, cfg.block)
+
+        def run():
+            flip()
+            product()
+        return run
     return make
 
 
@@ -313,12 +354,19 @@ def all_variants(sweep: bool, chosen: dict) -> list[Variant]:
         Variant("flagship", f"Numba matmul_pipelined {pipe_label(mp.PIPE_DEFAULT_CONFIG)}",
                 numba_pipelined(mp.PIPE_DEFAULT_CONFIG), pipe_shapes),
         Variant("flagship", "Numba matmul_fast (autotuned)", numba_matmul_fast(chosen)),
+        Variant("flagship", f"Numba matmul_pipelined_at {pipe_label(mp.AT_DEFAULT_CONFIG)}, A^T given",
+                numba_pipelined_at(True), async_shapes),
+        Variant("flagship", "Numba transpose + matmul_pipelined_at", numba_pipelined_at(False), async_shapes),
         Variant("flagship", "Numba matmul_flagship_async, A^T given", numba_async(True), async_shapes),
         Variant("flagship", "Numba matmul_via_async (transpose + matmul_flagship_async)", numba_async(False),
                 async_shapes),
         Variant("flagship", "translated C matmul_flagship.cu", translated("matmul_flagship")),
         Variant("flagship", "translated C matmul_flagship_vec.cu", translated("matmul_flagship_vec"), vec_shapes),
         Variant("flagship", "translated C matmul_pipelined.cu", translated("matmul_pipelined"), pipe_shapes),
+        Variant("flagship", "translated C matmul_pipelined_at.cu, A^T given",
+                translated("matmul_pipelined_at", transposed=True), async_shapes),
+        Variant("flagship", "translated C transpose.cu + matmul_pipelined_at.cu",
+                translated_transpose_then("matmul_pipelined_at"), async_shapes),
         Variant("flagship", "translated C matmul_flagship_async.cu, A^T given",
                 translated("matmul_flagship_async", transposed=True), async_shapes),
         Variant("reference C", "CUDA C sgemm_vec4: the vec design, k-loop unrolled",

@@ -375,14 +375,16 @@ vec_autotuner = Autotuner("matmul_flagship_vec", matmul_flagship, configs=VEC_CO
 
 
 def matmul_fast(a, b, out=None, *, config: dict | None = None):
-    """``a @ b`` for float32 matrices with the flagship kernel (autotuned per device and shape class).
+    """``a @ b`` for float32 matrices with the flagship kernels (autotuned per device and shape class).
 
     Like Triton, which specializes a kernel on pointer alignment and on sizes divisible by 16, the kernel is picked
-    by what the matrices allow: 16-byte aligned, with k and w multiples of 4 (``vec_ready``), the fastest on this
-    device of ``matmul_pipelined`` (``numbakern.kernels.matmul_pipe``) and the 16-byte flagship; with only w a
-    multiple of 4 (``pipe_ready``), ``matmul_pipelined``; any other shape, the scalar flagship. An explicit
-    ``config`` names its kernel (``{"kernel": "pipelined", ...}``; without "kernel", the flagship); one that the
-    matrices do not allow (``vec=True`` or the pipelined kernel on matrices not ready for it) is a ValueError.
+    by what the matrices allow, the fastest on this device of the candidates that apply (``numbakern.kernels.
+    matmul_pipe.fast_autotuner``): with w a multiple of 4 and 16-byte aligned matrices (``pipe_ready``),
+    ``matmul_pipelined``; with h a multiple of 4 as well (``at_ready``), also A transposed by numbakern's
+    ``transpose`` and then ``matmul_pipelined(a_t=True)``, both tiles in 16-byte copies; with k a multiple of 4 as
+    well (``vec_ready``), also the 16-byte flagship; any other shape, the scalar flagship. An explicit ``config``
+    names its kernel (``{"kernel": "pipelined" | "transposed", ...}``; without "kernel", the flagship); one that
+    the matrices do not allow is a ValueError.
 
     Same conventions as ``numbakern.kernels.matmul.matmul``: torch tensors, CuPy arrays or numpy arrays in (numpy
     or CPU tensors under the simulator), the product out, of the same kind on the same device.
@@ -391,21 +393,24 @@ def matmul_fast(a, b, out=None, *, config: dict | None = None):
     args = (to_kernel_arg(a), to_kernel_arg(b), to_kernel_arg(out))
     if h == 0 or w == 0:
         return out
-    from .matmul_pipe import either_kernel, either_launch, pipe_autotuner, pipe_ready, ready_autotuner
+    from .matmul_pipe import at_ready, either_kernel, either_launch, fast_autotuner, pipe_ready
 
-    vec = vec_ready(*args)
-    pipe = pipe_ready(*args)
-    if config is not None and config.get("vec", False) and not vec:
-        raise ValueError("matmul_fast: config has vec=True, but the matrices are not 16-byte ready (k and w must be "
-                         "multiples of 4 and every matrix 16-byte aligned and C-contiguous); pass a config without vec")
-    if config is not None and config.get("kernel") == "pipelined" and not pipe:
-        raise ValueError("matmul_fast: config names the pipelined kernel, but b and out are not 16-byte ready (w must "
-                         "be a multiple of 4, the matrices 16-byte aligned and C-contiguous)")
-    if config is None:
-        (ready_autotuner if vec else pipe_autotuner if pipe else autotuner)(*args)
-    else:
+    if config is not None:
+        kernel = config.get("kernel", "flagship")
+        if config.get("vec", False) and not vec_ready(*args):
+            raise ValueError("matmul_fast: config has vec=True, but the matrices are not 16-byte ready (k and w must "
+                             "be multiples of 4 and every matrix 16-byte aligned and C-contiguous); pass a config "
+                             "without vec")
+        if kernel == "pipelined" and not pipe_ready(*args):
+            raise ValueError("matmul_fast: config names the pipelined kernel, but b and out are not 16-byte ready (w "
+                             "must be a multiple of 4, the matrices 16-byte aligned and C-contiguous)")
+        if kernel == "transposed" and not at_ready(*args):
+            raise ValueError("matmul_fast: config names the transposed kernel, but the matrices are not ready for it "
+                             "(h and w must be multiples of 4, b and out 16-byte aligned and C-contiguous)")
         cfg = either_launch(config, *args)
-        either_kernel(**{"kernel": "flagship", **config})[cfg.grid, cfg.block](*args)
+        either_kernel(**{"kernel": "flagship", **config})[cfg.grid, cfg.block, 0, 0](*args)
+        return out
+    (fast_autotuner(*args) or autotuner)(*args)
     return out
 
 
