@@ -80,10 +80,6 @@ __device__ __forceinline__ float nk_floormod(float x, float y) {
     return mod;
 }
 
-// Python's min/max: the first argument unless the second is strictly smaller / larger
-template <typename T> __device__ __forceinline__ T nk_min(T a, T b) { return b < a ? b : a; }
-template <typename T> __device__ __forceinline__ T nk_max(T a, T b) { return b > a ? b : a; }
-
 constexpr int64_t a_cpr = 32;
 constexpr int64_t a_rstep = 4;
 constexpr int64_t ahead = 1;
@@ -120,12 +116,8 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
     uint32_t br = (uint32_t)(tid / b_cpr);
     int64_t col0;
     int64_t row0;
-    int64_t lin = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
-    int64_t band = (int64_t)group * gridDim.x;
-    int64_t first = nk_floordiv(lin, band) * group;
-    int64_t rows = nk_min(gridDim.y - first, (int64_t)group);
-    row0 = (first + nk_floormod(nk_floormod(lin, band), rows)) * bm;
-    col0 = nk_floordiv(nk_floormod(lin, band), rows) * bn;
+    row0 = (int64_t)blockIdx.y * bm;
+    col0 = (int64_t)blockIdx.x * bn;
     int64_t h;
     int64_t k;
     k = m_shape0;
@@ -251,10 +243,10 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
     }
 }
 
-template __global__ void matmul_pipelined_at<1, 16, 128, 128, 8, 2, 8, 16>(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t);
+template __global__ void matmul_pipelined_at<1, 16, 128, 128, 1, 2, 8, 16>(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t);
 
 #ifndef __CUDACC_RTC__
-extern "C" cudaError_t launch_matmul_pipelined_at_a_t1_bk16_bm128_bn128_group8_stages2_tm8_tn16(
+extern "C" cudaError_t launch_matmul_pipelined_at_a_t1_bk16_bm128_bn128_group1_stages2_tm8_tn16(
     const float* m, int64_t m_shape0, int64_t m_shape1,
     const float* n, int64_t n_shape0, int64_t n_shape1,
     float* out, int64_t out_shape0, int64_t out_shape1,
@@ -262,7 +254,7 @@ extern "C" cudaError_t launch_matmul_pipelined_at_a_t1_bk16_bm128_bn128_group8_s
     unsigned block_x, unsigned block_y, unsigned block_z,
     size_t shared_bytes, cudaStream_t stream)
 {
-    matmul_pipelined_at<1, 16, 128, 128, 8, 2, 8, 16><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
+    matmul_pipelined_at<1, 16, 128, 128, 1, 2, 8, 16><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
         m, m_shape0, m_shape1, n, n_shape0, n_shape1, out, out_shape0, out_shape1);
     return cudaGetLastError();
 }
