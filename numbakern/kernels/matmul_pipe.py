@@ -258,8 +258,9 @@ def at_ready(a, b, out) -> bool:
 class TransposedA:
     """``matmul_pipelined(a_t=True)`` launched on a row-major A, as one launchable:
     ``TransposedA(config)[grid, block, 0, 0](a, b, out)`` writes A^T into a scratch array with numbakern's
-    ``transpose`` (k×h, allocated like ``a``), then multiplies. The transpose moves 8 bytes per element of A, a
-    few percent of a large product's time; in exchange both tiles of the product go in 16-byte copies."""
+    ``transpose`` (k×h on ``a``'s device, kept for the next call of the same shape: ``scratch.buffer``), then
+    multiplies. The transpose moves 8 bytes per element of A, a few percent of a large product's time; in exchange
+    both tiles of the product go in 16-byte copies."""
 
     def __init__(self, config: dict):
         if not config.get("a_t"):
@@ -270,11 +271,12 @@ class TransposedA:
         grid, block = launch[0], launch[1]
 
         def run(a, b, out):
-            from ..launch import cdiv, empty_like_on
+            from ..launch import cdiv
+            from . import scratch
             from .transpose import ROWS, TILE, transpose
 
             h, k = int(a.shape[0]), int(a.shape[1])
-            mt = empty_like_on(a, (k, h), np.dtype(np.float32))
+            mt = scratch.buffer("matmul_at", (k, h), np.float32, a)
             if h and k:
                 transpose[(cdiv(k, TILE), cdiv(h, TILE)), (TILE, ROWS)](a, mt)
             self.kernel[grid, block](mt, b, out)
