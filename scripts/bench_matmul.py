@@ -17,14 +17,16 @@ The variants (``--only`` selects by regular expression; cuBLAS always runs, the 
 
 - lecture: the lecture's Numba kernels (naive, tiled with a run-time tile width, the same with a constant one,
   ``matmul_tiled_fast``) and its hand-written CUDA C (``scripts/reference/lecture.cu``);
-- flagship: ``matmul_flagship`` (scalar and 16-byte ``vec``), what ``matmul_fast`` runs (autotuned; the chosen
-  config is recorded), ``matmul_flagship_async`` (after numbakern's transpose of A, and with A^T given), and their
-  translations from ``generated_cuda/`` (built with nvcc, called through their ``extern "C"`` launchers);
+- flagship: ``matmul_flagship`` (scalar and 16-byte ``vec``), ``matmul_pipelined``, what ``matmul_fast`` runs
+  (autotuned; the chosen config is recorded), ``matmul_pipelined_at`` and ``matmul_flagship_async`` (with A^T
+  given, and after numbakern's transpose of A), and their translations from ``generated_cuda/`` (built with nvcc,
+  called through their ``extern "C"`` launchers; ``transpose.cu`` first for the row-major A);
 - reference C: hand-written CUDA C of the same two designs with nothing between them and nvcc
   (``scripts/reference/sgemm.cu``): the 16-byte design with its k-loop unrolled; the cp.async design unrolled, with
   its k-steps rolled as Numba leaves them, and with its tile loop shaped as the Numba kernel writes it;
 - peer: Triton (``input_precision="ieee"``, a small autotune) and cuBLAS (``torch.matmul``);
-- sweep (``--sweep``): ``matmul_flagship`` in every autotuner candidate config.
+- sweep (``--sweep``): every other candidate of ``matmul_fast``'s autotuners (``matmul_flagship``,
+  ``matmul_pipelined``, and the transpose of A with ``matmul_pipelined_at``'s kernel in its other configs).
 
 ``--codegen`` compiles the kernels for sm_90 without a GPU (Numba's ``compile_ptx`` with each kernel's own options,
 nvcc for the C) and counts PTX instructions (64-bit integer work, negative-index wraparound selects, FMAs, shared
@@ -202,20 +204,19 @@ def numba_pipelined(config: dict):
     return make
 
 
-def numba_pipelined_at(transposed: bool):
-    """``matmul_pipelined(a_t=True)`` in its registered config: on A^T given, or after numbakern's transpose of A
-    (what ``matmul_fast``'s "transposed" candidates run)."""
+def numba_pipelined_at(transposed: bool, config: dict | None = None):
+    """``matmul_pipelined(a_t=True)`` (default: its registered config) on A^T given, or after numbakern's transpose
+    of A (what ``matmul_fast``'s "transposed" candidates run)."""
     def make(a, b, o, h, k, w):
         from numbakern.kernels import matmul_pipe as mp
 
-        config = mp.AT_DEFAULT_CONFIG
-        cfg = mp.pipe_launch(config, h, w)
+        cfg = mp.pipe_launch(config or mp.AT_DEFAULT_CONFIG, h, w)
         if not transposed:
             A, B, O = numba_views(a, b, o)
-            kern = mp.TransposedA(config)
+            kern = mp.TransposedA(config or mp.AT_DEFAULT_CONFIG)
             return lambda: kern[cfg.grid, cfg.block](A, B, O)
         At, B, O = numba_views(a.t().contiguous(), b, o)
-        kern = mp.matmul_pipelined(**config)
+        kern = mp.matmul_pipelined(**(config or mp.AT_DEFAULT_CONFIG))
         return lambda: kern[cfg.grid, cfg.block](At, B, O)
     return make
 
@@ -382,12 +383,17 @@ def all_variants(sweep: bool, chosen: dict) -> list[Variant]:
     if tri is not None:
         out.append(Variant("peer", TRITON, tri))
     out.append(Variant("peer", CUBLAS, cublas))
-    if sweep:  # the autotuners' other candidates (the two defaults are timed above)
+    if sweep:  # the autotuners' other candidates (the defaults are timed above)
         for c in (*mf.CONFIGS, *mf.VEC_CONFIGS):
             if c in (mf.DEFAULT_CONFIG, mf.VEC_DEFAULT_CONFIG):
                 continue
             out.append(Variant("sweep", f"Numba matmul_flagship {config_label(c)}", numba_flagship(c),
                                vec_shapes if c.get("vec") else any_shape))
+        for c in mp.PIPE_CONFIGS[1:]:
+            out.append(Variant("sweep", f"Numba matmul_pipelined {pipe_label(c)}", numba_pipelined(c), pipe_shapes))
+        for c in mp.AT_CONFIGS[1:]:
+            out.append(Variant("sweep", f"Numba transpose + matmul_pipelined_at {pipe_label(c)}",
+                               numba_pipelined_at(False, c), async_shapes))
     return out
 
 
