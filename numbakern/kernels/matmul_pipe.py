@@ -17,6 +17,11 @@ What the hand-written CUDA C that reaches 90-92% of cuBLAS has (``docs/performan
 
 The thread tiles, warp layout and grouped block order are ``matmul_flagship``'s. Preconditions (``pipe_ready``):
 ``n`` and ``out`` 16-byte ready (w a multiple of 4, aligned, contiguous); h and k are free.
+
+With ``a_t=True`` the first argument is A^T (k×h, h a multiple of 4: ``at_ready``) and both tiles go in 16-byte
+copies, the hand kernel's design (registered as ``matmul_pipelined_at``, 8×16 outputs per thread). ``matmul_fast``
+reaches it for a row-major A through ``TransposedA``: numbakern's ``transpose`` into a kept buffer, then the
+product; its autotuner times that pair against the kernels that take A as it is.
 """
 
 from __future__ import annotations
@@ -301,8 +306,8 @@ SIM_PIPE_CONFIG = {"bm": 32, "bn": 32, "bk": 8, "tm": 4, "tn": 4, "stages": 2, "
 
 #: A given transposed (``a_t``): both tiles in 16-byte copies. The default: 128 threads with 8x16 outputs each
 #: (about 220 registers, two blocks per multiprocessor), the shape of cuBLAS's own fp32 kernel (128x128 tiles, 4
-#: warps), blocks in plain order (on an H200 at 4096^3 and 8192^3 as fast as bands of 8 block rows in C, 1-3% faster
-#: in Numba); with 256 threads of 8x8 and 3 stages the other large-tile candidate, and 64x128 tiles for small grids
+#: warps), blocks in plain order (on an H200 as fast as bands of 8 block rows in C, and faster in Numba); with 256
+#: threads of 8x8 and 3 stages the other large-tile candidate, and 64x128 tiles for small grids
 AT_DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 16, "stages": 2, "group": 1, "a_t": True}
 AT_CONFIGS = (
     AT_DEFAULT_CONFIG,
