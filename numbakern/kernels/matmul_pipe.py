@@ -37,6 +37,8 @@ from ..specialize import specialize
 from ..unroll import unroll
 from ..vector_io import vload4, vstore4
 from .matmul import MATRIX, _error_scale, _matmul_inputs, _reference, _work
+from .matmul_async import TEST_SIZES as AT_TEST_SIZES
+from .matmul_async import VERIFY_SIZES as AT_VERIFY_SIZES
 from .matmul_async import _error_scale as _at_error_scale
 from .matmul_async import _reference as _at_reference
 from .matmul_fast import (FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, _warp_layout, flagship_launch,
@@ -447,18 +449,6 @@ def _at_case(size, rng, dist="uniform"):
     return Case((mt, n, out), pipe_launch(registered_at_config(), h, w), dict(size))
 
 
-#: h and w multiples of 4 (the 16-byte groups of A^T, B and the output), k free; non-multiples of every tile size
-AT_TEST_SIZES = ({"h": 36, "k": 21, "w": 44}, {"h": 4, "k": 1, "w": 4}, {"h": 12, "k": 70, "w": 36})
-AT_VERIFY_SIZES = (
-    {"h": 4, "k": 1, "w": 4},
-    {"h": 36, "k": 70, "w": 44},
-    {"h": 128, "k": 131, "w": 260},
-    {"h": 256, "k": 256, "w": 256},
-    {"h": 4, "k": 1021, "w": 8},
-    {"h": 132, "k": 9, "w": 132},
-    {"h": 508, "k": 263, "w": 384},
-)
-
 register(KernelSpec(
     name="matmul_pipelined_at",
     family="matmul",
@@ -470,7 +460,7 @@ register(KernelSpec(
     outputs=(2,),
     work=_work,
     constants=registered_at_config(),
-    test_sizes=AT_TEST_SIZES,
+    test_sizes=AT_TEST_SIZES,  # (matmul_flagship_async's: h and w multiples of 4, k free)
     verify_sizes=AT_VERIFY_SIZES,
     bench_sizes=FLAGSHIP_BENCH_SIZES,
     size_multiples={"h": 4, "w": 4},
