@@ -22,11 +22,13 @@ constexpr int64_t THREADS = 256;
 constexpr int64_t TX = 32;
 constexpr int64_t TY = 8;
 constexpr int64_t column = 12;
-constexpr int64_t loads = 10;
+constexpr int64_t halo_cols = 4;
+constexpr int64_t halo_n = 272;
+constexpr int64_t halo_steps = 2;
+constexpr int64_t row_steps = 9;
 constexpr int64_t size = 5;
 constexpr int64_t taps = 25;
 constexpr int64_t tile_h = 68;
-constexpr int64_t tile_n = 2448;
 constexpr int64_t tile_w = 36;
 
 template <int radius, int rows>
@@ -37,7 +39,6 @@ __global__ void __launch_bounds__(256) conv2d_5x5(
 {
     int32_t tx = threadIdx.x;
     int32_t ty = threadIdx.y;
-    int64_t tid = ty * TX + tx;
     int64_t h = x_shape0;
     int64_t wd = x_shape1;
     int64_t x0 = blockIdx.x * TX;
@@ -46,19 +47,37 @@ __global__ void __launch_bounds__(256) conv2d_5x5(
     float wr[taps];
     float col[column];
     float acc[rows];
+    int64_t tid = ty * TX + tx;
+    int64_t gx = x0 + tx - radius;
+    bool in_x = 0 <= gx && gx < wd;
+    int64_t gy;
+    int64_t ly;
+    float v;
     #pragma unroll
-    for (int64_t k = 0; k < loads; k++) {
-        int64_t e = k * THREADS + tid;
-        if (e < tile_n) {
-            int64_t ly = e / tile_w;
-            int64_t lx = e % tile_w;
-            int64_t gy = y0 + ly - radius;
-            int64_t gx = x0 + lx - radius;
-            if (0 <= gy && gy < h && 0 <= gx && gx < wd) {
-                tile[ly][lx] = x[(uint32_t)gy * x_shape1 + (uint32_t)gx];
-            } else {
-                tile[ly][lx] = 0.0f;
+    for (int64_t j = 0; j < row_steps; j++) {
+        ly = ty + j * TY;
+        if (ly < tile_h) {
+            gy = y0 + ly - radius;
+            v = 0.0f;
+            if (0 <= gy && gy < h && in_x) {
+                v = x[(uint32_t)gy * x_shape1 + (uint32_t)gx];
             }
+            tile[(uint32_t)ly][tx] = v;
+        }
+    }
+    #pragma unroll
+    for (int64_t j = 0; j < halo_steps; j++) {
+        int64_t e = tid + j * THREADS;
+        if (e < halo_n) {
+            ly = e / halo_cols;
+            int64_t lx = e % halo_cols + TX;
+            gy = y0 + ly - radius;
+            int64_t gx2 = x0 + lx - radius;
+            v = 0.0f;
+            if (0 <= gy && gy < h && gx2 < wd) {
+                v = x[(uint32_t)gy * x_shape1 + (uint32_t)gx2];
+            }
+            tile[(uint32_t)ly][(uint32_t)lx] = v;
         }
     }
     #pragma unroll

@@ -33,7 +33,7 @@ __device__ int64_t bin_of(float v, float lo, float hi, float scale, int64_t bins
 }
 
 template <int copies, int nt, int unroll, int vec>
-__global__ void __launch_bounds__(256) histogram(
+__global__ void __launch_bounds__(256, 8) histogram(
     const float* x, int64_t x_shape0,
     int32_t* counts, int64_t counts_shape0,
     float lo,

@@ -24,10 +24,10 @@ constexpr int64_t FULL_MASK = 4294967295LL;
 constexpr int64_t PREFIX = 2;
 constexpr int64_t WARP = 32;
 constexpr int64_t last = 3;
-constexpr int64_t n_vals = 32;
-constexpr int64_t per_lane = 2;
-constexpr int64_t slots = 64;
-constexpr int64_t tile_elems = 8192;
+constexpr int64_t n_vals = 64;
+constexpr int64_t per_lane = 4;
+constexpr int64_t slots = 128;
+constexpr int64_t tile_elems = 16384;
 constexpr int64_t warps = 8;
 constexpr int64_t width = 4;
 
@@ -208,10 +208,10 @@ __global__ void __launch_bounds__(256) inclusive_scan(
     }
 }
 
-template __global__ void inclusive_scan<256, 8, 1>(const float*, int64_t, float*, int64_t, uint32_t*, int64_t, float*, int64_t, int64_t, uint32_t*, int64_t);
+template __global__ void inclusive_scan<256, 16, 1>(const float*, int64_t, float*, int64_t, uint32_t*, int64_t, float*, int64_t, int64_t, uint32_t*, int64_t);
 
 #ifndef __CUDACC_RTC__
-extern "C" cudaError_t launch_inclusive_scan_nt256_rounds8_vec1(
+extern "C" cudaError_t launch_inclusive_scan_nt256_rounds16_vec1(
     const float* x, int64_t x_shape0,
     float* out, int64_t out_shape0,
     uint32_t* flags, int64_t flags_shape0,
@@ -221,7 +221,7 @@ extern "C" cudaError_t launch_inclusive_scan_nt256_rounds8_vec1(
     unsigned block_x, unsigned block_y, unsigned block_z,
     size_t shared_bytes, cudaStream_t stream)
 {
-    inclusive_scan<256, 8, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
+    inclusive_scan<256, 16, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
         x, x_shape0, out, out_shape0, flags, flags_shape0, values, values_shape0, values_shape1, counters, counters_shape0);
     return cudaGetLastError();
 }

@@ -123,11 +123,6 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     int64_t lq = tid % wxy;
     uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);
     uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);
-    int64_t lane = (int64_t)tid % 32;
-    int64_t warp = (int64_t)tid / 32;
-    uint32_t ac = (uint32_t)(warp % kb * 8 + lane % 8);
-    int64_t ar_i = warp / kb * 4 + lane / 8;
-    uint32_t ar = (uint32_t)ar_i;
     uint32_t bc = (uint32_t)(tid % b_cpr * 4);
     uint32_t br = (uint32_t)(tid / b_cpr);
     int64_t col0;
@@ -138,8 +133,10 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     int64_t rows = nk_min(gridDim.y - first, (int64_t)group);
     row0 = (first + nk_floormod(nk_floormod(lin, band), rows)) * bm;
     col0 = nk_floordiv(nk_floormod(lin, band), rows) * bn;
-    int64_t h = m_shape0;
-    int64_t k = m_shape1;
+    int64_t h;
+    int64_t k;
+    h = m_shape0;
+    k = m_shape1;
     int64_t w = n_shape1;
     __shared__ __align__(16) float a_s[stages][bk][pa];
     __shared__ __align__(16) float b_s[stages][bk][bn];
@@ -151,9 +148,24 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
         acc[i] = 0.0f;
     }
     int64_t ntiles = nk_floordiv(k + bk - 1, (int64_t)bk);
-    uint32_t a_off = (uint32_t)((row0 + ar) * k + ac);
-    uint32_t a_step = (uint32_t)(a_rstep * k);
-    int64_t a_rows = h - row0 - ar_i;
+    bool a_cols;
+    uint32_t a_off;
+    int64_t a_rows;
+    uint32_t a_step;
+    uint32_t a_tile;
+    uint32_t ac;
+    uint32_t ar;
+    int64_t ar_i;
+    int64_t lane = (int64_t)tid % 32;
+    int64_t warp = (int64_t)tid / 32;
+    ac = (uint32_t)(warp % kb * 8 + lane % 8);
+    ar_i = warp / kb * 4 + lane / 8;
+    ar = (uint32_t)ar_i;
+    a_off = (uint32_t)((row0 + ar) * k + ac);
+    a_step = (uint32_t)(a_rstep * k);
+    a_tile = (uint32_t)bk;
+    a_rows = h - row0 - ar_i;
+    a_cols = ac < k;
     uint32_t b_off = (uint32_t)(br * w + col0 + bc);
     uint32_t b_step = (uint32_t)(b_rstep * w);
     uint32_t b_tile = (uint32_t)(bk * w);
@@ -163,7 +175,7 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
         if (s < ntiles) {
             #pragma unroll
             for (int64_t i = 0; i < la; i++) {
-                nk_copy_async(&a_s[(uint32_t)s][ac][ar + i * a_rstep], (i * a_rstep < a_rows && s * bk + ac < k) ? &m[(uint32_t)(a_off + s * bk + i * a_step)] : m, i * a_rstep < a_rows && s * bk + ac < k);
+                nk_copy_async(&a_s[(uint32_t)s][ac][ar + i * a_rstep], (i * a_rstep < a_rows && s * bk + ac < k) ? &m[(uint32_t)(a_off + s * a_tile + i * a_step)] : m, i * a_rstep < a_rows && s * bk + ac < k);
             }
             #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
@@ -178,17 +190,16 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
         int64_t nxt = t + ahead;
         if (nxt < ntiles) {
             uint64_t ns = nk_floormod((uint64_t)(uint32_t)nxt, (uint64_t)(uint32_t)stages);
-            uint32_t a_next = (uint32_t)((uint64_t)a_off + (uint32_t)(nxt * bk));
+            uint32_t a_next = (uint32_t)(a_off + (uint64_t)(uint32_t)nxt * a_tile);
             uint32_t b_next = (uint32_t)(b_off + (uint64_t)(uint32_t)nxt * b_tile);
-            int64_t ka = nxt * bk + ac;
-            int64_t kb0 = nxt * bk + br;
+            int64_t k0 = nxt * bk;
             #pragma unroll
             for (int64_t i = 0; i < la; i++) {
-                nk_copy_async(&a_s[ns][ac][ar + i * a_rstep], (i * a_rstep < a_rows && ka < k) ? &m[(uint32_t)(a_next + i * a_step)] : m, i * a_rstep < a_rows && ka < k);
+                nk_copy_async(&a_s[ns][ac][ar + i * a_rstep], (i * a_rstep < a_rows && k0 + ac < k) ? &m[(uint32_t)(a_next + i * a_step)] : m, i * a_rstep < a_rows && k0 + ac < k);
             }
             #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
-                nk_copy_async4(&b_s[ns][br + i * b_rstep][bc], (b_cols && kb0 + i * b_rstep < k) ? &n[(uint32_t)(b_next + i * b_step)] : n, b_cols && kb0 + i * b_rstep < k);
+                nk_copy_async4(&b_s[ns][br + i * b_rstep][bc], (b_cols && k0 + br + i * b_rstep < k) ? &n[(uint32_t)(b_next + i * b_step)] : n, b_cols && k0 + br + i * b_rstep < k);
             }
         }
         nk_async_commit();

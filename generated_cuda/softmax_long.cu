@@ -41,14 +41,17 @@ __device__ float max_over_block(float v)
 {
     __shared__ float words[32];
     v = warp_max(v);
-    if ((int64_t)threadIdx.x % 32 == 0) {
+    int64_t lane = (int64_t)threadIdx.x % 32;
+    if (lane == 0) {
         words[(int64_t)threadIdx.x / 32] = v;
     }
     __syncthreads();
-    v = words[0];
-    for (int64_t k = 1; k < (int64_t)blockDim.x / 32; k++) {
-        v = nan_max(v, words[k]);
+    if (lane < (int64_t)blockDim.x / 32) {
+        v = words[lane];
+    } else {
+        v = words[0];
     }
+    v = warp_max(v);
     __syncthreads();
     return v;
 }
@@ -79,14 +82,17 @@ __device__ float sum_over_block(float v)
 {
     __shared__ float words[32];
     v = warp_sum(v);
-    if ((int64_t)threadIdx.x % 32 == 0) {
+    int64_t lane = (int64_t)threadIdx.x % 32;
+    if (lane == 0) {
         words[(int64_t)threadIdx.x / 32] = v;
     }
     __syncthreads();
-    v = words[0];
-    for (int64_t k = 1; k < (int64_t)blockDim.x / 32; k++) {
-        v += words[k];
+    if (lane < (int64_t)blockDim.x / 32) {
+        v = words[lane];
+    } else {
+        v = 0.0f;
     }
+    v = warp_sum(v);
     __syncthreads();
     return v;
 }

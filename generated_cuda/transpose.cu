@@ -36,7 +36,7 @@ __global__ void transpose(
     #pragma unroll
     for (int64_t j = 0; j < TILE; j += ROWS) {
         if (row + j < h && col < w) {
-            tile[ty + j][tx] = src[(row + j) * src_shape1 + col];
+            tile[(uint32_t)(ty + j)][(uint32_t)tx] = src[(uint32_t)(row + j) * src_shape1 + (uint32_t)col];
         }
     }
     __syncthreads();
@@ -45,7 +45,7 @@ __global__ void transpose(
     #pragma unroll
     for (int64_t j = 0; j < TILE; j += ROWS) {
         if (row + j < w && col < h) {
-            dst[(row + j) * dst_shape1 + col] = tile[tx][ty + j];
+            dst[(uint32_t)(row + j) * dst_shape1 + (uint32_t)col] = tile[(uint32_t)tx][(uint32_t)(ty + j)];
         }
     }
 }

@@ -34,6 +34,8 @@ NUMERIC = ("numba_ms", "c_ms", "torch_ms", "numba_rate", "c_rate", "torch_rate",
            "c_pct_copy")
 #: the largest relative difference between the translated C and Numba at a benchmark size that counts as agreement
 AGREEMENT = 1e-4
+#: matmul kernels that take A transposed (their first argument is k×h): ``out = mt.T @ n``
+TRANSPOSED_A = ("matmul_flagship_async", "matmul_pipelined_at")
 
 
 def torch_equivalent(spec, tensors):
@@ -43,7 +45,7 @@ def torch_equivalent(spec, tensors):
     if spec.baseline is not None:  # the spec names its own (KernelSpec.baseline)
         return spec.baseline(*tensors)
     arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
-    if spec.name == "matmul_flagship_async":  # out = mt.T @ n: cuBLAS takes the transposed operand as it is
+    if spec.name in TRANSPOSED_A:  # out = mt.T @ n: cuBLAS takes the transposed operand as it is
         mt, n, out = arrays[:3]
         return (lambda: torch.matmul(mt.t(), n, out=out)), "torch.matmul of mt.t() (cuBLAS, TF32 off)"
     if spec.family == "matmul":
@@ -81,7 +83,7 @@ def peer_impls(torch, spec, tensors) -> dict:
     Triton is missing), and each of torch's fp32 SDPA backends for attention. ``{key: (launch, label)}``."""
     arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
     out = {}
-    if spec.family == "matmul" and spec.name != "matmul_flagship_async":
+    if spec.family == "matmul" and spec.name not in TRANSPOSED_A:
         if "make" not in _TRITON:  # one autotuned Triton kernel for every matmul row
             import bench_matmul  # this script's folder
 

@@ -17,14 +17,16 @@ The variants (``--only`` selects by regular expression; cuBLAS always runs, the 
 
 - lecture: the lecture's Numba kernels (naive, tiled with a run-time tile width, the same with a constant one,
   ``matmul_tiled_fast``) and its hand-written CUDA C (``scripts/reference/lecture.cu``);
-- flagship: ``matmul_flagship`` (scalar and 16-byte ``vec``), what ``matmul_fast`` runs (autotuned; the chosen
-  config is recorded), ``matmul_flagship_async`` (after numbakern's transpose of A, and with A^T given), and their
-  translations from ``generated_cuda/`` (built with nvcc, called through their ``extern "C"`` launchers);
+- flagship: ``matmul_flagship`` (scalar and 16-byte ``vec``), ``matmul_pipelined``, what ``matmul_fast`` runs
+  (autotuned; the chosen config is recorded), ``matmul_pipelined_at`` and ``matmul_flagship_async`` (with A^T
+  given, and after numbakern's transpose of A), and their translations from ``generated_cuda/`` (built with nvcc,
+  called through their ``extern "C"`` launchers; ``transpose.cu`` first for the row-major A);
 - reference C: hand-written CUDA C of the same two designs with nothing between them and nvcc
   (``scripts/reference/sgemm.cu``): the 16-byte design with its k-loop unrolled; the cp.async design unrolled, with
   its k-steps rolled as Numba leaves them, and with its tile loop shaped as the Numba kernel writes it;
 - peer: Triton (``input_precision="ieee"``, a small autotune) and cuBLAS (``torch.matmul``);
-- sweep (``--sweep``): ``matmul_flagship`` in every autotuner candidate config.
+- sweep (``--sweep``): every other candidate of ``matmul_fast``'s autotuners (``matmul_flagship``,
+  ``matmul_pipelined``, and the transpose of A with ``matmul_pipelined_at``'s kernel in its other configs).
 
 ``--codegen`` compiles the kernels for sm_90 without a GPU (Numba's ``compile_ptx`` with each kernel's own options,
 nvcc for the C) and counts PTX instructions (64-bit integer work, negative-index wraparound selects, FMAs, shared
@@ -78,6 +80,8 @@ def config_label(c: dict) -> str:
     extra = (" vec" if c.get("vec") else "") + (f" group {c['group']}" if c.get("group", 1) > 1 else "")
     if c.get("kernel") == "pipelined":
         extra = f" pipelined {c.get('stages', 2)} stages" + extra
+    elif c.get("kernel") == "transposed":
+        extra = f" transpose + pipelined on A^T, {c.get('stages', 2)} stages" + extra
     return "{bm}x{bn}x{bk}/{tm}x{tn}".format(**c) + extra
 
 
@@ -173,11 +177,9 @@ def numba_matmul_fast(chosen: dict):
     recorded in ``chosen``."""
     def make(a, b, o, h, k, w):
         from numbakern.kernels import matmul_fast as mf
-        from numbakern.kernels import matmul_pipe as mp
 
         A, B, O = numba_views(a, b, o)
-        tuner = mf.ready_autotuner if mf.vec_ready(A, B, O) else mp.pipe_autotuner if mp.pipe_ready(A, B, O) \
-            else mf.autotuner
+        tuner = mf.fast_autotuner(A, B, O) or mf.autotuner
         config = tuner.select(A, B, O)
         chosen[(h, k, w)] = config
         if tuner is mf.autotuner:
@@ -197,6 +199,23 @@ def numba_pipelined(config: dict):
         cfg = mp.pipe_launch(config, h, w)
         kern = mp.matmul_pipelined(**config)
         return lambda: kern[cfg.grid, cfg.block](A, B, O)
+    return make
+
+
+def numba_pipelined_at(transposed: bool, config: dict | None = None):
+    """``matmul_pipelined(a_t=True)`` (default: its registered config) on A^T given, or after numbakern's transpose
+    of A (what ``matmul_fast``'s "transposed" candidates run)."""
+    def make(a, b, o, h, k, w):
+        from numbakern.kernels import matmul_pipe as mp
+
+        cfg = mp.pipe_launch(config or mp.AT_DEFAULT_CONFIG, h, w)
+        if not transposed:
+            A, B, O = numba_views(a, b, o)
+            kern = mp.TransposedA(config or mp.AT_DEFAULT_CONFIG)
+            return lambda: kern[cfg.grid, cfg.block](A, B, O)
+        At, B, O = numba_views(a.t().contiguous(), b, o)
+        kern = mp.matmul_pipelined(**(config or mp.AT_DEFAULT_CONFIG))
+        return lambda: kern[cfg.grid, cfg.block](At, B, O)
     return make
 
 
@@ -223,7 +242,7 @@ def translated(kernel: str, transposed: bool = False):
         from numbakern.registry import get
 
         spec = get(kernel)
-        if kernel == "matmul_pipelined":
+        if kernel.startswith("matmul_pipelined"):
             from numbakern.kernels import matmul_pipe as mp
 
             cfg = mp.pipe_launch(spec.constants, h, w)
@@ -231,6 +250,28 @@ def translated(kernel: str, transposed: bool = False):
             cfg = mf.flagship_launch(spec.constants, h, w)
         first = a.t().contiguous() if transposed else a
         return benchkit.translated_launch(spec, [first, b, o], cfg.grid, cfg.block)
+    return make
+
+
+def translated_transpose_then(kernel: str):
+    """The translator's ``transpose.cu`` writing A^T into a scratch array, then its ``<kernel>.cu`` on A^T: the C
+    counterpart of ``matmul_fast``'s transposed-A path."""
+    def make(a, b, o, h, k, w):
+        from numbakern.kernels import matmul_pipe as mp
+        from numbakern.kernels.transpose import ROWS, TILE
+        from numbakern.registry import get
+
+        spec = get(kernel)
+        at = a.new_empty((k, h))
+        cfg = mp.pipe_launch(spec.constants, h, w)
+        flip = benchkit.translated_launch(get("transpose"), [a, at], (-(-k // TILE), -(-h // TILE), 1),
+                                          (TILE, ROWS, 1))
+        product = benchkit.translated_launch(spec, [at, b, o], cfg.grid, cfg.block)
+
+        def run():
+            flip()
+            product()
+        return run
     return make
 
 
@@ -312,12 +353,19 @@ def all_variants(sweep: bool, chosen: dict) -> list[Variant]:
         Variant("flagship", f"Numba matmul_pipelined {pipe_label(mp.PIPE_DEFAULT_CONFIG)}",
                 numba_pipelined(mp.PIPE_DEFAULT_CONFIG), pipe_shapes),
         Variant("flagship", "Numba matmul_fast (autotuned)", numba_matmul_fast(chosen)),
+        Variant("flagship", f"Numba matmul_pipelined_at {pipe_label(mp.AT_DEFAULT_CONFIG)}, A^T given",
+                numba_pipelined_at(True), async_shapes),
+        Variant("flagship", "Numba transpose + matmul_pipelined_at", numba_pipelined_at(False), async_shapes),
         Variant("flagship", "Numba matmul_flagship_async, A^T given", numba_async(True), async_shapes),
         Variant("flagship", "Numba matmul_via_async (transpose + matmul_flagship_async)", numba_async(False),
                 async_shapes),
         Variant("flagship", "translated C matmul_flagship.cu", translated("matmul_flagship")),
         Variant("flagship", "translated C matmul_flagship_vec.cu", translated("matmul_flagship_vec"), vec_shapes),
         Variant("flagship", "translated C matmul_pipelined.cu", translated("matmul_pipelined"), pipe_shapes),
+        Variant("flagship", "translated C matmul_pipelined_at.cu, A^T given",
+                translated("matmul_pipelined_at", transposed=True), async_shapes),
+        Variant("flagship", "translated C transpose.cu + matmul_pipelined_at.cu",
+                translated_transpose_then("matmul_pipelined_at"), async_shapes),
         Variant("flagship", "translated C matmul_flagship_async.cu, A^T given",
                 translated("matmul_flagship_async", transposed=True), async_shapes),
         Variant("reference C", "CUDA C sgemm_vec4: the vec design, k-loop unrolled",
@@ -333,12 +381,17 @@ def all_variants(sweep: bool, chosen: dict) -> list[Variant]:
     if tri is not None:
         out.append(Variant("peer", TRITON, tri))
     out.append(Variant("peer", CUBLAS, cublas))
-    if sweep:  # the autotuners' other candidates (the two defaults are timed above)
+    if sweep:  # the autotuners' other candidates (the defaults are timed above)
         for c in (*mf.CONFIGS, *mf.VEC_CONFIGS):
             if c in (mf.DEFAULT_CONFIG, mf.VEC_DEFAULT_CONFIG):
                 continue
             out.append(Variant("sweep", f"Numba matmul_flagship {config_label(c)}", numba_flagship(c),
                                vec_shapes if c.get("vec") else any_shape))
+        for c in mp.PIPE_CONFIGS[1:]:
+            out.append(Variant("sweep", f"Numba matmul_pipelined {pipe_label(c)}", numba_pipelined(c), pipe_shapes))
+        for c in mp.AT_CONFIGS[1:]:
+            out.append(Variant("sweep", f"Numba transpose + matmul_pipelined_at {pipe_label(c)}",
+                               numba_pipelined_at(False, c), async_shapes))
     return out
 
 

@@ -68,31 +68,41 @@ def warp_inclusive_sum(v, lane):
 
 @cuda.jit(device=True)
 def sum_over_block(v):
-    """The sum of ``v`` over the block (up to 32 warps), on every thread: the warps' totals go to shared memory,
-    and every thread adds them up in the same order. Ends with a barrier, so it can be called again at once."""
+    """The sum of ``v`` over the block (up to 32 warps), on every thread: the warps' totals go to shared memory, and
+    every warp adds them up with the same butterfly (a fixed order: every thread gets the same bits). Ends with a
+    barrier, so it can be called again at once."""
     words = cuda.shared.array(32, np.float32)
     v = warp_sum(v)
-    if cuda.threadIdx.x % 32 == 0:
+    lane = cuda.threadIdx.x % 32
+    if lane == 0:
         words[cuda.threadIdx.x // 32] = v
     cuda.syncthreads()
-    v = words[0]
-    for k in range(1, cuda.blockDim.x // 32):
-        v += words[k]
+    # five shuffles instead of a loop over the warps' words: that loop, with a run-time trip count, stays rolled in
+    # numba's code, one dependent shared load after another (31 for a block of 1024)
+    if lane < cuda.blockDim.x // 32:
+        v = words[lane]
+    else:
+        v = np.float32(0.0)
+    v = warp_sum(v)
     cuda.syncthreads()
     return v
 
 
 @cuda.jit(device=True)
 def max_over_block(v):
-    """The NaN-propagating maximum of ``v`` over the block, on every thread (as ``sum_over_block``)."""
+    """The NaN-propagating maximum of ``v`` over the block, on every thread (as ``sum_over_block``; lanes past the
+    last warp take the first warp's word, which leaves the maximum unchanged)."""
     words = cuda.shared.array(32, np.float32)
     v = warp_max(v)
-    if cuda.threadIdx.x % 32 == 0:
+    lane = cuda.threadIdx.x % 32
+    if lane == 0:
         words[cuda.threadIdx.x // 32] = v
     cuda.syncthreads()
-    v = words[0]
-    for k in range(1, cuda.blockDim.x // 32):
-        v = nan_max(v, words[k])
+    if lane < cuda.blockDim.x // 32:
+        v = words[lane]
+    else:
+        v = words[0]
+    v = warp_max(v)
     cuda.syncthreads()
     return v
 

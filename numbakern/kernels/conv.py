@@ -37,6 +37,7 @@ from ..fastpath import jit_options, u32
 from ..launch import LaunchConfig, cdiv, check_array, empty_like_on, to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
+from ..unroll import unroll
 from ..vector_io import vload4
 
 #: threads of a block along x (one warp: a row of 32 output pixels) and along y
@@ -61,15 +62,16 @@ def conv2d_image(radius: int = 1, rows: int = 8):
     taps = size * size
     tile_h = TY * rows + 2 * radius  # the shared tile: the output tile and its halo
     tile_w = TX + 2 * radius
-    tile_n = tile_h * tile_w
-    loads = (tile_n + THREADS - 1) // THREADS  # tile elements each thread copies
+    row_steps = (tile_h + TY - 1) // TY  # tile rows each thread copies: rows ty, ty + TY, ...
+    halo_cols = 2 * radius  # tile columns past the first TX
+    halo_n = tile_h * halo_cols  # their elements, spread over all the threads
+    halo_steps = (halo_n + THREADS - 1) // THREADS
     column = rows + 2 * radius  # tile values one thread reads per filter column
 
     @cuda.jit(**jit_options(threads=THREADS, fastmath=False))
     def conv2d_image(x, w, out):
         tx = cuda.threadIdx.x
         ty = cuda.threadIdx.y
-        tid = ty * TX + tx
         h = x.shape[0]
         wd = x.shape[1]
         x0 = cuda.blockIdx.x * TX  # the output tile's first column and row
@@ -79,17 +81,31 @@ def conv2d_image(radius: int = 1, rows: int = 8):
         col = cuda.local.array(column, np.float32)
         acc = cuda.local.array(rows, np.float32)
 
-        for k in range(loads):  # the tile and its halo, zeros outside the image (all loads before the barrier)
-            e = k * THREADS + tid
-            if e < tile_n:
-                ly = e // tile_w
-                lx = e % tile_w
+        # the tile and its halo, zeros outside the image (all loads before the barrier): each thread copies column
+        # tx of every TY-th row (no division to find a position), then the threads together the 2 * radius halo
+        # columns past the first TX (a power of two wide for radius 1 and 2: the division is a shift)
+        tid = ty * TX + tx
+        gx = x0 + tx - radius
+        in_x = 0 <= gx < wd
+        for j in unroll(range(row_steps)):
+            ly = ty + j * TY
+            if ly < tile_h:
                 gy = y0 + ly - radius
-                gx = x0 + lx - radius
-                if 0 <= gy < h and 0 <= gx < wd:
-                    tile[ly, lx] = x[u32(gy), u32(gx)]
-                else:
-                    tile[ly, lx] = np.float32(0.0)
+                v = np.float32(0.0)
+                if 0 <= gy < h and in_x:
+                    v = x[u32(gy), u32(gx)]
+                tile[u32(ly), tx] = v
+        for j in unroll(range(halo_steps)):
+            e = tid + j * THREADS
+            if e < halo_n:
+                ly = e // halo_cols
+                lx = e % halo_cols + TX
+                gy = y0 + ly - radius
+                gx2 = x0 + lx - radius
+                v = np.float32(0.0)
+                if 0 <= gy < h and gx2 < wd:
+                    v = x[u32(gy), u32(gx2)]
+                tile[u32(ly), u32(lx)] = v
         for k in range(taps):
             wr[k] = w[k // size, k % size]
         for i in range(rows):

@@ -29,7 +29,7 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4
 from . import scratch
-from .collectives import WARP, multiprocessors, resident_blocks
+from .collectives import THREADS_PER_SM, WARP, multiprocessors, resident_blocks
 
 #: shared memory a block may use without opting in to more (every GPU since cc 3.0)
 SHARED_LIMIT = 48 * 1024
@@ -64,7 +64,10 @@ def histogram_counts(nt: int = 256, copies: int = 2, unroll: int = 4, vec: bool 
     n_regs = unroll * width
     warps_per_copy = nt // WARP // copies
 
-    @cuda.jit(**jit_options(threads=nt, fastmath=False))
+    # launch_bounds(nt, THREADS_PER_SM / nt): at most 32 registers for 256 threads, so that the grid of
+    # ``histogram_launch`` (a full device of resident blocks) runs in one wave; with 33, six blocks fit instead of
+    # eight and a third of the grid ran as a second wave
+    @cuda.jit(**jit_options(threads=nt, min_blocks=max(1, THREADS_PER_SM // nt), fastmath=False))
     def histogram_counts(x, counts, lo, hi):
         tid = cuda.threadIdx.x
         hist = cuda.shared.array(0, np.int32)  # copies x bins

@@ -44,7 +44,16 @@ from .flagship_config import (
     vec_ready,
 )
 from .matmul import BENCH_SIZES, MATRIX, _error_scale, _matmul_inputs, _reference, _work, checked_matmul_args
-from .matmul_pipe import PIPE_CONFIGS, SIM_PIPE_CONFIG, matmul_pipelined, pipe_autotuner, pipe_launch, pipe_ready
+from .matmul_pipe import (
+    AT_CONFIGS,
+    PIPE_CONFIGS,
+    SIM_PIPE_CONFIG,
+    TransposedA,
+    at_ready,
+    matmul_pipelined,
+    pipe_launch,
+    pipe_ready,
+)
 
 # ---------------------------------------------------------------------------------------------------------------
 # the lecture's tiled kernel, the numbakern way
@@ -309,40 +318,70 @@ vec_autotuner = Autotuner("matmul_flagship_vec", matmul_flagship, configs=VEC_CO
                           launch=_launch, sim_config=SIM_VEC_CONFIG)
 
 
+KERNELS = ("pipelined", "transposed", "flagship")
+
+
 def either_kernel(kernel: str = "pipelined", **config):
-    """``matmul_pipelined(**config)`` or, for ``kernel="flagship"``, ``matmul_flagship(**config)``."""
+    """What ``matmul_fast`` launches for a config: ``matmul_pipelined(**config)``, for ``kernel="transposed"`` the
+    transpose of A then ``matmul_pipelined(a_t=True, ...)`` (``TransposedA``), or for ``kernel="flagship"``
+    ``matmul_flagship(**config)``."""
     if kernel == "pipelined":
         return matmul_pipelined(**config)
+    if kernel == "transposed":
+        return TransposedA(config)
     if kernel == "flagship":
         return matmul_flagship(**config)
-    raise ValueError(f"matmul_fast: config 'kernel' must be 'pipelined' or 'flagship', got {kernel!r}")
+    raise ValueError(f"matmul_fast: config 'kernel' must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
 
 
 def either_launch(config, a, b, out):
     config = dict(config)
-    if config.pop("kernel", "flagship") == "pipelined":
+    if config.pop("kernel", "flagship") in ("pipelined", "transposed"):
         return pipe_launch(config, int(a.shape[0]), int(b.shape[1]))
     return flagship_launch(config, int(a.shape[0]), int(b.shape[1]))
 
 
-#: for matrices both kernels take (``vec_ready``: k and w multiples of 4): the pipelined candidates and the 16-byte
-#: flagship's, timed against each other on the device
-ready_autotuner = Autotuner("matmul_fast_ready", either_kernel,
-                            configs=(*({"kernel": "pipelined", **c} for c in PIPE_CONFIGS),
-                                     *({"kernel": "flagship", **c} for c in VEC_CONFIGS)),
-                            key=_matmul_key, launch=either_launch,
-                            sim_config={"kernel": "pipelined", **SIM_PIPE_CONFIG})
+def _candidates(at: bool, vec: bool) -> tuple[dict, ...]:
+    return (*(({"kernel": "transposed", **c} for c in AT_CONFIGS) if at else ()),
+            *({"kernel": "pipelined", **c} for c in PIPE_CONFIGS),
+            *(({"kernel": "flagship", **c} for c in VEC_CONFIGS) if vec else ()))
+
+
+def _tuner(name: str, at: bool, vec: bool) -> Autotuner:
+    return Autotuner(name, either_kernel, configs=_candidates(at, vec), key=_matmul_key, launch=either_launch,
+                     sim_config={"kernel": "pipelined", **SIM_PIPE_CONFIG})
+
+
+#: ``matmul_fast``'s choices, timed against each other on the device, by what the matrices allow: the pipelined
+#: candidates always (``pipe_ready``); the transposed-A ones where h % 4 == 0 too (``at_ready``); the 16-byte
+#: flagship's where k % 4 == 0 too (``vec_ready``)
+pipe_autotuner = _tuner("matmul_pipelined", at=False, vec=False)
+pipe_at_autotuner = _tuner("matmul_fast_at", at=True, vec=False)
+ready_autotuner = _tuner("matmul_fast_ready", at=False, vec=True)
+ready_at_autotuner = _tuner("matmul_fast_ready_at", at=True, vec=True)
+
+
+def fast_autotuner(a, b, out) -> Autotuner | None:
+    """The autotuner ``matmul_fast`` uses for these (kernel-argument) matrices, or None when only the scalar
+    flagship takes them."""
+    if not pipe_ready(a, b, out):
+        return None
+    at, vec = at_ready(a, b, out), vec_ready(a, b, out)
+    return {(True, True): ready_at_autotuner, (False, True): ready_autotuner, (True, False): pipe_at_autotuner,
+            (False, False): pipe_autotuner}[(at, vec)]
 
 
 def matmul_fast(a, b, out=None, *, config: dict | None = None):
-    """``a @ b`` for float32 matrices with the flagship kernel (autotuned per device and shape class).
+    """``a @ b`` for float32 matrices with the flagship kernels (autotuned per device and shape class).
 
     Like Triton, which specializes a kernel on pointer alignment and on sizes divisible by 16, the kernel is picked
-    by what the matrices allow: 16-byte aligned, with k and w multiples of 4 (``vec_ready``), the fastest on this
-    device of ``matmul_pipelined`` (``numbakern.kernels.matmul_pipe``) and the 16-byte flagship; with only w a
-    multiple of 4 (``pipe_ready``), ``matmul_pipelined``; any other shape, the scalar flagship. An explicit
-    ``config`` names its kernel (``{"kernel": "pipelined", ...}``; without "kernel", the flagship); one that the
-    matrices do not allow (``vec=True`` or the pipelined kernel on matrices not ready for it) is a ValueError.
+    by what the matrices allow, the fastest on this device of the candidates that apply (``numbakern.kernels.
+    matmul_pipe.fast_autotuner``): with w a multiple of 4 and 16-byte aligned matrices (``pipe_ready``),
+    ``matmul_pipelined``; with h a multiple of 4 as well (``at_ready``), also A transposed by numbakern's
+    ``transpose`` and then ``matmul_pipelined(a_t=True)``, both tiles in 16-byte copies; with k a multiple of 4 as
+    well (``vec_ready``), also the 16-byte flagship; any other shape, the scalar flagship. An explicit ``config``
+    names its kernel (``{"kernel": "pipelined" | "transposed", ...}``; without "kernel", the flagship); one that
+    the matrices do not allow is a ValueError.
 
     Same conventions as ``numbakern.kernels.matmul.matmul``: torch tensors, CuPy arrays or numpy arrays in (numpy
     or CPU tensors under the simulator), the product out, of the same kind on the same device.
@@ -351,19 +390,22 @@ def matmul_fast(a, b, out=None, *, config: dict | None = None):
     args = (to_kernel_arg(a), to_kernel_arg(b), to_kernel_arg(out))
     if h == 0 or w == 0:
         return out
-    vec = vec_ready(*args)
-    pipe = pipe_ready(*args)
-    if config is not None and config.get("vec", False) and not vec:
-        raise ValueError("matmul_fast: config has vec=True, but the matrices are not 16-byte ready (k and w must be "
-                         "multiples of 4 and every matrix 16-byte aligned and C-contiguous); pass a config without vec")
-    if config is not None and config.get("kernel") == "pipelined" and not pipe:
-        raise ValueError("matmul_fast: config names the pipelined kernel, but b and out are not 16-byte ready (w must "
-                         "be a multiple of 4, the matrices 16-byte aligned and C-contiguous)")
-    if config is None:
-        (ready_autotuner if vec else pipe_autotuner if pipe else autotuner)(*args)
-    else:
+    if config is not None:
+        kernel = config.get("kernel", "flagship")
+        if config.get("vec", False) and not vec_ready(*args):
+            raise ValueError("matmul_fast: config has vec=True, but the matrices are not 16-byte ready (k and w must "
+                             "be multiples of 4 and every matrix 16-byte aligned and C-contiguous); pass a config "
+                             "without vec")
+        if kernel == "pipelined" and not pipe_ready(*args):
+            raise ValueError("matmul_fast: config names the pipelined kernel, but b and out are not 16-byte ready (w "
+                             "must be a multiple of 4, the matrices 16-byte aligned and C-contiguous)")
+        if kernel == "transposed" and not at_ready(*args):
+            raise ValueError("matmul_fast: config names the transposed kernel, but the matrices are not ready for it "
+                             "(h and w must be multiples of 4, b and out 16-byte aligned and C-contiguous)")
         cfg = either_launch(config, *args)
-        either_kernel(**{"kernel": "flagship", **config})[cfg.grid, cfg.block](*args)
+        either_kernel(**{"kernel": "flagship", **config})[cfg.grid, cfg.block, 0, 0](*args)
+        return out
+    (fast_autotuner(*args) or autotuner)(*args)
     return out
 
 

@@ -17,6 +17,11 @@ What the hand-written CUDA C that reaches 90-92% of cuBLAS has (``docs/performan
 
 The thread tiles, warp layout and grouped block order are ``matmul_flagship``'s. Preconditions (``pipe_ready``):
 ``n`` and ``out`` 16-byte ready (w a multiple of 4, aligned, contiguous); h and k are free.
+
+With ``a_t=True`` the first argument is A^T (k×h, h a multiple of 4: ``at_ready``) and both tiles go in 16-byte
+copies, the hand kernel's design (registered as ``matmul_pipelined_at``, 8×16 outputs per thread). ``matmul_fast``
+reaches it for a row-major A through ``TransposedA``: numbakern's ``transpose`` into a kept buffer, then the
+product; its autotuner times that pair against the kernels that take A as it is.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ import numpy as np
 from numba import cuda
 
 from ..async_copy import async_commit, async_wait, copy_async, copy_async4
-from ..autotune import Autotuner
 from ..fastpath import jit_options, u32
 from ..registry import Case, KernelSpec, register
 from ..specialize import specialize
@@ -33,39 +37,52 @@ from ..unroll import unroll
 from ..vector_io import vload4, vstore4
 from .flagship_config import FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, _warp_layout, flagship_launch, vec_ready
 from .matmul import MATRIX, _error_scale, _matmul_inputs, _reference, _work
+from .matmul_async import TEST_SIZES as AT_TEST_SIZES
+from .matmul_async import VERIFY_SIZES as AT_VERIFY_SIZES
+from .matmul_async import _error_scale as _at_error_scale
+from .matmul_async import _reference as _at_reference
 
 #: static shared memory a kernel may declare without opting in to more
 STATIC_SHARED_LIMIT = 48 * 1024
 
 
-def _check_pipe_config(bm: int, bn: int, bk: int, tm: int, tn: int, stages: int, group: int) -> int:
+def _check_pipe_config(bm: int, bn: int, bk: int, tm: int, tn: int, stages: int, group: int,
+                       a_t: bool = False) -> int:
     """Threads per block for a pipelined config, or a ValueError saying which constraint fails."""
     nt = _check_config(bm, bn, bk, tm, tn, vec=True)
     for name, v in (("stages", stages), ("group", group)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"matmul_pipelined: {name} must be a positive int, got {v!r}")
+    if not isinstance(a_t, bool):
+        raise ValueError(f"matmul_pipelined: a_t must be True or False, got {a_t!r}")
     if stages < 2:
         raise ValueError(f"matmul_pipelined: stages={stages}: a pipeline needs at least 2 shared buffers")
     if nt % 32:
         raise ValueError(f"matmul_pipelined: {nt} threads per block is not a whole number of warps")
-    kb = bk // 8
-    if bk % 8 or (nt // 32) % kb or bm % (4 * (nt // 32) // kb):
-        raise ValueError(f"matmul_pipelined: the A tile ({bm}x{bk}) is copied by warps in blocks of 4 rows x 8 "
-                         f"k-columns: bk must be a multiple of 8 and the {nt // 32} warps must cover it evenly")
+    if a_t:
+        if nt % (bm // 4) or (bk * bm // 4) % nt:
+            raise ValueError(f"matmul_pipelined: the {bk}x{bm} A^T tile must split evenly over {nt} threads in "
+                             "16-byte groups")
+    else:
+        kb = bk // 8
+        if bk % 8 or (nt // 32) % kb or bm % (4 * (nt // 32) // kb):
+            raise ValueError(f"matmul_pipelined: the A tile ({bm}x{bk}) is copied by warps in blocks of 4 rows x 8 "
+                             f"k-columns: bk must be a multiple of 8 and the {nt // 32} warps must cover it evenly")
     if nt % (bn // 4) or (bk * bn // 4) % nt:
         raise ValueError(f"matmul_pipelined: the {bk}x{bn} B tile must split evenly over {nt} threads in 16-byte "
                          "groups")
-    if stages * bk * (bm + 4 + bn) * 4 > STATIC_SHARED_LIMIT:
-        raise ValueError(f"matmul_pipelined: {stages} stages of {bk}x({bm}+4) and {bk}x{bn} floats need more than "
+    if stages * (bk * (bm if a_t else bm + 4) + bk * bn) * 4 > STATIC_SHARED_LIMIT:
+        raise ValueError(f"matmul_pipelined: {stages} stages of the {bm}x{bk} A and {bk}x{bn} B tiles need more than "
                          "48 KiB of static shared memory")
     return nt
 
 
 @specialize
 def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn: int = 8, stages: int = 2,
-                     group: int = 8):
-    """``out = m @ n`` for one tile configuration; launch with ``pipe_launch`` (1-D blocks)."""
-    nt = _check_pipe_config(bm, bn, bk, tm, tn, stages, group)
+                     group: int = 8, a_t: bool = False):
+    """``out = m @ n`` for one tile configuration (``out = m.T @ n`` with ``a_t``: ``m`` is A^T, k×h); launch with
+    ``pipe_launch`` (1-D blocks)."""
+    nt = _check_pipe_config(bm, bn, bk, tm, tn, stages, group, a_t)
     tx_count = bn // tn
     ty_count = bm // tm
     wx, wy = _warp_layout(tx_count, ty_count)
@@ -73,10 +90,16 @@ def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn
     warps_x = tx_count // wx
     gm = bm // (tm // 4)  # distance between a thread's groups of 4 rows
     gn = bn // (tn // 4)
-    pa = bm + 4  # padded row of the transposed A tile: the 4-byte copies of a warp hit 32 banks
-    kb = bk // 8  # warp blocks of 8 k-columns across the A tile
-    a_rstep = 4 * (nt // 32) // kb  # rows between one thread's A copies
-    la = bm // a_rstep  # A copies per thread and tile
+    pa = bm if a_t else bm + 4  # a row of the k-major A tile (padded when 4-byte copies transpose it)
+    kb = bk // 8  # (4-byte copies) warp blocks of 8 k-columns across the A tile
+    if a_t:
+        a_cpr = bm // 4  # 16-byte chunks in a k-row of the A^T tile
+        a_rstep = nt // a_cpr  # k-rows between one thread's copies
+        la = bk // a_rstep
+    else:
+        a_cpr = 8
+        a_rstep = 4 * (nt // 32) // kb  # rows between one thread's A copies
+        la = bm // a_rstep
     b_cpr = bn // 4  # 16-byte chunks in a row of the B tile
     b_rstep = nt // b_cpr
     lb = bk // b_rstep  # B copies per thread and tile
@@ -96,11 +119,6 @@ def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn
         lq = tid % wxy  # lane within the patch
         a_base = u32((wq // warps_x * wy + lq // wx) * 4)  # first of this thread's rows in the block tile
         b_base = u32((wq % warps_x * wx + lq % wx) * 4)  # first of its columns
-        lane = tid % 32
-        warp = tid // 32
-        ac = u32(warp % kb * 8 + lane % 8)  # this thread's A copies: k-column ac of rows ar + i * a_rstep
-        ar_i = warp // kb * 4 + lane // 8
-        ar = u32(ar_i)
         bc = u32(tid % b_cpr * 4)  # its B copies: columns bc..bc+3 of rows br + i * b_rstep
         br = u32(tid // b_cpr)
         if group > 1:  # the block's tile in grouped order: down a band of `group` block rows, then right
@@ -113,8 +131,12 @@ def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn
         else:
             row0 = cuda.blockIdx.y * bm
             col0 = cuda.blockIdx.x * bn
-        h = m.shape[0]
-        k = m.shape[1]
+        if a_t:
+            k = m.shape[0]
+            h = m.shape[1]
+        else:
+            h = m.shape[0]
+            k = m.shape[1]
         w = n.shape[1]
 
         a_s = cuda.shared.array((stages, bk, pa), dtype=np.float32, alignment=16)  # A^T tiles, k-major
@@ -126,11 +148,28 @@ def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn
             acc[i] = np.float32(0.0)
 
         ntiles = (k + bk - 1) // bk
-        # Running 32-bit flat offsets of this thread's copies (the sources have fewer than 2**32 elements): the
-        # A copies of tile q start at a_off + q * bk and step a_step per copy, the B copies at b_off + q * bk * w.
-        a_off = u32((row0 + ar) * k + ac)
-        a_step = u32(a_rstep * k)
-        a_rows = h - row0 - ar_i  # A rows this thread may copy: i * a_rstep < a_rows (signed: may be <= 0)
+        # This thread's copies. Running 32-bit flat offsets into the sources (fewer than 2**32 elements): copy i
+        # of tile q reads a_off + q * a_tile + i * a_step (B: b_off + q * b_tile + i * b_step).
+        if a_t:  # A^T: 16-byte chunks of its k-rows; rows ar + i * a_rstep, columns (rows of A) ac..ac+3
+            ar_i = tid // a_cpr  # (signed, for the bounds below)
+            ar = u32(ar_i)
+            ac = u32(tid % a_cpr * 4)
+            a_off = u32(ar * h + row0 + ac)
+            a_step = u32(a_rstep * h)
+            a_tile = u32(bk * h)
+            a_rows = k - ar_i  # a copy is inside while q * bk + i * a_rstep < a_rows
+            a_cols = row0 + ac < h  # (h % 4 == 0: the whole chunk is inside)
+        else:  # 4 bytes at a time: a warp copies k-columns ac of rows ar + i * a_rstep, 8 columns x 4 rows
+            lane = tid % 32
+            warp = tid // 32
+            ac = u32(warp % kb * 8 + lane % 8)
+            ar_i = warp // kb * 4 + lane // 8
+            ar = u32(ar_i)
+            a_off = u32((row0 + ar) * k + ac)
+            a_step = u32(a_rstep * k)
+            a_tile = u32(bk)
+            a_rows = h - row0 - ar_i
+            a_cols = ac < k
         b_off = u32(br * w + col0 + bc)
         b_step = u32(b_rstep * w)
         b_tile = u32(bk * w)
@@ -139,8 +178,12 @@ def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn
         for s in unroll(range(ahead)):
             if s < ntiles:
                 for i in unroll(range(la)):
-                    copy_async(a_s, (u32(s), ac, ar + i * a_rstep), m, u32(a_off + s * bk + i * a_step),
-                               i * a_rstep < a_rows and s * bk + ac < k)
+                    if a_t:
+                        copy_async4(a_s, (u32(s), ar + i * a_rstep, ac), m, u32(a_off + s * a_tile + i * a_step),
+                                    a_cols and s * bk + i * a_rstep < a_rows)
+                    else:
+                        copy_async(a_s, (u32(s), ac, ar + i * a_rstep), m, u32(a_off + s * a_tile + i * a_step),
+                                   i * a_rstep < a_rows and s * bk + ac < k)
                 for i in unroll(range(lb)):
                     copy_async4(b_s, (u32(s), br + i * b_rstep, bc), n, u32(b_off + s * b_tile + i * b_step),
                                 b_cols and s * bk + br + i * b_rstep < k)
@@ -152,16 +195,19 @@ def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn
             nxt = t + ahead
             if nxt < ntiles:
                 ns = u32(nxt) % u32(stages)
-                a_next = u32(a_off + u32(nxt * bk))
+                a_next = u32(a_off + u32(nxt) * a_tile)
                 b_next = u32(b_off + u32(nxt) * b_tile)
-                ka = nxt * bk + ac
-                kb0 = nxt * bk + br
+                k0 = nxt * bk
                 for i in unroll(range(la)):
-                    copy_async(a_s, (ns, ac, ar + i * a_rstep), m, u32(a_next + i * a_step),
-                               i * a_rstep < a_rows and ka < k)
+                    if a_t:
+                        copy_async4(a_s, (ns, ar + i * a_rstep, ac), m, u32(a_next + i * a_step),
+                                    a_cols and k0 + i * a_rstep < a_rows)
+                    else:
+                        copy_async(a_s, (ns, ac, ar + i * a_rstep), m, u32(a_next + i * a_step),
+                                   i * a_rstep < a_rows and k0 + ac < k)
                 for i in unroll(range(lb)):
                     copy_async4(b_s, (ns, br + i * b_rstep, bc), n, u32(b_next + i * b_step),
-                                b_cols and kb0 + i * b_rstep < k)
+                                b_cols and k0 + br + i * b_rstep < k)
             async_commit()
             st = u32(t) % u32(stages)
             for g in unroll(range(tm_groups)):
@@ -191,7 +237,7 @@ def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn
 
 def pipe_threads(config: dict) -> int:
     return _check_pipe_config(config["bm"], config["bn"], config["bk"], config["tm"], config["tn"],
-                              config.get("stages", 2), config.get("group", 8))
+                              config.get("stages", 2), config.get("group", 8), config.get("a_t", False))
 
 
 def pipe_launch(config: dict, h: int, w: int):
@@ -206,6 +252,41 @@ def pipe_ready(a, b, out) -> bool:
     copies' running offsets are 32-bit)."""
     sizes = [int(np.prod(tuple(int(d) for d in x.shape))) for x in (a, b)]
     return vec_ready(b, out) and all(n < 2**32 for n in sizes)
+
+
+def at_ready(a, b, out) -> bool:
+    """True when ``a @ b`` may run as ``matmul_pipelined(a_t=True)`` on A^T: ``pipe_ready`` and h (A's rows, the
+    row length of A^T) a multiple of 4, so that A^T's rows go in 16-byte copies too."""
+    return pipe_ready(a, b, out) and int(a.shape[0]) % 4 == 0
+
+
+class TransposedA:
+    """``matmul_pipelined(a_t=True)`` launched on a row-major A, as one launchable:
+    ``TransposedA(config)[grid, block, 0, 0](a, b, out)`` writes A^T into a scratch array with numbakern's
+    ``transpose`` (k×h on ``a``'s device, kept for the next call of the same shape: ``scratch.buffer``), then
+    multiplies. The transpose moves 8 bytes per element of A, a few percent of a large product's time; in exchange
+    both tiles of the product go in 16-byte copies."""
+
+    def __init__(self, config: dict):
+        if not config.get("a_t"):
+            raise ValueError(f"TransposedA: the config must have a_t=True, got {config!r}")
+        self.kernel = matmul_pipelined(**config)
+
+    def __getitem__(self, launch):
+        grid, block = launch[0], launch[1]
+
+        def run(a, b, out):
+            from ..launch import cdiv
+            from . import scratch
+            from .transpose import ROWS, TILE, transpose
+
+            h, k = int(a.shape[0]), int(a.shape[1])
+            mt = scratch.buffer("matmul_at", (k, h), np.float32, a)
+            if h and k:
+                transpose[(cdiv(k, TILE), cdiv(h, TILE)), (TILE, ROWS)](a, mt)
+            self.kernel[grid, block](mt, b, out)
+
+        return run
 
 
 #: the default: the hand CUDA C of this design (2 stages, 128x128x16, 8x8 per thread) ran at 90-92% of cuBLAS
@@ -223,17 +304,17 @@ PIPE_CONFIGS = (
 #: a small configuration for the simulator (64 threads; tiles that the test sizes do not divide)
 SIM_PIPE_CONFIG = {"bm": 32, "bn": 32, "bk": 8, "tm": 4, "tn": 4, "stages": 2, "group": 1}
 
-
-def _matmul_key(a, b, out) -> tuple[int, int, int]:
-    return (int(a.shape[0]), int(a.shape[1]), int(b.shape[1]))
-
-
-def _launch(config, a, b, out):
-    return pipe_launch(config, int(a.shape[0]), int(b.shape[1]))
-
-
-pipe_autotuner = Autotuner("matmul_pipelined", matmul_pipelined, configs=PIPE_CONFIGS, key=_matmul_key,
-                           launch=_launch, sim_config=SIM_PIPE_CONFIG)
+#: A given transposed (``a_t``): both tiles in 16-byte copies. The default: 128 threads with 8x16 outputs each
+#: (about 220 registers, two blocks per multiprocessor), the shape of cuBLAS's own fp32 kernel (128x128 tiles, 4
+#: warps), blocks in plain order (on an H200 as fast as bands of 8 block rows in C, and faster in Numba); with 256
+#: threads of 8x8 and 3 stages the other large-tile candidate, and 64x128 tiles for small grids
+AT_DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 16, "stages": 2, "group": 1, "a_t": True}
+AT_CONFIGS = (
+    AT_DEFAULT_CONFIG,
+    {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 8, "stages": 3, "group": 8, "a_t": True},
+    {"bm": 64, "bn": 128, "bk": 16, "tm": 8, "tn": 8, "stages": 3, "group": 8, "a_t": True},
+)
+SIM_AT_CONFIG = {**SIM_PIPE_CONFIG, "a_t": True}
 
 
 def registered_pipe_config() -> dict:
@@ -276,4 +357,40 @@ register(KernelSpec(
     size_multiples={"w": 4},
     description="the flagship as a cp.async pipeline (A transposed by 4-byte copies, B by 16-byte ones), k-steps "
                 "unrolled",
+))
+
+
+def registered_at_config() -> dict:
+    from .. import mode
+
+    return dict(SIM_AT_CONFIG if mode.in_simulator() else AT_DEFAULT_CONFIG)
+
+
+def _at_case(size, rng, dist="uniform"):
+    from ..registry import random_array
+
+    h, k, w = size["h"], size["k"], size["w"]
+    mt = random_array(rng, (k, h), np.float32, dist)
+    n = random_array(rng, (k, w), np.float32, dist)
+    out = np.full((h, w), np.nan, dtype=np.float32)
+    return Case((mt, n, out), pipe_launch(registered_at_config(), h, w), dict(size))
+
+
+register(KernelSpec(
+    name="matmul_pipelined_at",
+    family="matmul",
+    kernel=matmul_pipelined(**registered_at_config()),
+    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
+    make_case=_at_case,
+    reference=_at_reference,
+    error_scale=_at_error_scale,
+    outputs=(2,),
+    work=_work,
+    constants=registered_at_config(),
+    test_sizes=AT_TEST_SIZES,  # (matmul_flagship_async's: h and w multiples of 4, k free)
+    verify_sizes=AT_VERIFY_SIZES,
+    bench_sizes=FLAGSHIP_BENCH_SIZES,
+    size_multiples={"h": 4, "w": 4},
+    description="out = mt.T @ n: the pipelined flagship on A^T given, both tiles in 16-byte cp.async copies, 8x16 "
+                "outputs per thread",
 ))

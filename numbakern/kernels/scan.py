@@ -206,8 +206,10 @@ def workspace(tiles: int, like=None):
             scratch.zeroed("scan_counters", (2,), np.uint32, like))
 
 
-#: 256 threads, 8 rounds of 16-byte loads: 8192-element tiles, 32 values in registers per thread
-CONFIG = {"nt": 256, "rounds": 8}
+#: 256 threads, 16 rounds of 16-byte loads: 16384-element tiles, 64 values in registers per thread (about 120
+#: registers: two blocks per multiprocessor). Against 8 rounds (8192-element tiles, 80 registers, three blocks) the
+#: same bytes are in flight per multiprocessor and there are half as many tiles to publish and look back over
+CONFIG = {"nt": 256, "rounds": 16}
 
 
 def inclusive_scan(x, out=None, *, config: dict | None = None):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
+from ..fastpath import u32
 from ..launch import LaunchConfig, cdiv
 from ..registry import Case, KernelSpec, Work, random_array, register
 
@@ -23,18 +24,19 @@ def transpose(src, dst):
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     h, w = src.shape
 
+    # unsigned subscripts (numbakern.fastpath.u32): no negative-index wraparound selects in numba's code
     col = cuda.blockIdx.x * TILE + tx
     row = cuda.blockIdx.y * TILE + ty
     for j in range(0, TILE, ROWS):
         if row + j < h and col < w:
-            tile[ty + j, tx] = src[row + j, col]
+            tile[u32(ty + j), u32(tx)] = src[u32(row + j), u32(col)]
     cuda.syncthreads()
 
     col = cuda.blockIdx.y * TILE + tx
     row = cuda.blockIdx.x * TILE + ty
     for j in range(0, TILE, ROWS):
         if row + j < w and col < h:
-            dst[row + j, col] = tile[tx, ty + j]
+            dst[u32(row + j), u32(col)] = tile[u32(tx), u32(ty + j)]
 
 
 def _case(size, rng, dist="uniform"):

@@ -106,7 +106,7 @@ def test_against_torch_on_the_gpu(n, cuda_torch):
     x = torch.randn(n, device="cuda")
     want = torch.cumsum(x.double(), 0)
     scale = torch.cumsum(x.double().abs(), 0)
-    # rounding accumulates along the chain of tile prefixes (8192 tiles at 2**26): a random walk of float32 roundings
+    # rounding accumulates along the chain of tile prefixes (4096 tiles at 2**26): a random walk of float32 roundings
     rtol = 1e-5 if n <= 1 << 24 else 3e-5
     for _ in range(3):  # repeated launches reuse the workspace the last block zeroed
         got = scan.inclusive_scan(x)

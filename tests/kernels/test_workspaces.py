@@ -24,3 +24,24 @@ def test_workspace_is_zero_after_the_launch(name, size, rng):
     names = spec.arg_names()
     for i in spec.workspace:
         assert not np.asarray(args[i]).any(), f"{name}: workspace '{names[i]}' is not zero after the launch"
+
+
+@pytest.mark.gpu
+def test_a_buffer_is_reused_for_the_same_shape_and_made_again_for_another(cuda_torch):
+    from numbakern.kernels import scratch
+
+    torch = cuda_torch
+    like = torch.zeros(4, device="cuda")
+    first = scratch.buffer("test_buffer", (3, 5), np.float32, like)
+    assert tuple(first.shape) == (3, 5) and first.dtype == torch.float32 and first.device == like.device
+    assert scratch.buffer("test_buffer", (3, 5), np.float32, like) is first
+    other = scratch.buffer("test_buffer", (5, 3), np.float32, like)
+    assert tuple(other.shape) == (5, 3) and other is not first
+
+
+@pytest.mark.sim
+def test_a_buffer_in_the_simulator_is_a_host_array():
+    from numbakern.kernels import scratch
+
+    b = scratch.buffer("test_buffer", (2, 7), np.float32, None)
+    assert isinstance(b, np.ndarray) and b.shape == (2, 7) and b.dtype == np.float32
