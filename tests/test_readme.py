@@ -1,10 +1,11 @@
 """The README's snippets and commands are the project's promises: keep them executable and in step with CI."""
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+from tests import environments
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -31,7 +32,7 @@ def test_quickstart_runs_as_a_plain_script_in_a_clean_environment(tmp_path):
 
     script = tmp_path / "quickstart.py"
     script.write_text(quickstart_code())
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(tmp_path))}
+    env = environments.clean(tmp_path)
     result = subprocess.run([sys.executable, script.name], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr

@@ -18,7 +18,6 @@ import contextlib
 import difflib
 import importlib
 import logging
-import os
 import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any
@@ -305,26 +304,3 @@ def static_type(ctx, obj):
                 t = ctx.resolve_getattr(t, part) if t is not None else None
             return t
     return None
-
-
-def typing_failure(e: Exception) -> tuple[str, str | None, int | None]:
-    """numba's error about a kernel, summarised: (its first relevant line, the file and line it names, if any).
-    Numba's messages run to dozens of lines (every candidate overload); the summary is what a located error
-    needs."""
-    import re  # cheap, and only on the error path
-
-    text = str(e).strip()
-    lines = [line.rstrip() for line in text.splitlines()]
-    body = [line for line in lines if line.strip() and not line.startswith(("Failed in ", "- Resolution"))]
-    summary = body[0].strip() if body else type(e).__name__
-    if summary.endswith("found for signature:"):
-        sig = next((line.strip()[4:].strip() for line in body if line.strip().startswith(">>>")), "")
-        summary = summary[: -len("found for signature:")] + f"found for {sig}"
-    summary = re.sub(r"\s+", " ", summary)[:300]
-    m = re.search(r'File "([^"]+)", line (\d+)', text)
-    if m is None:
-        return summary, None, None
-    path = m.group(1)
-    if not os.path.isabs(path):
-        path = os.path.abspath(path)
-    return summary, path, int(m.group(2))

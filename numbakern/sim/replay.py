@@ -8,6 +8,10 @@ dict holds the kernel spec, for kernels kept out of the registry); each case is 
 ``make_case`` and ``np.random.default_rng(seed)``, exactly as the caller builds it, and ``OUT.npz`` gets, per case
 ``i`` and output argument ``j``, the array ``"{i}:{j}"`` and the inputs' checksum ``"{i}:inputs"`` (so the caller
 can tell that both processes ran the same inputs).
+
+A case's launch (and the workspace its maker sizes for it) can depend on the device: a reduction splits a row over
+as many blocks as the device runs at once. So a caller that has its own cases passes them whole: ``"args"``, the
+path of an ``.npz`` written by ``save_case`` (the arguments and the launch), instead of a seed.
 """
 
 from __future__ import annotations
@@ -22,6 +26,36 @@ import numpy as np
 
 def case_for(spec, size: dict, seed: int, dist: str):
     return spec.make_case(size, np.random.default_rng(seed), dist)
+
+
+def save_case(case, path: str) -> None:
+    """``case``'s arguments and launch, for ``load_case`` in another process."""
+    arrays = {f"a{i}": a for i, a in enumerate(case.args) if isinstance(a, np.ndarray)}
+    scalars = {str(i): (type(a).__name__, a.item() if hasattr(a, "item") else a)
+               for i, a in enumerate(case.args) if not isinstance(a, np.ndarray)}
+    launch = {"grid": list(case.launch.grid), "block": list(case.launch.block),
+              "shared_bytes": int(case.launch.shared_bytes)}
+    meta = json.dumps({"n": len(case.args), "scalars": scalars, "launch": launch, "size": dict(case.size)})
+    np.savez(path, _meta=np.array(meta), **arrays)
+
+
+def load_case(path: str):
+    from numbakern.launch import LaunchConfig
+    from numbakern.registry import Case
+
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["_meta"]))
+        args = []
+        for i in range(meta["n"]):
+            if f"a{i}" in data.files:
+                args.append(data[f"a{i}"])
+            else:
+                kind, value = meta["scalars"][str(i)]
+                args.append(getattr(np, kind)(value) if hasattr(np, kind) and kind not in ("int", "float", "bool")
+                            else value)
+    launch = meta["launch"]
+    return Case(tuple(args), LaunchConfig(tuple(launch["grid"]), tuple(launch["block"]), launch["shared_bytes"]),
+                meta["size"])
 
 
 def inputs_checksum(case) -> np.ndarray:
@@ -52,7 +86,7 @@ def run(cases: list[dict], out_path: str) -> None:
     results = {}
     for i, c in enumerate(cases):
         spec = spec_for(c)
-        case = case_for(spec, c["size"], c["seed"], c["dist"])
+        case = load_case(c["args"]) if c.get("args") else case_for(spec, c["size"], c["seed"], c["dist"])
         results[f"{i}:inputs"] = inputs_checksum(case)
         for j, value in numbakern.run_case(spec, case).items():
             results[f"{i}:{j}"] = np.asarray(value)

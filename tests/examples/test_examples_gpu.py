@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.environments import with_path_first
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TRANSLATED = ["mykernels.stencil:stencil5", "mykernels.histogram:histogram", "mykernels.reduce:block_sum"]
 
 
 def verify(*kernels, extra=()):
-    env = {**os.environ, "PYTHONPATH": str(EXAMPLES)}
+    env = with_path_first(dict(os.environ), EXAMPLES)
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     command = [sys.executable, "-m", "translate.verify", *kernels, "--dir", "generated_cuda", "--no-record",
                "--verbose-cases", *extra]

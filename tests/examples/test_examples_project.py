@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.environments import with_path_first
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 #: kernels whose .cu today's translator cannot produce yet, and why (generated after the translator learns it)
@@ -20,7 +22,7 @@ PENDING = {"row_softmax": "np.float32(-np.inf): numpy constants are not translat
 
 
 def run(args, **kwargs):
-    env = {**os.environ, "PYTHONPATH": str(EXAMPLES)}
+    env = with_path_first(dict(os.environ), EXAMPLES)
     return subprocess.run(args, cwd=EXAMPLES, env=env, capture_output=True, text=True, timeout=600, **kwargs)
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.environments import with_path_first
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "your-kernels.md").read_text()
 EXAMPLES = ROOT / "examples"
@@ -63,7 +65,7 @@ PRODUCE = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def produced():
-    env = {**os.environ, "PYTHONPATH": str(EXAMPLES)}
+    env = with_path_first(dict(os.environ), EXAMPLES)
     result = subprocess.run([sys.executable, "-c", PRODUCE], cwd=EXAMPLES, env=env, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr

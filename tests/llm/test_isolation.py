@@ -262,3 +262,18 @@ def test_forged_outputs_are_checked_before_anything_is_read(tmp_path):
     done = sandbox.Completed(0, False, "", "", 0.1)
     runs = isolated._read_answer(tmp_path, [case], [0], done)
     assert all("no valid output" in r.error for r in runs.pairs[0])
+
+
+def test_the_file_limit_fits_two_runs_of_every_output(rng):
+    """The child writes every output of every case twice (runs "a" and "b") into one archive: a large case must not
+    hit the file-size limit (a full-size transpose writes more than the default 1 GiB)."""
+    from types import SimpleNamespace
+
+    small = SimpleNamespace(args=[rng.random(10, dtype=np.float32), rng.random(10, dtype=np.float32), 10])
+    base = sandbox.Limits(file_bytes=1 << 20)
+    assert isolated.limits_for_outputs(base, [small], outputs=[1]).file_bytes >= 1 << 20
+    big_out = np.empty((4096, 4096), np.float32)  # 64 MiB
+    big = SimpleNamespace(args=[rng.random(4, dtype=np.float32), big_out, 3])
+    limits = isolated.limits_for_outputs(base, [big, big, big], outputs=[1])
+    assert limits.file_bytes >= 3 * 2 * big_out.nbytes
+    assert limits.wall_seconds == base.wall_seconds and limits.open_files == base.open_files

@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 from numbakern import mode
+from tests import environments
 
 NOTE = mode.SCRIPT_NOTE
 HAS_GPU = mode.gpu_available()
@@ -22,7 +23,7 @@ HAS_GPU = mode.gpu_available()
 def run_script(tmp_path, code, **env):
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(code))
-    clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(tmp_path)), **env}
+    clean = environments.clean(tmp_path, **env)
     return subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=clean, capture_output=True, text=True,
                           timeout=300)
 

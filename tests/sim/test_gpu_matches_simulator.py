@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from numbakern import all_specs, run_case
-from numbakern.sim.replay import case_for, inputs_checksum
+from numbakern.sim.replay import case_for, inputs_checksum, save_case
 
 from . import fidelity_kernels
 
@@ -81,11 +81,17 @@ def test_the_simulator_computes_what_the_gpu_computes(tmp_path):
     from numbakern.sim.replay import spec_for
 
     cases = _cases()
-    simulated = _simulator_outputs(cases, tmp_path)
-    report, failures = [], []
+    # the GPU's own cases go to the simulator whole: a launch (and the workspace sized for it) depends on the device
+    built = []
     for i, c in enumerate(cases):
         spec = spec_for(c)
         case = case_for(spec, c["size"], c["seed"], c["dist"])
+        c["args"] = str(tmp_path / f"case{i}.npz")
+        save_case(case, c["args"])
+        built.append((spec, case))
+    simulated = _simulator_outputs(cases, tmp_path)
+    report, failures = [], []
+    for i, (c, (spec, case)) in enumerate(zip(cases, built)):
         assert (inputs_checksum(case) == simulated[f"{i}:inputs"]).all(), f"{c}: the two processes built other inputs"
         on_gpu = run_case(spec, case)
         ptx = _ptx(spec.kernel)
@@ -107,3 +113,18 @@ def test_the_simulator_computes_what_the_gpu_computes(tmp_path):
                 failures.append(f"{spec.name} {c['size']} seed {c['seed']} output {j} ({how}): differs at {diff}")
     print("\n".join(report))
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.sim
+def test_a_case_passed_whole_is_the_same_case(tmp_path):
+    """What the GPU test hands the simulator process: every library kernel's case, arguments and launch, back as
+    it was (array bytes, dtypes, shapes, scalar types)."""
+    from numbakern.sim.replay import load_case
+
+    for k, spec in enumerate(all_specs()):
+        case = case_for(spec, spec.test_sizes[-1], SEED + k, "normal")
+        save_case(case, str(tmp_path / "case.npz"))
+        back = load_case(str(tmp_path / "case.npz"))
+        assert (inputs_checksum(back) == inputs_checksum(case)).all(), spec.name
+        assert back.launch == case.launch and dict(back.size) == dict(case.size), spec.name
+        assert [type(a) for a in back.args] == [type(a) for a in case.args], spec.name

@@ -91,3 +91,12 @@ def test_kernel_without_source_is_located_where_it_is_bound(tmp_path):
                    "made = ns['k']\n")
     e = _refusal(f"{path}:made", "void(int32[::1])")
     assert "no Python source file" in e.message and e.line == 5 and "made" in e.source_line
+
+
+def test_numbas_terminal_colours_are_left_out_of_the_summary():
+    from translate.codegen.diagnose import typing_failure
+
+    coloured = Exception("Failed in cuda mode pipeline\n\x1b[1m\x1b[1mUnknown attribute 'foo' of type array(float32, "
+                         "1d, C)\x1b[0m\n\x1b[1mFile \"k.py\", line 6:\x1b[0m")
+    summary, path, line = typing_failure(coloured)
+    assert summary == "Unknown attribute 'foo' of type array(float32, 1d, C)" and line == 6

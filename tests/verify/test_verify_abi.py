@@ -67,7 +67,18 @@ def test_select_launcher_by_constants():
 
 def test_bad_descriptions_are_rejected():
     with pytest.raises(abi.AbiError, match="unsupported dtype"):
-        abi.argtypes({"symbol": "s", "params": [{"name": "x", "kind": "array", "dtype": "complex64", "ndim": 1}]})
+        abi.argtypes({"symbol": "s", "params": [{"name": "x", "kind": "scalar", "dtype": "complex64"}]})
+    with pytest.raises(abi.AbiError, match="unsupported dtype"):
+        abi.argtypes({"symbol": "s", "params": [{"name": "x", "kind": "array", "dtype": "complex32", "ndim": 1}]})
+
+
+def test_complex_arrays_travel_as_pointers():
+    launcher = {"symbol": "launch_c", "params": [{"name": "z", "kind": "array", "dtype": "complex128", "ndim": 2}]}
+    assert abi.argtypes(launcher)[:3] == [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+    out = abi.call_args(launcher, [(0x40, (2, 3), np.dtype(np.complex128))], (1,), (32,))
+    assert out[0].value == 0x40 and out[1:3] == [2, 3]
+    with pytest.raises(abi.AbiError, match="dtype complex128"):
+        abi.call_args(launcher, [(0x40, (2, 3), np.dtype(np.complex64))], (1,), (32,))
     with pytest.raises(abi.AbiError, match="kind"):
         abi.argtypes({"symbol": "s", "params": [{"name": "x", "kind": "tuple", "dtype": "int64"}]})
 

@@ -111,3 +111,24 @@ def test_entry_lookup_by_registry_name():
 ])
 def test_sanitizer_summaries(tool, rc, output, expected):
     assert parse_summary(tool, rc, output).startswith(expected)
+
+
+def test_a_standalone_case_keeps_numpy_scalars_as_numbers(tmp_path, rng):
+    """An attention case's scale is a np.float32: the standalone runner's case file must hold it (as a number)."""
+    import json
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from translate.verify.standalone import write_case
+
+    x = rng.random(7, dtype=np.float32)
+    scale = np.float32(rng.random())
+    case = SimpleNamespace(args=(x, scale, np.int64(7), 3),
+                           launch=SimpleNamespace(grid=(1, 1, 1), block=(32, 1, 1), shared_bytes=0))
+    write_case(tmp_path / "case.npz", cu="k.cu", launcher={"symbol": "launch_k"}, case=case,
+               expected={0: x * 2}, scale=None, rtol=1e-6, atol=0.0, outputs=(0,))
+    with np.load(tmp_path / "case.npz") as z:
+        meta = json.loads(str(z["meta"]))
+        np.testing.assert_array_equal(z["arg0"], x)
+    assert meta["scalars"] == {"1": float(scale), "2": 7, "3": 3}

@@ -7,12 +7,12 @@ from __future__ import annotations
 import ast
 import linecache
 import os
+import re
 
 from numba.core.dispatcher import Dispatcher
 
 from .. import closures
 from ..errors import TranslationError
-from ..frontend import typing_failure
 from .source import NoSource, parse_function
 
 
@@ -81,3 +81,25 @@ def typing_error(e: Exception, src, fn, what: str) -> TranslationError:
         return TranslationError(message, filename=path, line=line, col=col, source_line=text,
                                 width=max(1, len(text.strip())), hint=hint)
     return src.error(fn, message, hint=hint)
+
+
+def typing_failure(e: Exception) -> tuple[str, str | None, int | None]:
+    """numba's error about a kernel, summarised: (its first relevant line, the file and line it names, if any).
+    Numba's messages run to dozens of lines (every candidate overload); the summary is what a located error
+    needs."""
+    # numba colours its messages with terminal escapes where its colour scheme is on (NUMBA_COLOR_SCHEME)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()
+    lines = [line.rstrip() for line in text.splitlines()]
+    body = [line for line in lines if line.strip() and not line.startswith(("Failed in ", "- Resolution"))]
+    summary = body[0].strip() if body else type(e).__name__
+    if summary.endswith("found for signature:"):
+        sig = next((line.strip()[4:].strip() for line in body if line.strip().startswith(">>>")), "")
+        summary = summary[: -len("found for signature:")] + f"found for {sig}"
+    summary = re.sub(r"\s+", " ", summary)[:300]
+    m = re.search(r'File "([^"]+)", line (\d+)', text)
+    if m is None:
+        return summary, None, None
+    path = m.group(1)
+    if not os.path.isabs(path):
+        path = os.path.abspath(path)
+    return summary, path, int(m.group(2))

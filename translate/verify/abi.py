@@ -25,6 +25,8 @@ SCALAR_CTYPES: dict[str, Any] = {
     "float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
     "float16": ctypes.c_uint16,  # a __half by value: its bits
 }
+#: element types an array parameter may have besides the scalar ones (arrays travel as pointers)
+ARRAY_ONLY_DTYPES = ("complex64", "complex128")
 #: the trailing launch parameters every launcher takes
 LAUNCH_CTYPES = [ctypes.c_uint] * 6 + [ctypes.c_size_t, ctypes.c_void_p]
 
@@ -55,7 +57,8 @@ def params_of(launcher: Mapping[str, Any]) -> list[Param]:
         dtype = str(p.get("dtype"))
         if kind not in ("array", "scalar"):
             raise AbiError(f"{launcher.get('symbol')}: param {i} has kind {kind!r}; expected 'array' or 'scalar'")
-        if dtype not in SCALAR_CTYPES and not (kind == "array" and dtype == "record" and p.get("record")):
+        array_dtype = dtype in ARRAY_ONLY_DTYPES or (dtype == "record" and p.get("record"))
+        if dtype not in SCALAR_CTYPES and not (kind == "array" and array_dtype):
             raise AbiError(f"{launcher.get('symbol')}: param {p.get('name', i)!r} has unsupported dtype {dtype!r}")
         ndim = int(p.get("ndim", 0)) if kind == "array" else 0
         if kind == "array" and ndim < 1:

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -78,11 +78,20 @@ def run_candidate(cu: str | os.PathLike, launcher: Mapping[str, Any], cases: Seq
     (workdir / "job.json").write_text(json.dumps(job))
     np.savez(workdir / "args.npz", **arrays)
     done = sandbox.run([sys.executable, "-m", "translate.verify.isolated", str(workdir)], workdir=workdir,
-                       limits=limits)
+                       limits=limits_for_outputs(limits, cases, outputs))
     result = _read_answer(workdir, cases, outputs, done)
     if so and not result.stage:
         result.so = Path(so)
     return result
+
+
+def limits_for_outputs(limits: sandbox.Limits, cases: Sequence[Any], outputs: Sequence[int]) -> sandbox.Limits:
+    """``limits`` with a file-size limit that fits the child's ``outputs.npz``: every output of every case, twice
+    (runs "a" and "b"), and room for the archive's headers. A large case (a 2-D stencil or transpose at full size)
+    writes more than the default limit."""
+    needed = sum(2 * case.args[i].nbytes for case in cases for i in outputs if isinstance(case.args[i], np.ndarray))
+    needed += 64 << 20
+    return replace(limits, file_bytes=needed) if needed > limits.file_bytes else limits
 
 
 def build(cu: str | os.PathLike, *, arch: str, workdir: str | os.PathLike, nvcc_flags: Sequence[str] = (),

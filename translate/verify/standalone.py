@@ -30,7 +30,9 @@ def write_case(path, *, cu, launcher: Mapping[str, Any], case, nvcc_flags=(), ex
             "grid": list(case.launch.grid), "block": list(case.launch.block),
             "shared_bytes": int(case.launch.shared_bytes), "outputs": list(outputs), "rtol": rtol, "atol": atol,
             "nargs": len(case.args),
-            "scalars": {str(i): a for i, a in enumerate(case.args) if not isinstance(a, np.ndarray)},
+            # numpy scalars (an attention kernel's float32 scale) as Python numbers: the launcher's types convert back
+            "scalars": {str(i): a.item() if isinstance(a, np.generic) else a
+                        for i, a in enumerate(case.args) if not isinstance(a, np.ndarray)},
         })),
     }
     for i, a in enumerate(case.args):

@@ -1,0 +1,24 @@
+"""Environments for the subprocesses the tests start, as a user's shell would have them.
+
+A "clean" environment keeps only what finds programs and packages: PATH, HOME and, where numbakern and its
+dependencies were put on the path instead of installed (the GPU machine installs wheels with ``pip --target`` and
+sets PYTHONPATH), that PYTHONPATH: dropping it would test a different Python installation, not a cleaner one.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def with_path_first(env: dict[str, str], *folders: os.PathLike | str) -> dict[str, str]:
+    """``env`` with ``folders`` first on PYTHONPATH, before whatever PYTHONPATH it already had."""
+    kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**env, "PYTHONPATH": os.pathsep.join([*map(str, folders), *kept])}
+
+
+def clean(home: os.PathLike | str, **extra: str) -> dict[str, str]:
+    """PATH, HOME (``home`` when this process has none) and PYTHONPATH if set, then ``extra``."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(home))}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return {**env, **extra}
