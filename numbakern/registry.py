@@ -46,7 +46,7 @@ class Case:
 
     def fresh_args(self) -> list[Any]:
         """Copies of the arrays, so a run never changes the case (scalars are passed through)."""
-        return [a.copy() if isinstance(a, np.ndarray) else a for a in self.args]
+        return [a.copy(order="K") if isinstance(a, np.ndarray) else a for a in self.args]
 
 
 @dataclass(frozen=True)

@@ -60,3 +60,18 @@ def test_duplicate_names_are_refused():
     clone = KernelSpec(**spec.__dict__)
     with pytest.raises(ValueError, match="already registered"):
         register(clone)
+
+
+def test_fresh_arguments_keep_each_arrays_memory_order(rng):
+    """A kernel typed for a Fortran-order array must get one: copies keep the layout they were made with."""
+    import numpy as np
+
+    from numbakern.launch import LaunchConfig
+    from numbakern.registry import Case
+
+    f = np.asfortranarray(rng.random((4, 5, 6), dtype=np.float32))
+    c = rng.random((3, 2), dtype=np.float32)
+    fresh = Case((f, c, 7), LaunchConfig((1,), (32,)), {"n": 4}).fresh_args()
+    assert fresh[0].flags.f_contiguous and not fresh[0].flags.c_contiguous and fresh[1].flags.c_contiguous
+    np.testing.assert_array_equal(fresh[0], f)
+    assert fresh[0] is not f and fresh[2] == 7

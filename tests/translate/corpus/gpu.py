@@ -222,11 +222,11 @@ def run_one(entry, prep: Prepared, seeds=SEEDS) -> Verdict:
     for seed in seeds:
         args = entry.make_args(seed)
         try:
-            got = candidate(entry, prep, [a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            got = candidate(entry, prep, [a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args])
         except Exception as e:  # noqa: BLE001 - reported per entry
             return Verdict(entry.id, "launch-error", f"seed {seed}: {type(e).__name__}: {e}")
         try:
-            want = reference(entry, [a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            want = reference(entry, [a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args])
         except Exception as e:  # noqa: BLE001 - the Numba kernel itself failed: nothing to compare with
             return Verdict(entry.id, "reference-error", f"seed {seed}: {type(e).__name__}: {str(e)[:300]}")
         ok, why, err = compare(entry, got, want)
