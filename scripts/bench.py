@@ -217,6 +217,17 @@ def markdown(rows, provenance: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def readme_markdown(rows, provenance: str) -> str:
+    """The README's table: each kernel at its largest benchmark size (the last timed), the copy row, and where the
+    whole table is."""
+    last: dict[str, dict] = {}
+    for r in rows:
+        last[r["kernel"]] = r
+    table = markdown([{**r, "peers": ""} for r in last.values()], provenance)
+    return table + ("\nEvery size, and the other implementations timed beside them (Triton, torch's attention "
+                    "backends): [docs/bench/bench.md](docs/bench/bench.md).\n")
+
+
 def chart(rows, path: Path, provenance: str) -> bool:
     labels = [f"{r['kernel']} {r['size']}" for r in rows]
     series = {}
@@ -229,7 +240,8 @@ def chart(rows, path: Path, provenance: str) -> bool:
 def publish(rows, provenance: str, out: Path) -> str:
     """bench.md and bench.png next to bench.csv; README.md's table too for the repository's results."""
     md = markdown(rows, provenance)
-    benchkit.publish(out, "bench", md, lambda png: chart(rows, png, provenance), README, RESULTS)
+    benchkit.publish(out, "bench", md, lambda png: chart(rows, png, provenance), README, RESULTS,
+                     doc_md=readme_markdown(rows, provenance))
     return md
 
 

@@ -198,9 +198,10 @@ def where_and_when(provenance: str) -> str:
     return provenance.split(", with ", 1)[0]
 
 
-def publish(out: Path, stem: str, md: str, draw: Callable[[Path], bool] | None, doc: Path, home: Path) -> None:
+def publish(out: Path, stem: str, md: str, draw: Callable[[Path], bool] | None, doc: Path, home: Path,
+            doc_md: str | None = None) -> None:
     """Write ``<stem>.md`` (and, with ``draw``, ``<stem>.png``) next to ``<stem>.csv`` in ``out``; when ``out`` is
-    the repository's results folder ``home``, also refresh the copy of the table in ``doc``."""
+    the repository's results folder ``home``, also refresh the table in ``doc`` (``doc_md``, else ``md``)."""
     write_text(out / f"{stem}.md", md)
     wrote = [out / f"{stem}.csv", out / f"{stem}.md"]
     if draw is not None:
@@ -209,7 +210,7 @@ def publish(out: Path, stem: str, md: str, draw: Callable[[Path], bool] | None, 
         else:
             print("no chart: matplotlib is not installed")
     print("wrote " + ", ".join(map(str, wrote)))
-    if out.resolve() == home.resolve() and embed(doc, f"{stem}.md", md):
+    if out.resolve() == home.resolve() and embed(doc, f"{stem}.md", md if doc_md is None else doc_md):
         print(f"updated the table in {doc}")
 
 

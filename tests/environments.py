@@ -22,3 +22,12 @@ def clean(home: os.PathLike | str, **extra: str) -> dict[str, str]:
     if os.environ.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return {**env, **extra}
+
+
+def pytest_plugin_args() -> list[str]:
+    """``-p numbakern.pytest_plugin`` where numbakern is on the path but not installed (its pytest11 entry point
+    is then missing, and pytest would not load the plugin by itself); nothing where it is installed."""
+    from importlib.metadata import entry_points
+
+    installed = any(p.value == "numbakern.pytest_plugin" for p in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "numbakern.pytest_plugin"]

@@ -11,7 +11,9 @@ can tell that both processes ran the same inputs).
 
 A case's launch (and the workspace its maker sizes for it) can depend on the device: a reduction splits a row over
 as many blocks as the device runs at once. So a caller that has its own cases passes them whole: ``"args"``, the
-path of an ``.npz`` written by ``save_case`` (the arguments and the launch), instead of a seed.
+path of an ``.npz`` written by ``save_case`` (the arguments and the launch), instead of a seed; and where the
+spec's kernel is a specialization chosen for the device (attention's tiles), ``"constants"``: the caller's, from which
+the same specialization is made here.
 """
 
 from __future__ import annotations
@@ -80,6 +82,16 @@ def spec_for(c: dict):
     return numbakern.get(c["name"])
 
 
+def kernel_for(spec, constants: dict | None):
+    """The spec's kernel, or the specialization of its factory for ``constants`` when they differ from its own."""
+    from numbakern.specialize import constants_of, factory_of
+
+    factory = factory_of(spec.kernel)
+    if not constants or factory is None or constants_of(spec.kernel) == constants:
+        return spec.kernel
+    return factory(**constants)
+
+
 def run(cases: list[dict], out_path: str) -> None:
     import numbakern
 
@@ -88,7 +100,7 @@ def run(cases: list[dict], out_path: str) -> None:
         spec = spec_for(c)
         case = load_case(c["args"]) if c.get("args") else case_for(spec, c["size"], c["seed"], c["dist"])
         results[f"{i}:inputs"] = inputs_checksum(case)
-        for j, value in numbakern.run_case(spec, case).items():
+        for j, value in numbakern.run_case(spec, case, kernel_for(spec, c.get("constants"))).items():
             results[f"{i}:{j}"] = np.asarray(value)
     tmp = out_path + ".tmp.npz"
     np.savez(tmp, **results)

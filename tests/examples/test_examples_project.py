@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.environments import with_path_first
+from tests.environments import pytest_plugin_args, with_path_first
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -27,7 +27,10 @@ def run(args, **kwargs):
 
 
 def test_the_examples_own_tests_pass():
-    result = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"])
+    # as a user runs them in their project: plain pytest, numbakern's plugin choosing the simulator
+    env = {k: v for k, v in with_path_first(dict(os.environ), EXAMPLES).items() if k != "NUMBA_ENABLE_CUDASIM"}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_plugin_args()],
+                            cwd=EXAMPLES, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     summary = result.stdout.strip().splitlines()[-1]
     passed = int(summary.split(" passed")[0].split()[-1])

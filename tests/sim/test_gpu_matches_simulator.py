@@ -23,6 +23,7 @@ import pytest
 
 from numbakern import all_specs, run_case
 from numbakern.sim.replay import case_for, inputs_checksum, save_case
+from numbakern.specialize import constants_of
 
 from . import fidelity_kernels
 
@@ -87,6 +88,7 @@ def test_the_simulator_computes_what_the_gpu_computes(tmp_path):
         spec = spec_for(c)
         case = case_for(spec, c["size"], c["seed"], c["dist"])
         c["args"] = str(tmp_path / f"case{i}.npz")
+        c["constants"] = constants_of(spec.kernel)
         save_case(case, c["args"])
         built.append((spec, case))
     simulated = _simulator_outputs(cases, tmp_path)
