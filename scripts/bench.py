@@ -228,13 +228,29 @@ def readme_markdown(rows, provenance: str) -> str:
                     "backends): [docs/bench/bench.md](docs/bench/bench.md).\n")
 
 
+def family_of(kernel: str) -> str:
+    """The registered family of a benchmarked kernel ("copy" for the bandwidth row, "other" if unregistered)."""
+    import numbakern
+
+    try:
+        return numbakern.get(kernel).family
+    except (KeyError, LookupError):
+        return "copy" if kernel == "copy" else "other"
+
+
 def chart(rows, path: Path, provenance: str) -> bool:
-    labels = [f"{r['kernel']} {r['size']}" for r in rows]
-    series = {}
-    for name, label in (("numba", "Numba"), ("c", "translated C"), ("torch", "torch/cuBLAS")):
-        series[label] = [benchkit.number(r[f"{name}_rate"]) / benchkit.number(r["torch_rate"]) for r in rows]
-    return benchkit.bar_chart(path, labels, series, "throughput relative to torch/cuBLAS",
-                              f"python scripts/bench.py. {benchkit.where_and_when(provenance)}", log=True)
+    """A panel per kernel family: each implementation's throughput relative to torch's."""
+    panels: dict[str, list] = {}
+    for r in rows:
+        if r["kernel"] != "copy":
+            panels.setdefault(family_of(r["kernel"]), []).append(r)
+    made = []
+    for family, members in panels.items():
+        series = {label: [benchkit.number(r[f"{name}_rate"]) / benchkit.number(r["torch_rate"]) for r in members]
+                  for name, label in (("numba", "Numba"), ("c", "translated C"), ("torch", "torch/cuBLAS"))}
+        made.append((family, [f"{r['kernel']} {r['size']}" for r in members], series))
+    return benchkit.panel_chart(path, made, "throughput relative to torch/cuBLAS",
+                                f"python scripts/bench.py. {benchkit.where_and_when(provenance)}", log=True)
 
 
 def publish(rows, provenance: str, out: Path) -> str:

@@ -217,6 +217,13 @@ def publish(out: Path, stem: str, md: str, draw: Callable[[Path], bool] | None, 
 def bar_chart(path: Path, labels: Sequence[str], series: Mapping[str, Sequence[float]], xlabel: str, title: str,
               log: bool = False) -> bool:
     """Horizontal grouped bars (one group per label, one bar per series); False when matplotlib is missing."""
+    return panel_chart(path, [("", labels, series)], xlabel, title, log)
+
+
+def panel_chart(path: Path, panels: Sequence[tuple[str, Sequence[str], Mapping[str, Sequence[float]]]], xlabel: str,
+                title: str, log: bool = False) -> bool:
+    """One panel of horizontal grouped bars per ``(panel title, labels, series)``, stacked, sharing the x axis
+    (a kernel family per panel); False when matplotlib is missing."""
     try:
         import matplotlib
 
@@ -226,20 +233,27 @@ def bar_chart(path: Path, labels: Sequence[str], series: Mapping[str, Sequence[f
         return False
     import numpy as np
 
-    y = np.arange(len(labels))
-    height = 0.8 / max(1, len(series))
-    fig, ax = plt.subplots(figsize=(10, 0.25 * len(labels) * max(1, len(series)) ** 0.5 + 1.5))
-    for i, (name, values) in enumerate(series.items()):
-        ax.barh(y + (i - (len(series) - 1) / 2) * height, values, height, label=name)
-    ax.set_yticks(y, labels, fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel(xlabel)
-    if log:
-        ax.set_xscale("log")
-    ax.set_title(title, fontsize=9)
-    ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    widths = [max(1, len(series)) ** 0.5 for _, _, series in panels]
+    heights = [0.25 * len(labels) * w + 0.6 for (_, labels, _), w in zip(panels, widths)]
+    total = sum(heights) + 1.0
+    fig, axes = plt.subplots(len(panels), 1, figsize=(10, total), sharex=True, squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    for ax, (name, labels, series) in zip(axes[:, 0], panels):
+        y = np.arange(len(labels))
+        height = 0.8 / max(1, len(series))
+        for i, (label, values) in enumerate(series.items()):
+            ax.barh(y + (i - (len(series) - 1) / 2) * height, values, height, label=label)
+        ax.set_yticks(y, labels, fontsize=7)
+        ax.invert_yaxis()
+        if name:
+            ax.set_title(name, fontsize=8, loc="left")
+        ax.grid(axis="x", alpha=0.3)
+        if log:
+            ax.set_xscale("log")
+    axes[-1, 0].set_xlabel(xlabel)
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / total))  # room for the title above the first panel
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
