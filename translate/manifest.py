@@ -289,23 +289,43 @@ def replaces_verified(old: dict | None, new: dict) -> bool:
 
 def record_verification(out_dir: str | os.PathLike, filename: str, record: Mapping[str, Any], *,
                         check_file: bool = True) -> bool:
-    """Store ``record`` as the file's ``verification``; False (nothing written) when the entry is gone or, with
-    ``check_file``, the ``.cu`` changed since it was verified (the record's ``file_sha256``)."""
+    """Store ``record`` as the file's ``verification``; False (nothing written) when ``store_verification`` does
+    not record it."""
+    return store_verification(out_dir, filename, record, check_file=check_file) == "recorded"
+
+
+def store_verification(out_dir: str | os.PathLike, filename: str, record: Mapping[str, Any], *,
+                       check_file: bool = True) -> str:
+    """Store ``record`` as the file's ``verification``; what happened, in words: ``"recorded"``, or why not — the
+    entry is gone, with ``check_file`` the ``.cu`` changed since it was verified (the record's ``file_sha256``), or
+    the record is of a run that could not complete (an error before any case failed) and the same file is verified
+    already (a broken run does not undo a verification; a failed comparison does)."""
+    outcome = "skipped (no manifest)"
+
     def edit(data: dict) -> bool:
+        nonlocal outcome
         entry = data["files"].get(filename)
         if entry is None:
+            outcome = "skipped (entry missing)"
             return False
         if check_file and record.get("file_sha256"):
             current = sha256_file(os.path.join(folder(out_dir), filename))
             if current != record["file_sha256"] or entry.get("file_sha256") not in (None, record["file_sha256"]):
+                outcome = "skipped (.cu changed since verification)"
                 return False
+        earlier = entry.get("verification") or {}
+        could_not_run = not record.get("ok") and record.get("error") and not record.get("failed_cases")
+        if could_not_run and earlier.get("ok") and earlier.get("file_sha256") == record.get("file_sha256"):
+            outcome = f"kept the verification of {earlier.get('date', 'an earlier run')} (this run: {record['error']})"
+            return False
         entry["verification"] = dict(record)
         entry["updated"] = now()
+        outcome = "recorded"
         return True
 
-    if not os.path.isdir(out_dir):
-        return False
-    return change(out_dir, edit, create=False)
+    if os.path.isdir(out_dir):
+        change(out_dir, edit, create=False)
+    return outcome
 
 
 def set_verification(out_dir: str | os.PathLike, filename: str, record: Mapping[str, Any]) -> None:
@@ -316,8 +336,4 @@ def set_verification(out_dir: str | os.PathLike, filename: str, record: Mapping[
 
 def apply_records(out_dir: str | os.PathLike, records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """Apply ``{"file": name, "record": {...}}`` items (what ``--records-out`` writes); ``{file: outcome}``."""
-    outcome = {}
-    for item in records:
-        ok = record_verification(out_dir, item["file"], item["record"])
-        outcome[item["file"]] = "recorded" if ok else "skipped (entry missing or .cu changed since verification)"
-    return outcome
+    return {item["file"]: store_verification(out_dir, item["file"], item["record"]) for item in records}

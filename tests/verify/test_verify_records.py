@@ -132,3 +132,22 @@ def test_a_standalone_case_keeps_numpy_scalars_as_numbers(tmp_path, rng):
         meta = json.loads(str(z["meta"]))
         np.testing.assert_array_equal(z["arg0"], x)
     assert meta["scalars"] == {"1": float(scale), "2": 7, "3": 3}
+
+
+def test_a_run_that_could_not_complete_keeps_an_earlier_verification(tmp_path):
+    """A run that broke before any case failed (a full disk, a killed child) is no verdict on the file: it does not
+    undo a verification of the same file; a failed comparison does, and so does any record for a new file."""
+    folder = _manifest(tmp_path)
+    sha = hashlib.sha256(b"// a\n").hexdigest()
+    good = {"ok": True, "file_sha256": sha, "date": "2026-11-23T08:13:40Z", "error": None, "failed_cases": 0}
+    broken = {"ok": False, "file_sha256": sha, "error": "OSError: [Errno 27] File too large", "failed_cases": 0}
+    wrong = {"ok": False, "file_sha256": sha, "error": None, "failed_cases": 3}
+    assert mf.apply_records(folder, [{"file": "a.cu", "record": good}]) == {"a.cu": "recorded"}
+    outcome = mf.apply_records(folder, [{"file": "a.cu", "record": broken}])["a.cu"]
+    assert outcome.startswith("kept the verification of 2026-11-23T08:13:40Z") and "File too large" in outcome
+    assert json.loads((folder / "manifest.json").read_text())["files"]["a.cu"]["verification"] == good
+    assert mf.apply_records(folder, [{"file": "a.cu", "record": wrong}]) == {"a.cu": "recorded"}
+    assert json.loads((folder / "manifest.json").read_text())["files"]["a.cu"]["verification"] == wrong
+    b_sha = hashlib.sha256(b"// b\n").hexdigest()
+    assert mf.apply_records(folder, [{"file": "b.cu", "record": {**broken, "file_sha256": b_sha}}]) == {
+        "b.cu": "recorded"}
