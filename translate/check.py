@@ -43,7 +43,8 @@ def check(out_dir: str, expected: Iterable[str] = ()) -> list[dict]:
                              "detail": f"{entry['kernel']} changed since translation: re-run translate"})
     for name in expected:
         if name not in seen:
-            problems.append({"file": f"{name}.cu", "problem": "missing",
+            stem = name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]  # module:kernel writes <kernel>.cu
+            problems.append({"file": f"{stem}.cu", "problem": "missing",
                              "detail": f"{'kernel' if ':' in name else 'registered kernel'} '{name}' has no "
                                        "generated file (run translate --all)"})
     return problems

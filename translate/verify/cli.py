@@ -25,9 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from numbakern import mode
+from numbakern import mode, registry
 from numbakern import project as projects
-from numbakern import registry
 from numbakern.registry import KernelSpec, all_specs, get
 
 from .. import manifest
@@ -63,11 +62,17 @@ def manifest_entry(data: dict, spec: KernelSpec) -> tuple[str, dict] | None:
     """``(file name, entry)`` of ``spec``'s kernel: a library kernel's by its registry name; a user kernel's by
     where its module binds it (the entry's ``target``) or by its function's ``module:qualname`` -- never a file of
     the same name that another module's kernel wrote."""
-    if spec.namespace == registry.LIBRARY:
-        return manifest.entry_for(data, spec.name)
-    target = registry.kernel_target(spec)
     func = getattr(spec.kernel, "py_func", spec.kernel)
     qualname = f"{func.__module__}:{func.__qualname__}"
+    if spec.namespace == registry.LIBRARY:
+        found = manifest.entry_for(data, spec.name)
+        if found is None:
+            return None
+        # by registry name, or the file of that name only when the library's kernel wrote it
+        entry = found[1]
+        mine = entry.get("registry_name") == spec.name or entry.get("kernel") == qualname
+        return found if mine else None
+    target = registry.kernel_target(spec)
     for file_name, entry in sorted(data["files"].items()):
         if (target and entry.get("target") == target) or entry.get("kernel") == qualname:
             return file_name, entry
