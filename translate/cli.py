@@ -24,7 +24,7 @@ import time
 from . import output
 from .errors import TranslationError
 from .llm import cli_args as llm_args
-from .manifest import ManifestError
+from .manifest import ManifestError, sha256_file
 from .verify import cli_args as verify_args
 
 
@@ -129,7 +129,7 @@ def main(argv=None) -> int:
 def project_specs(project):
     """The project's kernels, their modules imported as ``translate`` imports a kernel's module (a kernel compiled
     at import records its signature instead: there may be no GPU)."""
-    from .targets import recording_signatures
+    from .targets import recording_signatures  # numba's CUDA target: only once main() has chosen it
 
     with recording_signatures():
         return project.specs()
@@ -138,7 +138,7 @@ def project_specs(project):
 def kernel_name(spec) -> str:
     """What ``translate`` resolves to ``spec``'s kernel: a library kernel by its registry name, a user's where its
     module binds it (``module:kernel``, never confused with a library kernel of the same name)."""
-    from numbakern import registry
+    from numbakern import registry  # imports numba: only once main() has chosen its CUDA target
 
     if spec.namespace == registry.LIBRARY:
         return spec.name
@@ -165,8 +165,6 @@ def _usage(message: str) -> int:
 
 
 def _translate(args, api, names: list[str], opts, constants: dict) -> int:
-    from .manifest import sha256_file
-
     rows = []
     for name in names:
         t0 = time.perf_counter()
