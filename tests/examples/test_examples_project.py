@@ -65,3 +65,16 @@ def test_every_declared_kernel_has_its_file(checked):
     for kernel, file in files.items():
         assert file == f"{kernel}.cu"
         assert manifest["files"][file]["target"].startswith("mykernels.")  # the user's module, never an internal name
+
+
+def test_translate_check_in_the_examples_as_ci_runs_it():
+    """``.ci/run``'s step: ``translate --check`` in examples/, the project found from its pyproject.toml (the
+    installed command; ``python -m translate.cli`` where it is not installed)."""
+    command = Path(sys.executable).with_name("translate")
+    command = [str(command)] if command.exists() else [sys.executable, "-m", "translate.cli"]
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "PYTHONPATH")}
+    if not command[0].endswith("translate"):
+        env["PYTHONPATH"] = str(EXAMPLES.parent)
+    result = subprocess.run([*command, "--check"], cwd=EXAMPLES, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == "translate --check: every file in generated_cuda/ is up to date\n"
