@@ -264,3 +264,15 @@ def test_the_sanitized_childs_spec_is_the_users_even_with_a_library_kernels_name
     got = json.loads(r.stdout.splitlines()[-1])
     # the user's spec: its own verification sizes (the library's smallest are different), its own module
     assert got == {"module": "tkern", "sizes": [{"n": 1}, {"n": 191}], "n": 1, "library": False}
+
+
+def test_the_library_joins_a_project_only_when_asked_and_a_name_clash_is_a_clear_error(project):
+    r = translate(project, "--check")  # include-library unset: the library's kernels are not the project's
+    assert r.returncode == 1 and "matmul" not in r.stdout and "block_sum" in r.stdout
+    (project / "pyproject.toml").write_text(PYPROJECT + "include-library = true\n")
+    r = translate(project, "--all")
+    assert r.returncode == 2
+    # both block_sums would write block_sum.cu: named, with the way out
+    assert "two kernels named 'block_sum'" in r.stderr and "tkern:block_sum" in r.stderr, r.stderr
+    assert "include-library = false" in r.stderr
+    assert not (project / "build").exists()  # nothing written
