@@ -20,6 +20,7 @@ import argparse
 import os
 import sys
 import time
+import traceback
 
 from . import output
 from .errors import TranslationError
@@ -113,10 +114,12 @@ def main(argv=None) -> int:
         except ValueError as e:
             return _usage(str(e))
         try:
-            specs = project_specs(project) if args.all else None
-        except (projects.ProjectError, ImportError) as e:
+            names = [kernel_name(spec) for spec in project_specs(project)] if args.all \
+                else [_named_in(project, args.kernel)]
+        except projects.ProjectError as e:
             return _usage(str(e))
-        names = [kernel_name(spec) for spec in specs] if args.all else [_named_in(project, args.kernel)]
+        except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import: where, no traceback
+            return _usage(import_failure(project, e))
         rc = _translate(args, api, names, opts, constants)
         if rc == 0 and args.verify:
             rc = verify_cli.run(args, None if args.all else names, directory=args.out, project=project)
@@ -133,6 +136,15 @@ def project_specs(project):
 
     with recording_signatures():
         return project.specs()
+
+
+def import_failure(project, e: BaseException) -> str:
+    """One line for a kernel module of ``project`` that failed to import: the project, the error, and the line of
+    the project's own file where it happened."""
+    root = str(project.root) + os.sep
+    mine = [f for f in traceback.extract_tb(e.__traceback__) if f.filename.startswith(root)]
+    where = f" at {os.path.relpath(mine[-1].filename)}:{mine[-1].lineno}" if mine else ""
+    return f"importing the kernels of {project.pyproject or 'numbakern'} failed{where}: {type(e).__name__}: {e}"
 
 
 def kernel_name(spec) -> str:
@@ -166,12 +178,12 @@ def _usage(message: str) -> int:
 
 def _translate(args, api, names: list[str], opts, constants: dict) -> int:
     rows = []
+    # the files' bytes before: a translation that writes the same bytes left its file unchanged
+    before = {f: sha256_file(os.path.join(args.out, f)) for f in os.listdir(args.out) if f.endswith(".cu")} \
+        if os.path.isdir(args.out) else {}
     for name in names:
         t0 = time.perf_counter()
-        before = {}
         try:
-            if os.path.isdir(args.out):
-                before = {f: sha256_file(os.path.join(args.out, f)) for f in os.listdir(args.out) if f.endswith(".cu")}
             r = api.translate(name, signature=args.signature, constants=constants, opts=opts, out_dir=args.out)
         except ManifestError:
             raise  # the folder's manifest is unusable: no kernel can be written there
@@ -181,7 +193,9 @@ def _translate(args, api, names: list[str], opts, constants: dict) -> int:
             sys.stderr.flush()
             rows.append(output.Row(name, output.FAILED, seconds=time.perf_counter() - t0))
             continue
-        rows.append(output.row_for(name, r, before.get(os.path.basename(r.path or "")), time.perf_counter() - t0))
+        file_name = os.path.basename(r.path or "")
+        rows.append(output.row_for(name, r, before.get(file_name), time.perf_counter() - t0))
+        before[file_name] = r.entry.get("file_sha256")
     output.print_translations(rows, f"translate -> {args.out}/ ({args.backend}, {args.arch})")
     return 1 if any(r.status == output.FAILED for r in rows) else 0
 
@@ -192,8 +206,10 @@ def _check(args, api, project) -> int:
     if project is not None and not project.is_library:
         try:
             expected = [kernel_name(spec) for spec in project_specs(project)]
-        except (ImportError, ValueError) as e:
+        except ValueError as e:  # ProjectError: a clash of names
             return _usage(str(e))
+        except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
+            return _usage(import_failure(project, e))
     problems = api.check(args.out, registry=project is not None and project.is_library, expected=expected)
     output.print_check(problems, args.out)
     return 1 if problems else 0

@@ -276,3 +276,14 @@ def test_the_library_joins_a_project_only_when_asked_and_a_name_clash_is_a_clear
     assert "two kernels named 'block_sum'" in r.stderr and "tkern:block_sum" in r.stderr, r.stderr
     assert "include-library = false" in r.stderr
     assert not (project / "build").exists()  # nothing written
+
+
+def test_a_kernel_module_that_fails_to_import_is_named_with_its_line(project):
+    kernels = project / "tkern.py"
+    kernels.write_text(KERNELS + "\nraise RuntimeError('half-written module')\n")
+    line = len(kernels.read_text().splitlines())
+    for args in (("--all",), ("--check",), ("scale",)):
+        r = translate(project, *args)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert r.stderr == (f"translate: importing the kernels of {project / 'pyproject.toml'} failed at "
+                            f"tkern.py:{line}: RuntimeError: half-written module\n"), r.stderr
