@@ -74,10 +74,21 @@ _umask_lock = threading.Lock()
 def file_mode() -> int:
     """The mode an ordinary new file gets under the process's umask (0644 under 022): ``mkstemp`` makes its file
     0600 whatever the umask, and a generated file is meant to be read by whoever reads the project."""
-    with _umask_lock:  # the umask can only be read by setting it: put it straight back
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    try:  # Linux says it without changing it (another thread may be creating files)
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _umask_lock:  # elsewhere it can only be read by setting it: put it straight back
         mask = os.umask(0o022)
         os.umask(mask)
-    return 0o666 & ~mask
+    return mask
 
 
 def atomic_write(path: str | os.PathLike, text: str) -> None:
