@@ -222,11 +222,11 @@ def _qualname(pyfunc) -> str:
     return f"{module_label(pyfunc.__module__)}:{pyfunc.__qualname__}"
 
 
-def module_label(module_name: str) -> str:
+def module_label(module_name: str | None) -> str:
     """How a module is named to the user: its own name, or, for a file imported by path (an internal module name
-    that nobody wrote), the file's path from the current folder."""
-    if not module_name.startswith(_PATH_MODULE_PREFIX):
-        return module_name
+    that nobody wrote), the file's path from the current folder. (A function made by ``exec`` may have none.)"""
+    if not isinstance(module_name, str) or not module_name.startswith(_PATH_MODULE_PREFIX):
+        return str(module_name)
     file = getattr(sys.modules.get(module_name), "__file__", None)
     if not file:
         return module_name
