@@ -2,6 +2,11 @@
 """Benchmark every registered kernel: the Numba kernel, its translated CUDA C and the torch/cuBLAS equivalent.
 
     python scripts/bench.py [--kernels matmul_tiled ...] [--budget 0.8] [--out DIR]
+    python <numbakern>/scripts/bench.py                        # in a user's project: the project's kernels
+
+Inside a user's project (``[tool.numbakern]`` in the current folder's or a parent's ``pyproject.toml``) the kernels
+are the project's and their ``.cu`` files come from the project's folder (``numbakern.project``); results then go to
+``bench/`` in the project (a kernel's torch equivalent is the one its declaration names, if any).
     python scripts/bench.py --render docs/bench/bench.csv     # Markdown, chart and README table from a CSV (no GPU)
 
 For each kernel and each of its ``bench_sizes`` (the lecture's 5120×256 @ 256×5120 and 4096³ for the matmuls), the
@@ -44,6 +49,8 @@ def torch_equivalent(spec, tensors):
 
     if spec.baseline is not None:  # the spec names its own (KernelSpec.baseline)
         return spec.baseline(*tensors)
+    if spec.namespace != "library":  # a user's kernel: the rules below know only the library's kernels
+        return None, ""
     arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
     if spec.name in TRANSPOSED_A:  # out = mt.T @ n: cuBLAS takes the transposed operand as it is
         mt, n, out = arrays[:3]
@@ -110,7 +117,7 @@ def peer_impls(torch, spec, tensors) -> dict:
     return out
 
 
-def bench_one(torch, spec, size, budget: float) -> dict:
+def bench_one(torch, spec, size, budget: float, directory: Path = benchkit.ROOT / "generated_cuda") -> dict:
     import numpy as np
     from numba import cuda
 
@@ -124,7 +131,8 @@ def bench_one(torch, spec, size, budget: float) -> dict:
     numba_kernel = spec.kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes]
     impls = {"numba": lambda: numba_kernel(*numba_args)}
     try:
-        impls["c"] = benchkit.translated_launch(spec, tensors, cfg.grid, cfg.block, cfg.shared_bytes)
+        impls["c"] = benchkit.translated_launch(spec, tensors, cfg.grid, cfg.block, cfg.shared_bytes,
+                                                directory=directory)
     except (LookupError, AbiError) as exc:
         print(f"  {spec.name}: no translated C to time ({exc})", flush=True)
     torch_fn, torch_op = torch_equivalent(spec, tensors)
@@ -278,15 +286,19 @@ def main(argv=None) -> int:
         print(publish(*benchkit.read_csv(Path(args.render)), Path(args.render).parent))
         return 0
 
-    from numbakern.registry import all_specs, get
+    from numbakern import project as projects
+    from translate.verify.cli import specs_named
 
     try:
-        specs = [get(k) for k in args.kernels] if args.kernels else all_specs()
-    except KeyError as exc:
+        project = projects.find(Path.cwd())
+        specs = specs_named(args.kernels or None, project)
+    except (KeyError, projects.ProjectError) as exc:
         parser.error(str(exc.args[0]))
     if args.families:
         specs = [s for s in specs if s.family in args.families]
-    out = benchkit.out_dir(args.out, RESULTS)
+    out = benchkit.out_dir(args.out, RESULTS if project.is_library else project.root / "bench")
+    # the library's files are the repository's wherever the script is run from
+    generated = benchkit.ROOT / "generated_cuda" if project.is_library else project.out_dir
     benchkit.log_to_out("bench")
     torch = benchkit.require_gpu(TOOL)
     provenance = (f"Measured on {benchkit.device_line(torch)}, {benchkit.today()}, with `python scripts/bench.py`; "
@@ -298,7 +310,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     for spec in specs:
         for size in spec.bench_sizes:
-            r = bench_one(torch, spec, size, args.budget)
+            r = bench_one(torch, spec, size, args.budget, directory=generated)
             copy_rate = rows[0]["torch_rate"]
             r["c_pct_copy"] = 100.0 * r["c_rate"] / copy_rate if r["metric"] == "GB/s" else float("nan")
             rows.append(r)

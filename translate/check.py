@@ -23,8 +23,7 @@ def check(out_dir: str, expected: Iterable[str] = ()) -> list[dict]:
     seen = set()
     for filename, entry in sorted(data["files"].items()):
         path = os.path.join(folder, filename)
-        if entry.get("registry_name"):
-            seen.add(entry["registry_name"])
+        seen.update(filter(None, (entry.get("registry_name"), entry.get("target"))))
         if not os.path.exists(path):
             problems.append({"file": filename, "problem": "missing",
                              "detail": f"{os.path.join(out_dir, filename)} does not exist"})
@@ -44,8 +43,10 @@ def check(out_dir: str, expected: Iterable[str] = ()) -> list[dict]:
                              "detail": f"{entry['kernel']} changed since translation: re-run translate"})
     for name in expected:
         if name not in seen:
-            problems.append({"file": f"{name}.cu", "problem": "missing",
-                             "detail": f"registered kernel '{name}' has no generated file"})
+            stem = name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]  # module:kernel writes <kernel>.cu
+            problems.append({"file": f"{stem}.cu", "problem": "missing",
+                             "detail": f"{'kernel' if ':' in name else 'registered kernel'} '{name}' has no "
+                                       "generated file (run translate --all)"})
     return problems
 
 

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -67,13 +68,37 @@ def manifest_path(out_dir: str | os.PathLike) -> str:
     return os.path.join(out_dir, MANIFEST)
 
 
+_umask_lock = threading.Lock()
+
+
+def file_mode() -> int:
+    """The mode an ordinary new file gets under the process's umask (0644 under 022): ``mkstemp`` makes its file
+    0600 whatever the umask, and a generated file is meant to be read by whoever reads the project."""
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    try:  # Linux says it without changing it (another thread may be creating files)
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _umask_lock:  # elsewhere it can only be read by setting it: put it straight back
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through a temp file in the same folder and ``os.replace``: readers see the old file
-    or the new one, never a part."""
+    or the new one, never a part. The file gets the umask's ordinary mode (``file_mode``)."""
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
     try:
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "w", newline="\n") as f:
             f.write(text)
         os.replace(tmp, path)

@@ -33,6 +33,8 @@ from numbakern.unroll import rolled_function  # the kernel as its author wrote i
 from .errors import TranslationError
 
 _SIGNATURES_ATTR = "_translate_signatures"
+#: the name prefix of modules imported from a file path (``path/to/file.py:kernel``)
+_PATH_MODULE_PREFIX = "_translate_"
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,9 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
     ``constants`` pick the variant of a ``@specialize`` factory."""
     if ":" not in name:
         spec = registry.get(name)
+        user_target = registry.kernel_target(spec) if spec.namespace == registry.PROJECT else None
+        if user_target is not None:  # a user's kernel: found where its module binds it, like module:kernel
+            return resolve(user_target, constants)
         kernel = spec.kernel
         pyfunc = rolled_function(getattr(kernel, "py_func", kernel))
         consts = dict(spec.constants)
@@ -65,7 +70,7 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
             if where.endswith(".py") or os.sep in where or "/" in where:
                 module = _import_path(where)
             else:
-                module = importlib.import_module(where)
+                module = import_module(where)
     except (LookupError, ModuleNotFoundError):
         raise
     except Exception as e:  # the user's module fails to import: located where it fails, no traceback
@@ -95,8 +100,12 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
     pyfunc = rolled_function(pyfunc)
     consts.update(constants_of(kernel))
     registry_name = _registered_as(kernel)
+    signatures = tuple(getattr(kernel, _SIGNATURES_ATTR, ()))
+    if not signatures:  # a kernel its module declares (numbakern.declare): the types of the spec's example inputs
+        declared = registry.spec_for_kernel(kernel)
+        signatures = tuple(declared.signatures) if declared is not None else ()
     return KernelTarget(name, pyfunc.__name__, kernel, pyfunc, _qualname(pyfunc), registry_name,
-                        tuple(getattr(kernel, _SIGNATURES_ATTR, ())), consts, factory_of(kernel))
+                        signatures, consts, factory_of(kernel))
 
 
 def binding_error(tgt: KernelTarget, message: str) -> TranslationError:
@@ -107,7 +116,7 @@ def binding_error(tgt: KernelTarget, message: str) -> TranslationError:
     where, attr = tgt.target.rsplit(":", 1)
     with recording_signatures():  # the module the user named (its functions' own __module__ can be anything)
         module = _import_path(where) if where.endswith(".py") or os.sep in where or "/" in where \
-            else importlib.import_module(where)
+            else import_module(where)
     return _module_error(module, attr.split(".")[-1], message)
 
 
@@ -198,8 +207,31 @@ def recording_signatures():
             decorators.jit, cuda.jit = saved
 
 
+def import_module(name: str):
+    """``importlib.import_module``, finding a module of the current folder as ``python -m`` does (the
+    ``translate`` command's own ``sys.path`` starts at its script's folder, not at the user's)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        top = name.split(".")[0]
+        if top not in sys.modules and importlib.util.find_spec(top) is None:
+            sys.path.insert(0, cwd)
+    return importlib.import_module(name)
+
+
 def _qualname(pyfunc) -> str:
-    return f"{pyfunc.__module__}:{pyfunc.__qualname__}"
+    return f"{module_label(pyfunc.__module__)}:{pyfunc.__qualname__}"
+
+
+def module_label(module_name: str | None) -> str:
+    """How a module is named to the user: its own name, or, for a file imported by path (an internal module name
+    that nobody wrote), the file's path from the current folder. (A function made by ``exec`` may have none.)"""
+    if not isinstance(module_name, str) or not module_name.startswith(_PATH_MODULE_PREFIX):
+        return str(module_name)
+    file = getattr(sys.modules.get(module_name), "__file__", None)
+    if not file:
+        return module_name
+    rel = os.path.relpath(file)
+    return file if rel.startswith(os.pardir + os.sep) else rel
 
 
 def _registered_as(kernel):
@@ -216,11 +248,11 @@ def _import_path(path: str):
     linecache.checkcache(full)
     for mod in list(sys.modules.values()):
         if getattr(mod, "__file__", None) and os.path.abspath(mod.__file__) == full and \
-                not mod.__name__.startswith("_translate_"):
+                not mod.__name__.startswith(_PATH_MODULE_PREFIX):
             return mod  # an importable module (e.g. the library's kernels): never import it twice
     # a standalone file: imported afresh each time, so an edited kernel is seen (translate --check)
     digest = hashlib.sha256(full.encode()).hexdigest()[:10]
-    modname = f"_translate_{os.path.splitext(os.path.basename(full))[0]}_{digest}"
+    modname = f"{_PATH_MODULE_PREFIX}{os.path.splitext(os.path.basename(full))[0]}_{digest}"
     spec = importlib.util.spec_from_file_location(modname, full)
     module = importlib.util.module_from_spec(spec)
     sys.modules[modname] = module

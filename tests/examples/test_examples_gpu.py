@@ -14,7 +14,8 @@ import pytest
 from tests.environments import with_path_first
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-TRANSLATED = ["mykernels.stencil:stencil5", "mykernels.histogram:histogram", "mykernels.reduce:block_sum"]
+TRANSLATED = ["mykernels.softmax:row_softmax", "mykernels.stencil:stencil5", "mykernels.histogram:histogram",
+              "mykernels.reduce:block_sum"]
 
 
 def verify(*kernels, extra=()):
@@ -29,7 +30,7 @@ def verify(*kernels, extra=()):
 def test_the_examples_translations_verify():
     result = verify(*TRANSLATED)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
-    for kernel in ("stencil5", "histogram", "block_sum"):
+    for kernel in ("row_softmax", "stencil5", "histogram", "block_sum"):
         assert f"== {kernel} <- generated_cuda/{kernel}.cu" in result.stdout
 
 

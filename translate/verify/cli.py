@@ -4,6 +4,11 @@
     python -m translate.verify matmul_tiled --seeds 5      # one kernel, more seeds
     python -m translate.verify --apply records.json        # apply records verified on another machine
 
+Inside a user's project (``[tool.numbakern]`` in the current folder's or a parent's ``pyproject.toml``) ``--all``
+means the project's kernels, a bare name one of the project's, and ``--dir`` defaults to the project's folder
+(``numbakern.project``). A kernel's spec is the one its own module declares, never a library kernel's of the same
+name.
+
 Exit status: 0 all verified, 1 a kernel failed verification, 2 verification could not run (no GPU, no manifest).
 """
 
@@ -20,7 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from numbakern import mode
+from numbakern import mode, registry
+from numbakern import project as projects
 from numbakern.registry import KernelSpec, all_specs, get
 
 from .. import manifest
@@ -36,12 +42,13 @@ DEFAULT_DIR = "generated_cuda"
 
 
 def candidate_for(spec: KernelSpec, directory: str | os.PathLike = DEFAULT_DIR) -> tuple[str, Candidate]:
-    """``(file name, Candidate)`` for a registered kernel from the manifest, or a ``LookupError`` saying why not."""
+    """``(file name, Candidate)`` for a kernel's spec (the library's or a user's) from the manifest, or a
+    ``LookupError`` saying why not."""
     directory = Path(directory)
-    found = manifest.entry_for(manifest.load(directory), spec.name)
+    found = manifest_entry(manifest.load(directory), spec)
     if found is None:
         raise LookupError(f"{spec.name}: no entry in {manifest.manifest_path(directory)} "
-                          f"(run `translate {spec.name}` first)")
+                          f"(run `translate {_translate_name(spec)}` first)")
     file_name, entry = found
     cu = directory / file_name
     if not cu.exists():
@@ -51,9 +58,60 @@ def candidate_for(spec: KernelSpec, directory: str | os.PathLike = DEFAULT_DIR) 
     return file_name, Candidate(cu, launcher, label=spec.name, nvcc_flags=flags)
 
 
+def manifest_entry(data: dict, spec: KernelSpec) -> tuple[str, dict] | None:
+    """``(file name, entry)`` of ``spec``'s kernel: a library kernel's by its registry name; a user kernel's by
+    where its module binds it (the entry's ``target``) or by its function's ``module:qualname`` -- never a file of
+    the same name that another module's kernel wrote."""
+    func = getattr(spec.kernel, "py_func", spec.kernel)
+    qualname = f"{func.__module__}:{func.__qualname__}"
+    if spec.namespace == registry.LIBRARY:
+        found = manifest.entry_for(data, spec.name)
+        if found is None:
+            return None
+        # by registry name, or the file of that name only when the library's kernel wrote it
+        entry = found[1]
+        mine = entry.get("registry_name") == spec.name or entry.get("kernel") == qualname
+        return found if mine else None
+    target = registry.kernel_target(spec)
+    for file_name, entry in sorted(data["files"].items()):
+        if (target and entry.get("target") == target) or entry.get("kernel") == qualname:
+            return file_name, entry
+    return None
+
+
+def _translate_name(spec: KernelSpec) -> str:
+    return spec.name if spec.namespace == registry.LIBRARY else registry.kernel_target(spec) or spec.qualified_name
+
+
+def specs_named(names: Sequence[str] | None, project: projects.Project | None = None) -> list[KernelSpec]:
+    """The specs ``names`` mean (None: every kernel of the project; the library's outside a project): a bare name is
+    the project's kernel of that name, ``module:name`` the one that module declares."""
+    project = project or projects.library()
+    if names is None:
+        return all_specs() if project.is_library else project.specs()
+    if project.is_library:
+        return [_qualified(n) if ":" in n else get(n) for n in names]
+    mine = {spec.name: spec for spec in project.specs()}
+    return [_qualified(n) if ":" in n else mine.get(n) or project.spec(n) for n in names]
+
+
+def _qualified(name: str) -> KernelSpec:
+    """``module:name`` as the registry reads it, else ``module:attribute`` of a declared kernel (what ``translate``
+    names a user's kernel by)."""
+    try:
+        return get(name)
+    except KeyError as missing:
+        module, _, attr = name.rpartition(":")
+        spec = registry.spec_for_kernel(getattr(sys.modules.get(module), attr, None))
+        if spec is None:
+            raise missing from None
+        return spec
+
+
 def verify_kernels(
     names: Sequence[str] | None = None,
     *,
+    specs: Sequence[KernelSpec] | None = None,
     directory: str | os.PathLike = DEFAULT_DIR,
     seeds: int = 3,
     sanitize: bool = False,
@@ -63,8 +121,9 @@ def verify_kernels(
     verbose_cases: bool = False,
     out=sys.stdout,
 ) -> list:
-    """Verify registered kernels (default: all) from ``directory``'s manifest; print reports; optionally record."""
-    specs = [get(n) for n in names] if names else all_specs()
+    """Verify kernels (``specs``, else registered ``names``, else every library kernel) from ``directory``'s
+    manifest; print reports; optionally record."""
+    specs = list(specs) if specs is not None else [get(n) for n in names] if names else all_specs()
     info = device_facts()
     print(f"verification on {info['device']} (cc {info['compute_capability']}, driver {info['driver']}, "
           f"runtime {info['runtime']}, nvcc {info['nvcc']}), {now()}", file=out, flush=True)
@@ -141,14 +200,21 @@ def _preflight() -> str:
     return ""
 
 
-def run(args: argparse.Namespace, kernels: Sequence[str] | None, *, directory: str | os.PathLike = DEFAULT_DIR) -> int:
-    """What ``translate ... --verify`` calls after translating: verify ``kernels`` (registry names; None = all)."""
+def run(args: argparse.Namespace, kernels: Sequence[str] | None, *, directory: str | os.PathLike = DEFAULT_DIR,
+        project: projects.Project | None = None) -> int:
+    """What ``translate ... --verify`` calls after translating: verify ``kernels`` (names as ``specs_named`` reads
+    them, in ``project``; None = all of the project's)."""
     problem = _preflight()
     if problem:
         print(f"translate --verify: {problem}", file=sys.stderr)
         return 2
+    try:
+        specs = specs_named(kernels, project)
+    except (LookupError, projects.ProjectError) as e:
+        print(f"translate --verify: {e}", file=sys.stderr)
+        return 2
     results = verify_kernels(
-        kernels, directory=directory, seeds=args.seeds, sanitize=args.sanitize, record=args.record,
+        specs=specs, directory=directory, seeds=args.seeds, sanitize=args.sanitize, record=args.record,
         records_out=args.records_out, log_dir=args.verify_log, verbose_cases=args.verbose_cases,
     )
     return 0 if results and all(r.ok for r in results) else 1
@@ -159,10 +225,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kernels", nargs="*", help="registered kernel names (default with --all: every one)")
     parser.add_argument("--all", action="store_true", help="every registered kernel")
-    parser.add_argument("--dir", default=DEFAULT_DIR, help="where the .cu files and manifest.json are")
+    parser.add_argument("--dir", help="where the .cu files and manifest.json are (default: the project's "
+                                      "[tool.numbakern] out, else generated_cuda)")
     parser.add_argument("--apply", metavar="RECORDS_JSON", help="apply records written by --records-out, then exit")
     add_arguments(parser, with_verify_flag=False)
     args = parser.parse_args(argv)
+    try:
+        project = projects.find(os.getcwd())
+    except projects.ProjectError as e:
+        parser.error(str(e))
+    args.dir = args.dir or os.path.relpath(project.out_dir)
     if args.apply:
         records = json.loads(Path(args.apply).read_text())
         for file_name, what in manifest.apply_records(args.dir, records).items():
@@ -170,4 +242,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.kernels and not args.all:
         parser.error("name kernels to verify, or --all")
-    return run(args, args.kernels or None, directory=args.dir)
+    return run(args, args.kernels or None, directory=args.dir, project=project)

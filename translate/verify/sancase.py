@@ -1,7 +1,9 @@
 """The process compute-sanitizer watches: runs candidate launchers on their smallest cases, nothing else.
 
 ``python -m translate.verify.sancase PLAN.json`` where the plan lists ``{"name", "spec", "so", "launcher",
-"sizes"}`` items (written by ``translate.verify.sanitize``). Numba is imported (the registry makes the cases) but
+"sizes"}`` items (written by ``translate.verify.sanitize``); ``spec`` is a ``numbakern.registry.spec_ref``: the spec
+is re-created from the module that declared it (``plan_spec``), so a user's kernel is never checked with the cases of
+a library kernel of the same name. Numba is imported (the registry makes the cases) but
 never launches anything, so every kernel the sanitizer sees is a candidate's.
 """
 
@@ -13,7 +15,7 @@ import sys
 
 import numpy as np
 
-from numbakern.registry import get
+from numbakern import registry
 
 from . import abi
 from .runner import candidate_run
@@ -25,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = json.load(f)
     ok = True
     for item in plan:
-        spec = get(item["spec"])
+        spec = plan_spec(item)
         fn = abi.bind(ctypes.CDLL(item["so"]), item["launcher"])
         for si, size in enumerate(item["sizes"]):
             case = spec.make_case(size, np.random.default_rng([0, si]), "normal")
@@ -35,6 +37,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"SANCASE {item['name']} {size}: {status}", flush=True)
     print(f"SANCASE-DONE {'ok' if ok else 'failed'}", flush=True)
     return 0 if ok else 1
+
+
+def plan_spec(item: dict) -> registry.KernelSpec:
+    """The spec a plan item names: its ``spec_ref`` re-created (a bare name, from older plans: the library's)."""
+    ref = item["spec"]
+    return registry.get(ref) if isinstance(ref, str) else registry.from_ref(ref)
 
 
 if __name__ == "__main__":

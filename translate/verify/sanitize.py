@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from numbakern import registry
+
 from . import sandbox
 from .cases import smallest_sizes
 
@@ -65,7 +67,9 @@ def parse_summary(tool: str, rc: int, output: str) -> str:
 
 
 def _plan_items(items) -> list[dict[str, Any]]:
-    return [{"name": cand.name, "spec": spec.name, "so": str(so), "launcher": dict(cand.launcher),
+    # the spec travels as its module and name (registry.spec_ref): the child re-creates the very spec, a user's
+    # kernel from the user's module, never a library kernel that happens to have its name
+    return [{"name": cand.name, "spec": registry.spec_ref(spec), "so": str(so), "launcher": dict(cand.launcher),
              "sizes": smallest_sizes(spec)} for spec, cand, so in items]
 
 

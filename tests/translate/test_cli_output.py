@@ -1,0 +1,102 @@
+"""What ``translate`` prints: plain whole lines when stdout is not a terminal, a table on one; what happened to each
+file; shared memory a kernel takes at launch is "dynamic", never ``0``."""
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from translate import output
+
+ROOT = Path(__file__).resolve().parents[2]
+LONG = "generated/" + "a_folder_with_a_long_name/" * 4 + "matmul_tiled_with_a_long_name.cu"
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def rows():
+    return [
+        output.Row("matmul_tiled", output.WRITTEN, LONG, ("launch_matmul_tiled",), 40, 0, True, 0.31),
+        output.Row("histogram", output.UNCHANGED, "gen/histogram.cu", ("launch_histogram",), 20, 1024, False, 0.2),
+        output.Row("broken.py:k", output.FAILED, seconds=0.1),
+    ]
+
+
+def test_piped_output_is_one_whole_line_per_kernel():
+    stream = io.StringIO()
+    output.print_translations(rows(), "translate -> generated/ (ast, sm_90)", stream)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == (f"written    {LONG}  kernel matmul_tiled  launcher launch_matmul_tiled  registers 40  "
+                        "smem dynamic  0.31s")
+    assert lines[1] == ("unchanged  gen/histogram.cu  kernel histogram  launcher launch_histogram  registers 20  "
+                        "smem 1024 B  0.20s")
+    assert lines[2].startswith("failed     broken.py:k")
+    assert lines[3] == "translate -> generated/ (ast, sm_90): 1 written, 1 unchanged, 1 failed"
+    assert not any(ch in stream.getvalue() for ch in "…│┃━")
+
+
+def test_a_terminal_gets_a_table_that_wraps_rather_than_cuts():
+    stream = Terminal()
+    output.print_translations(rows(), "translate -> generated/ (ast, sm_90)", stream)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", stream.getvalue())
+    assert "┃ kernel" in text and "dynamic" in text and "unchanged" in text
+    assert "…" not in text  # folded onto more lines: every character of the path is there
+    file_column = [line.split("│")[3].strip() for line in text.splitlines() if line.count("│") == 8]
+    assert "".join(file_column).startswith(LONG)
+
+
+def test_shared_memory_text():
+    assert output.shared_text(output.Row("k", output.WRITTEN, static_shared=0, dynamic_shared=True)) == "dynamic"
+    assert output.shared_text(output.Row("k", output.WRITTEN, static_shared=512, dynamic_shared=True)) == \
+        "512 B + dynamic"
+    assert output.shared_text(output.Row("k", output.WRITTEN, static_shared=0)) == "0 B"
+    assert output.shared_text(output.Row("k", output.WRITTEN)) == "-"
+
+
+def test_check_output_piped():
+    stream = io.StringIO()
+    output.print_check([{"file": "k.cu", "problem": "stale", "detail": "mod:k changed since translation"}], "gen",
+                       stream)
+    assert stream.getvalue() == ("translate --check: 1 problem(s) in gen/\n"
+                                 "stale        k.cu  mod:k changed since translation\n")
+
+
+def test_the_command_says_dynamic_shared_memory_and_what_it_did(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = tmp_path / "gen"
+
+    def run():
+        return subprocess.run([sys.executable, "-m", "translate.cli", "matmul_tiled", "--out", str(out)], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=600)
+
+    first, second = run(), run()
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    # matmul_tiled's tiles are `extern __shared__`, sized at launch
+    assert "extern __shared__" in (out / "matmul_tiled.cu").read_text()
+    line = first.stdout.splitlines()[0]
+    assert line.startswith(f"written    {out}/matmul_tiled.cu  kernel matmul_tiled  launcher launch_matmul_tiled  "
+                           "registers "), line
+    assert " smem dynamic " in line
+    assert second.stdout.splitlines()[0].startswith(f"unchanged  {out}/matmul_tiled.cu ")
+
+
+def test_the_readme_shows_what_the_main_command_prints(tmp_path):
+    """The README's sample of ``translate matmul_tiled`` is that command's output, run in a fresh folder (all but
+    the time, which is the machine's)."""
+    readme = (ROOT / "README.md").read_text()
+    sample = re.search(r"```text\n(written +generated_cuda/matmul_tiled\.cu .*?)```", readme, re.S).group(1)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["PYTHONPATH"] = str(ROOT)
+    run = subprocess.run([sys.executable, "-m", "translate.cli", "matmul_tiled"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+
+    def timeless(text):
+        return re.sub(r"  \d+\.\d+s$", "  TIME", text.strip(), flags=re.M)
+
+    assert timeless(run.stdout) == timeless(sample)
