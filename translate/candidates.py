@@ -37,11 +37,11 @@ class PipelineChecks:
     """``CandidateChecks`` for one request; ``verify_on_gpu`` makes ``verify`` available (it needs the kernel's
     registered spec, which makes the inputs and knows the reference: looked up now, before any work)."""
 
-    def __init__(self, request: KernelRequest, *, verify_on_gpu: bool = False):
+    def __init__(self, request: KernelRequest, *, verify_on_gpu: bool = False, spec: registry.KernelSpec | None = None):
         self.request = request
         self.verifies = verify_on_gpu
-        self._spec = None
-        if verify_on_gpu:
+        self._spec = spec  # the spec whose kernel this is (a user's block_sum, never the library's of that name)
+        if verify_on_gpu and spec is None:
             try:
                 self._spec = registry.get(request.name)
             except KeyError:

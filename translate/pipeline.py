@@ -18,6 +18,7 @@ from contextlib import contextmanager
 
 from numba.cuda import types
 
+from numbakern import registry
 from numbakern.unroll import rolled_function
 
 from . import closures, cnames, emit, manifest, options, targets
@@ -51,7 +52,7 @@ def translate(target: str, *, signature: str | None = None, constants: Constants
         tgt = targets.resolve(target, constants)
         request = build_request(tgt, signature, constants, opts)
     with _timed(seconds, "backend"):
-        checks = PipelineChecks(request, verify_on_gpu=opts.verify)
+        checks = PipelineChecks(request, verify_on_gpu=opts.verify, spec=registry.spec_for_kernel(tgt.kernel))
         device = get_backend(opts.backend).generate(request, checks)
         check_dependencies(request, device)
     with _timed(seconds, "emit"):
