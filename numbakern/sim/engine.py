@@ -18,11 +18,10 @@ import functools
 from array import array
 
 import numpy as np
-from numba.cuda.errors import normalize_kernel_dimensions
-
-from . import config, cudasim, kerneltypes, numerics
+from . import config, kerneltypes, numerics
+from .adapters import adapter_of, cuda_modules, device_function
 from .checked_array import ArrayLabel, CheckedArray, GlobalTrackedArray, MemoryChecks, TrackedArray
-from .cudasim import Dim3
+from .stockapi import Dim3
 from .errors import RaceError, SimulationError, UninitializedReadError
 from .fakecuda import BlockSharedMemory, LocalMemory, SimCUDAModule
 from .scheduler import Block, Scheduler, block_thread_indices
@@ -51,15 +50,29 @@ def max_cooperative_blocks(block_dim) -> int:
 
 def enable() -> None:
     global _enabled
-    cudasim.install_launch_hook(_call, max_cooperative_blocks)
-    cudasim.patch_allocations()
-    cudasim.patch_jit()
+    from ..frontends import mlir_installed, numba_cuda_installed
+
+    if numba_cuda_installed():
+        from . import cudasim
+
+        cudasim.install_launch_hook(_call, max_cooperative_blocks)
+        cudasim.patch_allocations()
+        cudasim.patch_jit()
+    if mlir_installed():
+        from . import mlirsim
+
+        mlirsim.install(_call)  # numba-cuda-mlir has no engine of its own: its kernels always run here
     _enabled = True
 
 
 def disable() -> None:
     global _enabled
-    cudasim.install_launch_hook(None)
+    from ..frontends import numba_cuda_installed
+
+    if numba_cuda_installed():
+        from . import cudasim
+
+        cudasim.install_launch_hook(None)
     _enabled = False
 
 
@@ -70,17 +83,19 @@ def enabled() -> bool:
 def _call(kernel, *args):
     if _active is not None:
         return _active.call_device(kernel, args)
-    if cudasim.is_device(kernel):
-        return cudasim.stock_call(kernel, *args)  # a device function called from host code, as the stock one allows
+    adapter = adapter_of(kernel)
+    if adapter.is_device(kernel):
+        return adapter.stock_call(kernel, *args)  # a device function called from host code, as the stock one allows
     return Launch(kernel, config.current()).run(args)
 
 
 class Launch:
     def __init__(self, kernel, settings: config.Settings):
         self.kernel = kernel
-        self.fn = cudasim.python_function(kernel)
+        self.adapter = adapter = adapter_of(kernel)
+        self.fn = adapter.python_function(kernel)
         self.name = self.fn.__name__
-        self.grid_dim, self.block_dim = normalize_kernel_dimensions(*cudasim.launch_dims(kernel))
+        self.grid_dim, self.block_dim = adapter.launch_dims(kernel)
         self.settings = settings
         on = settings.checks
         self.scheduler = Scheduler(None, self.name, "barrier" in on, settings.shuffle_seed, settings.deadlock_seconds)
@@ -105,7 +120,8 @@ class Launch:
         code = self.fn.__code__
         names = code.co_varnames[: code.co_argcount]
         names = [names[i] if i < len(names) else f"arg{i}" for i in range(len(args))]
-        typed, argtypes = kerneltypes.type_launch(self.kernel, args, names) if self.settings.typing else (None, None)
+        typing = self.settings.typing and self.adapter.can_type(self.kernel)
+        typed, argtypes = kerneltypes.type_launch(self.kernel, args, names) if typing else (None, None)
         retr: list = []
         kernel_args = [self._kernel_arg(n, a, retr, argtypes[i] if typed is not None else None)
                        for i, (n, a) in enumerate(zip(names, args))]
@@ -121,7 +137,7 @@ class Launch:
         try:
             if typed is None:
                 self._swap_cuda_module(self.fn)
-            with np.errstate(divide="raise") if cudasim.is_debug(self.kernel) else contextlib.nullcontext():
+            with np.errstate(divide="raise") if self.adapter.is_debug(self.kernel) else contextlib.nullcontext():
                 order = self._block_order()
                 count = self.grid_dim[0] * self.grid_dim[1] * self.grid_dim[2]
                 if cooperative and count > max_cooperative_blocks(self.block_dim):
@@ -172,19 +188,18 @@ class Launch:
     def call_device(self, kernel, args):
         """A device function (or a nested launch, which like the stock simulator we run as a call) inside a launch,
         reached from code that was not rewritten (typing off, or a device function passed around as a value)."""
-        fn = cudasim.python_function(kernel)
+        fn = adapter_of(kernel).python_function(kernel)
         self._swap_cuda_module(fn)
         return fn(*args)
 
     def _swap_cuda_module(self, fn) -> None:
         # Once per module per launch, not per call as the stock swapped_cuda_module does: device functions are
         # called in inner loops.
-        from numba import cuda
-
         globs = fn.__globals__
         if id(globs) in self._swapped:
             return
-        original = {name: value for name, value in globs.items() if value is cuda}
+        modules = cuda_modules()
+        original = {name: value for name, value in globs.items() if any(value is m for m in modules)}
         self._swapped[id(globs)] = (globs, original)
         for name in original:
             globs[name] = self.module
@@ -206,7 +221,7 @@ class Launch:
         """A block about to run, with fresh shared memory (its tracker made when it first allocates some)."""
         block = Block(blockIdx, self.block_dim, linear, self._thread_indices)
         wrap = self._shared_wrapper(block) if self.check_shared else None
-        block.shared = BlockSharedMemory(cudasim.dynamic_shared_bytes(self.kernel), wrap)
+        block.shared = BlockSharedMemory(self.adapter.dynamic_shared_bytes(self.kernel), wrap)
         return block
 
     def _shared_wrapper(self, block: Block):
@@ -234,7 +249,7 @@ class Launch:
         """As the stock simulator converts an argument, then: raw numpy with checks off, a checked array with them
         on; in a typed kernel, scalars converted to their Numba type's canonical form (``numerics``: numpy
         integers become Python ints, a declared ``float32`` parameter gets an ``np.float32``)."""
-        value, raw = cudasim.convert_argument(self.kernel, arg, retr)
+        value, raw = self.adapter.convert_argument(self.kernel, arg, retr)
         if raw is None:
             convert = numerics.TO.get(str(numba_type)) if numba_type is not None else None
             if convert is not None and isinstance(value, (int, float, bool, np.number, np.bool_)):
@@ -243,7 +258,7 @@ class Launch:
         declared = getattr(numba_type, "dtype", None)
         if declared is not None and str(declared) != str(raw.dtype) and str(declared) in numerics.NUMS:
             raw = raw.view(str(declared))  # a signature's element type: the same bits, read as that type
-        found = cudasim.written_mask(raw)
+        found = self.adapter.written_mask(raw)
         if not self.check_global:
             if found is not None:
                 self._unchecked_masks.append(found[0])
@@ -269,7 +284,7 @@ def _uses_grid_sync(fn, depth: int = 0) -> bool:
         return True
     if depth < 8:
         for name in code_names:
-            device = cudasim.device_function(fn.__globals__.get(name))
+            device = device_function(fn.__globals__.get(name))
             if device is not None and _uses_grid_sync(device[0], depth + 1):
                 return True
     return False

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import numerics
 from .checked_array import ArrayLabel, CheckedArray
-from .cudasim import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule, vector_type_names
+from .stockapi import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule, vector_type_names
 from .dtypes import as_dtype
 from .errors import site_of
 from .warp import FULL_MASK

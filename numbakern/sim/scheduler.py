@@ -23,7 +23,7 @@ import time
 
 from greenlet import greenlet
 
-from .cudasim import Dim3
+from .stockapi import Dim3
 from .errors import (
     BarrierDivergenceError,
     DeadlockError,
