@@ -123,6 +123,8 @@ def expand_kernel(kernel: Any) -> Any:
     expanded = unrolled(func)
     if expanded is func:
         return kernel
+    if type(kernel).__module__ == "numbakern.sim.mlirsim":  # a numba-cuda-mlir kernel in the simulator
+        return type(kernel)(expanded, device=kernel._device, debug=kernel._debug, options=kernel.options)
     if mode.in_simulator():
         from numba.cuda.simulator.kernel import FakeCUDAKernel
 
