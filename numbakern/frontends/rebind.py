@@ -4,7 +4,8 @@ The two front ends share one ``cuda`` API, so a kernel module differs only in wh
 environment with numba-cuda-mlir and no numba-cuda, ``install()`` makes the named packages' modules (numbakern's
 own kernel library, and any listed in ``NUMBAKERN_MLIR_MODULES``, comma separated) import it from
 ``numba_cuda_mlir``: the line ``from numba import cuda`` is read as ``from numba_cuda_mlir import cuda`` and
-nothing else changes. Where numba-cuda is installed nothing is rebound.
+nothing else changes. Where numba-cuda is installed nothing is rebound, unless ``NUMBAKERN_FRONTEND=numba-cuda-mlir``
+asks for it.
 """
 
 from __future__ import annotations
@@ -56,8 +57,14 @@ class _Finder(importlib.abc.MetaPathFinder):
 _finder = _Finder()
 
 
+#: ``numba-cuda-mlir`` rebinds the listed packages even where numba-cuda is installed (to compare the front ends)
+FRONTEND_ENV = "NUMBAKERN_FRONTEND"
+
+
 def needed() -> bool:
-    return mlir_installed() and not numba_cuda_installed()
+    if not mlir_installed():
+        return False
+    return not numba_cuda_installed() or os.environ.get(FRONTEND_ENV, "").strip() == "numba-cuda-mlir"
 
 
 def install() -> bool:
