@@ -32,7 +32,6 @@ from numba.cuda.simulator.vector_types import SimulatedVectorType, vector_types
 
 from .written import mask_view as _mask_view
 from .written import track as _track
-from .written import written_mask
 
 __all__ = [
     "Dim3", "FakeCUDAAtomic", "FakeCUDAConst", "FakeCUDAFp16", "FakeCUDAModule", "vector_type_names", "KernelObject",

@@ -18,13 +18,14 @@ import functools
 from array import array
 
 import numpy as np
+
 from . import config, kerneltypes, numerics
 from .adapters import adapter_of, cuda_modules, device_function
 from .checked_array import ArrayLabel, CheckedArray, GlobalTrackedArray, MemoryChecks, TrackedArray
-from .stockapi import Dim3
 from .errors import RaceError, SimulationError, UninitializedReadError
 from .fakecuda import BlockSharedMemory, LocalMemory, SimCUDAModule
 from .scheduler import Block, Scheduler, block_thread_indices
+from .stockapi import Dim3
 from .trackers import GlobalMemoryTracker, SharedMemoryTracker
 
 #: address range of one global array argument (2**48 bytes: any array)

@@ -16,9 +16,9 @@ import numpy as np
 
 from . import numerics
 from .checked_array import ArrayLabel, CheckedArray
-from .stockapi import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule, vector_type_names
 from .dtypes import as_dtype
 from .errors import site_of
+from .stockapi import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule, vector_type_names
 from .warp import FULL_MASK
 
 #: address range of one shared array (4 MiB, far more than any GPU's shared memory per block)

@@ -17,4 +17,4 @@ def pytest_collection_modifyitems(items):
             if item.get_closest_marker("gpu") is None:
                 item.add_marker(pytest.mark.sim)
             if not mlir_installed():
-                item.add_marker(pytest.mark.skip(reason="numba-cuda-mlir is not installed (pip install numbakern[mlir])"))
+                item.add_marker(pytest.mark.skip(reason="numba-cuda-mlir is not installed (numbakern[mlir])"))
