@@ -125,6 +125,10 @@ def expand_kernel(kernel: Any) -> Any:
         return kernel
     if type(kernel).__module__ == "numbakern.sim.mlirsim":  # a numba-cuda-mlir kernel in the simulator
         return type(kernel)(expanded, device=kernel._device, debug=kernel._debug, options=kernel.options)
+    if type(kernel).__module__.startswith("numba_cuda_mlir."):  # numba-cuda-mlir's own dispatcher
+        from .frontends import mlir_rejit
+
+        return mlir_rejit(kernel, expanded)
     if mode.in_simulator():
         from numba.cuda.simulator.kernel import FakeCUDAKernel
 

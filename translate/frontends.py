@@ -62,6 +62,7 @@ def numba_cuda_view(pyfunc, _made: dict | None = None):
     (see the module doc)."""
     if not isinstance(pyfunc, pytypes.FunctionType) or frontend_of(pyfunc) == NUMBA_CUDA:
         return pyfunc
+    # numba's CUDA target is chosen when numbakern is imported, before translate may import numba.cuda
     from numba import cuda
 
     made = {} if _made is None else _made

@@ -45,3 +45,28 @@ def installed() -> list[str]:
 def loaded_cuda_modules() -> list:
     """The ``cuda`` modules of the front ends this process has imported (a kernel's ``cuda`` global is one)."""
     return [sys.modules[name] for name in CUDA_MODULES.values() if name in sys.modules]
+
+
+def is_mlir_kernel(kernel) -> bool:
+    """A kernel object of numba-cuda-mlir: its own dispatcher, or numbakern's simulated one."""
+    module = type(kernel).__module__
+    return module.startswith("numba_cuda_mlir.") or module == "numbakern.sim.mlirsim"
+
+
+def cuda_module_of(kernel):
+    """The ``cuda`` module of the front end a kernel object belongs to (its host API: ``to_device``...)."""
+    import importlib
+
+    return importlib.import_module(CUDA_MODULES[NUMBA_CUDA_MLIR if is_mlir_kernel(kernel) else NUMBA_CUDA])
+
+
+#: the ``cuda.jit`` options a rebuilt numba-cuda-mlir kernel keeps (its dispatcher holds many more, with defaults)
+MLIR_JIT_OPTIONS = ("device", "debug", "fastmath", "lineinfo", "opt", "max_registers", "launch_bounds")
+
+
+def mlir_rejit(kernel, pyfunc):
+    """A numba-cuda-mlir dispatcher for ``pyfunc`` with ``kernel``'s options (an unrolled kernel's rebuild)."""
+    from numba_cuda_mlir import cuda
+
+    options = getattr(kernel, "targetoptions", None) or {}
+    return cuda.jit(**{k: options[k] for k in MLIR_JIT_OPTIONS if options.get(k) not in (None, False)})(pyfunc)

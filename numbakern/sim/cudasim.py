@@ -32,10 +32,11 @@ from numba.cuda.simulator.vector_types import SimulatedVectorType, vector_types
 
 from .written import mask_view as _mask_view
 from .written import track as _track
+from .written import written_mask
 
 __all__ = [
     "Dim3", "FakeCUDAAtomic", "FakeCUDAConst", "FakeCUDAFp16", "FakeCUDAModule", "vector_type_names", "KernelObject",
-    "convert_argument", "device_function",
+    "convert_argument", "device_function", "written_mask",
     "install_launch_hook", "is_kernel_object", "patch_allocations", "patch_stock_arrays", "stock_call",
 ]
 
