@@ -169,19 +169,21 @@ def check_kernel(spec, on_gpu: bool, arch: str | None, seed: int, repeat: int) -
     return row
 
 
-def _mlir_cuda():
-    # the kernel below reads `cuda` as a global, as kernels do (the simulator's smoke run swaps module globals)
-    global cuda
-    from numba_cuda_mlir import cuda
+cuda = None  # numba_cuda_mlir.cuda, imported after numbakern (kernels read it as a module global)
 
-    return cuda
+
+def _mlir_cuda():
+    global cuda
+    import numba_cuda_mlir.cuda
+
+    cuda = numba_cuda_mlir.cuda
 
 
 def shared_memory_facts(seed: int) -> list[dict]:
     """numba-cuda-mlir's dynamic shared memory, checked on the device against numpy: ``cuda.shared.array(0,
     np.float32)`` beside a static array (they must not overlap), float32 stores to it (dropped at opt > 0 by
     0.4.0), at 400 bytes and at 65 KB (above the 48 KB that needs an opt-in on the GPU)."""
-    cuda = _mlir_cuda()
+    _mlir_cuda()
 
     @cuda.jit
     def dynamic_and_static(out, x, n):
