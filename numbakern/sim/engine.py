@@ -111,6 +111,7 @@ class Launch:
         self.global_memory = GlobalMemoryTracker(self.memory_checks, "race" in on, "uninit" in on)
         self.module._local = LocalMemory(self._wrap_local if "bounds" in on else None)
         self._swapped: dict[int, tuple[dict, dict]] = {}
+        self._swapped_cells: dict[int, tuple] = {}
         self._checked_args = 0
         self._shared_trackers: list[SharedMemoryTracker] = []
         self._unchecked_masks: list = []
@@ -161,6 +162,8 @@ class Launch:
             _active = None
             for globs, original in self._swapped.values():
                 globs.update(original)
+            for cell, original in self._swapped_cells.values():
+                cell.cell_contents = original
         for mask in self._unchecked_masks:
             mask[...] = True  # written by a kernel that ran unchecked: which elements, nobody knows
         for write_back in retr:
@@ -197,9 +200,13 @@ class Launch:
         # Once per module per launch, not per call as the stock swapped_cuda_module does: device functions are
         # called in inner loops.
         globs = fn.__globals__
+        modules = cuda_modules()
+        for cell in fn.__closure__ or ():  # a kernel defined in a function that imported cuda itself
+            if id(cell) not in self._swapped_cells and any(_cell_value(cell) is m for m in modules):
+                self._swapped_cells[id(cell)] = (cell, cell.cell_contents)
+                cell.cell_contents = self.module
         if id(globs) in self._swapped:
             return
-        modules = cuda_modules()
         original = {name: value for name, value in globs.items() if any(value is m for m in modules)}
         self._swapped[id(globs)] = (globs, original)
         for name in original:
@@ -272,6 +279,13 @@ class Launch:
         if mask is not None and "uninit" in self.settings.checks:
             return GlobalTrackedArray(raw, label, self.memory_checks, self.global_memory)
         return CheckedArray(raw, label, self.memory_checks, tracker)
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
 
 
 def _uses_grid_sync(fn, depth: int = 0) -> bool:

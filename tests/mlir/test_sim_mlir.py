@@ -189,3 +189,21 @@ def test_numba_cuda_types_an_mlir_kernel_as_the_gpu_would():
 
     with pytest.raises(sim.TypingError):
         rejected[1, 1](np.zeros(1, np.float32))
+
+
+def test_a_kernel_that_closes_over_its_own_cuda_import(rng):
+    def make():
+        import numba_cuda_mlir.cuda as local_cuda
+
+        @local_cuda.jit
+        def add_one(out, x):
+            i = local_cuda.grid(1)
+            if i < x.shape[0]:
+                out[i] = x[i] + np.float32(1)
+
+        return add_one
+
+    x = rng.standard_normal(300).astype(np.float32)
+    out = np.zeros_like(x)
+    make()[3, 128](out, x)
+    np.testing.assert_allclose(out, x.astype(np.float64) + 1.0, rtol=1e-6, atol=1e-6)
