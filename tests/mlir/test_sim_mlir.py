@@ -207,3 +207,55 @@ def test_a_kernel_that_closes_over_its_own_cuda_import(rng):
     out = np.zeros_like(x)
     make()[3, 128](out, x)
     np.testing.assert_allclose(out, x.astype(np.float64) + 1.0, rtol=1e-6, atol=1e-6)
+
+
+TYPING_PROBE = """
+    import numpy as np
+    import numba_cuda_mlir.tools as tools
+    from numba_cuda_mlir import compiler, cuda
+
+    tools.get_gpu_compute_capability = lambda kind=tuple: (9, 0)  # the device lookup faked, as translate does
+
+    @cuda.jit
+    def k(a, b):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] = b[i] + 1
+
+    try:
+        compiler._compile_only(k, "void(float32[:], float32[:])", {"chip": "sm_90"})
+        print("TYPED")
+    except Exception as e:
+        print("REFUSED", type(e).__name__, str(e).splitlines()[1] if len(str(e).splitlines()) > 1 else e)
+"""
+
+
+def test_numba_cuda_mlir_own_front_end_cannot_type_without_a_driver():
+    """Why translate types numba-cuda-mlir kernels with numba-cuda (docs/frontends.md): numba-cuda-mlir 0.6's own
+    pipeline, with the compute capability given, still refuses a plain kernel on a machine without a GPU. Should a
+    later version type it, this test fails: then translate can use numba-cuda-mlir's own typing."""
+    from numbakern import mode
+
+    if mode.gpu_available():
+        pytest.skip("a GPU is present: the driver answers")
+    result = _script(TYPING_PROBE)
+    assert "REFUSED" in result.stdout, result.stdout + result.stderr[-2000:]
+    assert "Untyped global name 'bool'" in result.stdout
+
+
+@cuda.jit
+def reverse_in_block(out, x):
+    """The shared array's dtype spelled as the front end's own type (``cuda.float32``) rather than numpy's."""
+    s = cuda.shared.array(64, cuda.float32)
+    t = cuda.threadIdx.x
+    s[t] = x[t]
+    cuda.syncthreads()
+    out[t] = s[63 - t]
+
+
+def test_the_front_ends_own_dtype_spelling(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    out = np.zeros_like(x)
+    with sim.checks("all"):
+        reverse_in_block[1, 64](out, x)
+    np.testing.assert_array_equal(out, x[::-1])
