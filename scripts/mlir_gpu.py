@@ -66,21 +66,46 @@ def _close(got, want, scale, rtol: float, atol: float) -> tuple[bool, float]:
     return ok, float(np.nanmax(np.where(np.isnan(err), np.inf, err), initial=0.0))
 
 
+def _translation(spec):
+    """``(.cu path, launcher, nvcc flags)`` of a library kernel's translation, from generated_cuda's manifest."""
+    from translate import manifest
+    from translate.verify.abi import select_launcher
+
+    found = manifest.entry_for(manifest.load(GENERATED), spec.name)
+    if found is None:
+        raise LookupError(f"{spec.name}: no translation in {GENERATED}")
+    file_name, entry = found
+    launcher = select_launcher(entry.get("launchers", ()), getattr(spec, "constants", {}) or {})
+    return GENERATED / file_name, launcher, tuple((entry.get("build") or {}).get("nvcc_flags") or ())
+
+
+def prebuild(specs, arch: str) -> None:
+    """nvcc every translation at once (a fresh machine has no build cache; one at a time takes minutes). A failure
+    is left for the kernel's own row, where the build is tried again and reported."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from translate.verify.build import build_shared_library
+
+    def build(spec):
+        try:
+            cu, _, flags = _translation(spec)
+            build_shared_library(cu, arch=arch, extra_flags=flags)
+        except Exception:  # noqa: BLE001 - reported by the kernel's row
+            pass
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
+        list(pool.map(build, specs))
+
+
 class CKernel:
     """The translated kernel, built with nvcc, launched through its extern "C" launcher."""
 
     def __init__(self, spec, arch: str):
-        from translate import manifest
-        from translate.verify.abi import bind, select_launcher
+        from translate.verify.abi import bind
         from translate.verify.build import build_shared_library
 
-        found = manifest.entry_for(manifest.load(GENERATED), spec.name)
-        if found is None:
-            raise LookupError(f"{spec.name}: no translation in {GENERATED}")
-        file_name, entry = found
-        self.launcher = select_launcher(entry.get("launchers", ()), getattr(spec, "constants", {}) or {})
-        flags = tuple((entry.get("build") or {}).get("nvcc_flags") or ())
-        so = build_shared_library(GENERATED / file_name, arch=arch, extra_flags=flags)
+        cu, self.launcher, flags = _translation(spec)
+        so = build_shared_library(cu, arch=arch, extra_flags=flags)
         self.fn = bind(ctypes.CDLL(str(so)), self.launcher)
 
     def run(self, spec, case, repeat: int = 0) -> tuple[dict, float | None]:
@@ -246,6 +271,8 @@ def main(argv=None) -> int:
         if unknown:
             parser.error(f"--kernels: no library kernel named {', '.join(sorted(unknown))}")
         specs = [s for s in specs if s.name in wanted]
+    if on_gpu:
+        prebuild(specs, arch)
     rows = [check_kernel(spec, on_gpu, arch, args.seed, args.repeat) for spec in specs]
     facts = shared_memory_facts(args.seed)
 
