@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 import types as pytypes
 
+from . import closures
+
 NUMBA_CUDA = "numba-cuda"
 NUMBA_CUDA_MLIR = "numba-cuda-mlir"
 MLIR_CUDA = "numba_cuda_mlir.cuda"
@@ -41,20 +43,12 @@ def frontend_of(pyfunc) -> str:
     module = _mlir_cuda()
     if module is None:
         return NUMBA_CUDA
-    values = [pyfunc.__globals__.get(name) for name in _global_names(pyfunc.__code__)] + _cell_values(pyfunc)
+    values = [pyfunc.__globals__.get(name) for name in _global_names(pyfunc.__code__)]
+    values += closures.closure_values(pyfunc).values()
     if any(value is module or _mlir_device_function(value) is not None for value in values):
         return NUMBA_CUDA_MLIR
     return NUMBA_CUDA
 
-
-def _cell_values(pyfunc) -> list:
-    values = []
-    for cell in pyfunc.__closure__ or ():
-        try:
-            values.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            pass
-    return values
 
 
 def numba_cuda_view(pyfunc, _made: dict | None = None):
@@ -79,17 +73,12 @@ def numba_cuda_view(pyfunc, _made: dict | None = None):
         return value
 
     globs = dict(pyfunc.__globals__)
-    cells = []
-    for cell in pyfunc.__closure__ or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell stays the same cell
-            cells.append(cell)
-            continue
+    overrides = {}
+    for name, value in closures.closure_values(pyfunc).items():
         new = rebound(value)
-        cells.append(cell if new is value else pytypes.CellType(new))
-    rebuilt = pytypes.FunctionType(pyfunc.__code__, globs, pyfunc.__name__, pyfunc.__defaults__,
-                                   tuple(cells) if pyfunc.__closure__ is not None else None)
+        if new is not value:
+            overrides[name] = new
+    rebuilt = closures.with_closure(pyfunc, overrides, namespace=globs)
     made[id(pyfunc)] = rebuilt
     for name in _global_names(pyfunc.__code__):
         if name in globs:
