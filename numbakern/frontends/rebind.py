@@ -39,8 +39,9 @@ class _Loader(importlib.machinery.SourceFileLoader):
         data = super().get_data(path)
         return rewrite(data) if path.endswith(".py") else data
 
-    def set_data(self, path, data, *, _mode=0o666):
-        pass  # never cache the rebound bytecode where numba-cuda's environment would find it
+    def get_code(self, fullname):
+        # always from the (rewritten) source: the module's cached bytecode was compiled from the file as it is
+        return self.source_to_code(self.get_data(self.path), self.path)
 
 
 class _Finder(importlib.abc.MetaPathFinder):
