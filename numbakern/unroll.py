@@ -61,6 +61,12 @@ def _py_unroll(r, times=None):
     return r
 
 
+def _numba_cuda_installed() -> bool:
+    from .frontends import numba_cuda_installed
+
+    return numba_cuda_installed()
+
+
 def _register_overload():
     """numba's typing of ``unroll`` where a function was not expanded: the range itself (the loop stays rolled)."""
     from numba.cuda import types
@@ -78,7 +84,7 @@ def _register_overload():
 
 
 unroll = _py_unroll
-if not mode.in_simulator():
+if not mode.in_simulator() and _numba_cuda_installed():  # numba-cuda-mlir alone has no numba overloads
     _register_overload()
 _UNROLL_OBJECTS = {id(_py_unroll)}
 
