@@ -36,6 +36,11 @@ if mode.in_simulator():
 
     sim.install()
 
+# with numba-cuda-mlir and no numba-cuda, the kernel library takes its `cuda` from numba-cuda-mlir
+from .frontends import rebind as _rebind
+
+_rebind.install()
+
 __all__ = [
     "Case", "Comparison", "KernelSpec", "LaunchConfig", "RandomInputs", "Work", "all_specs", "array_info", "cdiv",
     "check_array", "check_matmul_shapes", "check_same_device", "compare", "constants_of", "declare",

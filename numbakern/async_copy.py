@@ -212,7 +212,15 @@ def _make_intrinsics():
     return copy_async4, copy_async, async_commit, async_wait_all, async_wait
 
 
-if mode.in_simulator():
+
+def _numba_cuda_installed() -> bool:
+    from .frontends import numba_cuda_installed
+
+    return numba_cuda_installed()
+
+if mode.in_simulator() or not _numba_cuda_installed():
+    # numba-cuda-mlir alone on a GPU: these are numba-cuda LLVM intrinsics, which it cannot compile; a kernel that
+    # calls them fails to compile there (docs/frontends.md), the rest of its module loads
     copy_async4, copy_async, async_commit, async_wait_all, async_wait = (
         _py_copy_async4, _py_copy_async, _py_async_commit, _py_async_wait_all, _py_async_wait)
 else:

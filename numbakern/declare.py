@@ -256,8 +256,14 @@ def _prime_at_most(n: int, avoid: set[int]) -> int:
 
 def signature_of(args: Sequence[Any]) -> str:
     """The numba signature string (``void(float32[:, ::1], int64)``) for a launch with these arguments."""
-    from numba import typeof
-    from numba.core import types
+    from .frontends import numba_cuda_installed
+
+    if numba_cuda_installed():
+        from numba import typeof
+        from numba.core import types
+    else:  # numba-cuda-mlir's own copy of numba's types (an environment without numba)
+        from numba_cuda_mlir.numba_cuda import types
+        from numba_cuda_mlir.numba_cuda.typing.typeof import typeof
 
     parts = []
     for a in args:

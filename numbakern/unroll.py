@@ -61,6 +61,12 @@ def _py_unroll(r, times=None):
     return r
 
 
+def _numba_cuda_installed() -> bool:
+    from .frontends import numba_cuda_installed
+
+    return numba_cuda_installed()
+
+
 def _register_overload():
     """numba's typing of ``unroll`` where a function was not expanded: the range itself (the loop stays rolled)."""
     from numba.cuda import types
@@ -78,7 +84,7 @@ def _register_overload():
 
 
 unroll = _py_unroll
-if not mode.in_simulator():
+if not mode.in_simulator() and _numba_cuda_installed():  # numba-cuda-mlir alone has no numba overloads
     _register_overload()
 _UNROLL_OBJECTS = {id(_py_unroll)}
 
@@ -123,6 +129,12 @@ def expand_kernel(kernel: Any) -> Any:
     expanded = unrolled(func)
     if expanded is func:
         return kernel
+    if type(kernel).__module__ == "numbakern.sim.mlirsim":  # a numba-cuda-mlir kernel in the simulator
+        return type(kernel)(expanded, device=kernel._device, debug=kernel._debug, options=kernel.options)
+    if type(kernel).__module__.startswith("numba_cuda_mlir."):  # numba-cuda-mlir's own dispatcher
+        from .frontends import mlir_rejit
+
+        return mlir_rejit(kernel, expanded)
     if mode.in_simulator():
         from numba.cuda.simulator.kernel import FakeCUDAKernel
 

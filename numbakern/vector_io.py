@@ -141,7 +141,15 @@ def _make_intrinsics():
     return vload4, vstore4
 
 
-if mode.in_simulator():
+
+def _numba_cuda_installed() -> bool:
+    from .frontends import numba_cuda_installed
+
+    return numba_cuda_installed()
+
+if mode.in_simulator() or not _numba_cuda_installed():
+    # numba-cuda-mlir alone on a GPU: LLVM intrinsics it cannot compile; a kernel that calls them fails to compile
+    # there (docs/frontends.md), the rest of its module loads
     vload4, vstore4 = _py_vload4, _py_vstore4
 else:
     vload4, vstore4 = _make_intrinsics()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from . import depends, manifest, options, targets
+from . import depends, frontends, manifest, options, targets
 
 
 def check(out_dir: str, expected: Iterable[str] = ()) -> list[dict]:
@@ -37,6 +37,12 @@ def check(out_dir: str, expected: Iterable[str] = ()) -> list[dict]:
             sha = current_source_sha256(tgt, entry)
         except Exception as e:  # noqa: BLE001 - any failure to find the kernel is this file's problem, reported
             problems.append({"file": filename, "problem": "unresolvable", "detail": f"{type(e).__name__}: {e}"})
+            continue
+        recorded = (entry.get("frontend") or {}).get("source", frontends.NUMBA_CUDA)
+        if recorded != tgt.frontend:
+            problems.append({"file": filename, "problem": "stale",
+                             "detail": f"{entry['kernel']} was translated from a {recorded} kernel and is now "
+                                       f"written against {tgt.frontend}: re-run translate"})
             continue
         if sha != entry.get("source_sha256"):
             problems.append({"file": filename, "problem": "stale",

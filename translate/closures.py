@@ -40,14 +40,17 @@ def lookup(pyfunc: types.FunctionType, name: str) -> Any:
     return pyfunc.__globals__.get(name, MISSING)
 
 
-def with_closure(pyfunc: types.FunctionType, overrides: Mapping[str, Any]) -> types.FunctionType:
-    """A copy of ``pyfunc`` whose closure variables named in ``overrides`` have new values (``--const tw=32``)."""
-    if not overrides:
+def with_closure(pyfunc: types.FunctionType, overrides: Mapping[str, Any],
+                 namespace: dict | None = None) -> types.FunctionType:
+    """A copy of ``pyfunc`` whose closure variables named in ``overrides`` have new values (``--const tw=32``);
+    ``namespace``: the globals the copy reads instead of ``pyfunc``'s."""
+    if not overrides and namespace is None:
         return pyfunc
     cells = []
     for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__ or ()):
         cells.append(types.CellType(overrides[name]) if name in overrides else cell)
-    f = types.FunctionType(pyfunc.__code__, pyfunc.__globals__, pyfunc.__name__, pyfunc.__defaults__, tuple(cells))
+    f = types.FunctionType(pyfunc.__code__, pyfunc.__globals__ if namespace is None else namespace,
+                           pyfunc.__name__, pyfunc.__defaults__, tuple(cells) if pyfunc.__closure__ else None)
     f.__qualname__ = pyfunc.__qualname__
     f.__module__ = pyfunc.__module__
     return f

@@ -21,7 +21,7 @@ from numba.cuda import types
 from numbakern import registry
 from numbakern.unroll import rolled_function
 
-from . import closures, cnames, emit, manifest, options, targets
+from . import closures, cnames, emit, frontends, manifest, options, targets
 from .backends import get_backend
 from .candidates import PipelineChecks
 from .codegen.arrays import indirectly_written
@@ -78,6 +78,8 @@ def translate(target: str, *, signature: str | None = None, constants: Constants
         "compile": comp.manifest(),
         "verification": None,
     }
+    if tgt.frontend != frontends.NUMBA_CUDA:  # numba-cuda kernels' entries stay as they were
+        entry["frontend"] = {"source": tgt.frontend, "typed_by": frontends.NUMBA_CUDA}
     path = None
     if out_dir is not None:
         entry = manifest.write_translation(out_dir, request.filename, code, entry, force=opts.force)
@@ -205,7 +207,9 @@ def _instantiated_pyfunc(tgt: targets.KernelTarget, template_params: tuple[str, 
     first_values = {k: insts[0][k] for k in template_params}
     if tgt.factory is None:
         return closures.with_closure(tgt.pyfunc, first_values)
-    funcs = [rolled_function(getattr(tgt.factory(**{**tgt.constants, **inst}), "py_func", None)) for inst in insts]
+    funcs = [frontends.numba_cuda_view(rolled_function(getattr(tgt.factory(**{**tgt.constants, **inst}), "py_func",
+                                                                None)))
+             for inst in insts]
     if any(f is None or f.__code__ is not tgt.pyfunc.__code__ for f in funcs):
         return closures.with_closure(tgt.pyfunc, first_values)
     first = closures.closure_values(funcs[0])

@@ -30,6 +30,7 @@ from numbakern import registry
 from numbakern.specialize import Specialized, constants_of, factory_of
 from numbakern.unroll import rolled_function  # the kernel as its author wrote it, before unroll() expanded it
 
+from . import frontends
 from .errors import TranslationError
 
 _SIGNATURES_ATTR = "_translate_signatures"
@@ -49,6 +50,8 @@ class KernelTarget:
     constants: dict = field(default_factory=dict)   # specialization constants (become template parameters)
     #: the @specialize factory that made the kernel (None for a plain kernel): the kernel of other constants
     factory: Specialized | None = None
+    #: the front end the kernel is written against (``translate.frontends``); typed by numba-cuda either way
+    frontend: str = frontends.NUMBA_CUDA
 
 
 def resolve(name: str, constants: dict | None = None) -> KernelTarget:
@@ -61,9 +64,11 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
             return resolve(user_target, constants)
         kernel = spec.kernel
         pyfunc = rolled_function(getattr(kernel, "py_func", kernel))
+        frontend = frontends.frontend_of(pyfunc)
+        pyfunc = frontends.numba_cuda_view(pyfunc)
         consts = dict(spec.constants)
         return KernelTarget(name, spec.name, kernel, pyfunc, _qualname(pyfunc), spec.name,
-                            tuple(spec.signatures), consts, factory_of(kernel))
+                            tuple(spec.signatures), consts, factory_of(kernel), frontend)
     where, attr = name.rsplit(":", 1)
     try:
         with recording_signatures():
@@ -98,6 +103,8 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
         raise LookupError(f"'{name}' is a device function (@cuda.jit(device=True)); translate the kernel that "
                           "calls it")
     pyfunc = rolled_function(pyfunc)
+    frontend = frontends.frontend_of(pyfunc)
+    pyfunc = frontends.numba_cuda_view(pyfunc)
     consts.update(constants_of(kernel))
     registry_name = _registered_as(kernel)
     signatures = tuple(getattr(kernel, _SIGNATURES_ATTR, ()))
@@ -105,7 +112,7 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
         declared = registry.spec_for_kernel(kernel)
         signatures = tuple(declared.signatures) if declared is not None else ()
     return KernelTarget(name, pyfunc.__name__, kernel, pyfunc, _qualname(pyfunc), registry_name,
-                        signatures, consts, factory_of(kernel))
+                        signatures, consts, factory_of(kernel), frontend)
 
 
 def binding_error(tgt: KernelTarget, message: str) -> TranslationError:

@@ -71,11 +71,14 @@ __all__ = [
 def install() -> None:
     """Run every later ``@cuda.jit`` launch in this process on numbakern's engine (idempotent; simulator mode only).
 
-    With ``NUMBAKERN_SIM_ENGINE=stock`` launches stay on the stock engine (still accepting numpy scalar dtypes).
+    With ``NUMBAKERN_SIM_ENGINE=stock`` numba-cuda's launches stay on the stock engine (still accepting numpy scalar
+    dtypes); numba-cuda-mlir kernels have no other engine than numbakern's.
     """
+    from ..frontends import numba_cuda_installed
     from . import engine, stock_patch
 
-    stock_patch.apply()
+    if numba_cuda_installed():
+        stock_patch.apply()
     if os.environ.get(ENGINE_ENV, "numbakern").strip().lower() == "stock":
         engine.disable()
     else:

@@ -30,9 +30,13 @@ from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKe
 from numba.cuda.simulator.kernelapi import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule
 from numba.cuda.simulator.vector_types import SimulatedVectorType, vector_types
 
+from .written import mask_view as _mask_view
+from .written import track as _track
+from .written import written_mask
+
 __all__ = [
     "Dim3", "FakeCUDAAtomic", "FakeCUDAConst", "FakeCUDAFp16", "FakeCUDAModule", "vector_type_names", "KernelObject",
-    "convert_argument", "device_function",
+    "convert_argument", "device_function", "written_mask",
     "install_launch_hook", "is_kernel_object", "patch_allocations", "patch_stock_arrays", "stock_call",
 ]
 
@@ -104,7 +108,10 @@ def _is_real_device_function(obj) -> bool:
 
 
 def launch_dims(kernel):
-    return kernel.grid_dim, kernel.block_dim
+    """``(grid, block)`` as three ints each, checked as numba-cuda checks a launch's dimensions."""
+    from numba.cuda.errors import normalize_kernel_dimensions
+
+    return normalize_kernel_dimensions(kernel.grid_dim, kernel.block_dim)
 
 
 def convert_argument(kernel, arg, retr: list):
@@ -141,45 +148,7 @@ def typing_value(arg):
     return arg
 
 
-# -- device allocations without data -------------------------------------------------------------------------------
-
-#: root numpy buffer of a device allocation made without data -> its "element written" mask (1 byte each)
-_written_masks: dict[int, tuple] = {}
-
-
-def written_mask(buffer: np.ndarray):
-    """For a device array's buffer (or a view of one) made by ``cuda.device_array``: ``(mask, first element)``,
-    the root allocation's written-element mask and where ``buffer`` starts in it; None for anything else."""
-    root = buffer
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    entry = _written_masks.get(id(root))
-    if entry is None or entry[0]() is not root:
-        return None
-    delta = buffer.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    return entry[1], delta // buffer.itemsize
-
-
-def _mask_view(buffer: np.ndarray):
-    found = written_mask(buffer)
-    if found is None:
-        return None
-    mask, first = found
-    if buffer.ndim == 0:
-        return mask[first:first + 1]
-    return np.ndarray(buffer.shape, np.bool_, mask, first, tuple(s // buffer.itemsize for s in buffer.strides))
-
-
-def _track(array: FakeCUDAArray) -> FakeCUDAArray:
-    import weakref
-
-    root = array._ary
-    if type(root) is np.ndarray and root.size and root.base is None and root.dtype.fields is None:
-        mask = np.zeros(root.nbytes // root.itemsize, np.bool_)
-        key = id(root)  # the callback forgets the mask when the array goes
-        _written_masks[key] = (weakref.ref(root, lambda _, key=key: _written_masks.pop(key, None)), mask)
-    return array
-
+# -- device allocations without data (their written-element masks: ``written``) -------------------------------------
 
 def patch_allocations() -> None:
     """``cuda.device_array``/``device_array_like``/``mapped_array`` allocations start unwritten (the
@@ -295,3 +264,8 @@ def dynamic_shared_bytes(kernel) -> int:
 
 def is_debug(kernel) -> bool:
     return bool(kernel._debug)
+
+
+def can_type(kernel) -> bool:
+    """numba-cuda's front end is always here to type its own kernels."""
+    return True

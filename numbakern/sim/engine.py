@@ -18,14 +18,14 @@ import functools
 from array import array
 
 import numpy as np
-from numba.cuda.errors import normalize_kernel_dimensions
 
-from . import config, cudasim, kerneltypes, numerics
+from . import config, kerneltypes, numerics
+from .adapters import adapter_of, cuda_modules, device_function
 from .checked_array import ArrayLabel, CheckedArray, GlobalTrackedArray, MemoryChecks, TrackedArray
-from .cudasim import Dim3
 from .errors import RaceError, SimulationError, UninitializedReadError
 from .fakecuda import BlockSharedMemory, LocalMemory, SimCUDAModule
 from .scheduler import Block, Scheduler, block_thread_indices
+from .stockapi import Dim3
 from .trackers import GlobalMemoryTracker, SharedMemoryTracker
 
 #: address range of one global array argument (2**48 bytes: any array)
@@ -51,15 +51,29 @@ def max_cooperative_blocks(block_dim) -> int:
 
 def enable() -> None:
     global _enabled
-    cudasim.install_launch_hook(_call, max_cooperative_blocks)
-    cudasim.patch_allocations()
-    cudasim.patch_jit()
+    from ..frontends import mlir_installed, numba_cuda_installed
+
+    if numba_cuda_installed():
+        from . import cudasim
+
+        cudasim.install_launch_hook(_call, max_cooperative_blocks)
+        cudasim.patch_allocations()
+        cudasim.patch_jit()
+    if mlir_installed():
+        from . import mlirsim
+
+        mlirsim.install(_call)  # numba-cuda-mlir has no engine of its own: its kernels always run here
     _enabled = True
 
 
 def disable() -> None:
     global _enabled
-    cudasim.install_launch_hook(None)
+    from ..frontends import numba_cuda_installed
+
+    if numba_cuda_installed():
+        from . import cudasim
+
+        cudasim.install_launch_hook(None)
     _enabled = False
 
 
@@ -70,17 +84,19 @@ def enabled() -> bool:
 def _call(kernel, *args):
     if _active is not None:
         return _active.call_device(kernel, args)
-    if cudasim.is_device(kernel):
-        return cudasim.stock_call(kernel, *args)  # a device function called from host code, as the stock one allows
+    adapter = adapter_of(kernel)
+    if adapter.is_device(kernel):
+        return adapter.stock_call(kernel, *args)  # a device function called from host code, as the stock one allows
     return Launch(kernel, config.current()).run(args)
 
 
 class Launch:
     def __init__(self, kernel, settings: config.Settings):
         self.kernel = kernel
-        self.fn = cudasim.python_function(kernel)
+        self.adapter = adapter = adapter_of(kernel)
+        self.fn = adapter.python_function(kernel)
         self.name = self.fn.__name__
-        self.grid_dim, self.block_dim = normalize_kernel_dimensions(*cudasim.launch_dims(kernel))
+        self.grid_dim, self.block_dim = adapter.launch_dims(kernel)
         self.settings = settings
         on = settings.checks
         self.scheduler = Scheduler(None, self.name, "barrier" in on, settings.shuffle_seed, settings.deadlock_seconds)
@@ -95,6 +111,7 @@ class Launch:
         self.global_memory = GlobalMemoryTracker(self.memory_checks, "race" in on, "uninit" in on)
         self.module._local = LocalMemory(self._wrap_local if "bounds" in on else None)
         self._swapped: dict[int, tuple[dict, dict]] = {}
+        self._swapped_cells: dict[int, tuple] = {}
         self._checked_args = 0
         self._shared_trackers: list[SharedMemoryTracker] = []
         self._unchecked_masks: list = []
@@ -105,7 +122,8 @@ class Launch:
         code = self.fn.__code__
         names = code.co_varnames[: code.co_argcount]
         names = [names[i] if i < len(names) else f"arg{i}" for i in range(len(args))]
-        typed, argtypes = kerneltypes.type_launch(self.kernel, args, names) if self.settings.typing else (None, None)
+        typing = self.settings.typing and self.adapter.can_type(self.kernel)
+        typed, argtypes = kerneltypes.type_launch(self.kernel, args, names) if typing else (None, None)
         retr: list = []
         kernel_args = [self._kernel_arg(n, a, retr, argtypes[i] if typed is not None else None)
                        for i, (n, a) in enumerate(zip(names, args))]
@@ -121,7 +139,7 @@ class Launch:
         try:
             if typed is None:
                 self._swap_cuda_module(self.fn)
-            with np.errstate(divide="raise") if cudasim.is_debug(self.kernel) else contextlib.nullcontext():
+            with np.errstate(divide="raise") if self.adapter.is_debug(self.kernel) else contextlib.nullcontext():
                 order = self._block_order()
                 count = self.grid_dim[0] * self.grid_dim[1] * self.grid_dim[2]
                 if cooperative and count > max_cooperative_blocks(self.block_dim):
@@ -144,6 +162,8 @@ class Launch:
             _active = None
             for globs, original in self._swapped.values():
                 globs.update(original)
+            for cell, original in self._swapped_cells.values():
+                cell.cell_contents = original
         for mask in self._unchecked_masks:
             mask[...] = True  # written by a kernel that ran unchecked: which elements, nobody knows
         for write_back in retr:
@@ -172,19 +192,22 @@ class Launch:
     def call_device(self, kernel, args):
         """A device function (or a nested launch, which like the stock simulator we run as a call) inside a launch,
         reached from code that was not rewritten (typing off, or a device function passed around as a value)."""
-        fn = cudasim.python_function(kernel)
+        fn = adapter_of(kernel).python_function(kernel)
         self._swap_cuda_module(fn)
         return fn(*args)
 
     def _swap_cuda_module(self, fn) -> None:
         # Once per module per launch, not per call as the stock swapped_cuda_module does: device functions are
         # called in inner loops.
-        from numba import cuda
-
         globs = fn.__globals__
+        modules = cuda_modules()
+        for cell in fn.__closure__ or ():  # a kernel defined in a function that imported cuda itself
+            if id(cell) not in self._swapped_cells and any(_cell_value(cell) is m for m in modules):
+                self._swapped_cells[id(cell)] = (cell, cell.cell_contents)
+                cell.cell_contents = self.module
         if id(globs) in self._swapped:
             return
-        original = {name: value for name, value in globs.items() if value is cuda}
+        original = {name: value for name, value in globs.items() if any(value is m for m in modules)}
         self._swapped[id(globs)] = (globs, original)
         for name in original:
             globs[name] = self.module
@@ -206,7 +229,7 @@ class Launch:
         """A block about to run, with fresh shared memory (its tracker made when it first allocates some)."""
         block = Block(blockIdx, self.block_dim, linear, self._thread_indices)
         wrap = self._shared_wrapper(block) if self.check_shared else None
-        block.shared = BlockSharedMemory(cudasim.dynamic_shared_bytes(self.kernel), wrap)
+        block.shared = BlockSharedMemory(self.adapter.dynamic_shared_bytes(self.kernel), wrap)
         return block
 
     def _shared_wrapper(self, block: Block):
@@ -234,7 +257,7 @@ class Launch:
         """As the stock simulator converts an argument, then: raw numpy with checks off, a checked array with them
         on; in a typed kernel, scalars converted to their Numba type's canonical form (``numerics``: numpy
         integers become Python ints, a declared ``float32`` parameter gets an ``np.float32``)."""
-        value, raw = cudasim.convert_argument(self.kernel, arg, retr)
+        value, raw = self.adapter.convert_argument(self.kernel, arg, retr)
         if raw is None:
             convert = numerics.TO.get(str(numba_type)) if numba_type is not None else None
             if convert is not None and isinstance(value, (int, float, bool, np.number, np.bool_)):
@@ -243,7 +266,7 @@ class Launch:
         declared = getattr(numba_type, "dtype", None)
         if declared is not None and str(declared) != str(raw.dtype) and str(declared) in numerics.NUMS:
             raw = raw.view(str(declared))  # a signature's element type: the same bits, read as that type
-        found = cudasim.written_mask(raw)
+        found = self.adapter.written_mask(raw)
         if not self.check_global:
             if found is not None:
                 self._unchecked_masks.append(found[0])
@@ -258,6 +281,13 @@ class Launch:
         return CheckedArray(raw, label, self.memory_checks, tracker)
 
 
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
 def _uses_grid_sync(fn, depth: int = 0) -> bool:
     """Whether a kernel (or a device function it calls) synchronises the grid: then its launch is cooperative.
     (Typed launches know it from numba; this is for kernels run without the front end.)"""
@@ -269,7 +299,7 @@ def _uses_grid_sync(fn, depth: int = 0) -> bool:
         return True
     if depth < 8:
         for name in code_names:
-            device = cudasim.device_function(fn.__globals__.get(name))
+            device = device_function(fn.__globals__.get(name))
             if device is not None and _uses_grid_sync(device[0], depth + 1):
                 return True
     return False

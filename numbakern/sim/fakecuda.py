@@ -16,9 +16,9 @@ import numpy as np
 
 from . import numerics
 from .checked_array import ArrayLabel, CheckedArray
-from .cudasim import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule, vector_type_names
 from .dtypes import as_dtype
 from .errors import site_of
+from .stockapi import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule, vector_type_names
 from .warp import FULL_MASK
 
 #: address range of one shared array (4 MiB, far more than any GPU's shared memory per block)
@@ -124,6 +124,17 @@ class SimCUDAModule(FakeCUDAModule):
         array[i] = value
 
     stcs = stwb = stwt = stcg
+
+    def __getattr__(self, name):
+        # The front end's own scalar types (`cuda.float32` as a dtype), which the stock module lacks: taken from
+        # the real `cuda` modules this process imported. Only types: anything else is missing, as on the GPU.
+        from ..frontends import loaded_cuda_modules
+
+        for module in loaded_cuda_modules():
+            value = module.__dict__.get(name)
+            if value is not None and ".types" in type(value).__module__:
+                return value
+        raise AttributeError(f"the simulator's cuda module has no attribute {name!r}")
 
 
 for _name, _vector_type in vector_type_names().items():

@@ -18,7 +18,8 @@ import weakref
 
 import numpy as np
 
-from . import cudasim, typed
+from . import typed
+from .adapters import adapter_of, cuda_modules
 from .errors import TypingError
 
 _memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel object -> {argtypes: outcome}
@@ -35,7 +36,7 @@ def type_launch(kernel, args, arg_names) -> tuple[typed.TypedKernel | None, tupl
     """The typed kernel for this launch (None: run the kernel as written) and the argument types it was typed
     for; raises ``TypingError`` if numba-cuda rejects it."""
     argtypes = argument_types(kernel, args, arg_names)
-    declared, specialized = cudasim.declared_signatures(kernel)
+    declared, specialized = adapter_of(kernel).declared_signatures(kernel)
     if declared and specialized:
         argtypes = _the_signature(kernel, declared[0], argtypes, arg_names)
     elif declared:
@@ -105,7 +106,7 @@ def argument_types(kernel, args, arg_names) -> tuple:
 
     types = []
     for name, arg in zip(arg_names, args):
-        value = cudasim.typing_value(arg)
+        value = adapter_of(kernel).typing_value(arg)
         if type(value) is np.ndarray:
             # an array's type depends only on these (typeof is the costliest part of a small launch)
             flags = value.flags
@@ -138,7 +139,7 @@ def _type(kernel, argtypes: tuple, arg_names):
     from ..frontend import build_request, client
 
     fn = kernel.fn
-    request = build_request(fn, {}, argtypes, cudasim.recognize)
+    request = build_request(fn, {}, argtypes, adapter_of(kernel).recognize)
     facts = client.facts(request)
     if not facts.get("ok") and facts["error"].get("kind") == "HelperError":
         # the helper could not read the request: numbakern's failure, not a verdict on the kernel
@@ -175,9 +176,7 @@ def _rejection(name: str, argtypes, arg_names, error: dict) -> str:
 
 
 def _is_cuda_module(value) -> bool:
-    from numba import cuda
-
-    return value is cuda
+    return any(value is module for module in cuda_modules())
 
 
 _MISSING = object()

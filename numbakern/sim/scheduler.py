@@ -23,7 +23,6 @@ import time
 
 from greenlet import greenlet
 
-from .cudasim import Dim3
 from .errors import (
     BarrierDivergenceError,
     DeadlockError,
@@ -31,6 +30,7 @@ from .errors import (
     describe_site,
     describe_threads,
 )
+from .stockapi import Dim3
 from .warp import COLLECTIVES, WARP_SIZE
 
 BARRIER = "barrier"

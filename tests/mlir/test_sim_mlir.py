@@ -1,0 +1,261 @@
+"""numba-cuda-mlir kernels on numbakern's engine: results against numpy, the checkers, dynamic shared memory."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from numbakern import sim
+from numbakern.frontends import numba_cuda_installed
+
+ROOT = Path(__file__).resolve().parents[2]
+
+cuda = pytest.importorskip("numba_cuda_mlir.cuda")
+
+BLOCK = 128
+
+
+@cuda.jit(device=True)
+def axpb(a, x, b):
+    return a * x + b
+
+
+@cuda.jit
+def staged_axpb(out, x, a, b, n):
+    """Each block stages its slice of x in shared memory, then applies a device function to it."""
+    tile = cuda.shared.array(BLOCK, np.float32)
+    i = cuda.grid(1)
+    t = cuda.threadIdx.x
+    tile[t] = x[i] if i < n else np.float32(0)
+    cuda.syncthreads()
+    if i < n:
+        out[i] = axpb(a, tile[t], b)
+
+
+@pytest.mark.parametrize("n", [1, 127, 1000, 4099])
+def test_shared_memory_and_device_function_match_numpy(n, rng):
+    x = rng.standard_normal(n).astype(np.float32)
+    a, b = np.float32(rng.standard_normal()), np.float32(rng.standard_normal())
+    out = np.full(n, np.nan, np.float32)
+    staged_axpb[(n + BLOCK - 1) // BLOCK, BLOCK](out, x, a, b, n)
+    expected = np.float64(a) * x.astype(np.float64) + np.float64(b)
+    np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_device_arrays_round_trip(rng):
+    n = 777
+    x = rng.standard_normal(n).astype(np.float32)
+    d_x = cuda.to_device(x)
+    d_out = cuda.device_array(n, np.float32)
+    staged_axpb[(n + BLOCK - 1) // BLOCK, BLOCK](d_out, d_x, np.float32(2), np.float32(-1), n)
+    cuda.synchronize()
+    np.testing.assert_allclose(d_out.copy_to_host(), 2.0 * x.astype(np.float64) - 1.0, rtol=1e-6, atol=1e-6)
+    assert d_x.shape == (n,) and d_x.dtype == np.float32
+
+
+@cuda.jit
+def neighbour_without_barrier(out):
+    s = cuda.shared.array(64, np.float32)
+    t = cuda.threadIdx.x
+    s[t] = t
+    out[t] = s[(t + 1) % 64]
+
+
+def test_missing_barrier_is_a_race():
+    with sim.checks("all"), pytest.raises(sim.RaceError, match="neighbour_without_barrier"):
+        neighbour_without_barrier[1, 64](np.zeros(64, np.float32))
+
+
+@cuda.jit
+def copy_one_more(out, x):
+    i = cuda.grid(1)
+    if i <= x.shape[0]:  # off by one: reads x[n]
+        out[i % out.shape[0]] = x[i]
+
+
+def test_out_of_bounds_read_is_reported(rng):
+    x = rng.standard_normal(100).astype(np.float32)
+    with sim.checks("all"), pytest.raises(sim.OutOfBoundsError, match="'x'"):
+        copy_one_more[1, 128](np.zeros(100, np.float32), x)
+
+
+@cuda.jit
+def copy(out, x):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = x[i]
+
+
+def test_reading_an_unwritten_device_array_is_reported():
+    never_written = cuda.device_array(64, np.float32)
+    with sim.checks("all"), pytest.raises(sim.UninitializedReadError):
+        copy[1, 64](np.zeros(64, np.float32), never_written)
+
+
+@cuda.jit
+def dynamic_and_static(out, x, n):
+    """Static and dynamic shared arrays side by side: float32 stores to the dynamic one, read back after a
+    barrier, and the static one keeps its own values (the two must not overlap)."""
+    static = cuda.shared.array(32, np.float32)
+    dynamic = cuda.shared.array(0, np.float32)
+    t = cuda.threadIdx.x
+    if t < 32:
+        static[t] = np.float32(-1)
+    j = t
+    while j < n:
+        dynamic[j] = x[j]
+        j += cuda.blockDim.x
+    cuda.syncthreads()
+    j = t
+    while j < n:
+        out[j] = dynamic[n - 1 - j] + static[j % 32]
+        j += cuda.blockDim.x
+
+
+@pytest.mark.parametrize("n", [100, 16384 + 77])  # the second needs more than 48 KB of dynamic shared memory
+def test_dynamic_shared_float32_stores_beside_a_static_array(n, rng):
+    x = rng.standard_normal(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    with sim.checks("all"):
+        dynamic_and_static[1, 128, 0, n * 4](out, x, n)
+    np.testing.assert_allclose(out, x[::-1].astype(np.float64) - 1.0, rtol=1e-6, atol=1e-6)
+
+
+def test_too_little_dynamic_shared_memory_is_out_of_bounds(rng):
+    x = rng.standard_normal(100).astype(np.float32)
+    with sim.checks("all"), pytest.raises(sim.OutOfBoundsError):
+        dynamic_and_static[1, 128, 0, 99 * 4](np.zeros(100, np.float32), x, 100)
+
+
+def _script(body: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "PYTEST_VERSION",
+                                                          "NUMBAKERN_SIM_CHECKS")}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(body)], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+
+
+SCRIPT = """
+    import sys
+    import numpy as np
+    from numba_cuda_mlir import cuda
+
+    @cuda.jit                       # decorated before numbakern is imported: numba-cuda-mlir's own dispatcher
+    def twice(out, x):
+        i = cuda.grid(1)
+        if i < x.size:
+            out[i] = x[i] * 2
+
+    import numbakern
+
+    x = np.arange(1, 301, dtype=np.float32)
+    out = np.zeros_like(x)
+    twice[3, 128](out, x)
+    assert np.array_equal(out, 2 * x), out
+    print("numba imported:", "numba" in sys.modules, "cudasim imported:", "numba.cuda.simulator" in sys.modules)
+"""
+
+
+def test_a_script_just_works_without_a_gpu():
+    result = _script(SCRIPT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "numbakern: no CUDA GPU here" in result.stderr
+
+
+@pytest.mark.skipif(numba_cuda_installed(), reason="numba-cuda is installed here; the mlir-only CI job runs this")
+def test_the_mlir_only_path_imports_no_numba():
+    result = _script(SCRIPT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "numba imported: False cudasim imported: False" in result.stdout
+
+
+@pytest.mark.skipif(not numba_cuda_installed(), reason="typing an mlir kernel needs numba-cuda's front end")
+def test_numba_cuda_types_an_mlir_kernel_as_the_gpu_would():
+    @cuda.jit
+    def wraps(out, a, b):
+        out[0] = a - b  # uint32 - uint32 is uint64 in Numba: wraps around
+
+    out = np.zeros(1, np.uint64)
+    wraps[1, 1](out, np.uint32(1), np.uint32(2))
+    assert out[0] == np.uint64(2**64 - 1)
+
+    @cuda.jit
+    def rejected(out):
+        out[0] = "text"
+
+    with pytest.raises(sim.TypingError):
+        rejected[1, 1](np.zeros(1, np.float32))
+
+
+def test_a_kernel_that_closes_over_its_own_cuda_import(rng):
+    def make():
+        import numba_cuda_mlir.cuda as local_cuda
+
+        @local_cuda.jit
+        def add_one(out, x):
+            i = local_cuda.grid(1)
+            if i < x.shape[0]:
+                out[i] = x[i] + np.float32(1)
+
+        return add_one
+
+    x = rng.standard_normal(300).astype(np.float32)
+    out = np.zeros_like(x)
+    make()[3, 128](out, x)
+    np.testing.assert_allclose(out, x.astype(np.float64) + 1.0, rtol=1e-6, atol=1e-6)
+
+
+TYPING_PROBE = """
+    import numpy as np
+    import numba_cuda_mlir.tools as tools
+    from numba_cuda_mlir import compiler, cuda
+
+    tools.get_gpu_compute_capability = lambda kind=tuple: (9, 0)  # the device lookup faked, as translate does
+
+    @cuda.jit
+    def k(a, b):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] = b[i] + 1
+
+    try:
+        compiler._compile_only(k, "void(float32[:], float32[:])", {"chip": "sm_90"})
+        print("TYPED")
+    except Exception as e:
+        print("REFUSED", type(e).__name__, str(e).splitlines()[1] if len(str(e).splitlines()) > 1 else e)
+"""
+
+
+def test_numba_cuda_mlir_own_front_end_cannot_type_without_a_driver():
+    """Why translate types numba-cuda-mlir kernels with numba-cuda (docs/frontends.md): numba-cuda-mlir 0.6's own
+    pipeline, with the compute capability given, still refuses a plain kernel on a machine without a GPU. Should a
+    later version type it, this test fails: then translate can use numba-cuda-mlir's own typing."""
+    from numbakern import mode
+
+    if mode.gpu_available():
+        pytest.skip("a GPU is present: the driver answers")
+    result = _script(TYPING_PROBE)
+    assert "REFUSED" in result.stdout, result.stdout + result.stderr[-2000:]
+    assert "Untyped global name 'bool'" in result.stdout
+
+
+@cuda.jit
+def reverse_in_block(out, x):
+    """The shared array's dtype spelled as the front end's own type (``cuda.float32``) rather than numpy's."""
+    s = cuda.shared.array(64, cuda.float32)
+    t = cuda.threadIdx.x
+    s[t] = x[t]
+    cuda.syncthreads()
+    out[t] = s[63 - t]
+
+
+def test_the_front_ends_own_dtype_spelling(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    out = np.zeros_like(x)
+    with sim.checks("all"):
+        reverse_in_block[1, 64](out, x)
+    np.testing.assert_array_equal(out, x[::-1])
