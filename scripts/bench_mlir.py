@@ -16,10 +16,20 @@ import argparse
 import csv
 import json
 import os
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ["kernel", "size", "numba_ms", "c_ms", "mlir_ms", "mlir_run_c_ms", "mlir_vs_c", "mlir_note"]
+
+
+def refusal(row: dict) -> str:
+    """Why numba-cuda-mlir did not run a kernel, in one phrase: the name its typing could not resolve where there is
+    one (numbakern's numba-cuda intrinsics, ``vload4``, ``copy_async4``...), else its error line."""
+    found = re.search(r"Untyped global name '(\w+)'", row.get("traceback") or "")
+    if found:
+        return f"numba-cuda-mlir cannot type `{found.group(1)}` (a numba-cuda intrinsic)"
+    return row.get("error") or ""
 
 
 def merge(bench_rows: list[dict], mlir: dict) -> list[dict]:
@@ -33,7 +43,7 @@ def merge(bench_rows: list[dict], mlir: dict) -> list[dict]:
         same_size = size == b["size"]
         mlir_ms = m.get("mlir_ms") if same_size else None
         c_ms = m.get("c_ms") if same_size else None
-        note = m.get("error") or ("" if same_size else f"mlir_gpu.py timed size {size or '-'}")
+        note = refusal(m) or ("" if same_size else f"mlir_gpu.py timed size {size or '-'}")
         if m.get("c_vs_mlir_ok") is False:
             note = (note + "; " if note else "") + f"C differs from numba-cuda-mlir ({m['c_vs_mlir_max_err']:.3g})"
         rows.append({"kernel": b["kernel"], "size": b["size"], "numba_ms": b.get("numba_ms"), "c_ms": b.get("c_ms"),

@@ -232,3 +232,23 @@ def test_ptx_counting(study):
     assert (counts["ld_global"], counts["ld_global_v4"]) == (2, 1)
     entries = study.split_entries(ptx + ptx.split(".target sm_90", 1)[1].replace("entry k(", "entry k2("))
     assert [name for name, _ in entries] == ["k", "k2"] and all(".target sm_90" in text for _, text in entries)
+
+
+def test_the_numba_cuda_mlir_column_is_like_for_like_and_says_why_a_kernel_is_missing(rng):
+    """bench_mlir puts numba-cuda-mlir beside the C timed in its own run, only at the size that run timed, and a
+    kernel numba-cuda-mlir could not type gets the name it could not resolve."""
+    bm = load("bench_mlir")
+    mlir_ms, c_ms = float(rng.uniform(0.1, 1)), float(rng.uniform(0.1, 1))
+    mlir = {"kernels": [
+        {"kernel": "vector_add", "bench_size": {"n": 64}, "mlir_ms": mlir_ms, "c_ms": c_ms, "c_vs_mlir_ok": True},
+        {"kernel": "reduce_sum", "error": "numba-cuda-mlir: TypingError: Failed in mlir mode pipeline",
+         "traceback": "...\nUntyped global name 'vload4': Cannot determine Numba type of <class '_Intrinsic'>\n"}]}
+    bench_rows = [{"kernel": "vector_add", "size": "64", "numba_ms": 1.0, "c_ms": 0.9},
+                  {"kernel": "vector_add", "size": "128", "numba_ms": 2.0, "c_ms": 1.8},
+                  {"kernel": "reduce_sum", "size": "64", "numba_ms": 1.0, "c_ms": 0.9},
+                  {"kernel": "transpose", "size": "8", "numba_ms": 1.0, "c_ms": 0.9}]
+    rows = bm.merge(bench_rows, mlir)
+    assert [r["kernel"] for r in rows] == ["vector_add", "vector_add", "reduce_sum"]
+    assert rows[0]["mlir_ms"] == mlir_ms and rows[0]["mlir_vs_c"] == round(c_ms / mlir_ms, 3)
+    assert rows[1]["mlir_ms"] is None and rows[1]["mlir_note"] == "mlir_gpu.py timed size 64"
+    assert rows[2]["mlir_note"] == "numba-cuda-mlir cannot type `vload4` (a numba-cuda intrinsic)"
