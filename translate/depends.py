@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib
 import inspect
 import json
 import textwrap
@@ -24,7 +23,7 @@ import numpy as np
 from numba.core.dispatcher import Dispatcher
 from numba.cuda.dispatcher import CUDADispatcher
 
-from . import closures
+from . import closures, targets
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ class Dependencies:
     sources: dict[str, str] = field(default_factory=dict)  # device function "module:qualname" -> its source
 
     def manifest(self) -> dict:
-        return {"device_functions": list(self.device_functions), "constants": dict(self.constants)}
+        return {"device_functions": [labelled(q) for q in self.device_functions], "constants": dict(self.constants)}
 
 
 def kernel_dependencies(pyfunc: Any, template_params: Iterable[str] = ()) -> Dependencies:
@@ -155,15 +154,22 @@ def _loads_in_order(node: ast.FunctionDef) -> list[ast.expr]:
     return found
 
 
+def labelled(qualname: str) -> str:
+    """``module:qualname`` with the module as the user names it (a file imported by path is its path, never the
+    internal module name it was imported under): what the manifest records and the source hash is keyed by."""
+    mod, qual = qualname.split(":", 1)
+    return f"{targets.module_label(mod)}:{qual}"
+
+
 def source_sha256(pyfunc: Any, device_functions: Iterable[str], constants: Mapping[str, Any],
                   template_constants: Mapping[str, Any], codegen: dict | None = None) -> str:
     """sha256 of everything a generated file depends on (``translate --check`` recomputes it): the kernel's source,
     the sources of the device functions it calls (``module:qualname``), the module constants it reads, its
     compile-time constants and its code-generation options (fastmath / launch_bounds / max_registers)."""
     parts = {"kernel": inspect.getsource(pyfunc), "device_functions": {}, "constants": dict(sorted(constants.items()))}
-    for q in device_functions:
+    for q in map(labelled, device_functions):
         mod, qual = q.split(":", 1)
-        obj = importlib.import_module(mod)
+        obj = targets.module_for(mod)
         for p in qual.split("."):
             obj = getattr(obj, p, None)
         fn = getattr(obj, "py_func", obj)

@@ -241,6 +241,13 @@ def module_label(module_name: str | None) -> str:
     return file if rel.startswith(os.pardir + os.sep) else rel
 
 
+def module_for(label: str):
+    """The module ``module_label`` named: a file path (imported as ``path:kernel`` targets are) or a module name."""
+    if label.endswith(".py") and os.path.exists(label):
+        return _import_path(label)
+    return importlib.import_module(label)
+
+
 def _registered_as(kernel):
     for spec in registry.all_specs():
         if spec.kernel is kernel:

@@ -287,3 +287,29 @@ def test_a_kernel_module_that_fails_to_import_is_named_with_its_line(project):
         assert r.returncode == 2, r.stdout + r.stderr
         assert r.stderr == (f"translate: importing the kernels of {project / 'pyproject.toml'} failed at "
                             f"tkern.py:{line}: RuntimeError: half-written module\n"), r.stderr
+
+
+def test_a_file_kernels_device_functions_are_named_by_the_file_and_their_edits_make_it_stale(tmp_path):
+    (tmp_path / "dev.py").write_text(textwrap.dedent("""\
+        from numba import cuda
+
+
+        @cuda.jit(device=True)
+        def twice(x):
+            return x * 2
+
+
+        @cuda.jit
+        def scale(a, out):
+            i = cuda.grid(1)
+            if i < a.size:
+                out[i] = twice(a[i])
+        """))
+    r = translate(tmp_path, "dev.py:scale", "--signature", "void(float32[::1], float32[::1])", "--out", "gen")
+    assert r.returncode == 0, r.stdout + r.stderr
+    entry = json.loads((tmp_path / "gen" / "manifest.json").read_text())["files"]["scale.cu"]
+    assert entry["depends"]["device_functions"] == ["dev.py:twice"]
+    assert translate(tmp_path, "--check", "--out", "gen").returncode == 0
+    (tmp_path / "dev.py").write_text((tmp_path / "dev.py").read_text().replace("x * 2", "x * 3"))
+    r = translate(tmp_path, "--check", "--out", "gen")
+    assert r.returncode == 1 and "stale" in r.stdout and "dev.py:scale" in r.stdout, r.stdout + r.stderr
