@@ -244,6 +244,11 @@ def module_label(module_name: str | None) -> str:
 def module_for(label: str):
     """The module ``module_label`` named: a file path (imported as ``path:kernel`` targets are) or a module name."""
     if label.endswith(".py") and os.path.exists(label):
+        # the module this run already imported the file as: importing it again would re-run its jit calls
+        full = os.path.abspath(label)
+        for mod in list(sys.modules.values()):
+            if getattr(mod, "__file__", None) and os.path.abspath(mod.__file__) == full:
+                return mod
         return _import_path(label)
     return importlib.import_module(label)
 
