@@ -32,8 +32,7 @@ def triangle(x):
     return s
 
 
-def test_expansion_computes_what_the_loops_compute():
-    rng = np.random.default_rng()
+def test_expansion_computes_what_the_loops_compute(rng):
     x = rng.standard_normal(N)
     fast = unrolled(triangle)
     assert fast is not triangle and rolled_function(fast) is triangle
@@ -151,8 +150,7 @@ def scaled_sum(n: int, m: int):
     return scaled_sum
 
 
-def test_specialize_expands_and_the_kernel_matches_numpy():
-    rng = np.random.default_rng()
+def test_specialize_expands_and_the_kernel_matches_numpy(rng):
     x = rng.standard_normal(37).astype(np.float32)
     kernel = scaled_sum(3, 4)
     func = getattr(kernel, "py_func", None) or kernel.fn

@@ -53,22 +53,22 @@ def _run(kernel, grid, block, *arrays):
     return d[-1].copy_to_host()
 
 
-def test_the_oldest_group_lands_first():
-    src = np.random.default_rng().standard_normal((2, 16)).astype(np.float32)
+def test_the_oldest_group_lands_first(rng):
+    src = rng.standard_normal((2, 16)).astype(np.float32)
     out = _run(two_groups, 1, 4, src, np.zeros((3, 16), np.float32))
     np.testing.assert_array_equal(out[0], src[0])
     np.testing.assert_array_equal(out[1], src[1])
 
 
 @pytest.mark.sim
-def test_a_group_not_waited_for_has_not_landed_in_the_simulator():
-    src = np.random.default_rng().standard_normal((2, 16)).astype(np.float32)
+def test_a_group_not_waited_for_has_not_landed_in_the_simulator(rng):
+    src = rng.standard_normal((2, 16)).astype(np.float32)
     out = _run(two_groups, 1, 4, src, np.zeros((3, 16), np.float32))
     np.testing.assert_array_equal(out[2], -1.0)  # on a GPU this read races with the copy
 
 
-def test_copy_async_transposes_and_zero_fills():
-    src = np.random.default_rng().standard_normal((5, 7)).astype(np.float32)
+def test_copy_async_transposes_and_zero_fills(rng):
+    src = rng.standard_normal((5, 7)).astype(np.float32)
     out = _run(transpose_in, 1, (8, 8), src, np.full((8, 8), np.nan, np.float32))
     expected = np.zeros((8, 8), np.float32)
     expected[:7, :5] = src.T

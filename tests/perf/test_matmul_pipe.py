@@ -101,10 +101,9 @@ def test_every_candidate_is_valid():
 
 
 @pytest.mark.sim
-def test_matmul_fast_runs_the_pipelined_kernel_where_it_may():
+def test_matmul_fast_runs_the_pipelined_kernel_where_it_may(rng):
     from numbakern.kernels import matmul_fast as mf
 
-    rng = np.random.default_rng()
     m, n = rng.standard_normal((21, 13)).astype(np.float32), rng.standard_normal((13, 20)).astype(np.float32)
     out = np.empty((21, 20), np.float32)
     assert mf.ready_autotuner.select(m, n, out)["kernel"] == "pipelined"
