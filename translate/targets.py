@@ -72,7 +72,7 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
     where, attr = name.rsplit(":", 1)
     try:
         with recording_signatures():
-            if where.endswith(".py") or os.sep in where or "/" in where:
+            if names_file(where):
                 module = _import_path(where)
             else:
                 module = import_module(where)
@@ -115,6 +115,11 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
                         signatures, consts, factory_of(kernel), frontend)
 
 
+def names_file(where: str) -> bool:
+    """True when the part of a target before ``:kernel`` is a file's path (``path/to/file.py``), not a module's name."""
+    return where.endswith(".py") or os.sep in where or "/" in where
+
+
 def binding_error(tgt: KernelTarget, message: str) -> TranslationError:
     """A TranslationError located where the kernel's module binds its name (for a kernel with no source of its own,
     e.g. one made by ``exec``)."""
@@ -122,8 +127,7 @@ def binding_error(tgt: KernelTarget, message: str) -> TranslationError:
         return _module_error(sys.modules.get(tgt.pyfunc.__module__), tgt.name, message)
     where, attr = tgt.target.rsplit(":", 1)
     with recording_signatures():  # the module the user named (its functions' own __module__ can be anything)
-        module = _import_path(where) if where.endswith(".py") or os.sep in where or "/" in where \
-            else import_module(where)
+        module = _import_path(where) if names_file(where) else import_module(where)
     return _module_error(module, attr.split(".")[-1], message)
 
 

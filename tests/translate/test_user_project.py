@@ -313,3 +313,42 @@ def test_a_file_kernels_device_functions_are_named_by_the_file_and_their_edits_m
     (tmp_path / "dev.py").write_text((tmp_path / "dev.py").read_text().replace("x * 2", "x * 3"))
     r = translate(tmp_path, "--check", "--out", "gen")
     assert r.returncode == 1 and "stale" in r.stdout and "dev.py:scale" in r.stdout, r.stdout + r.stderr
+
+
+VERIFY_WITHOUT_A_GPU = """
+    import json
+    import types
+    from translate import cli
+    from translate.verify import cli as verify_cli
+
+    seen = {}
+
+    def verify_kernels(specs, directory, **options):  # what verification would run: which spec, which file
+        for spec in specs:
+            file_name, cand = verify_cli.candidate_for(spec, directory)
+            seen[spec.name] = {"module": spec.module, "file": file_name, "cu": str(cand.cu)}
+        return [types.SimpleNamespace(ok=True)]
+
+    verify_cli._preflight = lambda: ""  # no GPU here: everything up to the GPU runs as it would
+    verify_cli.verify_kernels = verify_kernels
+    rc = cli.main(%r)
+    print(json.dumps({"rc": rc, "seen": seen}))
+"""
+
+
+@pytest.mark.parametrize("target", ["tkern.py:block_sum", "tkern:block_sum"])
+def test_verify_finds_the_declared_spec_of_a_kernel_named_by_file_or_module(project, target):
+    r = python(project, VERIFY_WITHOUT_A_GPU % ([target, "--out", "gen", "--verify"],))
+    assert r.returncode == 0, r.stdout + r.stderr
+    found = json.loads(r.stdout.splitlines()[-1])
+    # the project's own block_sum (its module declares it), and the file this run wrote -- not the library's
+    assert found == {"rc": 0, "seen": {"block_sum": {"module": "tkern", "file": "block_sum.cu",
+                                                     "cu": "gen/block_sum.cu"}}}, found
+
+
+def test_verify_of_an_undeclared_file_kernel_says_what_it_needs(project):
+    r = python(project, VERIFY_WITHOUT_A_GPU % (
+        ["loose.py:halve", "--signature", "void(float32[::1], float32[::1])", "--out", "gen", "--verify"],))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout.splitlines()[-1]) == {"rc": 2, "seen": {}}
+    assert "translate --verify: loose.py:halve is not declared (numbakern.declare(" in r.stderr, r.stderr

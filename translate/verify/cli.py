@@ -29,7 +29,7 @@ from numbakern import mode, registry
 from numbakern import project as projects
 from numbakern.registry import KernelSpec, all_specs, get
 
-from .. import manifest
+from .. import manifest, targets
 from . import driver, isolated
 from .abi import select_launcher
 from .build import nvcc_path
@@ -74,9 +74,21 @@ def manifest_entry(data: dict, spec: KernelSpec) -> tuple[str, dict] | None:
         return found if mine else None
     target = registry.kernel_target(spec)
     for file_name, entry in sorted(data["files"].items()):
-        if (target and entry.get("target") == target) or entry.get("kernel") == qualname:
+        if (target and entry.get("target") == target) or entry.get("kernel") == qualname \
+                or _names_file_of(entry.get("kernel") or "", func):
             return file_name, entry
     return None
+
+
+def _names_file_of(label: str, func) -> bool:
+    """True when a manifest's ``path/to/file.py:qualname`` (a kernel translated by its file's path, relative to the
+    folder translate ran in) is ``func``: the same qualname in the same file, whichever name its module was
+    imported under (a project's module, or the file imported by path)."""
+    where, _, qualname = label.rpartition(":")
+    if not targets.names_file(where) or qualname != func.__qualname__:
+        return False
+    source = getattr(func, "__code__", None)
+    return source is not None and os.path.realpath(where) == os.path.realpath(source.co_filename)
 
 
 def _translate_name(spec: KernelSpec) -> str:
@@ -96,16 +108,22 @@ def specs_named(names: Sequence[str] | None, project: projects.Project | None = 
 
 
 def _qualified(name: str) -> KernelSpec:
-    """``module:name`` as the registry reads it, else ``module:attribute`` of a declared kernel (what ``translate``
-    names a user's kernel by)."""
-    try:
-        return get(name)
-    except KeyError as missing:
-        module, _, attr = name.rpartition(":")
-        spec = registry.spec_for_kernel(getattr(sys.modules.get(module), attr, None))
-        if spec is None:
-            raise missing from None
-        return spec
+    """``module:name`` as the registry reads it, else ``module:attribute`` or ``path/to/file.py:attribute`` of a
+    declared kernel (the forms ``translate`` names a user's kernel by), found in the module ``translate`` imported."""
+    where, _, attr = name.rpartition(":")
+    if not targets.names_file(where):
+        try:
+            return get(name)
+        except KeyError as missing:
+            spec = registry.spec_for_kernel(getattr(sys.modules.get(where), attr, None))
+            if spec is None:
+                raise missing from None
+            return spec
+    spec = registry.spec_for_kernel(targets.resolve(name).kernel)
+    if spec is None:
+        raise LookupError(f"{name} is not declared (numbakern.declare(kernel, args=..., launch=..., reference=...)): "
+                          "verification needs its inputs, launch and reference")
+    return spec
 
 
 def verify_kernels(
