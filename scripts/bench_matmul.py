@@ -540,9 +540,7 @@ PTX_COUNTS = {
     "st_global_v4": r"\bst\.global\.v4\.",
     "local_ldst": r"\b(?:ld|st)\.local\.",
 }
-PTXAS = {"registers": r"Used (\d+) registers", "spill_stores": r"(\d+) bytes spill stores",
-         "spill_loads": r"(\d+) bytes spill loads"}
-CODEGEN_FIELDS = ["kernel", "compiler", "params", *PTXAS, *PTX_COUNTS]
+CODEGEN_FIELDS = ["kernel", "compiler", "params", *benchkit.PTXAS, *PTX_COUNTS]
 
 
 def numba_codegen_kernels():
@@ -588,25 +586,6 @@ def ptx_counts(ptx: str) -> dict:
     return out
 
 
-def ptxas_report(ptx: str, ptxas: str) -> dict:
-    with tempfile.TemporaryDirectory() as d:
-        src = Path(d) / "k.ptx"
-        # numba-cuda's NVVM stamps a newer PTX ISA version than an older ptxas reads; these kernels use nothing newer
-        src.write_text(re.sub(r"^\.version 9\.[1-9]\d*$", ".version 9.0", ptx, count=1, flags=re.MULTILINE))
-        r = subprocess.run([ptxas, "-arch=sm_90", "-v", str(src), "-o", str(Path(d) / "k.cubin")],
-                           capture_output=True, text=True, check=False)
-    if r.returncode:
-        raise RuntimeError(f"ptxas failed:\n{r.stderr.strip()}")
-    text = r.stdout + r.stderr
-    return {key: int(m.group(1)) if (m := re.search(pattern, text)) else 0 for key, pattern in PTXAS.items()}
-
-
-def split_entries(ptx: str) -> list[tuple[str, str]]:
-    """``(entry name, header + that entry)`` for each kernel of a multi-kernel PTX file."""
-    parts = re.split(r"(?=^\.(?:visible|weak) \.entry)", ptx, flags=re.MULTILINE)
-    return [(re.search(r"\.entry\s+(\w+)", p).group(1), parts[0] + p) for p in parts[1:]]
-
-
 def c_label(prefix: str, path: Path, entry: str) -> str:
     if prefix == "translated":
         return f"{path.name}"
@@ -634,7 +613,7 @@ def codegen(out: Path) -> int:
         options.update(overrides)
         ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), fastmath=bool(options["fastmath"]),
                                   launch_bounds=options["launch_bounds"])
-        rows.append({"kernel": label, "compiler": "Numba", **ptx_counts(ptx), **ptxas_report(ptx, ptxas)})
+        rows.append({"kernel": label, "compiler": "Numba", **ptx_counts(ptx), **benchkit.ptxas_report(ptx, ptxas)})
         print(f"  {label}", flush=True)
     manifest = json.loads((benchkit.ROOT / "generated_cuda" / "manifest.json").read_text())["files"]
     for prefix, path, flags in C_SOURCES:
@@ -644,9 +623,9 @@ def codegen(out: Path) -> int:
             target = Path(d) / "k.ptx"
             subprocess.run([nvcc, "-arch=sm_90", "-ptx", *flags, str(path), "-o", str(target)], check=True)
             ptx = target.read_text()
-        for entry, text in split_entries(ptx):
+        for entry, text in benchkit.split_entries(ptx):
             label = c_label(prefix, path, entry)
-            rows.append({"kernel": label, "compiler": "nvcc", **ptx_counts(text), **ptxas_report(text, ptxas)})
+            rows.append({"kernel": label, "compiler": "nvcc", **ptx_counts(text), **benchkit.ptxas_report(text, ptxas)})
             print(f"  {label}", flush=True)
     import numba
 

@@ -1,6 +1,6 @@
-"""What the benchmark tools (``bench.py``, ``bench_matmul.py``) share: the GPU check, CUDA-event timing, where
-results and logs go, results files (CSV with its provenance line, Markdown, the tables embedded in the docs), and
-running a ``.cu`` through its ``extern "C"`` launcher.
+"""What the benchmark tools (``bench.py``, ``bench_matmul.py``, ``codegen.py``) share: the GPU check, CUDA-event
+timing, where results and logs go, results files (CSV with its provenance line, Markdown, the tables embedded in the
+docs), running a ``.cu`` through its ``extern "C"`` launcher, and ptxas' report on a kernel's PTX.
 
 Not a tool itself: the scripts import it from their own folder.
 """
@@ -11,8 +11,11 @@ import csv
 import datetime as dt
 import math
 import os
+import re
 import statistics
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -309,3 +312,33 @@ def load_launchers(cu: Path, symbols: Iterable[str]) -> dict[str, Callable]:
         fn.restype = ctypes.c_int
         out[symbol] = fn
     return out
+
+
+# -- what ptxas makes of PTX (no GPU needed) -----------------------------------------------------------------------
+PTXAS = {"registers": r"Used (\d+) registers", "spill_stores": r"(\d+) bytes spill stores",
+         "spill_loads": r"(\d+) bytes spill loads"}
+
+
+def ptxas_report(ptx: str, ptxas: str, arch: str = "sm_90", keep_cubin: Path | None = None,
+                 with_shared: bool = False) -> dict:
+    """Registers and spill bytes ptxas reports for one kernel's PTX (``PTXAS``' keys), assembled for ``arch``;
+    with ``with_shared`` also ``shared_bytes`` (static shared memory); the machine code is kept at ``keep_cubin``
+    when given."""
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "k.ptx"
+        # numba-cuda's NVVM stamps a newer PTX ISA version than an older ptxas reads; these kernels use nothing newer
+        src.write_text(re.sub(r"^\.version 9\.[1-9]\d*$", ".version 9.0", ptx, count=1, flags=re.MULTILINE))
+        cubin = keep_cubin or Path(d) / "k.cubin"
+        r = subprocess.run([ptxas, f"-arch={arch}", "-v", str(src), "-o", str(cubin)],
+                           capture_output=True, text=True, check=False)
+    if r.returncode:
+        raise RuntimeError(f"ptxas failed:\n{r.stderr.strip()}")
+    text = r.stdout + r.stderr
+    patterns = {**PTXAS, "shared_bytes": r"(\d+) bytes smem"} if with_shared else PTXAS
+    return {key: int(m.group(1)) if (m := re.search(pattern, text)) else 0 for key, pattern in patterns.items()}
+
+
+def split_entries(ptx: str) -> list[tuple[str, str]]:
+    """``(entry name, header + that entry)`` for each kernel of a multi-kernel PTX file."""
+    parts = re.split(r"(?=^\.(?:visible|weak) \.entry)", ptx, flags=re.MULTILINE)
+    return [(re.search(r"\.entry\s+(\w+)", p).group(1), parts[0] + p) for p in parts[1:]]

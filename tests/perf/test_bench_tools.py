@@ -230,7 +230,7 @@ def test_ptx_counting(study):
     assert counts["params"] == 2 and counts["wrap_selects"] == 1 and counts["int64_ops"] == 1
     assert counts["fma_f32"] == 1 and (counts["ld_shared"], counts["ld_shared_v4"]) == (1, 1)
     assert (counts["ld_global"], counts["ld_global_v4"]) == (2, 1)
-    entries = study.split_entries(ptx + ptx.split(".target sm_90", 1)[1].replace("entry k(", "entry k2("))
+    entries = load("benchkit").split_entries(ptx + ptx.split(".target sm_90", 1)[1].replace("entry k(", "entry k2("))
     assert [name for name, _ in entries] == ["k", "k2"] and all(".target sm_90" in text for _, text in entries)
 
 
