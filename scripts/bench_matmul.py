@@ -632,22 +632,15 @@ def codegen(out: Path) -> int:
     from translate.verify.build import nvcc_version
 
     provenance = (f"Compiled for sm_90 on {benchkit.today()} with `python scripts/bench_matmul.py --codegen`: numba "
-                  f"{numba.__version__}, numba-cuda {_version('numba-cuda')}, nvcc and ptxas {nvcc_version()}; counts "
-                  "of instructions in each kernel's PTX (static, not executed), registers and spills from ptxas.")
+                  f"{numba.__version__}, numba-cuda {benchkit.dist_version('numba-cuda')}, nvcc and ptxas "
+                  f"{nvcc_version()}; counts of instructions in each kernel's PTX (static, not executed), registers "
+                  "and spills from ptxas.")
     out.mkdir(parents=True, exist_ok=True)
     benchkit.write_csv(out / "codegen.csv", rows, CODEGEN_FIELDS, provenance)
     md = publish_codegen(rows, provenance, out)
     print("\n" + md)
     return 0
 
-
-def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "?"
 
 
 CODEGEN_COLUMNS = (("registers", "registers"), ("spill_stores", "spill stores (B)"), ("params", "params"),

@@ -86,6 +86,16 @@ def log_to_out(name: str) -> Path | None:
     return path
 
 
+def dist_version(dist: str) -> str:
+    """The installed version of a distribution, or ``?``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
+
+
 def today() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
 
@@ -320,16 +330,17 @@ PTXAS = {"registers": r"Used (\d+) registers", "spill_stores": r"(\d+) bytes spi
 
 
 def ptxas_report(ptx: str, ptxas: str, arch: str = "sm_90", keep_cubin: Path | None = None,
-                 with_shared: bool = False) -> dict:
-    """Registers and spill bytes ptxas reports for one kernel's PTX (``PTXAS``' keys), assembled for ``arch``;
-    with ``with_shared`` also ``shared_bytes`` (static shared memory); the machine code is kept at ``keep_cubin``
-    when given."""
+                 with_shared: bool = False, max_registers: int | None = None) -> dict:
+    """Registers and spill bytes ptxas reports for one kernel's PTX (``PTXAS``' keys), assembled for ``arch``
+    (with a kernel's ``max_registers`` cap, as numba's linker applies it); with ``with_shared`` also
+    ``shared_bytes`` (static shared memory); the machine code is kept at ``keep_cubin`` when given."""
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "k.ptx"
         # numba-cuda's NVVM stamps a newer PTX ISA version than an older ptxas reads; these kernels use nothing newer
         src.write_text(re.sub(r"^\.version 9\.[1-9]\d*$", ".version 9.0", ptx, count=1, flags=re.MULTILINE))
         cubin = keep_cubin or Path(d) / "k.cubin"
-        r = subprocess.run([ptxas, f"-arch={arch}", "-v", str(src), "-o", str(cubin)],
+        cap = [f"-maxrregcount={max_registers}"] if max_registers else []
+        r = subprocess.run([ptxas, f"-arch={arch}", "-v", *cap, str(src), "-o", str(cubin)],
                            capture_output=True, text=True, check=False)
     if r.returncode:
         raise RuntimeError(f"ptxas failed:\n{r.stderr.strip()}")

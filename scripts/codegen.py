@@ -161,11 +161,13 @@ def launch_of(spec) -> tuple[int | None, int, str]:
         return (bounds[0] if bounds else None), 0, "launch bounds"
 
 
-def row(spec, compiler: str, ptx: str, ptxas: str, arch: str, nvdisasm: str | None, launch) -> dict:
+def row(spec, compiler: str, ptx: str, ptxas: str, arch: str, nvdisasm: str | None, launch,
+        max_registers: int | None = None) -> dict:
     threads, dynamic, source = launch
     with tempfile.TemporaryDirectory() as d:
         cubin = Path(d) / "k.cubin"
-        report = benchkit.ptxas_report(ptx, ptxas, arch, keep_cubin=cubin, with_shared=True)
+        report = benchkit.ptxas_report(ptx, ptxas, arch, keep_cubin=cubin, with_shared=True,
+                                       max_registers=max_registers)
         sass = sass_counts(disassemble(nvdisasm, cubin)) if nvdisasm else {}
     shared = report["shared_bytes"] + dynamic
     blocks, limit = occupancy(MULTIPROCESSORS[arch], threads, report["registers"], shared) if threads else (0, "")
@@ -206,14 +208,6 @@ def markdown(rows, provenance: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "?"
-
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -247,7 +241,8 @@ def main(argv=None) -> int:
         try:
             _, cand = candidate_for(spec, generated)
             launch = launch_of(spec)
-            rows.append(row(spec, "Numba", numba_ptx(spec, args.arch), ptxas, args.arch, nvdisasm, launch))
+            cap = getattr(spec.kernel, "targetoptions", {}).get("max_registers")  # numba's linker passes it to ptxas
+            rows.append(row(spec, "Numba", numba_ptx(spec, args.arch), ptxas, args.arch, nvdisasm, launch, cap))
             for _, ptx in c_ptx(nvcc, cand.cu, cand.nvcc_flags, args.arch):
                 rows.append(row(spec, "C (nvcc)", ptx, ptxas, args.arch, nvdisasm, launch))
         except Exception as exc:  # noqa: BLE001 - reported per kernel; the others go on
@@ -257,15 +252,15 @@ def main(argv=None) -> int:
         print(f"  {spec.name} (threads from the {launch[2]})", flush=True)
     import numba
 
-    where = f"; instructions by nvdisasm {_version('nvidia-cuda-nvdisasm')}" if nvdisasm else \
+    where = f"; instructions by nvdisasm {benchkit.dist_version('nvidia-cuda-nvdisasm')}" if nvdisasm else \
         "; no nvdisasm found, so no instruction counts"
     provenance = (f"Compiled for {args.arch} on {benchkit.today()} with `python scripts/codegen.py "
                   f"{'--all' if args.all else ' '.join(args.kernels)}` (no GPU): numba {numba.__version__}, "
-                  f"numba-cuda {_version('numba-cuda')}, nvcc and ptxas {nvcc_version()}{where}. Registers and "
-                  "spills from ptxas; blocks and warps per multiprocessor: the theoretical occupancy at the "
-                  "benchmark's block size (threads marked * are the kernel's launch bounds, where sizing the launch "
-                  "asks the GPU: shared memory is then the static part only); instructions: counts in the code "
-                  "(static), NOPs left out.")
+                  f"numba-cuda {benchkit.dist_version('numba-cuda')}, nvcc and ptxas {nvcc_version()}{where}. "
+                  "Registers and spills from ptxas; blocks and warps per multiprocessor: the theoretical occupancy "
+                  "at the benchmark's block size (threads marked * are the kernel's launch bounds, where sizing the "
+                  "launch asks the GPU: shared memory is then the static part only); instructions: counts in the "
+                  "code (static), NOPs left out.")
     md = markdown(rows, provenance)
     print("\n" + md)
     if args.out:
