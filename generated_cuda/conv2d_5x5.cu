@@ -32,7 +32,7 @@ constexpr int64_t tile_h = 68;
 constexpr int64_t tile_w = 36;
 
 template <int radius, int rows>
-__global__ void __launch_bounds__(256) conv2d_5x5(
+__global__ void __launch_bounds__(256, 6) conv2d_5x5(
     const float* x, int64_t x_shape0, int64_t x_shape1,
     const float* w, int64_t w_shape0, int64_t w_shape1,
     float* out, int64_t out_shape0, int64_t out_shape1)

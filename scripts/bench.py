@@ -117,7 +117,10 @@ def peer_impls(torch, spec, tensors) -> dict:
     return out
 
 
-def bench_one(torch, spec, size, budget: float, directory: Path = benchkit.ROOT / "generated_cuda") -> dict:
+def implementations(torch, spec, size, directory: Path = benchkit.ROOT / "generated_cuda"):
+    """``(tensors, impls, torch_op)``: ``spec``'s case at ``size`` (seeded, uniform) as torch CUDA tensors, and a
+    zero-argument launch on them of each implementation there is: ``numba``, ``c`` (the kernel's ``.cu`` in
+    ``directory``) and ``torch`` (its torch equivalent, described by ``torch_op``)."""
     import numpy as np
     from numba import cuda
 
@@ -125,7 +128,6 @@ def bench_one(torch, spec, size, budget: float, directory: Path = benchkit.ROOT 
 
     case = spec.make_case(size, np.random.default_rng(0), "uniform")
     tensors = [torch.from_numpy(a).cuda() if isinstance(a, np.ndarray) else a for a in case.args]
-    initial = {i: tensors[i].clone() for i in spec.outputs}
     cfg = case.launch
     numba_args = [cuda.as_cuda_array(t) if isinstance(t, torch.Tensor) else t for t in tensors]
     numba_kernel = spec.kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes]
@@ -134,10 +136,16 @@ def bench_one(torch, spec, size, budget: float, directory: Path = benchkit.ROOT 
         impls["c"] = benchkit.translated_launch(spec, tensors, cfg.grid, cfg.block, cfg.shared_bytes,
                                                 directory=directory)
     except (LookupError, AbiError) as exc:
-        print(f"  {spec.name}: no translated C to time ({exc})", flush=True)
+        print(f"  {spec.name}: no translated C to run ({exc})", flush=True)
     torch_fn, torch_op = torch_equivalent(spec, tensors)
     if torch_fn is not None:
         impls["torch"] = torch_fn
+    return tensors, impls, torch_op
+
+
+def bench_one(torch, spec, size, budget: float, directory: Path = benchkit.ROOT / "generated_cuda") -> dict:
+    tensors, impls, torch_op = implementations(torch, spec, size, directory)
+    initial = {i: tensors[i].clone() for i in spec.outputs}
 
     def reset_outputs():
         for i in spec.outputs:
