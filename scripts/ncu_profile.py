@@ -18,8 +18,8 @@ busy the FMA and tensor pipes were, DRAM throughput, local-memory (spill) loads 
 stall reasons in cycles per issued instruction. ``profile.ncu-rep`` holds the whole profile (open it with
 ``ncu-ui`` or ``ncu --import``).
 
-``--out`` defaults to ``$OUT`` when set, else ``build/profile``. Exit status: 0 done, 2 no GPU, no ncu or a bad
-argument.
+``--out`` defaults to ``$OUT`` when set, else ``build/profile``. Exit status: 0 done, 1 the profiled run failed,
+2 no GPU, no ncu or a bad argument.
 """
 
 from __future__ import annotations
@@ -81,9 +81,12 @@ def parse_size(text: str | None) -> dict[str, int] | None:
 
 def size_for(spec, size: Mapping[str, int] | None) -> dict[str, int]:
     """``size`` checked against ``spec``'s size keys, or its last benchmark size."""
+    known = spec.bench_sizes or spec.test_sizes
+    if not known:
+        raise ValueError(f"--size: {spec.name} declares no sizes; name one with --size")
     if size is None:
-        return dict(spec.bench_sizes[-1])
-    keys = list(spec.bench_sizes[-1])
+        return dict(known[-1])
+    keys = list(known[-1])
     if sorted(size) != sorted(keys):
         raise ValueError(f"--size: {spec.name} takes the sizes {', '.join(keys)}, got {', '.join(size)}")
     return {k: size[k] for k in keys}
