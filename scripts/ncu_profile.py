@@ -92,12 +92,17 @@ def size_for(spec, size: Mapping[str, int] | None) -> dict[str, int]:
     return {k: size[k] for k in keys}
 
 
+def ncu_number(cell: str) -> float:
+    """A cell of ncu's CSV (``"3,842,098"``; empty: nan) as a float."""
+    return benchkit.number(cell.replace(",", ""))
+
+
 def top_stalls(row: Mapping[str, str], count: int = 3) -> str:
     """The ``count`` largest stall reasons of an ncu raw row: ``"long_scoreboard 7.01, not_selected 2.03, ..."``."""
     stalls = []
     for name, value in row.items():
         if name.startswith(STALL_PREFIX) and name.endswith(STALL_SUFFIX):
-            stalls.append((benchkit.number(value.replace(",", "")), name[len(STALL_PREFIX):-len(STALL_SUFFIX)]))
+            stalls.append((ncu_number(value), name[len(STALL_PREFIX):-len(STALL_SUFFIX)]))
     stalls.sort(reverse=True)
     return ", ".join(f"{reason} {value:.2f}" for value, reason in stalls[:count])
 
@@ -124,7 +129,7 @@ def summarize(raw_csv: str, labels: Sequence[Mapping[str, str]]) -> list[dict]:
         row = {"kernel": label["kernel"], "size": label["size"], "impl": label["impl"],
                "launched": raw["Kernel Name"].split("(")[0].split("[")[0][:60]}
         for field, metric, scale in METRICS:
-            row[field] = benchkit.number(raw.get(metric, "").replace(",", "")) / scale
+            row[field] = ncu_number(raw.get(metric, "")) / scale
         row["top_stalls"] = top_stalls(raw)
         rows.append(row)
     return rows
