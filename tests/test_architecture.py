@@ -24,7 +24,8 @@ PACKAGES = ("numbakern", "translate")
 #: stage and of earlier ones. Every module of translate belongs to a stage (a new one must be placed here).
 SPINE = (
     ("foundations", ("translate", "translate.errors", "translate.cnames", "translate.closures", "translate.writes")),
-    ("front end", ("translate.targets", "translate.frontend", "translate.depends", "translate.options")),
+    ("front end", ("translate.targets", "translate.trust", "translate.frontend", "translate.depends",
+                   "translate.options")),
     ("request", ("translate.request",)),
     ("backends", ("translate.backends", "translate.codegen", "translate.llm")),
     ("emit", ("translate.emit",)),

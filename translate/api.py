@@ -57,13 +57,19 @@ def translate(target: str, *, signature: str | None = None, constants: Constants
     return pipeline.translate(target, signature=signature, constants=constants, opts=opts, out_dir=out_dir)
 
 
-def check(out_dir: str = DEFAULT_OUT, registry: bool = True, expected: Sequence[str] | None = None) -> list[dict]:
+def check(out_dir: str = DEFAULT_OUT, registry: bool = True, expected: Sequence[str] | None = None,
+          project_dir: str | None = None) -> list[dict]:
     """``translate --check``: a list of ``{"file", "problem", "detail"}`` for ``out_dir``, empty when every file is
     current; ``registry``: every registered library kernel must have a file there; ``expected``: these kernels
-    must (registry names or ``module:kernel`` targets, a user project's). Raises ``manifest.ManifestError``."""
+    must (registry names or ``module:kernel`` targets, a user project's). Only the kernel modules of the project of
+    ``project_dir`` (default: the current folder) are imported, whatever the manifest names. Raises
+    ``manifest.ManifestError``."""
     expected = list(expected or ()) + ([spec.name for spec in kernel_registry.all_specs()] if registry else [])
+    project_dir = os.path.abspath(project_dir or os.getcwd())
     if mode.in_simulator():
-        return worker.call("check", out_dir=os.path.abspath(out_dir), expected=expected)
+        return worker.call("check", out_dir=os.path.abspath(out_dir), expected=expected, project_dir=project_dir)
+    from numbakern import project as projects
+
     from . import check as freshness  # the kernels' modules under numba's CUDA target (see translate_kernel)
 
-    return freshness.check(out_dir, expected)
+    return freshness.check(out_dir, expected, projects.find(project_dir))

@@ -1,52 +1,54 @@
-"""``translate --check``: every generated file is up to date with its kernel and unedited.
+"""``translate --check``: every generated file is up to date with its kernel, unedited, and its records its own.
 
-Problems: a file listed in the manifest is missing; its bytes differ from ``file_sha256`` (edited by hand);
-its kernel's source, device functions or constants changed (``source_sha256``: stale); an expected kernel (the
-caller names them: the registered ones, for the library's own folder) has no generated file. Only the manifest and
-the kernels' sources are read: no translation, no NVRTC.
+The manifest is data: nothing it names is imported unless it is a kernel of the project's own kernel modules (or of
+numbakern's library, for a project that includes it), and nothing in it is evaluated (``translate.trust``). The
+manifest and the files' hashes are read together under the folder's shared lock (``manifest.snapshot``), so a
+``translate`` writing at the same time is never seen half done.
+
+Problems, one per file:
+
+- ``missing``: a listed file is not there; an expected kernel (the caller names them: the registered ones, for the
+  library's own folder) has no file;
+- ``invalid``: the name holds a link, a folder or anything but a plain file;
+- ``untrusted``: the entry names a kernel outside the project's kernel modules (never imported), or holds a
+  signature or constants that are not plain data;
+- ``unresolvable``: a trusted kernel that cannot be found or imported now;
+- ``stale``: the kernel's source, device functions, constants or front end changed since translation;
+- ``edited``: the file is not what translate wrote — for files of the deterministic backend the kernel is translated
+  again in memory and the bytes compared (so an edit is caught even when the manifest's hash was edited to match);
+  for other backends, the bytes differ from the entry's ``file_sha256``;
+- ``unverified``: the entry carries a GPU verification record of other bytes than the file's (void).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 
-from . import depends, frontends, manifest, options, targets
+from numbakern import project as projects
+from numbakern import registry
+
+from . import depends, frontends, manifest, options, pipeline, targets, trust
+from .frontend import signature_text
+from .request import TranslateOptions
+
+#: the backend whose files --check translates again and compares byte for byte
+DETERMINISTIC = "ast"
 
 
-def check(out_dir: str, expected: Iterable[str] = ()) -> list[dict]:
+def check(out_dir: str, expected: Iterable[str] = (), project=None) -> list[dict]:
     """A list of ``{"file", "problem", "detail"}``; empty when everything is current. ``expected``: registry names
-    of kernels that must have a file in ``out_dir``. Raises ``manifest.ManifestError`` for a damaged manifest."""
-    data = manifest.load(out_dir)
-    folder = manifest.folder(out_dir)
+    of kernels that must have a file in ``out_dir``; ``project``: whose kernel modules the entries may name (default:
+    the project of the current folder). Raises ``manifest.ManifestError`` for a damaged manifest."""
+    project = project if project is not None else projects.find(".")
+    data, states = manifest.snapshot(out_dir)
+    registry_names = _vouched_registry_names(project)
     problems = []
     seen = set()
     for filename, entry in sorted(data["files"].items()):
-        path = os.path.join(folder, filename)
-        seen.update(filter(None, (entry.get("registry_name"), entry.get("target"))))
-        if not os.path.exists(path):
-            problems.append({"file": filename, "problem": "missing",
-                             "detail": f"{os.path.join(out_dir, filename)} does not exist"})
-            continue
-        if manifest.sha256_file(path) != entry.get("file_sha256"):
-            problems.append({"file": filename, "problem": "edited",
-                             "detail": "the file differs from what translate wrote (edited by hand?)"})
-        try:
-            tgt = targets.resolve(entry.get("target") or entry.get("registry_name") or entry["kernel"],
-                                  _constants(entry))
-            sha = current_source_sha256(tgt, entry)
-        except Exception as e:  # noqa: BLE001 - any failure to find the kernel is this file's problem, reported
-            problems.append({"file": filename, "problem": "unresolvable", "detail": f"{type(e).__name__}: {e}"})
-            continue
-        recorded = (entry.get("frontend") or {}).get("source", frontends.NUMBA_CUDA)
-        if recorded != tgt.frontend:
-            problems.append({"file": filename, "problem": "stale",
-                             "detail": f"{entry['kernel']} was translated from a {recorded} kernel and is now "
-                                       f"written against {tgt.frontend}: re-run translate"})
-            continue
-        if sha != entry.get("source_sha256"):
-            problems.append({"file": filename, "problem": "stale",
-                             "detail": f"{entry['kernel']} changed since translation: re-run translate"})
+        seen.update(n for n in (entry.get("registry_name"), entry.get("target")) if isinstance(n, str))
+        problem = _check_entry(out_dir, filename, entry, states[filename], project, registry_names)
+        if problem is not None:
+            problems.append({"file": filename, "problem": problem[0], "detail": problem[1]})
     for name in expected:
         if name not in seen:
             stem = name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]  # module:kernel writes <kernel>.cu
@@ -56,16 +58,83 @@ def check(out_dir: str, expected: Iterable[str] = ()) -> list[dict]:
     return problems
 
 
-def _constants(entry):
-    c = entry.get("constants") or {}
-    return {k: (v if isinstance(v, list) else [v]) for k, v in c.items()} or None
+def _check_entry(out_dir, filename, entry, state, project, registry_names) -> tuple[str, str] | None:
+    shown = f"{out_dir.rstrip('/')}/{filename}"
+    if state.problem == "missing":
+        return "missing", f"{shown} does not exist"
+    if state.problem is not None:
+        return "invalid", f"{shown} {state.problem}"
+    name = entry.get("target") or entry.get("registry_name") or entry.get("kernel")
+    try:
+        target = trust.kernel_target(name, project, registry_names)
+        constants = trust.constants(entry.get("constants"))
+    except trust.UntrustedEntry as e:
+        return "untrusted", f"not checked, nothing imported: {e}"
+    try:
+        # a file target as translate imported it (by its path, whatever else imported its module by name since)
+        tgt = targets.resolve(target, constants or None, by_path=True)
+        sha = current_source_sha256(tgt, entry)
+    except Exception as e:  # noqa: BLE001 - any failure to find the kernel is this file's problem, reported
+        return "unresolvable", f"{type(e).__name__}: {e}"
+    recorded = (entry.get("frontend") or {}).get("source", frontends.NUMBA_CUDA)
+    if recorded != tgt.frontend:
+        return "stale", (f"{entry.get('kernel')} was translated from a {recorded} kernel and is now written against "
+                         f"{tgt.frontend}: re-run translate")
+    if sha != entry.get("source_sha256"):
+        return "stale", f"{entry.get('kernel')} changed since translation: re-run translate"
+    backend = (entry.get("backend") or {}).get("name")
+    if backend == DETERMINISTIC:
+        try:
+            expected_sha = _retranslated_sha256(tgt, entry, constants)
+        except trust.UntrustedEntry as e:
+            return "untrusted", f"not checked: {e}"
+        except Exception as e:  # noqa: BLE001 - the kernel no longer translates: the file cannot be current
+            return "stale", f"{entry.get('kernel')} no longer translates ({type(e).__name__}: {e})"
+        if state.sha256 != expected_sha:
+            return "edited", "the file differs from what translate produces for its kernel (edited by hand?)"
+    elif state.sha256 != entry.get("file_sha256"):
+        return "edited", "the file differs from what translate wrote (edited by hand?)"
+    record = entry.get("verification") or {}
+    if record.get("ok") and record.get("file_sha256") != state.sha256:
+        return "unverified", ("its GPU verification record is of other bytes than the file's; the record is void "
+                              "(verify the file again: translate KERNEL --verify)")
+    return None
+
+
+def _vouched_registry_names(project) -> set[str]:
+    """The registered kernels whose bare names an entry may use: the library's (if the project includes it) and the
+    project's own."""
+    names = set()
+    if project.is_library or project.include_library:
+        names.update(spec.name for spec in registry.all_specs())
+    if not project.is_library:
+        with targets.recording_signatures():
+            names.update(spec.name for spec in project.specs())
+    return names
+
+
+def _retranslated_sha256(tgt: targets.KernelTarget, entry: dict, constants: dict) -> str:
+    """The sha256 of what the deterministic backend writes for the entry's kernel now, translated in memory with
+    the entry's signature (read by ``trust.signature``, never evaluated), constants and architecture."""
+    sig = entry.get("signature")
+    declared = [s for s in tgt.signatures if signature_text(s) == sig]
+    signature = declared[0] if declared else trust.signature(sig)
+    arch = (entry.get("compile") or {}).get("arch") or "sm_90"
+    if not isinstance(arch, str) or not projects.ARCH_PATTERN.match(arch):
+        raise trust.UntrustedEntry(f"the architecture {arch!r} is not one NVRTC names")
+    result = pipeline.translate(tgt, signature=signature, constants=constants,
+                                opts=TranslateOptions(backend=DETERMINISTIC, arch=arch), out_dir=None, nvrtc=False)
+    return manifest.sha256_text(result.code)
 
 
 def current_source_sha256(tgt: targets.KernelTarget, entry: dict) -> str:
     """The kernel's ``source_sha256`` as it would be computed now: the entry's dependencies with today's sources and
-    constant values."""
+    constant values. Device functions are looked up among the modules the kernel's own module imported, never
+    imported on the manifest's word."""
     deps = entry.get("depends") or {}
-    constants = depends.current_constants(tgt.pyfunc, deps.get("constants", {}))
+    names = [n for n in deps.get("constants", {}) if isinstance(n, str)]
+    device_functions = [q for q in deps.get("device_functions", []) if isinstance(q, str) and ":" in q]
+    constants = depends.current_constants(tgt.pyfunc, names)
     insts = [dict(launcher.get("constants") or {}) for launcher in entry.get("launchers") or [{}]]
-    return depends.source_sha256(tgt.pyfunc, deps.get("device_functions", []), constants, tgt.constants,
+    return depends.source_sha256(tgt.pyfunc, device_functions, constants, tgt.constants,
                                  options.from_target(tgt, insts).fingerprint())

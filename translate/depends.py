@@ -169,7 +169,7 @@ def source_sha256(pyfunc: Any, device_functions: Iterable[str], constants: Mappi
     parts = {"kernel": inspect.getsource(pyfunc), "device_functions": {}, "constants": dict(sorted(constants.items()))}
     for q in map(labelled, device_functions):
         mod, qual = q.split(":", 1)
-        obj = targets.module_for(mod)
+        obj = targets.module_for(mod)  # None (an empty source, so a different hash) when not imported
         for p in qual.split("."):
             obj = getattr(obj, p, None)
         fn = getattr(obj, "py_func", obj)

@@ -22,17 +22,24 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .errors import TranslationError
+from .trust import UntrustedEntry, check_file_name
 
 MANIFEST = "manifest.json"
 VERSION = 1
 #: the top-level key of entries whose files may or may not have reached the disk (see the module docstring)
 PENDING = "pending"
+#: no manifest is larger (the library's is ~100 KB); a larger file is refused before it is read
+MAX_MANIFEST_BYTES = 64 << 20
+#: the prefix of the temporary files of atomic writes; under the folder's exclusive lock any such file is an orphan
+TEMP_PREFIX = ".tmp-"
 
 T = TypeVar("T")
 
@@ -46,12 +53,21 @@ def sha256_text(text: str) -> str:
 
 
 def sha256_file(path: str | os.PathLike) -> str | None:
-    """The sha256 of the file's bytes, None when there is no such file."""
+    """The sha256 of the file's bytes (read in blocks: a huge file costs time, not memory), None when there is no
+    such file or it is not a regular file."""
     try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except FileNotFoundError:
+        # O_NONBLOCK: opening a FIFO planted where a file should be must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    with open(fd, "rb") as f:
+        h = hashlib.sha256()
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+        return h.hexdigest()
 
 
 def now() -> str:
@@ -96,7 +112,7 @@ def atomic_write(path: str | os.PathLike, text: str) -> None:
     or the new one, never a part. The file gets the umask's ordinary mode (``file_mode``)."""
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=TEMP_PREFIX, suffix=os.path.basename(path))
     try:
         os.fchmod(fd, file_mode())
         with os.fdopen(fd, "w", newline="\n") as f:
@@ -117,6 +133,39 @@ def load(out_dir: str | os.PathLike) -> dict:
     data = _read(manifest_path(folder(out_dir)), shown=manifest_path(out_dir))
     _settle(data, folder(out_dir))
     return data
+
+
+@dataclass(frozen=True)
+class FileState:
+    """One listed file as ``snapshot`` found it: its sha256, or why it has none (missing, a link, not a file)."""
+
+    sha256: str | None
+    problem: str | None = None  # "missing", or a sentence: why the name does not hold a plain file
+
+
+def snapshot(out_dir: str | os.PathLike) -> tuple[dict, dict[str, FileState]]:
+    """``out_dir``'s manifest (as ``load``) and the state of every file it lists, read together under the folder's
+    shared lock: a writer that replaces a file and its entry is never seen half done. A name that is a symbolic link,
+    a folder or any other non-file is reported, never followed or read."""
+    real = folder(out_dir)
+    if not os.path.isdir(real):
+        return load(out_dir), {}
+    with _locked(real, shared=True):
+        data = load(out_dir)
+        return data, {name: _file_state(os.path.join(real, name)) for name in data["files"]}
+
+
+def _file_state(path: str) -> FileState:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return FileState(None, "missing")
+    if stat.S_ISLNK(st.st_mode):
+        return FileState(None, f"is a symbolic link (to {os.readlink(path)}), not a generated file")
+    if not stat.S_ISREG(st.st_mode):
+        return FileState(None, "is a folder, not a generated file" if stat.S_ISDIR(st.st_mode) else
+                         "is not a regular file")
+    return FileState(sha256_file(path))
 
 
 def entry_for(data: Mapping[str, Any], kernel: str) -> tuple[str, dict] | None:
@@ -146,8 +195,13 @@ def _read(real: str, shown: str | None = None) -> dict:
     if os.path.isdir(real):
         raise ManifestError(f"{path} is a folder, not a manifest file: move it away (translate then writes a new "
                             "manifest)")
+    if os.path.islink(real):
+        raise ManifestError(f"{path} is a symbolic link, not a manifest file: {_restore(path)}")
     try:
         with open(real, encoding="utf-8") as f:
+            if os.fstat(f.fileno()).st_size > MAX_MANIFEST_BYTES:
+                raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES >> 20} MiB, which no manifest "
+                                    f"is: {_restore(path)}")
             text = f.read()
     except FileNotFoundError:
         return {"version": VERSION, "files": {}}
@@ -173,6 +227,10 @@ def _read(real: str, shown: str | None = None) -> dict:
         if not isinstance(table, dict):
             raise ManifestError(f"{path}: \"{key}\" is {_kind(table)}, not an object of entries: {_restore(path)}")
         for name, entry in table.items():
+            try:
+                check_file_name(name)
+            except UntrustedEntry as e:
+                raise ManifestError(f"{path}: {e}: {_restore(path)}") from None
             if not isinstance(entry, dict):
                 raise ManifestError(f"{path}: the entry for {name!r} is {_kind(entry)}, not an object: "
                                     f"{_restore(path)}")
@@ -193,15 +251,25 @@ def _settle(data: dict, out_dir: str | os.PathLike) -> bool:
 
 
 @contextlib.contextmanager
-def _locked(out_dir: str) -> Iterator[None]:
-    """An exclusive lock on the folder itself (no lock file left behind; the manifest is replaced, the folder
-    stays), held until the read-modify-write is done."""
+def _locked(out_dir: str, shared: bool = False) -> Iterator[None]:
+    """A lock on the folder itself (no lock file left behind; the manifest is replaced, the folder stays): exclusive,
+    held until a read-modify-write is done, or ``shared`` for readers that must not see a write half done. Under
+    the exclusive lock, temporary files that a killed writer left behind are removed (no live writer has any)."""
     fd = os.open(out_dir, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        if not shared:
+            _remove_orphans(out_dir)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _remove_orphans(out_dir: str) -> None:
+    for name in os.listdir(out_dir):
+        if name.startswith(TEMP_PREFIX):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(out_dir, name))
 
 
 def _save(out_dir: str, data: dict) -> None:
@@ -252,7 +320,17 @@ def write_translation(out_dir: str | os.PathLike, filename: str, code: str, entr
                 f"{filename} was verified on a GPU and its kernel has not changed; the new "
                 f"{new['backend']['name']} translation differs and is not verified, so it was not written "
                 "(pass --force to replace the verified file)", filename=os.path.join(out_dir, filename))
-        file_changes = sha256_file(path) != new["file_sha256"]
+        state = _file_state(path)
+        shown = os.path.join(out_dir, filename)
+        if state.problem not in (None, "missing"):
+            raise TranslationError(f"{shown} {state.problem}: move it away, then translate again", filename=shown)
+        edited = old is not None and state.sha256 is not None and state.sha256 != old.get("file_sha256")
+        if edited and not force and state.sha256 != new["file_sha256"]:
+            raise TranslationError(
+                f"{filename} was edited by hand since translate wrote it (translate --check reports it as edited); "
+                "the new translation was not written over your edits: move them into the kernel, or pass --force "
+                "to replace the file", filename=shown)
+        file_changes = state.sha256 != new["file_sha256"]
         if file_changes:
             data[PENDING] = {filename: new}
             _save(out, data)

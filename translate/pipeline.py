@@ -40,16 +40,18 @@ TOOL_VERSION = "0.1.0"
 Constants = Mapping[str, Sequence[int | float | bool]]
 
 
-def translate(target: str, *, signature: str | None = None, constants: Constants | None = None,
-              opts: TranslateOptions | None = None, out_dir: str | None = None) -> TranslationResult:
-    """Translate the kernel ``target`` (a name for ``translate.targets.resolve``); with ``out_dir``, write
-    ``out_dir/<name>.cu`` and its manifest entry. Raises ``TranslationError`` (located) or ``CompileError``; a
-    failure writes nothing."""
+def translate(target: str | targets.KernelTarget, *, signature: str | None = None, constants: Constants | None = None,
+              opts: TranslateOptions | None = None, out_dir: str | None = None, nvrtc: bool = True
+              ) -> TranslationResult:
+    """Translate the kernel ``target`` (a name for ``translate.targets.resolve``, or what it resolved); with
+    ``out_dir``, write ``out_dir/<name>.cu`` and its manifest entry. Raises ``TranslationError`` (located) or
+    ``CompileError``; a failure writes nothing. ``nvrtc=False`` (only without ``out_dir``: ``translate --check``
+    comparing bytes) skips the compile, which does not change the code."""
     opts = opts or TranslateOptions()
     constants = {k: list(v) for k, v in (constants or {}).items()}
     seconds: dict[str, float] = {}
     with _timed(seconds, "frontend"):
-        tgt = targets.resolve(target, constants)
+        tgt = target if isinstance(target, targets.KernelTarget) else targets.resolve(target, constants)
         request = build_request(tgt, signature, constants, opts)
     with _timed(seconds, "backend"):
         checks = PipelineChecks(request, verify_on_gpu=opts.verify, spec=registry.spec_for_kernel(tgt.kernel))
@@ -57,6 +59,10 @@ def translate(target: str, *, signature: str | None = None, constants: Constants
         check_dependencies(request, device)
     with _timed(seconds, "emit"):
         code = emit.assemble(request, device, _header(tgt, request))
+    if not nvrtc:
+        if out_dir is not None:
+            raise ValueError("a translation that is written is compiled first (nvrtc=False needs out_dir=None)")
+        return TranslationResult(request.name, None, code, {}, {}, seconds)
     with _timed(seconds, "nvrtc"):
         comp = nvrtc_compile(code, opts.arch, name=request.filename, options=request.build.nvrtc_options())
     if not comp.ok:

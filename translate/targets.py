@@ -54,9 +54,11 @@ class KernelTarget:
     frontend: str = frontends.NUMBA_CUDA
 
 
-def resolve(name: str, constants: dict | None = None) -> KernelTarget:
+def resolve(name: str, constants: dict | None = None, by_path: bool = False) -> KernelTarget:
     """``name``: a registry name (``matmul_tiled``), ``package.module:kernel`` or ``path/file.py:kernel``.
-    ``constants`` pick the variant of a ``@specialize`` factory."""
+    ``constants`` pick the variant of a ``@specialize`` factory. ``by_path``: a file is imported from its path even
+    when its module is imported by name already (``translate --check``: the names a file kernel's labels use are
+    the ones it had when translate imported it by path)."""
     if ":" not in name:
         spec = registry.get(name)
         user_target = registry.kernel_target(spec) if spec.namespace == registry.PROJECT else None
@@ -73,7 +75,7 @@ def resolve(name: str, constants: dict | None = None) -> KernelTarget:
     try:
         with recording_signatures():
             if names_file(where):
-                module = _import_path(where)
+                module = _import_path(where, fresh=by_path)
             else:
                 module = import_module(where)
     except (LookupError, ModuleNotFoundError):
@@ -246,15 +248,16 @@ def module_label(module_name: str | None) -> str:
 
 
 def module_for(label: str):
-    """The module ``module_label`` named: a file path (imported as ``path:kernel`` targets are) or a module name."""
-    if label.endswith(".py") and os.path.exists(label):
-        # the module this run already imported the file as: importing it again would re-run its jit calls
+    """The already imported module that ``module_label`` named (a file path, as ``path:kernel`` targets are imported,
+    or a module name); None when no module of that name or file is imported. Never imports: the label may come from
+    a manifest, and a kernel's device functions live in modules its own module imported already."""
+    if label.endswith(".py"):
         full = os.path.abspath(label)
         for mod in list(sys.modules.values()):
             if getattr(mod, "__file__", None) and os.path.abspath(mod.__file__) == full:
                 return mod
-        return _import_path(label)
-    return importlib.import_module(label)
+        return None
+    return sys.modules.get(label)
 
 
 def _registered_as(kernel):
@@ -264,12 +267,12 @@ def _registered_as(kernel):
     return None
 
 
-def _import_path(path: str):
+def _import_path(path: str, fresh: bool = False):
     full = os.path.abspath(path)
     if not os.path.exists(full):
         raise LookupError(f"no such file: {path}")
     linecache.checkcache(full)
-    for mod in list(sys.modules.values()):
+    for mod in list(sys.modules.values()) if not fresh else ():
         if getattr(mod, "__file__", None) and os.path.abspath(mod.__file__) == full and \
                 not mod.__name__.startswith(_PATH_MODULE_PREFIX):
             return mod  # an importable module (e.g. the library's kernels): never import it twice

@@ -77,29 +77,35 @@ def _cli(*args, cwd=ROOT):
 
 
 def test_check_detects_hand_edit_and_kernel_edit(tmp_path):
+    # a project whose kernel module is my_kernel: --check imports only a project's own kernel modules
+    (tmp_path / "pyproject.toml").write_text('[tool.numbakern]\nkernels = ["my_kernel"]\nout = "gen"\n')
     kernel_src = tmp_path / "my_kernel.py"
     kernel_src.write_text(
         "from numba import cuda\n\n\n@cuda.jit\ndef scale(x, out):\n    i = cuda.grid(1)\n"
         "    if i < x.shape[0]:\n        out[i] = x[i] * 2\n")
-    out = tmp_path / "gen"
-    r = _cli(f"{kernel_src}:scale", "--signature", "void(float32[::1], float32[::1])", "--out", str(out))
+    out = tmp_path / "other"
+    r = _cli("my_kernel.py:scale", "--signature", "void(float32[::1], float32[::1])", "--out", str(out),
+             cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (out / "scale.cu").exists()
-    assert check(str(out), registry=False) == []
-    r = _cli("--check", "--out", str(out))
-    # a folder of its own: --check checks the files its manifest lists, not the library's kernels
+    assert check(str(out), registry=False, project_dir=str(tmp_path)) == []
+    r = _cli("--check", "--out", str(out), cwd=tmp_path)
+    # a folder of its own: --check checks the files its manifest lists, not the project's kernels
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout == f"translate --check: every file in {out}/ is up to date\n"
     # a hand edit
     cu = out / "scale.cu"
     original = cu.read_text()
     cu.write_text(original.replace("* 2", "* 3"))
-    assert [p["problem"] for p in check(str(out), registry=False)] == ["edited"]
+    assert [p["problem"] for p in check(str(out), registry=False, project_dir=str(tmp_path))] == ["edited"]
     cu.write_text(original)
     # a kernel edit
     kernel_src.write_text(kernel_src.read_text().replace("* 2", "* 4"))
-    problems = check(str(out), registry=False)
+    problems = check(str(out), registry=False, project_dir=str(tmp_path))
     assert [p["problem"] for p in problems] == ["stale"]
+    # the same folder checked from outside the project: its kernel is not vouched for, so it is not imported
+    problems = check(str(out), registry=False, project_dir=ROOT)
+    assert [p["problem"] for p in problems] == ["untrusted"]
 
 
 def test_cli_check_passes_on_committed_files():

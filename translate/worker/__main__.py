@@ -4,6 +4,7 @@ and writes one JSON answer per request."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from .. import check, pipeline
@@ -23,7 +24,15 @@ def serve() -> None:
                 opts = TranslateOptions(**kwargs.pop("opts"))
                 result = pipeline.translate(**kwargs, opts=opts).to_json()
             elif req["op"] == "check":
-                result = check.check(**kwargs)
+                from numbakern import project as projects  # after numba's CUDA target was chosen (above)
+
+                # relative file targets in a manifest are relative to the folder translate ran in: the project's
+                before = os.getcwd()
+                os.chdir(kwargs["project_dir"])
+                try:
+                    result = check.check(kwargs["out_dir"], kwargs["expected"], projects.find("."))
+                finally:
+                    os.chdir(before)
             else:
                 raise ValueError(f"unknown op {req['op']}")
             reply = {"result": result}
