@@ -144,6 +144,8 @@ __global__ void scale_add(const float* x, int64_t x_shape0, float* out, int64_t 
 def test_a_user_kernel_with_module_constants(tmp_path, llm_env):
     source = tmp_path / "user_kernels.py"
     source.write_text(USER_KERNEL)
+    # a project: --check imports a file's kernel only when it is one of the project's kernel modules
+    (tmp_path / "pyproject.toml").write_text('[tool.numbakern]\nkernels = ["user_kernels"]\n')
     target, signature, out = f"{source}:scale_add", "void(float32[::1], float32[::1])", tmp_path / "gen"
     ast = api.translate_kernel(target, signature=signature, out_dir=str(out))
     assert ast.entry["depends"] == {"device_functions": [], "constants": {"SCALE": 2.5, "OFFSET": 3}}
@@ -160,6 +162,6 @@ def test_a_user_kernel_with_module_constants(tmp_path, llm_env):
                                     backend_options=LLM, force=True)
     assert llm.entry["source_sha256"] == ast.entry["source_sha256"] and llm.entry["depends"] == ast.entry["depends"]
     # a changed constant makes the file stale, whichever backend wrote it
-    assert check(str(out), registry=False) == []
+    assert check(str(out), registry=False, project_dir=str(tmp_path)) == []
     source.write_text(USER_KERNEL.replace("SCALE = 2.5", "SCALE = 4.0"))
-    assert [p["problem"] for p in check(str(out), registry=False)] == ["stale"]
+    assert [p["problem"] for p in check(str(out), registry=False, project_dir=str(tmp_path))] == ["stale"]

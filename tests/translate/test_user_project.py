@@ -290,6 +290,7 @@ def test_a_kernel_module_that_fails_to_import_is_named_with_its_line(project):
 
 
 def test_a_file_kernels_device_functions_are_named_by_the_file_and_their_edits_make_it_stale(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.numbakern]\nkernels = ["dev"]\n')  # --check imports it
     (tmp_path / "dev.py").write_text(textwrap.dedent("""\
         from numba import cuda
 
