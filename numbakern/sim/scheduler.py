@@ -347,8 +347,8 @@ class Scheduler:
                     group = [t for t in waiting if t.wait[2] == "activemask" and t.wait[1] == site]
                 elif kind.startswith(WHOLE_WARP_PREFIXES):
                     group = warp.lanes
+                    self._check_whole_warp_alive(warp, first)
                     if not arrived.issuperset(group):
-                        self._check_whole_warp_alive(warp, first)
                         waiting = [t for t in waiting if not t.wait[2].startswith(WHOLE_WARP_PREFIXES)]
                         continue
                     self._check_same_intrinsic(warp, group)

@@ -53,6 +53,11 @@ def _values(shape: MmaShape, regs: np.ndarray) -> np.ndarray:
 
 def gather(shape: MmaShape, a_regs, b_regs, c_regs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The warp's A (m x k), B (k x n) and C (m x n) as float64, from every lane's registers (lane-ordered rows)."""
+    with np.errstate(invalid="ignore"):  # a signalling NaN among the registers is a value like any other
+        return _gather(shape, a_regs, b_regs, c_regs)
+
+
+def _gather(shape: MmaShape, a_regs, b_regs, c_regs):
     pa, pb, pc = _positions(shape)
     a = np.empty((shape.m, shape.k))
     b = np.empty((shape.k, shape.n))
@@ -97,7 +102,8 @@ def _as_float(f: np.float32) -> float:
 def mma(shape: MmaShape, a_regs, b_regs, c_regs) -> np.ndarray:
     """``D = A @ B + C`` with the rounding model above; D as the lanes' registers (32 x 4 float32)."""
     a, b, c = gather(shape, a_regs, b_regs, c_regs)
-    products = a[:, None, :] * b.T[None, :, :]  # (m, n, k): exact in float64
+    with np.errstate(invalid="ignore"):  # inf * 0
+        products = a[:, None, :] * b.T[None, :, :]  # (m, n, k): exact in float64
     d = np.empty((shape.m, shape.n), np.float32)
     if np.isfinite(products).all() and np.isfinite(c).all():
         for i in range(shape.m):
@@ -106,7 +112,7 @@ def mma(shape: MmaShape, a_regs, b_regs, c_regs) -> np.ndarray:
     else:
         with np.errstate(invalid="ignore", over="ignore"):
             total = products.sum(axis=2) + c
-        d[...] = np.where(np.isnan(total), _NAN32, total.astype(np.float32))
+            d[...] = np.where(np.isnan(total), _NAN32, total.astype(np.float32))
     _, _, pc = _positions(shape)
     return d[pc[..., 0], pc[..., 1]]
 
