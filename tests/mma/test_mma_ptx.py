@@ -77,6 +77,10 @@ out = {
     "helpers": cuda.compile_ptx(helpers, "void(float32[::1], uint16[::1], float32[:, ::1], uint32[:, ::1])",
                                 cc=(9, 0))[0],
 }
+from numbakern.kernels import matmul_bf16 as mb
+k = mb.matmul_bf16_tc(**mb.DEFAULT_CONFIG)
+out["matmul_bf16"] = cuda.compile_ptx(k.py_func, mb.SIGNATURE, cc=(9, 0), fastmath=True,
+                                      launch_bounds=k.targetoptions.get("launch_bounds"))[0]
 for count in (1, 2, 4):
     for trans in (False, True):
         name = f"ldmatrix_x{count}" + ("_trans" if trans else "")
@@ -128,6 +132,16 @@ def test_helpers_emit_the_conversions(ptx):
                         "cvt.rna.tf32.f32"):
         assert instruction in body, instruction
     assert len(re.findall(r"cvt\.rna\.tf32\.f32", body)) == 3  # f32_to_tf32 once, split_tf32 twice
+
+
+def test_matmul_bf16_unrolls_its_k_step_into_mma_and_ldmatrix(ptx):
+    """64x64x32 block tile, four 32x32 warp tiles: per 32-wide k-slice 2 k-steps x (2 A ldmatrix_x4 + 2 B
+    ldmatrix_x4_trans + 2 x 4 mma), every fragment and accumulator in registers."""
+    body = _body(ptx["matmul_bf16"])
+    assert len(re.findall(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", body)) == 16
+    assert len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", body)) == 4
+    assert len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16", body)) == 4
+    assert not re.search(r"\b(?:ld|st)\.local\.", body)
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
