@@ -371,6 +371,13 @@ class LocalTrackedArray(CheckedArray):
             self._uninitialised(addr)
         return self._a[idx]
 
+    def __setitem__(self, idx, value):
+        if type(idx) is int and 0 <= idx < self._len1d:  # the hot case (a register array), without the hook's call
+            self._written[(self._ptr + idx * self._stride0 - self._base) // self._item] = 1
+            self._a[idx] = value
+            return
+        super().__setitem__(idx, value)
+
     def _uninitialised(self, addr: int):
         frame = sys._getframe(2)
         while frame.f_code.co_filename.startswith(_SIM_DIR):  # up to the kernel's line (also through helpers)
