@@ -177,7 +177,7 @@ KERNEL_MODULES = (
 
 #: library kernels not yet in every tool's reach: ``get`` finds them (their tests, the benchmark), ``all_specs`` and
 #: the tools that walk it (translate, verification, the LLM backend's checks) leave them out until ``translate``
-#: knows their intrinsics (numbakern.mma's tensor-core instructions: issue 25, phase 2)
+#: knows their intrinsics (numbakern.mma's tensor-core instructions)
 PREVIEW_MODULES = ("numbakern.kernels.matmul_bf16",)
 
 

@@ -13,7 +13,7 @@ tile of m16n8 accumulators (``numbakern.mma``). Per ``bk``-wide slice of k:
 Shared rows are padded by 8 elements (16 bytes: every ldmatrix row address stays 16-byte aligned) so that the
 eight row addresses of one 8x8 matrix fall in different banks.
 
-This is the first, plain version (issue 25 phase 1): one shared buffer and element-by-element staging, correct for
+This is the first, plain version: one shared buffer and element-by-element staging, correct for
 every shape; the pipelined version (cp.async of 16-byte groups, several stages, swizzled tiles) comes next, measured
 on a GPU.
 
