@@ -4,6 +4,10 @@
 - ``dynamic_shared_bytes`` sizes dynamic shared memory from a dtype and element counts;
 - ``kernel_array`` accepts torch tensors, CuPy arrays (``__cuda_array_interface__``) and numpy arrays, checks
   them, and returns what a ``@cuda.jit`` kernel should be given in the current mode (simulator or GPU);
+- bf16 and fp16 data: float16 is numpy's own; bf16 has no numpy dtype, so a kernel takes bf16 data as ``uint16``
+  bit patterns (``BFLOAT16``: a torch ``bfloat16`` tensor, an ``ml_dtypes.bfloat16`` array, or a ``uint16``
+  array of bit patterns from ``numbakern.mma.formats.f32_to_bf16_bits``, all passed to the kernel as ``uint16``
+  views of the same memory);
 - ``check_same_device`` and ``check_matmul_shapes`` catch the mistakes that otherwise surface as a crash deep
   inside numba, or as a wrong answer.
 
@@ -91,17 +95,32 @@ def dynamic_shared_bytes(dtype: Any, *counts: int) -> int:
     return total
 
 
+#: bf16 as the array interfaces describe it (torch's ``__cuda_array_interface__`` and ``ml_dtypes`` both say "<V2":
+#: two bytes, no numpy type); ``ArrayInfo.dtype`` of every bf16 array, and the dtype to ask ``check_array`` for
+BFLOAT16 = np.dtype("V2")
+#: what a kernel is given for bf16 data: its bit patterns
+BFLOAT16_BITS = np.dtype(np.uint16)
+_BF16_NAMES = ("bfloat16", "bf16", "__nv_bfloat16")
+
+
 def as_numpy_dtype(dtype: Any) -> np.dtype:
-    """The numpy dtype for a numpy, numba or torch dtype (or its name)."""
+    """The numpy dtype for a numpy, numba or torch dtype (or its name); bf16 in any spelling is ``BFLOAT16``."""
+    name = str(dtype).removeprefix("torch.")
+    if name in _BF16_NAMES or getattr(dtype, "str", None) == "<V2":
+        return BFLOAT16
     try:
         return np.dtype(dtype)
     except TypeError:
         pass
-    name = str(dtype).removeprefix("torch.")
     try:
         return np.dtype(name)
     except TypeError:
         raise TypeError(f"unsupported dtype {dtype!r}: expected a numpy, numba or torch dtype") from None
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """A dtype as messages name it (``bfloat16`` for ``BFLOAT16``)."""
+    return "bfloat16" if dtype == BFLOAT16 else str(dtype)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -130,11 +149,12 @@ def array_info(name: str, x: Any) -> ArrayInfo:
         return ArrayInfo("torch", tuple(x.shape), as_numpy_dtype(x.dtype), x.is_contiguous(), on_gpu, device,
                          x.data_ptr())
     if isinstance(x, np.ndarray):
-        return ArrayInfo("numpy", x.shape, x.dtype, x.flags.c_contiguous, False, "cpu", x.ctypes.data)
+        dtype = BFLOAT16 if x.dtype.str == "<V2" else x.dtype  # ml_dtypes.bfloat16
+        return ArrayInfo("numpy", x.shape, dtype, x.flags.c_contiguous, False, "cpu", x.ctypes.data)
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
         shape = tuple(cai["shape"])
-        dtype = np.dtype(cai["typestr"])
+        dtype = as_numpy_dtype(np.dtype(cai["typestr"]))
         strides = cai.get("strides")
         contiguous = strides is None or tuple(strides) == _c_strides(shape, dtype.itemsize)
         library = "cupy" if type(x).__module__.startswith("cupy") else "cuda"
@@ -157,9 +177,12 @@ def check_array(
     info = array_info(name, x)
     if dtype is not None:
         allowed = [as_numpy_dtype(d) for d in (dtype if _is_dtype_list(dtype) else [dtype])]
-        if info.dtype not in allowed:
-            want = " or ".join(str(d) for d in allowed)
-            raise TypeError(f"argument '{name}' must have dtype {want}, got {info.dtype}")
+        bf16_bits = BFLOAT16 in allowed and info.dtype == BFLOAT16_BITS  # a uint16 array of bf16 bit patterns
+        if info.dtype not in allowed and not bf16_bits:
+            want = " or ".join(dtype_name(d) for d in allowed)
+            hint = (" (bf16 data: a torch.bfloat16 tensor, an ml_dtypes.bfloat16 array or a uint16 array of bf16 bit "
+                    "patterns)" if BFLOAT16 in allowed else "")
+            raise TypeError(f"argument '{name}' must have dtype {want}, got {dtype_name(info.dtype)}{hint}")
     if ndim is not None and len(info.shape) != ndim:
         raise ValueError(f"argument '{name}' must be {ndim}-D, got {len(info.shape)}-D with shape {info.shape}")
     if contiguous and not info.c_contiguous:
@@ -203,10 +226,17 @@ def to_kernel_arg(x: Any) -> Any:
 
     In the simulator kernels need host memory: numpy arrays as they are, CPU tensors as zero-copy numpy views. On
     the GPU numba takes ``__cuda_array_interface__`` objects (torch CUDA tensors, CuPy arrays) without a copy and
-    numpy arrays with a copy to and from the device.
+    numpy arrays with a copy to and from the device. bf16 data (torch ``bfloat16``, ``ml_dtypes.bfloat16``) is given
+    as a ``uint16`` view of its bit patterns, in both modes.
     """
-    if _torch_if_tensor(x) is not None and x.device.type == "cpu":
-        return x.detach().numpy()
+    torch = _torch_if_tensor(x)
+    if torch is not None:
+        if x.dtype == torch.bfloat16:  # numba reads "<V2" as raw bytes: the kernel takes the bit patterns
+            x = x.detach().view(torch.int16)
+            return x.numpy().view(np.uint16) if x.device.type == "cpu" else x.view(torch.uint16)
+        return x.detach().numpy() if x.device.type == "cpu" else x
+    if isinstance(x, np.ndarray) and x.dtype.str == "<V2":  # ml_dtypes.bfloat16
+        return x.view(np.uint16)
     return x
 
 
@@ -214,7 +244,10 @@ def empty_like_on(x: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     """An uninitialised output array of the same library and device as ``x``."""
     torch = _torch_if_tensor(x)
     if torch is not None:
-        return torch.empty(shape, dtype=getattr(torch, dtype.name), device=x.device)
+        name = "bfloat16" if dtype == BFLOAT16 else dtype.name
+        return torch.empty(shape, dtype=getattr(torch, name), device=x.device)
+    if dtype == BFLOAT16:
+        dtype = BFLOAT16_BITS  # numpy and numba hold bf16 as its bit patterns
     if isinstance(x, np.ndarray):
         return np.empty(shape, dtype=dtype)
     if type(x).__module__.startswith("cupy"):

@@ -90,7 +90,8 @@ def peer_impls(torch, spec, tensors) -> dict:
     Triton is missing), and each of torch's fp32 SDPA backends for attention. ``{key: (launch, label)}``."""
     arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
     out = {}
-    if spec.family == "matmul" and spec.name not in TRANSPOSED_A:
+    # (the fp32 Triton kernel only: matmul_bf16's inputs are bf16 bit patterns; its bf16 Triton peer is still to come)
+    if spec.family == "matmul" and spec.name not in TRANSPOSED_A and arrays[0].dtype == torch.float32:
         if "make" not in _TRITON:  # one autotuned Triton kernel for every matmul row
             import bench_matmul  # this script's folder
 

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from .errors import OutOfBoundsError, describe_site, describe_thread, site_of
+from .errors import OutOfBoundsError, UninitializedReadError, describe_site, describe_thread, site_of
 
 _INTS = (int, np.integer)
 _SIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -341,6 +341,72 @@ class TrackedArray(CheckedArray):
         if seen is None or seen[0] is not None or seen[2] is None:
             self._on_read(self, addr, idx)
         return self._a[idx]
+
+
+class LocalTrackedArray(CheckedArray):
+    """A ``cuda.local.array`` with the uninitialised-read check: one thread's array, so a read of an element this
+    thread has not written is reported at once (no other thread can write it later in the interval).
+
+    Its written-element mask is indexed by element offset from the array's start, so views (slices) of it share the
+    mask; writes go through ``CheckedArray.__setitem__``, which reports them to ``LocalWrites``.
+    """
+
+    __slots__ = ("_base", "_item", "_written")
+    _INHERITED = CheckedArray._INHERITED + ("_base", "_item", "_written")
+
+    def __init__(self, array: np.ndarray, label: ArrayLabel, checks: MemoryChecks):
+        super().__init__(array, label, checks, _LOCAL_WRITES)
+        self._base = label.base
+        self._item = array.itemsize
+        self._written = bytearray(array.size)
+
+    def __getitem__(self, idx):
+        if type(idx) is int and 0 <= idx < self._len1d:
+            addr = self._ptr + idx * self._stride0
+        else:
+            addr = self._address(idx)
+            if addr is None:
+                return self._view(idx)
+        if not self._written[(addr - self._base) // self._item]:
+            self._uninitialised(addr)
+        return self._a[idx]
+
+    def __setitem__(self, idx, value):
+        if type(idx) is int and 0 <= idx < self._len1d:  # the hot case (a register array), without the hook's call
+            self._written[(self._ptr + idx * self._stride0 - self._base) // self._item] = 1
+            self._a[idx] = value
+            return
+        super().__setitem__(idx, value)
+
+    def _uninitialised(self, addr: int):
+        frame = sys._getframe(2)
+        while frame.f_code.co_filename.startswith(_SIM_DIR):  # up to the kernel's line (also through helpers)
+            frame = frame.f_back
+        thread = self._checks.scheduler.current
+        raise UninitializedReadError(
+            f"in kernel '{self._checks.kernel_name}': {describe_thread(thread)} read {self._label} element "
+            f"{self._label.element(addr, self._item)}, which this thread has not written, at "
+            f"{describe_site(site_of(frame))} (local memory starts uninitialised on the GPU: write every element "
+            "before reading it, e.g. zero an accumulator first)"
+        )
+
+
+class LocalWrites:
+    """The tracker ``LocalTrackedArray``s report writes and atomics to: it marks the element written."""
+
+    @staticmethod
+    def write(array_, addr: int, idx) -> None:
+        array_._written[(addr - array_._base) // array_._item] = 1
+
+    @staticmethod
+    def atomic(array_, addr: int, idx) -> None:
+        element = (addr - array_._base) // array_._item
+        if not array_._written[element]:
+            array_._uninitialised(addr)
+        array_._written[element] = 1
+
+
+_LOCAL_WRITES = LocalWrites()
 
 
 def _show(idx) -> str:

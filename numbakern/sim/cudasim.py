@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from types import FunctionType
 
 import numpy as np
 from numba.core.dispatcher import Dispatcher as _CPUDispatcher
@@ -30,6 +31,7 @@ from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKe
 from numba.cuda.simulator.kernelapi import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule
 from numba.cuda.simulator.vector_types import SimulatedVectorType, vector_types
 
+from .intrinsics import INTRINSIC_ATTR
 from .written import mask_view as _mask_view
 from .written import track as _track
 from .written import written_mask
@@ -96,6 +98,11 @@ def recognize(obj):
         return ("device", obj.py_func, {})
     if isinstance(obj, type) and issubclass(obj, SimulatedVectorType):
         return ("import", "numba.cuda", obj.name)
+    if isinstance(obj, FunctionType):
+        # the simulator's stand-in for a GPU intrinsic (numbakern.mma): the helper takes the intrinsic itself
+        intrinsic = getattr(obj, INTRINSIC_ATTR, None)
+        if intrinsic is not None:
+            return ("import", *intrinsic)
     return None
 
 

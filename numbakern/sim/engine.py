@@ -21,7 +21,14 @@ import numpy as np
 
 from . import config, kerneltypes, numerics
 from .adapters import adapter_of, cuda_modules, device_function
-from .checked_array import ArrayLabel, CheckedArray, GlobalTrackedArray, MemoryChecks, TrackedArray
+from .checked_array import (
+    ArrayLabel,
+    CheckedArray,
+    GlobalTrackedArray,
+    LocalTrackedArray,
+    MemoryChecks,
+    TrackedArray,
+)
 from .errors import RaceError, SimulationError, UninitializedReadError
 from .fakecuda import BlockSharedMemory, LocalMemory, SimCUDAModule
 from .scheduler import Block, Scheduler, block_thread_indices
@@ -109,7 +116,9 @@ class Launch:
         self.track_shared = bool(on & {"race", "uninit"})
         self.check_global = bool(on & {"race", "bounds", "uninit"})
         self.global_memory = GlobalMemoryTracker(self.memory_checks, "race" in on, "uninit" in on)
-        self.module._local = LocalMemory(self._wrap_local if "bounds" in on else None)
+        # local arrays: plain numpy with no checks (the fast path); bounds-checked; tracked per element with uninit
+        local_wrap = self._track_local if "uninit" in on else self._wrap_local if "bounds" in on else None
+        self.module._local = LocalMemory(local_wrap)
         self._swapped: dict[int, tuple[dict, dict]] = {}
         self._swapped_cells: dict[int, tuple] = {}
         self._checked_args = 0
@@ -252,6 +261,9 @@ class Launch:
 
     def _wrap_local(self, raw, label):
         return CheckedArray(raw, label, self.memory_checks)
+
+    def _track_local(self, raw, label):
+        return LocalTrackedArray(raw, label, self.memory_checks)
 
     def _kernel_arg(self, name: str, arg, retr: list, numba_type):
         """As the stock simulator converts an argument, then: raw numpy with checks off, a checked array with them

@@ -5,6 +5,8 @@ from __future__ import annotations
 import linecache
 import os
 
+from .intrinsics import HELPER_FILES
+
 
 class SimulationError(Exception):
     """A kernel defect found by numbakern's simulator (base class of all checker errors)."""
@@ -15,7 +17,8 @@ class RaceError(SimulationError):
 
 
 class UninitializedReadError(SimulationError):
-    """A thread read a shared-memory element that no thread of its block had written."""
+    """A thread read a shared-memory element that no thread of its block had written, a local-memory element it
+    had not written itself, or a device allocation's element that was never written."""
 
 
 class OutOfBoundsError(SimulationError, IndexError):
@@ -23,7 +26,7 @@ class OutOfBoundsError(SimulationError, IndexError):
 
 
 class MisalignedAccessError(SimulationError):
-    """A 16-byte access (``numbakern.vector_io``) at an element whose offset is not a multiple of 4 floats."""
+    """A 16-byte access (``numbakern.vector_io``, ``ldmatrix``) at an address that is not a multiple of 16 bytes."""
 
 
 class BarrierDivergenceError(SimulationError):
@@ -40,6 +43,8 @@ class TypingError(SimulationError):
 
 def site_of(frame) -> tuple:
     """A source location that stays right after the frame has moved on (frames update f_lineno in place)."""
+    while frame.f_code.co_filename in HELPER_FILES:
+        frame = frame.f_back
     return (frame.f_code, frame.f_lineno)
 
 

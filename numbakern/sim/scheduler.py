@@ -31,7 +31,7 @@ from .errors import (
     describe_threads,
 )
 from .stockapi import Dim3
-from .warp import COLLECTIVES, WARP_SIZE
+from .warp import COLLECTIVES, WARP_SIZE, WHOLE_WARP_PREFIXES, whole_warp_collective
 
 BARRIER = "barrier"
 GRID = "grid"
@@ -345,6 +345,14 @@ class Scheduler:
                 if kind == "activemask":
                     # the lanes that reach this activemask() together: there is no mask to wait for
                     group = [t for t in waiting if t.wait[2] == "activemask" and t.wait[1] == site]
+                elif kind.startswith(WHOLE_WARP_PREFIXES):
+                    group = warp.lanes
+                    self._check_whole_warp_alive(warp, first)
+                    if not arrived.issuperset(group):
+                        waiting = [t for t in waiting if not t.wait[2].startswith(WHOLE_WARP_PREFIXES)]
+                        continue
+                    self._check_same_intrinsic(warp, group)
+                    self._check_same_site(warp, group)
                 else:
                     mask |= 1 << first.lane
                     group = [t for t in warp.lanes if mask >> t.lane & 1 and not t.finished]
@@ -352,7 +360,8 @@ class Scheduler:
                         waiting = [t for t in waiting if t.wait[3] != first.wait[3]]
                         continue
                     self._check_same_intrinsic(warp, group)
-                results = COLLECTIVES[kind](group, [t.wait[4] for t in group])
+                complete = COLLECTIVES.get(kind) or whole_warp_collective(kind)
+                results = complete(group, [t.wait[4] for t in group])
                 if kind == "syncwarp":
                     warp.syncs += 1
                 for t, result in zip(group, results):
@@ -372,6 +381,36 @@ class Scheduler:
                 f"different warp intrinsics: lane {a.lane} at {a.wait[2]} ({describe_site(a.wait[1])}) and lane "
                 f"{b.lane} at {b.wait[2]} ({describe_site(b.wait[1])})"
             )
+
+    def _check_whole_warp_alive(self, warp: Warp, first: SimThread) -> None:
+        """An ``.aligned`` warp instruction (mma, ldmatrix) is executed by all 32 lanes together: a lane that has
+        exited, or a warp of fewer than 32 threads, can never join it (on a GPU, undefined behaviour)."""
+        kind, site = first.wait[2], first.wait[1]
+        where = f"in kernel '{self._kernel_name}', block {tuple(first.blockIdx)}, warp {warp.index}"
+        if len(warp.lanes) < WARP_SIZE:
+            raise BarrierDivergenceError(
+                f"{where}: {kind} at {describe_site(site)} is a warp-wide instruction, but this warp has only "
+                f"{len(warp.lanes)} threads; every lane of a full warp of 32 must execute it (make the block's "
+                "thread count a multiple of 32)")
+        exited = [t for t in warp.lanes if t.finished]
+        if exited:
+            at = [t for t in warp.lanes if not t.finished and t.wait is not None and t.wait[2] == kind]
+            raise BarrierDivergenceError(
+                f"{where}: {describe_threads(at)} execute {kind} at {describe_site(site)}, but "
+                f"{describe_threads(exited)} of the same warp already exited; the whole warp must execute it "
+                "together (it is .sync.aligned: no lane may skip it)")
+
+    def _check_same_site(self, warp: Warp, group: list[SimThread]) -> None:
+        by_site: dict = {}
+        for t in group:
+            by_site.setdefault(t.wait[1], []).append(t)
+        if len(by_site) > 1:
+            (site_a, a), (site_b, b) = list(by_site.items())[:2]
+            raise BarrierDivergenceError(
+                f"in kernel '{self._kernel_name}', block {tuple(a[0].blockIdx)}, warp {warp.index}: the lanes of "
+                f"one warp execute {a[0].wait[2]} at different lines: lanes {_lane_list(a)} at "
+                f"{describe_site(site_a)} and lanes {_lane_list(b)} at {describe_site(site_b)}; the whole warp must "
+                "execute the same instruction together (it is .sync.aligned)")
 
     def _deadlock(self, blocks: list[Block], spinning: list[SimThread], seconds: float | None) -> DeadlockError:
         several = len(blocks) > 1
@@ -400,6 +439,12 @@ class Scheduler:
             why = "every live thread waits and nothing they wait for can complete (on a GPU this kernel hangs)"
             hint = ""
         return DeadlockError(f"in kernel '{self._kernel_name}', {where}: {why}:\n  " + "\n  ".join(parts) + hint)
+
+
+def _lane_list(threads) -> str:
+    lanes = sorted(t.lane for t in threads)
+    shown = ", ".join(map(str, lanes[:6]))
+    return shown + (f" and {len(lanes) - 6} more" if len(lanes) > 6 else "")
 
 
 def _naming_thread(e: Exception, t: SimThread) -> Exception:

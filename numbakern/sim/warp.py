@@ -91,3 +91,15 @@ COLLECTIVES = {
     "syncwarp": lambda lanes, ops: [None] * len(lanes),
     "activemask": lambda lanes, ops: [mask_bits(lanes)] * len(lanes),
 }
+
+
+#: the kinds of warp instruction that are ``.sync.aligned``: the whole warp, converged, at one instruction (the
+#: tensor-core instructions, ``numbakern.sim.tensorcore``)
+WHOLE_WARP_PREFIXES = ("mma.", "ldmatrix.")
+
+
+def whole_warp_collective(kind: str):
+    """The completion function of a tensor-core kind (imported when first needed: most kernels have none)."""
+    from .tensorcore import COLLECTIVES as TENSOR_CORE
+
+    return TENSOR_CORE[kind]

@@ -1,0 +1,149 @@
+"""Kernels the tensor-core tests launch (a module of their own, so the front end can read their source)."""
+
+import numpy as np
+from numba import cuda
+
+from numbakern.mma import (
+    ldmatrix_x1,
+    ldmatrix_x1_trans,
+    ldmatrix_x2,
+    ldmatrix_x2_trans,
+    ldmatrix_x4,
+    ldmatrix_x4_trans,
+    mma_m16n8k8_tf32,
+    mma_m16n8k16_bf16,
+    mma_m16n8k16_f16,
+    pack_b16x2,
+)
+
+
+@cuda.jit
+def tile_16x8x16_bf16(a, b, c, d):
+    """One warp computes d = a @ b + c for a 16x16 A and a 16x8 B of bf16 (uint16 bit patterns), float32 C and D,
+    its fragments loaded by hand from global memory with the PTX ISA's formulas."""
+    lane = cuda.laneid
+    g = lane >> 2  # groupID
+    t = lane % 4  # threadID_in_group
+    af = cuda.local.array(4, np.uint32)
+    bf = cuda.local.array(2, np.uint32)
+    acc = cuda.local.array(4, np.float32)
+    af[0] = pack_b16x2(a[g, 2 * t], a[g, 2 * t + 1])
+    af[1] = pack_b16x2(a[g + 8, 2 * t], a[g + 8, 2 * t + 1])
+    af[2] = pack_b16x2(a[g, 2 * t + 8], a[g, 2 * t + 9])
+    af[3] = pack_b16x2(a[g + 8, 2 * t + 8], a[g + 8, 2 * t + 9])
+    bf[0] = pack_b16x2(b[2 * t, g], b[2 * t + 1, g])
+    bf[1] = pack_b16x2(b[2 * t + 8, g], b[2 * t + 9, g])
+    for i in range(4):
+        acc[i] = c[g + 8 * (i // 2), 2 * t + i % 2]
+    mma_m16n8k16_bf16(acc, 0, af, 0, bf, 0, acc, 0)
+    for i in range(4):
+        d[g + 8 * (i // 2), 2 * t + i % 2] = acc[i]
+
+
+def _from_registers(mma, operand_dtype):
+    """A kernel: each thread loads its own A, B and C registers from rows of global arrays (row = thread index),
+    runs one mma with C in registers 0..3 and D in 4..7 of one local array, and stores D."""
+
+    @cuda.jit
+    def kernel(a_regs, b_regs, c_regs, d_regs):
+        tid = cuda.threadIdx.x
+        a = cuda.local.array(4, operand_dtype)
+        b = cuda.local.array(2, operand_dtype)
+        cd = cuda.local.array(8, np.float32)
+        for i in range(4):
+            a[i] = a_regs[tid, i]
+            cd[i] = c_regs[tid, i]
+        for i in range(2):
+            b[i] = b_regs[tid, i]
+        mma(cd, 4, a, 0, b, 0, cd, 0)
+        for i in range(4):
+            d_regs[tid, i] = cd[4 + i]
+
+    return kernel
+
+
+mma_bf16_registers = _from_registers(mma_m16n8k16_bf16, np.uint32)
+mma_f16_registers = _from_registers(mma_m16n8k16_f16, np.uint32)
+mma_tf32_registers = _from_registers(mma_m16n8k8_tf32, np.float32)
+#: float32 registers for a bf16 mma: numba-cuda refuses it (the intrinsic's typing)
+mma_bf16_float_registers = _from_registers(mma_m16n8k16_bf16, np.float32)
+
+
+@cuda.jit
+def mma_half_warp(a_regs, b_regs, c_regs, d_regs):
+    """Only lanes 0-15 execute the mma: a divergent warp-wide instruction."""
+    tid = cuda.threadIdx.x
+    a = cuda.local.array(4, np.uint32)
+    b = cuda.local.array(2, np.uint32)
+    c = cuda.local.array(4, np.float32)
+    for i in range(4):
+        a[i] = a_regs[tid, i]
+        c[i] = c_regs[tid, i]
+    for i in range(2):
+        b[i] = b_regs[tid, i]
+    if cuda.laneid < 16:
+        mma_m16n8k16_bf16(c, 0, a, 0, b, 0, c, 0)
+    for i in range(4):
+        d_regs[tid, i] = c[i]
+
+
+@cuda.jit
+def mma_two_lines(a_regs, b_regs, c_regs, d_regs):
+    """Both halves of the warp execute an mma, but at different lines (two instructions, not one)."""
+    tid = cuda.threadIdx.x
+    a = cuda.local.array(4, np.uint32)
+    b = cuda.local.array(2, np.uint32)
+    c = cuda.local.array(4, np.float32)
+    for i in range(4):
+        a[i] = a_regs[tid, i]
+        c[i] = c_regs[tid, i]
+    for i in range(2):
+        b[i] = b_regs[tid, i]
+    if cuda.laneid < 16:
+        mma_m16n8k16_bf16(c, 0, a, 0, b, 0, c, 0)
+    else:
+        mma_m16n8k16_bf16(c, 0, a, 0, b, 0, c, 0)
+    for i in range(4):
+        d_regs[tid, i] = c[i]
+
+
+@cuda.jit
+def mma_b1_unwritten(a_regs, b_regs, c_regs, d_regs):
+    """Register b[1] is never written before the mma reads it."""
+    tid = cuda.threadIdx.x
+    a = cuda.local.array(4, np.uint32)
+    b = cuda.local.array(2, np.uint32)
+    c = cuda.local.array(4, np.float32)
+    for i in range(4):
+        a[i] = a_regs[tid, i]
+        c[i] = c_regs[tid, i]
+    b[0] = b_regs[tid, 0]
+    mma_m16n8k16_bf16(c, 0, a, 0, b, 0, c, 0)
+    for i in range(4):
+        d_regs[tid, i] = c[i]
+
+
+def _ldmatrix_kernel(load, count):
+    @cuda.jit
+    def kernel(src, rows, cols, out):
+        """Copy ``src`` (uint16) into a shared tile, then each lane loads from (rows[lane], cols[lane])."""
+        tid = cuda.threadIdx.x
+        tile = cuda.shared.array((16, 24), dtype=np.uint16)
+        for e in range(tid, 16 * 24, 32):
+            tile[e // 24, e % 24] = src[e // 24, e % 24]
+        cuda.syncthreads()
+        regs = cuda.local.array(4, np.uint32)
+        load(regs, 0, tile, (rows[tid], cols[tid]))
+        for j in range(count):
+            out[tid, j] = regs[j]
+
+    return kernel
+
+
+ldmatrix_kernels = {
+    (count, trans): _ldmatrix_kernel(fn, count)
+    for (count, trans), fn in {
+        (1, False): ldmatrix_x1, (2, False): ldmatrix_x2, (4, False): ldmatrix_x4,
+        (1, True): ldmatrix_x1_trans, (2, True): ldmatrix_x2_trans, (4, True): ldmatrix_x4_trans,
+    }.items()
+}
