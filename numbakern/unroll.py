@@ -62,7 +62,7 @@ def _py_unroll(r, times=None):
 
 
 def _numba_cuda_installed() -> bool:
-    from .frontends import numba_cuda_installed
+    from .frontend.choice import numba_cuda_installed
 
     return numba_cuda_installed()
 
@@ -132,7 +132,7 @@ def expand_kernel(kernel: Any) -> Any:
     if type(kernel).__module__ == "numbakern.sim.mlirsim":  # a numba-cuda-mlir kernel in the simulator
         return type(kernel)(expanded, device=kernel._device, debug=kernel._debug, options=kernel.options)
     if type(kernel).__module__.startswith("numba_cuda_mlir."):  # numba-cuda-mlir's own dispatcher
-        from .frontends import mlir_rejit
+        from .frontend.choice import mlir_rejit
 
         return mlir_rejit(kernel, expanded)
     if mode.in_simulator():

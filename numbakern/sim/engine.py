@@ -51,7 +51,7 @@ def max_cooperative_blocks(block_dim) -> int:
 
 def enable() -> None:
     global _enabled
-    from ..frontends import mlir_installed, numba_cuda_installed
+    from ..frontend.choice import mlir_installed, numba_cuda_installed
 
     if numba_cuda_installed():
         from . import cudasim
@@ -68,7 +68,7 @@ def enable() -> None:
 
 def disable() -> None:
     global _enabled
-    from ..frontends import numba_cuda_installed
+    from ..frontend.choice import numba_cuda_installed
 
     if numba_cuda_installed():
         from . import cudasim
