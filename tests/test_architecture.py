@@ -23,7 +23,7 @@ PACKAGES = ("numbakern", "translate")
 #: translate's modules by stage, in the order a kernel goes through them; a module may import modules of its own
 #: stage and of earlier ones. Every module of translate belongs to a stage (a new one must be placed here).
 SPINE = (
-    ("foundations", ("translate", "translate.errors", "translate.cnames", "translate.closures", "translate.writes")),
+    ("foundations", ("translate", "translate.errors", "translate.cnames", "translate.writes")),
     ("front end", ("translate.targets", "translate.frontend", "translate.depends", "translate.options")),
     ("request", ("translate.request",)),
     ("backends", ("translate.backends", "translate.codegen", "translate.llm")),
@@ -300,3 +300,13 @@ def test_imports_inside_functions_say_why():
             found += [f"  {path.relative_to(ROOT)}:{line}" for line in _unexplained_function_imports(path)]
     assert not found, ("imports inside functions without a reason (move them to the top, or say why on or above "
                        "them):\n" + "\n".join(found))
+
+
+def test_closure_cells_are_read_in_one_module():
+    readers = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            text = path.read_text()
+            if any(word in text for word in ("__closure__", "co_freevars", "cell_contents")):
+                readers.append(str(path.relative_to(ROOT)))
+    assert readers == ["numbakern/frontend/closures.py"]

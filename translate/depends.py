@@ -23,7 +23,9 @@ import numpy as np
 from numba.core.dispatcher import Dispatcher
 from numba.cuda.dispatcher import CUDADispatcher
 
-from . import closures, targets
+from numbakern.frontend import closures
+
+from . import targets
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import types as pytypes
 
-from . import closures
+from numbakern.frontend import closures
 
 NUMBA_CUDA = "numba-cuda"
 NUMBA_CUDA_MLIR = "numba-cuda-mlir"

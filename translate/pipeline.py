@@ -19,9 +19,10 @@ from contextlib import contextmanager
 from numba.cuda import types
 
 from numbakern import registry
+from numbakern.frontend import closures
 from numbakern.unroll import rolled_function
 
-from . import closures, cnames, emit, frontends, manifest, options, targets
+from . import cnames, emit, frontends, manifest, options, targets
 from .backends import get_backend
 from .candidates import PipelineChecks
 from .codegen.arrays import indirectly_written

@@ -19,6 +19,7 @@ from array import array
 
 import numpy as np
 
+from ..frontend import closures
 from . import config, kerneltypes, numerics
 from .adapters import adapter_of, cuda_modules, device_function
 from .checked_array import ArrayLabel, CheckedArray, GlobalTrackedArray, MemoryChecks, TrackedArray
@@ -163,7 +164,7 @@ class Launch:
             for globs, original in self._swapped.values():
                 globs.update(original)
             for cell, original in self._swapped_cells.values():
-                cell.cell_contents = original
+                closures.set_cell_value(cell, original)
         for mask in self._unchecked_masks:
             mask[...] = True  # written by a kernel that ran unchecked: which elements, nobody knows
         for write_back in retr:
@@ -201,10 +202,11 @@ class Launch:
         # called in inner loops.
         globs = fn.__globals__
         modules = cuda_modules()
-        for cell in fn.__closure__ or ():  # a kernel defined in a function that imported cuda itself
-            if id(cell) not in self._swapped_cells and any(_cell_value(cell) is m for m in modules):
-                self._swapped_cells[id(cell)] = (cell, cell.cell_contents)
-                cell.cell_contents = self.module
+        for cell in closures.cells(fn):  # a kernel defined in a function that imported cuda itself
+            value = closures.cell_value(cell)
+            if id(cell) not in self._swapped_cells and any(value is m for m in modules):
+                self._swapped_cells[id(cell)] = (cell, value)
+                closures.set_cell_value(cell, self.module)
         if id(globs) in self._swapped:
             return
         original = {name: value for name, value in globs.items() if any(value is m for m in modules)}
@@ -279,13 +281,6 @@ class Launch:
         if mask is not None and "uninit" in self.settings.checks:
             return GlobalTrackedArray(raw, label, self.memory_checks, self.global_memory)
         return CheckedArray(raw, label, self.memory_checks, tracker)
-
-
-def _cell_value(cell):
-    try:
-        return cell.cell_contents
-    except ValueError:  # an empty cell
-        return None
 
 
 def _uses_grid_sync(fn, depth: int = 0) -> bool:

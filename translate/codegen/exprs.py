@@ -12,7 +12,8 @@ import types as pytypes
 import numpy as np
 from numba.cuda import types
 
-from .. import closures
+from numbakern.frontend import closures
+
 from ..cnames import _INT_BITS, c_arith, c_name, is_float, is_int, scalar_key
 from ..frontend import resolve_call
 from . import arrays
