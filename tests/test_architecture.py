@@ -24,7 +24,7 @@ PACKAGES = ("numbakern", "translate")
 #: stage and of earlier ones. Every module of translate belongs to a stage (a new one must be placed here).
 SPINE = (
     ("foundations", ("translate", "translate.errors", "translate.cnames", "translate.writes")),
-    ("front end", ("translate.targets", "translate.frontend", "translate.depends", "translate.options")),
+    ("front end", ("translate.targets", "translate.typed", "translate.depends", "translate.options")),
     ("request", ("translate.request",)),
     ("backends", ("translate.backends", "translate.codegen", "translate.llm")),
     ("emit", ("translate.emit",)),
@@ -191,7 +191,7 @@ def test_the_walk_sees_every_kind_of_import():
     found = {(i.source, i.target, i.in_function, i.type_only) for i in imports()}
     assert ("translate.pipeline", "translate.emit", False, False) in found            # module level
     assert ("translate.api", "translate.pipeline", True, False) in found              # inside a function
-    assert ("translate.request", "translate.frontend", False, True) in found          # under TYPE_CHECKING
+    assert ("translate.request", "translate.typed", False, True) in found             # under TYPE_CHECKING
     assert ("translate.worker.__main__", "translate.worker", False, False) in found   # a package's __init__
     assert len(modules()) > 80
 

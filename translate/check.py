@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from . import depends, frontends, manifest, options, targets
+from numbakern.frontend.choice import NUMBA_CUDA
+
+from . import depends, manifest, options, targets
 
 
 def check(out_dir: str, expected: Iterable[str] = ()) -> list[dict]:
@@ -38,7 +40,7 @@ def check(out_dir: str, expected: Iterable[str] = ()) -> list[dict]:
         except Exception as e:  # noqa: BLE001 - any failure to find the kernel is this file's problem, reported
             problems.append({"file": filename, "problem": "unresolvable", "detail": f"{type(e).__name__}: {e}"})
             continue
-        recorded = (entry.get("frontend") or {}).get("source", frontends.NUMBA_CUDA)
+        recorded = (entry.get("frontend") or {}).get("source", NUMBA_CUDA)
         if recorded != tgt.frontend:
             problems.append({"file": filename, "problem": "stale",
                              "detail": f"{entry['kernel']} was translated from a {recorded} kernel and is now "

@@ -19,10 +19,12 @@ from contextlib import contextmanager
 from numba.cuda import types
 
 from numbakern import registry
-from numbakern.frontend import closures
+from numbakern.frontend import closures, mlir_view
+from numbakern.frontend.choice import NUMBA_CUDA
+from numbakern.frontend.signatures import SignatureError, parse_signature, signature_text
 from numbakern.unroll import rolled_function
 
-from . import cnames, emit, frontends, manifest, options, targets
+from . import cnames, emit, manifest, options, targets
 from .backends import get_backend
 from .candidates import PipelineChecks
 from .codegen.arrays import indirectly_written
@@ -30,9 +32,9 @@ from .codegen.diagnose import find_recursion, typing_error
 from .codegen.source import NoSource, parse_function
 from .depends import kernel_dependencies, source_sha256
 from .errors import CompileError, SourceInfo
-from .frontend import SignatureError, parse_signature, signature_text, type_function
 from .nvrtc import nvrtc_compile
 from .request import DeviceCode, KernelRequest, ParamSpec, TranslateOptions, TranslationResult
+from .typed import type_function
 from .writes import written_arrays
 
 TOOL_VERSION = "0.1.0"
@@ -79,8 +81,8 @@ def translate(target: str, *, signature: str | None = None, constants: Constants
         "compile": comp.manifest(),
         "verification": None,
     }
-    if tgt.frontend != frontends.NUMBA_CUDA:  # numba-cuda kernels' entries stay as they were
-        entry["frontend"] = {"source": tgt.frontend, "typed_by": frontends.NUMBA_CUDA}
+    if tgt.frontend != NUMBA_CUDA:  # numba-cuda kernels' entries stay as they were
+        entry["frontend"] = {"source": tgt.frontend, "typed_by": NUMBA_CUDA}
     path = None
     if out_dir is not None:
         entry = manifest.write_translation(out_dir, request.filename, code, entry, force=opts.force)
@@ -208,7 +210,7 @@ def _instantiated_pyfunc(tgt: targets.KernelTarget, template_params: tuple[str, 
     first_values = {k: insts[0][k] for k in template_params}
     if tgt.factory is None:
         return closures.with_closure(tgt.pyfunc, first_values)
-    funcs = [frontends.numba_cuda_view(rolled_function(getattr(tgt.factory(**{**tgt.constants, **inst}), "py_func",
+    funcs = [mlir_view.numba_cuda_view(rolled_function(getattr(tgt.factory(**{**tgt.constants, **inst}), "py_func",
                                                                 None)))
              for inst in insts]
     if any(f is None or f.__code__ is not tgt.pyfunc.__code__ for f in funcs):
