@@ -27,6 +27,7 @@ SPINE = (
     ("front end", ("translate.targets", "translate.typed", "translate.depends", "translate.options")),
     ("request", ("translate.request",)),
     ("backends", ("translate.backends", "translate.codegen", "translate.llm")),
+    ("request building", ("translate.kernel_request",)),
     ("emit", ("translate.emit",)),
     ("nvrtc", ("translate.nvrtc",)),
     ("manifest", ("translate.manifest",)),

@@ -126,7 +126,7 @@ class ParamSpec:
 
 @dataclass(frozen=True)
 class KernelRequest:
-    """One kernel to translate: made once by ``translate.pipeline.build_request``."""
+    """One kernel to translate: made once by ``translate.kernel_request.build_request``."""
 
     name: str                                  # C kernel name = file stem (registry name or function name)
     qualname: str                              # "package.module:function"

@@ -18,11 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 FROZEN = """
 import dataclasses, json
-from translate import pipeline, targets
+from translate import kernel_request, targets
 from translate.request import TranslateOptions
 
 tgt = targets.resolve("matmul_tiled_static")
-request = pipeline.build_request(tgt, None, {"tw": [8, 16]}, TranslateOptions())
+request = kernel_request.build_request(tgt, None, {"tw": [8, 16]}, TranslateOptions())
 out = {"factory": tgt.factory.__name__ if tgt.factory else None, "constants": tgt.constants,
        "instantiations": [dict(i) for i in request.instantiations], "fastmath": request.fastmath}
 
