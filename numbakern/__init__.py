@@ -37,7 +37,7 @@ if mode.in_simulator():
     sim.install()
 
 # with numba-cuda-mlir and no numba-cuda, the kernel library takes its `cuda` from numba-cuda-mlir
-from .frontends import rebind as _rebind
+from .frontend import rebind as _rebind
 
 _rebind.install()
 

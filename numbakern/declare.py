@@ -256,7 +256,7 @@ def _prime_at_most(n: int, avoid: set[int]) -> int:
 
 def signature_of(args: Sequence[Any]) -> str:
     """The numba signature string (``void(float32[:, ::1], int64)``) for a launch with these arguments."""
-    from .frontends import numba_cuda_installed
+    from .frontend.choice import numba_cuda_installed
 
     if numba_cuda_installed():
         from numba import typeof

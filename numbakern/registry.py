@@ -139,7 +139,7 @@ def run_case(spec: KernelSpec, case: Case, kernel: Any = None) -> dict[int, np.n
     if mode.in_simulator():
         kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)
         return {i: args[i] for i in spec.outputs}
-    from .frontends import cuda_module_of  # numba's or numba-cuda-mlir's host API, as the kernel's
+    from .frontend.choice import cuda_module_of  # numba's or numba-cuda-mlir's host API, as the kernel's
 
     cuda = cuda_module_of(kernel)
     device_args = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in args]

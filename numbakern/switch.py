@@ -110,7 +110,7 @@ def _redirect_launches(dispatcher_class) -> None:
 def explain_driver_errors(forced: bool) -> None:
     """Add ``FORCED_NOTE`` (``forced``) or ``CHOSEN_NOTE`` to numba's ``CudaSupportError`` when the CUDA driver
     cannot be used (idempotent)."""
-    from .frontends import numba_cuda_installed
+    from .frontend.choice import numba_cuda_installed
 
     if not numba_cuda_installed():
         return  # numba-cuda-mlir only: its own driver errors stand

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from . import mode
+from .frontend import closures
 
 #: the attribute of an expanded function that holds the original one (read by the translator)
 ROLLED_ATTR = "__numbakern_rolled__"
@@ -62,7 +63,7 @@ def _py_unroll(r, times=None):
 
 
 def _numba_cuda_installed() -> bool:
-    from .frontends import numba_cuda_installed
+    from .frontend.choice import numba_cuda_installed
 
     return numba_cuda_installed()
 
@@ -105,7 +106,7 @@ def rolled_function(func: Callable) -> Callable:
 def uses_unroll(func: Callable) -> bool:
     """A cheap test: does ``func``'s code name ``unroll`` at all (as a global, a closure value or an attribute)?"""
     code = getattr(func, "__code__", None)
-    return code is not None and "unroll" in (*code.co_names, *code.co_freevars)
+    return code is not None and ("unroll" in code.co_names or "unroll" in closures.free_names(func))
 
 
 def unrolled(func: Callable) -> Callable:
@@ -132,7 +133,7 @@ def expand_kernel(kernel: Any) -> Any:
     if type(kernel).__module__ == "numbakern.sim.mlirsim":  # a numba-cuda-mlir kernel in the simulator
         return type(kernel)(expanded, device=kernel._device, debug=kernel._debug, options=kernel.options)
     if type(kernel).__module__.startswith("numba_cuda_mlir."):  # numba-cuda-mlir's own dispatcher
-        from .frontends import mlir_rejit
+        from .frontend.choice import mlir_rejit
 
         return mlir_rejit(kernel, expanded)
     if mode.in_simulator():
@@ -166,12 +167,10 @@ class _Expander:
         self.fndef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         self.env = dict(vars(builtins))
         self.env.update(func.__globals__)
-        self.closure = {}
-        for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
-            try:
-                self.closure[name] = cell.cell_contents
-            except ValueError:
-                raise UnrollError(f"unroll: {func.__qualname__} refers to '{name}' before it is assigned") from None
+        self.closure = closures.closure_values(func)
+        for name in closures.free_names(func):
+            if name not in self.closure:
+                raise UnrollError(f"unroll: {func.__qualname__} refers to '{name}' before it is assigned")
         self.env.update(self.closure)
         self.env[_UINT64_NAME] = np.uint64
         self.count = 0

@@ -143,7 +143,7 @@ def _make_intrinsics():
 
 
 def _numba_cuda_installed() -> bool:
-    from .frontends import numba_cuda_installed
+    from .frontend.choice import numba_cuda_installed
 
     return numba_cuda_installed()
 

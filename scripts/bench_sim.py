@@ -141,7 +141,7 @@ def lecture_rounds(rounds: int, repeat: int) -> None:
 
 def typing_cost(specs, ptx: bool) -> None:
     """The first launch of each kernel types it in the helper process (a fresh cache: nothing to read)."""
-    from numbakern.frontend import client
+    from numbakern.frontend import client, helper
     from numbakern.sim import kerneltypes
 
     rng = np.random.default_rng(2024)
@@ -154,7 +154,7 @@ def typing_cost(specs, ptx: bool) -> None:
         os.environ[client.PTX_ENV] = "1" if with_ptx else "0"
         with tempfile.TemporaryDirectory() as cache:
             os.environ["NUMBAKERN_CACHE_DIR"] = cache
-            client._stop()
+            helper.stop()
             client._memory.clear()
             kerneltypes._memo.clear()
             for spec in specs:

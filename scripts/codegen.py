@@ -124,7 +124,7 @@ def numba_ptx(spec, arch: str) -> str:
     """The kernel's PTX as numba-cuda makes it at launch (its first signature, its own code-generation options)."""
     from numba import cuda
 
-    from translate.frontend import cuda_typing  # calls to device functions ask for the device's cc: answered
+    from numbakern.frontend.target import cuda_typing  # calls to device functions ask for the device's cc: answered
 
     kernel = spec.kernel
     options = getattr(kernel, "targetoptions", {})

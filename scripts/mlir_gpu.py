@@ -137,7 +137,7 @@ class CKernel:
 
 
 def mlir_time(spec, case, repeat: int) -> float:
-    from numbakern.frontends import cuda_module_of
+    from numbakern.frontend.choice import cuda_module_of
 
     cuda = cuda_module_of(spec.kernel)
     args = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in case.fresh_args()]

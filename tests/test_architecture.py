@@ -2,10 +2,14 @@
 module level, inside functions and under ``TYPE_CHECKING``):
 
 - no import circle, in either package or between them;
-- translate's spine goes forward: no stage imports a later one (a backend gets the later stages as callbacks);
+- each package's stages go forward (``docs/design/stages.md``): no stage imports a later one (a backend gets the
+  later stages as callbacks), and every module is in a stage;
 - numbakern, the authoring side, knows nothing of translate;
 - an import inside a function in translate says why it is not at the top (optional dependencies, numba's CUDA
   target chosen first, ...), with a comment on or above it or a ``try`` that catches its ``ImportError``.
+
+Each check is a function of the scanned source (``scan``), so the tests at the end plant violations in a copy of
+the packages and show that every check reports them.
 """
 
 from __future__ import annotations
@@ -13,31 +17,18 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import re
+import shutil
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("numbakern", "translate")
-
-#: translate's modules by stage, in the order a kernel goes through them; a module may import modules of its own
-#: stage and of earlier ones. Every module of translate belongs to a stage (a new one must be placed here).
-SPINE = (
-    ("foundations", ("translate", "translate.errors", "translate.cnames", "translate.closures", "translate.writes")),
-    ("front end", ("translate.targets", "translate.trust", "translate.frontend", "translate.depends",
-                   "translate.options")),
-    ("request", ("translate.request",)),
-    ("backends", ("translate.backends", "translate.codegen", "translate.llm")),
-    ("emit", ("translate.emit",)),
-    ("nvrtc", ("translate.nvrtc",)),
-    ("manifest", ("translate.manifest",)),
-    ("verify", ("translate.verify",)),
-    ("candidate checks", ("translate.candidates",)),
-    ("pipeline", ("translate.pipeline", "translate.check")),
-    ("helper process", ("translate.worker",)),
-    ("entry points", ("translate.api",)),
-    ("command line", ("translate.cli",)),
-)
+#: the stage table of both packages (a Markdown table per package, stages in order)
+STAGES_DOC = ROOT / "docs" / "design" / "stages.md"
 
 #: modules whose function-level imports belong to their own owners' conventions (the code generator)
 WHY_EXEMPT = ("translate.codegen",)
@@ -54,30 +45,55 @@ class Import:
 
     def __str__(self) -> str:
         where = "function-level" if self.in_function else "type-only" if self.type_only else "module-level"
-        return f"{self.source} -> {self.target} ({self.path.relative_to(ROOT)}:{self.line}, {where})"
+        return f"{self.source} -> {self.target} ({self.path.parent.name}/{self.path.name}:{self.line}, {where})"
+
+
+@dataclass(frozen=True)
+class Source:
+    """The modules of PACKAGES under one root and every import between them."""
+
+    root: Path
+    modules: dict[str, tuple[Path, bool]]    # module name -> (file, is a package)
+    imports: tuple[Import, ...]
+
+
+def scan(root: Path) -> Source:
+    mods = {}
+    for pkg in PACKAGES:
+        for path in sorted((root / pkg).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            is_pkg = parts[-1] == "__init__"
+            mods[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    found = []
+    for module, (path, is_pkg) in mods.items():
+        for node, in_function, type_only in _walk(ast.parse(path.read_text(), str(path))):
+            for target in _targets(mods, module, is_pkg, node):
+                if target != module:
+                    found.append(Import(module, target, path, node.lineno, in_function, type_only))
+    return Source(root, mods, tuple(found))
 
 
 @functools.cache
+def source() -> Source:
+    return scan(ROOT)
+
+
 def modules() -> dict[str, tuple[Path, bool]]:
-    """``module name -> (file, is a package)`` for every module of PACKAGES."""
-    out = {}
-    for pkg in PACKAGES:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
-            parts = list(path.relative_to(ROOT).with_suffix("").parts)
-            is_pkg = parts[-1] == "__init__"
-            out[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
-    return out
+    return source().modules
 
 
-def _known(name: str) -> str | None:
+def imports() -> tuple[Import, ...]:
+    return source().imports
+
+
+def _known(mods: dict, name: str) -> str | None:
     """The module of PACKAGES that importing ``name`` runs (``a.b.attr`` -> ``a.b``), None for other packages."""
-    mods = modules()
     while name and name not in mods:
         name = name.rpartition(".")[0]
     return name or None
 
 
-def _targets(module: str, is_pkg: bool, node: ast.Import | ast.ImportFrom) -> list[str]:
+def _targets(mods: dict, module: str, is_pkg: bool, node: ast.Import | ast.ImportFrom) -> list[str]:
     if isinstance(node, ast.Import):
         names = [a.name for a in node.names]
     else:
@@ -88,8 +104,8 @@ def _targets(module: str, is_pkg: bool, node: ast.Import | ast.ImportFrom) -> li
         else:
             origin = node.module
         # `from pkg import sub` imports the submodule; `from pkg import name` the package
-        names = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules() else origin for a in node.names]
-    return [t for t in map(_known, names) if t is not None]
+        names = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in mods else origin for a in node.names]
+    return [t for t in (_known(mods, n) for n in names) if t is not None]
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -104,17 +120,6 @@ def _walk(node: ast.AST, in_function: bool = False, type_only: bool = False):
             yield child, in_function, type_only
         yield from _walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)),
                          type_only or (isinstance(child, ast.If) and _is_type_checking(child)))
-
-
-@functools.cache
-def imports() -> tuple[Import, ...]:
-    out = []
-    for module, (path, is_pkg) in modules().items():
-        for node, in_function, type_only in _walk(ast.parse(path.read_text(), str(path))):
-            for target in _targets(module, is_pkg, node):
-                if target != module:
-                    out.append(Import(module, target, path, node.lineno, in_function, type_only))
-    return tuple(out)
 
 
 def import_circles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -192,46 +197,126 @@ def test_the_walk_sees_every_kind_of_import():
     found = {(i.source, i.target, i.in_function, i.type_only) for i in imports()}
     assert ("translate.pipeline", "translate.emit", False, False) in found            # module level
     assert ("translate.api", "translate.pipeline", True, False) in found              # inside a function
-    assert ("translate.request", "translate.frontend", False, True) in found          # under TYPE_CHECKING
-    assert ("translate.worker.__main__", "translate.worker", False, False) in found   # a package's __init__
+    assert ("translate.request", "translate.typed", False, True) in found             # under TYPE_CHECKING
+    assert ("translate.backends.ast_backend", "translate.backends", False, False) in found  # a package's __init__
     assert len(modules()) > 80
 
 
+def circle_report(src: Source) -> list[str]:
+    """Each import circle of the source, with the imports that close it."""
+    circles = import_circles(_edges(src.imports))
+    where = {(i.source, i.target): i for i in src.imports}
+    return ["  " + " -> ".join(c) + "\n"
+            + "\n".join(f"      {where[a, b]}" for a, b in zip(c, c[1:]) if (a, b) in where)
+            for c in circles]
+
+
 def test_no_import_circles():
-    circles = import_circles(_edges(imports()))
-    where = {(i.source, i.target): i for i in imports()}
-    report = ["  " + " -> ".join(c) + "\n"
-              + "\n".join(f"      {where[a, b]}" for a, b in zip(c, c[1:]) if (a, b) in where)
-              for c in circles]
-    assert not circles, "import circles:\n" + "\n".join(report)
+    circles = circle_report(source())
+    assert not circles, "import circles:\n" + "\n".join(circles)
 
 
-def _stage(module: str) -> int:
+# -- the stage table -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    entries: tuple[str, ...]   # files ("translate/api.py") and folders ("translate/codegen/")
+
+
+_ENTRY = re.compile(r"`([^`]+)`")
+
+
+def parse_stages(text: str) -> dict[str, tuple[Stage, ...]]:
+    """The stages of each package from the Markdown of ``docs/design/stages.md``: under a ``## <package>`` heading, a
+    table whose rows are ``| stage | `file.py`, `folder/`, ... | what it does |``, in order."""
+    out: dict[str, list[Stage]] = {}
+    package = None
+    for line in text.splitlines():
+        heading = re.match(r"^##\s+`?(\w+)`?\s*$", line)
+        if heading:
+            package = heading.group(1) if heading.group(1) in PACKAGES else None
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.lstrip().startswith("|") else []
+        if package is None or len(cells) < 3 or cells[0] in ("stage", "") or set(cells[0]) <= set("-: "):
+            continue
+        entries = tuple(_ENTRY.findall(cells[1]))
+        for entry in entries:
+            if entry.rstrip("/") in PACKAGES:
+                raise ValueError(f"stage '{cells[0]}' of {package} names the whole package ({entry}): name its "
+                                 "modules, or its sub-packages as folders")
+            if not entry.startswith(package + "/") or not (entry.endswith(".py") or entry.endswith("/")):
+                raise ValueError(f"stage '{cells[0]}' of {package}: {entry} is not a file or folder of {package}")
+        out.setdefault(package, []).append(Stage(cells[0], entries))
+    missing = [p for p in PACKAGES if p not in out]
+    if missing:
+        raise ValueError(f"no stage table for {', '.join(missing)}")
+    return {p: tuple(stages) for p, stages in out.items()}
+
+
+@functools.cache
+def stages() -> dict[str, tuple[Stage, ...]]:
+    return parse_stages(STAGES_DOC.read_text())
+
+
+def stage_of(src: Source, table: dict[str, tuple[Stage, ...]], module: str) -> int | None:
+    """The index of the stage whose most specific entry is ``module``'s file or a folder above it; None if none is."""
+    path = src.modules[module][0].relative_to(src.root).as_posix()
     best = None
-    for i, (_, members) in enumerate(SPINE):
-        for m in members:
-            if (module == m or module.startswith(m + ".")) and (best is None or len(m) > len(best[1])):
-                best = (i, m)
-    assert best is not None, f"{module} is in no stage of SPINE (tests/test_architecture.py): place it there"
-    return best[0]
+    for i, stage in enumerate(table[module.split(".")[0]]):
+        for entry in stage.entries:
+            if (path == entry or (entry.endswith("/") and path.startswith(entry))) and \
+                    (best is None or len(entry) > len(best[1])):
+                best = (i, entry)
+    return None if best is None else best[0]
 
 
-def test_the_spine_goes_forward():
-    backward = [f"  {imp}: stage '{SPINE[_stage(imp.source)][0]}' imports stage '{SPINE[_stage(imp.target)][0]}'"
-                for imp in imports()
-                if imp.source.startswith("translate") and imp.target.startswith("translate") and not imp.type_only
-                and _stage(imp.target) > _stage(imp.source)]
+def unplaced_modules(src: Source, table) -> list[str]:
+    return [m for m in src.modules if stage_of(src, table, m) is None]
+
+
+def stale_entries(src: Source, table) -> list[str]:
+    """Entries of the table that name no file or folder of the source."""
+    return [f"{stage.name}: {entry}" for stages_ in table.values() for stage in stages_ for entry in stage.entries
+            if not (src.root / entry).exists()]
+
+
+def backward_imports(src: Source, table) -> list[str]:
+    """Imports of a later stage of the importer's own package (type-only imports aside)."""
+    found = []
+    for imp in src.imports:
+        pkg = imp.source.split(".")[0]
+        if imp.type_only or imp.target.split(".")[0] != pkg:
+            continue
+        here, there = stage_of(src, table, imp.source), stage_of(src, table, imp.target)
+        if here is not None and there is not None and there > here:
+            found.append(f"  {imp}: stage '{table[pkg][here].name}' imports stage '{table[pkg][there].name}'")
+    return found
+
+
+def numbakern_imports_of_translate(src: Source) -> list[str]:
+    return [str(i) for i in src.imports if i.source.startswith("numbakern") and i.target.startswith("translate")]
+
+
+def test_every_module_has_a_stage():
+    unplaced = unplaced_modules(source(), stages())
+    assert not unplaced, f"modules in no stage of {STAGES_DOC.relative_to(ROOT)} (place them there):\n  " + \
+        "\n  ".join(unplaced)
+
+
+def test_the_stage_table_names_only_what_exists():
+    stale = stale_entries(source(), stages())
+    assert not stale, f"{STAGES_DOC.relative_to(ROOT)} names what does not exist:\n  " + "\n  ".join(stale)
+
+
+def test_the_stages_go_forward():
+    backward = backward_imports(source(), stages())
     assert not backward, "a stage imports a later one:\n" + "\n".join(backward)
 
 
-def test_every_translate_module_has_a_stage():
-    for module in modules():
-        if module.split(".")[0] == "translate":
-            _stage(module)
-
-
 def test_numbakern_knows_nothing_of_translate():
-    found = [str(i) for i in imports() if i.source.startswith("numbakern") and i.target.startswith("translate")]
+    found = numbakern_imports_of_translate(source())
     assert not found, "numbakern imports translate:\n" + "\n".join(found)
 
 
@@ -301,3 +386,110 @@ def test_imports_inside_functions_say_why():
             found += [f"  {path.relative_to(ROOT)}:{line}" for line in _unexplained_function_imports(path)]
     assert not found, ("imports inside functions without a reason (move them to the top, or say why on or above "
                        "them):\n" + "\n".join(found))
+
+
+def test_closure_cells_are_read_in_one_module():
+    readers = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            text = path.read_text()
+            if any(word in text for word in ("__closure__", "co_freevars", "cell_contents")):
+                readers.append(str(path.relative_to(ROOT)))
+    assert readers == ["numbakern/frontend/closures.py"]
+
+
+# -- every check fails on a planted violation ------------------------------------------------------------------------
+
+
+def _copy(tmp_path: Path, plant: dict[str, str]) -> Source:
+    """A copy of the packages with ``plant`` (file -> lines) appended to (or written as) files; scanned."""
+    for pkg in PACKAGES:
+        shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    for name, lines in plant.items():
+        path = tmp_path / name
+        path.write_text((path.read_text() if path.exists() else "") + "\n" + lines + "\n")
+    return scan(tmp_path)
+
+
+def test_an_unchanged_copy_passes_every_check(tmp_path):
+    src = _copy(tmp_path, {})
+    assert len(src.modules) == len(modules()) and len(src.imports) == len(imports())
+    assert not (unplaced_modules(src, stages()) or stale_entries(src, stages()) or backward_imports(src, stages())
+                or circle_report(src) or numbakern_imports_of_translate(src))
+
+
+def test_a_planted_backward_import_is_reported_in_either_package(tmp_path):
+    src = _copy(tmp_path, {"translate/writes.py": "from .nvrtc import nvrtc_compile",
+                           "numbakern/launch.py": "from .sim import engine"})
+    found = backward_imports(src, stages())
+    assert len(found) == 2, found
+    assert "translate.writes -> translate.nvrtc" in found[0] or "translate.writes -> translate.nvrtc" in found[1]
+    assert any("numbakern.launch -> numbakern.sim.engine" in f and "'authoring' imports stage 'simulator'" in f
+               for f in found)
+
+
+def test_a_planted_import_circle_is_reported(tmp_path):
+    src = _copy(tmp_path, {"translate/emit.py": "def later():\n    from . import pipeline"})
+    assert any("translate.emit -> translate.pipeline" in c for c in circle_report(src))
+
+
+def test_a_planted_import_of_translate_in_numbakern_is_reported(tmp_path):
+    src = _copy(tmp_path, {"numbakern/launch.py": "def later():\n    import translate.errors"})
+    assert numbakern_imports_of_translate(src) == ["numbakern.launch -> translate.errors (numbakern/launch.py:"
+                                                   f"{len((ROOT / 'numbakern/launch.py').read_text().splitlines()) + 3}"
+                                                   ", function-level)"]
+
+
+def test_a_new_module_must_be_placed(tmp_path):
+    src = _copy(tmp_path, {"translate/newcomer.py": "X = 1", "numbakern/frontend/newcomer.py": "X = 1",
+                           "numbakern/newcomer.py": "X = 1"})
+    # a folder entry places the modules under it; a file entry only its own module
+    assert unplaced_modules(src, stages()) == ["numbakern.newcomer", "translate.newcomer"]
+
+
+def test_a_stage_may_not_name_a_whole_package():
+    """The defect of the earlier hard-coded table: listing the package ``translate`` as a stage module placed every
+    module of translate, so the check that each is placed could not fail."""
+    text = STAGES_DOC.read_text()
+    with pytest.raises(ValueError, match="names the whole package"):
+        parse_stages(text.replace("`translate/__init__.py`", "`translate/`"))
+    with pytest.raises(ValueError, match="is not a file or folder of numbakern"):
+        parse_stages(text.replace("`numbakern/mode.py`", "`translate/mode.py`"))
+    with pytest.raises(ValueError, match="no stage table for translate"):
+        parse_stages(text.split("## translate")[0])
+
+
+def test_a_table_entry_that_names_nothing_is_reported():
+    table = parse_stages(STAGES_DOC.read_text().replace("`translate/writes.py`", "`translate/writes.py`, "
+                                                        "`translate/gone.py`, `translate/gone/`"))
+    assert stale_entries(source(), table) == ["foundations: translate/gone.py", "foundations: translate/gone/"]
+
+
+def _module_level_imports_of_numba(path: Path) -> list[str]:
+    found = []
+    for node, in_function, type_only in _walk(ast.parse(path.read_text(), str(path))):
+        if in_function or type_only:
+            continue
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        if isinstance(node, ast.ImportFrom) and node.level:
+            continue
+        found += [n for n in names if n.split(".")[0] in ("numba", "numba_cuda", "numba_cuda_mlir")]
+    return found
+
+
+def test_the_front_end_package_imports_no_numba_until_typing_starts():
+    """``numbakern/__init__`` imports ``numbakern.frontend.rebind`` (and ``switch`` asks ``choice``) before numba's
+    CUDA mode is chosen, and in an environment with numba-cuda-mlir only: the package and what it imports at module
+    level must not import numba."""
+    edges = _edges(i for i in imports() if not i.in_function and not i.type_only)
+    todo = ["numbakern.frontend", "numbakern.frontend.choice", "numbakern.frontend.rebind"]
+    reached: set[str] = set()
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo += [t for t in edges.get(module, ()) if t.startswith("numbakern.frontend")]
+    assert {"numbakern.frontend.request", "numbakern.frontend.source"} <= reached
+    found = {m: _module_level_imports_of_numba(modules()[m][0]) for m in sorted(reached)}
+    assert not any(found.values()), f"module-level imports of numba: {found}"
+    assert _module_level_imports_of_numba(modules()["numbakern.frontend.resolve"][0]) == ["numba", "numba.cuda"]

@@ -5,8 +5,8 @@
     problems = check("generated_cuda")                                      # -> [] when every file is current
 
 Translation needs numba's real CUDA front end (no GPU). A process that imported numba in simulator mode (the test
-suite on a machine without a GPU) has only the simulator, so here, and only here, the work goes to a helper
-process (``translate.worker``); results and errors come back the same either way.
+suite on a machine without a GPU) has only the simulator, so here, and only here, the work goes to the front end's
+helper process (``translate.remote``); results and errors come back the same either way.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from numbakern import mode
 from numbakern import registry as kernel_registry
 
-from . import worker
+from . import remote
 from .request import JSONValue, TranslateOptions, TranslationResult
 
 DEFAULT_OUT = "generated_cuda"
@@ -49,7 +49,7 @@ def translate(target: str, *, signature: str | None = None, constants: Constants
     """``translate_kernel`` with the options made already (the ``translate`` command makes them once)."""
     constants = {k: (list(v) if isinstance(v, (list, tuple)) else [v]) for k, v in (constants or {}).items()}
     if mode.in_simulator():
-        result = worker.call("translate", target=target, signature=signature, constants=constants,
+        result = remote.call("translate", target=target, signature=signature, constants=constants,
                              opts=opts.to_json(), out_dir=out_dir and os.path.abspath(out_dir))
         return TranslationResult(**result)
     from . import pipeline  # numba's CUDA target: a simulator-mode process must not import it (above)
@@ -67,7 +67,7 @@ def check(out_dir: str = DEFAULT_OUT, registry: bool = True, expected: Sequence[
     expected = list(expected or ()) + ([spec.name for spec in kernel_registry.all_specs()] if registry else [])
     project_dir = os.path.abspath(project_dir or os.getcwd())
     if mode.in_simulator():
-        return worker.call("check", out_dir=os.path.abspath(out_dir), expected=expected, project_dir=project_dir)
+        return remote.call("check", out_dir=os.path.abspath(out_dir), expected=expected, project_dir=project_dir)
     from numbakern import project as projects
 
     from . import check as freshness  # the kernels' modules under numba's CUDA target (see translate_kernel)

@@ -26,9 +26,10 @@ from collections.abc import Iterable
 
 from numbakern import project as projects
 from numbakern import registry
+from numbakern.frontend.choice import NUMBA_CUDA
+from numbakern.frontend.signatures import signature_text
 
-from . import depends, frontends, manifest, options, pipeline, targets, trust
-from .frontend import signature_text
+from . import depends, manifest, options, pipeline, targets, trust
 from .request import TranslateOptions
 
 #: the backend whose files --check translates again and compares byte for byte
@@ -76,7 +77,7 @@ def _check_entry(out_dir, filename, entry, state, project, registry_names) -> tu
         sha = current_source_sha256(tgt, entry)
     except Exception as e:  # noqa: BLE001 - any failure to find the kernel is this file's problem, reported
         return "unresolvable", f"{type(e).__name__}: {e}"
-    recorded = (entry.get("frontend") or {}).get("source", frontends.NUMBA_CUDA)
+    recorded = (entry.get("frontend") or {}).get("source", NUMBA_CUDA)
     if recorded != tgt.frontend:
         return "stale", (f"{entry.get('kernel')} was translated from a {recorded} kernel and is now written against "
                          f"{tgt.frontend}: re-run translate")

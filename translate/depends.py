@@ -5,7 +5,7 @@ closure cells).
 Every backend's manifest entry hashes the same dependencies (``source_sha256``), so the verified-file guard and
 ``translate --check`` do not depend on which backend wrote a file, or on what its code happened to mention. Python
 scoping decides what a name is: a name the function assigns or takes as an argument is local; any other name it loads
-is looked up in the function's closure, then its module's globals (``translate.closures``).
+is looked up in the function's closure, then its module's globals (``numbakern.frontend.closures``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ import numpy as np
 from numba.core.dispatcher import Dispatcher
 from numba.cuda.dispatcher import CUDADispatcher
 
-from . import closures, targets
+from numbakern.frontend import closures
+
+from . import targets
 
 
 @dataclass(frozen=True)

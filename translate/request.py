@@ -25,8 +25,8 @@ from .cnames import c_name
 from .depends import Dependencies
 from .options import CodegenOptions
 
-if TYPE_CHECKING:  # the front end imports numba's CUDA target, which a process in simulator mode cannot import
-    from .frontend import TypedFunction
+if TYPE_CHECKING:  # typing needs numba's real CUDA target, which a process in simulator mode cannot import
+    from .typed import TypedFunction
 
 #: a plain JSON value, as options and manifest records hold them
 JSONValue = str | int | float | bool | None
@@ -126,7 +126,7 @@ class ParamSpec:
 
 @dataclass(frozen=True)
 class KernelRequest:
-    """One kernel to translate: made once by ``translate.pipeline.build_request``."""
+    """One kernel to translate: made once by ``translate.kernel_request.build_request``."""
 
     name: str                                  # C kernel name = file stem (registry name or function name)
     qualname: str                              # "package.module:function"
@@ -137,7 +137,7 @@ class KernelRequest:
     typemap: Mapping[str, str]                 # Python name -> numba type (text), SSA versions merged
     params: tuple[ParamSpec, ...]              # launcher ABI, in argument order
     pyfunc: types.FunctionType                 # the kernel's Python function, closure set for the first instantiation
-    typed: TypedFunction                       # Numba's types for it (translate.frontend)
+    typed: TypedFunction                       # Numba's types for it (translate.typed)
     build: CodegenOptions                      # launch bounds, fastmath and the build flags they need
     dependencies: Dependencies                 # the device functions and module constants the kernel reads
     options: TranslateOptions                  # how to translate it

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from numbakern import registry
+from numbakern.frontend import mlir_view
+from numbakern.frontend.choice import NUMBA_CUDA
 from numbakern.specialize import Specialized, constants_of, factory_of
 from numbakern.unroll import rolled_function  # the kernel as its author wrote it, before unroll() expanded it
 
-from . import frontends
 from .errors import TranslationError
 
 _SIGNATURES_ATTR = "_translate_signatures"
@@ -50,8 +51,8 @@ class KernelTarget:
     constants: dict = field(default_factory=dict)   # specialization constants (become template parameters)
     #: the @specialize factory that made the kernel (None for a plain kernel): the kernel of other constants
     factory: Specialized | None = None
-    #: the front end the kernel is written against (``translate.frontends``); typed by numba-cuda either way
-    frontend: str = frontends.NUMBA_CUDA
+    #: the front end the kernel is written against (``numbakern.frontend.mlir_view``); typed by numba-cuda either way
+    frontend: str = NUMBA_CUDA
 
 
 def resolve(name: str, constants: dict | None = None, by_path: bool = False) -> KernelTarget:
@@ -66,8 +67,8 @@ def resolve(name: str, constants: dict | None = None, by_path: bool = False) -> 
             return resolve(user_target, constants)
         kernel = spec.kernel
         pyfunc = rolled_function(getattr(kernel, "py_func", kernel))
-        frontend = frontends.frontend_of(pyfunc)
-        pyfunc = frontends.numba_cuda_view(pyfunc)
+        frontend = mlir_view.frontend_of(pyfunc)
+        pyfunc = mlir_view.numba_cuda_view(pyfunc)
         consts = dict(spec.constants)
         return KernelTarget(name, spec.name, kernel, pyfunc, _qualname(pyfunc), spec.name,
                             tuple(spec.signatures), consts, factory_of(kernel), frontend)
@@ -105,8 +106,8 @@ def resolve(name: str, constants: dict | None = None, by_path: bool = False) -> 
         raise LookupError(f"'{name}' is a device function (@cuda.jit(device=True)); translate the kernel that "
                           "calls it")
     pyfunc = rolled_function(pyfunc)
-    frontend = frontends.frontend_of(pyfunc)
-    pyfunc = frontends.numba_cuda_view(pyfunc)
+    frontend = mlir_view.frontend_of(pyfunc)
+    pyfunc = mlir_view.numba_cuda_view(pyfunc)
     consts.update(constants_of(kernel))
     registry_name = _registered_as(kernel)
     signatures = tuple(getattr(kernel, _SIGNATURES_ATTR, ()))
@@ -197,7 +198,7 @@ def recording_signatures():
         if device:
             # numba's real CUDA front end: only in the process that translates (this module is also imported in
             # simulator mode, where it does not exist)
-            from .frontend import cuda_typing
+            from numbakern.frontend.target import cuda_typing
 
             def compile_device(func):
                 with cuda_typing():

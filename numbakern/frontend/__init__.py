@@ -1,16 +1,31 @@
-"""numba-cuda's own front end, for processes that cannot run it themselves.
+"""The one front end: the only package that asks Numba (numba-cuda) what a kernel is, or starts a helper process.
 
-A process in simulator mode (``NUMBA_ENABLE_CUDASIM=1``) has no CUDA target, yet the simulator must know what
-numba-cuda would do with a kernel: whether it compiles at all, and the type of every expression. This package
-asks a helper process with the real target (``worker``) and caches the answer on disk (``cache``):
+Its two consumers read what it records per kernel and per argument types: the simulator (``numbakern.sim``) and
+the translator (``translate``). Neither calls Numba's compiler or typing context itself.
 
-- ``request``: a kernel, everything it reads and its argument types, pickled by value (its hash is the key);
-- ``compile``: numba-cuda's typing and lowering, with every IR node tagged by its source column;
-- ``facts``: what numba decided, keyed by AST node (``source`` parses the same text on both sides);
-- ``client``: the cache, then the helper.
+Which front end, before numba is imported (importing this package must not import numba):
 
-It knows nothing of the simulator: the simulator (``numbakern.sim.typing``) turns facts into its own rules, and the
-translator could read the same facts.
+- ``choice``: numba-cuda or numba-cuda-mlir, which are installed, which one a kernel object belongs to;
+- ``rebind``: the kernel library's modules loaded with numba-cuda-mlir's ``cuda`` where numba-cuda is missing;
+- ``closures``: the one reader of a function's closure cells and globals;
+- ``source``: a function's own source, parsed with the positions its code object records.
+
+Typing, in a process with numba's real CUDA target (the helper, or the translator's):
+
+- ``target``: ``TYPING_CC`` and ``cuda_typing`` (the target active, the device lookup answered without a GPU);
+- ``compile``: the one call of numba-cuda's compiler, and its IR tagged by bytecode instruction;
+- ``function_types``: the typed record of one function for one signature (the translator's);
+- ``facts``: what numba decided per AST node (the simulator's), ``rejections``: its reason for refusing a kernel;
+- ``resolve``: the typing context's answers about operators, calls and objects (the translator's code generator);
+- ``signatures``: ``"void(float32[::1], int64)"`` to numba types and back;
+- ``mlir_view``: a numba-cuda-mlir kernel rebound to numba-cuda, so numba-cuda types the same source.
+
+For a process in simulator mode, which has no CUDA target: the one helper process.
+
+- ``request``: a kernel, everything it reads and its argument types, pickled by value (its hash is the cache key);
+- ``client``: facts through the disk ``cache``, then the helper; or a named function run there (``call``);
+- ``helper``: starts, restarts and talks to the helper (``protocol``), replaced when ``helper_env`` changed;
+- ``worker``: the helper itself (``python -m numbakern.frontend.worker``).
 """
 
 from .request import TypingRequest, build_request

@@ -1,11 +1,13 @@
-"""numba-cuda's own compiler, run without a GPU, with every IR expression tagged by the bytecode instruction that
-made it (helper process only: it needs numba's real CUDA target).
+"""numba-cuda's own compiler, run without a GPU (in a process with numba's real CUDA target: the helper, or the
+translator's).
 
-``compile_kernel`` is what a launch on a GPU does before anything runs: numba-cuda's front end (type inference)
-and lowering to LLVM IR for the kernel and every device function it calls, at a fixed compute capability. A
-kernel it rejects raises numba's own error. Lowering is included because some rejections happen there only (a
-Python list needs NRT, which CUDA kernels do not have). NVVM (LLVM IR to PTX) is left out unless asked for: it
-costs about as much again and rejects almost nothing the earlier stages accept.
+``compile_function`` is the one call of numba-cuda's compiler (``function_types`` reads its typing for the
+translator); ``compile_kernel``, for the simulator's facts, also tags every IR expression with the bytecode
+instruction that made it. It is what a launch on a GPU does before anything runs: numba-cuda's front end (type
+inference) and lowering to LLVM IR for the kernel and every device function it calls, at a fixed compute
+capability. A kernel it rejects raises numba's own error. Lowering is included because some rejections happen
+there only (a Python list needs NRT, which CUDA kernels do not have). NVVM (LLVM IR to PTX) is left out unless
+asked for: it costs about as much again and rejects almost nothing the earlier stages accept.
 
 Each IR expression's ``loc.col`` carries ``(code index, bytecode offset)`` packed into one int: numba records
 only lines, and the simulator needs to know which AST node (down to the column) each typed operation is.
@@ -14,10 +16,8 @@ only lines, and the simulator needs to know which AST node (down to the column) 
 from __future__ import annotations
 
 import contextlib
-import logging
 
-#: the compute capability kernels are typed and lowered for (typing does not depend on it)
-TYPING_CC = (9, 0)
+from .target import TYPING_CC, cuda_typing
 
 #: col = code index * CODE_STRIDE + numba's bytecode offset
 CODE_STRIDE = 1 << 24
@@ -92,37 +92,23 @@ def tagged_locations(registry: CodeRegistry):
         typeinfer.utils.chain_exception = chain
 
 
-@contextlib.contextmanager
-def cuda_typing(cc=TYPING_CC):
-    """Numba's CUDA target active, and the current-device lookup answered without a driver (typing a call to a
-    device function asks the device for its compute capability)."""
-    from numba.cuda import dispatcher, utils
-
-    class _Device:
-        compute_capability = cc
-
-    saved = dispatcher.get_current_device
-    dispatcher.get_current_device = lambda: _Device()
-    logger = logging.getLogger("numba.cuda.core")
-    level = logger.level
-    # numba-cuda 0.30's front end raises TypeError when its DEBUG logging is on (it passes numba core's
-    # `lazy_func` keyword on to pprint.pformat): keep that logger at INFO while compiling
-    logger.setLevel(max(level, logging.INFO))
-    try:
-        with utils.numba_target_override():
-            yield
-    finally:
-        dispatcher.get_current_device = saved
-        logger.setLevel(level)
-
-
-def compile_kernel(pyfunc, argtypes: tuple, registry: CodeRegistry, cc=TYPING_CC, ptx: bool = False):
-    """numba-cuda's compile of ``pyfunc`` as a kernel for ``argtypes``; raises numba's error if it rejects it."""
+def compile_function(pyfunc, argtypes: tuple, return_type=None, cc=TYPING_CC):
+    """numba-cuda's compile of ``pyfunc`` for ``argtypes`` (a kernel: ``return_type`` None, void), its front end and
+    lowering to LLVM IR; raises numba's error if it rejects it."""
+    # numba's real CUDA target, only once compiling starts (see target.cuda_typing)
     from numba.cuda import types
     from numba.cuda.compiler import compile_cuda
 
-    with cuda_typing(cc), tagged_locations(registry):
-        cres = compile_cuda(pyfunc, types.void, tuple(argtypes), cc=cc)
-        if ptx:
+    with cuda_typing(cc):
+        return compile_cuda(pyfunc, types.void if return_type is None else return_type, tuple(argtypes), cc=cc)
+
+
+def compile_kernel(pyfunc, argtypes: tuple, registry: CodeRegistry, cc=TYPING_CC, ptx: bool = False):
+    """``compile_function`` of a kernel with every IR expression tagged (see the module doc); with ``ptx``, NVVM
+    too."""
+    with tagged_locations(registry):
+        cres = compile_function(pyfunc, argtypes, cc=cc)
+    if ptx:
+        with cuda_typing(cc):
             cres.library.get_asm_str(cc=cc)
     return cres

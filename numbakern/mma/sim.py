@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from ..sim.intrinsics import stands_for
+from ..sim.intrinsics import active_launch, stands_for
 from . import formats
 from .layout import SHAPES
 
@@ -26,9 +26,7 @@ ROW_BYTES = 16  # one ldmatrix row: eight 16-bit elements
 
 
 def _scheduler():
-    from ..sim import engine
-
-    launch = engine._active  # noqa: SLF001 - the launch running now (None outside a kernel)
+    launch = active_launch()
     if launch is None:
         raise RuntimeError(
             "numbakern.mma: tensor-core intrinsics run only inside a kernel launched on numbakern's simulator engine "
@@ -78,9 +76,7 @@ def mma_m16n8k8_tf32(d, d_at, a, a_at, b, b_at, c, c_at):
 
 
 def _ldmatrix(count: int, trans: bool, regs, at, smem, index, frame):
-    from ..sim import engine
-
-    lane = engine._active.module.laneid  # noqa: SLF001
+    lane = _scheduler().module.laneid
     row = None
     if lane < 8 * count:  # only these lanes' addresses are used
         row = _read_row(smem, index, frame)

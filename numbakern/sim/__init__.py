@@ -74,7 +74,7 @@ def install() -> None:
     With ``NUMBAKERN_SIM_ENGINE=stock`` numba-cuda's launches stay on the stock engine (still accepting numpy scalar
     dtypes); numba-cuda-mlir kernels have no other engine than numbakern's.
     """
-    from ..frontends import numba_cuda_installed
+    from ..frontend.choice import numba_cuda_installed
     from . import engine, stock_patch
 
     if numba_cuda_installed():

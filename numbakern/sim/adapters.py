@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from ..frontends import loaded_cuda_modules
+from ..frontend.choice import loaded_cuda_modules
 
 _MLIRSIM = __package__ + ".mlirsim"
 

@@ -19,7 +19,8 @@ from array import array
 
 import numpy as np
 
-from . import config, kerneltypes, numerics
+from ..frontend import closures
+from . import config, intrinsics, kerneltypes, numerics
 from .adapters import adapter_of, cuda_modules, device_function
 from .checked_array import (
     ArrayLabel,
@@ -45,6 +46,7 @@ COOPERATIVE_SMS, THREADS_PER_SM, BLOCKS_PER_SM = 132, 2048, 32
 
 _enabled = False
 _active: Launch | None = None  # the launch running now: device-function calls join it
+intrinsics.install_launch_source(lambda: _active)  # the stand-ins of GPU intrinsics reach it through this seam
 
 
 def max_cooperative_blocks(block_dim) -> int:
@@ -58,7 +60,7 @@ def max_cooperative_blocks(block_dim) -> int:
 
 def enable() -> None:
     global _enabled
-    from ..frontends import mlir_installed, numba_cuda_installed
+    from ..frontend.choice import mlir_installed, numba_cuda_installed
 
     if numba_cuda_installed():
         from . import cudasim
@@ -75,7 +77,7 @@ def enable() -> None:
 
 def disable() -> None:
     global _enabled
-    from ..frontends import numba_cuda_installed
+    from ..frontend.choice import numba_cuda_installed
 
     if numba_cuda_installed():
         from . import cudasim
@@ -172,7 +174,7 @@ class Launch:
             for globs, original in self._swapped.values():
                 globs.update(original)
             for cell, original in self._swapped_cells.values():
-                cell.cell_contents = original
+                closures.set_cell_value(cell, original)
         for mask in self._unchecked_masks:
             mask[...] = True  # written by a kernel that ran unchecked: which elements, nobody knows
         for write_back in retr:
@@ -210,10 +212,11 @@ class Launch:
         # called in inner loops.
         globs = fn.__globals__
         modules = cuda_modules()
-        for cell in fn.__closure__ or ():  # a kernel defined in a function that imported cuda itself
-            if id(cell) not in self._swapped_cells and any(_cell_value(cell) is m for m in modules):
-                self._swapped_cells[id(cell)] = (cell, cell.cell_contents)
-                cell.cell_contents = self.module
+        for cell in closures.cells(fn):  # a kernel defined in a function that imported cuda itself
+            value = closures.cell_value(cell)
+            if id(cell) not in self._swapped_cells and any(value is m for m in modules):
+                self._swapped_cells[id(cell)] = (cell, value)
+                closures.set_cell_value(cell, self.module)
         if id(globs) in self._swapped:
             return
         original = {name: value for name, value in globs.items() if any(value is m for m in modules)}
@@ -291,13 +294,6 @@ class Launch:
         if mask is not None and "uninit" in self.settings.checks:
             return GlobalTrackedArray(raw, label, self.memory_checks, self.global_memory)
         return CheckedArray(raw, label, self.memory_checks, tracker)
-
-
-def _cell_value(cell):
-    try:
-        return cell.cell_contents
-    except ValueError:  # an empty cell
-        return None
 
 
 def _uses_grid_sync(fn, depth: int = 0) -> bool:

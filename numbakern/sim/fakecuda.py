@@ -128,7 +128,7 @@ class SimCUDAModule(FakeCUDAModule):
     def __getattr__(self, name):
         # The front end's own scalar types (`cuda.float32` as a dtype), which the stock module lacks: taken from
         # the real `cuda` modules this process imported. Only types: anything else is missing, as on the GPU.
-        from ..frontends import loaded_cuda_modules
+        from ..frontend.choice import loaded_cuda_modules
 
         for module in loaded_cuda_modules():
             value = module.__dict__.get(name)

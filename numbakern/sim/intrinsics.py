@@ -16,6 +16,21 @@ INTRINSIC_ATTR = "__numbakern_intrinsic__"
 #: source files of stand-ins: their frames are never the kernel's line
 HELPER_FILES: set[str] = set()
 
+#: where the engine keeps the launch running now (it installs itself: stand-ins, which the kernel library imports
+#: before any simulator exists, reach the running launch through this seam, not through an import of the engine)
+_launch_source = None
+
+
+def install_launch_source(source) -> None:
+    """The engine's ``() -> the running launch or None``."""
+    global _launch_source
+    _launch_source = source
+
+
+def active_launch():
+    """The simulated launch running now; None outside a kernel (or with no engine installed)."""
+    return _launch_source() if _launch_source is not None else None
+
 
 def stands_for(module: str, name: str, filename: str):
     """Register a function as the simulator's stand-in for ``module.name`` on a GPU, defined in ``filename``."""

@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 
-from ..frontends import numba_cuda_installed
+from ..frontend.choice import numba_cuda_installed
 from .written import mask_view, track, written_mask
 
 __all__ = ["DeviceArray", "SimKernel", "install", "written_mask"]

@@ -8,7 +8,7 @@ the scheduler routes (barriers, warp intrinsics, shared memory, atomics) is numb
 
 from __future__ import annotations
 
-from ..frontends import numba_cuda_installed
+from ..frontend.choice import numba_cuda_installed
 
 if numba_cuda_installed():
     from .cudasim import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule, vector_type_names

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..frontend import closures
 from ..frontend.source import Source, node_key
 from . import numerics
 from .numerics import BOOL, FLOAT64, INT64, Num, num
@@ -947,16 +948,13 @@ def _rewrite(pyfunc, source: Source, facts: FunctionFacts, device_names: dict[in
     fdef = source.parse()
     read = _free_names(fdef)
     values: dict[str, Any] = {}
-    closure = dict(zip(pyfunc.__code__.co_freevars, (c.cell_contents for c in pyfunc.__closure__ or ())))
     glob = pyfunc.__globals__
     builtins = glob.get("__builtins__")
     for name in read:
-        if name in closure:
-            values[name] = closure[name]
-        elif name in glob:
-            values[name] = glob[name]
-        else:
+        value = closures.lookup(pyfunc, name)
+        if value is closures.MISSING:
             continue
+        values[name] = value
         if type(values[name]) is np.ndarray:
             # numba compiles a global array in as a constant: later changes to it are not seen
             frozen = values[name].copy()

@@ -53,14 +53,14 @@ def test_verified_file_survives_an_unverified_llm_translation(tmp_path, llm_env)
 AST_DEVICE_CODE = """
 import json
 from numbakern import registry
-from translate import emit, pipeline, targets
+from translate import emit, kernel_request, targets
 from translate.backends import get_backend
 from translate.candidates import PipelineChecks
 from translate.request import TranslateOptions
 
 out = {}
 for spec in registry.all_specs():
-    request = pipeline.build_request(targets.resolve(spec.name, None), None, {}, TranslateOptions())
+    request = kernel_request.build_request(targets.resolve(spec.name, None), None, {}, TranslateOptions())
     device = get_backend("ast").generate(request, PipelineChecks(request))
     constants = [emit._const_decl(n, k, v) for n, (k, v) in device.constants.items()]
     out[spec.name] = "".join(c + "\\n" for c in constants) + device.code

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from numbakern.frontends import mlir_installed
+from numbakern.frontend.choice import mlir_installed
 
 HERE = Path(__file__).parent
 

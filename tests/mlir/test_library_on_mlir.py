@@ -1,6 +1,6 @@
 """The kernel library, unchanged, with numba-cuda-mlir as the front end: every kernel at each of its simulator
 sizes against its float64 reference, all checkers on. Only in an environment without numba-cuda (the CI's mlir
-job): there the library takes ``cuda`` from numba-cuda-mlir (``numbakern.frontends.rebind``)."""
+job): there the library takes ``cuda`` from numba-cuda-mlir (``numbakern.frontend.rebind``)."""
 
 import sys
 
@@ -9,7 +9,7 @@ import pytest
 
 import numbakern
 from numbakern import sim
-from numbakern.frontends import numba_cuda_installed
+from numbakern.frontend.choice import numba_cuda_installed
 
 pytestmark = pytest.mark.skipif(numba_cuda_installed(),
                                 reason="numba-cuda is installed: the library uses its cuda here (the mlir CI job "

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from numbakern import sim
-from numbakern.frontends import numba_cuda_installed
+from numbakern.frontend.choice import numba_cuda_installed
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from numbakern.frontends import numba_cuda_installed
+from numbakern.frontend.choice import numba_cuda_installed
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,5 +1,5 @@
 """The spine's data and its single owners: the request is frozen once built, a ``@specialize`` kernel carries its
-factory and constants, and translate reads closure cells in one module."""
+factory and constants. (Closure cells are read in one module: tests/test_architecture.py.)"""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 FROZEN = """
 import dataclasses, json
-from translate import pipeline, targets
+from translate import kernel_request, targets
 from translate.request import TranslateOptions
 
 tgt = targets.resolve("matmul_tiled_static")
-request = pipeline.build_request(tgt, None, {"tw": [8, 16]}, TranslateOptions())
+request = kernel_request.build_request(tgt, None, {"tw": [8, 16]}, TranslateOptions())
 out = {"factory": tgt.factory.__name__ if tgt.factory else None, "constants": tgt.constants,
        "instantiations": [dict(i) for i in request.instantiations], "fastmath": request.fastmath}
 
@@ -90,12 +90,3 @@ def test_a_specialized_kernel_carries_its_factory_and_constants(rng):
     out = np.zeros_like(x)
     kernel[1, 64](x, out)
     np.testing.assert_allclose(out, x.astype(np.float64) * 3 + 0.5, rtol=1e-6)
-
-
-def test_closure_cells_are_read_in_one_module():
-    readers = []
-    for path in sorted((ROOT / "translate").rglob("*.py")):
-        text = path.read_text()
-        if any(word in text for word in ("__closure__", "co_freevars", "cell_contents")):
-            readers.append(str(path.relative_to(ROOT)))
-    assert readers == ["translate/closures.py"]

@@ -7,6 +7,8 @@ import ast
 
 from numba.cuda import types
 
+from numbakern.frontend.resolve import static_type
+
 from ..cnames import c_name
 from . import arrays
 from .cexpr import CExpr, Static, TupleVal, cast
@@ -92,9 +94,7 @@ class CallsMixin:
             items = [self.arg_type(i, node) for i in v.items]
             return types.BaseTuple.from_types(items)
         if isinstance(v, Static):
-            from ..frontend import static_type
-
-            t = static_type(self.ctx, v.obj)
+            t = static_type(v.obj)
             if t is None:
                 raise self.src.error(node, f"numba has no type for {v.obj!r} as an argument")
             return t

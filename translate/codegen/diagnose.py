@@ -11,7 +11,8 @@ import re
 
 from numba.core.dispatcher import Dispatcher
 
-from .. import closures
+from numbakern.frontend import closures
+
 from ..errors import TranslationError
 from .source import NoSource, parse_function
 

@@ -12,9 +12,10 @@ import types as pytypes
 import numpy as np
 from numba.cuda import types
 
-from .. import closures
+from numbakern.frontend import closures
+from numbakern.frontend.resolve import resolve_call, unify_types
+
 from ..cnames import _INT_BITS, c_arith, c_name, is_float, is_int, scalar_key
-from ..frontend import resolve_call
 from . import arrays
 from .cexpr import (
     BINARY_PREC,
@@ -469,8 +470,7 @@ class ExprMixin:
         test = self.cond(node.test)
         with self.no_hoist():
             a, b = self.expr(node.body), self.expr(node.orelse)
-        ctx = self.ctx
-        t = ctx.unify_types(a.nbt, b.nbt)
+        t = unify_types(a.nbt, b.nbt)
         key = scalar_key(t)
         if key is None:
             raise self.src.error(node, "the branches of this conditional expression have no common type")
@@ -485,7 +485,7 @@ class ExprMixin:
 
     def resolve(self, fn, argtypes, node, kws=None):
         try:
-            sig = resolve_call(self.ctx, fn, argtypes, kws)
+            sig = resolve_call(fn, argtypes, kws)
         except Exception as e:  # numba's typing errors are long; keep the first line
             sig = None
             detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -38,7 +38,6 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
     def __init__(self, unit, pyfunc, typed, *, kind="kernel", name=None, cname=None, params=None, bound=None,
                  template_consts=None, all_template_consts=None):
         self.unit = unit
-        self.ctx = unit.ctx
         self.pyfunc = pyfunc
         self.typed = typed
         self.kind = kind

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..cnames import Namespace, c_name
-from ..frontend import type_function, typing_context
+from ..typed import type_function
 from .diagnose import typing_error
 from .source import parse_function
 
@@ -23,7 +23,6 @@ class DeviceFn:
 
 class Unit:
     def __init__(self, fastmath: bool = False):
-        self.ctx = typing_context()
         self.fastmath = fastmath  # the kernel's: numba's fast float32 math (device functions inline into it)
         self.helpers: set = set()
         self.module_consts: dict = {}      # C name -> (scalar key, value)

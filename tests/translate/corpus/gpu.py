@@ -175,7 +175,7 @@ def reference(entry, args):
     from numba import cuda
 
     if entry.id not in _REFERENCES:
-        from translate.frontend import parse_signature
+        from numbakern.frontend.signatures import parse_signature
         from translate.targets import resolve
 
         tgt = resolve(entry.target)

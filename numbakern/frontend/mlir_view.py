@@ -1,4 +1,4 @@
-"""The front end a kernel is written against, and the numba-cuda view of it that ``translate`` types.
+"""The front end a kernel's function is written against, and the numba-cuda view of it that ``translate`` types.
 
 numba-cuda and numba-cuda-mlir share one ``cuda`` API and one typing (numba-cuda-mlir carries numba-cuda's type
 inference, ``numba_cuda_mlir.numba_cuda``). numba-cuda-mlir's own compile pipeline asks the CUDA driver for the
@@ -16,10 +16,9 @@ import sys
 import types as pytypes
 
 from . import closures
+from .choice import CUDA_MODULES, NUMBA_CUDA, NUMBA_CUDA_MLIR
 
-NUMBA_CUDA = "numba-cuda"
-NUMBA_CUDA_MLIR = "numba-cuda-mlir"
-MLIR_CUDA = "numba_cuda_mlir.cuda"
+MLIR_CUDA = CUDA_MODULES[NUMBA_CUDA_MLIR]
 
 
 def _mlir_cuda():
@@ -50,13 +49,12 @@ def frontend_of(pyfunc) -> str:
     return NUMBA_CUDA
 
 
-
 def numba_cuda_view(pyfunc, _made: dict | None = None):
     """``pyfunc`` itself for a numba-cuda kernel; for a numba-cuda-mlir one, the same function bound to numba-cuda
     (see the module doc)."""
     if not isinstance(pyfunc, pytypes.FunctionType) or frontend_of(pyfunc) == NUMBA_CUDA:
         return pyfunc
-    # numba's CUDA target is chosen when numbakern is imported, before translate may import numba.cuda
+    # numba's CUDA target is chosen when numbakern is imported, before this may import numba.cuda
     from numba import cuda
 
     made = {} if _made is None else _made

@@ -1,6 +1,7 @@
 """What a kernel function reads from outside itself: its closure cells (the constants a ``@specialize`` factory baked
-in, ``tw``) and its module's globals. The one place in ``translate`` that reads them; every stage that needs a name's
-value (typing an instantiation, the code generator, the dependency analysis, ``translate --check``) asks here.
+in, ``tw``) and its module's globals. The one place in numbakern and ``translate`` that reads closure cells: the
+simulator (swapping in its ``cuda`` module, rewriting a typed kernel), ``unroll`` and the translator (typing an
+instantiation, the code generator, the dependency analysis, ``translate --check``) all ask here.
 """
 
 from __future__ import annotations
@@ -27,6 +28,23 @@ def closure_values(pyfunc: types.FunctionType) -> dict[str, Any]:
         except ValueError:  # an empty cell
             continue
     return out
+
+
+def cells(pyfunc: types.FunctionType) -> tuple:
+    """``pyfunc``'s closure cells themselves, in the order of ``free_names`` (to swap a value in for a while)."""
+    return pyfunc.__closure__ or ()
+
+
+def cell_value(cell, default: Any = None) -> Any:
+    """The value in ``cell``; ``default`` for an empty cell (a name not yet bound)."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return default
+
+
+def set_cell_value(cell, value: Any) -> None:
+    cell.cell_contents = value
 
 
 def lookup(pyfunc: types.FunctionType, name: str) -> Any:

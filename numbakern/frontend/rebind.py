@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-from . import mlir_installed, numba_cuda_installed
+from .choice import mlir_installed, numba_cuda_installed
 
 MODULES_ENV = "NUMBAKERN_MLIR_MODULES"
 LIBRARY = ("numbakern.kernels",)

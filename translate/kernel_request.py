@@ -1,0 +1,161 @@
+"""The ``KernelRequest`` for a kernel target: what ``translate.pipeline`` hands a backend.
+
+Its argument types (``--signature``, else the kernel's own or the registry's), its compile-time constants and
+instantiations (the specialization's, overridden by ``--const``), Numba's types for the first instantiation (from
+the front end, ``numbakern.frontend``, merged for C by ``translate.typed``), the launcher parameters, the codegen
+options of every instantiation and what the kernel depends on. Every refusal is a located ``TranslationError``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+
+from numba.cuda import types
+
+from numbakern.frontend import closures, mlir_view
+from numbakern.frontend.signatures import SignatureError, parse_signature, signature_text
+from numbakern.unroll import rolled_function
+
+from . import cnames, options, targets
+from .codegen.arrays import indirectly_written
+from .codegen.diagnose import find_recursion, typing_error
+from .codegen.source import NoSource, parse_function
+from .depends import kernel_dependencies
+from .errors import SourceInfo
+from .request import KernelRequest, ParamSpec, TranslateOptions
+from .typed import TypedFunction, type_function
+from .writes import written_arrays
+
+#: ``--const`` values: name -> one value per instantiation
+Constants = Mapping[str, Sequence[int | float | bool]]
+
+
+def build_request(tgt: targets.KernelTarget, signature: str | None, constants: Constants,
+                  opts: TranslateOptions) -> KernelRequest:
+    """The request for ``tgt`` (see the module doc); ``signature`` overrides the kernel's own, ``constants`` its
+    specialization's."""
+    sig = signature or (tgt.signatures[0] if tgt.signatures else None)
+    try:
+        fn, src = parse_function(tgt.pyfunc)
+    except NoSource as e:  # made by exec(): located where its module binds it
+        raise targets.binding_error(tgt, str(e)) from None
+    names = tuple(a.arg for a in fn.args.args)
+    argtypes = _argument_types(tgt, sig, names, src, fn)
+    template_params, insts = _instantiations(tgt, constants, names, src, fn)
+    pyfunc = _instantiated_pyfunc(tgt, template_params, insts, src, fn) if template_params else tgt.pyfunc
+    typed = _typed(pyfunc, argtypes, sig, src, fn)
+    kernel_c = cnames.kernel_cname(tgt.name)
+    params = _launcher_params(kernel_c, names, argtypes, template_params, src, fn)
+    insts = insts or ({},)
+    return KernelRequest(
+        name=tgt.name, qualname=tgt.qualname, source="\n".join(src.lines), signature=signature_text(sig),
+        arg_names=names, argtypes=tuple(argtypes), typemap={k: str(v) for k, v in typed.var_types.items()},
+        params=tuple(params), pyfunc=pyfunc, typed=typed, build=options.from_target(tgt, insts),
+        dependencies=kernel_dependencies(pyfunc, template_params), options=opts, template_params=template_params,
+        instantiations=insts, kernel_cname=kernel_c,
+    )
+
+
+def _argument_types(tgt: targets.KernelTarget, sig, names: tuple[str, ...], src: SourceInfo, fn) -> tuple:
+    if sig is None:
+        raise src.error(fn, f"no argument types for {tgt.qualname}: pass --signature \"void(float32[::1], ...)\" "
+                        "(or give the kernel a signature: @cuda.jit(\"void(float32[::1], ...)\"))")
+    try:
+        _, argtypes = parse_signature(sig, tgt.pyfunc.__globals__)
+    except SignatureError as e:
+        raise src.error(fn, str(e)) from None
+    if len(names) != len(argtypes):
+        raise src.error(fn, f"the signature has {len(argtypes)} argument(s), the kernel takes {len(names)}")
+    return argtypes
+
+
+def _instantiations(tgt: targets.KernelTarget, constants: Constants, names: tuple[str, ...], src: SourceInfo,
+                    fn) -> tuple[tuple[str, ...], tuple[dict, ...]]:
+    """The compile-time constants that become template parameters (the integer closure constants given a value),
+    and one ``{name: value}`` per instantiation (every combination of the values given)."""
+    freevars = closures.free_names(tgt.pyfunc)
+    values = {k: [v] for k, v in tgt.constants.items()}
+    for k, v in constants.items():
+        if k in names:
+            raise src.error(fn, f"'{k}' is a kernel argument, not a compile-time constant",
+                            hint="--const for closure constants of a specialized kernel (e.g. tw)")
+        if k not in freevars:
+            raise src.error(fn, f"'{k}' is not a compile-time constant of this kernel "
+                            f"(closure constants: {', '.join(freevars) or 'none'})")
+        values[k] = list(v)
+    template_params = tuple(k for k in freevars if k in values and isinstance(values[k][0], int))
+    combos = itertools.product(*(values[k] for k in template_params))
+    return template_params, tuple(dict(zip(template_params, combo)) for combo in combos)
+
+
+def _typed(pyfunc, argtypes: tuple, sig, src: SourceInfo, fn) -> TypedFunction:
+    """The front end's types of the kernel, merged for C; its refusal located where numba says."""
+    recursion = find_recursion(pyfunc)
+    if recursion is not None:
+        raise recursion
+    try:
+        return type_function(pyfunc, argtypes)
+    except Exception as e:  # numba's TypingError: its first relevant line, where it says
+        raise typing_error(e, src, fn, f"numba cannot type the kernel for {signature_text(sig)}") from None
+
+
+def _launcher_params(kernel_c: str, names: tuple[str, ...], argtypes: tuple, template_params: tuple[str, ...],
+                     src: SourceInfo, fn) -> list[ParamSpec]:
+    """The launcher ABI of each argument: C names, extents and strides; arrays the kernel never writes are const."""
+    array_names = {n for n, t in zip(names, argtypes) if isinstance(t, types.Array)}
+    written = written_arrays(fn, array_names) | indirectly_written(fn, array_names)
+    _, named = cnames.param_cnames(kernel_c, [(n, t.ndim if isinstance(t, types.Array) else 0,
+                                              isinstance(t, types.Array) and t.layout != "C")
+                                             for n, t in zip(names, argtypes)],
+                                   reserved={*cnames.LAUNCHER_PARAMS, *template_params})
+    params = []
+    for n, t, (c, extents, strides) in zip(names, argtypes, named):
+        if isinstance(t, types.Array) and isinstance(t.dtype, types.Record):
+            key = cnames.record_key(t.dtype)
+            if key is None:
+                raise src.error(fn, f"argument '{n}' is an array of records whose layout C cannot reproduce "
+                                f"({t.dtype})", hint="records of number fields, each at its natural alignment")
+            params.append(ParamSpec(n, "array", "record", t.ndim, const=n not in written, layout=t.layout, cname=c,
+                                    extents=extents, strides=strides, ctype=cnames.c_name(key),
+                                    record=_record_layout(t.dtype)))
+        elif isinstance(t, types.Array):
+            params.append(ParamSpec(n, "array", str(t.dtype), t.ndim, const=n not in written, layout=t.layout,
+                                    cname=c, extents=extents, strides=strides))
+        else:
+            params.append(ParamSpec(n, "scalar", str(t), cname=c))
+    return params
+
+
+def _record_layout(t) -> tuple:
+    """(itemsize, ((field, dtype, offset), ...)) of a numba Record: the launcher ABI's description of it."""
+    return t.size, tuple((name, str(f.type), f.offset) for name, f in sorted(t.fields.items(),
+                                                                           key=lambda kv: kv[1].offset))
+
+
+def _instantiated_pyfunc(tgt: targets.KernelTarget, template_params: tuple[str, ...], insts: tuple[dict, ...],
+                         src: SourceInfo, fn):
+    """The kernel function for the first instantiation, with every closure constant right for it.
+
+    A ``@specialize`` factory derives constants from its parameters (``la = bm * bk // threads``); overriding only
+    the parameters' cells would leave the derived ones at the registered config's values. So each instantiation's
+    kernel comes from the factory, and the derived constants, which the C file declares once at file scope, must
+    agree across the instantiations."""
+    first_values = {k: insts[0][k] for k in template_params}
+    if tgt.factory is None:
+        return closures.with_closure(tgt.pyfunc, first_values)
+    funcs = [mlir_view.numba_cuda_view(rolled_function(getattr(tgt.factory(**{**tgt.constants, **inst}), "py_func",
+                                                                None)))
+             for inst in insts]
+    if any(f is None or f.__code__ is not tgt.pyfunc.__code__ for f in funcs):
+        return closures.with_closure(tgt.pyfunc, first_values)
+    first = closures.closure_values(funcs[0])
+    for inst, f in zip(insts[1:], funcs[1:]):
+        for name, value in closures.closure_values(f).items():
+            if name not in template_params and isinstance(value, (int, float)) and value != first.get(name):
+                where = ", ".join(f"{k}={v}" for k, v in inst.items())
+                raise src.error(fn,
+                                f"the constant '{name}' derived by the factory is {first.get(name)!r} for the first "
+                                f"instantiation but {value!r} for {where}; one file declares it once",
+                                hint="translate these configurations separately (one value per --const)")
+    return funcs[0]
