@@ -163,13 +163,15 @@ LAUNCHER = {"symbol": "launch_vector_add", "params": [
     {"name": "b", "kind": "array", "dtype": "float32", "ndim": 1, "const": True},
     {"name": "out", "kind": "array", "dtype": "float32", "ndim": 1}]}
 
-#: the parent: holds the key as the ``translate`` command does, reads it through the llm client, then runs the
-#: hostile child through one of verification's paths; prints what it saw afterwards (it must still be alive)
+#: the parent: holds the key as the ``translate`` command does, reads it through the llm client (unless the job says
+#: otherwise: verification without a model), then runs the hostile child through one of verification's paths;
+#: prints what it saw afterwards (it must still be alive)
 PARENT = r"""
 import hashlib, json, os, sys
 job = json.loads(sys.argv[1])
-from translate.llm.client import ChatClient
-ChatClient(model="m", base_url="http://127.0.0.1:9/v1")  # reads OPENAI_API_KEY, as the llm backend does first
+if job.get("client", True):  # reads OPENAI_API_KEY, as the llm backend does first
+    from translate.llm.client import ChatClient
+    ChatClient(model="m", base_url="http://127.0.0.1:9/v1")
 from translate.verify import isolated, sandbox
 work = job["work"]
 open(os.path.join(work, "parent.pid"), "w").write(str(os.getpid()))
@@ -181,6 +183,11 @@ elif job["path"] == "library":
     runs = isolated.run_candidate(job["cu"], {"symbol": "launch_x", "params": []}, [], outputs=[], arch="sm_90",
                                   workdir=work, so=job["so"], limits=sandbox.Limits(wall_seconds=60))
     said = runs.error
+elif job["path"] == "cli":  # `python -m translate.verify vector_add` on the GPU, the child's folder kept
+    from translate.verify import cli
+    real = isolated.run_candidate
+    isolated.run_candidate = lambda *a, **kw: real(*a, **{**kw, "workdir": work})
+    said = f"exit status {cli.main(['vector_add', '--dir', job['dir'], '--no-record', '--seeds', '1'])}"
 else:
     from numbakern.registry import get
     from translate.verify import harness
@@ -272,6 +279,22 @@ def test_a_cu_built_and_loaded_by_verification_gets_nothing(bwrap, tmp_path):
     runs there); then it finds no CUDA device (here) or runs the cases (on a GPU)."""
     answer, report, _ = run_parent(tmp_path, "cu", sandbox_mode="bwrap", kill=True,
                                    source=ATTACK_C + VECTOR_ADD_CU, cu=tmp_path / "vector_add.cu", launcher=LAUNCHER)
+    assert_nothing_taken(answer, report, kill=True)
+
+
+@pytest.mark.gpu
+def test_verify_command_on_a_hand_edited_cu_gives_it_nothing(bwrap, tmp_path):
+    """No model at all: a ``.cu`` edited by hand, then ``python -m translate.verify`` on the GPU (what ``translate
+    --verify`` runs after translating). The candidate builds, loads (its initialiser attacks) and runs in the
+    sandbox; its launcher launches nothing, so verification fails: exit status 1, not a signal."""
+    folder = tmp_path / "generated"
+    folder.mkdir()
+    library = json.loads((Path(__file__).parents[2] / "generated_cuda" / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**library, "files": {
+        "vector_add.cu": library["files"]["vector_add.cu"]}}))
+    answer, report, _ = run_parent(tmp_path, "cli", sandbox_mode="bwrap", kill=True, source=ATTACK_C + VECTOR_ADD_CU,
+                                   cu=folder / "vector_add.cu", dir=str(folder), client=False)
+    assert answer["said"] == "exit status 1", answer
     assert_nothing_taken(answer, report, kill=True)
 
 
