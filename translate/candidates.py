@@ -2,7 +2,9 @@
 each candidate is judged as the file it would become.
 
 - ``compile``: the emitter's file around the candidate, compiled by NVRTC with the file's build options (what the
-  pipeline does with the code it accepts; no resource report, which only the accepted file needs);
+  pipeline does with the code it accepts; no resource report, which only the accepted file needs), in a sandboxed
+  child with time and memory limits (``translate.verify.sandboxed_compile``): a backend's candidates are code
+  nobody has vouched for;
 - ``verify`` (``--verify``, on a GPU): that file built, loaded and run against the Numba kernel on the verification
   harness's smallest sizes, in a sandboxed child process (``translate.verify.isolated``) under a wall-clock limit
   shorter than a full verification's, since the candidate runs on small sizes.
@@ -19,12 +21,13 @@ from numbakern import registry
 
 from .emit import assemble, launcher_descriptions
 from .errors import TranslationError
-from .nvrtc import CompileResult, nvrtc_compile
+from .nvrtc import CompileResult
 from .request import DeviceCode, KernelRequest
 from .verify.abi import select_launcher
 from .verify.cases import smallest_sizes
 from .verify.harness import Candidate, VerifyResult, verify
 from .verify.sandbox import Limits
+from .verify.sandboxed_compile import compile_untrusted
 
 #: a candidate is built and run on small sizes: a hang is cut off long before a full verification's limit
 VERIFY_LIMITS = Limits(wall_seconds=300, cpu_seconds=300)
@@ -51,10 +54,11 @@ class PipelineChecks:
     def _file(self, device: DeviceCode) -> str:
         return assemble(self.request, device, f"// {self.request.filename} (a backend's candidate)")
 
-    def compile(self, device: DeviceCode) -> CompileResult:
+    def compile(self, device: DeviceCode, seconds: float | None = None) -> CompileResult:
+        """The candidate's file compiled in the sandbox, stopped after ``seconds`` (if given)."""
         request = self.request
-        return nvrtc_compile(self._file(device), request.options.arch, name=request.filename, resources=False,
-                             options=request.build.nvrtc_options())
+        return compile_untrusted(self._file(device), request.options.arch, name=request.filename, resources=False,
+                                 options=request.build.nvrtc_options(), seconds=seconds)
 
     def verify(self, device: DeviceCode) -> VerifyResult:
         if self._spec is None:

@@ -2,6 +2,9 @@
 
     resolve (targets) -> type (frontend) -> request -> device code (backend) -> assemble (emit) -> NVRTC -> write
 
+NVRTC compiles the deterministic backend's file in this process; any other backend's (a model's code) in a
+sandboxed child with time and memory limits (``translate.verify.sandboxed_compile``).
+
 ``translate`` runs the stages in this order and nothing runs them elsewhere: a stage never imports a later one, and
 a backend that wants its candidates compiled or verified gets the pipeline's checks as callbacks
 (``translate.candidates``). The pipeline needs numba's real CUDA target: callers that may run in simulator mode go
@@ -32,6 +35,7 @@ from .errors import CompileError, SourceInfo
 from .frontend import SignatureError, parse_signature, signature_text, type_function
 from .nvrtc import nvrtc_compile
 from .request import DeviceCode, KernelRequest, ParamSpec, TranslateOptions, TranslationResult
+from .verify.sandboxed_compile import compile_untrusted
 from .writes import written_arrays
 
 TOOL_VERSION = "0.1.0"
@@ -53,12 +57,15 @@ def translate(target: str, *, signature: str | None = None, constants: Constants
         request = build_request(tgt, signature, constants, opts)
     with _timed(seconds, "backend"):
         checks = PipelineChecks(request, verify_on_gpu=opts.verify, spec=registry.spec_for_kernel(tgt.kernel))
-        device = get_backend(opts.backend).generate(request, checks)
+        backend = get_backend(opts.backend)
+        device = backend.generate(request, checks)
         check_dependencies(request, device)
     with _timed(seconds, "emit"):
         code = emit.assemble(request, device, _header(tgt, request))
     with _timed(seconds, "nvrtc"):
-        comp = nvrtc_compile(code, opts.arch, name=request.filename, options=request.build.nvrtc_options())
+        # only the project's own translator's code is compiled here; any other backend's in a sandboxed child
+        compile_file = nvrtc_compile if getattr(backend, "TRUSTED", False) else compile_untrusted
+        comp = compile_file(code, opts.arch, name=request.filename, options=request.build.nvrtc_options())
     if not comp.ok:
         raise CompileError(f"NVRTC rejected the generated {request.filename}:\n{comp.log}", filename=request.filename)
     entry = {
