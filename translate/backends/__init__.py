@@ -16,9 +16,10 @@ and memory limits (``translate.verify.sandboxed_compile``).
 
 ``checks`` is what the pipeline offers to check candidate device code as the file it would become, so that a
 backend never imports the stages after it: ``compile`` (the file compiled by NVRTC in the sandboxed child, stopped
-after ``seconds`` if given) and, when ``verifies``
-(``--verify``), ``verify`` (the file built, loaded and run against the Numba kernel on the GPU, in a sandboxed
-child process). The deterministic ``ast`` backend needs neither; the ``llm`` backend's repair loop uses both.
+after ``seconds`` if given) and, when ``verifies`` (``--verify``), ``verify`` (the file built, loaded and run against
+the Numba kernel on the GPU, in a sandboxed child process: on every verification size and seed, or with ``quick``
+on the smallest sizes and one seed). The deterministic ``ast`` backend needs neither; the ``llm`` backend's repair
+loop uses both.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class CandidateChecks(Protocol):
 
     def compile(self, device: DeviceCode, seconds: float | None = None) -> CompileReport: ...
 
-    def verify(self, device: DeviceCode) -> VerifyResult: ...
+    def verify(self, device: DeviceCode, quick: bool = False) -> VerifyResult: ...
 
 
 class Backend(Protocol):

@@ -151,7 +151,11 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
         return checks.compile(candidate(code), seconds=seconds)
 
     def verify(code: str) -> str | None:
-        result = checks.verify(candidate(code))
+        # the smallest sizes with one seed gate each repair turn; a reply that passes them is verified on every
+        # size and seed before it can be written (a kernel wrong only on large inputs is caught before the write)
+        result = checks.verify(candidate(code), quick=True)
+        if result.ok:
+            result = checks.verify(candidate(code))
         return None if result.ok else model_report(result, code)
 
     with LLMBackend(**options) as backend:
