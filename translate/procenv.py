@@ -22,11 +22,14 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import threading
 from collections.abc import Iterable
 
 PR_SET_DUMPABLE = 4
 #: a value shorter than this is not searched for elsewhere in the block (it would match harmless text)
 MIN_SECRET_CHARS = 8
+
+_lock = threading.Lock()  # one rewrite of the block at a time (parallel builds start children from threads)
 
 
 def make_non_dumpable() -> bool:
@@ -56,7 +59,11 @@ def conceal(names: Iterable[str]) -> bool:
     """Overwrite the values of ``names`` (and every other copy of those values) in this process's initial
     environment block with NUL bytes, keeping the variables in the environment. True when the block was read and
     holds none of them any more."""
-    names = [n for n in names if n]
+    with _lock:
+        return _conceal([n for n in names if n])
+
+
+def _conceal(names: list[str]) -> bool:
     block = environ_block()
     if block is None or not names:
         return False
