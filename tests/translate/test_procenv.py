@@ -27,13 +27,13 @@ libc.prctl.restype = ctypes.c_int
 dumpable_before = libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
 procenv.make_non_dumpable()
 print(json.dumps({
-    "concealed": concealed, "in_block_before": "SECRET" in before, "in_block_after": "SECRET" in after,
+    "concealed": concealed, "in_block_before": "@SECRET@" in before, "in_block_after": "@SECRET@" in after,
     "os_environ": os.environ["NK_SECRET_TOKEN"], "path_like": os.environ["NK_PATHLIKE"],
     "getenv": libc.getenv(b"NK_SECRET_TOKEN").decode(), "getenv_path_like": libc.getenv(b"NK_PATHLIKE").decode(),
     "child": subprocess.run(["sh", "-c", "echo $NK_SECRET_TOKEN $NK_PATHLIKE"], capture_output=True,
                             text=True).stdout.strip(),
     "dumpable": [dumpable_before, libc.prctl(3, 0, 0, 0, 0)], "other": os.environ["NK_PLAIN"]}))
-""".replace("SECRET", SECRET)
+""".replace("@SECRET@", SECRET)
 
 
 def test_a_secret_leaves_the_environment_block_and_stays_in_the_environment(tmp_path):
