@@ -36,10 +36,13 @@ def compare(
     name: str = "output",
     show: int = 5,
 ) -> Comparison:
-    """Element-wise ``|actual - expected| <= atol + rtol * scale`` (``scale`` defaults to ``|expected|``).
+    """Element-wise ``|actual - expected| <= atol + rtol * scale`` (``scale`` defaults to ``|expected|``) where the
+    expected value is a finite number; where it is a special value the actual one must be the same: ``inf`` where
+    it is ``inf``, ``-inf`` where it is ``-inf``, a NaN (any) where it is NaN.
 
     Integers compare exactly when ``rtol`` and ``atol`` are 0. NaN or Inf in ``actual`` where ``expected`` is
-    finite always fails (poisoned outputs that a kernel never wrote show up here).
+    finite always fails (poisoned outputs that a kernel never wrote show up here), and so does a number where
+    ``expected`` is NaN or infinite, whatever the scale.
     """
     actual = np.asarray(actual)
     expected = np.asarray(expected)
@@ -49,13 +52,13 @@ def compare(
     e = expected.astype(np.float64)
     s = np.abs(e) if scale is None else np.abs(np.asarray(scale, dtype=np.float64))
     with np.errstate(invalid="ignore", over="ignore"):
-        err = np.abs(a - e)
-        err = np.where(np.isnan(a) & np.isnan(e), 0.0, err)
-        bad = ~(err <= atol + rtol * s)
+        special = ~np.isfinite(a) | ~np.isfinite(e)  # compared by value, not by a tolerance
+        same_special = (a == e) | (np.isnan(a) & np.isnan(e))
+        err = np.where(special, np.where(same_special, 0.0, np.inf), np.abs(a - e))
+        # a scale that is not a finite number (inputs with inf or NaN) bounds nothing: |expected| instead
+        s = np.where(np.isfinite(s), s, np.abs(np.where(np.isfinite(e), e, 0.0)))
+        bad = np.where(special, ~same_special, ~(err <= atol + rtol * s))
         rel = np.where(s > 0, err / np.where(s > 0, s, 1.0), np.where(err > 0, np.inf, 0.0))
-        # a NaN error (an unwritten, poisoned element) counts as infinitely wrong in the report
-        err = np.where(np.isnan(err), np.inf, err)
-        rel = np.where(np.isnan(rel), np.inf, rel)
     where = np.argwhere(bad)[:show]
     first = tuple((tuple(int(i) for i in idx), actual[tuple(idx)].item(), expected[tuple(idx)].item()) for idx in where)
     n_bad = int(bad.sum())

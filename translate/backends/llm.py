@@ -97,8 +97,9 @@ class LLMBackend:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def generate(self, request: KernelRequest, *, signature: str, compile_fn: Callable[[str], CompileReport],
-                 verify: Callable[[str], str | None] | None = None, launcher: str | None = None) -> LLMResult:
+    def generate(self, request: KernelRequest, *, signature: str, compile_fn: Callable[..., CompileReport],
+                 verify: Callable[[str], str | None] | None = None, launcher: str | None = None,
+                 turn_seconds: float | None = None) -> LLMResult:
         spec = spec_from_request(request, signature=signature, launcher=launcher,
                                  helpers=project_helpers.offered(), allow_printf=self.allow_printf)
         name = kernel_name(request)
@@ -110,7 +111,7 @@ class LLMBackend:
 
         result: RepairResult = run_repair_loop(
             self.client.chat, build_messages(spec), gate=gate, compile_fn=compile_fn, verify=verify,
-            max_turns=self.max_turns, on_turn=self.on_turn,
+            max_turns=self.max_turns, on_turn=self.on_turn, turn_seconds=turn_seconds,
         )
         return LLMResult(
             device_code=result.device_code,
@@ -134,6 +135,8 @@ class LLMBackend:
 
 NAME = "llm"
 VERSION = tool_version()
+#: the model's code is compiled in a sandboxed child (translate.verify.sandboxed_compile), never in this process
+TRUSTED = False
 
 
 def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
@@ -144,16 +147,21 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
     if not options.get("model"):
         raise LLMError("the llm backend needs a model: pass --model NAME (and --base-url or OPENAI_BASE_URL)")
 
-    def compile_fn(code: str) -> CompileReport:
-        return checks.compile(candidate(code))
+    def compile_fn(code: str, seconds: float | None = None) -> CompileReport:
+        return checks.compile(candidate(code), seconds=seconds)
 
     def verify(code: str) -> str | None:
-        result = checks.verify(candidate(code))
+        # the smallest sizes with one seed gate each repair turn; a reply that passes them is verified on every
+        # size and seed before it can be written (a kernel wrong only on large inputs is caught before the write)
+        result = checks.verify(candidate(code), quick=True)
+        if result.ok:
+            result = checks.verify(candidate(code))
         return None if result.ok else model_report(result, code)
 
     with LLMBackend(**options) as backend:
+        # --timeout bounds a turn's request and the compile of its reply together
         result = backend.generate(request, signature=expected_signature(request), compile_fn=compile_fn,
-                                  verify=verify if checks.verifies else None)
+                                  verify=verify if checks.verifies else None, turn_seconds=backend.client.timeout)
     notes = {k: v for k, v in result.backend.items() if k not in ("name", "tool_version")}
     return DeviceCode(code=result.device_code, helpers=tuple(sorted(result.helpers)), notes=notes)
 

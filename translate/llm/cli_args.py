@@ -28,8 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     group.add_argument("--max-turns", type=_positive_int, default=DEFAULT_MAX_TURNS, metavar="N",
                        help=f"at most N request/repair rounds (default {DEFAULT_MAX_TURNS})")
     group.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                       help=f"the most one model request may take in all: connecting, waiting, retries and the "
-                            f"streamed reply (default {DEFAULT_TIMEOUT:g})")
+                       help=f"the most one turn may take in all: the model request (connecting, waiting, retries, "
+                            f"the streamed reply) and the compile of its reply (default {DEFAULT_TIMEOUT:g})")
     group.add_argument("--max-retries", type=_non_negative_int, default=DEFAULT_MAX_RETRIES, metavar="N",
                        help=f"client retries on rate limits, 5xx and timeouts (default {DEFAULT_MAX_RETRIES})")
     return group

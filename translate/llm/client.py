@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from .. import procenv
+
 KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -87,6 +89,8 @@ def read_api_key(environ: Mapping[str, str] | None = None) -> str:
     if not key:
         raise LLMError(f"{KEY_ENV} is not set: export the API key of the endpoint (for a local server that does "
                        f"not check keys, any value, e.g. {KEY_ENV}=local)")
+    if environ is os.environ:  # read: from now on not in what /proc/<pid>/environ shows (translate.procenv)
+        procenv.conceal([KEY_ENV])
     return key
 
 
