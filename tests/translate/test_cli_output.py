@@ -8,10 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests import environments
 from translate import output
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = "generated/" + "a_folder_with_a_long_name/" * 4 + "matmul_tiled_with_a_long_name.cu"
+
+
+def child_env() -> dict[str, str]:
+    """This environment for a ``translate`` child run from any folder: numbakern and translate from this checkout
+    first on the path, and whatever else the path had (a ``pip --target`` install's folder) kept."""
+    return environments.with_path_first({k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}, ROOT)
 
 
 class Terminal(io.StringIO):
@@ -67,7 +74,7 @@ def test_check_output_piped():
 
 
 def test_the_command_says_dynamic_shared_memory_and_what_it_did(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env = child_env()
     out = tmp_path / "gen"
 
     def run():
@@ -90,8 +97,7 @@ def test_the_readme_shows_what_the_main_command_prints(tmp_path):
     the time, which is the machine's)."""
     readme = (ROOT / "README.md").read_text()
     sample = re.search(r"```text\n(written +generated_cuda/matmul_tiled\.cu .*?)```", readme, re.S).group(1)
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    env["PYTHONPATH"] = str(ROOT)
+    env = child_env()
     run = subprocess.run([sys.executable, "-m", "translate.cli", "matmul_tiled"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
