@@ -54,7 +54,7 @@ def test_correct_first_reply_and_the_prompt_parts(no_key_leak, llm_env):
     assert result.device_code.startswith("__global__ void matmul_tiled(") and "#include" not in result.device_code
     host = llm_env.base_url.split("//")[1].split("/")[0]
     assert result.backend == {"name": "llm", "tool_version": result.backend["tool_version"], "model": "scripted-model",
-                              "endpoint_host": host, "turns": 1,
+                              "endpoint_host": host, "turns": 1, "turn_outcomes": ["ok"],
                               "usage": {"prompt_tokens": 1200, "completion_tokens": 600, "total_tokens": 1800}}
     (req,) = llm_env.requests
     system, user = req.messages
