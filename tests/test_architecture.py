@@ -35,7 +35,7 @@ SPINE = (
     ("pipeline", ("translate.pipeline", "translate.check")),
     ("helper process", ("translate.worker",)),
     ("entry points", ("translate.api",)),
-    ("command line", ("translate.cli",)),
+    ("command line", ("translate.cli", "translate.commands", "translate.__main__")),
 )
 
 #: modules whose function-level imports belong to their own owners' conventions (the code generator)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests import environments
 from translate import output
 
@@ -47,14 +49,48 @@ def test_piped_output_is_one_whole_line_per_kernel():
     assert not any(ch in stream.getvalue() for ch in "…│┃━")
 
 
-def test_a_terminal_gets_a_table_that_wraps_rather_than_cuts():
+def plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", text)
+
+
+def test_a_wide_terminal_gets_a_table_of_whole_cells_and_the_summary_line(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
     stream = Terminal()
     output.print_translations(rows(), "translate -> generated/ (ast, sm_90)", stream)
-    text = re.sub(r"\x1b\[[0-9;]*m", "", stream.getvalue())
+    text = plain(stream.getvalue())
     assert "┃ kernel" in text and "dynamic" in text and "unchanged" in text
-    assert "…" not in text  # folded onto more lines: every character of the path is there
-    file_column = [line.split("│")[3].strip() for line in text.splitlines() if line.count("│") == 8]
-    assert "".join(file_column).startswith(LONG)
+    assert "…" not in text and f" {LONG} " in text  # the path whole, in one cell
+    assert text.splitlines()[-1] == "translate -> generated/ (ast, sm_90): 1 written, 1 unchanged, 1 failed"
+
+
+def test_an_80_column_terminal_gets_whole_lines_no_word_broken_and_the_summary_line(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    stream = Terminal()
+    output.print_translations(rows(), "translate -> generated/ (ast, sm_90)", stream)
+    lines = plain(stream.getvalue()).splitlines()
+    # the table would need more than 80 columns: each kernel's whole line instead (the terminal wraps it softly)
+    assert lines == [output.plain_line(r) for r in rows()] + [
+        "translate -> generated/ (ast, sm_90): 1 written, 1 unchanged, 1 failed"]
+
+
+def test_each_kernels_line_is_written_when_it_is_done_and_an_interrupted_run_says_so():
+    stream = io.StringIO()
+    first, second, _ = rows()
+    with pytest.raises(KeyboardInterrupt), output.Report("translate -> gen/ (ast, sm_90)", 3, stream=stream) as report:
+        report.done(first)
+        assert stream.getvalue() == output.plain_line(first) + "\n"  # before the next kernel starts
+        report.done(second)
+        raise KeyboardInterrupt
+    assert stream.getvalue().splitlines()[-1] == ("translate -> gen/ (ast, sm_90): interrupted after 2 of 3 kernels: "
+                                                   "1 written, 1 unchanged, 0 failed")
+
+
+def test_quiet_prints_the_summary_line_only():
+    stream = io.StringIO()
+    with output.Report("translate -> gen/ (ast, sm_90)", 3, stream=stream, verbosity=output.QUIET) as report:
+        for r in rows():
+            report.done(r)
+    assert stream.getvalue() == "translate -> gen/ (ast, sm_90): 1 written, 1 unchanged, 1 failed\n"
 
 
 def test_shared_memory_text():
