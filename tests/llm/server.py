@@ -5,8 +5,8 @@ and JSON body are recorded in ``server.requests``. A scripted chat completion is
 when the request asks for a stream (as the backend's client always does), in chunks, with the usage last. An empty
 queue answers 500 with ``x-should-retry: false``, so a test that asks for more than it scripted fails loudly
 instead of hanging. ``json_body`` answers a streaming request with the whole completion as one JSON body, as
-some proxies and older local servers do. ``trickle`` sends the answer one byte at a time (``trickle_headers``: the status line and
-headers too), for the tests of the client's total deadline.
+some proxies and older local servers do. ``trickle`` sends the answer one byte at a time (``trickle_headers``: the
+status line and headers too), for the tests of the client's total deadline.
 """
 
 from __future__ import annotations
