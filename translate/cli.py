@@ -54,6 +54,18 @@ def numbakern_version() -> str:
         return __version__
 
 
+def clash_warning() -> str | None:
+    """A warning when the unrelated PyPI package ``translate`` is installed beside numbakern: both install an import
+    package named ``translate`` (and a ``translate`` command), so each overwrites the other's files (docs/cli.md)."""
+    try:
+        other = version("translate")
+    except PackageNotFoundError:
+        return None
+    return (f"translate: warning: the PyPI package 'translate' {other} is installed in this environment too; it and "
+            "numbakern both install an import package named 'translate' and a 'translate' command, which overwrite "
+            "each other's files. Install numbakern in an environment of its own (docs/cli.md, 'The name').")
+
+
 def build_parser(prog: str = "translate") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="Translate Numba CUDA kernels to plain CUDA C.",
                                 epilog="Inside a project (a pyproject.toml with [tool.numbakern]) the project's "
@@ -129,6 +141,9 @@ def main(argv=None, prog: str = "translate") -> int:
 def _main(argv, prog: str) -> int:
     # the translator needs numba's real CUDA front end (it needs no GPU); the simulator has none
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+    warning = clash_warning()
+    if warning:
+        sys.stderr.write(warning + "\n")
     args = build_parser(prog).parse_args(argv)
     # numba reads that variable when numba.cuda is first imported: what imports numba is imported here, not above
     from numbakern import project as projects
