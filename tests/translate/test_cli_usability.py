@@ -168,3 +168,19 @@ def test_a_run_streams_its_lines_and_ctrl_c_leaves_them_with_a_summary(tmp_path)
     done = [line for line in lines if line.startswith("written ")]
     assert lines[-1] == (f"translate -> {tmp_path / 'gen'}/ (ast, sm_90): interrupted after {len(done)} of 35 kernels: "
                          f"{len(done)} written, 0 unchanged, 0 failed")
+
+
+def test_the_other_translate_package_installed_beside_numbakern_is_named(tmp_path):
+    """PyPI's unrelated ``translate`` writes its own ``translate`` package and command over numbakern's: the
+    commands say so (docs/cli.md, 'The name')."""
+    site = tmp_path / "site"
+    info = site / "translate-3.6.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: translate\nVersion: 3.6.1\n")
+    environment = environments.with_path_first(env(), ROOT, site)
+    r = subprocess.run([sys.executable, "-m", "translate.cli", "--version"], env=environment, capture_output=True,
+                       text=True, timeout=300)
+    assert r.stdout == f"translate (numbakern) {__version__}\n"
+    assert r.stderr.startswith("translate: warning: the PyPI package 'translate' 3.6.1 is installed in this "
+                               "environment too;") and "docs/cli.md" in r.stderr, r.stderr
+    assert run("--version").stderr == ""  # without it: no warning
