@@ -24,6 +24,7 @@ interrupted (Ctrl-C: one line, and the lines of the kernels that finished).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import os
@@ -209,7 +210,10 @@ def _main(argv, prog: str) -> int:
             return _show_prompt(args, names[0], constants, opts)
         rc = _translate(args, api, names, opts, constants)
         if rc == 0 and args.verify:
-            rc = verify_cli.run(args, None if args.all else names, directory=args.out, project=project)
+            # with --json, stdout holds the document alone: the verification's report goes to stderr (its records
+            # to the manifest, as always)
+            with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+                rc = verify_cli.run(args, None if args.all else names, directory=args.out, project=project)
         return rc
     except ManifestError as e:
         sys.stderr.write(f"translate: {e}\n")

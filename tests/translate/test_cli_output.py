@@ -142,3 +142,17 @@ def test_the_readme_shows_what_the_main_command_prints(tmp_path):
         return re.sub(r"  \d+\.\d+s$", "  TIME", text.strip(), flags=re.M)
 
     assert timeless(run.stdout) == timeless(sample)
+
+
+def test_a_terminal_sees_the_live_progress_then_the_result_and_the_summary_line(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    stream = Terminal()
+    first, second, third = rows()
+    with output.Report("translate -> gen/ (ast, sm_90)", 3, stream=stream) as report:
+        for r in (first, second, third):
+            report.start(r.kernel)
+            report.done(r)
+    text = plain(stream.getvalue())
+    assert "translating broken.py:k" in text and "3/3" in text  # the live display: the kernel in hand, the count
+    assert "┃ kernel" in text and text.splitlines()[-1] == ("translate -> gen/ (ast, sm_90): 1 written, 1 unchanged, "
+                                                           "1 failed")
