@@ -123,8 +123,8 @@ class Report:
         self.stream = None if silent else (stream or sys.stdout)
         self.errors = errors or sys.stderr
         self.rows: list[Row] = []
-        self.terminal = stream is not None and is_terminal(stream)
-        self.console = Console(file=stream, highlight=False) if self.terminal else None
+        self.terminal = self.stream is not None and is_terminal(self.stream)
+        self.console = Console(file=self.stream, highlight=False) if self.terminal else None
         self._progress: Progress | None = None
         self._task = None
         self._closed = False

@@ -156,3 +156,11 @@ def test_a_terminal_sees_the_live_progress_then_the_result_and_the_summary_line(
     assert "translating broken.py:k" in text and "3/3" in text  # the live display: the kernel in hand, the count
     assert "┃ kernel" in text and text.splitlines()[-1] == ("translate -> gen/ (ast, sm_90): 1 written, 1 unchanged, "
                                                            "1 failed")
+
+
+def test_the_report_writes_to_stdout_as_it_is_when_made(monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    report = output.Report("translate -> gen/ (ast, sm_90)", 2)
+    assert report.stream is terminal and report.terminal
+    assert output.Report("t", 2, silent=True).stream is None
