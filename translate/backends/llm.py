@@ -103,6 +103,8 @@ class LLMBackend:
                  verify: Callable[[str], str | None] | None = None, launcher: str | None = None) -> LLMResult:
         messages = prompt_messages(request, signature=signature, launcher=launcher, allow_printf=self.allow_printf)
         name = kernel_name(request)
+        # an endpoint that takes no connection fails here, in one line, not after the client's retries back off
+        self.client.probe()
         reserved = project_helpers.reserved_names()
 
         def gate(text: str):
