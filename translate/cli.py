@@ -163,31 +163,18 @@ def _main(argv, prog: str) -> int:
     args.out = args.out or output.display_path(str(project.out_dir))
     args.arch = args.arch or project.arch
     try:
-        if sum(map(bool, (args.check, args.list, args.all or args.kernel))) > 1:
-            return _usage("use one of KERNEL / --all, --check and --list")
+        problem = _what_to_do_problem(args)
+        if problem:
+            return _usage(problem)
         if args.list:
             return _list(args, api, project)
         if args.check:
             return _check(args, api, project if own_folder or _same_folder(args.out, project.out_dir) else None)
-        if args.all == bool(args.kernel):
-            return _usage("name one KERNEL, or use --all, --check or --list")
-        if args.all and (args.signature or args.const):
-            return _usage("--signature/--const apply to one kernel, not --all")
-        if args.show_prompt and args.all:
-            return _usage("--show-prompt shows the prompt for one KERNEL, not --all")
-        problem = arch_problem(args.arch, arch_label)
-        if problem is None and not args.show_prompt:
-            problem = out_problem(args.out, out_label)
+        problem = _preflight(args, arch_label, out_label)
         if problem:
             return _usage(problem)
-        backend_options = {}
-        if args.backend == "llm" and not args.show_prompt:
-            try:
-                # model, endpoint and key before any work, and that the endpoint answers a connection at all
-                llm_args.check_endpoint(args)
-                backend_options = llm_args.backend_options(args)
-            except Exception as e:  # noqa: BLE001 - LLMError: missing model / key / bad URL / unreachable
-                return _usage(str(e))
+        sends = args.backend == "llm" and not args.show_prompt
+        backend_options = llm_args.backend_options(args) if sends else {}
         try:
             constants = parse_constants(args.const)
             # --verify with the llm backend also verifies each reply on the GPU inside the repair loop
@@ -218,6 +205,35 @@ def _main(argv, prog: str) -> int:
     except ManifestError as e:
         sys.stderr.write(f"translate: {e}\n")
         return 2
+
+
+def _what_to_do_problem(args) -> str | None:
+    """Options that do not make one command (None when they do)."""
+    if sum(map(bool, (args.check, args.list, args.all or args.kernel))) > 1:
+        return "use one of KERNEL / --all, --check and --list"
+    if args.check or args.list:
+        return None
+    if args.all == bool(args.kernel):
+        return "name one KERNEL, or use --all, --check or --list"
+    if args.all and (args.signature or args.const):
+        return "--signature/--const apply to one kernel, not --all"
+    if args.show_prompt and args.all:
+        return "--show-prompt shows the prompt for one KERNEL, not --all"
+    return None
+
+
+def _preflight(args, arch_label: str, out_label: str) -> str | None:
+    """What would make every kernel of the run fail, found before the first is translated (None when nothing
+    does): the architecture, the output folder, and with the llm backend its model, key and endpoint."""
+    problem = arch_problem(args.arch, arch_label)
+    if problem is None and not args.show_prompt:
+        problem = out_problem(args.out, out_label)
+    if problem is None and args.backend == "llm" and not args.show_prompt:
+        try:
+            llm_args.check_endpoint(args)  # model, key and URL, and that the endpoint takes a connection at all
+        except LLMError as e:
+            problem = str(e)
+    return problem
 
 
 def project_specs(project):
