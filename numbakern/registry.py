@@ -128,10 +128,13 @@ class KernelSpec:
         """Compare a run's outputs with the reference; one ``Comparison`` per output argument."""
         expected = self.reference(*case.args)
         scales = self.error_scale(*case.args) if self.error_scale else {}
+        names = self.arg_names()
         return {
             i: compare(
                 outputs[i], expected[i], scale=scales.get(i), rtol=self.rtol, atol=self.atol,
-                name=f"{self.name} arg {i}",
+                name=f"{self.name}: output '{names[i]}'",
+                # an accumulator starts from the case's values on purpose: unchanged there is not "never written"
+                before=None if i in self.accumulates else case.args[i],
             )
             for i in self.outputs
         }

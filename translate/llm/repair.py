@@ -157,12 +157,18 @@ def _compile(compile_fn: Callable[..., Any], code: str, seconds: float | None) -
 _STAGE_WORDS = {"gate": "rejected by the static gate", "compile": "did not compile", "verify": "failed verification"}
 
 
+def describe(attempt: Attempt) -> str:
+    """One line for one turn: ``turn 1: rejected by the static gate: <the reason's first line> (+3 more lines)``."""
+    if attempt.stage == "ok":
+        return f"turn {attempt.turn}: accepted"
+    detail = attempt.detail.strip().splitlines()
+    first = detail[0] if detail else ""
+    more = f" (+{len(detail) - 1} more lines)" if len(detail) > 1 else ""
+    return f"turn {attempt.turn}: {_STAGE_WORDS.get(attempt.stage, attempt.stage)}: {first}{more}"
+
+
 def _failure_message(attempts: list[Attempt], max_turns: int) -> str:
     lines = [f"the model produced no acceptable kernel in {max_turns} turn{'s' if max_turns != 1 else ''} "
              "(raise --max-turns, or try another model):"]
-    for a in attempts:
-        detail = a.detail.strip().splitlines()
-        first = detail[0] if detail else ""
-        more = f" (+{len(detail) - 1} more lines)" if len(detail) > 1 else ""
-        lines.append(f"  turn {a.turn}: {_STAGE_WORDS.get(a.stage, a.stage)}: {first}{more}")
+    lines += [f"  {describe(a)}" for a in attempts]
     return "\n".join(lines)
