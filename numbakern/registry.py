@@ -274,8 +274,11 @@ def lookup(module: str, name: str) -> KernelSpec:
 
 
 def spec_for_kernel(kernel: Any) -> KernelSpec | None:
-    """The spec (either namespace) whose kernel is ``kernel``, or None."""
-    _load_library()
+    """The spec (either namespace) whose kernel is ``kernel``, or None. The library is imported only for one of
+    its own kernels (a user's project that does not include it never pays for importing it)."""
+    module = getattr(_py_func(kernel), "__module__", None) if kernel is not None else None
+    if isinstance(module, str) and is_library_module(module):
+        _load_library(preview=True)
     return next((s for s in (*_REGISTRY.values(), *_PROJECT.values()) if s.kernel is kernel), None)
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import json
 import os
 import sys
@@ -149,7 +148,7 @@ def _main(argv, prog: str) -> int:
     # numba reads that variable when numba.cuda is first imported: what imports numba is imported here, not above
     from numbakern import project as projects
 
-    from . import api
+    from . import api, project_kernels
     from .request import TranslateOptions
     from .verify import cli as verify_cli
 
@@ -169,7 +168,7 @@ def _main(argv, prog: str) -> int:
         if args.list:
             return _list(args, api, project)
         if args.check:
-            return _check(args, api, project if own_folder or _same_folder(args.out, project.out_dir) else None)
+            return _check(args, api, project)
         problem = _preflight(args, arch_label, out_label)
         if problem:
             return _usage(problem)
@@ -183,16 +182,12 @@ def _main(argv, prog: str) -> int:
         except ValueError as e:
             return _usage(str(e))
         try:
-            names = [kernel_name(spec) for spec in project_specs(project)] if args.all \
-                else [_named_in(project, args.kernel)]
-        except projects.ProjectError as e:
+            names = project_kernels.targets_of(project) if args.all \
+                else [project_kernels.target_for(project, args.kernel)]
+        except (projects.ProjectError, project_kernels.UnknownKernel) as e:
             return _usage(str(e))
         except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import: where, no traceback
-            return _usage(import_failure(project, e))
-        if not args.all:
-            problem = unknown_kernel(names[0], project)
-            if problem:
-                return _usage(problem)
+            return _usage(project_kernels.import_failure(project, e))
         if args.show_prompt:
             return _show_prompt(args, names[0], constants, opts)
         rc = _translate(args, api, names, opts, constants)
@@ -236,66 +231,6 @@ def _preflight(args, arch_label: str, out_label: str) -> str | None:
     return problem
 
 
-def project_specs(project):
-    """The project's kernels, their modules imported as ``translate`` imports a kernel's module (a kernel compiled
-    at import records its signature instead: there may be no GPU)."""
-    from .targets import recording_signatures  # numba's CUDA target: only once main() has chosen it
-
-    with recording_signatures():
-        return project.specs()
-
-
-def import_failure(project, e: BaseException) -> str:
-    """One line for a kernel module of ``project`` that failed to import: the project, the error, and the line of
-    the project's own file where it happened."""
-    root = str(project.root) + os.sep
-    mine = [f for f in traceback.extract_tb(e.__traceback__) if f.filename.startswith(root)]
-    where = f" at {os.path.relpath(mine[-1].filename)}:{mine[-1].lineno}" if mine else ""
-    return f"importing the kernels of {project.pyproject or 'numbakern'} failed{where}: {type(e).__name__}: {e}"
-
-
-def kernel_name(spec) -> str:
-    """What ``translate`` resolves to ``spec``'s kernel: a library kernel by its registry name, a user's where its
-    module binds it (``module:kernel``, never confused with a library kernel of the same name)."""
-    from numbakern import registry  # imports numba: only once main() has chosen its CUDA target
-
-    if spec.namespace == registry.LIBRARY:
-        return spec.name
-    return registry.kernel_target(spec) or spec.qualified_name
-
-
-def _named_in(project, kernel: str) -> str:
-    """A bare kernel name inside a user's project means the project's kernel of that name."""
-    if ":" in kernel or project.is_library:
-        return kernel
-    try:
-        return kernel_name(next(s for s in project_specs(project) if s.name == kernel))
-    except StopIteration:
-        return kernel  # not the project's: a library kernel's name, resolved by the registry
-
-
-def unknown_kernel(name: str, project) -> str | None:
-    """For a bare name that neither the project nor numbakern's library declares: the error, with the closest
-    names (None when the name is known, or is a ``module:kernel`` / ``file.py:kernel`` that translation resolves)."""
-    if ":" in name:
-        return None
-    from numbakern import registry  # imports numba: only once main() has chosen its CUDA target
-
-    try:
-        registry.get(name)
-        return None
-    except KeyError:
-        pass
-    except LookupError:  # ambiguous: the translation's own error names both
-        return None
-    known = sorted({s.name for s in registry.all_specs()} | {s.name for s in project_specs(project)})
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-    where = "numbakern's library" if project.is_library else f"project {project.name} or numbakern's library"
-    quoted = [repr(c) for c in close]
-    hint = f"; did you mean {' or '.join(filter(None, (', '.join(quoted[:-1]), quoted[-1])))}?" if close else ""
-    return f"no kernel named {name!r} in {where}{hint} (translate --list shows them)"
-
-
 def arch_problem(arch: str, label: str = "--arch") -> str | None:
     """Why NVRTC cannot compile for ``arch`` (None when it can), found before any kernel is translated."""
     from .request import arch_number  # imports numba: only once main() has chosen its CUDA target
@@ -331,10 +266,6 @@ def out_problem(out: str, label: str = "--out") -> str | None:
     except OSError as e:
         return f"{label} {out}: cannot write in the folder {output.display_path(folder)} ({e.strerror})"
     return None
-
-
-def _same_folder(a, b) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _usage(message: str) -> int:
@@ -423,17 +354,18 @@ def _show_prompt(args, name: str, constants: dict, opts) -> int:
 
 
 def _check(args, api, project) -> int:
-    """``project``: the project whose own folder this is (its kernels must all have files), else None."""
-    expected = None
-    if project is not None and not project.is_library:
-        try:
-            expected = [kernel_name(spec) for spec in project_specs(project)]
-        except ValueError as e:  # ProjectError: a clash of names
-            return _usage(str(e))
-        except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
-            return _usage(import_failure(project, e))
-    library = project is not None and project.is_library
-    problems = api.check(args.out, registry=library, expected=expected)
+    """``--check`` of ``args.out`` in ``project``: what ``translate.api.check`` finds (the same rules)."""
+    from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
+
+    try:
+        _, library = project_kernels.expected_in(project, args.out)
+        problems = api.check(args.out)
+    except ValueError as e:  # ProjectError: a clash of names
+        return _usage(str(e))
+    except ManifestError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
+        return _usage(project_kernels.import_failure(project, e))
     if args.json:
         _print_json({"command": "check", "out": args.out, "library": library, "ok": not problems,
                      "problems": problems})
@@ -446,13 +378,15 @@ def _check(args, api, project) -> int:
 
 def _list(args, api, project) -> int:
     """``--list``: the project's kernels, each with its file and the file's state (as ``--check`` finds it)."""
+    from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
+
     try:
-        specs = project_specs(project)
+        specs = project_kernels.specs(project)
     except ValueError as e:  # ProjectError: a clash of names
         return _usage(str(e))
     except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
-        return _usage(import_failure(project, e))
-    names = [kernel_name(s) for s in specs]
+        return _usage(project_kernels.import_failure(project, e))
+    names = [project_kernels.target_name(s) for s in specs]
     data = manifest.load(args.out)
     problems = {p["file"]: p for p in api.check(args.out, registry=False, expected=names)}
     kernels = []
