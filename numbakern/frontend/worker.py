@@ -26,6 +26,7 @@ from .compile import CodeRegistry, compile_kernel
 from .facts import kernel_facts
 from .protocol import read_frame, write_frame
 from .rejections import describe_error
+from .request import load_payload
 from .source import Source
 
 
@@ -34,7 +35,7 @@ def type_request(payload: bytes, argtypes: tuple, sources: dict, cc, ptx: bool =
     registry = CodeRegistry()
     start = time.perf_counter()
     try:
-        pyfunc, _options = pickle.loads(payload)
+        pyfunc, _options = load_payload(payload)
         cres = compile_kernel(pyfunc, argtypes, registry, cc=cc, ptx=ptx)
     except Exception as e:  # noqa: BLE001 - numba's errors and anything it lets escape are rejections
         return {"ok": False, "error": describe_error(e, registry)}
