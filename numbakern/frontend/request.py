@@ -34,6 +34,23 @@ Recognizer = Callable[[Any], "tuple | None"]
 
 KERNEL = "kernel"
 
+#: the options key of numba-cuda's configuration settings the helper compiles with (``config_settings``)
+CONFIG = "numba_config"
+#: numba-cuda configuration a caller may change at run time that decides what compiles (a test turning the NRT on
+#: for array methods that allocate: ``config.CUDA_ENABLE_NRT = True``)
+CONFIG_NAMES = ("CUDA_ENABLE_NRT",)
+
+
+def config_settings(config) -> dict:
+    """The caller's ``CONFIG_NAMES`` that differ from numba-cuda's defaults (the defaults add nothing to a request,
+    so its hash, the cache key, stays what it was)."""
+    settings = {}
+    for name in CONFIG_NAMES:
+        value = getattr(config, name, False)
+        if value:
+            settings[name] = value
+    return settings
+
 
 @dataclass(frozen=True)
 class TypingRequest:

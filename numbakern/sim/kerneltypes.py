@@ -160,7 +160,12 @@ def _type(kernel, argtypes: tuple, arg_names):
     from ..frontend import build_request, client
 
     fn = kernel.fn
-    request = build_request(fn, {}, argtypes, adapter_of(kernel).recognize)
+    from numba.cuda.core import config
+
+    from ..frontend.request import CONFIG, config_settings
+
+    settings = config_settings(config)
+    request = build_request(fn, {CONFIG: settings} if settings else {}, argtypes, adapter_of(kernel).recognize)
     facts = client.facts(request)
     if not facts.get("ok") and facts["error"].get("kind") == "HelperError":
         # the helper could not read the request: numbakern's failure, not a verdict on the kernel
