@@ -87,7 +87,10 @@ def _answer(req: dict) -> dict:
     if req["op"] == "call":
         return call_request(req["function"], req["kwargs"])
     sources = {k: Source(*v) if v else None for k, v in req["sources"].items()}
-    return type_request(req["payload"], req["argtypes"], sources, tuple(req["cc"]), req.get("ptx", False))
+    argtypes = req["argtypes"]
+    if isinstance(argtypes, bytes):  # pickled by value (client._by_value)
+        argtypes = pickle.loads(argtypes)
+    return type_request(req["payload"], argtypes, sources, tuple(req["cc"]), req.get("ptx", False))
 
 
 def serve() -> None:

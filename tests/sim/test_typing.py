@@ -328,3 +328,110 @@ def test_a_list_of_signatures_computes_with_the_best_match_not_the_first_that_fi
     assert r[0] == 1 + 2**-25
     kernel[1, 1](r, np.float32(1), np.float32(2**-25))  # float32 arguments: the float32 signature, rounded
     assert r[0] == 1.0
+
+
+# -- what a kernel reaches: dispatchers through closures and globals, @overload functions, recursion ----------------
+
+
+def _times(x, k):
+    return x * k
+
+
+times = cuda.jit(_times)  # a kernel's dispatcher, not a device function: numba-cuda compiles it as one when called
+
+
+@cuda.jit
+def calls_a_global_dispatcher(out, x):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = times(x[i], np.int32(3))
+
+
+def _wrap_in_kernel(fn):
+    jitted = cuda.jit(fn)
+
+    @cuda.jit
+    def kernel(out, x):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            out[i] = jitted(x[i])
+
+    return kernel
+
+
+def test_a_dispatcher_reached_through_a_global_or_a_closure_is_typed_as_a_device_function(rng):
+    x = rng.integers(-2**31, 2**31, 37, dtype=np.int64).astype(np.int32)
+    out = np.zeros(37, np.int64)
+    calls_a_global_dispatcher[2, 32](out, x)
+    np.testing.assert_array_equal(out, x.astype(np.int64) * 3)  # int32 * int32 is int64: no wrap
+    def square_plus_one(v):
+        return v * v + 1
+
+    _wrap_in_kernel(square_plus_one)[2, 32](out, x)
+    np.testing.assert_array_equal(out, x.astype(np.int64) ** 2 + 1)
+
+
+def test_an_overloaded_function_made_in_a_function_is_typed_with_its_overload(rng):
+    from numba.cuda.extending import overload
+
+    def triple(v):  # the simulator runs the Python function, the GPU the overload's implementation
+        return v * 3
+
+    @overload(triple)
+    def _triple(v):
+        def impl(v):
+            return v * 3
+
+        return impl
+
+    @cuda.jit
+    def kernel(out, x):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            out[i] = triple(x[i])
+
+    x = rng.standard_normal(37)
+    out = np.zeros(37)
+    kernel[2, 32](out, x)  # numba-cuda types it with the overload (it cannot compile the Python function alone)
+    np.testing.assert_array_equal(out, x * 3)
+
+
+def _fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+
+fib = cuda.jit(device=True)(_fib)
+
+
+@cuda.jit
+def fibonacci(out, n):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = fib(n[i])
+
+
+def test_a_recursive_device_function_types_and_runs(rng):
+    n = rng.integers(0, 15, 37)
+    out = np.zeros(37, np.int64)
+    fibonacci[2, 32](out, n)
+    expected = [0, 1]
+    while len(expected) < 16:
+        expected.append(expected[-1] + expected[-2])
+    np.testing.assert_array_equal(out, np.array(expected)[n], err_msg=f"seed {SEED}")
+
+
+def test_a_namedtuple_argument_of_a_class_made_in_a_function():
+    from collections import namedtuple
+
+    Point = namedtuple("Point", ("x", "y", "r"))
+
+    @cuda.jit
+    def kernel(r1, r2, p):
+        r1[0] = p.x * p.y
+        r2[0] = p.r
+
+    r1, r2 = np.zeros(1, np.int64), np.zeros(1)
+    kernel[1, 1](r1, r2, Point(3, 2**31 - 1, 2.5))
+    assert r1[0] == 3 * (2**31 - 1) and r2[0] == 2.5
