@@ -87,6 +87,15 @@ KERNEL_DEFECTS = {
         "threads 13 and up all update y[i] for every i with plain stores, nothing ordering them: RaceError",
 }
 
+#: tests that assert the stock simulator's own refusal of something numba-cuda compiles for a GPU, which numbakern's
+#: engine runs (numbakern's own kernels use it)
+STOCK_LIMITATIONS = {
+    "cudapy.test_array_alignment::TestCudasimUnsupportedAlignment::test_local_unsupported":
+        "expects the stock simulator's RuntimeError for cuda.local.array(..., alignment=16), which a GPU compiles",
+    "cudapy.test_array_alignment::TestCudasimUnsupportedAlignment::test_shared_unsupported":
+        "expects the stock simulator's RuntimeError for cuda.shared.array(..., alignment=16), which a GPU compiles",
+}
+
 #: tests whose outcome does not depend on the engine, with the reason they may fail on either
 NOT_THE_ENGINE = {
     "cudapy.test_print::TestPrint::test_cuhello":
@@ -100,6 +109,7 @@ NO_SOURCE = "runs with Python's arithmetic, not Numba's"
 CLASSES = {
     "defect": "a checker finds a defect in the test's kernel",
     "not-the-engine": "not the engine's doing",
+    "stock-limitation": "asserts a limitation of the stock simulator that numbakern's engine lifts",
     "no-source": "pending typed-without-source (kernel made by exec)",
     "numbakern": "numbakern's",
 }
@@ -243,6 +253,8 @@ def classify(test_id: str, message: str) -> tuple[str, str]:
     """``(class, cause)`` of a test that passes on the stock simulator and fails on numbakern's engine."""
     if test_id in KERNEL_DEFECTS:
         return "defect", KERNEL_DEFECTS[test_id]
+    if test_id in STOCK_LIMITATIONS:
+        return "stock-limitation", STOCK_LIMITATIONS[test_id]
     if test_id in NOT_THE_ENGINE:
         return "not-the-engine", NOT_THE_ENGINE[test_id]
     if NO_SOURCE in message:

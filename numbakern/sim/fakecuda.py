@@ -158,8 +158,6 @@ class BlockSharedMemory:
         self._dynamic_views: dict = {}
 
     def array(self, shape, dtype, alignment=None):
-        if alignment is not None:
-            _refuse_alignment()
         caller = sys._getframe(1)
         key = (caller.f_code.co_filename, caller.f_lineno)
         if shape == 0:
@@ -195,19 +193,11 @@ class LocalMemory:
         self._wrap = wrap
 
     def array(self, shape, dtype, alignment=None):
-        if alignment is not None:
-            _refuse_alignment()
         raw = np.empty(shape, as_dtype(dtype))
         if self._wrap is None:
             return raw
         caller = sys._getframe(1)
         return self._wrap(raw, ArrayLabel(_name_at((caller.f_code.co_filename, caller.f_lineno)), "local", raw))
-
-
-def _refuse_alignment():
-    # numba-cuda's simulator refuses it with this error (its tests expect it): numpy's allocations do not promise
-    # an alignment, so one the kernel relies on could not be honoured
-    raise RuntimeError("Array alignment is not supported in cudasim")
 
 
 class CheckedAtomics(FakeCUDAAtomic):

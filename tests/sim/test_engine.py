@@ -272,23 +272,3 @@ def test_a_debug_kernels_float_division_by_zero_raises_as_numba_cudas_simulator_
         warnings.simplefilter("ignore", RuntimeWarning)
         divide[2, 32](r, x, y)
         np.testing.assert_array_equal(r, y / x)
-
-
-@cuda.jit
-def aligned_shared(out):
-    buf = cuda.shared.array(4, dtype=np.float32, alignment=16)
-    buf[cuda.threadIdx.x] = 1.0
-    out[cuda.threadIdx.x] = buf[cuda.threadIdx.x]
-
-
-@cuda.jit
-def aligned_local(out):
-    buf = cuda.local.array(4, dtype=np.float32, alignment=16)
-    buf[0] = 1.0
-    out[0] = buf[0]
-
-
-@pytest.mark.parametrize("kernel", [aligned_shared, aligned_local])
-def test_array_alignment_is_refused_as_numba_cudas_simulator_refuses_it(kernel):
-    with pytest.raises(RuntimeError, match="Array alignment is not supported in cudasim"):
-        kernel[1, 4](np.zeros(4, np.float32))

@@ -29,6 +29,10 @@ CI_MODULES = (
 )
 
 
+#: the classes of numbakern-only failure that are not numbakern's to fix (numba_cuda_suite.classify)
+ALLOWED = ("defect", "not-the-engine", "stock-limitation")
+
+
 def _suite():
     spec = importlib.util.spec_from_file_location("numba_cuda_suite",
                                                   os.path.join(ROOT, "scripts", "numba_cuda_suite.py"))
@@ -49,7 +53,7 @@ def test_numba_cudas_tests_that_pass_on_the_stock_simulator_pass_on_numbakerns_e
         assert not run.crashed, f"{engine}: no results from {run.crashed}\n{report}"
     assert not comparison.different_sets(), f"the engines ran different tests\n{report}"
     failing = {tid: (cls, cause) for tid, cls, cause in comparison.numbakern_only()}
-    unexplained = {tid: why for tid, why in failing.items() if why[0] not in ("defect", "not-the-engine")}
+    unexplained = {tid: why for tid, why in failing.items() if why[0] not in ALLOWED}
     assert not unexplained, f"numbakern-only failures: {unexplained}\n{report}"
     # the listed defects are still found (else the list, and docs/simulator.md, are out of date)
     selected = {tid for tid in suite.KERNEL_DEFECTS if suite.module_of(tid) in CI_MODULES}
