@@ -98,9 +98,10 @@ STOCK_LIMITATIONS = {
 
 #: tests whose outcome does not depend on the engine, with the reason they may fail on either
 NOT_THE_ENGINE = {
-    "cudapy.test_print::TestPrint::test_cuhello":
+    f"cudapy.test_print::TestPrint::{name}":
         "its kernel runs in a `python -c` subprocess on the stock simulator under either engine (numbakern is not "
-        "imported there), whose OS threads may interleave one print()'s two writes",
+        "imported there), whose OS threads may interleave one print()'s two writes"
+    for name in ("test_cuhello", "test_dim3", "test_printfloat", "test_bool", "test_printempty", "test_string")
 }
 
 #: the warning a kernel without source gives (made by exec() from a string template): its typed run is the
