@@ -19,7 +19,6 @@ import os
 from collections.abc import Mapping, Sequence
 
 from numbakern import mode
-from numbakern import registry as kernel_registry
 
 from . import remote
 from .request import JSONValue, TranslateOptions, TranslationResult
@@ -53,17 +52,12 @@ def translate_kernel(target: str, signature: str | None = None, constants: Const
             "translate_kernel", target=target, signature=signature, constants=_constant_lists(constants),
             backend=backend, out_dir=out_dir and os.path.abspath(out_dir), arch=arch, write=write,
             backend_options=dict(backend_options or {}), force=force, verify=verify, project_dir=project_dir))
-    # numba's CUDA target: a simulator-mode process must not import them (above)
-    from numbakern import project as projects
+    from . import project_kernels  # numba's CUDA target: a simulator-mode process must not import it (above)
 
-    from . import project_kernels
-
-    project = projects.find(project_dir)
-    opts = TranslateOptions(backend=backend, backend_options=dict(backend_options or {}), arch=arch or project.arch,
-                            verify=verify, force=force)
-    out = (out_dir if out_dir is not None else str(project.out_dir)) if write else None
-    return translate(project_kernels.target_for(project, target), signature=signature, constants=constants,
-                     opts=opts, out_dir=out)
+    return project_kernels.translate_kernel(
+        target, signature=signature, constants=_constant_lists(constants), backend=backend, out_dir=out_dir,
+        arch=arch, write=write, backend_options=dict(backend_options or {}), force=force, verify=verify,
+        project_dir=project_dir)
 
 
 def translate(target: str, *, signature: str | None = None, constants: Constants | None = None,
@@ -91,20 +85,11 @@ def check(out_dir: str | None = None, registry: bool | None = None, expected: Se
     kernel modules of the project are imported, whatever the manifest names. Raises ``manifest.ManifestError``."""
     project_dir = os.path.abspath(project_dir or os.getcwd())
     if mode.in_simulator():
-        return remote.call("check", out_dir=out_dir and os.path.abspath(out_dir), registry=registry,
+        return remote.call("check", out_dir=out_dir and os.path.abspath(out_dir), library_kernels=registry,
                            expected=None if expected is None else list(expected), project_dir=project_dir)
-    from numbakern import project as projects
+    from . import project_kernels  # the kernels' modules under numba's CUDA target (see translate_kernel)
 
-    from . import check as freshness  # the kernels' modules under numba's CUDA target (see translate_kernel)
-    from . import project_kernels
-
-    project = projects.find(project_dir)
-    out = out_dir if out_dir is not None else str(project.out_dir)
-    found, library = project_kernels.expected_in(project, out)
-    wanted = list(expected) if expected is not None else (found if not library else [])
-    if registry if registry is not None else library:
-        wanted += [spec.name for spec in kernel_registry.all_specs()]
-    return freshness.check(out, wanted, project)
+    return project_kernels.check(out_dir=out_dir, library_kernels=registry, expected=expected, project_dir=project_dir)
 
 
 def _constant_lists(constants: Constants | None) -> dict[str, list]:

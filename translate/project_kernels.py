@@ -88,3 +88,35 @@ def expected_in(project: Project, out_dir: str) -> tuple[list[str], bool]:
     if project.is_library:
         return [spec.name for spec in registry.all_specs()], True
     return targets_of(project), False
+
+
+def translate_kernel(target: str, *, signature, constants: dict, backend: str, out_dir: str | None, arch: str | None,
+                     write: bool, backend_options: dict, force: bool, verify: bool, project_dir: str):
+    """``translate.api.translate_kernel`` in a process with numba's real CUDA target (this one, or its helper)."""
+    from numbakern import project as projects
+
+    from . import pipeline  # the spine, which imports every stage: only for a translation
+    from .request import TranslateOptions
+
+    project = projects.find(project_dir)
+    opts = TranslateOptions(backend=backend, backend_options=backend_options, arch=arch or project.arch,
+                            verify=verify, force=force)
+    out = (out_dir if out_dir is not None else str(project.out_dir)) if write else None
+    return pipeline.translate(target_for(project, target), signature=signature, constants=constants, opts=opts,
+                              out_dir=out)
+
+
+def check(*, out_dir: str | None, library_kernels: bool | None, expected, project_dir: str) -> list[dict]:
+    """``translate.api.check`` (its ``registry`` is ``library_kernels``) in a process with numba's real CUDA target
+    (this one, or its helper)."""
+    from numbakern import project as projects
+
+    from . import check as freshness  # the spine's check: only for a check
+
+    project = projects.find(project_dir)
+    out = out_dir if out_dir is not None else str(project.out_dir)
+    found, library = expected_in(project, out)
+    wanted = list(expected) if expected is not None else (found if not library else [])
+    if library_kernels if library_kernels is not None else library:
+        wanted += [spec.name for spec in registry.all_specs()]
+    return freshness.check(out, wanted, project)

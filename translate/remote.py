@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 
 from numbakern.frontend import client
+from numbakern.project import ProjectError
 
-from .errors import CompileError, TranslationError
+from .errors import CompileError, TranslationError, UnknownKernel
 from .manifest import ManifestError
 
 #: the functions of this module the helper process may run (``numbakern.frontend.worker``)
@@ -48,9 +49,10 @@ def translate(*, opts: dict, **kwargs) -> dict:
 def translate_kernel(**kwargs) -> dict:
     """``api.translate_kernel`` with JSON arguments and result (in the helper)."""
     try:
-        from . import api  # the public function itself, now in a process with numba's real target
+        # numba's real CUDA target: only in the helper process, as translate above
+        from .project_kernels import translate_kernel as in_project
 
-        return {"result": api.translate_kernel(**kwargs).to_json()}
+        return {"result": in_project(**kwargs).to_json()}
     except Exception as e:  # noqa: BLE001 - every error goes back to the caller
         return {"error": encode_error(e)}
 
@@ -58,12 +60,13 @@ def translate_kernel(**kwargs) -> dict:
 def check(*, project_dir: str, **kwargs) -> dict:
     """``api.check`` with JSON arguments and result (in the helper), in the project of ``project_dir``."""
     try:
-        from . import api  # the public function itself, now in a process with numba's real target
+        # numba's real CUDA target: only in the helper process, as translate above
+        from .project_kernels import check as in_project
 
         # relative file targets in a manifest are relative to the folder translate ran in: the project's (the
         # helper goes back to its caller's folder at its next request)
         os.chdir(project_dir)
-        return {"result": api.check(project_dir=project_dir, **kwargs)}
+        return {"result": in_project(project_dir=project_dir, **kwargs)}
     except Exception as e:  # noqa: BLE001 - every error goes back to the caller
         return {"error": encode_error(e)}
 
@@ -99,10 +102,7 @@ def decode_error(err: dict) -> Exception:
 
 def _typed() -> dict[str, type]:
     """The exception types ``translate.api`` documents, which travel back as themselves (most specific first)."""
-    from numbakern.project import ProjectError
-
-    from .errors import UnknownKernel
-    from .llm.client import LLMError
+    from .llm.client import LLMError  # the llm backend's module: imported when an error comes back, not before
 
     return {"UnknownKernel": UnknownKernel, "ProjectError": ProjectError, "LLMError": LLMError,
             "FileNotFoundError": FileNotFoundError, "PermissionError": PermissionError, "KeyError": KeyError,
