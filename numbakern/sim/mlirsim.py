@@ -22,6 +22,7 @@ import warnings
 
 import numpy as np
 
+from ..frontend import mlir_shared_memory
 from ..frontend.choice import numba_cuda_installed
 from .written import mask_view, track, written_mask
 
@@ -77,6 +78,8 @@ class SimKernel:
         if not self._device and self.grid_dim is None:
             raise ValueError(f"kernel '{self.fn.__name__}' needs a launch configuration: "
                              f"{self.fn.__name__}[blocks, threads](...)")
+        if not self._device:  # what this kernel would do on a GPU that the simulator does not reproduce
+            mlir_shared_memory.warn_if_affected(self.fn, stacklevel=3)
         return _launch(self, *args)
 
 
