@@ -109,8 +109,13 @@ def device_line(torch) -> str:
             f"torch {torch.__version__})")
 
 
-def median_ms(fn: Callable[[], Any], budget_s: float, min_samples: int = 5, max_samples: int = 100) -> float:
+def median_ms(fn: Callable[[], Any], budget_s: float, min_samples: int = 5, max_samples: int = 100,
+              events: tuple[Callable[[], Any], Callable[[], None]] | None = None) -> float:
     """Median milliseconds per call of ``fn`` on the current stream, from CUDA events.
+
+    ``events``: ``(make an event, synchronize the device)``, for a process without torch (numba-cuda-mlir's
+    ``cuda.event`` and ``cuda.synchronize``: ``scripts/mlir_gpu.py``); default torch's. An event has ``record()``,
+    ``synchronize()`` and ``elapsed_time(end)`` in both.
 
     One call first (warm-up, and compilation for a Numba kernel), a few more, then samples: each sample a batch of
     calls about 1 ms long, so launch gaps stay out of short kernels; as many samples as fit in ``budget_s``, within
@@ -118,11 +123,14 @@ def median_ms(fn: Callable[[], Any], budget_s: float, min_samples: int = 5, max_
     waits behind it, and the host's work to launch the first timed call (tens of microseconds for a Numba kernel,
     a few for a ctypes call) overlaps the device's work instead of counting as device time.
     """
-    import torch
+    if events is None:
+        import torch
 
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        events = (lambda: torch.cuda.Event(enable_timing=True)), torch.cuda.synchronize
+    make_event, synchronize = events
+    start, end = make_event(), make_event()
     fn()
-    torch.cuda.synchronize()
+    synchronize()
     start.record()
     fn()
     end.record()

@@ -36,15 +36,21 @@ def static_then_dynamic(out):
     out[1, t] = dynamic[t]
 
 
+def run() -> tuple[np.ndarray, np.ndarray]:
+    """``(expected, actual)``: rows ``static`` and ``dynamic`` as the kernel reads them back."""
+    out = np.full((2, THREADS), np.nan, np.float32)
+    static_then_dynamic[1, THREADS, 0, THREADS * 4](out)
+    expected = np.stack([np.full(THREADS, -1, np.float32), np.arange(THREADS, dtype=np.float32)])
+    return expected, out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ptx", action="store_true", help="print the PTX's shared-memory declarations")
     args = parser.parse_args(argv)
     import numba_cuda_mlir
 
-    out = np.full((2, THREADS), np.nan, np.float32)
-    static_then_dynamic[1, THREADS, 0, THREADS * 4](out)
-    expected = np.stack([np.full(THREADS, -1, np.float32), np.arange(THREADS, dtype=np.float32)])
+    expected, out = run()
     print(f"numba-cuda-mlir {numba_cuda_mlir.__version__}, device {cuda.get_current_device().name}")
     for row, name in enumerate(("static ", "dynamic")):
         print(f"{name} expected {expected[row].astype(int).tolist()}")
