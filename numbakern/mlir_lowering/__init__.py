@@ -22,6 +22,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+import warnings
 
 from .. import mode
 from ..frontend.choice import CUDA_MODULES, NUMBA_CUDA_MLIR, mlir_installed
@@ -31,8 +32,6 @@ FAMILIES = ("vector_io", "async_copy", "mma", "unroll", "fences")
 
 #: registrations waiting for numba-cuda-mlir to be imported: (family, objects)
 _pending: list[tuple[str, dict]] = []
-#: the families registered so far, with their objects (read by the tests)
-registered: dict[str, dict] = {}
 
 
 def register(family: str, **objects) -> None:
@@ -56,9 +55,22 @@ def _flush() -> None:
 
     while _pending:
         family, objects = _pending.pop(0)
-        importlib.import_module(f"{__name__}.{family}").register(**objects)
-        registered[family] = objects
+        try:
+            importlib.import_module(f"{__name__}.{family}").register(**objects)
+        except Exception as e:  # noqa: BLE001 - an extension API that moved must not break importing numba-cuda-mlir
+            warnings.warn(f"numbakern: numba-cuda-mlir {_version()} did not take numbakern's {family} intrinsics "
+                          f"({type(e).__name__}: {e}); kernels that call them will not compile with it",
+                          stacklevel=2)
     extending.refresh_registries()
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("numba-cuda-mlir")
+    except metadata.PackageNotFoundError:
+        return "(unknown version)"
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):

@@ -128,3 +128,35 @@ def test_a_bad_call_is_numba_cuda_mlirs_typing_error_with_numbakerns_message(nam
 @pytest.fixture(scope="module")
 def refused() -> dict:
     return offline_compile("refusals")
+
+
+ORDER_PROBE = """
+import os, sys
+os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+sys.path.insert(0, {here!r})
+import numpy as np
+if {mlir_first}:
+    from numba_cuda_mlir import cuda
+from numbakern.vector_io import vload4, vstore4
+from numba_cuda_mlir import cuda
+import offline_compile
+offline_compile.stand_in_for_the_gpu()
+
+def twice(out, m):
+    regs = cuda.local.array(4, np.float32)
+    vload4(m, 0, regs, 0)
+    for q in range(4):
+        regs[q] *= 2
+    vstore4(out, 0, regs, 0)
+
+text = cuda.compile_mlir(twice, "void(float32[::1], float32[::1])")
+print("LOADS", text.count("-> vector<4xf32>"), "STORES", text.count(": vector<4xf32>, !llvm.ptr"))
+"""
+
+
+@pytest.mark.parametrize("mlir_first", [True, False], ids=["numba-cuda-mlir first", "numbakern first"])
+def test_the_intrinsics_reach_numba_cuda_mlir_whichever_is_imported_first(mlir_first):
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "PYTEST_VERSION")}
+    r = subprocess.run([sys.executable, "-c", ORDER_PROBE.format(here=str(HERE), mlir_first=mlir_first)], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert "LOADS 1 STORES 1" in r.stdout, r.stdout + r.stderr[-3000:]
