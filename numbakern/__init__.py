@@ -40,6 +40,11 @@ from .frontend import rebind as _rebind
 
 _rebind.install()
 
+# numba-cuda-mlir 0.6 types cuda.threadfence() and its kin but has no lowering for them: numbakern adds one
+from . import mlir_lowering as _mlir_lowering
+
+_mlir_lowering.register("fences")
+
 __all__ = [
     "Case", "Comparison", "KernelSpec", "LaunchConfig", "RandomInputs", "Work", "all_specs", "array_info", "cdiv",
     "check_array", "check_matmul_shapes", "check_same_device", "compare", "constants_of", "declare",

@@ -107,12 +107,14 @@ def device_line(torch) -> str:
             f"torch {torch.__version__})")
 
 
-def median_ms(fn: Callable[[], Any], budget_s: float, min_samples: int = 5, max_samples: int = 100) -> float:
+def median_ms(fn: Callable[[], Any], budget_s: float, min_samples: int = 5, max_samples: int = 100,
+              events=None) -> float:
     """Median milliseconds per call of ``fn``, from CUDA events: ``numbakern.bench.do_bench`` (warm-up, batches of
-    calls about 1 ms long, as many samples as fit in ``budget_s``), on torch's current stream."""
+    calls about 1 ms long, as many samples as fit in ``budget_s``), on torch's current stream, or on the timer
+    ``events`` gives (a ``numbakern.bench.Events``: numba-cuda-mlir's, in ``scripts/mlir_gpu.py``)."""
     from numbakern.bench import do_bench
 
-    return do_bench(fn, budget_s, min_samples=min_samples, max_samples=max_samples)
+    return do_bench(fn, budget_s, min_samples=min_samples, max_samples=max_samples, events=events)
 
 
 # ---------------------------------------------------------------------------------------------------------------
