@@ -165,3 +165,22 @@ def test_bad_gpu_options_are_one_line_and_status_2(gpus, per_gpu, message, monke
     assert verify_cli.run(args, ["vector_add"], directory=folder) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_verify_all_with_a_shard_verifies_that_share_of_the_library(monkeypatch):
+    from numbakern.registry import all_specs
+    from translate.verify import shards
+
+    chosen = []
+    monkeypatch.setattr(verify_cli, "_preflight", lambda: "")
+    monkeypatch.setattr(verify_cli, "verify_kernels", lambda specs, **options: chosen.append(specs) or [])
+    args = Namespace(gpus="all", jobs_per_gpu="auto", seeds=3, sanitize=True, record=False, records_out=None,
+                     verify_log=None, verbose_cases=False, shard=None)
+    everyone = all_specs()
+    for i in (1, 2, 3):
+        verify_cli.run(Namespace(**{**vars(args), "shard": f"{i}/3"}), None, directory=ROOT / "generated_cuda")
+    names = [[s.name for s in specs] for specs in chosen]
+    assert sorted(sum(names, [])) == sorted(s.name for s in everyone) and all(names)
+    # the split depends on the kernels and the manifest alone (shard_specs takes no option of the run)
+    alone = verify_cli.shard_specs(everyone, shards.parse("2/3"), ROOT / "generated_cuda")
+    assert [s.name for s in alone] == names[1]
