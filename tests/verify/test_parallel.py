@@ -92,7 +92,7 @@ def test_the_plan_spreads_over_every_gpu_with_several_workers_each():
     assert len(plan.slots) == 2 * schedule.MAX_PER_GPU
     assert "2 GPUs × 8 worker processes" in plan.describe() and "16 at once" in plan.describe()
     one = parallel.make_plan(specs, {}, gpus=fake_list("1"), seeds=3, tools=TOOLS, cpus=4)
-    assert len(one.slots) == 4 and "4 CPU cores over 1 GPU(s)" in one.describe()
+    assert len(one.slots) == 4 and "4 CPU cores for 1 GPU" in one.describe()
 
 
 def test_a_spread_run_puts_each_kernel_together_and_records_it(folder, fake_worker):

@@ -176,7 +176,8 @@ def per_gpu(gpu: Any, gpus_used: int, cpus: int, requested: int | None = None) -
     free = getattr(gpu, "memory_free_mib", None)
     by_memory = free // WORKER_GPU_MIB if free is not None else None
     n = max(1, min(MAX_PER_GPU, share, by_memory if by_memory is not None else MAX_PER_GPU))
-    limits = {MAX_PER_GPU: f"at most {MAX_PER_GPU} a GPU", share: f"{cpus} CPU cores over {gpus_used} GPU(s)"}
+    limits = {MAX_PER_GPU: f"at most {MAX_PER_GPU} a GPU",
+              share: f"{cpus} CPU cores for {gpus_used} GPU{'s' if gpus_used != 1 else ''}"}
     if by_memory is not None:
         limits[by_memory] = f"{free} MiB free at {WORKER_GPU_MIB} MiB each"
     return n, limits.get(n, "at least one")
