@@ -112,8 +112,11 @@ def test_a_spread_run_puts_each_kernel_together_and_records_it(folder, fake_work
         assert f"== {k} <- " in text
     conv = results["conv2d_5x5"]
     assert not conv.ok and conv.n_failed == 1 and results["vector_add"].ok and results["transpose"].ok
-    # conv2d_5x5 is the largest: cut into parts that ran on both GPUs
-    assert {c.messages[0] for c in conv.cases} == {"ran on 0", "ran on 1"}
+    # the work went to both GPUs, and conv2d_5x5, the largest, was cut into parts
+    assert {c.messages[0] for r in results.values() for c in r.cases} == {"ran on 0", "ran on 1"}
+    plan = parallel.make_plan([get(k) for k in KERNELS], {}, gpus=fake_list("2"), seeds=3, tools=TOOLS,
+                              jobs_per_gpu=2)
+    assert max(j.parts for j in plan.jobs if j.kernels == ("conv2d_5x5",)) > 1
     assert "verification on GPU 0 (fake GPU), GPU 1 (fake GPU)" in text and "2 GPUs × 2 worker processes" in text
     assert "compute-sanitizer racecheck over" in text and "on GPU" in text
     assert "sanitizer still to run" in text or "sanitizer ok" in text

@@ -200,11 +200,11 @@ class Pool(Generic[J]):
             with self._cond:
                 self._stop = True
                 self._cond.notify_all()
-            for worker in self._workers.values():
+            for worker in list(self._workers.values()):  # (a slot's thread may be adding one)
                 worker.kill()
             raise
         finally:
-            for worker in self._workers.values():
+            for worker in list(self._workers.values()):
                 worker.close()
             self._workers.clear()
         if failures:
