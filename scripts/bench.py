@@ -351,7 +351,7 @@ def worker_main(budget: float) -> int:
             answer = {"rows": rows, "copy": copy, "device": benchkit.device_line(torch)}
         except Exception as exc:  # noqa: BLE001 - the parent reports it with the kernel
             answer = {"error": f"{type(exc).__name__}: {exc}"}
-        answers.write(json.dumps(answer) + "\n")
+        answers.write(json.dumps(answer, default=float) + "\n")  # (a numpy float32 is not JSON by itself)
     return 0
 
 
