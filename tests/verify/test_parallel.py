@@ -187,3 +187,28 @@ def test_verify_all_with_a_shard_verifies_that_share_of_the_library(monkeypatch)
     # the split depends on the kernels and the manifest alone (shard_specs takes no option of the run)
     alone = verify_cli.shard_specs(everyone, shards.parse("2/3"), ROOT / "generated_cuda")
     assert [s.name for s in alone] == names[1]
+
+
+# answers as above, and says which library each job was given
+ECHO_SO = FAKE_WORKER.replace('"messages": [f"ran on {gpu}"]', '"messages": [f"ran on {gpu}", str(job["so"])]').replace(
+    'names = [item["candidate"]["label"] for item in job["items"]]',
+    'names = [item["candidate"]["label"] for item in job["items"]]\n'
+    '        assert all(item["so"] and os.path.exists(item["so"]) for item in job["items"]), job')
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="builds the candidates with nvcc (no GPU needed)")
+def test_the_candidates_are_built_here_for_the_gpus_arch_and_a_job_waits_for_its_own(folder, fake_worker, tmp_path):
+    Path(fake_worker[1]).write_text(ECHO_SO)
+    (folder / "transpose.cu").write_text("this is not CUDA C\n")  # its build fails: its cases still run, and say so
+    found = {k: v for k, v in found_in(folder).items() if k != "conv2d_5x5"}
+    gpus = fake_list('[{"name": "H100", "compute_capability": "9.0"}, {"name": "H100", "compute_capability": "9.0"}]')
+    out = io.StringIO()
+    results, _ = parallel.verify_on_gpus(found, directory=folder, gpus=gpus, seeds=1, sanitize=True,
+                                         jobs_per_gpu=1, record=False, out=out, worker_argv=fake_worker)
+    given = {c.messages[1] for c in results["vector_add"].cases}
+    assert len(given) == 1 and given.pop().endswith("-sm_90/vector_add.so")  # built here, for sm_90
+    assert {c.messages[1] for c in results["transpose"].cases} == {"None"}  # no library: the worker builds, reports
+    # the sanitizer ran on what built, and only on that
+    assert results["vector_add"].sanitizer == {tool: "ok" for tool in TOOLS}
+    assert results["transpose"].sanitizer is None
+    assert "over 1 kernel on GPU" in out.getvalue()

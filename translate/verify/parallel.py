@@ -102,7 +102,7 @@ class _Builds:
     """The candidates' libraries, built here (sandboxed) for each architecture, started at once in job order."""
 
     def __init__(self, kernels: Mapping[str, _Kernel], order: Sequence[str], arches: Sequence[str], wake: Callable):
-        self.folder = tempfile.TemporaryDirectory(prefix="numbakern-verify-builds-")
+        self.folder = tempfile.TemporaryDirectory(prefix="numbakern-verify-builds-", ignore_cleanup_errors=True)
         self.futures: dict[tuple[str, str], Future] = {}
         self.executor = ThreadPoolExecutor(max_workers=min(16, cpu_count()))
         for n, name in enumerate(order):
@@ -129,8 +129,9 @@ class _Builds:
             return None
         return str(future.result().so)
 
-    def close(self) -> None:
-        self.executor.shutdown(wait=True, cancel_futures=True)
+    def close(self, wait: bool = True) -> None:
+        """``wait``: for the builds still running (an interrupted run does not wait: they end with the process)."""
+        self.executor.shutdown(wait=wait, cancel_futures=True)
         self.folder.cleanup()
 
 
@@ -257,9 +258,12 @@ def verify_on_gpus(
 
     try:
         pool.run(run_plan.jobs, message, done, ready=ready, skipped=skipped)
-    finally:
+    except BaseException:
         if builds is not None:
-            builds.close()
+            builds.close(wait=False)
+        raise
+    if builds is not None:
+        builds.close()
     return results, recorded
 
 
@@ -285,5 +289,6 @@ def _sanitize_line(job: schedule.Job, slot: Slot, answer: Mapping[str, Any], sec
         verdict = "; ".join(f"{name}: {v}" for name, v in findings.items())
     else:
         verdict = sanitizer_text({job.tool: "ok"}) if status else "nothing to run"
-    return (f"compute-sanitizer {job.tool} over {len(job.kernels)} kernel{'s' if len(job.kernels) != 1 else ''} "
-            f"on GPU {slot.gpu.index}: {verdict}  [{seconds:.1f} s]")
+    n = len(status) or len(job.kernels)  # (the batch's kernels that built)
+    return (f"compute-sanitizer {job.tool} over {n} kernel{'s' if n != 1 else ''} on GPU {slot.gpu.index}: {verdict}  "
+            f"[{seconds:.1f} s]")
