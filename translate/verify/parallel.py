@@ -222,6 +222,8 @@ def verify_on_gpus(
                 f.write(result_block(k.result, verbose=True) + "\n")
 
     def done(job: schedule.Job, slot: Slot, answer: dict[str, Any], seconds: float) -> None:
+        if answer.get("traceback"):  # an exception in the worker: where it happened, for whoever reads the log
+            sys.stderr.write(f"[{slot.label}] {job.label}: {answer['traceback']}\n")
         if job.kind == "cases":
             k = kernels[job.kernels[0]]
             k.gpus.add(slot.gpu.index)
