@@ -15,6 +15,11 @@
   that reproduces the failure.
 - The ``device`` fixture says where the test's kernels run (``device.simulator``, ``device.name``) and moves
   arrays there (``device.to_device``).
+- With pytest-xdist (``pytest --gpu -n auto``) each worker gets a GPU of its own: worker ``gwK`` sees only GPU
+  ``K mod n`` of the n visible ones (round robin once workers outnumber GPUs), through ``CUDA_VISIBLE_DEVICES`` set
+  in the worker before anything in it can initialise CUDA. Without this every worker would use the first GPU. The
+  GPUs are listed without initialising CUDA (``numbakern.gpus``: ``nvidia-smi``, or ``CUDA_VISIBLE_DEVICES``;
+  ``NUMBAKERN_FAKE_GPUS`` for tests), and the header says which worker has which GPU.
 - A kernel defect the simulator finds (``numbakern.sim.SimulationError``: a race, an out-of-bounds index, ...) is
   reported from the test and the kernel's own lines: the simulator's and numba's frames are left out of the
   traceback, as pytest leaves out its own (``pytest --fulltrace`` shows them).
@@ -36,9 +41,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from . import mode
+from . import gpus, mode
 
 CHECKS_ENV = "NUMBAKERN_SIM_CHECKS"
+#: pytest-xdist's name of the worker a process is (``gw0``, ``gw1``, ...), set in the worker's environment
+XDIST_WORKER_ENV = "PYTEST_XDIST_WORKER"
 #: the base seed when ``--seed`` is not given
 DEFAULT_SEED = 20_251_122
 
@@ -57,8 +64,55 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    # Runs before conftest.py files and test modules are imported: the last moment the mode can still be chosen.
+    # Runs before conftest.py files and test modules are imported: the last moment the mode can still be chosen, and
+    # the first moment of an xdist worker at which this plugin runs (xdist names the worker in the environment
+    # before it parses the command line), before anything in it can initialise CUDA.
+    _choose_worker_gpu(early_config.known_args_namespace)
     _choose_mode(early_config.known_args_namespace)
+
+
+def _choose_worker_gpu(options) -> None:
+    """In a pytest-xdist worker, make only the worker's own GPU visible (``numbakern.gpus.worker_gpu``)."""
+    number = gpus.xdist_worker_number(os.environ.get(XDIST_WORKER_ENV, ""))
+    if number is None or getattr(options, "sim", False):
+        return
+    found = _visible_gpus()
+    if found:
+        os.environ[gpus.VISIBLE_ENV] = gpus.worker_gpu(number, found).token
+
+
+def _visible_gpus() -> list[gpus.Gpu]:
+    try:
+        return gpus.visible()
+    except gpus.GpuListError as e:
+        raise pytest.UsageError(f"numbakern: {e}") from None
+
+
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many pytest-xdist workers this run starts (0 without xdist, or with ``-n 0``)."""
+    if config.getoption("dist", "no") == "no":
+        return 0
+    count = 0
+    for spec in config.getoption("tx", None) or ():
+        times, star, _ = str(spec).partition("*")
+        count += int(times) if star and times.isdigit() else 1
+    return count
+
+
+def worker_gpu_lines(workers: int, found: list[gpus.Gpu]) -> list[str]:
+    """The header's account of which xdist worker has which GPU."""
+    if not workers or not found:
+        return []
+    by_gpu: dict[int, list[str]] = {}
+    for k in range(workers):
+        by_gpu.setdefault(gpus.worker_gpu(k, found).index, []).append(f"gw{k}")
+    shared = " (round robin: more workers than GPUs)" if workers > len(found) else ""
+    lines = [f"numbakern: {workers} xdist workers on {len(found)} GPU{'s' if len(found) != 1 else ''}, each with "
+             f"CUDA_VISIBLE_DEVICES set to its own{shared}:"]
+    for g in found:
+        if g.index in by_gpu:
+            lines.append(f"  {g.label} [{g.token}]: {', '.join(by_gpu[g.index])}")
+    return lines
 
 
 def _choose_mode(options) -> None:
@@ -104,7 +158,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     where = f"CUDA simulator ({CHECKS_ENV}={os.environ.get(CHECKS_ENV, '')})" if mode.sim_requested() \
         else "real CUDA GPU"
-    return [f"numbakern: {where}", f"random inputs: base seed {_base_seed(config)} (pytest --seed N to change it)"]
+    lines = [f"numbakern: {where}", f"random inputs: base seed {_base_seed(config)} (pytest --seed N to change it)"]
+    workers = _xdist_workers(config)
+    if workers and not config.getoption("sim", False):
+        lines += worker_gpu_lines(workers, _visible_gpus())
+    return lines
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -168,6 +226,7 @@ class Device:
     simulator: bool
     name: str     # the GPU's name, or "numbakern simulator"
     checks: str   # the simulator's checkers in force (NUMBAKERN_SIM_CHECKS); "" on a GPU
+    visible: str = ""  # CUDA_VISIBLE_DEVICES of this process (an xdist worker's own GPU); "" when unset
 
     def to_device(self, array: Any) -> Any:
         """``array`` where kernels read it: a device array on the GPU (the simulator takes host arrays as they are,
@@ -191,7 +250,8 @@ def device() -> Device:
     from numba import cuda
 
     name = cuda.get_current_device().name
-    return Device(False, name.decode() if isinstance(name, bytes) else str(name), "")
+    return Device(False, name.decode() if isinstance(name, bytes) else str(name), "",
+                  os.environ.get(gpus.VISIBLE_ENV, ""))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 """Benchmark every registered kernel: the Numba kernel, its translated CUDA C and the torch/cuBLAS equivalent.
 
     python scripts/bench.py [--kernels matmul_tiled ...] [--budget 0.8] [--out DIR]
+    python scripts/bench.py --gpus 2                           # the kernels shared out over two GPUs
+    python scripts/bench.py --shard 2/4                        # one host's share (a CI matrix, a job array)
     python <numbakern>/scripts/bench.py                        # in a user's project: the project's kernels
 
 Inside a user's project (``[tool.numbakern]`` in the current folder's or a parent's ``pyproject.toml``) the kernels
@@ -15,16 +17,25 @@ three implementations run on the same device tensors: the Numba kernel, the kern
 computes the same thing, timed with CUDA events (``numbakern.bench.do_bench``); fp32 matmuls with TF32 off. Before the
 timing, the C's output is compared with Numba's at the benchmark size.
 
+With ``--gpus N`` each kernel is measured wholly on one GPU, by one worker process per GPU (``CUDA_VISIBLE_DEVICES``
+its GPU alone), one kernel at a time on each, so that no two measurements ever share a GPU; each GPU measures its
+own copy bandwidth first, the yardstick of its rows' "share of copy bandwidth". Every row names its GPU. Rows of
+different GPUs are said to be comparable only after the GPUs are checked to be one model (``numbakern.gpus.same_model``:
+the name, and where ``nvidia-smi`` reports them the memory and the clocks; and the names the workers' drivers give).
+
 Writes ``bench.csv``, ``bench.md`` and ``bench.png`` (with matplotlib) to ``--out`` (default: ``$OUT`` when set,
 else ``docs/bench``, where it also refreshes the table in README.md), and prints the table last. With ``$OUT`` set,
 everything printed also goes to ``$OUT/bench.log``. Exit status: 0 done, 1 a translated kernel disagreed with
-Numba, 2 no GPU.
+Numba or a kernel could not be measured, 2 no GPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -34,7 +45,7 @@ TOOL = "bench.py"
 RESULTS = benchkit.ROOT / "docs" / "bench"
 README = benchkit.ROOT / "README.md"
 FIELDS = ["kernel", "size", "size_keys", "metric", "numba_ms", "c_ms", "torch_ms", "numba_rate", "c_rate", "torch_rate",
-          "c_vs_numba", "torch_vs_c", "c_pct_copy", "c_numba_max_rel_diff", "torch_op", "triton_ms", "peers"]
+          "c_vs_numba", "torch_vs_c", "c_pct_copy", "c_numba_max_rel_diff", "torch_op", "triton_ms", "peers", "gpu"]
 NUMERIC = ("numba_ms", "c_ms", "torch_ms", "numba_rate", "c_rate", "torch_rate", "c_vs_numba", "torch_vs_c",
            "c_pct_copy")
 #: the largest relative difference between the translated C and Numba at a benchmark size that counts as agreement
@@ -219,16 +230,20 @@ def markdown(rows, provenance: str) -> str:
 
     header = ("kernel", "size", "unit", "Numba", "translated C", "torch/cuBLAS", "C speed-up over Numba",
               "C time / torch time", "C share of copy bandwidth")
-    lines = [provenance, "", "| " + " | ".join(header) + " |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    several = len({r.get("gpu") or "" for r in rows}) > 1  # rows of several GPUs: each names its own
+    lines = [provenance, "", "| " + " | ".join(("GPU",) * several + header) + " |",
+             "|---" * several + "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         n = {k: benchkit.number(r.get(k, "nan")) for k in NUMERIC}
         share = "" if math.isnan(n["c_pct_copy"]) else f"{n['c_pct_copy']:.0f}%"
-        lines.append(f"| {r['kernel']} | {r['size']} | {r['metric']} | {cell(n['numba_ms'], n['numba_rate'])} | "
+        gpu = f"| {r.get('gpu') or ''} " if several else ""
+        lines.append(f"{gpu}| {r['kernel']} | {r['size']} | {r['metric']} | {cell(n['numba_ms'], n['numba_rate'])} | "
                      f"{cell(n['c_ms'], n['c_rate'])} | {cell(n['torch_ms'], n['torch_rate'])} | "
                      f"{ratio(n['c_vs_numba'], '×')} | {ratio(n['torch_vs_c'])} | {share} |")
     lines += ["", ("Throughput in parentheses (GFLOP/s or GB/s). \"C speed-up over Numba\" = Numba time / C time; "
                    "\"C time / torch time\" > 1 means torch is faster; the share of copy bandwidth compares a "
-                   "memory-bound kernel's GB/s (bytes it must read + write) with the `copy` row of the same run.")]
+                   "memory-bound kernel's GB/s (bytes it must read + write) with the `copy` row of the same run"
+                   + (" and the same GPU." if several else "."))]
     peers = [r for r in rows if r.get("peers")]
     if peers:  # Triton beside the matmuls, torch's SDPA backends beside attention
         lines += ["", "Other implementations timed in the same run:", "", "| kernel | size | torch op | timings |",
@@ -281,6 +296,128 @@ def publish(rows, provenance: str, out: Path) -> str:
     return md
 
 
+def kernel_rows(torch, spec, budget: float, directory: Path, copy_rate: float) -> list[dict]:
+    """Every benchmark size of one kernel, on this process's GPU; its share of copy bandwidth against
+    ``copy_rate``, this GPU's."""
+    rows = []
+    for size in spec.bench_sizes:
+        r = bench_one(torch, spec, size, budget, directory=directory)
+        r["c_pct_copy"] = 100.0 * r["c_rate"] / copy_rate if r["metric"] == "GB/s" else float("nan")
+        rows.append(r)
+        torch.cuda.empty_cache()  # this size's tensors are gone with bench_one's closures
+        print(row_line(r), flush=True)
+    return rows
+
+
+def row_line(r: dict) -> str:
+    where = f"{r['gpu']:<6} " if r.get("gpu") else ""
+    return (f"{where}{r['kernel']:<22} {r['size']:<16} numba {r['numba_ms']:9.4f} ms  C {r['c_ms']:9.4f} ms  "
+            f"torch {r['torch_ms']:9.4f} ms  C-vs-Numba max rel diff {r['c_numba_max_rel_diff']:.1e}")
+
+
+def bench_here(specs, budget: float, directory: Path, gpu: str) -> tuple[list[dict], str]:
+    """Every kernel in this process, on its GPU: ``(rows, provenance)``."""
+    torch = benchkit.require_gpu(TOOL)
+    provenance = (f"Measured on {benchkit.device_line(torch)}, {benchkit.today()}, with `python scripts/bench.py`; "
+                  "median of CUDA-event timings, fp32, TF32 off.")
+    print(provenance, flush=True)
+    copy = {**copy_bandwidth(budget), "gpu": gpu}
+    print(f"copy bandwidth {copy['torch_rate']:,.0f} GB/s ({copy['torch_ms']:.4f} ms, {copy['size']} floats)",
+          flush=True)
+    rows = [copy]
+    for spec in specs:
+        rows += [{**r, "gpu": gpu} for r in kernel_rows(torch, spec, budget, directory, copy["torch_rate"])]
+    return rows, provenance
+
+
+def worker_main(budget: float) -> int:
+    """``--worker``: one GPU's process of ``bench_spread``. Reads one kernel a line (``{"spec": spec_ref,
+    "directory": ...}``) on stdin, answers each with one JSON line on stdout (its rows, and this GPU's copy row and
+    device); all else it prints goes to stderr."""
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    from numbakern import registry  # numbakern chooses the CUDA target when imported: after the GPU check
+
+    torch = benchkit.require_gpu(TOOL)
+    copy = None
+    for line in sys.stdin:
+        try:
+            job = json.loads(line)
+            if copy is None:  # this GPU's own yardstick, measured before any of its kernels
+                copy = copy_bandwidth(budget)
+            spec = registry.from_ref(job["spec"])
+            rows = kernel_rows(torch, spec, budget, Path(job["directory"]), copy["torch_rate"])
+            answer = {"rows": rows, "copy": copy, "device": benchkit.device_line(torch)}
+        except Exception as exc:  # noqa: BLE001 - the parent reports it with the kernel
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        answers.write(json.dumps(answer, default=float) + "\n")  # (a numpy float32 is not JSON by itself)
+    return 0
+
+
+def comparable(used, devices: dict[int, str], copies: dict[int, float]) -> tuple[bool, str]:
+    """Whether the rows of the GPUs ``used`` may be compared with each other, and the sentence that says so: the
+    GPUs one model (``numbakern.gpus.same_model``) and their drivers naming the same device; the copy bandwidths
+    each measured are quoted, as evidence."""
+    from numbakern import gpus as gpu_list
+
+    same, why = gpu_list.same_model(used)
+    names = {d.split(" (")[0] for d in devices.values()}
+    if same and len(names) > 1:
+        same, why = False, "their drivers name different devices: " + ", ".join(sorted(names))
+    rates = ", ".join(f"GPU {i} {rate:,.0f} GB/s" for i, rate in sorted(copies.items()))
+    spread = (max(copies.values()) / min(copies.values()) - 1) * 100 if len(copies) > 1 else 0.0
+    labels = " and ".join(f"GPU {g.index}" for g in used)
+    if same:
+        return True, (f"Rows from {labels} are comparable: {why}; copy bandwidth {rates} ({spread:.1f}% apart).")
+    return False, (f"Rows from {labels} are NOT comparable with each other ({why}): compare rows of one GPU only; "
+                   f"copy bandwidth {rates}.")
+
+
+def bench_spread(specs, used, budget: float, directory: Path, worker_argv=None) -> tuple[list[dict], str, list[str]]:
+    """The kernels shared out over the GPUs ``used``, one worker process per GPU, largest first:
+    ``(rows, provenance, kernels that could not be measured)``; rows in the order of a run on one GPU, each GPU's
+    copy row first. The workers print each row as they measure it, behind their GPU (``[GPU 1#0] ...``)."""
+    from numbakern import registry  # (imported by the caller's spec lookup already)
+    from translate.verify.pool import Pool, slots_for
+
+    order = {spec.name: k for k, spec in enumerate(specs)}
+    jobs = sorted(specs, key=lambda s: (-len(s.bench_sizes), order[s.name]))  # largest first
+    results: dict[str, list[dict]] = {}
+    copies: dict[int, dict] = {}
+    devices: dict[int, str] = {}
+    failed: list[str] = []
+    argv = worker_argv or [sys.executable, os.path.abspath(__file__), "--worker", "--budget", str(budget)]
+    pool = Pool(argv, slots_for(used, {g.index: 1 for g in used}))  # one measurement at a time on each GPU
+
+    def message(spec, slot):
+        return {"spec": registry.spec_ref(spec), "directory": str(directory)}
+
+    def done(spec, slot, answer, seconds):
+        gpu = f"GPU {slot.gpu.index}"
+        if "error" in answer:
+            failed.append(spec.name)
+            print(f"{gpu}: {spec.name}: {answer['error']}", flush=True)
+            return
+        copies.setdefault(slot.gpu.index, {**answer["copy"], "gpu": gpu})
+        devices[slot.gpu.index] = answer["device"]
+        results[spec.name] = [{**r, "gpu": gpu} for r in answer["rows"]]
+
+    pool.run(jobs, message, done)
+    if not copies:
+        raise benchkit.NoGPU(TOOL, "no GPU's worker measured anything (its errors are above)")
+    _, sentence = comparable(used, devices, {i: c["torch_rate"] for i, c in copies.items()})
+    print(sentence, flush=True)
+    shown = "; ".join(f"GPU {i}: {d}" for i, d in sorted(devices.items()))
+    provenance = (f"Measured on {len(used)} GPUs ({shown}), {benchkit.today()}, with "
+                  f"`python scripts/bench.py --gpus {len(used)}`, each kernel wholly on one GPU, one measurement per "
+                  f"GPU at a time; median of CUDA-event timings, fp32, TF32 off. {sentence}")
+    rows = [copies[i] for i in sorted(copies)]
+    for spec in specs:
+        rows += results.get(spec.name, [])
+    return rows, provenance, failed
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="folder for bench.csv/.md/.png (default: $OUT, else docs/bench)")
@@ -289,54 +426,71 @@ def main(argv=None) -> int:
                         help="only these kernel families (matmul, attention, reduce, softmax, norm, ...)")
     parser.add_argument("--budget", type=float, default=0.8,
                         help="seconds of timed samples per implementation and size")
+    parser.add_argument("--gpus", default="1", metavar="all|N",
+                        help="share the kernels out over this many of the visible GPUs, each kernel wholly on one "
+                             "(default 1: this process's GPU)")
+    parser.add_argument("--shard", metavar="I/N", help="only shard I of N (from 1) of the kernels (a CI matrix, a "
+                                                        "job array; the same split on every host)")
     parser.add_argument("--render", metavar="CSV", help="only rewrite bench.md/.png (and README's table) from this CSV")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # one GPU's process of --gpus N
     args = parser.parse_args(argv)
     if args.budget <= 0:
         parser.error(f"--budget must be positive, got {args.budget}")
+    if args.worker:
+        return worker_main(args.budget)
 
     if args.render:
         print(publish(*benchkit.read_csv(Path(args.render)), Path(args.render).parent))
         return 0
 
+    from numbakern import gpus as gpu_list
     from numbakern import project as projects
-    from translate.verify.cli import specs_named
+    from translate.verify import shards
+    from translate.verify.cli import resolve_gpus, specs_named
 
     try:
         project = projects.find(Path.cwd())
         specs = specs_named(args.kernels or None, project)
+        shard = shards.parse(args.shard) if args.shard else None
     except (KeyError, projects.ProjectError) as exc:
         parser.error(str(exc.args[0]))
+    except shards.ShardError as exc:
+        parser.error(str(exc))
     if args.families:
         specs = [s for s in specs if s.family in args.families]
+    if shard:  # balanced by what each kernel costs: its sizes, each timed for every implementation
+        chosen = shards.select([s.name for s in specs], {s.name: len(s.bench_sizes) for s in specs}, shard)
+        specs = [s for s in specs if s.name in chosen]
     out = benchkit.out_dir(args.out, RESULTS if project.is_library else project.root / "bench")
     # the library's files are the repository's wherever the script is run from
     generated = benchkit.ROOT / "generated_cuda" if project.is_library else project.out_dir
     benchkit.log_to_out("bench")
-    torch = benchkit.require_gpu(TOOL)
-    provenance = (f"Measured on {benchkit.device_line(torch)}, {benchkit.today()}, with `python scripts/bench.py`; "
-                  "median of CUDA-event timings, fp32, TF32 off.")
-    print(provenance, flush=True)
-    rows = [copy_bandwidth(args.budget)]
-    print(f"copy bandwidth {rows[0]['torch_rate']:,.0f} GB/s ({rows[0]['torch_ms']:.4f} ms, {rows[0]['size']} floats)",
-          flush=True)
+    if args.gpus.strip() == "1":
+        used = None
+    else:
+        from numbakern import mode
+
+        if not mode.gpu_available():  # (the check require_gpu makes, without starting CUDA in this process)
+            raise benchkit.NoGPU(TOOL, "needs a CUDA GPU, and the CUDA driver reports none on this machine")
+        try:
+            used = resolve_gpus(args.gpus)
+        except gpu_list.GpuListError as exc:
+            parser.error(str(exc))
     t0 = time.perf_counter()
-    for spec in specs:
-        for size in spec.bench_sizes:
-            r = bench_one(torch, spec, size, args.budget, directory=generated)
-            copy_rate = rows[0]["torch_rate"]
-            r["c_pct_copy"] = 100.0 * r["c_rate"] / copy_rate if r["metric"] == "GB/s" else float("nan")
-            rows.append(r)
-            torch.cuda.empty_cache()  # this size's tensors are gone with bench_one's closures
-            print(f"{r['kernel']:<22} {r['size']:<16} numba {r['numba_ms']:9.4f} ms  C {r['c_ms']:9.4f} ms  "
-                  f"torch {r['torch_ms']:9.4f} ms  C-vs-Numba max rel diff {r['c_numba_max_rel_diff']:.1e}", flush=True)
+    failed: list[str] = []
+    if used is None or len(used) == 1:
+        rows, provenance = bench_here(specs, args.budget, generated, "GPU 0")
+    else:
+        rows, provenance, failed = bench_spread(specs, used, args.budget, generated)
     out.mkdir(parents=True, exist_ok=True)
     benchkit.write_csv(out / "bench.csv", rows, FIELDS, provenance)
     md = publish(rows, provenance, out)
     disagree = [f"{r['kernel']} {r['size']}" for r in rows if r["c_numba_max_rel_diff"] > AGREEMENT]
     print(f"\n{md}\n{len(rows)} rows in {time.perf_counter() - t0:.0f} s; "
           + (f"translated C disagrees with Numba (> {AGREEMENT:g} relative): {', '.join(disagree)}" if disagree
-             else "translated C agrees with Numba everywhere it ran"))
-    return 1 if disagree else 0
+             else "translated C agrees with Numba everywhere it ran")
+          + (f"; not measured (errors above): {', '.join(failed)}" if failed else ""))
+    return 1 if disagree or failed else 0
 
 
 if __name__ == "__main__":

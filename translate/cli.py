@@ -4,6 +4,8 @@
     translate --all [--out DIR] [--arch ARCH]
     translate --check [--out DIR]
     translate --list
+    translate --all --shard I/N [--verify]     # one host's share of the kernels (a CI matrix, a job array)
+    translate --merge DIR... [--out DIR]       # the other hosts' verification records, into this folder
 
 KERNEL is a registered kernel name (``matmul_tiled``), ``package.module:kernel`` or ``path/to/file.py:kernel``
 (a module of the current folder is found as ``python -m`` finds it).
@@ -38,7 +40,9 @@ from .errors import TranslationError
 from .llm import cli_args as llm_args
 from .llm.client import LLMError
 from .manifest import ManifestError, sha256_file
+from .merge import merge
 from .verify import cli_args as verify_args
+from .verify.shards import parse as parse_shard
 
 #: the exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it)
 INTERRUPTED = 130
@@ -88,6 +92,10 @@ def build_parser(prog: str = "translate") -> argparse.ArgumentParser:
                    help="exit non-zero if a generated file is stale or was edited by hand")
     p.add_argument("--list", action="store_true",
                    help="list the project's kernels with the state of their files (nothing is translated)")
+    p.add_argument("--merge", nargs="+", metavar="DIR",
+                   help="merge the GPU verification records of these folders' manifests (other hosts' shards) into "
+                        "the output folder's, for the same file bytes; conflicting records are refused, one line each")
+    verify_args.add_shard_argument(p, "with --all, translate (and --verify)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON document on stdout (what translate.api returns), nothing else there")
     noise = p.add_mutually_exclusive_group()
@@ -165,6 +173,8 @@ def _main(argv, prog: str) -> int:
         problem = _what_to_do_problem(args)
         if problem:
             return _usage(problem)
+        if args.merge:
+            return _merge(args)
         if args.list:
             return _list(args, api, project)
         if args.check:
@@ -182,9 +192,9 @@ def _main(argv, prog: str) -> int:
         except ValueError as e:
             return _usage(str(e))
         try:
-            names = project_kernels.targets_of(project) if args.all \
-                else [project_kernels.target_for(project, args.kernel)]
-        except (projects.ProjectError, project_kernels.UnknownKernel) as e:
+            names = [project_kernels.target_name(spec) for spec in _specs_of_run(args, project, verify_cli)] \
+                if args.all else [project_kernels.target_for(project, args.kernel)]
+        except (projects.ProjectError, project_kernels.UnknownKernel, ValueError) as e:  # (also a bad --shard)
             return _usage(str(e))
         except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import: where, no traceback
             return _usage(project_kernels.import_failure(project, e))
@@ -195,21 +205,56 @@ def _main(argv, prog: str) -> int:
             # with --json, stdout holds the document alone: the verification's report goes to stderr (its records
             # to the manifest, as always)
             with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
-                rc = verify_cli.run(args, None if args.all else names, directory=args.out, project=project)
+                rc = verify_cli.run(args, None if args.all and not args.shard else names, directory=args.out,
+                                    project=project)
         return rc
     except ManifestError as e:
         sys.stderr.write(f"translate: {e}\n")
         return 2
 
 
+def _specs_of_run(args, project, verify_cli):
+    """``--all``'s kernels: the project's, or with ``--shard`` this host's share of them."""
+    from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
+
+    specs = project_kernels.specs(project)
+    return verify_cli.shard_specs(specs, parse_shard(args.shard), args.out) if args.shard else specs
+
+
+def _merge(args) -> int:
+    """``--merge DIR...``: the verification records of other folders' manifests into ``args.out``'s."""
+    for source in args.merge:
+        if not os.path.exists(source):
+            return _usage(f"--merge {source}: no such folder or file")
+    outcomes = merge(args.out, args.merge)
+    refused = [o for o in outcomes if o.refused]
+    counts = {"merged": sum(o.merged for o in outcomes), "kept": sum(not o.merged and not o.refused
+                                                                     for o in outcomes), "refused": len(refused)}
+    if args.json:
+        _print_json({"command": "merge", "out": args.out, "sources": args.merge, "summary": counts,
+                     "outcomes": [{"source": o.source, "file": o.file, "what": o.what, "refused": o.refused,
+                                   "merged": o.merged} for o in outcomes]})
+    else:
+        for o in outcomes:
+            if o.refused:
+                sys.stderr.write(f"translate --merge: {o.line()}\n")
+            elif args.verbosity > output.QUIET:
+                sys.stdout.write(o.line() + "\n")
+        sys.stdout.write(f"translate --merge -> {args.out}/: {counts['merged']} merged, {counts['kept']} kept, "
+                         f"{counts['refused']} refused\n")
+    return 1 if refused else 0
+
+
 def _what_to_do_problem(args) -> str | None:
     """Options that do not make one command (None when they do)."""
-    if sum(map(bool, (args.check, args.list, args.all or args.kernel))) > 1:
-        return "use one of KERNEL / --all, --check and --list"
-    if args.check or args.list:
+    if sum(map(bool, (args.check, args.list, args.merge, args.all or args.kernel))) > 1:
+        return "use one of KERNEL / --all, --check, --list and --merge"
+    if args.shard and not args.all:
+        return "--shard I/N applies to --all"
+    if args.check or args.list or args.merge:
         return None
     if args.all == bool(args.kernel):
-        return "name one KERNEL, or use --all, --check or --list"
+        return "name one KERNEL, or use --all, --check, --list or --merge"
     if args.all and (args.signature or args.const):
         return "--signature/--const apply to one kernel, not --all"
     if args.show_prompt and args.all:

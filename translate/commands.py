@@ -4,6 +4,7 @@
     numbakern check [--out DIR] [--json]            the same as ``translate --check ...``
     numbakern list [--json]                         the same as ``translate --list ...``
     numbakern verify KERNEL... | --all [options]    the same as ``python -m translate.verify ...``
+    numbakern merge DIR... [--out DIR]              the same as ``translate --merge DIR...``
     numbakern --version
 
 Why a second name: ``translate`` is also an unrelated package on PyPI, which installs a ``translate`` command and a
@@ -25,6 +26,8 @@ COMMANDS = {
     "check": ("translate", ["--check"], "fail when a generated file is stale or edited (translate --check)"),
     "list": ("translate", ["--list"], "list the project's kernels and their files' state (translate --list)"),
     "verify": ("verify", [], "run the .cu files against their Numba kernels on a GPU (python -m translate.verify)"),
+    "merge": ("translate", ["--merge"], "merge other folders' GPU verification records into this folder's manifest "
+              "(translate --merge)"),
 }
 
 

@@ -122,3 +122,72 @@ def test_a_user_projects_tests_get_rng_seed_and_device_from_the_plugin(pytester)
     seeds = [re.search(r"SEED (\d+)", r.stdout.str()).group(1) for r in (first, again, other)]
     assert seeds[0] == seeds[1] != seeds[2]
     first.stdout.fnmatch_lines(["random inputs: base seed 20251122 (pytest --seed N to change it)"])
+
+
+WHERE_AM_I = """
+import os
+import pytest
+
+@pytest.mark.parametrize("n", range(8))
+def test_where(n):
+    folder = os.environ["WHERE_DIR"]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "none")
+    with open(os.path.join(folder, f"{worker}-{n}"), "w") as f:
+        f.write(os.environ.get("CUDA_VISIBLE_DEVICES", "unset"))
+"""
+
+
+def _seen_by_worker(folder) -> dict[str, set[str]]:
+    seen: dict[str, set[str]] = {}
+    for path in folder.iterdir():
+        seen.setdefault(path.name.split("-")[0], set()).add(path.read_text())
+    return seen
+
+
+@pytest.mark.parametrize("gpus, workers", [(2, 2), (2, 3), (1, 2), (8, 2)])
+def test_each_xdist_worker_gets_its_own_gpu_round_robin(pytester, monkeypatch, tmp_path, gpus, workers):
+    pytest.importorskip("xdist")
+    where = tmp_path / "where"
+    where.mkdir()
+    monkeypatch.setenv("NUMBAKERN_FAKE_GPUS", str(gpus))
+    monkeypatch.setenv("WHERE_DIR", str(where))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    pytester.makepyfile(test_where=WHERE_AM_I)
+    result = pytester.runpytest_subprocess("-n", str(workers), "-p", "no:cacheprovider",
+                                           *environments.pytest_plugin_args())
+    result.assert_outcomes(passed=8)
+    seen = _seen_by_worker(where)
+    assert set(seen) <= {f"gw{k}" for k in range(workers)} and len(seen) >= 2, seen
+    for worker, visible in seen.items():
+        assert visible == {str(int(worker[2:]) % gpus)}, seen  # gwK: GPU K mod n, and only it
+    shared = " (round robin: more workers than GPUs)" if workers > gpus else ""
+    header = result.stdout.str()
+    assert f"numbakern: {workers} xdist workers on {gpus} GPU{'s' if gpus > 1 else ''}, each with " \
+           f"CUDA_VISIBLE_DEVICES set to its own{shared}:\n" in header
+    for k in range(min(gpus, workers)):
+        mine = ", ".join(f"gw{w}" for w in range(workers) if w % gpus == k)
+        assert f"\n  GPU {k} (fake GPU) [{k}]: {mine}\n" in header, header
+
+
+def test_with_sim_the_workers_gpus_are_left_alone(pytester, monkeypatch, tmp_path):
+    pytest.importorskip("xdist")
+    where = tmp_path / "where"
+    where.mkdir()
+    monkeypatch.setenv("NUMBAKERN_FAKE_GPUS", "2")
+    monkeypatch.setenv("WHERE_DIR", str(where))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    pytester.makepyfile(test_where=WHERE_AM_I)
+    result = pytester.runpytest_subprocess("-n", "2", "--sim", "-p", "no:cacheprovider",
+                                           *environments.pytest_plugin_args())
+    result.assert_outcomes(passed=8)
+    assert set().union(*_seen_by_worker(where).values()) == {"0,1"}
+    assert "xdist workers on" not in result.stdout.str()
+
+
+def test_a_bad_fake_gpu_list_is_a_usage_error(pytester, monkeypatch):
+    pytest.importorskip("xdist")
+    monkeypatch.setenv("NUMBAKERN_FAKE_GPUS", "lots")
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", *environments.pytest_plugin_args())
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*numbakern: NUMBAKERN_FAKE_GPUS must be a count or a JSON list*"])

@@ -281,3 +281,88 @@ def test_mlir_gpu_prints_one_line_per_kernel_and_size(monkeypatch):
     assert re.search(r"softmax .*\| 4096×1024 +\| 0\.5000 +\| 0\.2500 +\| 0\.50$", lines[1]), lines[1]
     assert re.search(r"^ +\|.*\| 64×7 +\| 0\.0100 +\| - +\| -$", lines[2]), lines[2]
     assert re.search(r"matmul_bf16 .*MISMATCH .*no C", lines[3]), lines[3]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# bench.py --gpus N, with fake GPUs and a stand-in for the GPU worker
+
+FAKE_BENCH_WORKER = """
+import json, os, sys, time
+gpu = os.environ["CUDA_VISIBLE_DEVICES"]
+rate = {"0": 3000.0, "1": 3010.0}.get(gpu, 2000.0)
+copy = {"kernel": "copy", "size": "268435456", "size_keys": "n", "metric": "GB/s", "torch_ms": 0.7,
+        "torch_rate": rate, "numba_ms": float("nan"), "c_ms": float("nan"), "numba_rate": float("nan"),
+        "c_rate": float("nan"), "c_vs_numba": float("nan"), "torch_vs_c": float("nan"), "c_pct_copy": float("nan"),
+        "c_numba_max_rel_diff": float("nan"), "torch_op": "copy", "triton_ms": float("nan"), "peers": ""}
+log = open(os.path.join(os.environ["SPANS"], f"gpu{gpu}-{os.getpid()}"), "a")
+for line in sys.stdin:
+    name = json.loads(line)["spec"]["name"]
+    start = time.time()
+    time.sleep(0.05)
+    rows = [{**copy, "kernel": name, "size": str(k), "c_rate": rate / 2, "c_pct_copy": 50.0, "c_ms": 1.0,
+             "numba_ms": 2.0, "torch_ms": 1.0, "c_numba_max_rel_diff": 0.0} for k in range(2)]
+    log.write(f"{start} {time.time()}\\n")
+    log.flush()
+    print(json.dumps({"rows": rows, "copy": copy, "device": f"NVIDIA H100 80GB HBM3 (cc 9.0, gpu {gpu})"}), flush=True)
+"""
+
+
+def test_bench_spread_measures_each_kernel_on_one_gpu_and_one_at_a_time(bench, tmp_path, monkeypatch):
+    from numbakern.gpus import fake_list
+    from numbakern.registry import get
+
+    (tmp_path / "w.py").write_text(FAKE_BENCH_WORKER)
+    spans = tmp_path / "spans"
+    spans.mkdir()
+    monkeypatch.setenv("SPANS", str(spans))
+    specs = [get(k) for k in ("vector_add", "transpose", "softmax", "matmul_tiled", "reduce_sum")]
+    used = fake_list('[{"name": "NVIDIA H100 80GB HBM3", "sm_clock_mhz": 1980}, '
+                     '{"name": "NVIDIA H100 80GB HBM3", "sm_clock_mhz": 1980}]')
+    rows, provenance, failed = bench.bench_spread(specs, used, 0.1, tmp_path,
+                                                  worker_argv=[sys.executable, str(tmp_path / "w.py")])
+    assert not failed
+    assert [(r["kernel"], r["gpu"]) for r in rows[:2]] == [("copy", "GPU 0"), ("copy", "GPU 1")]  # each its own
+    kernels = [r["kernel"] for r in rows[2:]]
+    assert kernels == [name for s in specs for name in [s.name] * 2]  # in the order of a one-GPU run
+    for spec in specs:  # each kernel wholly on one GPU
+        assert len({r["gpu"] for r in rows if r["kernel"] == spec.name}) == 1
+    assert {r["gpu"] for r in rows[2:]} == {"GPU 0", "GPU 1"}
+    for log in spans.iterdir():  # never two measurements on one GPU at once
+        spans_of = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
+        assert all(a[1] <= b[0] for a, b in zip(spans_of, spans_of[1:]))
+    assert len(list(spans.iterdir())) == 2  # one worker process per GPU
+    assert "Rows from GPU 0 and GPU 1 are comparable: all 2 are NVIDIA H100 80GB HBM3" in provenance
+    assert "GPU 0 3,000 GB/s, GPU 1 3,010 GB/s (0.3% apart)" in provenance
+    table = bench.markdown(rows, provenance)
+    assert "| GPU | kernel | size |" in table and "| GPU 1 | copy |" in table and "and the same GPU." in table
+
+
+def test_rows_of_different_models_are_not_called_comparable(bench):
+    from numbakern.gpus import fake_list
+
+    mixed = fake_list('["NVIDIA H100 80GB HBM3", "NVIDIA H200"]')
+    same, sentence = bench.comparable(mixed, {0: "NVIDIA H100 80GB HBM3 (cc 9.0)", 1: "NVIDIA H200 (cc 9.0)"},
+                                      {0: 3000.0, 1: 4400.0})
+    assert not same and "NOT comparable" in sentence and "compare rows of one GPU only" in sentence
+    twins = fake_list('["NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"]')
+    # nvidia-smi says one model, but the workers' drivers disagree: not comparable either
+    same, sentence = bench.comparable(twins, {0: "NVIDIA H100 80GB HBM3 (cc 9.0)", 1: "NVIDIA H100 PCIe (cc 9.0)"},
+                                      {0: 3000.0, 1: 2000.0})
+    assert not same and "drivers name different devices" in sentence
+
+
+def test_a_one_gpu_table_has_no_gpu_column(bench):
+    rows = [{"kernel": "copy", "size": "1", "metric": "GB/s", "gpu": "GPU 0", "torch_ms": 1.0, "torch_rate": 1.0},
+            {"kernel": "vector_add", "size": "2", "metric": "GB/s", "gpu": "GPU 0", "c_ms": 1.0, "c_rate": 1.0}]
+    table = bench.markdown(rows, "P")
+    assert "| GPU |" not in table and "| vector_add | 2 |" in table and "and the same GPU" not in table
+
+
+@pytest.mark.parametrize("argv, message", [(["--gpus", "3"], "--gpus 3: only 2 GPUs are visible"),
+                                           (["--shard", "5/4"], "--shard 5/4: I must be between 1 and N")])
+def test_bench_rejects_bad_gpu_and_shard_options(bench, capsys, monkeypatch, tmp_path, argv, message):
+    monkeypatch.setenv("NUMBAKERN_FAKE_GPUS", "2")
+    monkeypatch.setattr(mode, "gpu_available", lambda: True)
+    with pytest.raises(SystemExit) as exc:
+        bench.main([*argv, "--out", str(tmp_path)])
+    assert exc.value.code == 2 and message in capsys.readouterr().err

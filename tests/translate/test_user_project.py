@@ -355,3 +355,26 @@ def test_verify_of_an_undeclared_file_kernel_says_what_it_needs(project):
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads(r.stdout.splitlines()[-1]) == {"rc": 2, "seen": {}}
     assert "translate --verify: loose.py:halve is not declared (numbakern.declare(" in r.stderr, r.stderr
+
+
+def test_the_shards_of_all_are_disjoint_cover_the_project_and_verify_only_their_own(project):
+    written = []
+    for i in (1, 2, 3):
+        r = translate(project, "--all", "--shard", f"{i}/3", "--out", f"gen{i}")
+        assert r.returncode == 0, r.stdout + r.stderr
+        folder = project / f"gen{i}" / "manifest.json"
+        written.append(sorted(json.loads(folder.read_text())["files"]) if folder.exists() else [])
+    assert sorted(sum(written, [])) == ["block_sum.cu", "scale.cu"], written  # each kernel in exactly one shard
+    first = next(i for i, files in enumerate(written, 1) if files)
+    r = python(project, VERIFY_WITHOUT_A_GPU % (["--all", "--shard", f"{first}/3", "--out", "gen", "--verify"],))
+    assert r.returncode == 0, r.stdout + r.stderr
+    seen = json.loads(r.stdout.splitlines()[-1])["seen"]
+    assert sorted(f"{name}.cu" for name in seen) == written[first - 1]  # the shard's kernels, and only once
+
+
+@pytest.mark.parametrize("args, message", [(["scale", "--shard", "1/2"], "--shard I/N applies to --all"),
+                                           (["--all", "--shard", "3/2"], "--shard 3/2: I must be between 1 and N"),
+                                           (["--all", "--merge", "x"], "use one of KERNEL / --all, --check")])
+def test_bad_shard_and_merge_options_are_one_line(project, args, message):
+    r = translate(project, *args)
+    assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -151,3 +151,26 @@ def test_a_run_that_could_not_complete_keeps_an_earlier_verification(tmp_path):
     b_sha = hashlib.sha256(b"// b\n").hexdigest()
     assert mf.apply_records(folder, [{"file": "b.cu", "record": {**broken, "file_sha256": b_sha}}]) == {
         "b.cu": "recorded"}
+
+
+def test_the_sanitized_process_says_how_long_each_kernel_took():
+    from translate.verify.sanitize import item_seconds
+
+    output = ("SANCASE a {'n': 1}: ran\nSANCASE-TIME a 1.250\nSANCASE b {'n': 1}: ran\nSANCASE-TIME b 0.5\n"
+              "SANCASE-DONE ok\n========= ERROR SUMMARY: 0 errors\n")
+    assert item_seconds(output) == {"a": 1.25, "b": 0.5}
+    assert item_seconds("SANCASE-DONE ok\n") == {}
+
+
+def test_a_part_of_a_verification_makes_the_same_cases_as_the_whole_run():
+    from numbakern.registry import get
+    from translate.verify.cases import cases_for
+
+    spec = get("vector_add")
+    whole = {(spec.verify_sizes.index(size), seed, dist): case for size, seed, dist, case in cases_for(spec)}
+    wanted = [(1, 2, spec.distributions[-1]), (3, 0, spec.distributions[0])]
+    part = list(cases_for(spec, only=wanted))
+    assert [(spec.verify_sizes.index(size), seed, dist) for size, seed, dist, _ in part] == sorted(wanted)
+    for size, seed, dist, case in part:
+        for a, b in zip(case.args, whole[(spec.verify_sizes.index(size), seed, dist)].args):
+            np.testing.assert_array_equal(a, b)  # the same inputs as in the whole run, not re-drawn

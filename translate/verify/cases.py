@@ -5,7 +5,7 @@ repair loop's quick verification run on."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,13 +16,19 @@ DEFAULT_SEEDS = (0, 1, 2)
 
 
 def cases_for(spec: KernelSpec, seeds: Sequence[int] = DEFAULT_SEEDS, sizes: Sequence[Mapping[str, int]] | None = None,
-              dists: Sequence[str] | None = None) -> Iterator[tuple[dict[str, int], int, str, Case]]:
-    """``(size, seed, dist, case)`` for every combination, each from its own deterministic generator."""
+              dists: Sequence[str] | None = None, only: Collection[tuple[int, int, str]] | None = None
+              ) -> Iterator[tuple[dict[str, int], int, str, Case]]:
+    """``(size, seed, dist, case)`` for every combination, each from its own deterministic generator; ``only``: just
+    these ``(size index, seed, dist)`` of them (a part of a verification spread over workers), each case the same
+    as in the whole run."""
     sizes = list(sizes if sizes is not None else spec.verify_sizes)
     dists = list(dists if dists is not None else spec.distributions)
+    wanted = None if only is None else {(int(si), int(seed), str(dist)) for si, seed, dist in only}
     for si, size in enumerate(sizes):
         for seed in seeds:
             for di, dist in enumerate(dists):
+                if wanted is not None and (si, int(seed), dist) not in wanted:
+                    continue
                 rng = np.random.default_rng([int(seed), si, di])
                 yield dict(size), int(seed), dist, spec.make_case(size, rng, dist)
 

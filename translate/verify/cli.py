@@ -3,11 +3,15 @@
     python -m translate.verify --all --sanitize            # verify every registered kernel, record in the manifest
     python -m translate.verify matmul_tiled --seeds 5      # one kernel, more seeds
     python -m translate.verify --apply records.json        # apply records verified on another machine
+    python -m translate.verify --all --gpus 2 --shard 1/4  # this host's quarter of the kernels, on two of its GPUs
 
 Inside a user's project (``[tool.numbakern]`` in the current folder's or a parent's ``pyproject.toml``) ``--all``
 means the project's kernels, a bare name one of the project's, and ``--dir`` defaults to the project's folder
 (``numbakern.project``). A kernel's spec is the one its own module declares, never a library kernel's of the same
 name.
+
+The kernels are spread over the visible GPUs (``--gpus all|N``), several worker processes per GPU
+(``translate.verify.parallel``; docs/verification.md says how many and why).
 
 Exit status: 0 all verified, 1 a kernel failed verification, 2 verification could not run (no GPU, no manifest).
 """
@@ -25,18 +29,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from numbakern import gpus as gpu_list
 from numbakern import mode, registry
 from numbakern import project as projects
 from numbakern.registry import KernelSpec, all_specs, get
 
 from .. import manifest, targets
-from . import driver, isolated
+from . import driver, isolated, parallel, schedule, shards
 from .abi import select_launcher
 from .build import nvcc_path
-from .cli_args import add_arguments
+from .cli_args import add_arguments, add_shard_argument, jobs_per_gpu
 from .harness import Candidate, VerifyResult, device_facts, now, verify
 from .report import result_block, summary_table
-from .sanitize import sanitize_candidates
+from .sanitize import TOOLS, sanitize_candidates
 
 DEFAULT_DIR = "generated_cuda"
 
@@ -137,11 +142,22 @@ def verify_kernels(
     records_out: str | os.PathLike | None = None,
     log_dir: str | os.PathLike | None = None,
     verbose_cases: bool = False,
-    out=sys.stdout,
+    out=None,
+    gpus: str | int | Sequence[gpu_list.Gpu] | None = None,
+    jobs_per_gpu: int | None = None,
 ) -> list:
     """Verify kernels (``specs``, else registered ``names``, else every library kernel) from ``directory``'s
-    manifest; print reports; optionally record."""
+    manifest; print reports; optionally record. ``gpus``: spread the work over these GPUs (or ``"all"`` / a number
+    of the visible ones: ``resolve_gpus``, which raises ``numbakern.gpus.GpuListError``), ``jobs_per_gpu`` worker
+    processes on each (None: decided from the host, ``translate.verify.schedule``); without ``gpus`` everything
+    runs in this process, on its GPU."""
+    out = out or sys.stdout
     specs = list(specs) if specs is not None else [get(n) for n in names] if names else all_specs()
+    if gpus is not None:
+        chosen = resolve_gpus(gpus) if isinstance(gpus, (str, int)) else list(gpus)
+        return _verify_spread(specs, directory=directory, seeds=seeds, sanitize=sanitize, record=record,
+                              records_out=records_out, log_dir=log_dir, verbose_cases=verbose_cases, out=out,
+                              gpus=chosen, jobs_per_gpu=jobs_per_gpu)
     info = device_facts()
     print(f"verification on {info['device']} (cc {info['compute_capability']}, driver {info['driver']}, "
           f"runtime {info['runtime']}, nvcc {info['nvcc']}), {now()}", file=out, flush=True)
@@ -163,6 +179,7 @@ def verify_kernels(
         result = verify(spec, found[spec.name][1], seeds=tuple(range(seeds)), arch=info["arch"],
                         prebuilt=built.get(found[spec.name][1].cu))
         results[spec.name] = result
+        result.seconds = {"cases": round(time.perf_counter() - t0, 2)}
         print(result_block(result, verbose=verbose_cases) + f"  [{time.perf_counter() - t0:.1f} s]", file=out,
               flush=True)
         if log:
@@ -174,25 +191,82 @@ def verify_kernels(
                  for spec in specs if spec.name in found and not results[spec.name].error
                  and found[spec.name][1].cu in built]
         t0 = time.perf_counter()
-        san = sanitize_candidates(items, log_dir=log)
+        spent: dict[str, dict[str, float]] = {}
+        san = sanitize_candidates(items, log_dir=log, seconds=spent)
         for name, tools in san.items():
             results[name].sanitizer = tools
             results[name].ok = results[name].ok and all(v == "ok" for v in tools.values())
+            if spent.get(name):
+                results[name].seconds = {**(results[name].seconds or {}), "sanitize": spent[name]}
         print(f"compute-sanitizer: {len(items)} kernels × {len(san and next(iter(san.values())))} tools "
               f"[{time.perf_counter() - t0:.1f} s]", file=out, flush=True)
     ordered = [results[s.name] for s in specs]
     print(summary_table(ordered), file=out, flush=True)
 
     records = [{"file": found[r.kernel][0], "record": r.to_record()} for r in ordered if r.kernel in found]
-    if records_out:
-        Path(records_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(records_out).write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
+    _write_records(records, records_out)
     if record:
         outcome = manifest.apply_records(directory, records)
         for file_name, what in outcome.items():
             print(f"manifest: {file_name}: {what}", file=out)
     session.cleanup()
     return ordered
+
+
+def _write_records(records: list[dict], records_out: str | os.PathLike | None) -> None:
+    if records_out:
+        Path(records_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(records_out).write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
+
+
+def _verify_spread(specs: Sequence[KernelSpec], *, directory, seeds: int, sanitize: bool, record: bool, records_out,
+                   log_dir, verbose_cases: bool, out, gpus: Sequence[gpu_list.Gpu], jobs_per_gpu: int | None) -> list:
+    """``verify_kernels`` over ``gpus``, in worker processes (``translate.verify.parallel``)."""
+    found: dict[str, tuple[KernelSpec, str, Candidate]] = {}
+    results: dict[str, VerifyResult] = {}
+    for spec in specs:
+        try:
+            file_name, cand = candidate_for(spec, directory)
+            found[spec.name] = (spec, file_name, cand)
+        except Exception as exc:  # noqa: BLE001 - reported per kernel
+            results[spec.name] = VerifyResult(spec.name, "", "", "", False, error=str(exc), date=now())
+    done, recorded = parallel.verify_on_gpus(found, directory=directory, gpus=gpus, seeds=seeds, sanitize=sanitize,
+                                             jobs_per_gpu=jobs_per_gpu, record=record, log_dir=log_dir,
+                                             verbose_cases=verbose_cases, out=out)
+    results.update(done)
+    ordered = [results[s.name] for s in specs if s.name in results]
+    print(summary_table(ordered), file=out, flush=True)
+    _write_records([{"file": found[r.kernel][1], "record": r.to_record()} for r in ordered if r.kernel in found],
+                   records_out)
+    for file_name, what in recorded.items():
+        print(f"manifest: {file_name}: {what}", file=out)
+    return ordered
+
+
+def resolve_gpus(value: str | int = "all", environ=None) -> list[gpu_list.Gpu]:
+    """The GPUs ``--gpus all|N`` means: the first N of those ``numbakern.gpus.visible`` lists (``nvidia-smi``, or
+    ``CUDA_VISIBLE_DEVICES``), else of the driver's device count; a ``GpuListError`` naming the option."""
+    found = gpu_list.visible(environ)
+    if not found and (environ or os.environ).get(gpu_list.VISIBLE_ENV) is None:
+        # no nvidia-smi here: the driver counts them (cuInit and a count make no context)
+        found = [gpu_list.Gpu(i, str(i)) for i in range(driver.device_count())]
+    return found[:gpu_list.parse_count(str(value), len(found))]
+
+
+def shard_specs(specs: Sequence[KernelSpec], shard: tuple[int, int], directory: str | os.PathLike
+                ) -> list[KernelSpec]:
+    """Shard ``(i, n)`` of ``specs``, balanced by the whole verification's time each would take (3 seeds, the
+    sanitizer) as ``directory``'s manifest records it or the sizes predict it: the split depends on the kernels and
+    the manifest only, never on this run's options, so that every host of a matrix computes the same one."""
+    data = manifest.load(directory)
+    records = {}
+    for spec in specs:
+        found = manifest_entry(data, spec)
+        records[spec.name] = (found[1].get("verification") if found else None)
+    costs = schedule.estimates(specs, records, seeds=range(3), tools=TOOLS)
+    keys = {_translate_name(spec): spec for spec in specs}
+    chosen = shards.select(list(keys), {key: costs[spec.name] for key, spec in keys.items()}, shard)
+    return [keys[key] for key in chosen]
 
 
 def build_isolated(candidates: Sequence[Any], *, arch: str, workdir: str | os.PathLike, jobs: int | None = None
@@ -227,14 +301,25 @@ def run(args: argparse.Namespace, kernels: Sequence[str] | None, *, directory: s
         print(f"translate --verify: {problem}", file=sys.stderr)
         return 2
     try:
-        specs = specs_named(kernels, project)
-    except (LookupError, projects.ProjectError) as e:
+        specs = everyone = specs_named(kernels, project)
+        per_gpu = jobs_per_gpu(args.jobs_per_gpu)
+        if kernels is None and getattr(args, "shard", None):
+            specs = shard_specs(everyone, shards.parse(args.shard), directory)
+    except (LookupError, projects.ProjectError, ValueError, manifest.ManifestError) as e:
         print(f"translate --verify: {e}", file=sys.stderr)
         return 2
-    results = verify_kernels(
-        specs=specs, directory=directory, seeds=args.seeds, sanitize=args.sanitize, record=args.record,
-        records_out=args.records_out, log_dir=args.verify_log, verbose_cases=args.verbose_cases,
-    )
+    if not specs:
+        print(f"translate --verify: shard {args.shard} holds none of the {len(everyone)} kernels", file=sys.stderr)
+        return 0
+    try:
+        results = verify_kernels(
+            specs=specs, directory=directory, seeds=args.seeds, sanitize=args.sanitize, record=args.record,
+            records_out=args.records_out, log_dir=args.verify_log, verbose_cases=args.verbose_cases,
+            gpus=args.gpus, jobs_per_gpu=per_gpu,
+        )
+    except gpu_list.GpuListError as e:
+        print(f"translate --verify: {e}", file=sys.stderr)
+        return 2
     return 0 if results and all(r.ok for r in results) else 1
 
 
@@ -246,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dir", help="where the .cu files and manifest.json are (default: the project's "
                                       "[tool.numbakern] out, else generated_cuda)")
     parser.add_argument("--apply", metavar="RECORDS_JSON", help="apply records written by --records-out, then exit")
+    add_shard_argument(parser, "verify")
     add_arguments(parser, with_verify_flag=False)
     args = parser.parse_args(argv)
     try:
@@ -260,4 +346,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.kernels and not args.all:
         parser.error("name kernels to verify, or --all")
+    if args.shard and not args.all:
+        parser.error("--shard I/N applies to --all")
     return run(args, args.kernels or None, directory=args.dir, project=project)

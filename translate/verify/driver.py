@@ -54,14 +54,19 @@ def load_driver() -> ctypes.CDLL:
 
 def available() -> bool:
     """True when a driver is installed and reports at least one device."""
+    return device_count() > 0
+
+
+def device_count() -> int:
+    """How many devices the driver reports (0 without a driver); makes no context."""
     try:
         lib = load_driver()
     except OSError:
-        return False
+        return 0
     if lib.cuInit(0) != 0:
-        return False
+        return 0
     n = ctypes.c_int()
-    return lib.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0
+    return n.value if lib.cuDeviceGetCount(ctypes.byref(n)) == 0 else 0
 
 
 def init(device: int = 0) -> None:

@@ -96,6 +96,8 @@ class VerifyResult:
     sanitizer: dict[str, str] | None = None
     device: dict[str, Any] = field(default_factory=dict)
     date: str = ""
+    # how long it took: {"cases": seconds, "sanitize": {tool: seconds}} (what the next run plans with)
+    seconds: dict[str, Any] | None = None
 
     @property
     def n_failed(self) -> int:
@@ -137,6 +139,7 @@ class VerifyResult:
             "file_sha256": self.file_sha256,
             "launcher": self.candidate,
             "error": self.error or None,
+            **({"seconds": self.seconds} if self.seconds else {}),
         }
 
 
@@ -273,16 +276,18 @@ def verify(
     progress=None,
     prebuilt: str | Path | None = None,
     limits: Any = None,
+    only: Sequence[tuple[int, int, str]] | None = None,
 ) -> VerifyResult:
     """Verify one candidate ``.cu`` against one registered kernel on the GPU. The candidate is built (unless
     ``prebuilt`` is its library, built by ``isolated.build``), loaded and run in a sandboxed child process
-    (``limits``: its ``sandbox.Limits``, by default ``isolated.RUN_LIMITS``)."""
+    (``limits``: its ``sandbox.Limits``, by default ``isolated.RUN_LIMITS``). ``only``: just these
+    ``(size index, seed, dist)`` cases (``cases.cases_for``)."""
     info = device_facts(arch)
     arch = arch or info["arch"]
     cu = Path(candidate.cu)
     result = VerifyResult(kernel=spec.name, candidate=str(candidate.launcher.get("symbol", "")), cu=str(cu),
                           file_sha256=sha256_file(cu), ok=False, device=info, date=now())
-    cases = list(cases_for(spec, seeds, sizes, dists))
+    cases = list(cases_for(spec, seeds, sizes, dists, only))
     with tempfile.TemporaryDirectory(prefix="numbakern-verify-") as workdir:
         runs = isolated.run_candidate(cu, candidate.launcher, [c for *_, c in cases], outputs=spec.outputs,
                                       accumulates=getattr(spec, "accumulates", ()), arch=arch, workdir=workdir,

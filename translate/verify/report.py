@@ -20,7 +20,7 @@ def case_line(case) -> str:
     return "\n".join([line, *details])
 
 
-def result_block(result, *, verbose: bool = False) -> str:
+def result_block(result, *, verbose: bool = False, sanitizer_pending: bool = False) -> str:
     lines = [f"== {result.kernel} <- {result.cu} [{result.candidate}]"]
     if result.error:
         lines.append(f"   ERROR: {result.error}")
@@ -29,7 +29,7 @@ def result_block(result, *, verbose: bool = False) -> str:
     hidden = sum(not c.ok for c in result.cases) - sum(not c.ok for c in shown)
     if hidden > 0:
         lines.append(f"   ... and {hidden} more failing cases")
-    lines.append(summary_line(result))
+    lines.append(summary_line(result, sanitizer_pending=sanitizer_pending))
     return "\n".join(lines)
 
 
@@ -41,13 +41,14 @@ def sanitizer_text(sanitizer) -> str:
     return "; ".join(f"{tool}: {status}" for tool, status in sanitizer.items() if status != "ok")
 
 
-def summary_line(result) -> str:
+def summary_line(result, *, sanitizer_pending: bool = False) -> str:
+    """``sanitizer_pending``: the sanitizer runs later (a spread run prints the cases as soon as they are done)."""
     verdict = "PASS" if result.ok else "FAIL"
     failing = result.failed_checks()
     why = f"  failing checks: {', '.join(f'{k}×{v}' for k, v in sorted(failing.items()))}" if failing else ""
     return (f"   {verdict}: {len(result.cases) - result.n_failed}/{len(result.cases)} cases, max abs error "
             f"{_fmt(result.max_abs_error)}, max rel error {_fmt(result.max_rel_error)}, sanitizer "
-            f"{sanitizer_text(result.sanitizer)}{why}")
+            f"{'still to run' if sanitizer_pending else sanitizer_text(result.sanitizer)}{why}")
 
 
 def summary_table(results: Iterable) -> str:

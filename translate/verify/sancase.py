@@ -4,7 +4,8 @@
 "sizes"}`` items (written by ``translate.verify.sanitize``); ``spec`` is a ``numbakern.registry.spec_ref``: the spec
 is re-created from the module that declared it (``plan_spec``), so a user's kernel is never checked with the cases of
 a library kernel of the same name. Numba is imported (the registry makes the cases) but
-never launches anything, so every kernel the sanitizer sees is a candidate's.
+never launches anything, so every kernel the sanitizer sees is a candidate's. After each item a ``SANCASE-TIME name
+seconds`` line says how long its cases took under the tool (what the scheduler of a spread run plans with).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import json
 import sys
+import time
 
 import numpy as np
 
@@ -27,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = json.load(f)
     ok = True
     for item in plan:
+        t0 = time.perf_counter()
         spec = plan_spec(item)
         fn = abi.bind(ctypes.CDLL(item["so"]), item["launcher"])
         for si, size in enumerate(item["sizes"]):
@@ -35,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
             status = run.error or "ran"
             ok = ok and not run.error
             print(f"SANCASE {item['name']} {size}: {status}", flush=True)
+        print(f"SANCASE-TIME {item['name']} {time.perf_counter() - t0:.3f}", flush=True)
     print(f"SANCASE-DONE {'ok' if ok else 'failed'}", flush=True)
     return 0 if ok else 1
 

@@ -93,26 +93,51 @@ def _run_tool(tool: str, plan: list[dict[str, Any]], timeout: float, log_dir: Pa
     return rc, output
 
 
-def sanitize_candidates(items: Sequence[tuple[Any, Any, Path]], tools: Sequence[str] = TOOLS, timeout: float = 300,
-                        log_dir: str | os.PathLike | None = None) -> dict[str, dict[str, str]]:
-    """``{candidate name: {tool: "ok" | finding}}`` for ``(spec, Candidate, so_path)`` items."""
+def item_seconds(output: str) -> dict[str, float]:
+    """``{candidate name: seconds}`` from the sanitized process's ``SANCASE-TIME`` lines (its cases under the tool)."""
+    found = {}
+    for m in re.finditer(r"^SANCASE-TIME (\S+) ([0-9.]+)$", output, flags=re.MULTILINE):
+        found[m.group(1)] = float(m.group(2))
+    return found
+
+
+def sanitize_tool(items: Sequence[tuple[Any, Any, Path]], tool: str, timeout: float = 300,
+                  log_dir: str | os.PathLike | None = None) -> tuple[dict[str, str], dict[str, float]]:
+    """One tool over ``(spec, Candidate, so_path)`` items, in one sanitized process (each item again alone when it
+    finds something, to say which): ``({name: "ok" | finding}, {name: seconds under the tool})``."""
     items = list(items)
     if not items:
-        return {}
+        return {}, {}
     if sanitizer_path() is None:
-        return {cand.name: {tool: "unavailable" for tool in tools} for _, cand, _ in items}
+        return {cand.name: "unavailable" for _, cand, _ in items}, {}
     log_dir = log_dir or os.environ.get("NUMBAKERN_VERIFY_LOG")
     log = Path(log_dir) if log_dir else None
     plan = _plan_items(items)
-    results: dict[str, dict[str, str]] = {item["name"]: {} for item in plan}
+    rc, output = _run_tool(tool, plan, timeout, log)
+    status = parse_summary(tool, rc, output)
+    seconds = item_seconds(output)
+    if status == "ok" or len(plan) == 1:
+        return {item["name"]: status for item in plan}, seconds
+    found = {}
+    for item in plan:  # attribute the finding
+        rc, output = _run_tool(tool, [item], timeout, log)
+        found[item["name"]] = parse_summary(tool, rc, output)
+        seconds.update(item_seconds(output))
+    return found, seconds
+
+
+def sanitize_candidates(items: Sequence[tuple[Any, Any, Path]], tools: Sequence[str] = TOOLS, timeout: float = 300,
+                        log_dir: str | os.PathLike | None = None,
+                        seconds: dict[str, dict[str, float]] | None = None) -> dict[str, dict[str, str]]:
+    """``{candidate name: {tool: "ok" | finding}}`` for ``(spec, Candidate, so_path)`` items; ``seconds``, when
+    given, is filled with ``{candidate name: {tool: seconds}}``."""
+    items = list(items)
+    results: dict[str, dict[str, str]] = {cand.name: {} for _, cand, _ in items}
     for tool in tools:
-        rc, output = _run_tool(tool, plan, timeout, log)
-        status = parse_summary(tool, rc, output)
-        if status == "ok" or len(plan) == 1:
-            for item in plan:
-                results[item["name"]][tool] = status
-            continue
-        for item in plan:  # attribute the finding
-            rc, output = _run_tool(tool, [item], timeout, log)
-            results[item["name"]][tool] = parse_summary(tool, rc, output)
+        status, spent = sanitize_tool(items, tool, timeout, log_dir)
+        for name, verdict in status.items():
+            results[name][tool] = verdict
+        if seconds is not None:
+            for name, s in spent.items():
+                seconds.setdefault(name, {})[tool] = s
     return results

@@ -1,0 +1,250 @@
+#!/usr/bin/env python
+"""Every GPU of the host, measured: verification, the test suite and the benchmark on one GPU and on two, in one go.
+
+    python scripts/gpu_scale.py [verify] [bench] [tests]     # default: all three, in this order
+
+- **verify**: ``python -m translate.verify --all --sanitize`` with ``--gpus 1``, then with ``--gpus 2``, on the same
+  machine in the same run (``--no-record``: both plan from the same manifest); the wall time of each, their ratio
+  (the target is at most 0.55) and the verdicts. The two-GPU run's records (with each kernel's seconds) are kept
+  for ``python -m translate.verify --apply``.
+- **bench**: ``scripts/bench.py`` on a subset of kernels with ``--gpus 2`` and ``--gpus 1``: the wall times, and how
+  far the two runs' figures are apart row for row (the same kernels at the same sizes must time the same, within
+  noise), and whether the two GPUs were found to be one model.
+- **tests**: ``pytest --gpu -n auto``: every xdist worker on a GPU of its own (the header says which), the outcome,
+  and which GPUs had test processes on them (``nvidia-smi``, sampled).
+
+Needs a machine with at least two GPUs (with one, the two-GPU runs are left out). Each step has a time limit, and
+the whole run a deadline (``--deadline``, default 570 s, for a 10-minute call): a step that runs over is stopped,
+its log kept, and the table says so. Writes to ``$OUT`` (default ``build/gpu_scale``), at most eight files:
+``scale.md`` (the table, printed last too), ``verify-1gpu.log``, ``verify-2gpu.log``, ``records.json``,
+``bench.log``, ``bench-1gpu.csv``, ``bench-2gpu.csv``, ``tests.log``.
+
+On the offline GPU machine, numbakern runs from the checkout with its wheels installed beside it (see the GPU
+machine's notes): ``pip install --target /tmp/site .whl/*.whl`` and ``PYTHONPATH=/tmp/site:$PWD``; pytest loads the
+plugin with ``-p numbakern.pytest_plugin`` there (numbakern is not installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS = ("verify", "bench", "tests")
+#: the benchmark's subset: kernels of several families, a minute or so on one GPU (no matmul: its Triton peer's
+#: autotuning would take longer than the measurements)
+BENCH_KERNELS = ("vector_add", "transpose", "softmax", "reduce_sum", "layer_norm", "rms_norm", "histogram",
+                 "conv2d_3x3")
+#: each step's longest run, in seconds (the deadline may leave less)
+LIMITS = {"verify-1gpu": 300, "verify-2gpu": 200, "bench-2gpu": 90, "bench-1gpu": 150, "tests": 420}
+
+
+class Run:
+    """One command: its wall time, exit status, whether the time limit stopped it, its log."""
+
+    def __init__(self, name: str, argv: list[str], log: Path, limit: float, env: dict[str, str], scratch: Path):
+        self.name, self.argv, self.log = name, argv, log
+        # a build cache of its own: no run profits from the libraries an earlier one built
+        env = {**env, "NUMBAKERN_BUILD_DIR": str(scratch / f"build-{name}")}
+        print(f"\n######## {name}: {' '.join(argv)}  (at most {limit:.0f} s; log {log.name})", flush=True)
+        t0 = time.perf_counter()
+        with open(log, "w") as f:
+            f.write(f"$ {' '.join(argv)}\n")
+            f.flush()
+            proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            try:
+                self.rc = proc.wait(timeout=max(1.0, limit))
+                self.cut = False
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)  # the command and every worker it started
+                proc.wait()
+                self.rc, self.cut = None, True
+        self.seconds = time.perf_counter() - t0
+        self.text = log.read_text(errors="replace")
+        if self.cut:
+            with open(log, "a") as f:
+                f.write(f"\n[gpu_scale.py: stopped after {self.seconds:.0f} s, the step's time limit]\n")
+        tail = [line for line in self.text.splitlines() if line.strip()][-3:]
+        print("\n".join(tail), flush=True)
+        print(f"######## {name}: {self.status} in {self.seconds:.0f} s", flush=True)
+
+    @property
+    def status(self) -> str:
+        return f"stopped at the limit ({self.seconds:.0f} s)" if self.cut else ("ok" if self.rc == 0 else
+                                                                                  f"exit {self.rc}")
+
+
+class GpuUse:
+    """``nvidia-smi``'s compute processes, sampled every few seconds while a step runs: which GPUs had work."""
+
+    def __init__(self):
+        self.seen: dict[str, set[int]] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self):
+        while not self.stop.is_set():
+            try:
+                out = subprocess.run(["nvidia-smi", "--query-compute-apps=gpu_uuid,pid", "--format=csv,noheader"],
+                                     capture_output=True, text=True, timeout=20).stdout
+            except (OSError, subprocess.TimeoutExpired):
+                return
+            for line in out.splitlines():
+                uuid, _, pid = line.partition(",")
+                if pid.strip().isdigit():
+                    self.seen.setdefault(uuid.strip(), set()).add(int(pid))
+            self.stop.wait(3.0)
+
+    def summary(self, names: dict[str, str]) -> str:
+        self.stop.set()
+        self.thread.join(timeout=30)
+        return "; ".join(f"{names.get(u, u)}: {len(p)} processes" for u, p in sorted(self.seen.items())) or "none seen"
+
+
+def gpu_names() -> dict[str, str]:
+    """``{uuid: "GPU i"}`` from nvidia-smi."""
+    out = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"], capture_output=True,
+                         text=True).stdout
+    return {u.strip(): f"GPU {i.strip()}" for i, _, u in (line.partition(",") for line in out.splitlines()) if u}
+
+
+def verdicts(text: str) -> str:
+    """``35 PASS, 0 FAIL`` from a verification's summary table."""
+    rows = re.findall(r"^\S+\s+(PASS|FAIL)\s+\d+/\d+", text, flags=re.MULTILINE)
+    return f"{rows.count('PASS')} PASS, {rows.count('FAIL')} FAIL" if rows else "no summary"
+
+
+def plan_line(text: str) -> str:
+    m = re.search(r"kernels, (\d+ GPUs? × [\d/]+ worker process(?:es)? \([^)]*\))", text)
+    return m.group(1) if m else ""
+
+
+def bench_rows(path: Path) -> dict[tuple[str, str], dict[str, str]]:
+    if not path.exists():
+        return {}
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    return {(r["kernel"], r["size"]): r for r in csv.DictReader(lines) if r["kernel"] != "copy"}
+
+
+def bench_agreement(one: Path, two: Path) -> str:
+    """How far the two runs' C and Numba times are apart, row for row."""
+    a, b = bench_rows(one), bench_rows(two)
+    common = sorted(set(a) & set(b))
+    diffs = []
+    for key in common:
+        for field in ("c_ms", "numba_ms"):
+            x, y = float(a[key][field] or "nan"), float(b[key][field] or "nan")
+            if x == x and y == y and x > 0:
+                diffs.append(abs(y / x - 1) * 100)
+    if not diffs:
+        return "no rows to compare"
+    return (f"{len(common)} rows: C and Numba times apart by median {statistics.median(diffs):.1f}%, "
+            f"at most {max(diffs):.1f}%")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("steps", nargs="*", metavar="STEP", help=f"{', '.join(STEPS)} (default: all, in this order)")
+    parser.add_argument("--deadline", type=float, default=570.0, help="seconds for the whole run (default 570)")
+    args = parser.parse_args(argv)
+    unknown = [s for s in args.steps if s not in STEPS]
+    if unknown:
+        parser.error(f"unknown step {unknown[0]!r} (expected {', '.join(STEPS)})")
+    steps = args.steps or list(STEPS)
+    start = time.perf_counter()
+    out = Path(os.environ.get("OUT") or ROOT / "build" / "gpu_scale")
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="gpu_scale-"))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("OUT", None)  # the tools would write their own files into $OUT: here only the eight below go there
+    env.pop("NUMBAKERN_VERIFY_LOG", None)
+
+    if shutil.which("nvidia-smi") is None:
+        print("gpu_scale.py: needs nvidia-smi and a GPU", file=sys.stderr)
+        return 2
+    names = gpu_names()
+    environment = subprocess.run(["nvidia-smi", "--query-gpu=index,name,memory.total,clocks.max.sm,driver_version",
+                                  "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+    cores = len(os.sched_getaffinity(0))
+    print(f"{environment}\n{cores} CPU cores", flush=True)
+    two = len(names) >= 2
+
+    def left(step: str) -> float:
+        return min(LIMITS[step], args.deadline - (time.perf_counter() - start))
+
+    rows: list[tuple[str, str, str, str]] = []  # step, wall, result, notes
+    t = sys.executable
+    if "verify" in steps:
+        runs = {}
+        for n in ((1, 2) if two else (1,)):
+            records = out / "records.json" if n == 2 else scratch / "records-1gpu.json"
+            runs[n] = Run(f"verify-{n}gpu", [t, "-m", "translate.verify", "--all", "--sanitize", "--gpus", str(n),
+                                             "--no-record", "--records-out", str(records),
+                                             "--verify-log", str(scratch / f"verify-{n}gpu")],
+                          out / f"verify-{n}gpu.log", left(f"verify-{n}gpu"), env, scratch)
+            rows.append((f"translate.verify --all --sanitize --gpus {n}", f"{runs[n].seconds:.0f} s",
+                         f"{runs[n].status}; {verdicts(runs[n].text)}", plan_line(runs[n].text)))
+        if two and runs[1].rc == 0 and runs[2].rc == 0:  # (a run stopped or failed times nothing comparable)
+            ratio = runs[2].seconds / runs[1].seconds
+            rows.append(("  2 GPUs / 1 GPU", f"{ratio:.2f}", "target <= 0.55: " + ("met" if ratio <= 0.55 else
+                                                                                     "NOT met"), ""))
+    if "bench" in steps:
+        subset = ["--kernels", *BENCH_KERNELS, "--budget", "0.3"]
+        timed = {}
+        for n in ((2, 1) if two else (1,)):
+            folder = scratch / f"bench-{n}gpu"
+            run = Run(f"bench-{n}gpu", [t, "scripts/bench.py", *subset, "--gpus", str(n), "--out", str(folder)],
+                      scratch / f"bench-{n}gpu.log", left(f"bench-{n}gpu"), env, scratch)
+            with open(out / "bench.log", "a") as log:
+                log.write(run.text + "\n")
+            if (folder / "bench.csv").exists():
+                shutil.copy(folder / "bench.csv", out / f"bench-{n}gpu.csv")
+            timed[n] = run
+            same = re.search(r"Rows from .*? (are comparable|are NOT comparable)[^\n]*", run.text)
+            rows.append((f"bench.py --gpus {n} ({len(BENCH_KERNELS)} kernels)", f"{run.seconds:.0f} s", run.status,
+                         same.group(0)[:160] if same else ""))
+        if two and all(r.rc == 0 for r in timed.values()):
+            rows.append(("  2 GPUs / 1 GPU", f"{timed[2].seconds / timed[1].seconds:.2f}",
+                         bench_agreement(out / "bench-1gpu.csv", out / "bench-2gpu.csv"), ""))
+    if "tests" in steps:
+        plugin = [] if _installed() else ["-p", "numbakern.pytest_plugin"]
+        use = GpuUse()
+        run = Run("tests", [t, "-m", "pytest", *plugin, "--gpu", "-n", "auto", "-q", "-rs", "-p", "no:cacheprovider"],
+                  out / "tests.log", left("tests"), env, scratch)
+        last = next((line for line in reversed(run.text.splitlines()) if re.search(r"\b(passed|failed)\b", line)),
+                    "no summary")
+        header = re.search(r"numbakern: (\d+ xdist workers on \d+ GPUs?)", run.text)
+        rows.append(("pytest --gpu -n auto", f"{run.seconds:.0f} s", f"{run.status}; {last.strip('= ')}",
+                     (header.group(1) if header else "no worker-to-GPU header") + "; test processes seen: "
+                     + use.summary(names)))
+
+    table = ["| step | wall | result | notes |", "|---|---:|---|---|"]
+    table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    text = (f"Measured on {len(names)} GPU(s), {cores} CPU cores, {time.strftime('%Y-%m-%d')}:\n\n```\n"
+            f"{environment}\n```\n\n" + "\n".join(table) + "\n")
+    (out / "scale.md").write_text(text)
+    shutil.rmtree(scratch, ignore_errors=True)
+    print("\n######## summary (files in " + str(out) + ")\n" + text, flush=True)
+    return 0
+
+
+def _installed() -> bool:
+    from importlib.metadata import entry_points
+
+    return any(p.value == "numbakern.pytest_plugin" for p in entry_points(group="pytest11"))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,169 @@
+"""``python -m translate.verify.worker``: one worker process of a verification spread over GPUs
+(``translate.verify.parallel``). Its ``CUDA_VISIBLE_DEVICES`` names its GPU alone (``translate.verify.pool``).
+
+It reads jobs, one JSON object a line, on stdin, and answers each with one JSON line on stdout; everything else it
+(or numba, or a library) prints goes to stderr. The jobs (``message`` makes them):
+
+- ``{"kind": "cases", "spec": <spec_ref>, "candidate": {...}, "so": path | null, "seeds": [...], "units": [...]}``:
+  ``harness.verify`` of the candidate on those cases (``units``: ``[size index, seed, dist]`` triples, [] for all),
+  the candidate in its sandboxed child as always, the Numba reference here -> ``{"result": <VerifyResult>,
+  "seconds": s}``;
+- ``{"kind": "sanitize", "tool": t, "items": [{"spec", "candidate", "so"}, ...]}``: one compute-sanitizer tool over
+  the items (``sanitize.sanitize_tool``) -> ``{"status": {name: verdict}, "item_seconds": {name: s}, "seconds": s}``;
+- ``{"kind": "whoami", "sleep": s}``: the process, its ``CUDA_VISIBLE_DEVICES`` and when it started and ended the
+  job (what the tests of the assignment read; touches no GPU) -> ``{"pid", "cuda_visible_devices", ...}``.
+
+An exception in a job is its answer (``{"error": ...}``); the worker goes on with the next.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+#: a worker's command, started with the current interpreter
+ARGV = (sys.executable, "-m", "translate.verify.worker")
+
+
+def candidate_message(cand: Any) -> dict[str, Any]:
+    return {"cu": str(Path(cand.cu).resolve()), "launcher": dict(cand.launcher), "label": cand.label,
+            "nvcc_flags": list(cand.nvcc_flags)}
+
+
+def _candidate(message: Mapping[str, Any]):
+    from .harness import Candidate  # imports numba: only once a job needs it (whoami never does)
+
+    return Candidate(Path(message["cu"]), dict(message["launcher"]), message.get("label", ""),
+                     tuple(message.get("nvcc_flags", ())))
+
+
+def result_to_json(result: Any) -> dict[str, Any]:
+    """A ``harness.VerifyResult`` as JSON-ready data (``result_from_json`` reads it back)."""
+    return dataclasses.asdict(result)
+
+
+def result_from_json(data: Mapping[str, Any]):
+    from .harness import CaseResult, VerifyResult  # imports numba: the parent has it loaded by then anyway
+
+    cases = [CaseResult(**{**c, "first_mismatches": [(tuple(i), g, w) for i, g, w in c["first_mismatches"]]})
+             for c in data.get("cases", ())]
+    return VerifyResult(**{**data, "cases": cases})
+
+
+class _Builds:
+    """Libraries this worker built itself (a job without a prebuilt one: the parent did not know the GPU's arch)."""
+
+    def __init__(self):
+        self.folder = tempfile.TemporaryDirectory(prefix="numbakern-worker-builds-")
+        self.done: dict[str, Path | None] = {}
+
+    def so(self, cand: Any, arch: str) -> Path | None:
+        from . import isolated  # with the candidate: only for a job that needs a build
+
+        key = str(cand.cu)
+        if key not in self.done:
+            folder = Path(self.folder.name) / f"build-{len(self.done)}"
+            folder.mkdir()
+            self.done[key] = isolated.build(cand.cu, arch=arch, workdir=folder, nvcc_flags=cand.nvcc_flags).so
+        return self.done[key]
+
+
+_ARCH: list[str] = []
+
+
+def _arch() -> str:
+    from .harness import device_facts  # the device's own facts: this process has its GPU
+
+    if not _ARCH:
+        _ARCH.append(device_facts()["arch"])
+    return _ARCH[0]
+
+
+def _spec(ref: Any):
+    from numbakern import registry  # imports numba: only for a job that needs the spec
+
+    return registry.get(ref) if isinstance(ref, str) else registry.from_ref(ref)
+
+
+def run_cases(job: Mapping[str, Any]) -> dict[str, Any]:
+    from .harness import verify  # numba's real CUDA target, chosen by the parent's environment
+
+    spec, cand = _spec(job["spec"]), _candidate(job["candidate"])
+    units = [tuple(u) for u in job.get("units") or ()] or None
+    t0 = time.perf_counter()
+    result = verify(spec, cand, seeds=tuple(job["seeds"]), prebuilt=job.get("so"), only=units)
+    return {"result": result_to_json(result), "seconds": time.perf_counter() - t0}
+
+
+def run_sanitize(job: Mapping[str, Any], builds: _Builds) -> dict[str, Any]:
+    from .sanitize import sanitize_tool  # the registry (numba) comes with it
+
+    items, missing = [], []
+    for item in job["items"]:
+        spec, cand = _spec(item["spec"]), _candidate(item["candidate"])
+        so = item.get("so") or builds.so(cand, _arch())
+        if so:
+            items.append((spec, cand, Path(so)))
+        else:
+            missing.append(cand.name)
+    t0 = time.perf_counter()
+    status, seconds = sanitize_tool(items, job["tool"], timeout=float(job.get("timeout", 300)),
+                                    log_dir=job.get("log_dir"))
+    status.update({name: "not run: the .cu did not build" for name in missing})
+    return {"status": status, "item_seconds": seconds, "seconds": time.perf_counter() - t0}
+
+
+def whoami(job: Mapping[str, Any]) -> dict[str, Any]:
+    started = time.time()
+    time.sleep(float(job.get("sleep", 0)))
+    return {"pid": os.getpid(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "threads": os.environ.get("OMP_NUM_THREADS"), "started": started, "ended": time.time()}
+
+
+def handle(job: Mapping[str, Any], builds: _Builds | None = None) -> dict[str, Any]:
+    """The answer to one job (an error is an answer too)."""
+    try:
+        kind = job.get("kind")
+        if kind == "cases":
+            return run_cases(job)
+        if kind == "sanitize":
+            return run_sanitize(job, builds or _Builds())
+        if kind == "whoami":
+            return whoami(job)
+        return {"error": f"unknown job kind {kind!r}"}
+    except Exception as exc:  # noqa: BLE001 - the parent reports it as the job's failure
+        return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # the answers get the real stdout to themselves; whatever else writes to fd 1 (print, numba, C code) goes to
+    # stderr, so that it can never break a line of the protocol
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
+    builds: _Builds | None = None
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            job = json.loads(line)
+        except ValueError:
+            answers.write(json.dumps({"error": f"not a JSON job: {line[:200]!r}"}) + "\n")
+            continue
+        if job.get("kind") == "sanitize" and builds is None:
+            builds = _Builds()
+        answers.write(json.dumps(handle(job, builds)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
