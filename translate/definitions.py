@@ -5,8 +5,9 @@ A script that launches kernels at its top level (numbakern's quickstart does: ``
 target and usually no GPU, so the first launch fails, and with a GPU it would run the script's work. Translation
 needs only the kernel and what it reads, so a script named by its path (``translate quickstart.py:scaled_copy``)
 is executed as its definitions: every import, then the ``def``, ``class`` and assignment statements that define
-the kernel's name and the names those read, transitively, and the ``numbakern.declare(...)`` calls of those
-kernels (a kernel's declaration is part of its definition); loops, launches, asserts, prints, other kernels and the
+the kernel's name and the names those read, transitively, and the call statements that read those names (a
+kernel's ``numbakern.declare(...)`` is part of its definition, an ``exec(source, namespace)`` fills a namespace it
+reads) except launches (``kernel[grid, block](...)``) and prints; loops, asserts, other kernels and the
 ``if __name__ == "__main__":`` block are not run. Statements keep their file and line numbers, so an error in one
 points at the user's line.
 """
@@ -15,9 +16,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-
-#: top-level calls that belong to a kernel's definition (kept whatever they assign)
-DEFINING_CALLS = frozenset({"declare"})
 
 
 def definitions(tree: ast.Module, wanted: Iterable[str]) -> ast.Module:
@@ -29,7 +27,7 @@ def definitions(tree: ast.Module, wanted: Iterable[str]) -> ast.Module:
     while changed:  # a statement that defines a needed name (or declares a needed kernel), and what it reads in turn
         changed = False
         for i, stmt in enumerate(body):
-            if not keep[i] and (_defines(stmt) & needed or _declares(stmt) and _loads(stmt) & needed):
+            if not keep[i] and (_defines(stmt) & needed or _prepares(stmt) and _loads(stmt) & needed):
                 keep[i] = True
                 needed |= _loads(stmt)
                 changed = True
@@ -46,9 +44,14 @@ def _defines(stmt: ast.stmt) -> set[str]:
     return set()
 
 
-def _declares(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
-        _call_name(stmt.value.func) in DEFINING_CALLS
+def _prepares(stmt: ast.stmt) -> bool:
+    """A call statement that may complete what a needed name holds (``numbakern.declare(kernel, ...)``,
+    ``exec(source, namespace)``, ``table.update(...)``): any call but a kernel launch (``kernel[grid, block](...)``)
+    and ``print``."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    func = stmt.value.func
+    return not (isinstance(func, ast.Subscript) or _call_name(func) == "print")
 
 
 def _call_name(func: ast.expr) -> str | None:

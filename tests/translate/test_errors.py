@@ -75,10 +75,11 @@ def test_numba_typing_error_is_summarised_and_located(tmp_path):
 
 def test_module_that_fails_to_import_is_located(tmp_path):
     path = _module(tmp_path, "imp.py",
-                   "from numba import cuda\nSCALE = 1 / 0\n\n\n@cuda.jit\ndef k(x):\n    x[0] = 1\n")
+                   "from numba import cuda\nSCALE = 1 / 0\n\n\n@cuda.jit\ndef k(x):\n    x[0] = SCALE\n")
     e = _refusal(f"{path}:k", "void(int32[::1])")
     assert "ZeroDivisionError" in e.message and e.line == 2
-    path = _module(tmp_path, "std.py", "import json\nfrom numba import cuda\nCFG = json.loads('{')\n")
+    path = _module(tmp_path, "std.py", "import json\nfrom numba import cuda\nCFG = json.loads('{')\n\n\n"
+                                       "@cuda.jit\ndef k(x):\n    x[0] = CFG\n")
     e = _refusal(f"{path}:k", "void(int32[::1])")   # raised inside the standard library: located at the user's line
     assert "JSONDecodeError" in e.message and e.filename == str(path) and e.line == 3
     path = _module(tmp_path, "syn.py", "def k(:\n    pass\n")
