@@ -1,5 +1,6 @@
-"""matmul_bf16 (tensor cores: ldmatrix + mma.sync) against a float64 reference of the same bf16 values, in the
-simulator with every check on (and on a GPU with ``pytest --gpu``), through its spec and its user-facing entry."""
+"""matmul_bf16 and matmul_f16 (tensor cores) against a float64 reference of the same 16-bit values, in the
+simulator with every check on (and on a GPU with ``pytest --gpu``): the registered pipelined kernels through their
+specs, the plain kernel for any shape, and the user-facing entry points."""
 
 from __future__ import annotations
 
@@ -8,38 +9,82 @@ import pytest
 
 import numbakern
 from numbakern import all_specs, get, run_case
-from numbakern.kernels.matmul_bf16 import DEFAULT_CONFIG, matmul_bf16, matmul_bf16_tc
+from numbakern.kernels.matmul_tc import (
+    PIPE_CONFIG,
+    PLAIN_CONFIG,
+    matmul_bf16,
+    matmul_bf16_plain,
+    matmul_f16,
+    tc_pipe_launch,
+)
+from numbakern.kernels.matmul_tc_pipe import check_pipe_config, matmul_tc_pipelined, tc_ready
 from numbakern.mma import formats
 from numbakern.registry import DISTRIBUTIONS
 
-SPEC = get("matmul_bf16")
+SPECS = {fmt: get(f"matmul_{fmt}") for fmt in ("bf16", "f16")}
+#: a small pipelined configuration for the simulator: 4 warps of 32x32, bk = 64 (rows of 8 chunks: the other
+#: swizzle), 2 stages, grouped order with bands of 2 block rows
+SMALL = {"bm": 64, "bn": 64, "bk": 64, "warps_m": 2, "warps_n": 2, "stages": 2, "group": 2}
 
 
-@pytest.mark.parametrize("size", SPEC.test_sizes, ids=lambda s: "x".join(map(str, s.values())))
-def test_registered_kernel_matches_reference(size, rng):
+@pytest.mark.parametrize("fmt", ["bf16", "f16"])
+@pytest.mark.parametrize("size", SPECS["bf16"].test_sizes, ids=lambda s: "x".join(map(str, s.values())))
+def test_registered_kernel_matches_reference(fmt, size, rng):
+    spec = SPECS[fmt]
     dist = DISTRIBUTIONS[rng.integers(len(DISTRIBUTIONS))]
-    case = SPEC.make_case(size, rng, dist)
-    (result,) = SPEC.check(case, run_case(SPEC, case)).values()
+    case = spec.make_case(size, rng, dist)
+    (result,) = spec.check(case, run_case(spec, case)).values()
     assert result.ok, f"{dist} inputs: {result}"
 
 
 def test_a_wrong_product_fails_the_check(rng):
     """The tolerance is fp32 accumulation's: a bf16-sized error in one element is caught."""
-    case = SPEC.make_case({"h": 37, "k": 70, "w": 45}, rng, "normal")
-    outputs = run_case(SPEC, case)
+    spec = SPECS["bf16"]
+    case = spec.make_case({"h": 37, "k": 72, "w": 40}, rng, "normal")
+    outputs = run_case(spec, case)
     outputs[2][3, 4] *= 1 + 2.0**-9
-    (result,) = SPEC.check(case, outputs).values()
+    (result,) = spec.check(case, outputs).values()
     assert not result.ok and result.first_mismatches[0][0] == (3, 4)
 
 
-def test_entry_point_takes_torch_bf16_and_gives_float32(rng):
+def _values(x):
+    return (x if x.dtype == np.float16 else formats.bf16_bits_to_f32(x)).astype(np.float64)
+
+
+def _inputs(rng, h, k, w, f16):
+    a32 = rng.standard_normal((h, k)).astype(np.float32)
+    b32 = rng.standard_normal((k, w)).astype(np.float32)
+    if f16:
+        return a32.astype(np.float16), b32.astype(np.float16)
+    return formats.f32_to_bf16_bits(a32), formats.f32_to_bf16_bits(b32)
+
+
+def _assert_product(out, a, b):
+    av, bv = _values(a), _values(b)
+    assert (np.abs(out - av @ bv) <= 1e-5 * (np.abs(av) @ np.abs(bv))).all()
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("f16", [False, True])
+def test_pipelined_kernel_in_another_configuration(f16, rng):
+    """bk = 64 swizzles rows of 8 chunks (the default's bk = 32 packs two rows per 128-byte line), 2 stages, bands
+    of 2 block rows: 3x2 blocks over a 150x136 output, k = 200 (3 whole tiles and a partial one)."""
+    a, b = _inputs(rng, 150, 200, 136, f16)
+    out = np.full((150, 136), np.nan, np.float32)
+    cfg = tc_pipe_launch(SMALL, 150, 136)
+    matmul_tc_pipelined(f16=f16, **SMALL)[cfg.grid, cfg.block, 0, 0](a, b, out)
+    _assert_product(out, a, b)
+
+
+@pytest.mark.parametrize("kernel", ["auto", "plain"])
+def test_entry_point_takes_torch_bf16_and_gives_float32(kernel, rng):
     torch = pytest.importorskip("torch")
     a32 = rng.standard_normal((45, 33)).astype(np.float32)
     b32 = rng.standard_normal((33, 70)).astype(np.float32)
     a, b = torch.from_numpy(a32).to(torch.bfloat16), torch.from_numpy(b32).to(torch.bfloat16)
     if torch.cuda.is_available() and not numbakern.mode.in_simulator():
         a, b = a.cuda(), b.cuda()
-    out = matmul_bf16(a, b)
+    out = matmul_bf16(a, b, kernel=kernel)  # k = 33, w = 70: the plain kernel either way
     assert out.dtype == torch.float32 and tuple(out.shape) == (45, 70)
     ref = a.double().cpu().numpy() @ b.double().cpu().numpy()
     scale = np.abs(a.double().cpu().numpy()) @ np.abs(b.double().cpu().numpy())
@@ -48,35 +93,55 @@ def test_entry_point_takes_torch_bf16_and_gives_float32(rng):
     assert np.abs(out.cpu().numpy() - a32.astype(np.float64) @ b32).max() > 1e-4
 
 
+def test_entry_point_picks_the_pipelined_kernel_for_whole_16_byte_rows(rng):
+    a, b = _inputs(rng, 20, 24, 16, True)
+    assert tc_ready(a, b, np.zeros((20, 16), np.float32))
+    assert not tc_ready(a[:, :20], b[:20], np.zeros((20, 16), np.float32))  # a's rows: 20 of 24 (strided)
+    out = matmul_f16(a, b)
+    _assert_product(out, a, b)
+
+
 def test_entry_point_names_the_bad_argument():
     with pytest.raises(TypeError, match=r"argument 'b' must have dtype bfloat16, got float32"):
         matmul_bf16(np.zeros((2, 3), np.uint16), np.zeros((3, 4), np.float32))
+    with pytest.raises(TypeError, match=r"argument 'a' must have dtype float16, got uint16"):
+        matmul_f16(np.zeros((2, 3), np.uint16), np.zeros((3, 4), np.float16))
     with pytest.raises(ValueError, match=r"inner dimensions differ: 'a' is 2x3 and 'b' is 4x4"):
         matmul_bf16(np.zeros((2, 3), np.uint16), np.zeros((4, 4), np.uint16))
+    with pytest.raises(ValueError, match=r"argument 'kernel' must be one of"):
+        matmul_bf16(np.zeros((2, 8), np.uint16), np.zeros((8, 8), np.uint16), kernel="fast")
+    with pytest.raises(ValueError, match=r"pipelined kernel needs k and w multiples of 8"):
+        matmul_bf16(np.zeros((2, 3), np.uint16), np.zeros((3, 4), np.uint16), kernel="pipelined")
 
 
 @pytest.mark.sim
-def test_another_tile_configuration(rng):
+def test_plain_kernel_in_another_tile_configuration(rng):
     """Warps of 16x32 and four n8 tiles per ldmatrix_x4_trans pair: the fragment indexing is not tied to one shape."""
     config = {"bm": 32, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 1}
-    a = formats.f32_to_bf16_bits(rng.standard_normal((40, 19)).astype(np.float32))
-    b = formats.f32_to_bf16_bits(rng.standard_normal((19, 70)).astype(np.float32))
-    out = matmul_bf16(a, b, config=config)
-    av, bv = formats.bf16_bits_to_f32(a).astype(np.float64), formats.bf16_bits_to_f32(b).astype(np.float64)
-    assert (np.abs(out - av @ bv) <= 1e-5 * (np.abs(av) @ np.abs(bv))).all()
+    a, b = _inputs(rng, 40, 19, 70, False)
+    out = matmul_bf16(a, b, kernel="plain", config=config)
+    _assert_product(out, a, b)
 
 
-def test_bad_configuration_is_refused():
+def test_bad_configurations_are_refused():
     with pytest.raises(ValueError, match=r"bk = 24 must be a multiple of 16"):
-        matmul_bf16_tc(**{**DEFAULT_CONFIG, "bk": 24})
+        matmul_bf16_plain(**{**PLAIN_CONFIG, "bk": 24})
+    with pytest.raises(ValueError, match=r"bk must be 32 or 64"):
+        check_pipe_config(False, **{**PIPE_CONFIG, "bk": 16})
+    with pytest.raises(ValueError, match=r"need 65536 bytes, more than 48 KiB"):
+        check_pipe_config(False, **{**PIPE_CONFIG, "stages": 4})
 
 
-def test_spec_is_found_by_name_but_kept_out_of_the_translated_set():
-    """Until translate knows the tensor-core intrinsics (issue 25, phase 2), the tools that walk all_specs()
-    (translate, verification) do not see it; get() and the benchmark do."""
-    assert SPEC.name == "matmul_bf16" and "matmul_bf16" not in {s.name for s in all_specs()}
-    assert SPEC.signatures == ("void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])",)
-    assert all(SPEC.accepts(s) for s in (*SPEC.test_sizes, *SPEC.verify_sizes, *SPEC.bench_sizes))
+def test_specs_are_in_the_library_and_translated_set():
+    names = {s.name for s in all_specs()}
+    assert {"matmul_bf16", "matmul_f16"} <= names
+    assert SPECS["bf16"].signatures == ("void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])",)
+    assert SPECS["f16"].signatures == ("void(float16[:, ::1], float16[:, ::1], float32[:, ::1])",)
+    for spec in SPECS.values():
+        assert all(spec.accepts(s) for s in (*spec.test_sizes, *spec.verify_sizes, *spec.bench_sizes))
+        assert not spec.accepts({"h": 8, "k": 12, "w": 8})
     for dist in DISTRIBUTIONS:
-        a, b, _ = SPEC.make_case(SPEC.test_sizes[0], np.random.default_rng(1), dist).args
+        a, b, _ = SPECS["bf16"].make_case(SPECS["bf16"].test_sizes[0], np.random.default_rng(1), dist).args
         assert a.dtype == np.uint16 and np.count_nonzero(a) and np.count_nonzero(b)
+        a, _, _ = SPECS["f16"].make_case(SPECS["f16"].test_sizes[0], np.random.default_rng(1), dist).args
+        assert a.dtype == np.float16 and np.count_nonzero(a)
