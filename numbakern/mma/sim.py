@@ -83,8 +83,9 @@ def _ldmatrix(count: int, trans: bool, regs, at, smem, index, frame):
     kind = f"ldmatrix.x{count}{'.trans' if trans else ''}"
     result = _warp_op(kind, row, frame)
     at = int(at)
+    as_float = np.dtype(regs.dtype) == np.float32  # 32-bit data (tf32 operands): the registers' bits as float32
     for j, value in enumerate(result):
-        regs[at + j] = value
+        regs[at + j] = np.uint32(value).view(np.float32) if as_float else value
 
 
 def _read_row(smem, index, frame) -> list[int]:

@@ -157,7 +157,7 @@ def _mma(tr, name, node):
 def _ldmatrix(tr, name, node):
     if len(node.args) != 4:
         raise tr.src.error(node, f"{name} takes four arguments: regs, at, smem, index")
-    regs = _regs(tr, name, node.args[0], "regs", ("uint32",))
+    regs = _regs(tr, name, node.args[0], "regs", ("uint32", "float32"))
     at = tr.expr(node.args[1])
     smem = tr.value(node.args[2])
     if not isinstance(smem, ArrayInfo) or smem.kind not in ("shared", "dynamic", "view"):
@@ -165,7 +165,8 @@ def _ldmatrix(tr, name, node):
     row = element(tr, smem, node.args[3], node)
     tr.mark_written(regs.name)
     tr.helpers.add(f"nk_{name}")
-    return _void(f"nk_{name}({_slot(regs, at)}, &{row.code})")
+    slot = _slot(regs, at) if regs.key == "uint32" else f"reinterpret_cast<unsigned *>({_slot(regs, at)})"
+    return _void(f"nk_{name}({slot}, &{row.code})")
 
 
 # -- scalars -----------------------------------------------------------------------------------------------------
