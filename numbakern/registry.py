@@ -173,6 +173,7 @@ KERNEL_MODULES = (
     "numbakern.kernels.matmul_pipe",
     "numbakern.kernels.attention",
     "numbakern.kernels.matmul_tc",
+    "numbakern.kernels.matmul_3xtf32",
 )
 
 
