@@ -145,3 +145,34 @@ def test_specs_are_in_the_library_and_translated_set():
         assert a.dtype == np.uint16 and np.count_nonzero(a) and np.count_nonzero(b)
         a, _, _ = SPECS["f16"].make_case(SPECS["f16"].test_sizes[0], np.random.default_rng(1), dist).args
         assert a.dtype == np.float16 and np.count_nonzero(a)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("f16", [False, True])
+@pytest.mark.parametrize("out16", [False, True])
+def test_hopper_kernel_matches_reference(f16, out16, cuda_torch, rng):
+    """The wgmma + TMA kernel (GPU of compute capability 9.0 only), on a shape that no tile divides, against float64:
+    fp32 output to fp32 accumulation's error, 16-bit output to one rounding of it."""
+    torch = cuda_torch
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Hopper kernel needs compute capability 9.0")
+    from numba import cuda
+
+    from numbakern.kernels.matmul_wgmma import DEFAULT_CONFIG, WgmmaMatmul
+
+    dt = torch.float16 if f16 else torch.bfloat16
+    g = torch.Generator(device="cuda").manual_seed(int(rng.integers(2**31)))
+    a = torch.randn(1000, 1032, device="cuda", generator=g).to(dt)
+    b = torch.randn(1032, 776, device="cuda", generator=g).to(dt)
+    out = torch.full((1000, 776), float("nan"), device="cuda", dtype=dt if out16 else torch.float32)
+    mm = WgmmaMatmul(**DEFAULT_CONFIG, f16=f16, out16=out16)
+    bits = (lambda t: t.view(torch.uint16)) if not f16 else (lambda t: t)
+    mm(cuda.as_cuda_array(bits(a)), cuda.as_cuda_array(bits(b)),
+       cuda.as_cuda_array(out.view(torch.int32) if out16 else out))
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double()
+    scale = a.double().abs() @ b.double().abs()
+    err = ((out.double() - ref).abs() / scale).max().item()
+    assert err <= (2.0**-8 if out16 else 1e-5), err
+    if not out16:  # the entry point picks this kernel for CUDA tensors on this device
+        assert torch.equal(matmul_f16(a, b) if f16 else matmul_bf16(a, b), out)
