@@ -50,9 +50,12 @@ def _check(f16, bn, stages, consumers, group, tma_store=False):
 @specialize
 def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: int = 2, group: int = 8,
                  consumer_regs: int = 232, producer_regs: int = 40, out16: bool = False, b_swap: bool = False,
-                 inflight: int = 0, tma_store: bool = False, epilogue: bool = True):
+                 inflight: int = 0, tma_store: bool = False, epilogue: bool = True, warp_arrive: bool = False):
     """The kernel for one configuration: ``out`` float32 (h×w), or with ``out16`` the products rounded to the
-    inputs' format, two per uint32 (``out`` a uint32 h×(w/2) view of the 16-bit output)."""
+    inputs' format, two per uint32 (``out`` a uint32 h×(w/2) view of the 16-bit output). ``epilogue=False`` stores
+    nothing (a diagnostic: the time of the mainloop alone). ``warp_arrive``: one arrival per consumer warp on a
+    stage's empty barrier instead of one per thread."""
+    arrivals = 4 * consumers if warp_arrive else 128 * consumers
     _check(f16, bn, stages, consumers, group, tma_store)
     if inflight not in (0, 1):
         raise ValueError(f"matmul_wgmma: inflight must be 0 or 1 (wgmma groups left running), got {inflight}")
@@ -115,7 +118,7 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
         if tid == 0:
             for s in range(stages):
                 mbarrier_init(bars, s, 1)
-                mbarrier_init(bars, stages + s, 128 * consumers)
+                mbarrier_init(bars, stages + s, arrivals)
             fence_barrier_init()
         cuda.syncthreads()
         num_m = (h + bm - 1) // bm
@@ -151,6 +154,7 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
             row_in = (t // 32) * 16 + (t % 32) // 4
             col_in = (t % 4) * 2
             acc = cuda.local.array(nacc, np.float32)
+            arriver = not warp_arrive or t % 32 == 0
             it = 0
             for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
                 first = tile // band * group
@@ -173,15 +177,17 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
                     wgmma_commit()
                     if inflight == 0:
                         wgmma_wait(0, acc, nacc)
-                        mbarrier_arrive(bars, stages + s)
+                        if arriver:
+                            mbarrier_arrive(bars, stages + s)
                     else:  # the previous k-tile's group is done: its stage goes back to the producer
                         wgmma_wait(1, acc, nacc)
-                        if kt > 0:
+                        if kt > 0 and arriver:
                             mbarrier_arrive(bars, stages + (it + stages - 1) % stages)
                     it += 1
                 if inflight == 1 and ktiles > 0:
                     wgmma_wait(0, acc, nacc)
-                    mbarrier_arrive(bars, stages + (it + stages - 1) % stages)
+                    if arriver:
+                        mbarrier_arrive(bars, stages + (it + stages - 1) % stages)
                 if tma_store:
                     st = (pad + stages * stage) * 2 + c * staging  # this consumer's staging bytes
                     for rnd in unroll(range(rounds)):
@@ -208,7 +214,13 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
                                 tma_store_2d(tmap_out, tn * bn + rnd * round_cols + bx * box_cols, tm * bm + c * 64,
                                              smem, (st + bx * 8192) // 2)
                             bulk_commit()
-                elif epilogue:
+                elif not epilogue:  # (a diagnostic: the mainloop alone; the sum keeps the products alive)
+                    total = np.float32(0.0)
+                    for j in unroll(range(nacc)):
+                        total += acc[j]
+                    if total != total:
+                        out[0, 0] = total
+                else:
                     r0 = tm * bm + c * 64 + row_in
                     c0 = tn * bn + col_in
                     for half in unroll(range(2)):
