@@ -12,6 +12,7 @@ from . import mode, switch
 # before anything below can import numba: the target must be chosen first
 switch.select()
 
+from ._version import __version__ as __version__
 from .compare import Comparison, compare
 from .declare import RandomInputs, declare
 from .launch import (
@@ -29,8 +30,6 @@ from .launch import (
 from .registry import Case, KernelSpec, Work, all_specs, get, project_specs, register, run_case
 from .specialize import constants_of, specialize
 
-__version__ = "0.1.0"
-
 if mode.in_simulator():
     from . import sim
 
@@ -40,6 +39,11 @@ if mode.in_simulator():
 from .frontend import rebind as _rebind
 
 _rebind.install()
+
+# numba-cuda-mlir 0.6 types cuda.threadfence() and its kin but has no lowering for them: numbakern adds one
+from . import mlir_lowering as _mlir_lowering
+
+_mlir_lowering.register("fences")
 
 __all__ = [
     "Case", "Comparison", "KernelSpec", "LaunchConfig", "RandomInputs", "Work", "all_specs", "array_info", "cdiv",

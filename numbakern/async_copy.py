@@ -29,6 +29,9 @@ How each backend sees them:
 
 - **GPU (numba):** ``@intrinsic``s emitting ``cp.async.cg.shared.global [dst], [src], 16, n``,
   ``cp.async.commit_group`` and ``cp.async.wait_group N`` as inline PTX.
+- **GPU (numba-cuda-mlir):** the same objects, typed and lowered by numba-cuda-mlir (``numbakern.mlir_lowering``)
+  into the NVVM dialect's ``nvvm.cp.async.shared.global``, ``nvvm.cp.async.commit.group`` and
+  ``nvvm.cp.async.wait.group``: the same PTX instructions.
 - **Simulator:** each thread's copies are queued in groups (closed by ``async_commit``) and carried out when a wait
   releases their group, element by element through the simulator's array proxies, so reading a destination before
   waiting sees the old contents (and the checkers see every element). Copies a thread never waits for never land.
@@ -40,7 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import mode
+from . import mlir_lowering, mode
 from .vector_io import _check_alignment, _index_tuple, element_pointer
 
 #: the size of one cp.async copy of ``copy_async16`` (and ``copy_async4``: four float32)
@@ -244,11 +247,14 @@ def _numba_cuda_installed() -> bool:
     return numba_cuda_installed()
 
 if mode.in_simulator() or not _numba_cuda_installed():
-    # numba-cuda-mlir alone on a GPU: these are numba-cuda LLVM intrinsics, which it cannot compile; a kernel that
-    # calls them fails to compile there (docs/frontends.md), the rest of its module loads
+    # the simulator, or numba-cuda-mlir alone on a GPU (which types and lowers these same functions, below)
     copy_async16, copy_async4, copy_async, async_commit, async_wait_all, async_wait = (
         _py_copy_async16, _py_copy_async4, _py_copy_async, _py_async_commit, _py_async_wait_all, _py_async_wait)
 else:
     copy_async16, copy_async4, copy_async, async_commit, async_wait_all, async_wait = _make_intrinsics()
+
+# numba-cuda-mlir compiles calls of these same objects (numbakern.mlir_lowering.async_copy)
+mlir_lowering.register("async_copy", copy_async16=copy_async16, copy_async4=copy_async4, copy_async=copy_async,
+                       async_commit=async_commit, async_wait=async_wait, async_wait_all=async_wait_all)
 
 __all__ = ["copy_async16", "copy_async4", "copy_async", "async_commit", "async_wait", "async_wait_all"]

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from . import mode
+from . import mlir_lowering, mode
 from .frontend import closures
 
 #: the attribute of an expanded function that holds the original one (read by the translator)
@@ -87,6 +87,7 @@ def _register_overload():
 unroll = _py_unroll
 if not mode.in_simulator() and _numba_cuda_installed():  # numba-cuda-mlir alone has no numba overloads
     _register_overload()
+mlir_lowering.register("unroll", unroll=_py_unroll)  # and numba-cuda-mlir's typing of it (numbakern.mlir_lowering)
 _UNROLL_OBJECTS = {id(_py_unroll)}
 
 

@@ -20,13 +20,15 @@ How each backend sees them:
   with scalar accesses so that the register array stays in registers.
 - **Simulator:** plain Python: four element reads and writes through the simulator's array proxies, so the race,
   bounds and initialisation checkers see every element, plus an alignment check of the flat element offset.
+- **GPU (numba-cuda-mlir):** the same objects, typed and lowered by numba-cuda-mlir (``numbakern.mlir_lowering``):
+  one ``llvm.load``/``llvm.store`` of a ``vector<4xf32>`` with ``alignment = 16``.
 - **translate:** ``const float4 v = *reinterpret_cast<const float4 *>(&m[...]);`` and the matching store
   (``translate/codegen/builtins.py``).
 """
 
 from __future__ import annotations
 
-from . import mode
+from . import mlir_lowering, mode
 
 WIDTH = 4  # float32 lanes in one 16-byte access
 
@@ -149,10 +151,12 @@ def _numba_cuda_installed() -> bool:
     return numba_cuda_installed()
 
 if mode.in_simulator() or not _numba_cuda_installed():
-    # numba-cuda-mlir alone on a GPU: LLVM intrinsics it cannot compile; a kernel that calls them fails to compile
-    # there (docs/frontends.md), the rest of its module loads
+    # the simulator, or numba-cuda-mlir alone on a GPU (which types and lowers these same functions, below)
     vload4, vstore4 = _py_vload4, _py_vstore4
 else:
     vload4, vstore4 = _make_intrinsics()
+
+# numba-cuda-mlir compiles calls of these same objects (numbakern.mlir_lowering.vector_io)
+mlir_lowering.register("vector_io", vload4=vload4, vstore4=vstore4)
 
 __all__ = ["vload4", "vstore4", "WIDTH"]

@@ -2,14 +2,13 @@
 
     python scripts/bench_mlir.py --mlir $OUT/mlir_gpu.json [--bench docs/bench/bench.csv] [--out DIR]
 
-The two runs cannot share a process on the GPU machine (numba-cuda and numba-cuda-mlir travel in separate calls),
-and they time differently: ``bench.py`` takes the median of CUDA-event timings, ``mlir_gpu.py`` the mean of
-back-to-back launches ended by one synchronise, for numba-cuda-mlir and for the translated C alike. So the table
-puts numba-cuda-mlir beside the C timed the same way (their ratio is like for like), next to bench.py's Numba and C
-columns for the same kernel and size. Writes ``bench_mlir.csv`` and ``bench_mlir.md`` to ``--out`` and prints the
-Markdown table.
+The two runs cannot share a process on the GPU machine (numba-cuda and numba-cuda-mlir travel in separate calls).
+Both time the same way, the median of CUDA-event samples (``benchkit.median_ms``): ``bench.py`` the Numba kernel and
+its translated C, ``mlir_gpu.py`` the numba-cuda-mlir kernel and the same C again, at each benchmark size. The table
+puts numba-cuda-mlir beside the C of its own run (their ratio is like for like, free of run-to-run drift), next to
+bench.py's Numba and C columns for the same kernel and size. Writes ``bench_mlir.csv`` and ``bench_mlir.md`` to
+``--out`` and prints the Markdown table.
 """
-
 from __future__ import annotations
 
 import argparse
@@ -25,7 +24,7 @@ FIELDS = ["kernel", "size", "numba_ms", "c_ms", "mlir_ms", "mlir_run_c_ms", "mli
 
 def refusal(row: dict) -> str:
     """Why numba-cuda-mlir did not run a kernel, in one phrase: the name its typing could not resolve where there is
-    one (numbakern's numba-cuda intrinsics, ``vload4``, ``copy_async4``...), else its error line."""
+    one (a numba-cuda intrinsic it was not taught), else its error line."""
     found = re.search(r"Untyped global name '(\w+)'", row.get("traceback") or "")
     if found:
         return f"numba-cuda-mlir cannot type `{found.group(1)}` (a numba-cuda intrinsic)"
@@ -39,11 +38,14 @@ def merge(bench_rows: list[dict], mlir: dict) -> list[dict]:
         m = by_kernel.get(b["kernel"])
         if m is None:
             continue
-        size = "×".join(str(v) for v in (m.get("bench_size") or {}).values())
-        same_size = size == b["size"]
-        mlir_ms = m.get("mlir_ms") if same_size else None
-        c_ms = m.get("c_ms") if same_size else None
-        note = refusal(m) or ("" if same_size else f"mlir_gpu.py timed size {size or '-'}")
+        timings = m.get("timings") or [{"size": m.get("bench_size"), "mlir_ms": m.get("mlir_ms"),
+                                         "c_ms": m.get("c_ms")}]
+        by_size = {"×".join(str(v) for v in (t.get("size") or {}).values()): t for t in timings}
+        timed = by_size.get(b["size"])
+        mlir_ms = timed.get("mlir_ms") if timed else None
+        c_ms = timed.get("c_ms") if timed else None
+        sizes = ", ".join(s for s in by_size if s) or "-"
+        note = refusal(m) or ("" if timed else f"mlir_gpu.py timed size {sizes}")
         if m.get("c_vs_mlir_ok") is False:
             note = (note + "; " if note else "") + f"C differs from numba-cuda-mlir ({m['c_vs_mlir_max_err']:.3g})"
         rows.append({"kernel": b["kernel"], "size": b["size"], "numba_ms": b.get("numba_ms"), "c_ms": b.get("c_ms"),
@@ -57,8 +59,8 @@ def markdown(rows: list[dict], mlir: dict) -> str:
         return "-" if v in (None, "") else f"{float(v):.4f}"
 
     lines = [f"numba-cuda-mlir {mlir.get('numba_cuda_mlir')} on {mlir.get('arch')}, numpy {mlir.get('numpy')}. "
-             "Numba and C: bench.py (median of CUDA events); numba-cuda-mlir and C (same run): mlir_gpu.py (mean "
-             "of back-to-back launches). C / mlir > 1: numba-cuda-mlir is faster.", "",
+             "Numba and C: bench.py; numba-cuda-mlir and C (same run): mlir_gpu.py; all the median of CUDA-event "
+             "samples. C / mlir > 1: numba-cuda-mlir is faster.", "",
              "| kernel | size | Numba ms | C ms | numba-cuda-mlir ms | C ms (same run) | C / mlir | note |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -59,3 +59,11 @@ class SourceInfo:
             message, filename=self.filename, line=self.first_line + lineno - 1, col=col + self.indent,
             source_line=" " * self.indent + src, width=width, hint=hint,
         )
+
+
+class UnknownKernel(KeyError):
+    """A bare kernel name that neither the project nor numbakern's library declares (the message names the closest
+    ones). A ``KeyError``, as ``numbakern.registry.get`` raises for an unknown name."""
+
+    def __str__(self) -> str:  # KeyError's own str() quotes its message
+        return self.args[0] if self.args else ""

@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 
 from numbakern.frontend import client
+from numbakern.project import ProjectError
 
-from .errors import CompileError, TranslationError
+from .errors import CompileError, TranslationError, UnknownKernel
 from .manifest import ManifestError
 
 #: the functions of this module the helper process may run (``numbakern.frontend.worker``)
-HELPER_FUNCTIONS = ("translate", "check")
+HELPER_FUNCTIONS = ("translate", "translate_kernel", "check")
 
 #: the exceptions that travel back as themselves (anything else becomes a RuntimeError with its text)
 _LOCATED = {"TranslationError": TranslationError, "CompileError": CompileError}
@@ -45,19 +46,27 @@ def translate(*, opts: dict, **kwargs) -> dict:
         return {"error": encode_error(e)}
 
 
-def check(*, out_dir: str, expected: list, project_dir: str) -> dict:
-    """``translate.check.check`` with JSON arguments and result (in the helper), vouched for by the project of
-    ``project_dir``."""
+def translate_kernel(**kwargs) -> dict:
+    """``api.translate_kernel`` with JSON arguments and result (in the helper)."""
     try:
-        # the kernels' modules under numba's real CUDA target, as translate above
-        from numbakern import project as projects
+        # numba's real CUDA target: only in the helper process, as translate above
+        from .project_kernels import translate_kernel as in_project
 
-        from .check import check as freshness
+        return {"result": in_project(**kwargs).to_json()}
+    except Exception as e:  # noqa: BLE001 - every error goes back to the caller
+        return {"error": encode_error(e)}
+
+
+def check(*, project_dir: str, **kwargs) -> dict:
+    """``api.check`` with JSON arguments and result (in the helper), in the project of ``project_dir``."""
+    try:
+        # numba's real CUDA target: only in the helper process, as translate above
+        from .project_kernels import check as in_project
 
         # relative file targets in a manifest are relative to the folder translate ran in: the project's (the
         # helper goes back to its caller's folder at its next request)
         os.chdir(project_dir)
-        return {"result": freshness(out_dir, expected, projects.find("."))}
+        return {"result": in_project(project_dir=project_dir, **kwargs)}
     except Exception as e:  # noqa: BLE001 - every error goes back to the caller
         return {"error": encode_error(e)}
 
@@ -69,6 +78,12 @@ def encode_error(e: Exception) -> dict:
                 "col": e.col, "source_line": e.source_line, "width": e.width, "hint": e.hint}
     if isinstance(e, ManifestError):
         return {"type": "ManifestError", "message": str(e)}
+    kind = next((name for name, cls in _typed().items() if type(e) is cls), None)
+    if kind is None:  # the nearest documented type it is an instance of (a SignatureError is a ValueError)
+        kind = next((name for name, cls in _typed().items() if isinstance(e, cls)), None)
+    if kind is not None:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)  # KeyError's str() adds quotes
+        return {"type": kind, "message": str(message)}
     return {"type": type(e).__name__, "message": f"{type(e).__name__}: {e}"}
 
 
@@ -79,4 +94,16 @@ def decode_error(err: dict) -> Exception:
                    source_line=err["source_line"], width=err["width"], hint=err["hint"])
     if err.get("type") == "ManifestError":
         return ManifestError(err["message"])
+    typed = _typed().get(err.get("type"))
+    if typed is not None:
+        return typed(err["message"])
     return RuntimeError(err["message"])
+
+
+def _typed() -> dict[str, type]:
+    """The exception types ``translate.api`` documents, which travel back as themselves (most specific first)."""
+    from .llm.client import LLMError  # the llm backend's module: imported when an error comes back, not before
+
+    return {"UnknownKernel": UnknownKernel, "ProjectError": ProjectError, "LLMError": LLMError,
+            "FileNotFoundError": FileNotFoundError, "PermissionError": PermissionError, "KeyError": KeyError,
+            "LookupError": LookupError, "TypeError": TypeError, "ValueError": ValueError, "OSError": OSError}

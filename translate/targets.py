@@ -32,6 +32,7 @@ from numbakern.frontend.choice import NUMBA_CUDA
 from numbakern.specialize import Specialized, constants_of, factory_of
 from numbakern.unroll import rolled_function  # the kernel as its author wrote it, before unroll() expanded it
 
+from .definitions import definitions
 from .errors import TranslationError
 
 _SIGNATURES_ATTR = "_translate_signatures"
@@ -75,8 +76,8 @@ def resolve(name: str, constants: dict | None = None, by_path: bool = False) -> 
     where, attr = name.rsplit(":", 1)
     try:
         with recording_signatures():
-            if names_file(where):
-                module = _import_path(where, fresh=by_path)
+            if names_file(where):  # a script: its definitions only (its launches and work never run)
+                module = _import_path(where, fresh=by_path, wanted=(attr.split(".")[0],))
             else:
                 module = import_module(where)
     except (LookupError, ModuleNotFoundError):
@@ -156,10 +157,11 @@ def _import_error(where: str, e: Exception):
         text = (e.text or linecache.getline(e.filename, e.lineno)).rstrip("\n")
         return TranslationError(f"{where} is not valid Python: {e.msg}", filename=e.filename, line=e.lineno,
                                 col=max(0, (e.offset or 1) - 1), source_line=text)
-    library = tuple(os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib"))
+    # the user's frames: not Python's, not an installed package's, not numbakern's or translate's own
+    library = tuple(os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")) + \
+        tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep for m in (registry, sys.modules[__name__]))
     frames = [f for f in traceback.extract_tb(e.__traceback__) if "site-packages" not in f.filename
-              and os.path.basename(os.path.dirname(f.filename)) != "translate" and not f.filename.startswith("<")
-              and not os.path.realpath(f.filename).startswith(library)]
+              and not f.filename.startswith("<") and not os.path.realpath(f.filename).startswith(library)]
     if frames:
         f = frames[-1]
         text = linecache.getline(f.filename, f.lineno).rstrip("\n")
@@ -262,13 +264,14 @@ def module_for(label: str):
 
 
 def _registered_as(kernel):
-    for spec in registry.all_specs():
-        if spec.kernel is kernel:
-            return spec.name
-    return None
+    """The library's registry name of ``kernel`` (None for a user's kernel: it is named by its module)."""
+    spec = registry.spec_for_kernel(kernel)
+    return spec.name if spec is not None and spec.namespace == registry.LIBRARY else None
 
 
-def _import_path(path: str, fresh: bool = False):
+def _import_path(path: str, fresh: bool = False, wanted: tuple[str, ...] | None = None):
+    """The module of the file ``path``: one already imported by name, else the file executed afresh as a module of
+    its own; with ``wanted``, only the definitions those names need (``translate.definitions``)."""
     full = os.path.abspath(path)
     if not os.path.exists(full):
         raise LookupError(f"no such file: {path}")
@@ -284,7 +287,12 @@ def _import_path(path: str, fresh: bool = False):
     module = importlib.util.module_from_spec(spec)
     sys.modules[modname] = module
     try:
-        spec.loader.exec_module(module)
+        if wanted is None:
+            spec.loader.exec_module(module)
+        else:
+            with open(full, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), filename=full)
+            exec(compile(definitions(tree, wanted), full, "exec"), module.__dict__)  # noqa: S102 - the user's file
     except BaseException:
         sys.modules.pop(modname, None)
         raise

@@ -46,7 +46,9 @@ def _ask_helper(request: TypingRequest) -> dict:
         found = helper.ask({
             "op": "type",
             "payload": request.payload,
-            "argtypes": request.argtypes,
+            # by value: an argument's type may name a class its module does not export (a namedtuple made in a
+            # function), which plain pickle cannot send
+            "argtypes": _by_value(request.argtypes),
             "sources": {k: (s.filename, s.first_line, s.text) if s else None for k, s in request.sources.items()},
             "cc": request.cc,
             "ptx": os.environ.get(PTX_ENV, "").strip() not in ("", "0"),
@@ -55,6 +57,12 @@ def _ask_helper(request: TypingRequest) -> dict:
         raise RuntimeError(f"{e} (NUMBAKERN_SIM_TYPING=0 runs kernels without it, untyped)") from None
     stats["helper_seconds"] += time.perf_counter() - start
     return found
+
+
+def _by_value(obj) -> bytes:
+    from numba.cuda import cloudpickle
+
+    return cloudpickle.dumps(obj, protocol=5)
 
 
 class HelperCallError(RuntimeError):

@@ -27,10 +27,29 @@ FACTS_VERSION = 1
 
 #: obj -> None (pickle it as it is), ("device", python function, cuda.jit options) for a device function,
 #: ("value", stand-in) for an object the helper should see as something else (a simulated device array: its data),
-#: or ("import", module, name) for an object the helper should take from a module (numba.cuda's vector types)
+#: ("import", module, name) for an object the helper should take from a module (numba.cuda's vector types), or
+#: ("overloaded", [(overload function, its overload() options), ...]) for a plain function that ``@overload``
+#: gives a CUDA implementation: it travels by value and the helper registers the same overloads for it
 Recognizer = Callable[[Any], "tuple | None"]
 
 KERNEL = "kernel"
+
+#: the options key of numba-cuda's configuration settings the helper compiles with (``config_settings``)
+CONFIG = "numba_config"
+#: numba-cuda configuration a caller may change at run time that decides what compiles (a test turning the NRT on
+#: for array methods that allocate: ``config.CUDA_ENABLE_NRT = True``)
+CONFIG_NAMES = ("CUDA_ENABLE_NRT",)
+
+
+def config_settings(config) -> dict:
+    """The caller's ``CONFIG_NAMES`` that differ from numba-cuda's defaults (the defaults add nothing to a request,
+    so its hash, the cache key, stays what it was)."""
+    settings = {}
+    for name in CONFIG_NAMES:
+        value = getattr(config, name, False)
+        if value:
+            settings[name] = value
+    return settings
 
 
 @dataclass(frozen=True)
@@ -64,6 +83,13 @@ def build_request(fn, options: dict, argtypes: tuple, recognize: Recognizer, cc=
     pickler = _pickler_class()(buf, recognize)
     pickler.by_value.add(id(fn))
     pickler.dump((fn, dict(options)))
+    # the overloads of the functions met so far, pickled after them with the same memo (the same objects in the
+    # helper), until their own overload functions name no further ones: the helper registers each batch it loads
+    done = 0
+    while done < len(pickler.overloaded):
+        batch = pickler.overloaded[done:]
+        done = len(pickler.overloaded)
+        pickler.dump(batch)
     sources = {KERNEL: source_of(fn)}
     for i, (_, pyfunc) in enumerate(pickler.devices):
         sources[f"device:{i}"] = source_of(pyfunc)
@@ -80,6 +106,7 @@ def _pickler_class():
             super().__init__(file, protocol=5)
             self._recognize = recognize
             self.devices: list[tuple[Any, Any]] = []  # (device function object, its python function)
+            self.overloaded: list[tuple[Any, list]] = []  # (function, its overloads' (function, options))
             # the kernel's and device functions' own code always travels: cloudpickle would send a function its
             # module exports by name only, and importing a test module in the helper may need a GPU
             self.by_value: set[int] = set()
@@ -93,6 +120,9 @@ def _pickler_class():
                     return (_identity, (found[1],))
                 if found is not None and found[0] == "import":
                     return (import_attribute, found[1:])
+                if found is not None and found[0] == "overloaded":
+                    self.overloaded.append((obj, found[1]))
+                    return self._dynamic_function_reduce(obj)
                 if found is not None:
                     _, pyfunc, options = found
                     index = next((i for i, (d, _) in enumerate(self.devices) if d is obj), None)
@@ -138,12 +168,58 @@ def import_attribute(module: str, name: str):
 
 
 def rebuild_device(pyfunc, index: int, options: dict):
-    """In the helper process: the device function as numba-cuda's own ``cuda.jit(device=True)`` function."""
+    """In the helper process: the device function as numba-cuda's own ``cuda.jit(device=True)`` function.
+
+    One dispatcher per function: a recursive function reaches its own object again while its code is being
+    unpickled (through its globals), before the first rebuild returns; both must be the same dispatcher, or numba
+    sees two functions calling each other instead of one calling itself."""
     from numba import cuda
 
-    dispatcher = cuda.jit(device=True, **options)(pyfunc)
-    dispatcher._numbakern_device_index = index
+    dispatcher = pyfunc.__dict__.get(_REBUILT)
+    if dispatcher is None:
+        dispatcher = cuda.jit(device=True, **options)(pyfunc)
+        dispatcher._numbakern_device_index = index
+        pyfunc.__dict__[_REBUILT] = dispatcher
+        _rebuilt.append(pyfunc)
     return dispatcher
+
+
+_REBUILT = "_numbakern_rebuilt_dispatcher"
+_rebuilt: list = []  # the device functions rebuilt while loading the payload in hand
+
+
+def register_overloads(batch) -> None:
+    """In the helper process: ``@overload`` again, for functions that travelled by value, each overload function
+    with the options it was registered with in the caller's process."""
+    from numba.cuda.extending import overload
+
+    for func, overloads in batch:
+        for overload_func, options in overloads:
+            overload(func, **options)(overload_func)
+
+
+def load_payload(payload: bytes):
+    """In the helper process: the kernel's Python function and its options, with the overloads it reaches
+    registered."""
+    import pickle
+
+    _rebuilt.clear()
+    unpickler = pickle.Unpickler(io.BytesIO(payload))
+    fn, options = unpickler.load()
+    while True:
+        try:
+            batch = unpickler.load()
+        except EOFError:
+            break
+        register_overloads(batch)
+    for pyfunc in _rebuilt:
+        # A device function whose module this process never imported: numba names its compiled code after
+        # __module__ in one place and after the imported module (none: "<dynamic>") in another, so a call to itself
+        # would not be recognised as one (and recursion needs a linker the CUDA target lacks). Dynamic it is.
+        if pyfunc.__module__ not in sys.modules:
+            pyfunc.__module__ = None
+    _rebuilt.clear()
+    return fn, options
 
 
 _fingerprint = None

@@ -14,6 +14,7 @@ needs the real target, and numba chooses once per process. So one long-lived hel
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -26,6 +27,7 @@ from .compile import CodeRegistry, compile_kernel
 from .facts import kernel_facts
 from .protocol import read_frame, write_frame
 from .rejections import describe_error
+from .request import CONFIG, load_payload
 from .source import Source
 
 
@@ -34,8 +36,9 @@ def type_request(payload: bytes, argtypes: tuple, sources: dict, cc, ptx: bool =
     registry = CodeRegistry()
     start = time.perf_counter()
     try:
-        pyfunc, _options = pickle.loads(payload)
-        cres = compile_kernel(pyfunc, argtypes, registry, cc=cc, ptx=ptx)
+        pyfunc, options = load_payload(payload)
+        with numba_config(options.get(CONFIG, {})):
+            cres = compile_kernel(pyfunc, argtypes, registry, cc=cc, ptx=ptx)
     except Exception as e:  # noqa: BLE001 - numba's errors and anything it lets escape are rejections
         return {"ok": False, "error": describe_error(e, registry)}
     seconds = time.perf_counter() - start
@@ -45,6 +48,21 @@ def type_request(payload: bytes, argtypes: tuple, sources: dict, cc, ptx: bool =
         return {"ok": True, "functions": None, "facts_error": traceback.format_exc(), "seconds": round(seconds, 4)}
     facts["seconds"] = round(seconds, 4)
     return facts
+
+
+@contextlib.contextmanager
+def numba_config(settings: dict):
+    """numba-cuda's configuration as the caller's process had it (``request.CONFIG_NAMES``), for one compile."""
+    from numba.cuda.core import config
+
+    saved = {name: getattr(config, name, None) for name in settings}
+    for name, value in settings.items():
+        setattr(config, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(config, name, value)
 
 
 def call_request(function: str, kwargs: str) -> dict:
@@ -69,7 +87,10 @@ def _answer(req: dict) -> dict:
     if req["op"] == "call":
         return call_request(req["function"], req["kwargs"])
     sources = {k: Source(*v) if v else None for k, v in req["sources"].items()}
-    return type_request(req["payload"], req["argtypes"], sources, tuple(req["cc"]), req.get("ptx", False))
+    argtypes = req["argtypes"]
+    if isinstance(argtypes, bytes):  # pickled by value (client._by_value)
+        argtypes = pickle.loads(argtypes)
+    return type_request(req["payload"], argtypes, sources, tuple(req["cc"]), req.get("ptx", False))
 
 
 def serve() -> None:

@@ -44,15 +44,15 @@ How each backend sees them:
 - **Simulator:** ``numbakern.mma.sim``: each lane's registers as the PTX ISA lays them out, the product computed
   from all 32 lanes' fragments together (``numbakern.sim.tensorcore``: exact products and sum, rounded once to
   float32), with the divergence, alignment, bounds and uninitialised-register checks.
-- **numba-cuda-mlir:** not available (these are numba-cuda LLVM intrinsics; a kernel calling them fails to compile
-  there, the rest of its module loads).
+- **GPU (numba-cuda-mlir):** the same objects, typed and lowered by numba-cuda-mlir (``numbakern.mlir_lowering.mma``):
+  the same PTX, as inline PTX.
 - **translate:** each becomes the same PTX in a small inline helper, or the CUDA headers' conversion that gives the
   same bits (``translate/codegen/mma.py``).
 """
 
 from __future__ import annotations
 
-from .. import mode
+from .. import mlir_lowering, mode
 from . import formats, layout
 
 NAMES = (
@@ -70,7 +70,7 @@ def _numba_cuda_installed() -> bool:
 
 
 if mode.in_simulator() or not _numba_cuda_installed():
-    # numba-cuda-mlir alone on a GPU: numba-cuda LLVM intrinsics, which it cannot compile (docs/frontends.md)
+    # the simulator, or numba-cuda-mlir alone on a GPU (which types and lowers these same functions, below)
     from . import sim as _impl
 
     _functions = {name: getattr(_impl, name) for name in NAMES}
@@ -78,6 +78,7 @@ else:
     from .lowering import make_intrinsics
 
     _functions = make_intrinsics()
+mlir_lowering.register("mma", **_functions)  # numba-cuda-mlir compiles calls of these same objects
 
 (
     mma_m16n8k16_bf16, mma_m16n8k16_f16, mma_m16n8k8_tf32, ldmatrix_x1, ldmatrix_x2, ldmatrix_x4,

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from .dtypes import as_dtype
 from .errors import OutOfBoundsError, UninitializedReadError, describe_site, describe_thread, site_of
 
 _INTS = (int, np.integer)
@@ -256,6 +257,41 @@ class CheckedArray:
         view.shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape  # raises if it would copy
         return self._derived(view)
 
+    def view(self, dtype):
+        """The same memory read as another dtype (``byte_arr[a:b].view(np.int32)``), still checked."""
+        return self._derived(self._a.view(as_dtype(dtype)))
+
+    def ravel(self):
+        # numba-cuda returns a view of a C-contiguous array and a copy otherwise (a copy needs the NRT)
+        return self.reshape(self._a.size) if self._a.flags.c_contiguous else self.flatten()
+
+    # Methods that make a new array (numba-cuda compiles them only with the NRT on): the elements are read through
+    # the checks, and the result is plain memory of the calling thread's own, as a fresh allocation is.
+    def copy(self):
+        return self._read_all()
+
+    def flatten(self):
+        return self._read_all().reshape(-1)
+
+    def astype(self, dtype):
+        return self._read_all().astype(as_dtype(dtype))
+
+    def conj(self):
+        return self._read_all().conj()
+
+    conjugate = conj
+
+    def fill(self, value):
+        for sub in np.ndindex(self._shape):
+            self[sub if len(sub) != 1 else sub[0]] = value
+
+    def item(self, *args):
+        if not args:
+            if self._a.size != 1:
+                raise ValueError("can only convert an array of size 1 to a Python scalar")
+            return self[(0,) * self._a.ndim if self._a.ndim != 1 else 0]
+        return self._read_all().item(*args)
+
     # -- the rest of the array interface kernels use -------------------------------------------------------------
 
     # Explicit properties, not __getattr__: a class with __getattr__ makes every attribute lookup on its instances
@@ -270,6 +306,34 @@ class CheckedArray:
 
     def __len__(self):
         return self._shape[0]
+
+    # reductions numba-cuda compiles in kernels: over the elements, each read through the checks
+    def sum(self, *args, **kwargs):
+        return self._read_all().sum(*args, **kwargs)
+
+    def prod(self, *args, **kwargs):
+        return self._read_all().prod(*args, **kwargs)
+
+    def min(self, *args, **kwargs):
+        return self._read_all().min(*args, **kwargs)
+
+    def max(self, *args, **kwargs):
+        return self._read_all().max(*args, **kwargs)
+
+    def mean(self, *args, **kwargs):
+        return self._read_all().mean(*args, **kwargs)
+
+    def argmin(self, *args, **kwargs):
+        return self._read_all().argmin(*args, **kwargs)
+
+    def argmax(self, *args, **kwargs):
+        return self._read_all().argmax(*args, **kwargs)
+
+    def all(self, *args, **kwargs):
+        return self._read_all().all(*args, **kwargs)
+
+    def any(self, *args, **kwargs):
+        return self._read_all().any(*args, **kwargs)
 
     def __iter__(self):
         for i in range(self._shape[0]):

@@ -76,8 +76,9 @@ def is_kernel_object(obj) -> bool:
 
 
 def device_function(obj):
-    """``(python function, cuda.jit options)`` for a device function object, else None."""
-    if isinstance(obj, _kernel.FakeCUDAKernel) and obj._device:
+    """``(python function, cuda.jit options)`` for a device function object (or a kernel's dispatcher, which a
+    kernel may call as a device function), else None."""
+    if isinstance(obj, _kernel.FakeCUDAKernel):
         return obj.fn, {}
     return None
 
@@ -86,7 +87,9 @@ def recognize(obj):
     """The front end's recogniser (``numbakern.frontend.request``): device functions are rebuilt as
     ``cuda.jit(device=True)`` functions in the helper process; a simulated device array (a module constant, say)
     travels as its numpy data, which numba types as an array of the same dtype and shape."""
-    if isinstance(obj, _kernel.FakeCUDAKernel) and obj._device:
+    if isinstance(obj, _kernel.FakeCUDAKernel):
+        # a device function, or a kernel's dispatcher (cuda.jit(f)) called from a kernel: numba-cuda compiles it as
+        # a device function there
         return ("device", obj.fn, {})
     if isinstance(obj, FakeCUDAArray):
         return ("value", obj._ary)
@@ -103,7 +106,40 @@ def recognize(obj):
         intrinsic = getattr(obj, INTRINSIC_ATTR, None)
         if intrinsic is not None:
             return ("import", *intrinsic)
+        overloads = overloads_of(obj)
+        if overloads:
+            return ("overloaded", overloads)
     return None
+
+
+def overloads_of(func) -> list:
+    """``(overload function, overload() options)`` of each ``@overload(func)`` registered in this process (numba-cuda
+    registers them in simulator mode too, for the helper to repeat)."""
+    from numba.cuda.typing.templates import _OverloadFunctionTemplate, builtin_registry
+
+    found = []
+    for key, typ in _registered_globals(builtin_registry):
+        if key is not func:
+            continue
+        for template in getattr(typ, "templates", ()):
+            if isinstance(template, type) and issubclass(template, _OverloadFunctionTemplate):
+                options = {"jit_options": {k: v for k, v in template._jit_options.items() if k != "inline"},
+                           "strict": template._strict, "inline": template._inline._inline,
+                           "prefer_literal": template.prefer_literal, **template.metadata}
+                found.append((template._overload_func, options))
+    return found
+
+
+def _registered_globals(registry) -> list:
+    # the registry's list only grows: index it again when it has
+    cached = _globals_index.get(id(registry))
+    if cached is None or cached[0] != len(registry.globals):
+        cached = _globals_index[id(registry)] = (len(registry.globals), [
+            (k, t) for k, t in registry.globals if isinstance(k, FunctionType)])
+    return cached[1]
+
+
+_globals_index: dict = {}
 
 
 def _is_real_device_function(obj) -> bool:

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from array import array
 
@@ -145,29 +144,30 @@ class Launch:
         else:
             body = functools.partial(self.fn, *kernel_args)
             cooperative = _uses_grid_sync(self.fn)
+        if self.adapter.is_debug(self.kernel):
+            body = _raising_on_division_by_zero(body)
         _active = self
         blocks = None
         try:
             if typed is None:
                 self._swap_cuda_module(self.fn)
-            with np.errstate(divide="raise") if self.adapter.is_debug(self.kernel) else contextlib.nullcontext():
-                order = self._block_order()
-                count = self.grid_dim[0] * self.grid_dim[1] * self.grid_dim[2]
-                if cooperative and count > max_cooperative_blocks(self.block_dim):
-                    raise ValueError(
-                        f"kernel '{self.name}' synchronises its grid, so its launch is cooperative: all "
-                        f"{count} blocks must be resident at once, and at most "
-                        f"{max_cooperative_blocks(self.block_dim)} blocks of {self.block_dim} threads fit (the "
-                        "GPU's CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE); see "
-                        "kernel.overloads[sig].max_cooperative_grid_blocks(blockdim)")
-                if cooperative:
-                    blocks = [self._block(linear, idx) for linear, idx in order]
+            order = self._block_order()
+            count = self.grid_dim[0] * self.grid_dim[1] * self.grid_dim[2]
+            if cooperative and count > max_cooperative_blocks(self.block_dim):
+                raise ValueError(
+                    f"kernel '{self.name}' synchronises its grid, so its launch is cooperative: all "
+                    f"{count} blocks must be resident at once, and at most "
+                    f"{max_cooperative_blocks(self.block_dim)} blocks of {self.block_dim} threads fit (the "
+                    "GPU's CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE); see "
+                    "kernel.overloads[sig].max_cooperative_grid_blocks(blockdim)")
+            if cooperative:
+                blocks = [self._block(linear, idx) for linear, idx in order]
+                self._run(blocks, body)
+            else:
+                for linear, idx in order:
+                    blocks = [self._block(linear, idx)]
                     self._run(blocks, body)
-                else:
-                    for linear, idx in order:
-                        blocks = [self._block(linear, idx)]
-                        self._run(blocks, body)
-                self.global_memory.report_pending()
+            self.global_memory.report_pending()
         finally:
             self.scheduler.close(blocks)
             _active = None
@@ -294,6 +294,18 @@ class Launch:
         if mask is not None and "uninit" in self.settings.checks:
             return GlobalTrackedArray(raw, label, self.memory_checks, self.global_memory)
         return CheckedArray(raw, label, self.memory_checks, tracker)
+
+
+def _raising_on_division_by_zero(body):
+    """A ``debug=True`` kernel's thread body: a float division by zero raises (numba-cuda's simulator raises
+    ``FloatingPointError``; the GPU's debug build, ``ZeroDivisionError``) instead of giving inf. numpy's error state
+    is per context, and each simulated thread runs in a context of its own, so it is set inside the thread."""
+
+    def run():
+        with np.errstate(divide="raise"):
+            return body()
+
+    return run
 
 
 def _uses_grid_sync(fn, depth: int = 0) -> bool:

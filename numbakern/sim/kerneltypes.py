@@ -79,25 +79,46 @@ def _the_signature(kernel, sig: tuple, actual: tuple, arg_names) -> tuple:
 
 
 def _matching_signature(kernel, declared: list, actual: tuple) -> tuple:
-    """The first declared signature the arguments fit, as numba-cuda's dispatcher picks one: arrays of the same
-    dtype and dimensions (and layout, unless the signature says any), numbers for numbers (converted)."""
-    from numba.cuda import types
+    """The declared signature numba-cuda's dispatcher launches for these argument types: its own selection (the C
+    dispatcher's ``resolve``) -- the conversions each signature needs are registered as its
+    ``_search_new_conversions`` does, then its type manager picks the unique best match (exact, then promotions,
+    then safe, then unsafe conversions, counted per argument); none, or a tie, is refused as numba-cuda refuses it."""
+    from numba.cuda.typeconv.rules import default_type_manager
 
-    def fits(want, have) -> bool:
-        if isinstance(want, types.Array):
-            return (isinstance(have, types.Array) and want.dtype == have.dtype and want.ndim == have.ndim
-                    and (want.layout == "A" or want.layout == have.layout))
-        if isinstance(want, (types.Number, types.Boolean)):
-            return isinstance(have, (types.Number, types.Boolean))
-        return want == have
-
-    for sig in declared:
-        if len(sig) == len(actual) and all(fits(w, h) for w, h in zip(sig, actual)):
-            return tuple(sig)
+    if not actual:
+        return tuple(declared[0])  # numba-cuda: a nullary kernel matches its first overload
+    context = _conversion_context()
+    candidates = [tuple(sig) for sig in declared if len(sig) == len(actual)]
+    for sig in candidates:
+        context.install_possible_conversions(actual, sig)
     shown = ", ".join(map(str, actual))
     declared_text = "; ".join("(" + ", ".join(map(str, s)) + ")" for s in declared)
+    if candidates:
+        try:
+            return candidates[default_type_manager.select_overload(actual, candidates, True, False)]
+        except TypeError as e:
+            if "mbiguous" in str(e):
+                raise TypingError(f"kernel '{kernel.fn.__name__}': ambiguous overloading for argument type(s) "
+                                  f"{shown}: more than one of {declared_text} fits as well (numba-cuda refuses "
+                                  "the launch the same way)") from None
+            if "no compatible" not in str(e).lower() and "no matching" not in str(e).lower():
+                raise
     raise TypingError(f"kernel '{kernel.fn.__name__}': no matching definition for argument type(s) {shown}: it was "
                       f"declared for {declared_text} (numba-cuda refuses the launch the same way)")
+
+
+def _conversion_context():
+    """A typing context for numba's conversion rules between types (the CUDA target's own is not available in
+    simulator mode; the rules are the same generic ones)."""
+    global _context
+    if _context is None:
+        from numba.cuda.typing.context import BaseContext
+
+        _context = BaseContext()
+    return _context
+
+
+_context = None
 
 
 def argument_types(kernel, args, arg_names) -> tuple:
@@ -139,7 +160,12 @@ def _type(kernel, argtypes: tuple, arg_names):
     from ..frontend import build_request, client
 
     fn = kernel.fn
-    request = build_request(fn, {}, argtypes, adapter_of(kernel).recognize)
+    from numba.cuda.core import config
+
+    from ..frontend.request import CONFIG, config_settings
+
+    settings = config_settings(config)
+    request = build_request(fn, {CONFIG: settings} if settings else {}, argtypes, adapter_of(kernel).recognize)
     facts = client.facts(request)
     if not facts.get("ok") and facts["error"].get("kind") == "HelperError":
         # the helper could not read the request: numbakern's failure, not a verdict on the kernel

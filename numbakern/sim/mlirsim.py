@@ -7,8 +7,9 @@ numpy buffer). A launch goes to the same engine, checkers and scheduler as a num
 this module, instead of ``cudasim``, about the kernel object and its arguments). Nothing here imports numba.
 
 Typing: with numba-cuda installed too, launches are typed by numba-cuda's front end on the same source (the
-``cuda`` module a kernel reads is handed to it as ``numba.cuda``); numba-cuda-mlir's own typing needs a CUDA driver.
-Without numba-cuda the kernel runs with Python's arithmetic (numpy's for numpy scalars), said once per kernel.
+``cuda`` module a kernel reads is handed to it as ``numba.cuda``). Without numba-cuda the kernel runs with Python's
+arithmetic (numpy's for numpy scalars), said once per kernel: numba-cuda-mlir's own typing runs without a driver
+(docs/frontends.md) but the simulator does not use it yet.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import warnings
 
 import numpy as np
 
+from ..frontend import mlir_shared_memory
 from ..frontend.choice import numba_cuda_installed
 from .written import mask_view, track, written_mask
 
@@ -77,6 +79,8 @@ class SimKernel:
         if not self._device and self.grid_dim is None:
             raise ValueError(f"kernel '{self.fn.__name__}' needs a launch configuration: "
                              f"{self.fn.__name__}[blocks, threads](...)")
+        if not self._device:  # what this kernel would do on a GPU that the simulator does not reproduce
+            mlir_shared_memory.warn_if_affected(self.fn, stacklevel=3)
         return _launch(self, *args)
 
 
@@ -150,8 +154,8 @@ def can_type(kernel) -> bool:
         kernel.fn._numbakern_untyped_noted = True
         warnings.warn(
             f"numbakern: kernel '{kernel.fn.__name__}' runs with Python's arithmetic (numpy's for numpy scalars): "
-            "typing it as the GPU does needs numba-cuda's front end (pip install numba-cuda), and "
-            "numba-cuda-mlir's own front end needs a CUDA driver", stacklevel=4)
+            "typing it as the GPU does needs numba-cuda's front end here (pip install numba-cuda); the simulator "
+            "does not use numba-cuda-mlir's own typing yet", stacklevel=4)
     return False
 
 

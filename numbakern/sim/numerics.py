@@ -103,7 +103,10 @@ def _from_float(t: Num):
     lo, hi = t.lo, t.hi
 
     def convert(v):
-        # what the GPU's cvt.rzi does for Numba's float-to-int casts: truncate, saturate, NaN to 0
+        # what the GPU's cvt.rzi does for Numba's float-to-int casts: truncate, saturate, NaN to 0. Compared as a
+        # Python float (exact for every float width): numpy would convert the bound to a float16 argument's type,
+        # overflowing with a RuntimeWarning
+        v = float(v)
         if v != v:
             return 0
         if v >= hi:

@@ -252,3 +252,32 @@ def test_the_numba_cuda_mlir_column_is_like_for_like_and_says_why_a_kernel_is_mi
     assert rows[0]["mlir_ms"] == mlir_ms and rows[0]["mlir_vs_c"] == round(c_ms / mlir_ms, 3)
     assert rows[1]["mlir_ms"] is None and rows[1]["mlir_note"] == "mlir_gpu.py timed size 64"
     assert rows[2]["mlir_note"] == "numba-cuda-mlir cannot type `vload4` (a numba-cuda intrinsic)"
+
+
+def test_the_numba_cuda_mlir_column_takes_each_size_mlir_gpu_timed(rng):
+    """mlir_gpu.py times every benchmark size: each bench.py row gets numba-cuda-mlir's time at its own size."""
+    bm = load("bench_mlir")
+    t = [float(v) for v in rng.uniform(0.1, 1, 4)]
+    mlir = {"kernels": [{"kernel": "vector_add", "timings": [
+        {"size": {"n": 64}, "mlir_ms": t[0], "c_ms": t[1]}, {"size": {"n": 128}, "mlir_ms": t[2], "c_ms": t[3]}]}]}
+    bench_rows = [{"kernel": "vector_add", "size": s, "numba_ms": 1.0, "c_ms": 0.9} for s in ("64", "128", "256")]
+    rows = bm.merge(bench_rows, mlir)
+    assert [(r["mlir_ms"], r["mlir_run_c_ms"]) for r in rows] == [(t[0], t[1]), (t[2], t[3]), (None, None)]
+    assert rows[1]["mlir_vs_c"] == round(t[3] / t[2], 3)
+    assert rows[2]["mlir_note"] == "mlir_gpu.py timed size 64, 128"
+
+
+def test_mlir_gpu_prints_one_line_per_kernel_and_size(monkeypatch):
+    monkeypatch.setenv("NUMBAKERN_FRONTEND", "numba-cuda")  # mlir_gpu.py's default would outlive this test
+    mg = load("mlir_gpu")
+    rows = [{"kernel": "softmax", "mlir_runs": True, "mlir_vs_numpy": "ok", "c_vs_mlir_max_err": 2e-7,
+             "c_vs_mlir_ok": True, "error": None, "timings": [
+                 {"size": {"rows": 4096, "n": 1024}, "mlir_ms": 0.5, "c_ms": 0.25},
+                 {"size": {"rows": 64, "n": 7}, "mlir_ms": 0.01, "c_ms": None}]},
+            {"kernel": "matmul_bf16", "mlir_runs": True, "mlir_vs_numpy": "MISMATCH", "c_vs_mlir_max_err": None,
+             "c_vs_mlir_ok": None, "error": None, "timings": []}]
+    lines = mg.table(rows)
+    assert len(lines) == 4 and lines[0].startswith("kernel")
+    assert re.search(r"softmax .*\| 4096×1024 +\| 0\.5000 +\| 0\.2500 +\| 0\.50$", lines[1]), lines[1]
+    assert re.search(r"^ +\|.*\| 64×7 +\| 0\.0100 +\| - +\| -$", lines[2]), lines[2]
+    assert re.search(r"matmul_bf16 .*MISMATCH .*no C", lines[3]), lines[3]

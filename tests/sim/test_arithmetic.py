@@ -5,6 +5,7 @@ explicit dtypes (the Numba rule each follows is stated next to it), never by the
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -144,6 +145,39 @@ def test_casts_truncate_and_wrap(rng):
     np.testing.assert_array_equal(out_i[:, 1], t)
     np.testing.assert_array_equal(out_i[:, 2], (t - 5).astype(np.uint32).astype(np.int64))
     np.testing.assert_array_equal(out_f, np.arange(n, dtype=np.float32) / np.float32(3))
+
+
+@cuda.jit
+def saturating_casts(f, out8, out32, outu32):
+    i = cuda.grid(1)
+    if i < f.shape[0]:
+        out8[i] = np.int8(f[i])
+        out32[i] = np.int32(f[i])
+        outu32[i] = np.uint32(f[i])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_float_to_int_casts_saturate_without_numpys_overflow_warnings(rng, dtype):
+    # the GPU's cvt.rzi: truncate toward zero, saturate at the type's bounds, NaN to 0; numpy would warn converting
+    # the bounds to float16 (a failure under pytest's filterwarnings = error, as numba-cuda's own suite runs)
+    big = float(np.finfo(dtype).max)
+    f = np.concatenate([(rng.standard_normal(37) * 100), [big, -big, np.inf, -np.inf, np.nan, 12.3, -12.3]])
+    f = f.astype(dtype)
+    out8, out32, outu32 = np.zeros(len(f), np.int8), np.zeros(len(f), np.int32), np.zeros(len(f), np.uint32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        saturating_casts[2, 32](f, out8, out32, outu32)
+
+    def saturate(t):
+        info = np.iinfo(t)
+        with np.errstate(invalid="ignore"):
+            exact = np.trunc(f.astype(np.float64))
+        return np.where(np.isnan(exact), 0, np.clip(np.nan_to_num(exact, posinf=info.max, neginf=info.min),
+                                                     info.min, info.max)).astype(np.float64).astype(t)
+
+    np.testing.assert_array_equal(out8, saturate(np.int8), err_msg=f"seed {SEED}")
+    np.testing.assert_array_equal(out32, saturate(np.int32))
+    np.testing.assert_array_equal(outu32, saturate(np.uint32))
 
 
 # -- floats: float32 stays float32, float64 literals promote ------------------------------------------------------

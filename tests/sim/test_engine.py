@@ -3,6 +3,8 @@ checks on."""
 
 from __future__ import annotations
 
+import warnings
+
 import numba
 import numpy as np
 import pytest
@@ -235,3 +237,38 @@ def test_transposed_and_reshaped_views_of_checked_arrays(rng):
     with sim.checks("all"):
         through_views[1, 32](x, out)
     np.testing.assert_array_equal(out, x.reshape(4, 8))
+
+
+# -- what numba-cuda's simulator raises, numbakern's engine raises ------------------------------------------------
+
+
+@cuda.jit(debug=True, opt=False)
+def divide_in_debug(r, x, y):
+    i = cuda.grid(1)
+    if i < r.shape[0]:
+        r[i] = y[i] / x[i]
+
+
+@cuda.jit
+def divide(r, x, y):
+    i = cuda.grid(1)
+    if i < r.shape[0]:
+        r[i] = y[i] / x[i]
+
+
+def test_a_debug_kernels_float_division_by_zero_raises_as_numba_cudas_simulator_does(rng):
+    n = 37
+    x = rng.uniform(1, 2, n)
+    y = rng.uniform(-1, 1, n)
+    r = np.zeros(n)
+    divide_in_debug[2, 32](r, x, y)
+    np.testing.assert_array_equal(r, y / x)
+    x[n - 3] = 0.0
+    r[:] = -1.0
+    with pytest.raises(FloatingPointError, match="divide by zero"):
+        divide_in_debug[2, 32](r, x, y)
+    assert (r == -1.0).all()  # the launch failed: nothing was copied back
+    with warnings.catch_warnings():  # without debug=True: inf (numpy's warning said), as numba-cuda computes it
+        warnings.simplefilter("ignore", RuntimeWarning)
+        divide[2, 32](r, x, y)
+        np.testing.assert_array_equal(r, y / x)

@@ -74,3 +74,61 @@ def slice_past_the_end(x, out):
 def test_checks_still_apply_through_slices(rng):
     with sim.checks("all"), pytest.raises(sim.OutOfBoundsError, match=r"index \[7\]"):
         slice_past_the_end[1, 1](rng.random((4, 5)), np.zeros(1))
+
+
+@cuda.jit
+def reinterpret(byte_arr, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = byte_arr[4 * i:4 * i + 4].view(np.int32)[0]  # numba-cuda's test_reinterpret_array_type
+
+
+@cuda.jit
+def array_methods(m, out):
+    if cuda.grid(1) == 0:
+        out[0] = m.reshape((m.shape[0] * m.shape[1],))[m.size - 1]
+        out[1] = m.sum()
+        out[2] = m[1].prod()
+        out[3] = m[2:4].sum()
+        out[4] = m.T[1, 0]
+        out[5] = m.reshape(m.size)[1]
+
+
+@pytest.mark.parametrize("checks", ["none", "all"])
+def test_array_methods_a_kernel_calls(checks, rng):
+    byte_arr = rng.integers(0, 256, 4 * 37, dtype=np.uint8)
+    out = np.zeros(37, np.int32)
+    m = rng.standard_normal((5, 7))
+    got = np.zeros(6)
+    with sim.checks(checks):
+        reinterpret[2, 32](byte_arr, out)
+        array_methods[1, 1](m, got)
+    np.testing.assert_array_equal(out, byte_arr.view(np.int32), err_msg=f"seed {SEED}")
+    np.testing.assert_allclose(got, [m[-1, -1], m.sum(), m[1].prod(), m[2:4].sum(), m[0, 1], m[0, 1]], rtol=1e-12)
+
+
+def copies(x, out):
+    if cuda.grid(1) == 0:
+        q = x.copy()  # a new array: numba-cuda compiles it only with the NRT on
+        for i in range(x.shape[0]):
+            x[i] = 0.0
+        for i in range(out.shape[0]):
+            out[i] = q[i]
+
+
+def test_an_array_copy_in_a_kernel_with_the_nrt_on(rng):
+    # numba-cuda's own test turns the NRT on in its process: the helper that types the kernel compiles with it too
+    from numba.cuda.core import config
+
+    x = rng.standard_normal(11)
+    expected = x.copy()
+    out = np.zeros(11)
+    saved = config.CUDA_ENABLE_NRT
+    config.CUDA_ENABLE_NRT = True
+    try:
+        cuda.jit(copies)[1, 1](x, out)
+    finally:
+        config.CUDA_ENABLE_NRT = saved
+    np.testing.assert_array_equal(out, expected, err_msg=f"seed {SEED}")
+    with pytest.raises(sim.TypingError, match="NRT"):  # without it numba-cuda refuses the kernel
+        cuda.jit(copies)[1, 1](x, out)

@@ -257,3 +257,181 @@ def test_a_list_of_signatures_picks_the_one_the_arguments_fit():
     np.testing.assert_array_equal(floats, np.arange(4) - 1.0)
     with pytest.raises(sim.TypingError, match="no matching definition for argument type"):
         kernel[1, 4](np.zeros(4, np.float32))
+
+
+# -- a list of signatures: numba-cuda's dispatcher launches the best match ----------------------------------------
+
+#: (declared signatures, the launch's arguments): exact matches, promotions, safe and unsafe conversions, ties
+SIGNATURE_CASES = [
+    (["void(float64[::1], float32, float32)", "void(float64[::1], float64, float64)"], "(np.zeros(1), 1, 2**-25)"),
+    (["void(float64[::1], float64, float64)", "void(float64[::1], float32, float32)"], "(np.zeros(1), 1, 2**-25)"),
+    (["void(float64[::1], float32, float32)", "void(float64[::1], float64, float64)"],
+     "(np.zeros(1), np.float32(1), np.float32(3))"),
+    (["void(float64[::1], int32)", "void(float64[::1], float32)"], "(np.zeros(1), 3)"),
+    (["void(float64[::1], int64)", "void(float64[::1], float64)"], "(np.zeros(1), np.int32(3))"),
+    (["void(float64[::1], float64)", "void(float64[::1], int64)"], "(np.zeros(1), np.int32(3))"),
+    (["void(float64[::1], int16)", "void(float64[::1], uint64)"], "(np.zeros(1), np.uint8(3))"),
+    (["void(float64[::1], int8, float64)", "void(float64[::1], int64, float32)"],
+     "(np.zeros(1), np.int8(1), np.float32(0.5))"),
+    (["void(float32[::1], float64)", "void(float64[::1], float64)"], "(np.zeros(2, np.float32), 2.5)"),
+    (["void(float64[:], float64)", "void(float64[::1], float64)"], "(np.zeros(3), 2.5)"),
+    (["void(int32[:], int32)", "void(float64[:], float64)"], "(np.zeros(4, np.float32), 1)"),
+    (["void(float64[::1], complex64)", "void(float64[::1], float32)"], "(np.zeros(1), 1.5)"),
+    (["void(float64[::1], boolean)", "void(float64[::1], int32)"], "(np.zeros(1), True)"),
+]
+
+
+def _numba_cudas_choices() -> list:
+    """numba-cuda's real dispatcher's choice for each case, asked in a process with the real CUDA target."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBAKERN")}
+    env["NUMBA_ENABLE_CUDASIM"] = "0"  # (-P below: this folder's numba_cuda/ must not shadow the package)
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "real_dispatcher_choice.py")
+    out = subprocess.run([sys.executable, "-P", script], input=json.dumps(SIGNATURE_CASES), capture_output=True,
+                         text=True, env=env, timeout=300, check=True)
+    return json.loads(out.stdout)
+
+
+def _numbakerns_choice(signatures, args):
+    kernel = cuda.jit(signatures)(subtract_one)
+    declared, _ = kernel._numbakern_signatures
+    names = [f"a{i}" for i in range(len(args))]
+    actual = kerneltypes.argument_types(kernel, args, names)
+    try:
+        return declared.index(kerneltypes._matching_signature(kernel, declared, actual))
+    except sim.TypingError as e:
+        return "ambiguous" if "ambiguous" in str(e) else "none"
+
+
+def test_a_list_of_signatures_launches_the_one_numba_cudas_dispatcher_chooses():
+    expected = _numba_cudas_choices()
+    got = [_numbakerns_choice(sigs, eval(args, {"np": np})) for sigs, args in SIGNATURE_CASES]  # noqa: S307
+    assert got == expected, [(c, g, e) for c, g, e in zip(SIGNATURE_CASES, got, expected) if g != e]
+    # the cases cover each outcome: a later signature beating an earlier one that fits, a tie, no match
+    assert {0, 1, "ambiguous", "none"} <= set(expected)
+
+
+def add_two(r, a, b):
+    r[0] = a + b
+
+
+def test_a_list_of_signatures_computes_with_the_best_match_not_the_first_that_fits():
+    # float32 fits 1 and 2**-25 (unsafe conversions) but float64 is numba-cuda's choice (safe ones): 1 + 2**-25
+    # rounded to float32 would be 1.0
+    kernel = cuda.jit(["void(float64[::1], float32, float32)", "void(float64[::1], float64, float64)"])(add_two)
+    r = np.zeros(1)
+    kernel[1, 1](r, 1, 2**-25)
+    assert r[0] == 1 + 2**-25
+    kernel[1, 1](r, np.float32(1), np.float32(2**-25))  # float32 arguments: the float32 signature, rounded
+    assert r[0] == 1.0
+
+
+# -- what a kernel reaches: dispatchers through closures and globals, @overload functions, recursion ----------------
+
+
+def _times(x, k):
+    return x * k
+
+
+times = cuda.jit(_times)  # a kernel's dispatcher, not a device function: numba-cuda compiles it as one when called
+
+
+@cuda.jit
+def calls_a_global_dispatcher(out, x):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = times(x[i], np.int32(3))
+
+
+def _wrap_in_kernel(fn):
+    jitted = cuda.jit(fn)
+
+    @cuda.jit
+    def kernel(out, x):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            out[i] = jitted(x[i])
+
+    return kernel
+
+
+def test_a_dispatcher_reached_through_a_global_or_a_closure_is_typed_as_a_device_function(rng):
+    x = rng.integers(-2**31, 2**31, 37, dtype=np.int64).astype(np.int32)
+    out = np.zeros(37, np.int64)
+    calls_a_global_dispatcher[2, 32](out, x)
+    np.testing.assert_array_equal(out, x.astype(np.int64) * 3)  # int32 * int32 is int64: no wrap
+    def square_plus_one(v):
+        return v * v + 1
+
+    _wrap_in_kernel(square_plus_one)[2, 32](out, x)
+    np.testing.assert_array_equal(out, x.astype(np.int64) ** 2 + 1)
+
+
+def test_an_overloaded_function_made_in_a_function_is_typed_with_its_overload(rng):
+    from numba.cuda.extending import overload
+
+    def triple(v):  # the simulator runs the Python function, the GPU the overload's implementation
+        return v * 3
+
+    @overload(triple)
+    def _triple(v):
+        def impl(v):
+            return v * 3
+
+        return impl
+
+    @cuda.jit
+    def kernel(out, x):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            out[i] = triple(x[i])
+
+    x = rng.standard_normal(37)
+    out = np.zeros(37)
+    kernel[2, 32](out, x)  # numba-cuda types it with the overload (it cannot compile the Python function alone)
+    np.testing.assert_array_equal(out, x * 3)
+
+
+def _fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+
+fib = cuda.jit(device=True)(_fib)
+
+
+@cuda.jit
+def fibonacci(out, n):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = fib(n[i])
+
+
+def test_a_recursive_device_function_types_and_runs(rng):
+    n = rng.integers(0, 15, 37)
+    out = np.zeros(37, np.int64)
+    fibonacci[2, 32](out, n)
+    expected = [0, 1]
+    while len(expected) < 16:
+        expected.append(expected[-1] + expected[-2])
+    np.testing.assert_array_equal(out, np.array(expected)[n], err_msg=f"seed {SEED}")
+
+
+def test_a_namedtuple_argument_of_a_class_made_in_a_function():
+    from collections import namedtuple
+
+    Point = namedtuple("Point", ("x", "y", "r"))
+
+    @cuda.jit
+    def kernel(r1, r2, p):
+        r1[0] = p.x * p.y
+        r2[0] = p.r
+
+    r1, r2 = np.zeros(1, np.int64), np.zeros(1)
+    kernel[1, 1](r1, r2, Point(3, 2**31 - 1, 2.5))
+    assert r1[0] == 3 * (2**31 - 1) and r2[0] == 2.5
