@@ -4,6 +4,7 @@ A copy that goes straight from global to shared memory, without passing through 
 completes in the background while the thread computes::
 
     copy_async4(a_s, (stage, r, c), mt, (gr, gc), valid)   # a_s[stage, r, c:c+4] = mt[gr, gc:gc+4], or zeros
+    copy_async16(t_s, (stage, r, c), x, (gr, gc), valid)   # 16 bytes of any element type: 8 bf16/f16, 4 float32..
     copy_async(a_s, (stage, c, r), m, (gr, gc), valid)     # a_s[stage, c, r] = m[gr, gc], or 0: one float, any
                                                            # alignment (a transposing copy, element by element)
     async_commit()                                         # close the group of copies issued since the last one
@@ -43,7 +44,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import mlir_lowering, mode
-from .vector_io import WIDTH, _check_alignment, _index_tuple, element_pointer
+from .vector_io import _check_alignment, _index_tuple, element_pointer
+
+#: the size of one cp.async copy of ``copy_async16`` (and ``copy_async4``: four float32)
+BYTES = 16
 
 # ---------------------------------------------------------------------------------------------------------------
 # the simulator's versions
@@ -80,13 +84,27 @@ def _source_index(src, src_index) -> tuple:
     return tuple(int(i) for i in np.unravel_index(flat, tuple(src.shape)))
 
 
-def _py_copy_async4(dst, dst_index, src, src_index, valid):
+def _copy_width(what: str, dst, src) -> int:
+    """Elements in one 16-byte copy between ``dst`` and ``src`` (the same element size on both sides)."""
+    size = int(np.dtype(dst.dtype).itemsize)
+    if int(np.dtype(src.dtype).itemsize) != size or BYTES % size:
+        raise TypeError(f"{what}: the destination ({dst.dtype}) and the source ({src.dtype}) must have the same "
+                        "element size, one that divides 16 bytes")
+    return BYTES // size
+
+
+def _py_copy_async16(dst, dst_index, src, src_index, valid, what="copy_async16"):
+    width = _copy_width(what, dst, src)
     didx = _index_tuple(dst_index)
-    _check_alignment("copy_async4", dst, didx)
+    _check_alignment(what, dst, didx, width)
     sidx = _source_index(src, src_index) if valid else ()
     if valid:
-        _check_alignment("copy_async4", src, sidx)
-    _pending().open.append((dst, didx, src, sidx, bool(valid), WIDTH))
+        _check_alignment(what, src, sidx, width)
+    _pending().open.append((dst, didx, src, sidx, bool(valid), width))
+
+
+def _py_copy_async4(dst, dst_index, src, src_index, valid):
+    _py_copy_async16(dst, dst_index, src, src_index, valid, "copy_async4")
 
 
 def _py_copy_async(dst, dst_index, src, src_index, valid):
@@ -108,7 +126,7 @@ def _py_async_wait(n):
         for dst, didx, src, sidx, valid, width in p.groups.pop(0):
             for q in range(width):
                 d = didx[:-1] + (didx[-1] + q,)
-                dst[d] = src[sidx[:-1] + (sidx[-1] + q,)] if valid else 0.0
+                dst[d] = src[sidx[:-1] + (sidx[-1] + q,)] if valid else 0
 
 
 def _py_async_wait_all():
@@ -124,9 +142,12 @@ def _make_intrinsics():
     from numba.cuda import types
     from numba.cuda.extending import intrinsic
 
-    def _check(what, name, t, index):
-        if not isinstance(t, types.Array) or t.dtype != types.float32 or t.layout != "C":
-            raise TypeError(f"{what}: {name} must be a C-contiguous float32 array, got {t}")
+    def _check(what, name, t, index, any_dtype):
+        dtype = getattr(t, "dtype", None)
+        ok_dtype = dtype == types.float32 or (any_dtype and getattr(dtype, "bitwidth", 0) in (8, 16, 32, 64))
+        if not isinstance(t, types.Array) or t.layout != "C" or not ok_dtype:
+            want = "an element size that divides 16 bytes" if any_dtype else "float32"
+            raise TypeError(f"{what}: {name} must be a C-contiguous array of {want}, got {t}")
         n = len(index) if isinstance(index, types.BaseTuple) else 1
         tys = list(index) if isinstance(index, types.BaseTuple) else [index]
         flat_ok = name == "the source" and not isinstance(index, types.BaseTuple)
@@ -151,10 +172,13 @@ def _make_intrinsics():
     wait_asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "cp.async.wait_group 0;", "~{memory}",
                             side_effect=True)
 
-    def copy_intrinsic(name, asm, nbytes_valid):
+    def copy_intrinsic(name, asm, nbytes_valid, any_dtype=False):
         def copy(typingctx, dst, dst_index, src, src_index, valid):
-            _check(name, "the destination", dst, dst_index)
-            _check(name, "the source", src, src_index)
+            _check(name, "the destination", dst, dst_index, any_dtype)
+            _check(name, "the source", src, src_index, any_dtype)
+            if any_dtype and dst.dtype.bitwidth != src.dtype.bitwidth:
+                raise TypeError(f"{name}: the destination ({dst.dtype}) and the source ({src.dtype}) must have the "
+                                "same element size")
             if not isinstance(valid, types.Boolean):
                 raise TypeError(f"{name}: valid must be a bool, got {valid}")
 
@@ -176,7 +200,8 @@ def _make_intrinsics():
         copy.__name__ = copy.__qualname__ = name
         return intrinsic(copy)
 
-    copy_async4 = copy_intrinsic("copy_async4", copy_asm, 16)
+    copy_async16 = copy_intrinsic("copy_async16", copy_asm, BYTES, any_dtype=True)
+    copy_async4 = copy_intrinsic("copy_async4", copy_asm, BYTES)
     copy_async = copy_intrinsic("copy_async", copy1_asm, 4)
 
     @intrinsic
@@ -212,7 +237,7 @@ def _make_intrinsics():
 
         return types.void(n), codegen
 
-    return copy_async4, copy_async, async_commit, async_wait_all, async_wait
+    return copy_async16, copy_async4, copy_async, async_commit, async_wait_all, async_wait
 
 
 
@@ -223,13 +248,13 @@ def _numba_cuda_installed() -> bool:
 
 if mode.in_simulator() or not _numba_cuda_installed():
     # the simulator, or numba-cuda-mlir alone on a GPU (which types and lowers these same functions, below)
-    copy_async4, copy_async, async_commit, async_wait_all, async_wait = (
-        _py_copy_async4, _py_copy_async, _py_async_commit, _py_async_wait_all, _py_async_wait)
+    copy_async16, copy_async4, copy_async, async_commit, async_wait_all, async_wait = (
+        _py_copy_async16, _py_copy_async4, _py_copy_async, _py_async_commit, _py_async_wait_all, _py_async_wait)
 else:
-    copy_async4, copy_async, async_commit, async_wait_all, async_wait = _make_intrinsics()
+    copy_async16, copy_async4, copy_async, async_commit, async_wait_all, async_wait = _make_intrinsics()
 
 # numba-cuda-mlir compiles calls of these same objects (numbakern.mlir_lowering.async_copy)
-mlir_lowering.register("async_copy", copy_async4=copy_async4, copy_async=copy_async, async_commit=async_commit,
-                       async_wait=async_wait, async_wait_all=async_wait_all)
+mlir_lowering.register("async_copy", copy_async16=copy_async16, copy_async4=copy_async4, copy_async=copy_async,
+                       async_commit=async_commit, async_wait=async_wait, async_wait_all=async_wait_all)
 
-__all__ = ["copy_async4", "copy_async", "async_commit", "async_wait", "async_wait_all"]
+__all__ = ["copy_async16", "copy_async4", "copy_async", "async_commit", "async_wait", "async_wait_all"]

@@ -186,13 +186,15 @@ KERNEL_MODULES = (
     "numbakern.kernels.conv",
     "numbakern.kernels.matmul_pipe",
     "numbakern.kernels.attention",
+    "numbakern.kernels.matmul_tc",
+    "numbakern.kernels.matmul_3xtf32",
 )
 
 
 #: library kernels not yet in every tool's reach: ``get`` finds them (their tests, the benchmark), ``all_specs`` and
 #: the tools that walk it (translate, verification, the LLM backend's checks) leave them out until ``translate``
 #: knows their intrinsics (numbakern.mma's tensor-core instructions)
-PREVIEW_MODULES = ("numbakern.kernels.matmul_bf16",)
+PREVIEW_MODULES: tuple[str, ...] = ()
 
 
 class AmbiguousKernelName(LookupError):

@@ -53,20 +53,21 @@ def _index_tuple(index) -> tuple:
     return tuple(int(i) for i in index) if isinstance(index, tuple) else (int(index),)
 
 
-def _check_alignment(what: str, arr, idx: tuple) -> None:
+def _check_alignment(what: str, arr, idx: tuple, width: int = WIDTH) -> None:
+    """``arr[idx]`` may start a 16-byte access of ``width`` elements: its flat offset is a multiple of ``width``."""
     shape = tuple(int(s) for s in arr.shape)
     if len(idx) != len(shape):
         raise IndexError(f"{what}: an index of {len(idx)} dimension(s) into an array of {len(shape)}")
     flat = 0
     for i, s in zip(idx, shape):
         flat = flat * s + i
-    if flat % WIDTH:
+    if flat % width:
         from .sim.errors import MisalignedAccessError
 
         raise MisalignedAccessError(
             f"{what}: element {idx} of an array of shape {shape} is at flat offset {flat}, not a multiple of "
-            f"{WIDTH}: a 16-byte access there is misaligned on the GPU (the last extent and the last index must be "
-            "multiples of 4)")
+            f"{width}: a 16-byte access there is misaligned on the GPU (the last extent and the last index must be "
+            f"multiples of {width})")
 
 
 def element_pointer(context, builder, aryty, ary, index_ty, index):

@@ -101,7 +101,7 @@ def peer_impls(torch, spec, tensors) -> dict:
     Triton is missing), and each of torch's fp32 SDPA backends for attention. ``{key: (launch, label)}``."""
     arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
     out = {}
-    # (the fp32 Triton kernel only: matmul_bf16's inputs are bf16 bit patterns; its bf16 Triton peer is still to come)
+    # (the fp32 Triton kernel here; the 16-bit matmuls' Triton and Hopper peers come from bench_tc)
     if spec.family == "matmul" and spec.name not in TRANSPOSED_A and arrays[0].dtype == torch.float32:
         if "make" not in _TRITON:  # one autotuned Triton kernel for every matmul row
             import bench_matmul  # this script's folder
@@ -111,6 +111,9 @@ def peer_impls(torch, spec, tensors) -> dict:
             m, n, o = arrays[:3]
             launch = _TRITON["make"](m, n, o.clone(), m.shape[0], m.shape[1], n.shape[1])
             out["triton"] = (launch, "Triton tl.dot ieee, autotuned")
+    import bench_tc  # this script's folder: the tensor-core matmuls' peers
+
+    out.update(bench_tc.tensor_core_peers(torch, spec, arrays))
     if spec.family == "attention":
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -195,7 +198,10 @@ def bench_one(torch, spec, size, budget: float, directory: Path = benchkit.ROOT 
         peers.append(f"{label}: {ms:.3f} ms")
         if key == "triton":
             row["triton_ms"] = ms
-    row["peers"] = "; ".join(peers)
+    import bench_tc
+
+    accuracy = bench_tc.accuracy_note(torch, spec, tensors, impls)
+    row["peers"] = "; ".join(peers + ([accuracy] if accuracy else []))
     return row
 
 

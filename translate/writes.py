@@ -1,7 +1,8 @@
 """Which array arguments a kernel writes (syntactically): the others become ``const T*`` in the kernel and the
 launcher. Written: assigned elements (``x[i] = ...``, ``x[i] += ...``), the first argument of ``cuda.atomic.*``, the
 array ``numbakern.vector_io.vstore4`` stores to (``vload4`` only reads its array), the destination of
-``numbakern.async_copy.copy_async4``, and (conservatively) any array passed to a device function."""
+``numbakern.async_copy.copy_async4``/``copy_async16``, the registers of ``numbakern.mma``'s mma and ldmatrix, and
+(conservatively) any array passed to a device function."""
 
 from __future__ import annotations
 
@@ -26,7 +27,10 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str]) -> set[str]:
             builtin = isinstance(f, ast.Name) and f.id in ("len", "min", "max", "abs", "range", "int", "float")
             fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
             # numbakern.vector_io / async_copy: the one argument these write
-            vector_written = {"vload4": 2, "vstore4": 0, "copy_async4": 0, "copy_async": 0}.get(fname)
+            vector_written = {"vload4": 2, "vstore4": 0, "copy_async4": 0, "copy_async16": 0,
+                              "copy_async": 0}.get(fname)
+            if fname and fname.startswith(("mma_m16n8", "ldmatrix_x")):  # numbakern.mma: the registers they write
+                vector_written = 0
             for i, a in enumerate(node.args):
                 if isinstance(a, ast.Name) and a.id in array_params:
                     if vector_written is not None:

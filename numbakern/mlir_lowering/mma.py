@@ -114,7 +114,8 @@ def _ldmatrix(count: int, trans: bool):
     constraints = ",".join(["=r"] * count + ["r", "~{memory}"])
 
     def typer(regs, at, smem, index):
-        _check_regs(name, "regs", regs, (types.uint32,))
+        # float32 registers: 32-bit data (tf32 operands) whose bits the instruction moves
+        _check_regs(name, "regs", regs, (types.uint32, types.float32))
         _check_offset(name, "at", at)
         if not isinstance(smem, types.Array) or smem.layout != "C" or \
                 getattr(smem.dtype, "bitwidth", 0) not in (16, 32):
@@ -132,8 +133,9 @@ def _ldmatrix(count: int, trans: bool):
             values = [asm(T.i32(), [saddr], text, constraints)]
         else:
             values = _fields(asm(_struct(T.i32(), count), [saddr], text, constraints), T.i32(), count)
+        as_float = builder.get_numba_type(regs).dtype == types.float32
         for j, v in enumerate(values):
-            store_register(builder, regs, at, j, v)
+            store_register(builder, regs, at, j, arith.bitcast(T.f32(), v) if as_float else v)
 
     return name, typer, lower
 

@@ -20,7 +20,9 @@ array can hold many fragments::
 Every lane of the warp must execute each mma and ldmatrix, together, at the same line (``.sync.aligned``). The
 ldmatrix ``index`` is the element of the shared array (16-bit elements such as uint16 bf16 patterns or float16,
 or 32-bit ones) where this lane's row starts: lanes 0-7 name the rows of matrix 0, 8-15 of matrix 1, ... (``.x1``
-uses lanes 0-7's addresses, ``.x2`` lanes 0-15's); every used row address must be 16-byte aligned.
+uses lanes 0-7's addresses, ``.x2`` lanes 0-15's); every used row address must be 16-byte aligned. The registers
+are a uint32 array, or a float32 one for 32-bit data (tf32 operands: a row of 4 floats, lane ``l`` of a matrix
+getting row ``l // 4``, float ``l % 4``, which is the m16n8k8 tf32 A fragment's layout).
 
 Scalars (inside kernels; on the host use ``numbakern.mma.formats``, the same roundings on numpy arrays)::
 
@@ -44,7 +46,8 @@ How each backend sees them:
   float32), with the divergence, alignment, bounds and uninitialised-register checks.
 - **GPU (numba-cuda-mlir):** the same objects, typed and lowered by numba-cuda-mlir (``numbakern.mlir_lowering.mma``):
   the same PTX, as inline PTX.
-- **translate:** not yet.
+- **translate:** each becomes the same PTX in a small inline helper, or the CUDA headers' conversion that gives the
+  same bits (``translate/codegen/mma.py``).
 """
 
 from __future__ import annotations

@@ -101,7 +101,8 @@ def make_intrinsics() -> dict:
             ",".join(["=r"] * count + ["r", "~{memory}"]), side_effect=True)
 
         def ldmatrix(typingctx, regs, at, smem, index):
-            check_regs(name, "regs", regs, (types.uint32,))
+            # float32 registers: 32-bit data (tf32 operands) whose bits the instruction moves
+            check_regs(name, "regs", regs, (types.uint32, types.float32))
             check_offset(name, "at", at)
             if not isinstance(smem, types.Array) or smem.layout != "C" or \
                     getattr(smem.dtype, "bitwidth", 0) not in (16, 32):
@@ -120,6 +121,8 @@ def make_intrinsics() -> dict:
                 out = builder.call(asm, [saddr])
                 values = [out] if count == 1 else [builder.extract_value(out, j) for j in range(count)]
                 for j, v in enumerate(values):
+                    if regs.dtype == types.float32:
+                        v = builder.bitcast(v, f32)
                     builder.store(v, reg_pointer(context, builder, regs, regs_v, at, at_v, j))
                 return context.get_dummy_value()
 

@@ -83,8 +83,9 @@ def _ldmatrix(count: int, trans: bool, regs, at, smem, index, frame):
     kind = f"ldmatrix.x{count}{'.trans' if trans else ''}"
     result = _warp_op(kind, row, frame)
     at = int(at)
+    as_float = np.dtype(regs.dtype) == np.float32  # 32-bit data (tf32 operands): the registers' bits as float32
     for j, value in enumerate(result):
-        regs[at + j] = value
+        regs[at + j] = np.uint32(value).view(np.float32) if as_float else value
 
 
 def _read_row(smem, index, frame) -> list[int]:
@@ -113,9 +114,13 @@ def _read_row(smem, index, frame) -> list[int]:
             f"ldmatrix: the 16-byte row at element {idx} of a shared array of shape {shape} ({smem.dtype}) reaches "
             f"past its end, at {where}")
     values = []
+    dtype = np.dtype(smem.dtype)
+    bits = np.dtype(f"u{itemsize}")
     for q in range(per_row):
         element = np.unravel_index(flat + q, shape)
-        values.append(int(smem[tuple(int(e) for e in element) if len(shape) > 1 else int(element[0])]))
+        v = smem[tuple(int(e) for e in element) if len(shape) > 1 else int(element[0])]
+        # the element's bits, whatever its type (float16 values, bf16 patterns in uint16, float32 or uint32 words)
+        values.append(int(np.asarray(v, dtype=dtype).view(bits)))
     if itemsize == 4:  # a 32-bit array: two 16-bit elements per word, the lower address in the lower half
         values = [half for v in values for half in (v & 0xFFFF, (v >> 16) & 0xFFFF)]
     return [v & 0xFFFF for v in values]

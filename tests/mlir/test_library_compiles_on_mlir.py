@@ -1,4 +1,4 @@
-"""Every library kernel (the 35 of ``all_specs`` and the preview ``matmul_bf16``) compiles with numba-cuda-mlir, no
+"""Every library kernel (the 38 of ``all_specs``, the tensor-core matmuls among them) compiles with numba-cuda-mlir, no
 GPU needed: the source as it is, loaded against numba-cuda-mlir, numbakern's intrinsics typed and lowered by
 ``numbakern.mlir_lowering``; to PTX that ptxas assembles for sm_90 where libNVVM is installed, else to MLIR
 (``tests/mlir/offline_compile.py``). Whether the kernels compute the right thing on a GPU is
@@ -14,8 +14,8 @@ import pytest
 
 from .test_mlir_intrinsics import offline_compile
 
-#: numbakern's library: all_specs() (35) and the preview kernels (matmul_bf16)
-LIBRARY_KERNELS = 36
+#: numbakern's library: all_specs() (the tensor-core matmuls matmul_bf16, matmul_f16 and matmul_3xtf32 included)
+LIBRARY_KERNELS = 38
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def compiled() -> dict:
 def test_every_library_kernel_compiles_on_numba_cuda_mlir(compiled):
     kernels = compiled["kernels"]
     assert len(kernels) >= LIBRARY_KERNELS
-    assert "matmul_bf16" in kernels
+    assert {"matmul_bf16", "matmul_f16", "matmul_3xtf32"} <= set(kernels)
     failed = {name: r["error"][:1500] for name, r in kernels.items() if "error" in r}
     assert not failed, failed
 
@@ -40,6 +40,7 @@ def test_the_intrinsics_reach_the_library_kernels_code(compiled):
         "matmul_flagship_async": r"cp\.async\.cg\.shared\.global" if ptx else r'"cp\.async\.cg\.shared\.global',
         "matmul_pipelined": r"cp\.async\.ca\.shared\.global" if ptx else r'"cp\.async\.ca\.shared\.global',
         "matmul_bf16": r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32" if ptx else r'"mma\.sync',
+        "matmul_3xtf32": r"mma\.sync\.aligned\.m16n8k8\.row\.col\.f32\.tf32\.tf32\.f32" if ptx else r'"mma\.sync',
         "reduce_sum": r"membar\.gl;" if ptx else r"nvvm\.memory\.barrier <gpu>",
     }
     for name, pattern in expected.items():

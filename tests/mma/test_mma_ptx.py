@@ -77,10 +77,16 @@ out = {
     "helpers": cuda.compile_ptx(helpers, "void(float32[::1], uint16[::1], float32[:, ::1], uint32[:, ::1])",
                                 cc=(9, 0))[0],
 }
-from numbakern.kernels import matmul_bf16 as mb
-k = mb.matmul_bf16_tc(**mb.DEFAULT_CONFIG)
-out["matmul_bf16"] = cuda.compile_ptx(k.py_func, mb.SIGNATURE, cc=(9, 0), fastmath=True,
-                                      launch_bounds=k.targetoptions.get("launch_bounds"))[0]
+from numbakern.kernels import matmul_tc as mt
+from numbakern.kernels import matmul_wgmma as mw
+for name, k, sig, cc in [
+    ("matmul_bf16", mt.matmul_bf16_pipelined(**mt.PIPE_CONFIG), mt.SIGNATURE, (9, 0)),
+    ("matmul_f16", mt.matmul_f16_pipelined(**mt.PIPE_CONFIG), mt.SIGNATURES[True], (9, 0)),
+    ("matmul_bf16_plain", mt.matmul_bf16_plain(**mt.PLAIN_CONFIG), mt.SIGNATURE, (9, 0)),
+    ("wgmma_sm90a", mw.matmul_wgmma(**mw.DEFAULT_CONFIG), mw.SIGNATURE, (9, 0, "a")),
+]:
+    out[name] = cuda.compile_ptx(k.py_func, sig, cc=cc, fastmath=True,
+                                 launch_bounds=k.targetoptions.get("launch_bounds"))[0]
 for count in (1, 2, 4):
     for trans in (False, True):
         name = f"ldmatrix_x{count}" + ("_trans" if trans else "")
@@ -134,13 +140,35 @@ def test_helpers_emit_the_conversions(ptx):
     assert len(re.findall(r"cvt\.rna\.tf32\.f32", body)) == 3  # f32_to_tf32 once, split_tf32 twice
 
 
-def test_matmul_bf16_unrolls_its_k_step_into_mma_and_ldmatrix(ptx):
-    """64x64x32 block tile, four 32x32 warp tiles: per 32-wide k-slice 2 k-steps x (2 A ldmatrix_x4 + 2 B
-    ldmatrix_x4_trans + 2 x 4 mma), every fragment and accumulator in registers."""
-    body = _body(ptx["matmul_bf16"])
-    assert len(re.findall(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", body)) == 16
-    assert len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", body)) == 4
-    assert len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16", body)) == 4
+@pytest.mark.parametrize("fmt", ["bf16", "f16"])
+def test_pipelined_matmul_unrolls_its_k_tile_into_mma_ldmatrix_and_16_byte_copies(ptx, fmt):
+    """128x128x32 block tile, four 64x64 warp tiles, 3 stages: per k-tile 2 k-steps x (4 A ldmatrix_x4 + 4 B
+    ldmatrix_x4_trans + 32 mma), 8 cp.async of 16 bytes per thread (A and B tiles: 4 each) in the prologue's 2 tiles
+    and in the steady state, every fragment and accumulator in registers."""
+    body = _body(ptx[f"matmul_{fmt}"])
+    assert len(re.findall(rf"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.{fmt}\.{fmt}\.f32", body)) == 64
+    assert len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", body)) == 8
+    assert len(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4\.trans\.shared\.b16", body)) == 8
+    assert len(re.findall(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16", body)) == 24
+    assert not re.search(r"\b(?:ld|st)\.local\.", body)
+
+
+def test_plain_matmul_keeps_fragments_in_registers(ptx):
+    body = _body(ptx["matmul_bf16_plain"])
+    assert re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", body)
+    assert not re.search(r"\b(?:ld|st)\.local\.", body)
+
+
+def test_hopper_matmul_is_wgmma_fed_by_tma(ptx):
+    """The sm_90a kernel: four wgmma m64n256k16 per k-tile (B n-major: trans-b 1), TMA loads completing on mbarriers,
+    register reallocation between the producer and consumer warpgroups, no local memory."""
+    text = ptx["wgmma_sm90a"]
+    assert re.search(r"^\.target sm_90a", text, re.M)
+    body = _body(text)
+    assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16 .*, 1, 1, 0, 1;", body)) == 4
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" in body
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in body and "setmaxnreg.dec.sync.aligned.u32 40" in body
+    assert "mbarrier.try_wait.parity.shared::cta.b64" in body
     assert not re.search(r"\b(?:ld|st)\.local\.", body)
 
 
@@ -150,7 +178,8 @@ def test_ptxas_assembles_every_kernel_for_sm_90(ptx, tmp_path):
         p = tmp_path / f"{name}.ptx"
         # numba-cuda's NVVM may stamp a newer .version than this ptxas reads; these kernels use nothing newer
         p.write_text(re.sub(r"^\.version \d+\.\d+", ".version 8.0", text, count=1, flags=re.M))
-        r = subprocess.run(["ptxas", "-arch=sm_90", "-v", str(p), "-o", str(tmp_path / f"{name}.cubin")],
+        arch = "sm_90a" if name.endswith("sm90a") else "sm_90"
+        r = subprocess.run(["ptxas", f"-arch={arch}", "-v", str(p), "-o", str(tmp_path / f"{name}.cubin")],
                            capture_output=True, text=True)
         assert r.returncode == 0, f"{name}: {r.stderr}"
         assert "0 bytes spill stores" in r.stdout + r.stderr, name

@@ -5,7 +5,7 @@ import pytest
 from numba import cuda
 
 from numbakern import mode
-from numbakern.async_copy import async_commit, async_wait_all, copy_async4
+from numbakern.async_copy import async_commit, async_wait_all, copy_async4, copy_async16
 from numbakern.compare import compare
 from numbakern.kernels import matmul_async as ma
 
@@ -74,6 +74,54 @@ def test_misaligned_copy_is_reported(rng):
     src = rng.standard_normal((1, 8)).astype(np.float32)
     with pytest.raises(MisalignedAccessError, match=r"copy_async4: element \(0, 2\)"):
         copy_from_column_2[1, 1](src, np.zeros(1, np.float32))
+
+
+@cuda.jit
+def stage_rows16(src, out):
+    # 16-byte copies of a 16-bit array (8 elements each): thread t copies elements 8t..8t+7 of row blockIdx.x, zeros
+    # past the row's end
+    t = cuda.threadIdx.x
+    r = cuda.blockIdx.x
+    tile = cuda.shared.array((GROUPS, 8), dtype=src.dtype, alignment=16)
+    copy_async16(tile, (t, 0), src, (r, t * 8), t * 8 < src.shape[1])
+    async_commit()
+    async_wait_all()
+    cuda.syncthreads()
+    for q in range(8):
+        out[r, t * 8 + q] = tile[t, q]
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.float16])
+def test_sixteen_byte_copies_of_16_bit_data(dtype, rng):
+    src = rng.integers(1, 60000, size=(3, 24)).astype(np.uint16).view(np.uint16)
+    src = src if dtype == np.uint16 else rng.standard_normal((3, 24)).astype(np.float16)
+    out = np.full((3, 8 * GROUPS), 7, dtype)
+    if mode.in_simulator():
+        stage_rows16[3, GROUPS](src, out)
+    else:
+        d = [cuda.to_device(x) for x in (src, out)]
+        stage_rows16[3, GROUPS](*d)
+        out = d[1].copy_to_host()
+    expected = np.zeros((3, 8 * GROUPS), dtype)
+    expected[:, :24] = src
+    np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
+
+
+@cuda.jit
+def copy16_from_column_4(src, out):
+    tile = cuda.shared.array(8, dtype=np.uint16, alignment=16)
+    copy_async16(tile, 0, src, (0, 4), True)  # 8 bytes past a 16-byte boundary of 16-bit data
+    async_commit()
+    async_wait_all()
+    out[0] = tile[0]
+
+
+@pytest.mark.sim
+def test_misaligned_16_bit_copy_is_reported():
+    from numbakern.sim import MisalignedAccessError
+
+    with pytest.raises(MisalignedAccessError, match=r"copy_async16: element \(0, 4\).*multiple of 8"):
+        copy16_from_column_4[1, 1](np.ones((1, 16), np.uint16), np.zeros(1, np.uint16))
 
 
 @pytest.mark.parametrize("shape", [(36, 21, 44), (4, 1, 4), (12, 9, 36)], ids=lambda s: "x".join(map(str, s)))

@@ -12,7 +12,7 @@ from numba import cuda
 from numba.cuda import stubs, types
 
 from ..cnames import c_name, is_float, is_int, scalar_key
-from . import arrays, intrinsics
+from . import arrays, intrinsics, mma
 from .atomics import ATOMICS, atomic
 from .cexpr import PRIMARY, UNARY, CExpr, Static, TupleVal, cast, float_literal, paren
 
@@ -70,6 +70,8 @@ class BuiltinsMixin:
                                  hint="pass the arguments by position")
         if intrinsics.is_intrinsic(obj):
             return intrinsics.call(self, obj, node)
+        if mma.is_mma(obj):  # numbakern.mma: tensor cores (translate/codegen/mma.py)
+            return mma.call(self, obj, node)
         if obj in ATOMICS:
             return atomic(self, obj, node)
         if getattr(obj, "__module__", None) == FP16_BINDINGS:

@@ -3,6 +3,9 @@ fixed order (byte-identical output)."""
 
 from __future__ import annotations
 
+from .mma import DEPENDS as _MMA_DEPENDS
+from .mma import HELPERS as _MMA_HELPERS
+
 HELPERS: dict[str, str] = {
     "nk_fp16": """\
 #include <cuda_fp16.h>
@@ -47,6 +50,14 @@ __device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, boo
 }
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+""",
+    "nk_cp_async16": """\
+// cp.async of 16 bytes of any element type (8 bf16/f16 values, 4 floats, ...): the same instruction as nk_copy_async4
+__device__ __forceinline__ void nk_copy_async16(void *dst, const void *src, bool valid) {
+    unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+                 : "memory");
+}
 """,
     "nk_cp_async1": """\
 // cp.async of one float (4 bytes, through L1: .ca is the only mode for copies under 16 bytes); any alignment
@@ -249,9 +260,11 @@ __device__ __forceinline__ float nk_fast_tanhf(float x) { float y; asm("tanh.app
 """,
 }
 
+HELPERS.update(_MMA_HELPERS)  # numbakern.mma's (translate/codegen/mma.py)
 ORDER = tuple(HELPERS)
 #: helpers that call other helpers
-DEPENDS = {"nk_round_ndigits": ("nk_powi",), "nk_cdiv": ("nk_complex",)}
+DEPENDS = {"nk_round_ndigits": ("nk_powi",), "nk_cdiv": ("nk_complex",), "nk_cp_async16": ("nk_cp_async",),
+           **_MMA_DEPENDS}
 
 
 def render(used: set[str]) -> str:

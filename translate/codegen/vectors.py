@@ -10,6 +10,7 @@
     async_commit(); async_wait_all()              ->  nk_async_commit(); nk_async_wait_all();
     async_wait(n)                                 ->  nk_async_wait<n>();
     copy_async(a_s, (st, c, r), m, (gr, gc), ok)  ->  nk_copy_async(&a_s[st][c][r], ok ? &m[gr * m_shape1 + gc] : m, ok);
+    copy_async16(t_s, (st, i), x, off, ok)        ->  nk_copy_async16(&t_s[st][i], ok ? &x[off] : x, ok);  (any type)
 
 The register side stays four scalar accesses (so the local array stays in registers); the 16-byte alignment of the
 memory side is the kernel's precondition, as in Numba (``numbakern/vector_io.py``, ``numbakern/async_copy.py``).
@@ -35,7 +36,8 @@ def _vector_functions():
 def _async_functions():
     from numbakern import async_copy
 
-    return {async_copy.copy_async4: "copy", async_copy.copy_async: "copy1", async_copy.async_commit: "nk_async_commit",
+    return {async_copy.copy_async4: "copy", async_copy.copy_async16: "copy16", async_copy.copy_async: "copy1",
+            async_copy.async_commit: "nk_async_commit",
             async_copy.async_wait_all: "nk_async_wait_all", async_copy.async_wait: "nk_async_wait"}
 
 
@@ -89,21 +91,27 @@ def _emit_async(tr, call: ast.Call, helper: str) -> None:
                                hint="async_wait(wait_n) with wait_n a literal or a factory's constant")
         tr.emit(f"nk_async_wait<{tr.expr(call.args[0]).code}>();")
         return
-    if helper not in ("copy", "copy1"):
+    if helper not in ("copy", "copy16", "copy1"):
         if call.args or call.keywords:
             raise tr.src.error(call, f"{helper[3:]}() takes no arguments")
         tr.emit(f"{helper}();")
         return
-    what = "copy_async4" if helper == "copy" else "copy_async"
+    what = {"copy": "copy_async4", "copy16": "copy_async16", "copy1": "copy_async"}[helper]
     if len(call.args) != 5 or call.keywords:
         raise tr.src.error(call, f"{what} takes five arguments by position",
                            hint=f"{what}(shared, (s, r, c), global, (r, c), valid)")
     dst_node, dst_index, src_node, src_index, valid_node = call.args
     dst, src = tr.value(dst_node), tr.value(src_node)
-    if not isinstance(dst, ArrayInfo) or dst.kind != "shared" or dst.key != "float32":
-        raise tr.src.error(dst_node, f"{what}: the destination must be a float32 cuda.shared.array")
-    if not isinstance(src, ArrayInfo) or src.kind != "param" or src.key != "float32":
-        raise tr.src.error(src_node, f"{what}: the source must be a float32 array argument (global memory)")
+    if helper == "copy16":  # any element type, the same size on both sides
+        if not isinstance(dst, ArrayInfo) or dst.kind != "shared":
+            raise tr.src.error(dst_node, f"{what}: the destination must be a cuda.shared.array")
+        if not isinstance(src, ArrayInfo) or src.kind != "param":
+            raise tr.src.error(src_node, f"{what}: the source must be an array argument (global memory)")
+    else:
+        if not isinstance(dst, ArrayInfo) or dst.kind != "shared" or dst.key != "float32":
+            raise tr.src.error(dst_node, f"{what}: the destination must be a float32 cuda.shared.array")
+        if not isinstance(src, ArrayInfo) or src.kind != "param" or src.key != "float32":
+            raise tr.src.error(src_node, f"{what}: the source must be a float32 array argument (global memory)")
     tr.mark_written(dst.name)
     valid = tr.cond(valid_node)
     if not valid.pure:
@@ -116,5 +124,7 @@ def _emit_async(tr, call: ast.Call, helper: str) -> None:
         s = element(tr, src, src_index, call).code
     if helper == "copy1":
         tr.helpers.add("nk_cp_async1")
-    fn = "nk_copy_async4" if helper == "copy" else "nk_copy_async"
+    if helper == "copy16":
+        tr.helpers.add("nk_cp_async16")
+    fn = {"copy": "nk_copy_async4", "copy16": "nk_copy_async16", "copy1": "nk_copy_async"}[helper]
     tr.emit(f"{fn}(&{d}, ({valid.code}) ? &{s} : {src.name}, {valid.code});")

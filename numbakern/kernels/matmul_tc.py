@@ -1,0 +1,318 @@
+"""Matrix multiplication on the tensor cores: ``out (float32) = a @ b`` for bf16 or f16 ``a`` (h×k) and ``b`` (k×w),
+fp32 accumulation. ``matmul_bf16(a, b)`` and ``matmul_f16(a, b)`` pick the fastest kernel that the device and the
+shapes allow:
+
+- ``"wgmma"`` (``numbakern.kernels.matmul_wgmma``): Hopper's warpgroup MMA fed by the bulk tensor copy engine, on a
+  GPU of compute capability 9.0, k and w multiples of 8, 16-byte aligned data. GPU only.
+- ``"pipelined"`` (``numbakern.kernels.matmul_tc_pipe``, the registered kernels ``matmul_bf16``/``matmul_f16``):
+  ``mma.sync`` with a multi-stage ``cp.async`` pipeline and swizzled shared tiles; k and w multiples of 8.
+  Simulated, translated to C and verified like every library kernel.
+- ``"plain"`` (here): the first version, one shared buffer and element-by-element staging, correct for every shape.
+
+The plain kernel, ``matmul_bf16_plain(bm, bn, bk, warps_m, warps_n)`` (``matmul_f16_plain`` alike): a block computes
+a ``bm``×``bn`` tile with ``warps_m * warps_n`` warps, each a ``(bm / warps_m)``×``(bn / warps_n)`` warp tile of m16n8
+accumulators. Per ``bk``-wide slice of k the block stages the A and B slices in shared memory (zero past the
+matrices' edges), then per 16-wide k-step each warp loads its A fragments with ``ldmatrix_x4`` and its B fragments
+with ``ldmatrix_x4_trans`` (B is row-major, the mma wants it column-major) and runs one mma per accumulator tile.
+Shared rows are padded by 8 elements so that the eight row addresses of one 8x8 matrix fall in different banks.
+
+bf16 data is held as uint16 bit patterns (``numbakern.launch.BFLOAT16``): ``matmul_bf16`` takes torch bfloat16
+tensors, ``ml_dtypes.bfloat16`` arrays or uint16 arrays of bit patterns; ``matmul_f16`` float16 tensors or arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+from .. import mode
+from ..fastpath import jit_options
+from ..launch import (
+    BFLOAT16,
+    LaunchConfig,
+    cdiv,
+    check_array,
+    check_matmul_shapes,
+    check_same_device,
+    empty_like_on,
+    to_kernel_arg,
+)
+from ..mma import formats, ldmatrix_x4, ldmatrix_x4_trans, mma_m16n8k16_bf16, mma_m16n8k16_f16
+from ..registry import Case, KernelSpec, Work, random_array, register
+from ..specialize import specialize
+from .matmul_tc_pipe import matmul_bf16_pipelined, matmul_f16_pipelined, tc_pipe_launch, tc_ready
+
+#: the plain kernel's default tile configuration
+PLAIN_CONFIG = {"bm": 64, "bn": 64, "bk": 32, "warps_m": 2, "warps_n": 2}
+#: the registered (pipelined) kernels' configuration: 128x128x32 tiles, 4 warps of 64x64, 3 stages (48 KiB of
+#: static shared memory); measured on an H200 against 8-warp and 128x64 variants (docs/tensor-cores.md)
+PIPE_CONFIG = {"bm": 128, "bn": 128, "bk": 32, "warps_m": 2, "warps_n": 2, "stages": 3, "group": 8}
+PAD = 8  # elements added to each shared row of the plain kernel (16 bytes)
+KERNELS = ("auto", "wgmma", "pipelined", "plain")
+
+
+def _check_config(bm, bn, bk, warps_m, warps_n) -> tuple[int, int]:
+    for name, v in (("bm", bm), ("bn", bn), ("bk", bk), ("warps_m", warps_m), ("warps_n", warps_n)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"matmul_tc_plain: {name} must be a positive int, got {v!r}")
+    wm, wn = bm // warps_m, bn // warps_n
+    if bm % warps_m or wm % 16:
+        raise ValueError(f"matmul_tc_plain: bm / warps_m = {bm} / {warps_m} must be a multiple of 16 (the mma's m)")
+    if bn % warps_n or wn % 16:
+        raise ValueError(f"matmul_tc_plain: bn / warps_n = {bn} / {warps_n} must be a multiple of 16 (two n8 tiles "
+                         "per ldmatrix_x4_trans)")
+    if bk % 16:
+        raise ValueError(f"matmul_tc_plain: bk = {bk} must be a multiple of 16 (the mma's k)")
+    return wm, wn
+
+
+@specialize
+def matmul_bf16_plain(bm: int = 64, bn: int = 64, bk: int = 32, warps_m: int = 2, warps_n: int = 2):
+    """The plain kernel for bf16 inputs (uint16 bit patterns); launch with ``plain_launch`` (1-D blocks)."""
+    return _plain(False, bm, bn, bk, warps_m, warps_n)
+
+
+@specialize
+def matmul_f16_plain(bm: int = 64, bn: int = 64, bk: int = 32, warps_m: int = 2, warps_n: int = 2):
+    """The plain kernel for float16 inputs; launch with ``plain_launch``."""
+    return _plain(True, bm, bn, bk, warps_m, warps_n)
+
+
+def _plain(f16, bm, bn, bk, warps_m, warps_n):
+    wm, wn = _check_config(bm, bn, bk, warps_m, warps_n)
+    elem = np.float16 if f16 else np.uint16
+    mma = mma_m16n8k16_f16 if f16 else mma_m16n8k16_bf16
+    threads = 32 * warps_m * warps_n
+    mi_n = wm // 16  # m16 accumulator tiles per warp, down
+    ni_n = wn // 8  # n8 accumulator tiles per warp, across
+    nj_n = ni_n // 2  # ldmatrix_x4_trans calls per k-step (two n8 tiles each)
+    a_regs = mi_n * 4
+    b_regs = ni_n * 2
+    acc_regs = mi_n * ni_n * 4
+    a_cols = bk + PAD
+    b_cols = bn + PAD
+    a_elems = bm * bk
+    b_elems = bk * bn
+
+    @cuda.jit(**jit_options(threads=threads))
+    def matmul_tc_plain(a, b, out):
+        tid = cuda.threadIdx.x
+        lane = tid % 32
+        warp = tid // 32
+        m = a.shape[0]
+        k = a.shape[1]
+        n = b.shape[1]
+        row0 = cuda.blockIdx.y * bm
+        col0 = cuda.blockIdx.x * bn
+        wrow = (warp // warps_n % warps_m) * wm  # the warp tile's place in the block tile
+        wcol = (warp % warps_n) * wn
+
+        a_s = cuda.shared.array((bm, a_cols), dtype=elem)
+        b_s = cuda.shared.array((bk, b_cols), dtype=elem)
+        af = cuda.local.array(a_regs, np.uint32)
+        bf = cuda.local.array(b_regs, np.uint32)
+        acc = cuda.local.array(acc_regs, np.float32)
+        for i in range(acc_regs):
+            acc[i] = np.float32(0.0)
+
+        for k0 in range(0, k, bk):
+            for e in range(tid, a_elems, threads):
+                r = e // bk
+                c = e % bk
+                gr = row0 + r
+                gc = k0 + c
+                a_s[r, c] = a[gr, gc] if gr < m and gc < k else elem(0)
+            for e in range(tid, b_elems, threads):
+                r = e // bn
+                c = e % bn
+                gr = k0 + r
+                gc = col0 + c
+                b_s[r, c] = b[gr, gc] if gr < k and gc < n else elem(0)
+            cuda.syncthreads()
+            for kk in range(0, bk, 16):
+                # lanes 0-15 name rows 0-15 at column kk, lanes 16-31 the same rows at kk + 8: a0..a3
+                for mi in range(mi_n):
+                    ldmatrix_x4(af, mi * 4, a_s, (wrow + mi * 16 + lane % 16, kk + (lane // 16) * 8))
+                # lanes 0-15 name k rows kk..kk+15 at the n8 tile's column, lanes 16-31 at the next tile's:
+                # transposed, b0, b1 of two n8 tiles
+                for nj in range(nj_n):
+                    ldmatrix_x4_trans(bf, nj * 4, b_s, (kk + lane % 16, wcol + nj * 16 + (lane // 16) * 8))
+                for mi in range(mi_n):
+                    for ni in range(ni_n):
+                        t = (mi * ni_n + ni) * 4
+                        mma(acc, t, af, mi * 4, bf, ni * 2, acc, t)
+            cuda.syncthreads()
+
+        g = lane >> 2  # groupID: c0, c1 in row g, c2, c3 in row g + 8
+        t4 = lane % 4  # threadID_in_group: columns 2 * t4, 2 * t4 + 1
+        for mi in range(mi_n):
+            for ni in range(ni_n):
+                for i in range(4):
+                    r = row0 + wrow + mi * 16 + g + (i // 2) * 8
+                    c = col0 + wcol + ni * 8 + t4 * 2 + i % 2
+                    if r < m and c < n:
+                        out[r, c] = acc[(mi * ni_n + ni) * 4 + i]
+
+    return matmul_tc_plain
+
+
+def plain_launch(config: dict, h: int, w: int) -> LaunchConfig:
+    """Grid and block of the plain kernel for an ``h``×``w`` output."""
+    threads = 32 * config["warps_m"] * config["warps_n"]
+    return LaunchConfig((max(1, cdiv(w, config["bn"])), max(1, cdiv(h, config["bm"]))), (threads,), 0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the entry points
+
+def matmul_bf16(a, b, out=None, kernel: str = "auto", config: dict | None = None):
+    """``a @ b`` for bf16 ``a`` (h×k) and ``b`` (k×w), accumulated and returned in float32.
+
+    ``a`` and ``b``: torch bfloat16 tensors, ``ml_dtypes.bfloat16`` arrays or uint16 arrays of bf16 bit patterns
+    (numpy or CPU tensors under the simulator, CUDA tensors on a GPU); ``out``: float32 h×w of the same kind, made
+    if not given. ``kernel``: one of ``KERNELS`` (``"auto"``: the fastest the device and shapes allow), with its
+    ``config``. Returns ``out``.
+    """
+    return _matmul(False, a, b, out, kernel, config)
+
+
+def matmul_f16(a, b, out=None, kernel: str = "auto", config: dict | None = None):
+    """``a @ b`` for float16 ``a`` (h×k) and ``b`` (k×w), accumulated and returned in float32; as ``matmul_bf16``."""
+    return _matmul(True, a, b, out, kernel, config)
+
+
+def _matmul(f16, a, b, out, kernel, config):
+    what = "matmul_f16" if f16 else "matmul_bf16"
+    dtype = np.dtype(np.float16) if f16 else BFLOAT16
+    a_info = check_array("a", a, dtype=dtype, ndim=2)
+    b_info = check_array("b", b, dtype=dtype, ndim=2)
+    h, _, w = check_matmul_shapes("a", a_info, "b", b_info)
+    if out is None:
+        out = empty_like_on(a, (h, w), np.dtype(np.float32))
+    out_info = check_array("out", out, dtype=np.float32, ndim=2)
+    if out_info.shape != (h, w):
+        raise ValueError(f"argument 'out' must have shape {(h, w)}, got {out_info.shape}")
+    check_same_device(a=a_info, b=b_info, out=out_info)
+    if kernel not in KERNELS:
+        raise ValueError(f"{what}: argument 'kernel' must be one of {KERNELS}, got {kernel!r}")
+    if h == 0 or w == 0:
+        return out
+    if kernel == "auto":
+        kernel = "wgmma" if wgmma_ready(a, b, out) else "pipelined" if tc_ready(a, b, out) else "plain"
+    args = [to_kernel_arg(x) for x in (a, b, out)]
+    if kernel == "wgmma":
+        from .matmul_wgmma import matmul_wgmma_launcher
+
+        matmul_wgmma_launcher(f16, config)(*(cuda.as_cuda_array(x) for x in args))
+    elif kernel == "pipelined":
+        if not tc_ready(a, b, out):
+            raise ValueError(f"{what}: the pipelined kernel needs k and w multiples of 8 and 16-byte aligned data")
+        config = dict(PIPE_CONFIG if config is None else config)
+        cfg = tc_pipe_launch(config, h, w)
+        (matmul_f16_pipelined if f16 else matmul_bf16_pipelined)(**config)[cfg.grid, cfg.block, 0, 0](*args)
+    else:
+        config = dict(PLAIN_CONFIG if config is None else config)
+        cfg = plain_launch(config, h, w)
+        (matmul_f16_plain if f16 else matmul_bf16_plain)(**config)[cfg.grid, cfg.block, 0, 0](*args)
+    return out
+
+
+def wgmma_ready(a, b, out) -> bool:
+    """True when ``a @ b`` may run as the Hopper kernel: a GPU of compute capability 9.0 (not the simulator), data
+    on it, and the pipelined kernel's preconditions (whole 16-byte rows for the tensor maps)."""
+    from ..launch import array_info
+
+    if mode.in_simulator() or not tc_ready(a, b, out) or not array_info("a", a).on_gpu:
+        return False
+    return tuple(cuda.get_current_device().compute_capability) == (9, 0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# registry: the pipelined kernels
+
+#: sizes for the simulator: k and w multiples of 8 (the kernel's precondition), none a multiple of the tiles
+TEST_SIZES = ({"h": 37, "k": 72, "w": 40}, {"h": 1, "k": 8, "w": 8}, {"h": 70, "k": 24, "w": 136})
+VERIFY_SIZES = (
+    {"h": 1, "k": 8, "w": 8},
+    {"h": 37, "k": 72, "w": 40},
+    {"h": 127, "k": 136, "w": 264},
+    {"h": 256, "k": 256, "w": 256},
+    {"h": 7, "k": 1024, "w": 8},
+    {"h": 509, "k": 264, "w": 384},
+)
+BENCH_SIZES = ({"h": 4096, "k": 4096, "w": 4096}, {"h": 5120, "k": 256, "w": 5120})
+SIGNATURES = {False: "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])",
+              True: "void(float16[:, ::1], float16[:, ::1], float32[:, ::1])"}
+SIGNATURE = SIGNATURES[False]
+
+
+def _matrix(rng, shape, dist, f16) -> np.ndarray:
+    """A random matrix of bf16 bit patterns or float16 values (float32 draws rounded), never all zeros."""
+    x = random_array(rng, shape, np.float32, dist)
+    return x.astype(np.float16) if f16 else formats.f32_to_bf16_bits(x)
+
+
+def _values(x) -> np.ndarray:
+    """The float64 values of bf16 bit patterns (uint16) or float16 values."""
+    return (x if x.dtype == np.float16 else formats.bf16_bits_to_f32(x)).astype(np.float64)
+
+
+def _case_maker(f16):
+    def make_case(size, rng, dist="uniform"):
+        h, k, w = size["h"], size["k"], size["w"]
+        a = _matrix(rng, (h, k), dist, f16)
+        b = _matrix(rng, (k, w), dist, f16)
+        out = np.zeros((h, w), np.float32)
+        return Case((a, b, out), tc_pipe_launch(PIPE_CONFIG, h, w), dict(size))
+
+    return make_case
+
+
+def _reference(a, b, out):
+    return {2: _values(a) @ _values(b)}
+
+
+def _error_scale(a, b, out):
+    return {2: np.abs(_values(a)) @ np.abs(_values(b))}
+
+
+def _work(size):
+    h, k, w = size["h"], size["k"], size["w"]
+    return Work(flops=2.0 * h * k * w, bytes=2.0 * (h * k + k * w) + 4.0 * h * w)
+
+
+def _cublas(a, b, out):
+    """The benchmark's baseline: cuBLAS's bf16 (f16) GEMM through torch on the same values (16-bit output, as torch
+    gives)."""
+    import torch
+
+    if a.dtype == torch.float16:
+        return (lambda: torch.matmul(a, b)), "torch.matmul on f16 (cuBLAS, f16 out)"
+    a16, b16 = a.view(torch.bfloat16), b.view(torch.bfloat16)
+    return (lambda: torch.matmul(a16, b16)), "torch.matmul on bf16 (cuBLAS, bf16 out)"
+
+
+for _f16 in (False, True):
+    _fmt = "f16" if _f16 else "bf16"
+    register(KernelSpec(
+        name=f"matmul_{_fmt}",
+        family="matmul",
+        kernel=(matmul_f16_pipelined if _f16 else matmul_bf16_pipelined)(**PIPE_CONFIG),
+        signatures=(SIGNATURES[_f16],),
+        make_case=_case_maker(_f16),
+        reference=_reference,
+        error_scale=_error_scale,
+        outputs=(2,),
+        test_sizes=TEST_SIZES,
+        verify_sizes=VERIFY_SIZES,
+        bench_sizes=BENCH_SIZES,
+        # inputs are exact 16-bit values, so the error is fp32 accumulation's alone: the simulator rounds each mma's
+        # exact sum once (k/16 roundings), a GPU's tensor cores truncate inside the sum (a few units more)
+        rtol=1e-5,
+        constants=dict(PIPE_CONFIG),
+        size_multiples={"k": 8, "w": 8},
+        work=_work,
+        baseline=_cublas,
+        description=f"{_fmt} inputs, fp32 accumulation on the tensor cores: cp.async pipeline (3 stages), swizzled "
+                    "shared tiles, ldmatrix.x4 + mma.sync m16n8k16",
+    ))

@@ -1,0 +1,307 @@
+"""The Hopper tensor-core matmul: ``out (float32) = a @ b`` for bf16 or f16 ``a`` (h×k) and ``b`` (k×w) with
+warpgroup MMA (``wgmma``) fed by the bulk tensor copy engine (TMA). GPU only (compute capability 9.0).
+
+A persistent kernel (one block per multiprocessor, each walking output tiles in grouped order), warp-specialised:
+
+- **warpgroup 0, the producer**: one thread issues the TMA copies of each k-tile (A: ``bm``×64, B: 64×``bn`` as
+  ``bn / 64`` boxes of 64×64) into a ring of ``stages`` shared buffers, 128-byte swizzled by the copy engine, after
+  waiting on that buffer's *empty* barrier; the copies complete on its *full* barrier (``expect_tx``). It gives its
+  registers to the consumers (``setmaxnreg``).
+- **warpgroups 1..consumers**: each waits on *full*, runs four ``wgmma m64n{bn}k16`` (one 64-deep k-tile) on its
+  64 rows of the A tile and the whole B tile straight from shared memory (matrix descriptors: A k-major, B n-major
+  with ``trans_b``), waits for them, and arrives on *empty*. Then the epilogue: accumulators to ``out``.
+
+TMA zero-fills boxes past the matrices' edges (and counts their bytes), so any h is correct; the tensor maps need
+k and w multiples of 8 (16-byte row strides) and 16-byte aligned data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+from ..fastpath import jit_options, u32
+from ..mma import hopper, pack_bf16x2, pack_f16x2
+from ..specialize import specialize
+from ..unroll import unroll
+
+BK = 64  # k per stage: one 128-byte swizzled row of 16-bit values
+PANEL = 64  # columns of one B box (128 bytes)
+ALIGN = 1024  # the 128-byte swizzle repeats every 1024 bytes: each tile starts on such a boundary
+#: the kernel's arguments: a, b (16-bit), out, and the three tensor maps (16 uint64 each, in device memory)
+SIGNATURE = "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1], uint64[::1], uint64[::1], uint64[::1])"
+STAGING = 16 * 1024  # bytes of output one consumer stages at a time (the TMA-store epilogue)
+
+
+def wgmma_shared_bytes(bn: int, stages: int, consumers: int, tma_store: bool = False) -> int:
+    """Dynamic shared memory of one block: the stage ring (and the consumers' output staging) plus room to align."""
+    return stages * (64 * consumers * BK + BK * bn) * 2 + (consumers * STAGING if tma_store else 0) + ALIGN
+
+
+def _check(f16, bn, stages, consumers, group, tma_store=False):
+    if bn not in hopper.WGMMA_N:
+        raise ValueError(f"matmul_wgmma: bn must be one of {hopper.WGMMA_N}, got {bn}")
+    if consumers not in (1, 2, 3):
+        raise ValueError(f"matmul_wgmma: consumers must be 1, 2 or 3 warpgroups, got {consumers}")
+    if stages < 2 or wgmma_shared_bytes(bn, stages, consumers, tma_store) > 227 * 1024:
+        raise ValueError(f"matmul_wgmma: {stages} stages of {bn}-wide tiles do not fit in 227 KiB of shared memory")
+
+
+@specialize
+def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: int = 2, group: int = 8,
+                 consumer_regs: int = 232, producer_regs: int = 40, out16: bool = False, b_swap: bool = False,
+                 inflight: int = 0, tma_store: bool = False, epilogue: bool = True, warp_arrive: bool = False):
+    """The kernel for one configuration: ``out`` float32 (h×w), or with ``out16`` the products rounded to the
+    inputs' format, two per uint32 (``out`` a uint32 h×(w/2) view of the 16-bit output). ``epilogue=False`` stores
+    nothing (a diagnostic: the time of the mainloop alone). ``warp_arrive``: one arrival per consumer warp on a
+    stage's empty barrier instead of one per thread."""
+    arrivals = 4 * consumers if warp_arrive else 128 * consumers
+    _check(f16, bn, stages, consumers, group, tma_store)
+    if inflight not in (0, 1):
+        raise ValueError(f"matmul_wgmma: inflight must be 0 or 1 (wgmma groups left running), got {inflight}")
+    pack = pack_f16x2 if f16 else pack_bf16x2
+    # the TMA-store epilogue: each consumer stages 64 rows x 256 bytes (16 KiB) at a time, as two 128-byte-swizzled
+    # boxes of 64 rows x 128 bytes, after the stage ring
+    ebytes = 2 if out16 else 4
+    box_cols = 128 // ebytes
+    round_cols = 2 * box_cols
+    rounds = bn // round_cols
+    staging = STAGING
+    bm = 64 * consumers
+    threads = 128 * (consumers + 1)
+    nacc = bn // 2
+    a_stage = bm * BK
+    b_stage = BK * bn
+    stage = a_stage + b_stage
+    tx_bytes = stage * 2
+    nbars = 2 * stages
+    panels = bn // PANEL
+    panel_bytes = PANEL * BK * 2
+    wgmma = getattr(hopper, f"wgmma_m64n{bn}k16_{'f16' if f16 else 'bf16'}")
+    tma_store_2d = hopper.tma_store_2d
+    bulk_commit = hopper.bulk_commit
+    bulk_wait_read = hopper.bulk_wait_read
+    named_barrier = hopper.named_barrier
+    fence_proxy_async = hopper.fence_proxy_async
+    shared_address = hopper.shared_address
+    mbarrier_init = hopper.mbarrier_init
+    mbarrier_arrive = hopper.mbarrier_arrive
+    mbarrier_arrive_expect_tx = hopper.mbarrier_arrive_expect_tx
+    mbarrier_try_wait = hopper.mbarrier_try_wait
+    fence_barrier_init = hopper.fence_barrier_init
+    tma_load_2d = hopper.tma_load_2d
+    wgmma_fence = hopper.wgmma_fence
+    wgmma_commit = hopper.wgmma_commit
+    wgmma_wait = hopper.wgmma_wait
+    setmaxnreg_inc = hopper.setmaxnreg_inc
+    setmaxnreg_dec = hopper.setmaxnreg_dec
+    # descriptor fields (PTX ISA "Matrix Descriptor Format"): 128-byte swizzle, 8-row groups 1024 bytes apart;
+    # B's n-major panels of 64 columns are panel_bytes apart (its leading offset)
+    desc_a_fields = (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
+    desc_b_fields = ((panel_bytes >> 4) << 16) | ((1024 >> 4) << 32) | (1 << 62)
+    if b_swap:  # (the other reading of the two offsets, kept to check the first on a GPU)
+        desc_b_fields = ((panel_bytes >> 4) << 32) | ((1024 >> 4) << 16) | (1 << 62)
+
+    @cuda.jit(**jit_options(threads=threads, min_blocks=1))
+    def matmul_wgmma(a, b, out, tmap_a, tmap_b, tmap_out):
+        tid = cuda.threadIdx.x
+        h = a.shape[0]
+        k = a.shape[1]
+        w = b.shape[1]
+        smem = cuda.shared.array(0, dtype=np.uint16)
+        smem32 = cuda.shared.array(0, dtype=np.uint32)  # (the same bytes, for the epilogue's 32-bit stores)
+        smemf = cuda.shared.array(0, dtype=np.float32)
+        bars = cuda.shared.array(nbars, dtype=np.uint64)  # full[s] = bars[s], empty[s] = bars[stages + s]
+        base = shared_address(smem, 0)
+        pad = (ALIGN - base % ALIGN) % ALIGN // 2  # elements up to the first 1024-byte boundary
+        ring = base + pad * 2  # (its shared address)
+        if tid == 0:
+            for s in range(stages):
+                mbarrier_init(bars, s, 1)
+                mbarrier_init(bars, stages + s, arrivals)
+            fence_barrier_init()
+        cuda.syncthreads()
+        num_m = (h + bm - 1) // bm
+        num_n = (w + bn - 1) // bn
+        ntiles = num_m * num_n
+        ktiles = (k + BK - 1) // BK
+        band = group * num_n
+        wg = tid // 128
+        if wg == 0:
+            setmaxnreg_dec(producer_regs)
+            if tid == 0:
+                it = 0
+                for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
+                    first = tile // band * group
+                    rows = min(num_m - first, group)
+                    tm = first + tile % band % rows
+                    tn = tile % band // rows
+                    for kt in range(ktiles):
+                        s = it % stages
+                        while not mbarrier_try_wait(bars, stages + s, (it // stages + 1) % 2):
+                            pass
+                        mbarrier_arrive_expect_tx(bars, s, tx_bytes)
+                        so = pad + s * stage
+                        tma_load_2d(smem, so, tmap_a, kt * BK, tm * bm, bars, s)
+                        for j in unroll(range(panels)):
+                            tma_load_2d(smem, so + a_stage + j * PANEL * BK, tmap_b, tn * bn + j * PANEL, kt * BK,
+                                        bars, s)
+                        it += 1
+        else:
+            setmaxnreg_inc(consumer_regs)
+            c = wg - 1
+            t = tid % 128
+            row_in = (t // 32) * 16 + (t % 32) // 4
+            col_in = (t % 4) * 2
+            acc = cuda.local.array(nacc, np.float32)
+            arriver = not warp_arrive or t % 32 == 0
+            it = 0
+            for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
+                first = tile // band * group
+                rows = min(num_m - first, group)
+                tm = first + tile % band % rows
+                tn = tile % band // rows
+                for i in unroll(range(nacc)):
+                    acc[i] = np.float32(0.0)
+                for kt in range(ktiles):
+                    s = it % stages
+                    while not mbarrier_try_wait(bars, s, it // stages % 2):
+                        pass
+                    a_addr = ring + (s * stage + c * 64 * BK) * 2
+                    b_addr = ring + (s * stage + a_stage) * 2
+                    wgmma_fence()
+                    for kk in unroll(range(BK // 16)):
+                        # A: 32 bytes further along its 128-byte rows per k16; B: 16 k-rows (2048 bytes) further
+                        wgmma(acc, desc_a_fields | ((a_addr + kk * 32) % 262144 >> 4),
+                              desc_b_fields | ((b_addr + kk * 2048) % 262144 >> 4), 1, 1)
+                    wgmma_commit()
+                    if inflight == 0:
+                        wgmma_wait(0, acc, nacc)
+                        if arriver:
+                            mbarrier_arrive(bars, stages + s)
+                    else:  # the previous k-tile's group is done: its stage goes back to the producer
+                        wgmma_wait(1, acc, nacc)
+                        if kt > 0 and arriver:
+                            mbarrier_arrive(bars, stages + (it + stages - 1) % stages)
+                    it += 1
+                if inflight == 1 and ktiles > 0:
+                    wgmma_wait(0, acc, nacc)
+                    if arriver:
+                        mbarrier_arrive(bars, stages + (it + stages - 1) % stages)
+                if tma_store:
+                    st = (pad + stages * stage) * 2 + c * staging  # this consumer's staging bytes
+                    for rnd in unroll(range(rounds)):
+                        if t == 0:
+                            bulk_wait_read(0)  # the last round's copy has read its staging
+                        named_barrier(1 + c, 128)
+                        for jj in unroll(range(round_cols // 8)):
+                            j = rnd * (round_cols // 8) + jj
+                            box = jj // (box_cols // 8)
+                            for half in unroll(range(2)):
+                                r = row_in + half * 8
+                                if out16:  # n8 chunk = one 16-byte chunk of the box row, 4 bytes a thread
+                                    at = st + box * 8192 + r * 128 + ((jj % 8) ^ (r % 8)) * 16 + col_in * 2
+                                    smem32[at // 4] = pack(acc[j * 4 + half * 2], acc[j * 4 + half * 2 + 1])
+                                else:  # n8 chunk = two 16-byte chunks, 8 bytes a thread
+                                    cc = (jj % 4) * 2 + col_in // 4
+                                    at = st + box * 8192 + r * 128 + (cc ^ (r % 8)) * 16 + (col_in % 4) * 4
+                                    smemf[at // 4] = acc[j * 4 + half * 2]
+                                    smemf[at // 4 + 1] = acc[j * 4 + half * 2 + 1]
+                        fence_proxy_async()  # the stores above, visible to the copy engine
+                        named_barrier(1 + c, 128)
+                        if t == 0:
+                            for bx in unroll(range(2)):
+                                tma_store_2d(tmap_out, tn * bn + rnd * round_cols + bx * box_cols, tm * bm + c * 64,
+                                             smem, (st + bx * 8192) // 2)
+                            bulk_commit()
+                elif not epilogue:  # (a diagnostic: the mainloop alone; the sum keeps the products alive)
+                    total = np.float32(0.0)
+                    for j in unroll(range(nacc)):
+                        total += acc[j]
+                    if total != total:
+                        out[0, 0] = total
+                else:
+                    r0 = tm * bm + c * 64 + row_in
+                    c0 = tn * bn + col_in
+                    for half in unroll(range(2)):
+                        r = r0 + half * 8
+                        if r < h:
+                            for j in unroll(range(bn // 8)):
+                                col = c0 + j * 8
+                                if col < w:  # (w even: the pair is inside)
+                                    if out16:
+                                        out[u32(r), u32(col // 2)] = pack(acc[j * 4 + half * 2],
+                                                                          acc[j * 4 + half * 2 + 1])
+                                    else:
+                                        out[u32(r), u32(col)] = acc[j * 4 + half * 2]
+                                        out[u32(r), u32(col + 1)] = acc[j * 4 + half * 2 + 1]
+            if tma_store and t == 0:
+                bulk_wait_read(0)  # the last copies have read their staging before the block's shared memory goes
+
+    return matmul_wgmma
+
+
+def wgmma_grid(h: int, w: int, bn: int, consumers: int, multiprocessors: int) -> int:
+    tiles = -(-h // (64 * consumers)) * -(-w // bn)
+    return max(1, min(tiles, multiprocessors))
+
+
+class WgmmaMatmul:
+    """``out = a @ b`` with ``matmul_wgmma(config)`` on numba CUDA arrays: ``a`` (h×k) and ``b`` (k×w) 16-bit
+    (uint16 bf16 patterns or float16), ``out`` float32 h×w, or with ``out16`` an int32 h×(w/2) view of the 16-bit
+    output. Builds the tensor maps once per set of pointers and shapes, raises the kernel's shared-memory limit,
+    launches one block per multiprocessor (at most one per tile)."""
+
+    def __init__(self, **config):
+        self.config = {"f16": False, "bn": 256, "stages": 4, "consumers": 2, "group": 8, **config}
+        self.kernel = matmul_wgmma(**self.config)
+        self.shared = wgmma_shared_bytes(self.config["bn"], self.config["stages"], self.config["consumers"],
+                                         self.config.get("tma_store", False))
+        self._maps: dict = {}
+        self._allowed = False
+        self._sms = None
+
+    def maps(self, a, b, out):
+        ptr = [x.__cuda_array_interface__["data"][0] for x in (a, b, out)]
+        key = (*ptr, a.shape, b.shape)
+        if key not in self._maps:
+            bm = 64 * self.config["consumers"]
+            (h, k), (_, w) = a.shape, b.shape
+            ma = hopper.tensor_map_2d(ptr[0], h, k, k * 2, bm, BK)
+            mb = hopper.tensor_map_2d(ptr[1], k, w, w * 2, BK, PANEL)
+            if self.config.get("out16"):
+                mo = hopper.tensor_map_2d(ptr[2], h, w, w * 2, 64, 64, 2)
+            else:
+                mo = hopper.tensor_map_2d(ptr[2], h, w, w * 4, 64, 32, 4)
+            self._maps[key] = tuple(cuda.to_device(m) for m in (ma, mb, mo))
+        return self._maps[key]
+
+    def __call__(self, a, b, out):
+        maps = self.maps(a, b, out)
+        h, w = a.shape[0], b.shape[1]
+        if self._sms is None:  # (asked once: the launch path's host time counts for small products)
+            self._sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+        grid = wgmma_grid(h, w, self.config["bn"], self.config["consumers"], self._sms)
+        if not self._allowed:
+            from numba import typeof
+
+            self.kernel.compile(tuple(typeof(x) for x in (a, b, out, *maps)))
+            hopper.allow_dynamic_shared(self.kernel, self.shared)
+            self._allowed = True
+        self.kernel[grid, 128 * (self.config["consumers"] + 1), 0, self.shared](a, b, out, *maps)
+        return out
+
+
+#: the launcher's default configuration (measured on an H200: docs/tensor-cores.md): one wgmma batch left running
+#: while the next k-tile's is issued (+24% over waiting for each), the TMA-store epilogue (+14% with fp32 output)
+DEFAULT_CONFIG = {"bn": 256, "stages": 4, "consumers": 2, "inflight": 1, "tma_store": True}
+_LAUNCHERS: dict = {}
+
+
+def matmul_wgmma_launcher(f16: bool, config: dict | None = None) -> WgmmaMatmul:
+    """The (cached) launcher of ``matmul_wgmma`` for f16 or bf16 inputs and float32 output with ``config``."""
+    config = {**(DEFAULT_CONFIG if config is None else config), "f16": bool(f16)}
+    key = tuple(sorted(config.items()))
+    if key not in _LAUNCHERS:
+        _LAUNCHERS[key] = WgmmaMatmul(**config)
+    return _LAUNCHERS[key]

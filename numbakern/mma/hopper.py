@@ -1,0 +1,396 @@
+"""Hopper's asynchronous matrix path from Numba kernels (compute capability 9.0, ``sm_90a``): warpgroup MMA
+(``wgmma.mma_async``) on shared-memory matrix descriptors, the bulk tensor copy engine (TMA,
+``cp.async.bulk.tensor``) and the ``mbarrier``s that say when its copies have landed.
+
+numba-cuda 0.30 compiles for ``compute_90a`` on a 9.0 device (``CUDACodeLibrary._ensure_cc`` adds the ``a``), so
+these instructions assemble in Numba's own PTX. GPU only: the simulator does not run them (a kernel using them is
+GPU-only), and ``translate`` does not know them.
+
+Matrix descriptors (``smem_descriptor``) are plain 64-bit integers built in the kernel, as the PTX ISA lays them out
+("Matrix Descriptor Format"): bits 0-13 the start address >> 4, 16-29 the leading dimension byte offset >> 4, 32-45
+the stride dimension byte offset >> 4, 62-63 the swizzle mode (1: 128-byte). For a 128-byte-swizzled tile:
+
+- K-major (A of a row-major h×k matrix): rows of 64 16-bit values (128 bytes), 8-row groups 1024 bytes apart
+  (stride offset 1024; the leading offset is unused); the k-steps of 16 advance the start address by 32 bytes.
+- MN-major (B of a row-major k×w matrix, ``trans_b=1``): panels of 64 columns × the tile's k rows, each k row 128
+  bytes; the stride offset is 1024 (8 k rows), the leading offset the distance between panels; a k-step of 16
+  advances the start by 16 rows (2048 bytes).
+
+The swizzle is a function of the address bits, so each tile must start 1024-byte aligned.
+
+Accumulators are ``cuda.local.array(n / 2, float32)`` per thread of the warpgroup (m64nNk16: row
+``16 * warp + lane / 4`` (+8), columns ``8 * j + 2 * (lane % 4)`` (+1) of n8 chunk ``j`` in registers
+``4j .. 4j + 3``), indexed only by constants so they stay in registers.
+"""
+
+from __future__ import annotations
+
+#: wgmma shapes with their accumulator registers per thread (m64nNk16, f32 accumulators)
+WGMMA_N = (64, 128, 256)
+SWIZZLE_128B = 1
+
+
+def make_intrinsics() -> dict:
+    from llvmlite import ir
+    from numba.core.errors import TypingError
+    from numba.cuda import cgutils, types
+    from numba.cuda.extending import intrinsic
+
+    from ..vector_io import element_pointer
+
+    i32, i64, f32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
+    void = ir.VoidType()
+
+    def asm(ret, args, text, constraints):
+        return ir.InlineAsm(ir.FunctionType(ret, args), text, constraints, side_effect=True)
+
+    def shared_addr(context, builder, aryty, ary, index_ty, index):
+        _, ptr = element_pointer(context, builder, aryty, ary, index_ty, index)
+        return builder.ptrtoint(builder.addrspacecast(ptr, ir.PointerType(ptr.type.pointee, 3)), i32)
+
+    def check_index(what, arr, index):
+        n = len(index) if isinstance(index, types.BaseTuple) else 1
+        tys = list(index) if isinstance(index, types.BaseTuple) else [index]
+        if not isinstance(arr, types.Array) or n != arr.ndim or not all(isinstance(t, types.Integer) for t in tys):
+            raise TypingError(f"{what}: expected a shared array and one integer index per dimension, got {arr}, "
+                              f"{index}")
+
+    def literal_int(what, name, t):
+        if not isinstance(t, types.IntegerLiteral):
+            raise TypingError(f"{what}: {name} must be a compile-time integer (a literal or a factory's constant), "
+                              f"got {t}")
+        return t.literal_value
+
+    def simple(name, text):
+        def fn(typingctx):
+            def codegen(context, builder, sig, args):
+                builder.call(asm(void, [], text, "~{memory}"), [])
+                return context.get_dummy_value()
+
+            return types.void(), codegen
+
+        fn.__name__ = fn.__qualname__ = name
+        return intrinsic(fn)
+
+    out = {}
+
+    @intrinsic
+    def shared_address(typingctx, arr, index):
+        """The 32-bit shared-state-space address of ``arr[index]``."""
+        check_index("shared_address", arr, index)
+
+        def codegen(context, builder, sig, args):
+            return shared_addr(context, builder, arr, args[0], index, args[1])
+
+        return types.uint32(arr, index), codegen
+
+    out["shared_address"] = shared_address
+
+    # -- mbarrier ----------------------------------------------------------------------------------------------
+
+    @intrinsic
+    def mbarrier_init(typingctx, bars, index, count):
+        check_index("mbarrier_init", bars, index)
+
+        def codegen(context, builder, sig, args):
+            a = shared_addr(context, builder, bars, args[0], index, args[1])
+            n = context.cast(builder, args[2], count, types.uint32)
+            builder.call(asm(void, [i32, i32], "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}"), [a, n])
+            return context.get_dummy_value()
+
+        return types.void(bars, index, count), codegen
+
+    @intrinsic
+    def mbarrier_arrive(typingctx, bars, index):
+        check_index("mbarrier_arrive", bars, index)
+
+        def codegen(context, builder, sig, args):
+            a = shared_addr(context, builder, bars, args[0], index, args[1])
+            builder.call(asm(void, [i32], "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}"), [a])
+            return context.get_dummy_value()
+
+        return types.void(bars, index), codegen
+
+    @intrinsic
+    def mbarrier_arrive_expect_tx(typingctx, bars, index, nbytes):
+        check_index("mbarrier_arrive_expect_tx", bars, index)
+
+        def codegen(context, builder, sig, args):
+            a = shared_addr(context, builder, bars, args[0], index, args[1])
+            n = context.cast(builder, args[2], nbytes, types.uint32)
+            builder.call(asm(void, [i32, i32], "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+                             "r,r,~{memory}"), [a, n])
+            return context.get_dummy_value()
+
+        return types.void(bars, index, nbytes), codegen
+
+    @intrinsic
+    def mbarrier_try_wait(typingctx, bars, index, parity):
+        """True once the phase of parity ``parity`` has completed (waits a while in hardware first)."""
+        check_index("mbarrier_try_wait", bars, index)
+
+        def codegen(context, builder, sig, args):
+            a = shared_addr(context, builder, bars, args[0], index, args[1])
+            p = context.cast(builder, args[2], parity, types.uint32)
+            done = builder.call(asm(i32, [i32, i32],
+                                    "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; "
+                                    "selp.u32 $0, 1, 0, p; }", "=r,r,r,~{memory}"), [a, p])
+            return builder.icmp_unsigned("!=", done, ir.Constant(i32, 0))
+
+        return types.boolean(bars, index, parity), codegen
+
+    out.update(mbarrier_init=mbarrier_init, mbarrier_arrive=mbarrier_arrive,
+               mbarrier_arrive_expect_tx=mbarrier_arrive_expect_tx, mbarrier_try_wait=mbarrier_try_wait)
+    # barrier initialisation made visible to the copy engine (the async proxy) before anyone uses it
+    out["fence_barrier_init"] = simple("fence_barrier_init", "fence.mbarrier_init.release.cluster;")
+    out["fence_proxy_async"] = simple("fence_proxy_async", "fence.proxy.async.shared::cta;")
+
+    # -- the bulk tensor copy ----------------------------------------------------------------------------------
+
+    @intrinsic
+    def tma_load_2d(typingctx, dst, dst_index, tensor_map, c0, c1, bars, bar_index):
+        """Copy the box at coordinates (``c0`` innermost, ``c1``) of the tensor ``tensor_map`` describes (a device
+        array holding the 128-byte CUtensorMap) to ``&dst[dst_index]``; its bytes complete on the mbarrier."""
+        check_index("tma_load_2d", dst, dst_index)
+        check_index("tma_load_2d", bars, bar_index)
+        if not isinstance(tensor_map, types.Array):
+            raise TypingError(f"tma_load_2d: tensor_map must be a device array holding a CUtensorMap, got "
+                              f"{tensor_map}")
+
+        def codegen(context, builder, sig, args):
+            d = shared_addr(context, builder, dst, args[0], dst_index, args[1])
+            m = context.make_array(tensor_map)(context, builder, args[2])
+            tmap = builder.ptrtoint(m.data, i64)
+            x = context.cast(builder, args[3], c0, types.int32)
+            y = context.cast(builder, args[4], c1, types.int32)
+            b = shared_addr(context, builder, bars, args[5], bar_index, args[6])
+            builder.call(asm(void, [i32, i64, i32, i32, i32],
+                             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                             "[$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r,~{memory}"), [d, tmap, x, y, b])
+            return context.get_dummy_value()
+
+        return types.void(dst, dst_index, tensor_map, c0, c1, bars, bar_index), codegen
+
+    out["tma_load_2d"] = tma_load_2d
+
+    @intrinsic
+    def tma_store_2d(typingctx, tensor_map, c0, c1, src, src_index):
+        """Copy ``&src[src_index]`` (a box in shared memory, laid out as the tensor map's box) to the tensor at
+        coordinates (``c0`` innermost, ``c1``); elements past the tensor's edges are not written. A bulk group:
+        ``bulk_commit``, then ``bulk_wait_read(n)`` before the shared memory is written again."""
+        check_index("tma_store_2d", src, src_index)
+
+        def codegen(context, builder, sig, args):
+            m = context.make_array(tensor_map)(context, builder, args[0])
+            tmap = builder.ptrtoint(m.data, i64)
+            x = context.cast(builder, args[1], c0, types.int32)
+            y = context.cast(builder, args[2], c1, types.int32)
+            s_addr = shared_addr(context, builder, src, args[3], src_index, args[4])
+            builder.call(asm(void, [i64, i32, i32, i32],
+                             "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
+                             "l,r,r,r,~{memory}"), [tmap, x, y, s_addr])
+            return context.get_dummy_value()
+
+        return types.void(tensor_map, c0, c1, src, src_index), codegen
+
+    out["tma_store_2d"] = tma_store_2d
+    out["bulk_commit"] = simple("bulk_commit", "cp.async.bulk.commit_group;")
+
+    @intrinsic
+    def bulk_wait_read(typingctx, n):
+        """All but the n newest bulk groups of this thread have finished reading their shared memory."""
+        groups = literal_int("bulk_wait_read", "n", n)
+
+        def codegen(context, builder, sig, args):
+            builder.call(asm(void, [], f"cp.async.bulk.wait_group.read {groups};", "~{memory}"), [])
+            return context.get_dummy_value()
+
+        return types.void(n), codegen
+
+    out["bulk_wait_read"] = bulk_wait_read
+
+    @intrinsic
+    def named_barrier(typingctx, barrier_id, count):
+        """``bar.sync id, count``: a barrier among ``count`` threads (whole warps) of the block, id 1-15 (0 is
+        ``cuda.syncthreads``'s)."""
+        for arg, t in (("barrier_id", barrier_id), ("count", count)):
+            if not isinstance(t, types.Integer):
+                raise TypingError(f"named_barrier: {arg} must be an integer, got {t}")
+
+        def codegen(context, builder, sig, args):
+            i = context.cast(builder, args[0], barrier_id, types.uint32)
+            n = context.cast(builder, args[1], count, types.uint32)
+            builder.call(asm(void, [i32, i32], "bar.sync $0, $1;", "r,r,~{memory}"), [i, n])
+            return context.get_dummy_value()
+
+        return types.void(barrier_id, count), codegen
+
+    out["named_barrier"] = named_barrier
+
+    # -- warpgroup MMA ------------------------------------------------------------------------------------------
+
+    out["wgmma_fence"] = simple("wgmma_fence", "wgmma.fence.sync.aligned;")
+    out["wgmma_commit"] = simple("wgmma_commit", "wgmma.commit_group.sync.aligned;")
+
+    def acc_pointer(context, builder, aryty, ary, q):
+        arr = context.make_array(aryty)(context, builder, ary)
+        return cgutils.get_item_pointer(context, builder, aryty, arr, [ir.Constant(i64, q)], wraparound=False)
+
+    def check_acc(what, acc, count):
+        if not isinstance(acc, types.Array) or acc.ndim != 1 or acc.dtype != types.float32:
+            raise TypingError(f"{what}: acc must be a 1-D float32 cuda.local.array of {count} accumulators, got {acc}")
+
+    @intrinsic
+    def wgmma_wait(typingctx, n, acc, count):
+        """``wgmma.wait_group n``: all but the n newest groups done. The ``count`` accumulators of ``acc`` go through
+        the instruction as operands, so no read or write of them moves across it."""
+        groups = literal_int("wgmma_wait", "n", n)
+        nregs = literal_int("wgmma_wait", "count", count)
+        check_acc("wgmma_wait", acc, nregs)
+        ret = ir.LiteralStructType([f32] * nregs)
+        cons = ",".join(["=f"] * nregs + [str(q) for q in range(nregs)] + ["~{memory}"])
+        inline = asm(ret, [f32] * nregs, f"wgmma.wait_group.sync.aligned {groups};", cons)
+
+        def codegen(context, builder, sig, args):
+            ptrs = [acc_pointer(context, builder, acc, args[1], q) for q in range(nregs)]
+            res = builder.call(inline, [builder.load(p) for p in ptrs])
+            for q, p in enumerate(ptrs):
+                builder.store(builder.extract_value(res, q), p)
+            return context.get_dummy_value()
+
+        return types.void(n, acc, count), codegen
+
+    out["wgmma_wait"] = wgmma_wait
+
+    def wgmma_intrinsic(n_cols, f16):
+        name = f"wgmma_m64n{n_cols}k16_{'f16' if f16 else 'bf16'}"
+        nregs = n_cols // 2
+        ab = "f16" if f16 else "bf16"
+        regs = ",".join(f"${q}" for q in range(nregs))
+        text = ("{ .reg .pred p; setp.ne.b32 p, $" + str(nregs * 2 + 2) + ", 0; "
+                f"wgmma.mma_async.sync.aligned.m64n{n_cols}k16.f32.{ab}.{ab} {{{regs}}}, ${nregs * 2}, "
+                f"${nregs * 2 + 1}, p, 1, 1, 0, TRANS_B; }}")
+
+        def wgmma(typingctx, acc, desc_a, desc_b, scale_d, trans_b):
+            check_acc(name, acc, nregs)
+            tb = literal_int(name, "trans_b", trans_b)
+            if tb not in (0, 1):
+                raise TypingError(f"{name}: trans_b must be 0 (B k-major) or 1 (B n-major), got {tb}")
+            for arg, t in (("desc_a", desc_a), ("desc_b", desc_b), ("scale_d", scale_d)):
+                if not isinstance(t, types.Integer):
+                    raise TypingError(f"{name}: {arg} must be an integer, got {t}")
+            cons = ",".join(["=f"] * nregs + [str(q) for q in range(nregs)] + ["l", "l", "r", "~{memory}"])
+            inline = asm(ir.LiteralStructType([f32] * nregs), [f32] * nregs + [i64, i64, i32],
+                         text.replace("TRANS_B", str(tb)), cons)
+
+            def codegen(context, builder, sig, args):
+                acc_v, da, db, sd = args[0], args[1], args[2], args[3]
+                ptrs = [acc_pointer(context, builder, acc, acc_v, q) for q in range(nregs)]
+                vals = [builder.load(p) for p in ptrs]
+                da = context.cast(builder, da, desc_a, types.uint64)
+                db = context.cast(builder, db, desc_b, types.uint64)
+                sd = context.cast(builder, sd, scale_d, types.int32)
+                res = builder.call(inline, vals + [da, db, sd])
+                for q, p in enumerate(ptrs):
+                    builder.store(builder.extract_value(res, q), p)
+                return context.get_dummy_value()
+
+            return types.void(acc, desc_a, desc_b, scale_d, trans_b), codegen
+
+        wgmma.__name__ = wgmma.__qualname__ = name
+        return intrinsic(wgmma)
+
+    for n_cols in WGMMA_N:
+        for f16 in (False, True):
+            out[f"wgmma_m64n{n_cols}k16_{'f16' if f16 else 'bf16'}"] = wgmma_intrinsic(n_cols, f16)
+
+    # -- register reallocation between warpgroups ----------------------------------------------------------------
+
+    @intrinsic
+    def setmaxnreg_inc(typingctx, count):
+        c = literal_int("setmaxnreg_inc", "count", count)
+
+        def codegen(context, builder, sig, args):
+            builder.call(asm(void, [], f"setmaxnreg.inc.sync.aligned.u32 {c};", "~{memory}"), [])
+            return context.get_dummy_value()
+
+        return types.void(count), codegen
+
+    @intrinsic
+    def setmaxnreg_dec(typingctx, count):
+        c = literal_int("setmaxnreg_dec", "count", count)
+
+        def codegen(context, builder, sig, args):
+            builder.call(asm(void, [], f"setmaxnreg.dec.sync.aligned.u32 {c};", "~{memory}"), [])
+            return context.get_dummy_value()
+
+        return types.void(count), codegen
+
+    out.update(setmaxnreg_inc=setmaxnreg_inc, setmaxnreg_dec=setmaxnreg_dec)
+    return out
+
+
+def tensor_map_2d(address: int, rows: int, cols: int, row_bytes: int, box_rows: int, box_cols: int,
+                  element_bytes: int = 2):
+    """The 128-byte ``CUtensorMap`` of a row-major ``rows``×``cols`` matrix at device ``address`` (rows
+    ``row_bytes`` apart), copied in boxes of ``box_rows``×``box_cols`` with the 128-byte swizzle, elements past the
+    edges read as zeros; as 16 ``uint64`` (host memory: copy it to the device for ``tma_load_2d``)."""
+    import numpy as np
+    from cuda.bindings import driver as cu
+
+    kinds = {2: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT16,
+             4: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}
+    if box_cols * element_bytes > 128:
+        raise ValueError(f"tensor_map_2d: a box row of {box_cols} elements is more than the 128 bytes the 128-byte "
+                         "swizzle allows")
+    u64, u32 = cu.cuuint64_t, cu.cuuint32_t
+    err, tmap = cu.cuTensorMapEncodeTiled(
+        kinds[element_bytes], 2, address, [u64(cols), u64(rows)], [u64(row_bytes)], [u32(box_cols), u32(box_rows)],
+        [u32(1), u32(1)],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"tensor_map_2d: cuTensorMapEncodeTiled failed ({err}) for a {rows}x{cols} matrix, "
+                           f"{row_bytes}-byte rows, {box_rows}x{box_cols} boxes")
+    return np.array([int(x) for x in tmap.opaque], dtype=np.uint64)
+
+
+def allow_dynamic_shared(kernel, nbytes: int) -> None:
+    """Let every compiled version of numba-cuda ``kernel`` launch with ``nbytes`` of dynamic shared memory (past the
+    48 KiB a launch gets without asking: ``cudaFuncAttributeMaxDynamicSharedMemorySize``)."""
+    from numba.cuda.cudadrv.driver import binding, driver
+
+    attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    for compiled in kernel.overloads.values():
+        cufunc = compiled._codelibrary.get_cufunc()
+        driver.cuKernelSetAttribute(attr, int(nbytes), cufunc.handle, cufunc.device.id)
+
+
+def _gpu_only(name: str):
+    def unavailable(*args, **kwargs):
+        raise NotImplementedError(f"numbakern.mma.hopper.{name}: a Hopper (sm_90a) instruction with no simulator "
+                                  "model; kernels using it run on a GPU of compute capability 9.0 only")
+
+    unavailable.__name__ = name
+    return unavailable
+
+
+NAMES = ("shared_address", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_try_wait",
+         "fence_barrier_init", "fence_proxy_async", "tma_load_2d", "tma_store_2d", "bulk_commit", "bulk_wait_read",
+         "named_barrier", "wgmma_fence", "wgmma_commit", "wgmma_wait",
+         "setmaxnreg_inc", "setmaxnreg_dec",
+         *(f"wgmma_m64n{n}k16_{t}" for n in WGMMA_N for t in ("bf16", "f16")))
+
+
+def _install() -> None:
+    from .. import mode
+    from ..frontend.choice import numba_cuda_installed
+
+    if mode.in_simulator() or not numba_cuda_installed():
+        globals().update({name: _gpu_only(name) for name in NAMES})
+    else:
+        globals().update(make_intrinsics())
+
+
+_install()

@@ -1,0 +1,154 @@
+"""The tensor-core matmuls' peers in ``scripts/bench.py``'s rows (``matmul_bf16``, ``matmul_f16``, ``matmul_3xtf32``):
+timed beside the Numba kernel, its translated C and the torch baseline, on the same device tensors.
+
+- ``matmul_bf16`` / ``matmul_f16``: Triton's ``tl.dot`` on the 16-bit values (autotuned, fp32 accumulation,
+  16-bit output as cuBLAS gives, and fp32 output as the Numba kernels give), and numbakern's Hopper kernel
+  (``numbakern.kernels.matmul_wgmma``: wgmma + TMA, GPU only) with fp32 and 16-bit output.
+- ``matmul_3xtf32``: cuBLAS with TF32 on (1xTF32, the fast and inexact one) beside the SGEMM baseline, and each
+  implementation's error against a float64 product of the same inputs (``accuracy_note``).
+"""
+
+from __future__ import annotations
+
+TC_KERNELS = ("matmul_bf16", "matmul_f16", "matmul_3xtf32")
+_TRITON: dict = {}
+
+
+def triton_dot16():
+    """An autotuned Triton ``tl.dot`` for 16-bit row-major inputs: ``launch(a, b, c) -> run``, c's dtype the
+    output's (16-bit or float32); None without Triton."""
+    if "launch" in _TRITON:
+        return _TRITON["launch"]
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError as exc:
+        print(f"Triton is not installed ({exc}): no 16-bit Triton row", flush=True)
+        _TRITON["launch"] = None
+        return None
+    configs = [triton.Config({"BM": bm, "BN": bn, "BK": bk, "G": 8}, num_warps=nw, num_stages=ns)
+               for bm, bn, bk, nw, ns in [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4),
+                                         (128, 128, 64, 8, 4), (128, 256, 32, 8, 4), (64, 256, 64, 4, 4)]]
+
+    @triton.autotune(configs=configs, key=["M", "N", "K", "OUT32"])
+    @triton.jit
+    def dot16(a, b, c, M, N, K, OUT32: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+              G: tl.constexpr):
+        pid = tl.program_id(0)
+        num_m = tl.cdiv(M, BM)
+        num_n = tl.cdiv(N, BN)
+        in_group = G * num_n
+        first = pid // in_group * G
+        gs = tl.minimum(num_m - first, G)
+        pm = first + (pid % in_group) % gs
+        pn = (pid % in_group) // gs
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        ap = a + rm[:, None] * K + rk[None, :]
+        bp = b + rk[:, None] * N + rn[None, :]
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(0, tl.cdiv(K, BK)):
+            am = (rm[:, None] < M) & (rk[None, :] + k0 * BK < K)
+            bm = (rk[:, None] + k0 * BK < K) & (rn[None, :] < N)
+            acc = tl.dot(tl.load(ap, mask=am, other=0.0), tl.load(bp, mask=bm, other=0.0), acc)
+            ap += BK
+            bp += BK * N
+        cm = (rm[:, None] < M) & (rn[None, :] < N)
+        if OUT32:
+            tl.store(c + rm[:, None] * N + rn[None, :], acc, mask=cm)
+        else:
+            tl.store(c + rm[:, None] * N + rn[None, :], acc.to(c.dtype.element_ty), mask=cm)
+
+    def launch(a, b, c):
+        import torch
+
+        m, k = a.shape
+        n = b.shape[1]
+
+        def grid(meta):
+            return (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)
+
+        return lambda: dot16[grid](a, b, c, m, n, k, c.dtype == torch.float32)
+
+    _TRITON["launch"] = launch
+    return launch
+
+
+def _values16(torch, spec, x):
+    """The kernel's 16-bit argument as a tensor of its format (bf16 data travels as uint16 bit patterns)."""
+    return x.view(torch.bfloat16) if spec.name == "matmul_bf16" else x
+
+
+def tensor_core_peers(torch, spec, arrays) -> dict:
+    """``{key: (launch, label)}`` for ``spec``'s row; empty for other kernels."""
+    if spec.name not in TC_KERNELS:
+        return {}
+    out = {}
+    if spec.name == "matmul_3xtf32":
+        a, b = arrays[:2]
+        c = torch.empty(a.shape[0], b.shape[1], device=a.device)
+
+        def tf32():
+            torch.backends.cuda.matmul.allow_tf32 = True
+            try:
+                torch.matmul(a, b, out=c)
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = False
+
+        out["cublas_tf32"] = (tf32, "cuBLAS, TF32 on (1xTF32)")
+        return out
+    a, b = (_values16(torch, spec, x) for x in arrays[:2])
+    h, w = a.shape[0], b.shape[1]
+    launch = triton_dot16()
+    if launch is not None:
+        out["triton"] = (launch(a, b, torch.empty(h, w, device=a.device, dtype=a.dtype)),
+                         f"Triton tl.dot {spec.name[7:]} ({spec.name[7:]} out, autotuned)")
+        out["triton_out32"] = (launch(a, b, torch.empty(h, w, device=a.device)),
+                               f"Triton tl.dot {spec.name[7:]} (fp32 out, autotuned)")
+    out.update(hopper_peers(torch, spec, arrays))
+    return out
+
+
+def hopper_peers(torch, spec, arrays) -> dict:
+    """numbakern's Hopper kernel (wgmma + TMA), fp32 and 16-bit output, where the device is of compute capability
+    9.0 and the shapes allow it."""
+    from numba import cuda
+
+    if torch.cuda.get_device_capability() != (9, 0):
+        return {}
+    from numbakern.kernels.matmul_wgmma import DEFAULT_CONFIG, WgmmaMatmul
+
+    a, b = arrays[:2]
+    if a.shape[1] % 8 or b.shape[1] % 8:
+        return {}
+    f16 = spec.name == "matmul_f16"
+    x, y = cuda.as_cuda_array(a), cuda.as_cuda_array(b)
+    out32 = torch.empty(a.shape[0], b.shape[1], device=a.device)
+    out16 = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=torch.float16 if f16 else torch.bfloat16)
+    k32 = WgmmaMatmul(**DEFAULT_CONFIG, f16=f16)
+    k16 = WgmmaMatmul(**DEFAULT_CONFIG, f16=f16, out16=True)
+    o32, o16 = cuda.as_cuda_array(out32), cuda.as_cuda_array(out16.view(torch.int32))
+    fmt = spec.name[7:]
+    return {"numba_sm90": (lambda: k32(x, y, o32), "Numba sm_90a wgmma+TMA (fp32 out)"),
+            "numba_sm90_out16": (lambda: k16(x, y, o16), f"Numba sm_90a wgmma+TMA ({fmt} out)")}
+
+
+def accuracy_note(torch, spec, tensors, impls) -> str:
+    """The relative error (Frobenius norm) against a float64 product of the same inputs of the Numba kernel, its C
+    and the torch baseline, each run once more: ``"rel. error vs float64: numba 3.1e-07, c 3.1e-07, torch ..."``;
+    empty for other kernels."""
+    if spec.name not in TC_KERNELS:
+        return ""
+    a, b, out = tensors[:3]
+    ref = _values16(torch, spec, a).double() @ _values16(torch, spec, b).double()
+    errs = []
+    for key in ("numba", "c", "torch"):
+        if key not in impls:
+            continue
+        out.fill_(float("nan"))
+        result = impls[key]()
+        torch.cuda.synchronize()
+        got = result if isinstance(result, torch.Tensor) and tuple(result.shape) == tuple(ref.shape) else out
+        errs.append(f"{key} {float(((got.double() - ref).norm() / ref.norm()).item()):.1e}")
+    return "rel. error vs float64: " + ", ".join(errs)
