@@ -16,7 +16,8 @@ from numbakern.frontend import closures
 from numbakern.frontend.resolve import resolve_call, unify_types
 
 from ..cnames import _INT_BITS, c_arith, c_name, is_float, is_int, scalar_key
-from . import arrays
+from ..errors import TranslationError
+from . import arrays, builtins
 from .cexpr import (
     BINARY_PREC,
     COND,
@@ -34,6 +35,7 @@ from .cexpr import (
     float_literal,
     paren,
 )
+from .diagnose import internal_error
 
 BINOPS = {ast.Add: ("+", operator.add), ast.Sub: ("-", operator.sub), ast.Mult: ("*", operator.mul),
           ast.Div: ("/", operator.truediv), ast.FloorDiv: ("//", operator.floordiv), ast.Mod: ("%", operator.mod),
@@ -89,7 +91,12 @@ class ExprMixin:
         method = getattr(self, "v_" + type(node).__name__, None)
         if method is None:
             raise self.src.error(node, f"unsupported expression ({type(node).__name__})", hint=_UNSUPPORTED_EXPR_HINT)
-        return method(node)
+        try:
+            return method(node)
+        except TranslationError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a bug of the code generator: located at this expression
+            raise internal_error(self.src, node, e) from e
 
     def cond(self, node: ast.AST) -> CExpr:
         """An expression used for its truth value (if/while/ternary tests): any number is fine there."""
@@ -241,7 +248,7 @@ class ExprMixin:
             if not hasattr(obj, node.attr):
                 raise self.src.error(node, f"'{node.attr}' is not an attribute of {obj!r}")
             sub = getattr(obj, node.attr)
-            special = self.builtin_attr(obj, node.attr, sub, node)
+            special = builtins.attribute(self, obj, node.attr, sub, node)
             if special is not None:
                 return special
             if isinstance(sub, (int, float, bool, np.integer, np.floating)) and isinstance(obj, pytypes.ModuleType):
@@ -481,7 +488,7 @@ class ExprMixin:
                      a.nonneg and b.nonneg, test.pure and a.pure and b.pure, a.deps | b.deps)
 
     def v_Call(self, node):
-        return self.call(node)
+        return builtins.call(self, node)
 
     def resolve(self, fn, argtypes, node, kws=None):
         try:

@@ -10,10 +10,10 @@ from numba.cuda import types
 
 from .. import cnames
 from ..cnames import c_name, is_int, scalar_key
-from . import arrays, ranges, scope, unroll, variables, vectors
-from .builtins import BuiltinsMixin
-from .calls import CallsMixin
+from ..errors import TranslationError
+from . import arrays, calls, ranges, scope, unroll, variables, vectors
 from .cexpr import CExpr, Static, TupleVal, cast, paren
+from .diagnose import internal_error
 from .exprs import BINOPS, ExprMixin
 from .source import parse_function
 
@@ -27,7 +27,7 @@ _STMT_HINT = ("assignments (also tuple unpacking and augmented), if/elif/else, f
 UNROLL_LIMIT = 64
 
 
-class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
+class FunctionTranslator(ExprMixin):
     """One typed Python function -> the lines of its C body.
 
     ``cname``: the C function name; ``params``: the C names of the runtime parameters as ``(name, extents,
@@ -238,6 +238,9 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
             return found and isinstance(obj, (int, float)) and not isinstance(obj, bool) and obj >= 0
         return False
 
+    def mark_written(self, cname):
+        self.written.add(cname)
+
     # -- output ------------------------------------------------------------------------------------------------
     def emit(self, line: str):
         self.lines.append("    " * self.depth + line)
@@ -286,7 +289,12 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
             method = getattr(self, "s_" + type(stmt).__name__, None)
             if method is None:
                 raise self.src.error(stmt, f"unsupported statement ({type(stmt).__name__})", hint=_STMT_HINT)
-            method(stmt)
+            try:
+                method(stmt)
+            except TranslationError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a bug of the code generator: located at this statement
+                raise internal_error(self.src, stmt, e) from e
 
     def _conflict_check(self, name, node):
         if name in self.typed.conflicts and name not in self.retyped:
@@ -677,10 +685,12 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
             for n, v in zip(names, value_node.elts):
                 self._assign_name(n.id, v, stmt, n)
             return
-        direct = self._direct_outs(names, value_node, stmt)
-        v = self.value(value_node) if direct is None else self.call(value_node, outs=direct)
+        direct = calls.direct_outs(self, names, value_node, stmt)
         if direct is not None:
+            f = self.value(value_node.func)
+            calls.device_call(self, f.obj.py_func, value_node, f.obj, outs=direct)
             return
+        v = self.value(value_node)
         if not isinstance(v, TupleVal) or len(v.items) != len(names):
             raise self.src.error(value_node, "this value cannot be unpacked into names",
                                  hint="a, b = x, y / h, w = m.shape / c, r = cuda.grid(2)")

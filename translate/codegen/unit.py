@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ..cnames import Namespace, c_name
 from ..typed import type_function
+from .calls import arg_type
 from .diagnose import typing_error
 from .source import parse_function
 
@@ -119,7 +120,7 @@ class Unit:
         """numba's return type for the call ``node`` of device function ``fnobj`` (None if it cannot be typed)."""
         try:
             vals = [tr.value(a) for a in node.args]
-            return tr.resolve(fnobj, [tr.arg_type(v, a) for v, a in zip(vals, node.args)], node).return_type
+            return tr.resolve(fnobj, [arg_type(tr, v, a) for v, a in zip(vals, node.args)], node).return_type
         except Exception:  # noqa: BLE001 - the ordinary path reports it
             return None
 

@@ -118,3 +118,15 @@ def _emit_async(tr, call: ast.Call, helper: str) -> None:
         tr.helpers.add("nk_cp_async1")
     fn = "nk_copy_async4" if helper == "copy" else "nk_copy_async"
     tr.emit(f"{fn}(&{d}, ({valid.code}) ? &{s} : {src.name}, {valid.code});")
+
+
+def _statement_only(tr, obj, node):
+    raise tr.src.error(node, f"{obj.__name__} is a statement (it returns nothing)",
+                       hint=f"{obj.__name__}(array, (r, c), regs, i) on a line of its own")
+
+
+def _statement_functions() -> tuple:
+    return (*_vector_functions(), *_async_functions())
+
+
+BUILTINS = {obj: _statement_only for obj in _statement_functions()}
