@@ -2,8 +2,10 @@
 the lecture, C name collisions, and the places where C's integer and float rules differ from Numba's. Each is
 checked for its C (test_extra.py) and, on a GPU, against Numba on random inputs (test_corpus_gpu.py)."""
 
+import cmath
 import math
 
+import numba
 import numpy as np
 from numba import cuda
 
@@ -281,3 +283,125 @@ def global_array(quantities, totals):
     i = cuda.grid(1)
     if i < totals.size:
         totals[i] = quantities[i] * PRICES[i % 5]
+
+
+# -- as people write them after the PMPP book and in public repositories ------------------------------------------
+
+@cuda.jit
+def brent_kung_scan(x, out):
+    """Inclusive scan of each block's 2 * blockDim elements (PMPP ch. 11, Brent-Kung), in dynamic shared memory."""
+    s = cuda.shared.array(0, np.float32)
+    t = cuda.threadIdx.x
+    n = 2 * cuda.blockDim.x
+    base = cuda.blockIdx.x * n
+    for h in range(2):
+        j = t + h * cuda.blockDim.x
+        s[j] = x[base + j] if base + j < x.shape[0] else np.float32(0)
+    stride = 1
+    while stride <= cuda.blockDim.x:  # the up-sweep: partial sums at strides 1, 2, 4, ...
+        cuda.syncthreads()
+        idx = (t + 1) * 2 * stride - 1
+        if idx < n:
+            s[idx] += s[idx - stride]
+        stride *= 2
+    stride = cuda.blockDim.x // 2
+    while stride > 0:  # the down-sweep: each partial sum into the positions after it
+        cuda.syncthreads()
+        idx = (t + 1) * 2 * stride - 1
+        if idx + stride < n:
+            s[idx + stride] += s[idx]
+        stride //= 2
+    cuda.syncthreads()
+    for h in range(2):
+        j = t + h * cuda.blockDim.x
+        if base + j < out.shape[0]:
+            out[base + j] = s[j]
+
+
+@cuda.jit
+def dynamic_shared_wrap(x, idx, out):
+    """An index into dynamic shared memory that may be negative: numba wraps it around the launch's extent."""
+    s = cuda.shared.array(0, np.int64)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s[t] = x[i] if i < x.shape[0] else 0
+    cuda.syncthreads()
+    if i < out.shape[0]:
+        out[i] = s[idx[i]] + len(s)
+
+
+@cuda.jit
+def mandelbrot(out, max_iter):
+    """Escape counts of the Mandelbrot set over [-2, 1] x [-1.5, 1.5] (complex128)."""
+    i, j = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        c = complex(-2.0 + 3.0 * j / out.shape[1], -1.5 + 3.0 * i / out.shape[0])
+        z = 0j
+        n = 0
+        while n < max_iter and abs(z) <= 2.0:
+            z = z * z + c
+            n += 1
+        out[i, j] = n
+
+
+@cuda.jit
+def twiddle(x, out):
+    """One DFT twiddle per element: x[k] * exp(-2 pi i k / n) (complex64 data, complex128 factors)."""
+    k = cuda.grid(1)
+    n = x.shape[0]
+    if k < n:
+        w = cmath.exp(-2j * cmath.pi * k / n)
+        out[k] = x[k] * w
+
+
+@cuda.jit
+def complex_functions(z, out, mag):
+    """cmath and complex methods numba-cuda compiles, on a complex array."""
+    i = cuda.grid(1)
+    if i < z.shape[0]:
+        v = z[i]
+        r, phi = cmath.polar(v)
+        out[i] = cmath.sqrt(v) + cmath.log(v) * v.conjugate() - cmath.rect(r, phi) / (v + 1) + cmath.log10(v)
+        mag[i] = abs(v) + cmath.phase(v) + v.real * v.imag + cmath.isfinite(v) - cmath.isnan(v)
+
+
+@cuda.jit
+def loop_name_reused(x, out):
+    """A loop variable's name assigned afresh after its loop (a new variable to Python's reader, not the loop's)."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        acc = 0.0
+        for q in range(4):
+            acc += x[i] * q
+        q = 3
+        out[i] = acc + q
+
+
+@numba.jit
+def bin_number(x, lo, hi, nbins):
+    """The bin of x, or None outside [lo, hi) (a @numba.jit helper returning an Optional)."""
+    if x < lo or x >= hi:
+        return None
+    return int((x - lo) / (hi - lo) * nbins)
+
+
+@cuda.jit
+def histogram_optional(x, hist, lo, hi):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        b = bin_number(x[i], lo, hi, hist.shape[0])
+        if b is not None:
+            cuda.atomic.add(hist, b, 1)
+
+
+@cuda.jit
+def chained_index(x, out):
+    """tile[a][b] of a 2-D shared array (a row, then its element), as many textbook kernels write it."""
+    tile = cuda.shared.array((TILE, HALO), np.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    r, c = cuda.grid(2)
+    tile[ty][tx] = x[r][c] if r < x.shape[0] and c < x.shape[1] else np.float32(0)
+    cuda.syncthreads()
+    if r < out.shape[0] and c < out.shape[1]:
+        out[r][c] = tile[ty][tx] + tile[ty][tx - 1]
+

@@ -24,6 +24,19 @@ class ArrayInfo:
     strides: list | None = None  # CExpr per dimension (in elements) for arrays that are not C-contiguous
 
 
+@dataclass
+class Row:
+    """``a[i]`` of an array with more dimensions than indices: the indices given so far, so that ``tile[a][b]``
+    indexes on into ``tile[a, b]`` (numba's view of a row, then its element)."""
+    array: ArrayInfo
+    values: list               # the evaluated indices, one per leading dimension
+    nodes: list                # their AST nodes (to locate errors)
+
+    @property
+    def name(self) -> str:
+        return self.array.name
+
+
 def param_array(name: str, nbt, extents, strides, tr) -> ArrayInfo:
     """A kernel or device function array parameter: the pointer ``name``, its extents and (for an array that is
     not C-contiguous) its strides, all C parameters."""
@@ -35,9 +48,10 @@ def param_array(name: str, nbt, extents, strides, tr) -> ArrayInfo:
     return ArrayInfo(name, "param", key, nbt.ndim, ext, nbt, st)
 
 
-def element(tr, info: ArrayInfo, index: ast.AST, node: ast.AST) -> CExpr:
+def element(tr, info, index: ast.AST, node: ast.AST, partial: bool = False):
     """The C lvalue for ``info[index]`` (``index``: the subscript's AST; a name holding a tuple indexes every
-    dimension with its elements)."""
+    dimension with its elements). ``info`` may be a ``Row`` (``tile[a]``, indexed on); with ``partial``, fewer
+    indices than dimensions give a ``Row``."""
     idx_nodes = index.elts if isinstance(index, ast.Tuple) else [index]
     if any(isinstance(i, ast.Slice) for i in idx_nodes):
         raise tr.src.error(node, "slicing is supported only to make a 1-D view of the dynamic shared array",
@@ -45,6 +59,10 @@ def element(tr, info: ArrayInfo, index: ast.AST, node: ast.AST) -> CExpr:
     values = [tr.value(i) for i in idx_nodes]
     if len(values) == 1 and isinstance(values[0], TupleVal):  # x[t] with t = (i, j)
         values, idx_nodes = list(values[0].items), idx_nodes * len(values[0].items)
+    if isinstance(info, Row):
+        values, idx_nodes, info = info.values + values, info.nodes + idx_nodes, info.array
+    if partial and len(values) < info.ndim:
+        return Row(info, values, idx_nodes)
     return element_at(tr, info, values, node, idx_nodes)
 
 

@@ -16,7 +16,7 @@ from .source import NoSource, parse_function
 from .statics import is_static_type, needs_value
 
 
-def device_call(tr, pyfunc, node, fnobj=None, outs=None):
+def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
     """A call of a ``@cuda.jit(device=True)`` or ``@numba.jit`` function: its arguments that numba types as
     compile-time values (functions, dtypes, literals) specialize the C function; the others are passed."""
     if node.keywords:
@@ -72,6 +72,17 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None):
                 outs.append(CExpr(name, key, t))
         tr.emit(f"{dev.cname}({', '.join(cargs + ['&' + o.code for o in outs])});")
         return TupleVal(list(outs))
+    if dev.optional:  # the flag into the caller's variable, or a new one
+        if present is None:
+            tr.require_hoist(node)
+            present = tr.temp(f"{dev.cname.rstrip('_')}_present")
+            tr.emit(f"bool {present};")
+            value = tr.temp(f"{dev.cname.rstrip('_')}_value")
+            rkey = tr.scalar_key(sig.return_type.type)
+            tr.emit(f"const {c_name(rkey)} {value} = {dev.cname}({', '.join(cargs + ['&' + present])});")
+            return CExpr(value, rkey, sig.return_type.type, present=present)
+        rkey = tr.scalar_key(sig.return_type.type)
+        return CExpr(f"{dev.cname}({', '.join(cargs + ['&' + present])})", rkey, sig.return_type.type, pure=False)
     rkey = tr.scalar_key(sig.return_type)
     return CExpr(f"{dev.cname}({', '.join(cargs)})", rkey, sig.return_type, pure=False)
 

@@ -81,6 +81,9 @@ class ExprMixin:
         v = self.value(node)
         if isinstance(v, CExpr):
             return v
+        if isinstance(v, arrays.Row):
+            raise self.src.error(node, f"a row of '{v.name}' is used as a value here",
+                                 hint="index every dimension: x[r][c] or x[r, c]")
         if isinstance(v, arrays.ArrayInfo):
             raise self.src.error(node, f"the array '{v.name}' is used as a value here",
                                  hint="index it (x[i]), or use x.shape / len(x)")
@@ -121,6 +124,9 @@ class ExprMixin:
             return CExpr(f"{v}LL", "int64", lit, literal=v, nonneg=v >= 0)
         if isinstance(v, float):
             return CExpr(float_literal(v), "float64", types.float64, literal=v, nonneg=v >= 0)
+        if isinstance(v, complex):  # 2j, 0j: complex128 to numba
+            return CExpr(f"make_cuDoubleComplex({float_literal(v.real)}, {float_literal(v.imag)})", "complex128",
+                         types.complex128, literal=v)
         if isinstance(v, str):
             raise self.src.error(node, "strings are not supported in kernels", hint="numbers and booleans")
         raise self.src.error(node, f"unsupported constant {v!r}", hint="int, float and bool literals")
@@ -146,7 +152,7 @@ class ExprMixin:
             key = self.scalars[name]
             deps = self.facts.get(name)
             return CExpr(self.cname(name), key, self.var_type(name), nonneg=deps is not None or key.startswith("u"),
-                         deps=deps or frozenset())
+                         deps=deps or frozenset(), present=self.present.get(name))
         if name in self.template_consts:
             v = self.template_consts[name]
             return CExpr(name, "int32" if isinstance(v, int) else scalar_key(types.typeof(v)),
@@ -292,10 +298,10 @@ class ExprMixin:
                 raise self.src.error(node.slice, "tuple index must be a constant within the tuple",
                                      hint="x.shape[0], t[1]")
             return base.items[i]
-        if isinstance(base, arrays.ArrayInfo):
-            if isinstance(node.slice, ast.Slice):
-                return arrays.slice_view(self, base, node.slice, node)
-            return arrays.element(self, base, node.slice, node)
+        if isinstance(base, arrays.ArrayInfo) and isinstance(node.slice, ast.Slice):
+            return arrays.slice_view(self, base, node.slice, node)
+        if isinstance(base, (arrays.ArrayInfo, arrays.Row)):
+            return arrays.element(self, base, node.slice, node, partial=True)
         raise self.src.error(node, "only arrays and tuples can be indexed", hint="x[i], x[r, c], x.shape[0]")
 
     # -- operators ---------------------------------------------------------------------------------------------
@@ -408,11 +414,11 @@ class ExprMixin:
 
     def v_UnaryOp(self, node):
         if isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) and \
-                isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
+                isinstance(node.operand.value, (int, float, complex)) and not isinstance(node.operand.value, bool):
             v = -node.operand.value
             e = self.v_Constant(ast.Constant(v))
             nbt = self.resolve(operator.neg, (self.v_Constant(node.operand).nbt,), node).return_type
-            return CExpr(e.code, e.key, nbt, UNARY, e.nonneg, literal=v)
+            return CExpr(e.code, e.key, nbt, UNARY if e.key != "complex128" else PRIMARY, e.nonneg, literal=v)
         if isinstance(node.op, ast.Not):
             e = self.cond(node.operand)
             return CExpr(f"!{paren(e, UNARY)}", "bool", types.boolean, UNARY, pure=e.pure)
@@ -432,6 +438,8 @@ class ExprMixin:
         return CExpr(f"{op}{paren(e, UNARY)}", rkey, sig.return_type, UNARY, False, e.pure, e.deps)
 
     def v_Compare(self, node):
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            return self._is_none(node)
         parts = []
         left_node = node.left
         left = self.expr(left_node)
@@ -458,6 +466,21 @@ class ExprMixin:
             return parts[0]
         return CExpr(" && ".join(paren(p, LAND + 1) for p in parts), "bool", types.boolean, LAND,
                      pure=all(p.pure for p in parts))
+
+    def _is_none(self, node):
+        """``x is None`` / ``x is not None`` of an Optional value: its flag."""
+        a, b = node.left, node.comparators[0]
+        if isinstance(a, ast.Constant) and a.value is None:
+            a, b = b, a
+        if not (isinstance(b, ast.Constant) and b.value is None):
+            raise self.src.error(node, "`is` / `is not` is supported against None only", hint="x is None")
+        v = self.expr(a)
+        if v.present is None:  # numba's type is no Optional: the answer is known
+            known = isinstance(v.nbt, types.NoneType)
+            truth = known if isinstance(node.ops[0], ast.Is) else not known
+            return CExpr("true" if truth else "false", "bool", types.boolean, literal=truth)
+        code = f"!{v.present}" if isinstance(node.ops[0], ast.Is) else v.present
+        return CExpr(code, "bool", types.boolean, UNARY if code.startswith("!") else PRIMARY)
 
     def v_BoolOp(self, node):
         return self._boolop(node, truth=False)

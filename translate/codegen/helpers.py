@@ -32,6 +32,88 @@ __device__ __forceinline__ cuDoubleComplex nk_cdiv(cuDoubleComplex a, cuDoubleCo
     return make_cuDoubleComplex((a.x * ratio + a.y) / denom, (a.y * ratio - a.x) / denom);
 }
 """,
+    "nk_cmath": """\
+// cmath functions as numba-cuda computes them (its cpython/cmathimpl.py: CPython's and NumPy's algorithms, the
+// special cases of infinite and NaN parts included); nk_cplx<T> is the cuComplex type of parts of type T
+template <typename T> struct nk_cplx;
+template <> struct nk_cplx<float> {
+    typedef cuFloatComplex type;
+    static __device__ __forceinline__ type make(double re, double im) { return make_cuFloatComplex((float)re, (float)im); }
+    static constexpr double sqrt_threshold = 1.4094955303793193e+38;  // FLT_MAX / (1 + sqrt(2)), in float32
+};
+template <> struct nk_cplx<double> {
+    typedef cuDoubleComplex type;
+    static __device__ __forceinline__ type make(double re, double im) { return make_cuDoubleComplex(re, im); }
+    static constexpr double sqrt_threshold = 7.446288774449766e+307;  // DBL_MAX / (1 + sqrt(2))
+};
+template <typename T> __device__ typename nk_cplx<T>::type nk_cexp_of(T x, T y) {
+    typedef nk_cplx<T> C;
+    const double nan = __longlong_as_double(0x7ff8000000000000LL);
+    if (isfinite(x)) {
+        if (isfinite(y)) { T c = cos(y), s = sin(y), r = exp(x); return C::make(r * c, r * s); }
+        return C::make(nan, nan);
+    }
+    if (isnan(x)) return y != 0 ? C::make(x, x) : C::make(x, y);
+    if (x > 0) {  // +inf
+        if (!isfinite(y)) return C::make(x, nan);
+        T re = cos(y), im = sin(y);
+        if (re != 0) re *= x;
+        if (im != 0) im *= x;
+        return C::make(re, im);
+    }
+    if (isfinite(y)) { T r = exp(x), c = cos(y), s = sin(y); return C::make(r * c, r * s); }  // -inf
+    return C::make(0.0, 0.0);
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_clog_of(T x, T y) {
+    return nk_cplx<T>::make(log(hypot(x, y)), atan2(y, x));
+}
+// NumPy's npy_csqrt (Algorithm 312, CACM vol 10, Oct 1967), in double as numba computes it for both types
+template <typename T> __device__ typename nk_cplx<T>::type nk_csqrt_of(double a, double b) {
+    typedef nk_cplx<T> C;
+    if (a == 0.0 && b == 0.0) return C::make(fabs(b), b);
+    if (isinf(b)) return C::make(fabs(b), b);
+    if (isnan(a)) return C::make(a, a);
+    if (isinf(a)) return a < 0.0 ? C::make(fabs(b - b), copysign(a, b)) : C::make(a, copysign(b - b, b));
+    bool scale = fabs(a) >= C::sqrt_threshold || fabs(b) >= C::sqrt_threshold;
+    if (scale) { a *= 0.25; b *= 0.25; }
+    double re, im;
+    if (a >= 0) { double t = sqrt((a + hypot(a, b)) * 0.5); re = t; im = b / (2 * t); }
+    else { double t = sqrt((-a + hypot(a, b)) * 0.5); re = fabs(b) / (2 * t); im = copysign(t, b); }
+    return scale ? C::make(re * 2, im) : C::make(re, im);
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_crect(T r, T phi) {
+    typedef nk_cplx<T> C;
+    if (!isfinite(phi)) {
+        if (r == 0) return C::make(fabs(r), 0.0);
+        if (isinf(r)) return C::make(r, phi);
+    }
+    T re = cos(phi), im = sin(phi);
+    if (re == 0 && isinf(r)) re /= r; else re *= r;
+    if (im == 0 && isinf(r)) im /= r; else im *= r;
+    return C::make(re, im);
+}
+__device__ __forceinline__ cuFloatComplex nk_cexp(cuFloatComplex z) { return nk_cexp_of(z.x, z.y); }
+__device__ __forceinline__ cuDoubleComplex nk_cexp(cuDoubleComplex z) { return nk_cexp_of(z.x, z.y); }
+__device__ __forceinline__ cuFloatComplex nk_clog(cuFloatComplex z) { return nk_clog_of(z.x, z.y); }
+__device__ __forceinline__ cuDoubleComplex nk_clog(cuDoubleComplex z) { return nk_clog_of(z.x, z.y); }
+// log10: log(z) with both parts divided by ln(10) in double (numba's overload)
+__device__ __forceinline__ cuFloatComplex nk_clog10(cuFloatComplex z) {
+    cuFloatComplex w = nk_clog(z);
+    return make_cuFloatComplex((float)(w.x / 2.302585092994046), (float)(w.y / 2.302585092994046));
+}
+__device__ __forceinline__ cuDoubleComplex nk_clog10(cuDoubleComplex z) {
+    cuDoubleComplex w = nk_clog(z);
+    return make_cuDoubleComplex(w.x / 2.302585092994046, w.y / 2.302585092994046);
+}
+__device__ __forceinline__ cuFloatComplex nk_csqrt(cuFloatComplex z) { return nk_csqrt_of<float>(z.x, z.y); }
+__device__ __forceinline__ cuDoubleComplex nk_csqrt(cuDoubleComplex z) { return nk_csqrt_of<double>(z.x, z.y); }
+__device__ __forceinline__ bool nk_cisnan(cuFloatComplex z) { return isnan(z.x) || isnan(z.y); }
+__device__ __forceinline__ bool nk_cisnan(cuDoubleComplex z) { return isnan(z.x) || isnan(z.y); }
+__device__ __forceinline__ bool nk_cisinf(cuFloatComplex z) { return isinf(z.x) || isinf(z.y); }
+__device__ __forceinline__ bool nk_cisinf(cuDoubleComplex z) { return isinf(z.x) || isinf(z.y); }
+__device__ __forceinline__ bool nk_cisfinite(cuFloatComplex z) { return isfinite(z.x) && isfinite(z.y); }
+__device__ __forceinline__ bool nk_cisfinite(cuDoubleComplex z) { return isfinite(z.x) && isfinite(z.y); }
+""",
     "nk_grid_sync": """\
 #include <cooperative_groups.h>
 // cuda.cg.this_grid().sync(): a barrier across the whole grid (the launcher launches the kernel cooperatively)
@@ -251,7 +333,7 @@ __device__ __forceinline__ float nk_fast_tanhf(float x) { float y; asm("tanh.app
 
 ORDER = tuple(HELPERS)
 #: helpers that call other helpers
-DEPENDS = {"nk_round_ndigits": ("nk_powi",), "nk_cdiv": ("nk_complex",)}
+DEPENDS = {"nk_round_ndigits": ("nk_powi",), "nk_cdiv": ("nk_complex",), "nk_cmath": ("nk_complex",)}
 
 
 def render(used: set[str]) -> str:

@@ -11,7 +11,7 @@ from numba.cuda import types
 from .. import cnames
 from ..cnames import c_name, is_int, scalar_key
 from ..errors import TranslationError
-from . import arrays, calls, ranges, scope, unroll, variables, vectors
+from . import arrays, calls, loopvars, ranges, scope, unroll, variables, vectors
 from .cexpr import CExpr, Static, TupleVal, cast, paren
 from .diagnose import internal_error
 from .exprs import BINOPS, ExprMixin
@@ -117,8 +117,14 @@ class FunctionTranslator(ExprMixin):
                 stem = self.param_c[name][0].rstrip("_")
                 self.tuple_vars[name] = [variables.CVar(self.names.claim(f"{stem}_{i}"), self.scalar_key(x), x)
                                          for i, x in enumerate(t)]
+        for name in self.present:
+            self.present[name] = self.names.claim(f"{self.local_c[name].rstrip('_')}_present")
         self.ret_outs = None
         rt = self.typed.return_type
+        #: a device function returning an Optional (None on some paths): its value, and whether it is there
+        #: through a pointer
+        self.ret_present = self.names.claim("present") if self.kind == "device" and isinstance(
+            rt, types.Optional) and self.scalar_key(rt.type) is not None else None
         if self.kind == "device" and isinstance(rt, types.BaseTuple):
             if not all(self.scalar_key(x) for x in rt):
                 raise self.src.error(self.fn, f"'{self.name}' returns {rt}: device functions may return numbers "
@@ -144,7 +150,8 @@ class FunctionTranslator(ExprMixin):
             return [f"{c_name(v.key)} {v.cname};" for v in self.tuple_vars[name]]
         if name in self.array_aliases:
             return arrays.alias_declarations(self.array_aliases[name])
-        return [f"{c_name(self.scalars[name])} {self.cname(name)};"]
+        flag = [f"bool {self.present[name]};"] if name in self.present else []
+        return flag + [f"{c_name(self.scalars[name])} {self.cname(name)};"]
 
     def cname(self, name):
         """The C name of a Python parameter or local."""
@@ -176,12 +183,16 @@ class FunctionTranslator(ExprMixin):
                                      hint="arrays and numbers" + (", tuples of numbers for device functions"
                                                                   if self.kind == "device" else ""))
         self.tuple_vars: dict = {}
+        self.present: dict = {}  # an Optional local -> the C name of its flag (named with the other locals)
         for name, t in self.typed.var_types.items():
             if name in self.params or name in self.typed.conflicts:
                 continue
             k = self.scalar_key(t)
             if k is not None:
                 self.scalars[name] = k
+            elif isinstance(t, types.Optional) and self.scalar_key(t.type) is not None:
+                self.scalars[name] = self.scalar_key(t.type)  # the value, and a flag: is it there (not None)
+                self.present[name] = None
             elif isinstance(t, types.BaseTuple) and len(t) and all(self.scalar_key(x) for x in t):
                 self.tuple_vars[name] = list(t)
         int_params = {p for p in self.params if p in self.scalars and is_int(self.scalars[p])}
@@ -250,35 +261,19 @@ class FunctionTranslator(ExprMixin):
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
                 isinstance(body[0].value.value, str):
             body = body[1:]
-        self._check_loop_vars(body)
+        self.loop_vars, reused = loopvars.check(self.src, body)
         declarable = {n for n in (*self.scalars, *self.retyped, *self.tuple_vars, *self.array_aliases)
-                      if n not in self.params and n not in self.loop_vars}
-        self.plan = scope.plan(body, declarable)
+                      if n not in self.params and (n not in self.loop_vars or n in reused)}
+        # a name reused after its loops: declared where its other uses need it (the loops declare their own)
+        in_loops = {id(n) for loop in ast.walk(ast.Module(body=body, type_ignores=[]))
+                    if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id in reused
+                    for n in ast.walk(loop) if isinstance(n, ast.Name) and n.id == loop.target.id}
+        self.plan = scope.plan(body, declarable, ignore=in_loops)
         self.block(body)
+        if self.ret_present is not None and not (body and isinstance(body[-1], ast.Return)):
+            self.emit(f"*{self.ret_present} = false;")  # Python returns None at the end of the function
+            self.emit("return 0;")
         return self.lines
-
-    def _check_loop_vars(self, body):
-        bound = {}
-        for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-                bound.setdefault(node.target.id, []).append(node)
-        for name, loops in bound.items():
-            inside = set()
-            for loop in loops:
-                for n in ast.walk(loop):
-                    inside.add(id(n))
-                for stmt in loop.body:
-                    for n in ast.walk(stmt):
-                        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
-                            raise self.src.error(n, f"the loop variable '{name}' is assigned inside its loop; "
-                                                 "C's for loop would change the iteration",
-                                                 hint="assign to another variable")
-            for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-                if isinstance(node, ast.Name) and node.id == name and id(node) not in inside:
-                    raise self.src.error(node, f"'{name}' is a loop variable and is also used outside its loop "
-                                         "(after a Python loop it keeps its last value; a C loop variable does not)",
-                                         hint="use a different name outside the loop")
-            self.loop_vars.add(name)
 
     def block(self, stmts):
         for stmt in stmts:
@@ -325,8 +320,10 @@ class FunctionTranslator(ExprMixin):
         self.emit("continue;")
 
     def s_Return(self, node):
-        if self.kind == "kernel" or node.value is None or (
-                isinstance(node.value, ast.Constant) and node.value.value is None):
+        if self.ret_present is not None and node.value is None:
+            node = ast.copy_location(ast.Return(ast.Constant(None)), node)
+        if self.ret_present is None and (self.kind == "kernel" or node.value is None or (
+                isinstance(node.value, ast.Constant) and node.value.value is None)):
             if self.kind == "kernel" and node.value is not None and not (
                     isinstance(node.value, ast.Constant) and node.value.value is None):
                 raise self.src.error(node.value, "kernels cannot return a value", hint="write results into an array")
@@ -339,6 +336,18 @@ class FunctionTranslator(ExprMixin):
             for out, item in zip(self.ret_outs, v.items):
                 self.emit(f"*{out.cname} = {cast(self.as_cexpr(item, node.value), out.key).code};")
             self.emit("return;")
+            return
+        if self.ret_present is not None:  # an Optional result: whether it is there, through the pointer
+            if isinstance(node.value, ast.Constant) and node.value.value is None:
+                self.emit(f"*{self.ret_present} = false;")
+                self.emit("return 0;")
+                return
+            e = self.expr(node.value)
+            if e.present is not None:
+                self.emit(f"*{self.ret_present} = {e.present};")
+            else:
+                self.emit(f"*{self.ret_present} = true;")
+            self.emit(f"return {cast(e, self.scalar_key(self.typed.return_type.type)).code};")
             return
         e = self.expr(node.value)
         self.emit(f"return {e.code};")
@@ -520,7 +529,7 @@ class FunctionTranslator(ExprMixin):
                 rhs = self.expr(value_node)
                 self.emit(f"{lhs.code} = {self._store_value(cast(rhs, lhs.key), lhs.key).code};")
                 return
-            if not isinstance(base, arrays.ArrayInfo) or isinstance(target, ast.Attribute):
+            if not isinstance(base, (arrays.ArrayInfo, arrays.Row)) or isinstance(target, ast.Attribute):
                 raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")
             self.mark_written(base.name)
             lhs = arrays.element(self, base, target.slice, target)
@@ -551,6 +560,8 @@ class FunctionTranslator(ExprMixin):
                 for a, b in zip(variables.flat(src), variables.flat(dst)):
                     self.emit(f"{b.cname} = ({c_name(b.key)}){a.cname};")
             return
+        if name in self.present:
+            return self._assign_optional(name, value_node, value, inline)
         if name in self.scalars:
             self._conflict_check(name, target_node)
             rhs = value if value is not None else self.expr(value_node)
@@ -571,6 +582,32 @@ class FunctionTranslator(ExprMixin):
         if isinstance(v, TupleVal) and not all(isinstance(i, CExpr) and i.pure for i in v.items):
             raise self.src.error(target_node, "tuples are supported only as names for pure values (x.shape)")
         self.aliases[name] = v
+
+    def _assign_optional(self, name, value_node, value, inline):
+        """An Optional local: ``b = None`` clears its flag, a number sets both, a call of a device function that
+        returns an Optional writes the flag through a pointer (``b = bin_number(x, &b_present);``)."""
+        flag, key = self.present[name], self.scalars[name]
+        if inline:
+            self.emit(f"bool {flag};")
+        decl = f"{c_name(key)} " if inline else ""
+        if value is None and isinstance(value_node, ast.Constant) and value_node.value is None:
+            self.emit(f"{flag} = false;")
+            if inline:
+                self.emit(f"{decl}{self.cname(name)};")
+            return
+        if value is None and isinstance(value_node, ast.Call):
+            f = self.value(value_node.func)
+            if isinstance(f, Static) and calls.is_device_function(f.obj):
+                rhs = calls.device_call(self, f.obj.py_func, value_node, f.obj, present=flag)
+                self.emit(f"{decl}{self.cname(name)} = {rhs.code};")
+                return
+        rhs = self._store_value(value if value is not None else self.expr(value_node), key)
+        if rhs.present is not None:
+            self.emit(f"{decl}{self.cname(name)} = {rhs.code};")
+            self.emit(f"{flag} = {rhs.present};")
+            return
+        self.emit(f"{decl}{self.cname(name)} = {cast(rhs, key).code};")
+        self.emit(f"{flag} = true;")
 
     def _assign_tuple(self, name, value_node, value, inline, target_node, cvars=None):
         v = value if value is not None else self.value(value_node)
@@ -702,7 +739,7 @@ class FunctionTranslator(ExprMixin):
         if isinstance(target, ast.Name):
             return self._assign_name(target.id, None, stmt, target, value=value)
         base = self.value(target.value)
-        if not isinstance(base, arrays.ArrayInfo):
+        if not isinstance(base, (arrays.ArrayInfo, arrays.Row)):
             raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")
         self.mark_written(base.name)
         lhs = arrays.element(self, base, target.slice, target)
@@ -724,7 +761,7 @@ class FunctionTranslator(ExprMixin):
             lhs_code = self.cname(target.id)
         elif isinstance(target, ast.Subscript):
             base = self.value(target.value)
-            if not isinstance(base, arrays.ArrayInfo):
+            if not isinstance(base, (arrays.ArrayInfo, arrays.Row)):
                 raise self.src.error(target, "only array elements can be assigned")
             self.mark_written(base.name)
             cur = arrays.element(self, base, target.slice, target)

@@ -20,6 +20,7 @@ class DeviceFn:
     code: list = field(default_factory=list)
     return_type: object = None
     outs: list = field(default_factory=list)   # a tuple result: (scalar key, numba type) per element, by pointer
+    optional: bool = False                     # an Optional result: the value, and a flag through a last pointer
 
 
 class Unit:
@@ -107,11 +108,15 @@ class Unit:
                 cparams.append(f"{c_name(tr.scalars[name])} {c}")
         outs = [(v.key, v.nbt) for v in tr.ret_outs] if tr.ret_outs else []
         cparams += [f"{c_name(v.key)} *{v.cname}" for v in tr.ret_outs or ()]
-        rkey = None if outs else tr.scalar_key(typed.return_type)
+        if tr.ret_present is not None:
+            cparams.append(f"bool *{tr.ret_present}")
+        rt = typed.return_type.type if tr.ret_present is not None else typed.return_type
+        rkey = None if outs else tr.scalar_key(rt)
         rtype = "void" if rkey is None else c_name(rkey)
         code = [f"__device__ {rtype} {cname}({', '.join(cparams)})", "{"] + body + ["}"]
         written = {n for n in tr.runtime_params if n in tr.arrays and tr.arrays[n].name in tr.written}
-        dev = DeviceFn(cname, list(tr.runtime_params), written, code, typed.return_type, outs)
+        dev = DeviceFn(cname, list(tr.runtime_params), written, code, typed.return_type, outs,
+                       tr.ret_present is not None)
         self.devices[key] = dev
         self.device_order.append((f"{pyfunc.__module__}:{pyfunc.__qualname__}", dev))
         return dev
