@@ -183,3 +183,10 @@ def async_tile(src, out):
     for r in range(src.shape[0]):
         acc += src[r, 0]
     out[t] = acc
+
+
+@cuda.jit
+def printing(x, flags):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        print("x[", i, "] =", x[i], flags[i] > 0, (i, cuda.threadIdx.x), "100% é")

@@ -103,6 +103,12 @@ CASES = {
         "#pragma unroll\n    for (int64_t q = 0; q < N_ITEMS; q++) {",          # a constant trip count
         "    }\n    for (int64_t r = 0; r < src_shape0; r++) {",                  # a run-time one: left to nvcc
     ]),
+    # numba-cuda's formats: %lld / %llu of 64-bit values, %f of the double, True/False, tuples in parentheses; a
+    # literal % is %%, a character outside ASCII its UTF-8 bytes as octal escapes
+    "printing": ("void(float32[::1], int32[::1])", [
+        'printf("x[ %lld ] = %f %s (%lld, %lld) 100%% \\303\\251\\n", (long long)i, (double)x[i], '
+        'flags[i] > 0 ? "True" : "False", (long long)i, (long long)threadIdx.x);',
+    ]),
 }
 
 
@@ -179,3 +185,53 @@ def test_derived_constants_that_differ_between_instantiations_are_refused():
     assert r.compile["ok"], r.compile["log"]
     assert "matmul_flagship_vec<16, 128, 128, 4, 8, 8, 1>(" in r.code
     assert "matmul_flagship_vec<16, 128, 128, 8, 8, 8, 1>(" in r.code
+
+
+def test_internal_errors_are_located(tmp_path):
+    """A failure inside code generation (planted: a builtin's handler raising AttributeError, as a deleted method
+    once did) reaches the user of the command as one located error that says it is numbakern's bug and names the
+    original exception, never as a bare `name: AttributeError`."""
+    import subprocess
+    import sys
+
+    plant = (
+        "import builtins, sys\n"
+        "from translate.codegen import builtins as table\n"
+        "def broken(tr, obj, node):\n"
+        "    return tr._print(node)\n"   # an attribute the translator does not have
+        "table.TABLE[builtins.print] = broken\n"
+        "from translate.cli import main\n"
+        f"sys.exit(main(['{KERNELS}:printing', '--signature', 'void(float32[::1], int32[::1])', "
+        f"'--out', '{tmp_path}']))\n")
+    env = {**__import__("os").environ, "NUMBA_ENABLE_CUDASIM": "0"}  # translate in this process: the plant holds
+    p = subprocess.run([sys.executable, "-c", plant], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode != 0
+    err = p.stderr
+    assert "construct_kernels.py:" in err and "error: internal error of the code generator" in err, err
+    assert "AttributeError" in err and "this is a numbakern bug, please report it" in err, err
+    assert "print(" in err and "^" in err, err             # the kernel's line, a caret under the call
+    assert "printing: AttributeError" not in err, err
+
+
+def test_builtins_table_is_checked_at_import():
+    """Two providers claiming one builtin, or a handler of the wrong shape, stop the import."""
+    import types as pytypes
+
+    from translate.codegen import builtins as table
+
+    def good(tr, obj, node):
+        return None
+
+    one, two = pytypes.ModuleType("one"), pytypes.ModuleType("two")
+    one.BUILTINS, two.BUILTINS = {print: good}, {print: good}
+    with pytest.raises(ImportError, match="also claimed"):
+        table.build([one, two])
+    two.BUILTINS = {len: lambda tr, node: None}
+    with pytest.raises(ImportError, match="must take"):
+        table.build([one, two])
+    two.BUILTINS, two.FAMILIES = {}, (("nothing", None, good),)
+    with pytest.raises(ImportError, match="not \\(what, predicate, handler\\)"):
+        table.build([one, two])
+    built, families = table.build(table.PROVIDERS)
+    assert built is not None and table.handler_for(print) is not None and families
+

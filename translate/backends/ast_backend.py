@@ -42,6 +42,8 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
     lines.append(kernel_declaration(request))
     lines += ["{"] + body + ["}"]
     text = "\n".join(lines)
+    if "nk_dynamic_smem_bytes()" in text:
+        unit.helpers.add("nk_dynamic_smem_bytes")
     if "__half" in text:
         unit.helpers.add("nk_fp16")
     if "ComplexFloat" in text or "cuFloatComplex" in text or "cuDoubleComplex" in text:

@@ -107,14 +107,14 @@ def _wrapped(tr, info: ArrayInfo, d: int, i: CExpr, inode) -> CExpr:
     if i.nonneg:
         tr.assumed |= i.deps
         return i
-    if inode is not None and tr.relational_nonneg(inode):  # t + r + o with o in range(-r, ...)
-        return i
+    if inode is not None and (tr.relational_nonneg(inode) or tr.flow_nonneg(inode)):
+        return i  # t + r + o with o in range(-r, ...); s[idx - stride] with idx = (t + 1) * 2 * stride - 1
     if info.extents is None or info.extents[d] is None:
         raise tr.src.error(
-            inode, f"this index into '{info.name}' (dynamic shared memory) may be negative, and numba would wrap it "
-            "around the array's end, whose extent the C code does not know",
+            inode, f"this index into '{info.name}' (a view of dynamic shared memory) may be negative, and numba "
+            "would wrap it around the view's end, whose extent the C code does not keep",
             hint="an index that is provably >= 0 (thread/block indices, range loop variables, non-negative "
-                 "arithmetic of those)")
+                 "arithmetic of those), or index the dynamic shared array itself")
     tr.helpers.add("nk_wrap")
     return CExpr(f"nk_wrap({i.code}, {info.extents[d].code})", "int64", i.nbt, PRIMARY, True, i.pure)
 
@@ -153,11 +153,21 @@ def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: as
                 raise tr.src.error(shape_node, "shared and local array shapes must be compile-time integer constants")
             exts.append(CExpr(str(value), "int64", types.literal(value), nonneg=True, literal=value))
     if kind == "shared" and len(exts) == 1 and exts[0].literal == 0:
-        info = ArrayInfo(name, "dynamic", key, 1, None, nbt)
+        # numba's extent of the dynamic array: the launch's dynamic shared bytes (%dynamic_smem_size) / itemsize
+        extent = CExpr(f"nk_dynamic_smem_bytes() / {_itemsize(key)}", "int64", types.int64, MUL, nonneg=True)
+        info = ArrayInfo(name, "dynamic", key, 1, [extent], nbt)
         return f"extern __shared__ {ctype} {name}[];", info
     qual = ("__shared__ " if kind == "shared" else "") + align
     decl = f"{qual}{ctype} {name}" + "".join(f"[{e.code}]" for e in exts) + ";"
     return decl, ArrayInfo(name, kind, key, len(exts), exts, nbt)
+
+
+def _itemsize(key: str) -> int:
+    import numpy as np
+
+    if key.startswith("complex"):
+        return int(key[7:]) // 8
+    return np.dtype(key if key != "bool" else np.bool_).itemsize
 
 
 def view(tr, name: str, base: ArrayInfo, sl: ast.Slice, node, pyname: str | None = None) -> tuple[str, ArrayInfo]:

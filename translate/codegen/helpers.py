@@ -235,6 +235,14 @@ __device__ __forceinline__ double nk_round_ndigits(double x, int64_t ndigits) {
     return ndigits >= 0 ? (z / pow2) / pow1 : z * pow1;
 }
 """,
+    "nk_dynamic_smem_bytes": """\
+// the dynamic shared memory of this launch, in bytes: numba's extent of cuda.shared.array(0, T) is this / sizeof(T)
+__device__ __forceinline__ int64_t nk_dynamic_smem_bytes() {
+    uint32_t n;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
+    return n;
+}
+""",
     "nk_wrap": """\
 // numba's negative-index wraparound: x[-1] is the last element (used only where an index may be negative)
 __device__ __forceinline__ int64_t nk_wrap(int64_t i, int64_t extent) { return i < 0 ? i + extent : i; }

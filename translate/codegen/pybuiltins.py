@@ -11,7 +11,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from ..cnames import is_int
+from ..cnames import is_int, scalar_key
 from . import arrays
 from .cexpr import LOR, PRIMARY, UNARY, CExpr, TupleVal, cast, paren
 
@@ -77,7 +77,8 @@ def print_item(e: CExpr) -> tuple[str, str] | None:
     if e.key == "bool":
         return "%s", f'{paren(e, LOR)} ? "True" : "False"'
     if is_int(e.key):
-        if e.key.startswith("u"):
+        numba_key = scalar_key(types.unliteral(e.nbt)) if e.nbt is not None else None
+        if (numba_key if is_int(numba_key) else e.key).startswith("u"):  # numba's type: threadIdx.x is int32
             return "%llu", f"(unsigned long long){paren(e, UNARY)}"
         return "%lld", f"(long long){paren(e, UNARY)}"
     if e.key in ("float32", "float64"):

@@ -11,7 +11,7 @@ from numba.cuda import types
 from .. import cnames
 from ..cnames import c_name, is_int, scalar_key
 from ..errors import TranslationError
-from . import arrays, calls, loopvars, ranges, scope, unroll, variables, vectors
+from . import arrays, calls, loopvars, ranges, scope, unroll, valueflow, variables, vectors
 from .cexpr import CExpr, Static, TupleVal, cast, paren
 from .diagnose import internal_error
 from .exprs import BINOPS, ExprMixin
@@ -226,15 +226,57 @@ class FunctionTranslator(ExprMixin):
 
         return ranges.relational_nonneg(node, self._loop_starts, nonneg_name)
 
+    def flow_nonneg(self, node) -> bool:
+        """Is the index ``node`` >= 0 by the value ranges along the function (``valueflow``)?"""
+        if not hasattr(self, "_flow"):
+            self._flow = valueflow.Flow(self.fn, self._static_interval)
+        return self._flow.nonneg(node, self.statement)
+
+    def _static_interval(self, name):
+        """The range of a name the function never assigns: an unsigned parameter's type, a constant's value."""
+        if name in self.bound and isinstance(self.bound[name], int) and not isinstance(self.bound[name], bool):
+            return self.bound[name], self.bound[name]
+        if name in self.template_consts and isinstance(self.template_consts[name], int):
+            return self.template_consts[name], self.template_consts[name]
+        if name in self.scalars and name in self.params:
+            key = self.scalars[name]
+            return (0, 2 ** int(key[4:]) - 1) if key.startswith("uint") else None
+        if name in self.params or name in self.local_c:
+            return None
+        found, obj = self.lookup_global(name)
+        if found and isinstance(obj, (int, np.integer)) and not isinstance(obj, bool):
+            return int(obj), int(obj)
+        return None
+
+    def flow_interval(self, node) -> tuple:
+        """The range of the integer ``node`` in the current statement (``valueflow``); None for an unknown end."""
+        if not hasattr(self, "_flow"):
+            self._flow = valueflow.Flow(self.fn, self._static_interval)
+        state = self._flow.at.get(id(getattr(self, "statement", None)))
+        return (None, None) if state is None else self._flow.interval(node, state)
+
     def bounded(self, node) -> bool:
         """Is ``|node|`` provably below 2**63 (its + - * cannot wrap around)?"""
         m = ranges.magnitude(node, self.bounds, self._static_bound)
-        return m is not None and m < ranges.INT64_LIMIT
+        if m is not None and m < ranges.INT64_LIMIT:
+            return True
+        return self._flow_fits(node)
+
+    def _flow_fits(self, node) -> bool:
+        """Does every + - * of ``node`` (and ``node`` itself) stay within int64 by the flow's ranges?"""
+        for sub in ast.walk(node):
+            if sub is node or isinstance(sub, (ast.BinOp, ast.UnaryOp)):
+                lo, hi = self.flow_interval(sub)
+                if lo is None or hi is None or lo < -ranges.INT64_LIMIT or hi >= ranges.INT64_LIMIT:
+                    return False
+        return True
 
     def no_overflow(self, node) -> bool:
         """Is the non-negative integer ``node`` also below 2**63 (its arithmetic never wrapped around)?"""
         b = ranges.upper(node, self.bounds, self._static_bound)
-        return b is not None and b < ranges.INT64_LIMIT
+        if b is not None and b < ranges.INT64_LIMIT:
+            return True
+        return self._flow_fits(node)
 
     def _static_nonneg(self, node):
         if isinstance(node, ast.Name):
@@ -277,6 +319,7 @@ class FunctionTranslator(ExprMixin):
 
     def block(self, stmts):
         for stmt in stmts:
+            self.statement = stmt
             for name in self.plan.before.get(id(stmt), []):
                 self._conflict_check(name, stmt)
                 for line in self.declarations(name):
