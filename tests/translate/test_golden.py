@@ -109,6 +109,13 @@ CASES = {
         'printf("x[ %lld ] = %f %s (%lld, %lld) 100%% \\303\\251\\n", (long long)i, (double)x[i], '
         'flags[i] > 0 ? "True" : "False", (long long)i, (long long)threadIdx.x);',
     ]),
+    # an array only a device function reads stays const in the kernel and the launcher; parentheses where a reader
+    # (and C's -Wparentheses) wants them around the operands of shifts and bitwise operators
+    "const_through_call": ("void(float64[:, ::1], float64[::1])", [
+        "const double* m, int64_t m_shape0, int64_t m_shape1,",
+        "__device__ double row_sum(const double* m, int64_t m_shape0, int64_t m_shape1, int64_t r)",
+        "(r + 128) >> 8", "(r & 3) | 8",
+    ]),
 }
 
 
@@ -214,24 +221,30 @@ def test_internal_errors_are_located(tmp_path):
 
 
 def test_builtins_table_is_checked_at_import():
-    """Two providers claiming one builtin, or a handler of the wrong shape, stop the import."""
-    import types as pytypes
+    """Two providers claiming one builtin, a handler of the wrong shape or a family without a predicate stop the
+    import (checked in a process with numba's CUDA target: the table names its functions)."""
+    import os
+    import subprocess
+    import sys
 
-    from translate.codegen import builtins as table
-
-    def good(tr, obj, node):
-        return None
-
-    one, two = pytypes.ModuleType("one"), pytypes.ModuleType("two")
-    one.BUILTINS, two.BUILTINS = {print: good}, {print: good}
-    with pytest.raises(ImportError, match="also claimed"):
-        table.build([one, two])
-    two.BUILTINS = {len: lambda tr, node: None}
-    with pytest.raises(ImportError, match="must take"):
-        table.build([one, two])
-    two.BUILTINS, two.FAMILIES = {}, (("nothing", None, good),)
-    with pytest.raises(ImportError, match="not \\(what, predicate, handler\\)"):
-        table.build([one, two])
-    built, families = table.build(table.PROVIDERS)
-    assert built is not None and table.handler_for(print) is not None and families
-
+    code = """
+import types, pytest
+from translate.codegen import builtins as table
+def good(tr, obj, node):
+    return None
+one, two = types.ModuleType("one"), types.ModuleType("two")
+one.BUILTINS, two.BUILTINS = {print: good}, {print: good}
+with pytest.raises(ImportError, match="also claimed"):
+    table.build([one, two])
+two.BUILTINS = {len: lambda tr, node: None}
+with pytest.raises(ImportError, match="must take"):
+    table.build([one, two])
+two.BUILTINS, two.FAMILIES = {}, (("nothing", None, good),)
+with pytest.raises(ImportError, match="not .what, predicate, handler."):
+    table.build([one, two])
+assert table.handler_for(print) is not None and table.handler_for(abs) is not None and table.FAMILIES
+print("ok")
+"""
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr

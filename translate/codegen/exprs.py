@@ -340,8 +340,8 @@ class ExprMixin:
                 return self._infix(left, "/" if op == "//" else "%", right, c_arith(left.key, right.key),
                                    sig.return_type, nonneg=True, deps=deps)
             helper = "nk_floordiv" if op == "//" else "nk_floormod"
-            self.helpers.add(helper)
             hk = akey if is_float(akey) else ("int64" if akey.startswith("int") else "uint64")
+            self.helpers.add(f"{helper}_{hk}")  # only the overload it calls
             if left_node is None or not self.bounded(left_node):
                 left = wrapping(left)  # numba's wraparound of the operand, not C's undefined signed overflow
             a, b = cast(left, hk), cast(right, hk)
@@ -408,9 +408,14 @@ class ExprMixin:
 
     def _infix(self, left, op, right, key, nbt, nonneg=False, deps=frozenset()):
         prec = BINARY_PREC[op]
-        code = f"{paren(left, prec)} {op} {paren(right, prec + 1)}"
+        lp, rp = prec, prec + 1
+        if op in ("<<", ">>", "&", "|", "^"):  # `(a + 128) >> 8`, `(a & 3) | 8`: as a reader (and -Wparentheses) wants
+            lp = rp = UNARY
+            if op in ("&", "|", "^") and left.infix is not None and left.infix[1] == op:
+                lp = prec  # a & b & c: one operator, read left to right
+        code = f"{paren(left, lp)} {op} {paren(right, rp)}"
         return CExpr(code, key, nbt, prec, nonneg, left.pure and right.pure, deps,
-                     infix=(left.code, op, paren(right, prec + 1)))
+                     infix=(left.code, op, paren(right, rp)))
 
     def v_UnaryOp(self, node):
         if isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) and \

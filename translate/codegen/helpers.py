@@ -144,14 +144,23 @@ template <int N> __device__ __forceinline__ void nk_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
 """,
-    "nk_floordiv": """\
+    # every overload at once, for a caller that does not say which it calls (the LLM backend's code)
+    "nk_floordiv": "",
+    "nk_floormod": "",
+    "nk_floordiv_int64": """\
 // Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
 __device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
     if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
     int64_t q = x / y, r = x % y;
     return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
 }
+""",
+    "nk_floordiv_uint64": """\
+// floor division of unsigned integers as numba computes it: x // 0 == 0
 __device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
+""",
+    "nk_floordiv_float64": """\
+// Python floor division of floats as numba computes it (its divmod algorithm: fmod, then the quotient rounded)
 __device__ __forceinline__ double nk_floordiv(double x, double y) {
     if (y == 0.0) return x / y;
     double mod = fmod(x, y), div = (x - mod) / y;
@@ -159,6 +168,9 @@ __device__ __forceinline__ double nk_floordiv(double x, double y) {
     if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
     return 0.0 * x / y;
 }
+""",
+    "nk_floordiv_float32": """\
+// Python floor division of floats as numba computes it (its divmod algorithm: fmod, then the quotient rounded)
 __device__ __forceinline__ float nk_floordiv(float x, float y) {
     if (y == 0.0f) return x / y;
     float mod = fmodf(x, y), div = (x - mod) / y;
@@ -167,14 +179,20 @@ __device__ __forceinline__ float nk_floordiv(float x, float y) {
     return 0.0f * x / y;
 }
 """,
-    "nk_floormod": """\
-// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 (ints), NaN (floats)
+    "nk_floormod_int64": """\
+// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 and INT64_MIN % -1 == 0
 __device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
     if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
     int64_t r = x % y;
     return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
 }
+""",
+    "nk_floormod_uint64": """\
+// modulo of unsigned integers as numba computes it: x % 0 == 0
 __device__ __forceinline__ uint64_t nk_floormod(uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; }
+""",
+    "nk_floormod_float64": """\
+// Python modulo of floats as numba computes it: the result has the divisor's sign; x % 0.0 is NaN
 __device__ __forceinline__ double nk_floormod(double x, double y) {
     if (y == 0.0) return fmod(x, y);
     double mod = fmod(x, y);
@@ -182,6 +200,9 @@ __device__ __forceinline__ double nk_floormod(double x, double y) {
     else mod = (y < 0.0) ? -0.0 : 0.0;
     return mod;
 }
+""",
+    "nk_floormod_float32": """\
+// Python modulo of floats as numba computes it: the result has the divisor's sign; x % 0.0 is NaN
 __device__ __forceinline__ float nk_floormod(float x, float y) {
     if (y == 0.0f) return fmodf(x, y);
     float mod = fmodf(x, y);
@@ -340,12 +361,15 @@ __device__ __forceinline__ float nk_fast_tanhf(float x) { float y; asm("tanh.app
 }
 
 ORDER = tuple(HELPERS)
-#: helpers that call other helpers
-DEPENDS = {"nk_round_ndigits": ("nk_powi",), "nk_cdiv": ("nk_complex",), "nk_cmath": ("nk_complex",)}
+_TYPES = ("int64", "uint64", "float64", "float32")
+#: helpers that call other helpers (or stand for a group of them)
+DEPENDS = {"nk_floordiv": tuple(f"nk_floordiv_{t}" for t in _TYPES),
+           "nk_floormod": tuple(f"nk_floormod_{t}" for t in _TYPES), "nk_round_ndigits": ("nk_powi",),
+           "nk_cdiv": ("nk_complex",), "nk_cmath": ("nk_complex",)}
 
 
 def render(used: set[str]) -> str:
     used = set(used)
     for name in list(used):
         used.update(DEPENDS.get(name, ()))
-    return "\n".join(HELPERS[name] for name in ORDER if name in used)
+    return "\n".join(HELPERS[name] for name in ORDER if name in used and HELPERS[name])
