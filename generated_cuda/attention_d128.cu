@@ -42,43 +42,9 @@ __device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
     int64_t q = x / y, r = x % y;
     return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
 }
-__device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
-__device__ __forceinline__ double nk_floordiv(double x, double y) {
-    if (y == 0.0) return x / y;
-    double mod = fmod(x, y), div = (x - mod) / y;
-    if (mod != 0.0 && ((y < 0.0) != (mod < 0.0))) div -= 1.0;
-    if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
-    return 0.0 * x / y;
-}
-__device__ __forceinline__ float nk_floordiv(float x, float y) {
-    if (y == 0.0f) return x / y;
-    float mod = fmodf(x, y), div = (x - mod) / y;
-    if (mod != 0.0f && ((y < 0.0f) != (mod < 0.0f))) div -= 1.0f;
-    if (div != 0.0f) { float f = floorf(div); return (div - f > 0.5f) ? f + 1.0f : f; }
-    return 0.0f * x / y;
-}
 
-// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 (ints), NaN (floats)
-__device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
-}
+// modulo of unsigned integers as numba computes it: x % 0 == 0
 __device__ __forceinline__ uint64_t nk_floormod(uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; }
-__device__ __forceinline__ double nk_floormod(double x, double y) {
-    if (y == 0.0) return fmod(x, y);
-    double mod = fmod(x, y);
-    if (mod != 0.0) { if ((y < 0.0) != (mod < 0.0)) mod += y; }
-    else mod = (y < 0.0) ? -0.0 : 0.0;
-    return mod;
-}
-__device__ __forceinline__ float nk_floormod(float x, float y) {
-    if (y == 0.0f) return fmodf(x, y);
-    float mod = fmodf(x, y);
-    if (mod != 0.0f) { if ((y < 0.0f) != (mod < 0.0f)) mod += y; }
-    else mod = (y < 0.0f) ? -0.0f : 0.0f;
-    return mod;
-}
 
 constexpr int64_t FULL_MASK = 4294967295LL;
 constexpr double MASKED = -1e+30;
@@ -145,12 +111,12 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
     #pragma unroll
     for (int64_t i = 0; i < q_copies; i++) {
         r = crow + i * rstep;
-        nk_copy_async4(&q_s[r][(cc ^ r % 8) * 4], (q0 + r < lq) ? &q[q_first + i * step] : q, q0 + r < lq);
+        nk_copy_async4(&q_s[r][(cc ^ (r % 8)) * 4], (q0 + r < lq) ? &q[q_first + i * step] : q, q0 + r < lq);
     }
     #pragma unroll
     for (int64_t i = 0; i < kv_copies; i++) {
         r = crow + i * rstep;
-        nk_copy_async4(&kv_s[0][r][(cc ^ r % 8) * 4], (r < lk) ? &k[kv_first + i * step] : k, r < lk);
+        nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], (r < lk) ? &k[kv_first + i * step] : k, r < lk);
     }
     nk_async_commit();
     int64_t row;
@@ -267,7 +233,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
             #pragma unroll
             for (int64_t i = 0; i < kv_copies; i++) {
                 r = crow + i * rstep;
-                nk_copy_async4(&kv_s[0][r][(cc ^ r % 8) * 4], (kb0 + bn + r < lk) ? &k[kv_block + next_block + i * step] : k, kb0 + bn + r < lk);
+                nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], (kb0 + bn + r < lk) ? &k[kv_block + next_block + i * step] : k, kb0 + bn + r < lk);
             }
             nk_async_commit();
         }

@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(256) inclusive_scan(
                     v = atomicAdd(&values[(uint32_t)((int64_t)flag - 1) * values_shape1 + (uint32_t)i], 0.0f);
                 }
                 int32_t ready = __ballot_sync(FULL_MASK, flag == PREFIX);
-                int64_t nearer = ready & ((int64_t)1 << lane) - 1;
+                int64_t nearer = ready & (((int64_t)1 << lane) - 1);
                 prefix += warp_sum((nearer == 0) ? v : 0.0f);
                 found = ready != 0;
                 end -= WARP;

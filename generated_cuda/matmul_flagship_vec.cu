@@ -27,42 +27,12 @@ __device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
     int64_t q = x / y, r = x % y;
     return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
 }
-__device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
-__device__ __forceinline__ double nk_floordiv(double x, double y) {
-    if (y == 0.0) return x / y;
-    double mod = fmod(x, y), div = (x - mod) / y;
-    if (mod != 0.0 && ((y < 0.0) != (mod < 0.0))) div -= 1.0;
-    if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
-    return 0.0 * x / y;
-}
-__device__ __forceinline__ float nk_floordiv(float x, float y) {
-    if (y == 0.0f) return x / y;
-    float mod = fmodf(x, y), div = (x - mod) / y;
-    if (mod != 0.0f && ((y < 0.0f) != (mod < 0.0f))) div -= 1.0f;
-    if (div != 0.0f) { float f = floorf(div); return (div - f > 0.5f) ? f + 1.0f : f; }
-    return 0.0f * x / y;
-}
 
-// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 (ints), NaN (floats)
+// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 and INT64_MIN % -1 == 0
 __device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
     if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
     int64_t r = x % y;
     return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
-}
-__device__ __forceinline__ uint64_t nk_floormod(uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; }
-__device__ __forceinline__ double nk_floormod(double x, double y) {
-    if (y == 0.0) return fmod(x, y);
-    double mod = fmod(x, y);
-    if (mod != 0.0) { if ((y < 0.0) != (mod < 0.0)) mod += y; }
-    else mod = (y < 0.0) ? -0.0 : 0.0;
-    return mod;
-}
-__device__ __forceinline__ float nk_floormod(float x, float y) {
-    if (y == 0.0f) return fmodf(x, y);
-    float mod = fmodf(x, y);
-    if (mod != 0.0f) { if ((y < 0.0f) != (mod < 0.0f)) mod += y; }
-    else mod = (y < 0.0f) ? -0.0f : 0.0f;
-    return mod;
 }
 
 // Python's min/max: the first argument unless the second is strictly smaller / larger
