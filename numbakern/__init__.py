@@ -12,6 +12,7 @@ from . import mode, switch
 # before anything below can import numba: the target must be chosen first
 switch.select()
 
+from ._version import __version__ as __version__
 from .compare import Comparison, compare
 from .declare import RandomInputs, declare
 from .launch import (
@@ -28,8 +29,6 @@ from .launch import (
 )
 from .registry import Case, KernelSpec, Work, all_specs, get, project_specs, register, run_case
 from .specialize import constants_of, specialize
-
-__version__ = "0.1.0"
 
 if mode.in_simulator():
     from . import sim

@@ -16,13 +16,23 @@ class Comparison:
     mismatches: int
     first_mismatches: tuple[tuple[tuple[int, ...], float, float], ...]  # (index, got, expected)
     reason: str = ""
+    #: of the mismatches, how many still hold the value the output had before the launch (never written), and
+    #: which of ``first_mismatches`` they are (by index)
+    never_written: int = 0
+    first_never_written: tuple[tuple[int, ...], ...] = ()
 
     def __str__(self) -> str:
         if self.ok:
             return f"{self.name}: ok (max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g})"
-        head = f"{self.name}: {self.reason or f'{self.mismatches} elements differ'}"
+        differ = f"{self.mismatches} elements differ"
+        if self.never_written:
+            differ += (f", {'all' if self.never_written == self.mismatches else self.never_written} of them never "
+                       "written by the kernel")
+        head = f"{self.name}: {self.reason or differ}"
         head += f" (max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g})"
-        rows = [f"  at {idx}: got {got!r}, expected {exp!r}" for idx, got, exp in self.first_mismatches]
+        rows = [f"  at {idx}: never written (still {got!r}, its value before the launch), expected {exp!r}"
+                if idx in self.first_never_written else f"  at {idx}: got {got!r}, expected {exp!r}"
+                for idx, got, exp in self.first_mismatches]
         return "\n".join([head, *rows])
 
 
@@ -35,11 +45,17 @@ def compare(
     atol: float = 0.0,
     name: str = "output",
     show: int = 5,
+    before: np.ndarray | None = None,
 ) -> Comparison:
-    """Element-wise ``|actual - expected| <= atol + rtol * scale`` (``scale`` defaults to ``|expected|``).
+    """Element-wise ``|actual - expected| <= atol + rtol * scale`` (``scale`` defaults to ``|expected|``) where the
+    expected value is a finite number; where it is a special value the actual one must be the same: ``inf`` where
+    it is ``inf``, ``-inf`` where it is ``-inf``, a NaN (any) where it is NaN.
 
     Integers compare exactly when ``rtol`` and ``atol`` are 0. NaN or Inf in ``actual`` where ``expected`` is
-    finite always fails (poisoned outputs that a kernel never wrote show up here).
+    finite always fails (poisoned outputs that a kernel never wrote show up here), and so does a number where
+    ``expected`` is NaN or infinite, whatever the scale. ``before``: the output as it was before the launch
+    (poisoned); a wrong element that still holds its value from then is reported as never written, not as a wrong
+    number.
     """
     actual = np.asarray(actual)
     expected = np.asarray(expected)
@@ -49,16 +65,17 @@ def compare(
     e = expected.astype(np.float64)
     s = np.abs(e) if scale is None else np.abs(np.asarray(scale, dtype=np.float64))
     with np.errstate(invalid="ignore", over="ignore"):
-        err = np.abs(a - e)
-        err = np.where(np.isnan(a) & np.isnan(e), 0.0, err)
-        bad = ~(err <= atol + rtol * s)
+        special = ~np.isfinite(a) | ~np.isfinite(e)  # compared by value, not by a tolerance
+        same_special = (a == e) | (np.isnan(a) & np.isnan(e))
+        err = np.where(special, np.where(same_special, 0.0, np.inf), np.abs(a - e))
+        # a scale that is not a finite number (inputs with inf or NaN) bounds nothing: |expected| instead
+        s = np.where(np.isfinite(s), s, np.abs(np.where(np.isfinite(e), e, 0.0)))
+        bad = np.where(special, ~same_special, ~(err <= atol + rtol * s))
         rel = np.where(s > 0, err / np.where(s > 0, s, 1.0), np.where(err > 0, np.inf, 0.0))
-        # a NaN error (an unwritten, poisoned element) counts as infinitely wrong in the report
-        err = np.where(np.isnan(err), np.inf, err)
-        rel = np.where(np.isnan(rel), np.inf, rel)
     where = np.argwhere(bad)[:show]
     first = tuple((tuple(int(i) for i in idx), actual[tuple(idx)].item(), expected[tuple(idx)].item()) for idx in where)
     n_bad = int(bad.sum())
+    unwritten = bad & _unchanged(actual, before) if before is not None else np.zeros_like(bad)
     return Comparison(
         name=name,
         ok=n_bad == 0,
@@ -66,4 +83,17 @@ def compare(
         max_rel_error=float(rel.max(initial=0.0)),
         mismatches=n_bad,
         first_mismatches=first,
+        never_written=int(unwritten.sum()),
+        first_never_written=tuple(idx for idx, _, _ in first if unwritten[idx]),
     )
+
+
+def _unchanged(actual: np.ndarray, before) -> np.ndarray:
+    """Elements of ``actual`` that hold the same value as ``before`` (NaN as NaN: the float poison)."""
+    before = np.asarray(before)
+    if before.shape != actual.shape:
+        return np.zeros(actual.shape, dtype=bool)
+    same = actual == before
+    if actual.dtype.kind in "fc" and before.dtype.kind in "fc":
+        same |= np.isnan(actual) & np.isnan(before)
+    return same

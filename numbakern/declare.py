@@ -21,7 +21,8 @@ From that, numbakern derives what it would otherwise ask for:
   never poisoned, the case's own values are the starting point (``accumulates=`` overrides);
 - **sizes**: 1 in every dimension, primes just above the block size (not multiples of the block), primes near the
   example and the example itself (``test_sizes=`` / ``verify_sizes=`` / ``bench_sizes=`` override);
-- **input distributions**: ``rand`` draws from each of ``registry.DISTRIBUTIONS`` in turn;
+- **input distributions**: ``rand`` draws from each of ``registry.DISTRIBUTIONS`` in turn (and, with
+  ``special_values=True``, from ``registry.SPECIAL``: inf, -inf, NaN, -0.0 and subnormals among normal values);
 - **signatures** for ``translate``: ``numba.typeof`` of the arguments ``args()`` makes.
 
 The result is an ordinary ``KernelSpec`` in the registry's project namespace (a kernel may be named like one of the
@@ -89,6 +90,7 @@ def declare(
     constants: Mapping[str, int] | None = None,
     description: str = "",
     module: str | None = None,
+    special_values: bool = False,
 ) -> KernelSpec:
     """Register ``kernel`` with what verification and benchmarks need; returns its ``KernelSpec``.
 
@@ -99,6 +101,9 @@ def declare(
     ``error_scale(*arguments)``: the magnitude each output element's rounding error is relative to (default
     ``|expected|``), same form. ``work(**size)``: a ``Work`` for the benchmark. ``module``: where the spec is
     declared, when not the caller's module (a helper that declares on behalf of other modules).
+    ``special_values``: the reference defines the outputs for inputs with inf, -inf, NaN, -0.0 and subnormals
+    (float64 IEEE arithmetic, element by element), so verification also gives the kernel such inputs
+    (``registry.SPECIAL``: ``rand`` draws them).
     """
     pyfunc = getattr(kernel, "py_func", None)
     if pyfunc is None:
@@ -179,6 +184,7 @@ def declare(
         description=description or (inspect.getdoc(pyfunc) or "").split("\n", 1)[0],
         size_multiples=multiples,
         module=module,
+        special_values=bool(special_values),
     )
     return register(spec)
 

@@ -7,6 +7,17 @@
 - ``@pytest.mark.gpu`` tests skip cleanly in simulator mode; ``@pytest.mark.sim`` tests skip on the GPU.
 - If numba was imported in the other mode before the plugin could act, the run stops with a message that says
   how to fix it, instead of running every test in the wrong mode.
+- Random inputs: a test takes the ``rng`` fixture (a ``numpy.random.Generator``) or the ``seed`` fixture (the int
+  behind it, for torch or CuPy generators). Each test's seed is derived from the run's base seed and the test's id,
+  so a test draws the same inputs however the suite is selected or ordered. The base seed is ``DEFAULT_SEED``;
+  ``pytest --seed N`` picks another and ``pytest --seed random`` a fresh one per run (printed in the header). When
+  a test that drew random inputs fails, its report has a "random inputs" section with the seed and the command
+  that reproduces the failure.
+- The ``device`` fixture says where the test's kernels run (``device.simulator``, ``device.name``) and moves
+  arrays there (``device.to_device``).
+- A kernel defect the simulator finds (``numbakern.sim.SimulationError``: a race, an out-of-bounds index, ...) is
+  reported from the test and the kernel's own lines: the simulator's and numba's frames are left out of the
+  traceback, as pytest leaves out its own (``pytest --fulltrace`` shows them).
 
 This module must not import numba at import time: pytest loads it before conftest files and test modules.
 """
@@ -14,18 +25,34 @@ This module must not import numba at import time: pytest loads it before conftes
 from __future__ import annotations
 
 import os
+import secrets
+import sys
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
 
+import numpy as np
 import pytest
 
 from . import mode
 
 CHECKS_ENV = "NUMBAKERN_SIM_CHECKS"
+#: the base seed when ``--seed`` is not given
+DEFAULT_SEED = 20_251_122
+
+_SEED = pytest.StashKey[int]()
+_BASE = pytest.StashKey[int]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("numbakern", "numbakern: CUDA simulator or GPU")
     group.addoption("--sim", action="store_true", help="run kernels in the CUDA simulator even if a GPU is present")
     group.addoption("--gpu", action="store_true", help="run kernels on the GPU; error if there is none")
+    group.addoption("--seed", default=None, metavar="N|random",
+                    help=f"base seed of every test's random inputs (the rng and seed fixtures; default "
+                         f"{DEFAULT_SEED}; 'random': a fresh one, printed in the header)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -71,12 +98,13 @@ def _choose_mode(options) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs a real CUDA GPU (skipped in simulator mode)")
     config.addinivalue_line("markers", "sim: needs the CUDA simulator (skipped with --gpu)")
+    _base_seed(config)  # a bad --seed is a usage error before any test runs
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    if mode.sim_requested():
-        return f"numbakern: CUDA simulator ({CHECKS_ENV}={os.environ.get(CHECKS_ENV, '')})"
-    return "numbakern: real CUDA GPU"
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    where = f"CUDA simulator ({CHECKS_ENV}={os.environ.get(CHECKS_ENV, '')})" if mode.sim_requested() \
+        else "real CUDA GPU"
+    return [f"numbakern: {where}", f"random inputs: base seed {_base_seed(config)} (pytest --seed N to change it)"]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -85,3 +113,131 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("needs a CUDA GPU (running in the simulator; use --gpu on a GPU machine)")
     if not sim and item.get_closest_marker("sim"):
         pytest.skip("simulator-only test (running on the GPU)")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# random inputs
+
+
+def _base_seed(config: pytest.Config) -> int:
+    if _BASE in config.stash:
+        return config.stash[_BASE]
+    given = config.getoption("--seed")
+    if given is None:
+        base = DEFAULT_SEED
+    elif given == "random":
+        base = secrets.randbits(32)
+    else:
+        try:
+            base = int(given)
+        except ValueError:
+            raise pytest.UsageError(f"--seed must be an integer or 'random', got {given!r}") from None
+        if base < 0:
+            raise pytest.UsageError(f"--seed must be non-negative, got {base}")
+    config.stash[_BASE] = base
+    return base
+
+
+def derive_seed(base: int, nodeid: str) -> int:
+    """The seed of one test: a function of the base seed and the test's id (stable across runs and selections)."""
+    return int(np.random.SeedSequence([base, zlib.crc32(nodeid.encode())]).generate_state(1)[0])
+
+
+@pytest.fixture
+def seed(request: pytest.FixtureRequest) -> int:
+    """This test's seed (also recorded for the failure report)."""
+    value = derive_seed(_base_seed(request.config), request.node.nodeid)
+    request.node.stash[_SEED] = value
+    return value
+
+
+@pytest.fixture
+def rng(seed: int) -> np.random.Generator:
+    """A generator seeded for this test alone; its seed is printed if the test fails."""
+    return np.random.default_rng(seed)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# where kernels run
+
+
+@dataclass(frozen=True)
+class Device:
+    """Where a test's kernels run: numbakern's simulator or a CUDA GPU."""
+
+    simulator: bool
+    name: str     # the GPU's name, or "numbakern simulator"
+    checks: str   # the simulator's checkers in force (NUMBAKERN_SIM_CHECKS); "" on a GPU
+
+    def to_device(self, array: Any) -> Any:
+        """``array`` where kernels read it: a device array on the GPU (the simulator takes host arrays as they are,
+        and so does this)."""
+        from numba import cuda  # the mode is chosen: numba may be imported now
+
+        return cuda.to_device(array)
+
+    def synchronize(self) -> None:
+        """Wait for the kernels launched so far (the simulator's launches finish before they return)."""
+        from numba import cuda
+
+        cuda.synchronize()
+
+
+@pytest.fixture(scope="session")
+def device() -> Device:
+    """Where this run's kernels run (``device.simulator``, ``device.name``), and ``device.to_device(array)``."""
+    if mode.in_simulator():
+        return Device(True, "numbakern simulator", os.environ.get(CHECKS_ENV, ""))
+    from numba import cuda
+
+    name = cuda.get_current_device().name
+    return Device(False, name.decode() if isinstance(name, bytes) else str(name), "")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# failure reports
+
+
+def _engine_folders() -> tuple[str, ...]:
+    """Where the frames of the simulator, numba and greenlet come from (their source folders)."""
+    folders = [os.path.join(os.path.dirname(__file__), "sim")]
+    for name in ("numba", "numba.cuda", "numba_cuda", "greenlet"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            folders.append(os.path.dirname(module.__file__))
+    return tuple(f + os.sep for f in folders)
+
+
+def _drop_frames(tb: TracebackType, drop: Callable[[str], bool]) -> None:
+    """Unlink from the traceback ``tb`` the frames whose file ``drop`` names, in place (pytest re-reads a report's
+    frames from the raw traceback, so a filtered copy would not do); the first frame (pytest's) always stays."""
+    kept = [tb]
+    while (tb := tb.tb_next) is not None:
+        if not drop(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+    for a, b in zip(kept, kept[1:]):
+        a.tb_next = b
+    kept[-1].tb_next = None
+
+
+def _is_kernel_defect(error: BaseException) -> bool:
+    errors = sys.modules.get("numbakern.sim.errors")
+    return errors is not None and isinstance(error, errors.SimulationError)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    excinfo = call.excinfo
+    if excinfo is not None and _is_kernel_defect(excinfo.value) and not item.config.getoption("fulltrace", False):
+        # the test's and the kernel's own frames; the message names the threads and the lines
+        engine = _engine_folders()
+        _drop_frames(excinfo.tb, lambda filename: filename.startswith(engine))
+        excinfo.traceback = type(excinfo.traceback)(excinfo.tb)  # the cached entries, read again
+    report = yield
+    value = item.stash.get(_SEED, None)
+    if value is not None and report.failed:
+        base = _base_seed(item.config)
+        why = (f"this test's seed: {value} (np.random.default_rng({value})), from base seed {base}\n"
+               f"reproduce: pytest --seed {base} '{item.nodeid}'")
+        report.sections.append(("random inputs", why))
+    return report

@@ -34,6 +34,9 @@ Size = Mapping[str, int]
 
 #: value distributions a case maker must support; verification draws inputs from each of them
 DISTRIBUTIONS = ("uniform", "normal", "negative", "large")
+#: normal values with special ones mixed in (inf, -inf, NaN, -0.0, subnormals); only for the kernels whose
+#: reference defines their outputs for them (``KernelSpec.special_values``), which verification then runs on it too
+SPECIAL = "special"
 
 
 @dataclass(frozen=True)
@@ -90,10 +93,18 @@ class KernelSpec:
     baseline: Callable[..., tuple[Callable[[], Any], str]] | None = None
     # the module that declared the spec (default: the kernel's): its namespace, and where a child process finds it
     module: str = ""
+    # the reference defines the outputs for special float inputs (IEEE arithmetic element by element: inf, -inf,
+    # NaN, -0.0, subnormals): verification also draws inputs from the SPECIAL distribution
+    special_values: bool = False
 
     def __post_init__(self):
         if not self.module:
             object.__setattr__(self, "module", _py_func(self.kernel).__module__)
+
+    @property
+    def distributions(self) -> tuple[str, ...]:
+        """What verification draws inputs from: ``DISTRIBUTIONS``, and ``SPECIAL`` with ``special_values``."""
+        return (*DISTRIBUTIONS, SPECIAL) if self.special_values else DISTRIBUTIONS
 
     @property
     def namespace(self) -> str:
@@ -117,10 +128,13 @@ class KernelSpec:
         """Compare a run's outputs with the reference; one ``Comparison`` per output argument."""
         expected = self.reference(*case.args)
         scales = self.error_scale(*case.args) if self.error_scale else {}
+        names = self.arg_names()
         return {
             i: compare(
                 outputs[i], expected[i], scale=scales.get(i), rtol=self.rtol, atol=self.atol,
-                name=f"{self.name} arg {i}",
+                name=f"{self.name}: output '{names[i]}'",
+                # an accumulator starts from the case's values on purpose: unchanged there is not "never written"
+                before=None if i in self.accumulates else case.args[i],
             )
             for i in self.outputs
         }
@@ -339,8 +353,10 @@ def _py_func(kernel: Any):
 
 
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any, dist: str = "uniform") -> np.ndarray:
-    """Random values of ``dtype`` drawn from one of ``DISTRIBUTIONS`` (never all zeros)."""
+    """Random values of ``dtype`` drawn from one of ``DISTRIBUTIONS`` or ``SPECIAL`` (never all zeros)."""
     dtype = np.dtype(dtype)
+    if _dist(dist) == SPECIAL:
+        return _special_array(rng, shape, dtype)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         lo, hi = {
@@ -349,18 +365,34 @@ def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any, d
             # unsigned types have no negatives: the top of the range instead, the bit patterns of -100..-1
             "negative": (-100, 0) if dtype.kind == "i" else (int(info.max) - 100, int(info.max)),
             "large": (-(2**20), 2**20),
-        }[_dist(dist)]
+        }[dist]
         return rng.integers(max(lo, info.min), min(hi, info.max), size=shape, dtype=dtype, endpoint=True)
     values = {
         "uniform": lambda: rng.random(shape),
         "normal": lambda: rng.standard_normal(shape),
         "negative": lambda: -rng.random(shape) - 0.5,
         "large": lambda: rng.standard_normal(shape) * 1e4,
-    }[_dist(dist)]()
+    }[dist]()
     return np.ascontiguousarray(values, dtype=dtype)
 
 
+def _special_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Normal values, about a third of them replaced by inf, -inf, NaN, -0.0 and subnormals of either sign (every
+    kind present once an array has a dozen elements); integers have no special values: normal ones."""
+    if dtype.kind not in "fc":
+        return random_array(rng, shape, dtype, "normal")
+    out = np.ascontiguousarray(rng.standard_normal(shape), dtype=dtype)
+    tiny = np.finfo(dtype).smallest_subnormal
+    specials = np.array([np.inf, -np.inf, np.nan, -0.0, tiny, -tiny, tiny * 3, -tiny * 1000], dtype=dtype)
+    flat = out.reshape(-1)
+    k = min(flat.size, max(len(specials) if flat.size >= 12 else 1, flat.size // 3))
+    where = rng.choice(flat.size, size=k, replace=False)
+    picks = np.concatenate([specials, rng.choice(specials, size=max(0, k - len(specials)))])[:k]
+    flat[where] = rng.permutation(picks)
+    return out
+
+
 def _dist(dist: str) -> str:
-    if dist not in DISTRIBUTIONS:
-        raise ValueError(f"unknown distribution '{dist}'; expected one of {', '.join(DISTRIBUTIONS)}")
+    if dist not in DISTRIBUTIONS and dist != SPECIAL:
+        raise ValueError(f"unknown distribution '{dist}'; expected one of {', '.join((*DISTRIBUTIONS, SPECIAL))}")
     return dist

@@ -12,7 +12,7 @@ are the project's and their ``.cu`` files come from the project's folder (``numb
 For each kernel and each of its ``bench_sizes`` (the lecture's 5120×256 @ 256×5120 and 4096³ for the matmuls), the
 three implementations run on the same device tensors: the Numba kernel, the kernel's ``.cu`` from ``generated_cuda/``
 (its manifest launcher, built with ``nvcc -shared`` and called through ctypes) and the torch operation that
-computes the same thing, timed with CUDA events (``benchkit.median_ms``); fp32 matmuls with TF32 off. Before the
+computes the same thing, timed with CUDA events (``numbakern.bench.do_bench``); fp32 matmuls with TF32 off. Before the
 timing, the C's output is compared with Numba's at the benchmark size.
 
 Writes ``bench.csv``, ``bench.md`` and ``bench.png`` (with matplotlib) to ``--out`` (default: ``$OUT`` when set,
@@ -145,6 +145,8 @@ def implementations(torch, spec, size, directory: Path = benchkit.ROOT / "genera
 
 
 def bench_one(torch, spec, size, budget: float, directory: Path = benchkit.ROOT / "generated_cuda") -> dict:
+    from numbakern.bench import do_bench, rate  # numbakern chooses the CUDA target when imported: after the GPU check
+
     tensors, impls, torch_op = implementations(torch, spec, size, directory)
     initial = {i: tensors[i].clone() for i in spec.outputs}
 
@@ -168,18 +170,17 @@ def bench_one(torch, spec, size, budget: float, directory: Path = benchkit.ROOT 
                                / tensors[i].double().abs().max().clamp_min(1e-30)).item()) for i in spec.outputs)
 
     work = spec.work(size)
-    use_flops = work.flops > 0 and (work.bytes == 0 or work.flops / work.bytes >= 4)
     row = {"kernel": spec.name, "size": "×".join(str(v) for v in size.values()), "size_keys": ",".join(size),
-           "metric": "GFLOP/s" if use_flops else "GB/s", "torch_op": torch_op, "c_numba_max_rel_diff": agreement}
+           "metric": rate(work, 1.0)[1], "torch_op": torch_op, "c_numba_max_rel_diff": agreement}
     for name in ("numba", "c", "torch"):
-        ms = benchkit.median_ms(impls[name], budget) if name in impls else float("nan")
+        ms = do_bench(impls[name], budget) if name in impls else float("nan")
         row[f"{name}_ms"] = ms
-        row[f"{name}_rate"] = (work.flops if use_flops else work.bytes) / (ms * 1e-3) / 1e9
+        row[f"{name}_rate"] = rate(work, ms)[0]
     row["c_vs_numba"] = row["numba_ms"] / row["c_ms"]
     row["torch_vs_c"] = row["c_ms"] / row["torch_ms"]
     peers = []
     for key, (fn, label) in peer_impls(torch, spec, tensors).items():
-        ms = benchkit.median_ms(fn, budget)
+        ms = do_bench(fn, budget)
         peers.append(f"{label}: {ms:.3f} ms")
         if key == "triton":
             row["triton_ms"] = ms
@@ -192,9 +193,11 @@ def copy_bandwidth(budget: float, n: int = 1 << 28) -> dict:
     as bytes read plus bytes written (the yardstick for the memory-bound kernels' GB/s)."""
     import torch
 
+    from numbakern.bench import do_bench  # numbakern chooses the CUDA target when imported: after the GPU check
+
     src = torch.rand(n, device="cuda")
     dst = torch.empty_like(src)
-    ms = benchkit.median_ms(lambda: dst.copy_(src), budget)
+    ms = do_bench(lambda: dst.copy_(src), budget)
     nan = float("nan")
     row = {"kernel": "copy", "size": str(n), "size_keys": "n", "metric": "GB/s",
            "torch_op": "Tensor.copy_ (bytes read + written)", "torch_ms": ms, "torch_rate": 8.0 * n / (ms * 1e-3) / 1e9}

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import math
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -110,38 +108,11 @@ def device_line(torch) -> str:
 
 
 def median_ms(fn: Callable[[], Any], budget_s: float, min_samples: int = 5, max_samples: int = 100) -> float:
-    """Median milliseconds per call of ``fn`` on the current stream, from CUDA events.
+    """Median milliseconds per call of ``fn``, from CUDA events: ``numbakern.bench.do_bench`` (warm-up, batches of
+    calls about 1 ms long, as many samples as fit in ``budget_s``), on torch's current stream."""
+    from numbakern.bench import do_bench
 
-    One call first (warm-up, and compilation for a Numba kernel), a few more, then samples: each sample a batch of
-    calls about 1 ms long, so launch gaps stay out of short kernels; as many samples as fit in ``budget_s``, within
-    [min_samples, max_samples]. Before each sample one more call goes into the queue, untimed: the start event then
-    waits behind it, and the host's work to launch the first timed call (tens of microseconds for a Numba kernel,
-    a few for a ctypes call) overlaps the device's work instead of counting as device time.
-    """
-    import torch
-
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    fn()
-    torch.cuda.synchronize()
-    start.record()
-    fn()
-    end.record()
-    end.synchronize()
-    estimate = max(start.elapsed_time(end), 1e-3)
-    for _ in range(min(3, max(1, int(20 / estimate)))):
-        fn()
-    batch = max(1, min(100, math.ceil(1.0 / estimate)))
-    samples = max(min_samples, min(max_samples, int(budget_s * 1e3 / (estimate * batch))))
-    times = []
-    for _ in range(samples):
-        fn()
-        start.record()
-        for _ in range(batch):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / batch)
-    return statistics.median(times)
+    return do_bench(fn, budget_s, min_samples=min_samples, max_samples=max_samples)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,16 +1,15 @@
-"""The suite's ``rng`` fixture (tests/conftest.py): seeded per test, reproducible, its seed shown on failure."""
+"""The ``rng`` and ``seed`` fixtures of numbakern's pytest plugin, which this suite uses as a user's project does:
+seeded per test, reproducible, the seed shown on failure, ``pytest --seed`` to replay or change it."""
 
 import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 
-from .conftest import DEFAULT_SEED, derive_seed
+from numbakern.pytest_plugin import DEFAULT_SEED, derive_seed
+from tests import environments
 
-CONFTEST = Path(__file__).with_name("conftest.py")
 SECTION = re.compile(r"^-+ random inputs -+$", re.MULTILINE)
 
 PROBE = '''
@@ -25,11 +24,11 @@ def test_fails(rng):
 
 
 def run_probe(tmp_path, *args):
-    shutil.copy(CONFTEST, tmp_path / "conftest.py")
+    """The probe as a user's project runs it: plain pytest, the plugin from numbakern's installation, no conftest."""
     (tmp_path / "test_probe.py").write_text(PROBE)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:numbakern", "-p", "no:cacheprovider", "-s",
-                           *args, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                          check=False)
+    proc = subprocess.run([sys.executable, "-m", "pytest", *environments.pytest_plugin_args(), "-p", "no:cacheprovider",
+                           "-s", *args, str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          check=False, env=environments.clean(tmp_path))
     return proc.returncode, proc.stdout + proc.stderr
 
 

@@ -2,10 +2,13 @@
 each candidate is judged as the file it would become.
 
 - ``compile``: the emitter's file around the candidate, compiled by NVRTC with the file's build options (what the
-  pipeline does with the code it accepts; no resource report, which only the accepted file needs);
-- ``verify`` (``--verify``, on a GPU): that file built, loaded and run against the Numba kernel on the verification
-  harness's smallest sizes, in a sandboxed child process (``translate.verify.isolated``) under a wall-clock limit
-  shorter than a full verification's, since the candidate runs on small sizes.
+  pipeline does with the code it accepts; no resource report, which only the accepted file needs), in a sandboxed
+  child with time and memory limits (``translate.verify.sandboxed_compile``): a backend's candidates are code
+  nobody has vouched for;
+- ``verify`` (``--verify``, on a GPU): that file built, loaded and run against the Numba kernel, in a sandboxed
+  child process (``translate.verify.isolated``): on every verification size, seed and input distribution of the
+  kernel's spec, as ``translate --verify`` verifies a file; with ``quick``, on its smallest sizes and one seed only,
+  under a shorter wall-clock limit (what may gate a repair turn, never the write).
 
 A backend gets these as callbacks, so it never imports the stages after it.
 """
@@ -19,18 +22,20 @@ from numbakern import registry
 
 from .emit import assemble, launcher_descriptions
 from .errors import TranslationError
-from .nvrtc import CompileResult, nvrtc_compile
+from .nvrtc import CompileResult
 from .request import DeviceCode, KernelRequest
 from .verify.abi import select_launcher
-from .verify.cases import smallest_sizes
+from .verify.cases import DEFAULT_SEEDS, smallest_sizes
 from .verify.harness import Candidate, VerifyResult, verify
 from .verify.sandbox import Limits
+from .verify.sandboxed_compile import compile_untrusted
 
-#: a candidate is built and run on small sizes: a hang is cut off long before a full verification's limit
-VERIFY_LIMITS = Limits(wall_seconds=300, cpu_seconds=300)
-#: the seeds and how many of the spec's smallest sizes a candidate is verified on
-VERIFY_SEEDS = (0,)
-VERIFY_SIZES = 3
+#: a quick verification builds and runs the candidate on small sizes: a hang is cut off long before a full
+#: verification's limit (``translate.verify.isolated.RUN_LIMITS``)
+QUICK_LIMITS = Limits(wall_seconds=300, cpu_seconds=300)
+#: the seeds and how many of the spec's smallest sizes a quick verification runs
+QUICK_SEEDS = (0,)
+QUICK_SIZES = 3
 
 
 class PipelineChecks:
@@ -51,12 +56,14 @@ class PipelineChecks:
     def _file(self, device: DeviceCode) -> str:
         return assemble(self.request, device, f"// {self.request.filename} (a backend's candidate)")
 
-    def compile(self, device: DeviceCode) -> CompileResult:
+    def compile(self, device: DeviceCode, seconds: float | None = None) -> CompileResult:
+        """The candidate's file compiled in the sandbox, stopped after ``seconds`` (if given)."""
         request = self.request
-        return nvrtc_compile(self._file(device), request.options.arch, name=request.filename, resources=False,
-                             options=request.build.nvrtc_options())
+        return compile_untrusted(self._file(device), request.options.arch, name=request.filename, resources=False,
+                                 options=request.build.nvrtc_options(), seconds=seconds)
 
-    def verify(self, device: DeviceCode) -> VerifyResult:
+    def verify(self, device: DeviceCode, quick: bool = False) -> VerifyResult:
+        """The candidate's file verified on the GPU: every size, seed and distribution, or ``quick``ly."""
         if self._spec is None:
             raise RuntimeError("verification was not asked for (--verify)")
         spec = self._spec
@@ -65,5 +72,7 @@ class PipelineChecks:
             cu = Path(tmp) / self.request.filename
             cu.write_text(self._file(device))
             candidate = Candidate(cu, launcher, nvcc_flags=tuple(self.request.build.nvcc_flags()))
-            return verify(spec, candidate, seeds=VERIFY_SEEDS, sizes=smallest_sizes(spec, VERIFY_SIZES),
-                          limits=VERIFY_LIMITS)
+            if quick:
+                return verify(spec, candidate, seeds=QUICK_SEEDS, sizes=smallest_sizes(spec, QUICK_SIZES),
+                              limits=QUICK_LIMITS)
+            return verify(spec, candidate, seeds=DEFAULT_SEEDS)

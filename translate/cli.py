@@ -3,34 +3,76 @@
     translate KERNEL [--signature SIG] [--const NAME=VALUE] [--backend ast] [--out DIR] [--arch ARCH]
     translate --all [--out DIR] [--arch ARCH]
     translate --check [--out DIR]
+    translate --list
 
 KERNEL is a registered kernel name (``matmul_tiled``), ``package.module:kernel`` or ``path/to/file.py:kernel``
 (a module of the current folder is found as ``python -m`` finds it).
 
 Inside a user's project (the current folder or a parent has a ``pyproject.toml`` with ``[tool.numbakern]``) the
-project says which kernels ``--all`` and ``--verify`` mean, where their files go and the default ``--arch``; anywhere
-else that is numbakern's own library and ``generated_cuda/`` (``numbakern.project``). ``--check --out DIR`` checks
-the files DIR's manifest lists; with the project's own folder, every kernel of the project must have one.
-Exit code 0 only on success; 2 for unusable input (options, a damaged manifest, a bad ``[tool.numbakern]``).
+project says which kernels ``--all``, ``--list`` and ``--verify`` mean, where their files go and the default
+``--arch``; anywhere else that is numbakern's own library and ``generated_cuda/`` (``numbakern.project``).
+``--check --out DIR`` checks the files DIR's manifest lists; with the project's own folder, every kernel of the
+project must have one. ``--json`` prints one JSON document on stdout instead of lines. The same commands are
+``numbakern translate``, ``numbakern check`` and ``numbakern list`` (``translate.commands``), and
+``python -m translate``.
+
+Exit code 0 only on success; 1 when a kernel failed or a file is not up to date; 2 for unusable input (options,
+a damaged manifest, a bad ``[tool.numbakern]``, an unknown kernel, an ``--out`` that cannot be written); 130 when
+interrupted (Ctrl-C: one line, and the lines of the kernels that finished).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
+import json
 import os
 import sys
+import tempfile
 import time
 import traceback
+from importlib.metadata import PackageNotFoundError, version
 
-from . import output
+from . import manifest, output
 from .errors import TranslationError
 from .llm import cli_args as llm_args
+from .llm.client import LLMError
 from .manifest import ManifestError, sha256_file
 from .verify import cli_args as verify_args
 
+#: the exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it)
+INTERRUPTED = 130
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="translate", description="Translate Numba CUDA kernels to plain CUDA C.")
+
+def numbakern_version() -> str:
+    try:
+        return version("numbakern")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        # (imported here: importing the numbakern package chooses the CUDA target, which main() does first)
+        from numbakern._version import __version__
+
+        return __version__
+
+
+def clash_warning() -> str | None:
+    """A warning when the unrelated PyPI package ``translate`` is installed beside numbakern: both install an import
+    package named ``translate`` (and a ``translate`` command), so each overwrites the other's files (docs/cli.md)."""
+    try:
+        other = version("translate")
+    except PackageNotFoundError:
+        return None
+    return (f"translate: warning: the PyPI package 'translate' {other} is installed in this environment too; it and "
+            "numbakern both install an import package named 'translate' and a 'translate' command, which overwrite "
+            "each other's files. Install numbakern in an environment of its own (docs/cli.md, 'The name').")
+
+
+def build_parser(prog: str = "translate") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Translate Numba CUDA kernels to plain CUDA C.",
+                                epilog="Inside a project (a pyproject.toml with [tool.numbakern]) the project's "
+                                       "kernels, folder and arch; elsewhere numbakern's own library. "
+                                       "Exit status: 0 done, 1 a kernel failed or a file is not up to date, "
+                                       "2 unusable input, 130 interrupted.")
     p.add_argument("kernel", nargs="?", help="registry name, package.module:kernel or path/to/file.py:kernel")
     p.add_argument("--signature", help='numba signature, e.g. "void(float32[:, ::1], float32[:, ::1], int64)"')
     p.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
@@ -45,6 +87,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace a GPU-verified file even when the new translation is unverified")
     p.add_argument("--check", action="store_true",
                    help="exit non-zero if a generated file is stale or was edited by hand")
+    p.add_argument("--list", action="store_true",
+                   help="list the project's kernels with the state of their files (nothing is translated)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON document on stdout (what translate.api returns), nothing else there")
+    noise = p.add_mutually_exclusive_group()
+    noise.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=output.QUIET,
+                       default=output.NORMAL, help="print only errors and the summary line")
+    noise.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=output.VERBOSE,
+                       help="also print each kernel's stage times, and the traceback of an unexpected error")
+    p.add_argument("--version", action="version", version=f"translate (numbakern) {numbakern_version()}")
     llm_args.add_arguments(p)
     verify_args.add_arguments(p)
     return p
@@ -73,10 +125,27 @@ def _number(text):
     raise ValueError(f"constant values must be numbers, got {text!r}")
 
 
-def main(argv=None) -> int:
+def main(argv=None, prog: str = "translate") -> int:
+    """The command; ``prog``: the name it was called by (``numbakern check`` runs it too)."""
+    try:
+        return _main(argv, prog)
+    except KeyboardInterrupt:
+        # what finished was printed already (the report closes on the way out): one line, no traceback
+        sys.stderr.write("translate: interrupted\n")
+        return INTERRUPTED
+    except BrokenPipeError:  # `translate --all | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv, prog: str) -> int:
     # the translator needs numba's real CUDA front end (it needs no GPU); the simulator has none
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
-    args = build_parser().parse_args(argv)
+    warning = clash_warning()
+    if warning:
+        sys.stderr.write(warning + "\n")
+    args = build_parser(prog).parse_args(argv)
     # numba reads that variable when numba.cuda is first imported: what imports numba is imported here, not above
     from numbakern import project as projects
 
@@ -89,23 +158,23 @@ def main(argv=None) -> int:
     except projects.ProjectError as e:
         return _usage(str(e))
     own_folder = args.out is None
+    out_label = f"out in {project.pyproject}" if own_folder and project.pyproject else "--out"
+    arch_label = "--arch" if args.arch else f"arch in {project.pyproject}"
     args.out = args.out or output.display_path(str(project.out_dir))
     args.arch = args.arch or project.arch
     try:
+        problem = _what_to_do_problem(args)
+        if problem:
+            return _usage(problem)
+        if args.list:
+            return _list(args, api, project)
         if args.check:
             return _check(args, api, project if own_folder or _same_folder(args.out, project.out_dir) else None)
-        if args.all == bool(args.kernel):
-            return _usage("name one KERNEL, or use --all or --check")
-        if args.all and (args.signature or args.const):
-            return _usage("--signature/--const apply to one kernel, not --all")
-        backend_options = {}
-        if args.backend == "llm":
-            try:
-                # checks model, endpoint and key before any work; the pipeline makes the backend from the options
-                llm_args.make_backend(args).close()
-                backend_options = llm_args.backend_options(args)
-            except Exception as e:  # noqa: BLE001 - LLMError: missing model / key / bad URL
-                return _usage(str(e))
+        problem = _preflight(args, arch_label, out_label)
+        if problem:
+            return _usage(problem)
+        sends = args.backend == "llm" and not args.show_prompt
+        backend_options = llm_args.backend_options(args) if sends else {}
         try:
             constants = parse_constants(args.const)
             # --verify with the llm backend also verifies each reply on the GPU inside the repair loop
@@ -120,13 +189,51 @@ def main(argv=None) -> int:
             return _usage(str(e))
         except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import: where, no traceback
             return _usage(import_failure(project, e))
+        if not args.all:
+            problem = unknown_kernel(names[0], project)
+            if problem:
+                return _usage(problem)
+        if args.show_prompt:
+            return _show_prompt(args, names[0], constants, opts)
         rc = _translate(args, api, names, opts, constants)
         if rc == 0 and args.verify:
-            rc = verify_cli.run(args, None if args.all else names, directory=args.out, project=project)
+            # with --json, stdout holds the document alone: the verification's report goes to stderr (its records
+            # to the manifest, as always)
+            with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+                rc = verify_cli.run(args, None if args.all else names, directory=args.out, project=project)
         return rc
     except ManifestError as e:
         sys.stderr.write(f"translate: {e}\n")
         return 2
+
+
+def _what_to_do_problem(args) -> str | None:
+    """Options that do not make one command (None when they do)."""
+    if sum(map(bool, (args.check, args.list, args.all or args.kernel))) > 1:
+        return "use one of KERNEL / --all, --check and --list"
+    if args.check or args.list:
+        return None
+    if args.all == bool(args.kernel):
+        return "name one KERNEL, or use --all, --check or --list"
+    if args.all and (args.signature or args.const):
+        return "--signature/--const apply to one kernel, not --all"
+    if args.show_prompt and args.all:
+        return "--show-prompt shows the prompt for one KERNEL, not --all"
+    return None
+
+
+def _preflight(args, arch_label: str, out_label: str) -> str | None:
+    """What would make every kernel of the run fail, found before the first is translated (None when nothing
+    does): the architecture, the output folder, and with the llm backend its model, key and endpoint."""
+    problem = arch_problem(args.arch, arch_label)
+    if problem is None and not args.show_prompt:
+        problem = out_problem(args.out, out_label)
+    if problem is None and args.backend == "llm" and not args.show_prompt:
+        try:
+            llm_args.check_endpoint(args)  # model, key and URL, and that the endpoint takes a connection at all
+        except LLMError as e:
+            problem = str(e)
+    return problem
 
 
 def project_specs(project):
@@ -167,6 +274,65 @@ def _named_in(project, kernel: str) -> str:
         return kernel  # not the project's: a library kernel's name, resolved by the registry
 
 
+def unknown_kernel(name: str, project) -> str | None:
+    """For a bare name that neither the project nor numbakern's library declares: the error, with the closest
+    names (None when the name is known, or is a ``module:kernel`` / ``file.py:kernel`` that translation resolves)."""
+    if ":" in name:
+        return None
+    from numbakern import registry  # imports numba: only once main() has chosen its CUDA target
+
+    try:
+        registry.get(name)
+        return None
+    except KeyError:
+        pass
+    except LookupError:  # ambiguous: the translation's own error names both
+        return None
+    known = sorted({s.name for s in registry.all_specs()} | {s.name for s in project_specs(project)})
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    where = "numbakern's library" if project.is_library else f"project {project.name} or numbakern's library"
+    quoted = [repr(c) for c in close]
+    hint = f"; did you mean {' or '.join(filter(None, (', '.join(quoted[:-1]), quoted[-1])))}?" if close else ""
+    return f"no kernel named {name!r} in {where}{hint} (translate --list shows them)"
+
+
+def arch_problem(arch: str, label: str = "--arch") -> str | None:
+    """Why NVRTC cannot compile for ``arch`` (None when it can), found before any kernel is translated."""
+    from .request import arch_number  # imports numba: only once main() has chosen its CUDA target
+
+    try:
+        number = int(arch_number(arch))
+    except ValueError:
+        return f"{label} must look like sm_90 or compute_90, got {arch!r}"
+    # NVRTC says which architectures it compiles for (it is loaded only when a kernel is to be translated)
+    from cuda.bindings import nvrtc
+
+    err, supported = nvrtc.nvrtcGetSupportedArchs()
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS or number in supported:
+        return None  # (NVRTC cannot say: its own error comes with the first compile)
+    _, major, minor = nvrtc.nvrtcVersion()
+    return (f"{label} {arch}: NVRTC {major}.{minor} does not compile for it; it compiles for "
+            f"{', '.join(f'sm_{n}' for n in supported)}")
+
+
+def out_problem(out: str, label: str = "--out") -> str | None:
+    """Why the folder ``out`` cannot take the generated files (None when it can), found before any kernel is
+    translated: a file in its place, or a folder (it, or the one it would be made in) that cannot be written."""
+    folder = os.path.abspath(out)
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        return f"{label} {out} is a file, not a folder"
+    while not os.path.exists(folder):  # translate makes the folder: where it would be made must be writable
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        return f"{label} {out}: {output.display_path(folder)} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        return f"{label} {out}: cannot write in the folder {output.display_path(folder)} ({e.strerror})"
+    return None
+
+
 def _same_folder(a, b) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
@@ -176,28 +342,84 @@ def _usage(message: str) -> int:
     return 2
 
 
+def error_text(name: str, e: BaseException, verbose: bool = False) -> str:
+    """What the user reads about a kernel that failed: a located TranslationError as it is (its caret must stay
+    under the construct), the message of an error the user can act on, and the type of an unexpected one."""
+    if isinstance(e, TranslationError):
+        return str(e)
+    if isinstance(e, (LookupError, LLMError)):
+        message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)  # KeyError's str() adds quotes
+        return f"translate: {name}: {message}"
+    text = f"translate: {name}: {type(e).__name__}: {e}"
+    if verbose:
+        text += "\n" + "".join(traceback.format_exception(e)).rstrip()
+    return text
+
+
 def _translate(args, api, names: list[str], opts, constants: dict) -> int:
-    rows = []
     # the files' bytes before: a translation that writes the same bytes left its file unchanged
     before = {f: sha256_file(os.path.join(args.out, f)) for f in os.listdir(args.out) if f.endswith(".cu")} \
         if os.path.isdir(args.out) else {}
-    for name in names:
-        t0 = time.perf_counter()
-        try:
-            r = api.translate(name, signature=args.signature, constants=constants, opts=opts, out_dir=args.out)
-        except ManifestError:
-            raise  # the folder's manifest is unusable: no kernel can be written there
-        except Exception as e:  # noqa: BLE001 - TranslationError, LookupError, LLMError, ...: report, go on
-            # plain text on stderr: wrapping would break the caret under the construct
-            sys.stderr.write(f"{e}\n" if isinstance(e, TranslationError) else f"{name}: {type(e).__name__}: {e}\n")
-            sys.stderr.flush()
-            rows.append(output.Row(name, output.FAILED, seconds=time.perf_counter() - t0))
-            continue
-        file_name = os.path.basename(r.path or "")
-        rows.append(output.row_for(name, r, before.get(file_name), time.perf_counter() - t0))
-        before[file_name] = r.entry.get("file_sha256")
-    output.print_translations(rows, f"translate -> {args.out}/ ({args.backend}, {args.arch})")
-    return 1 if any(r.status == output.FAILED for r in rows) else 0
+    title = f"translate -> {args.out}/ ({args.backend}, {args.arch})"
+    records: list[dict] = []
+    report = output.Report(title, len(names), silent=args.json, verbosity=args.verbosity)
+    try:
+        with report, llm_args.turn_notes(args, report.note):
+            for name in names:
+                report.start(name)
+                t0 = time.perf_counter()
+                try:
+                    r = api.translate(name, signature=args.signature, constants=constants, opts=opts,
+                                      out_dir=args.out)
+                except ManifestError:
+                    raise  # the folder's manifest is unusable: no kernel can be written there
+                except Exception as e:  # noqa: BLE001 - TranslationError, LookupError, LLMError, ...: report, go on
+                    report.error(error_text(name, e, args.verbosity >= output.VERBOSE))
+                    report.done(output.Row(name, output.FAILED, seconds=time.perf_counter() - t0))
+                    records.append({"kernel": name, "status": output.FAILED, "seconds": report.rows[-1].seconds,
+                                    "error": {"type": type(e).__name__, "message": str(e)}, "result": None})
+                    continue
+                file_name = os.path.basename(r.path or "")
+                row = output.row_for(name, r, before.get(file_name), time.perf_counter() - t0)
+                before[file_name] = r.entry.get("file_sha256")
+                if args.backend == "llm":
+                    report.note(llm_args.summary(name, r.entry, args.out))
+                report.done(row, r.seconds)
+                records.append({"kernel": name, "status": row.status, "seconds": row.seconds, "error": None,
+                                "result": r.to_json()})
+    finally:
+        if args.json:
+            _print_json({"command": "translate", "out": args.out, "backend": args.backend, "arch": args.arch,
+                         "kernels": records, "total": len(names), "interrupted": len(records) < len(names),
+                         "summary": {s: sum(x["status"] == s for x in records)
+                                     for s in (output.WRITTEN, output.UNCHANGED, output.FAILED)}})
+    return 1 if report.failed else 0
+
+
+def _print_json(document) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _show_prompt(args, name: str, constants: dict, opts) -> int:
+    """``--show-prompt``: the messages the llm backend would send for ``name``, printed; nothing sent or written."""
+    from . import pipeline, targets  # numba's CUDA target: only once main() has chosen it
+    from .backends.llm import prompt_messages
+
+    try:
+        request = pipeline.build_request(targets.resolve(name, constants), args.signature, constants, opts)
+    except Exception as e:  # noqa: BLE001 - the same errors translation reports
+        sys.stderr.write(error_text(name, e, args.verbosity >= output.VERBOSE) + "\n")
+        return 1
+    messages = prompt_messages(request)
+    if args.json:
+        _print_json({"command": "show-prompt", "kernel": name, "messages": messages})
+        return 0
+    for m in messages:
+        sys.stdout.write(f"----- {m['role']} -----\n{m['content'].rstrip()}\n")
+    sys.stdout.write(f"----- {len(messages)} messages, {sum(len(m['content']) for m in messages)} characters; "
+                     "nothing was sent -----\n")
+    return 0
 
 
 def _check(args, api, project) -> int:
@@ -210,9 +432,56 @@ def _check(args, api, project) -> int:
             return _usage(str(e))
         except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
             return _usage(import_failure(project, e))
-    problems = api.check(args.out, registry=project is not None and project.is_library, expected=expected)
-    output.print_check(problems, args.out)
+    library = project is not None and project.is_library
+    problems = api.check(args.out, registry=library, expected=expected)
+    if args.json:
+        _print_json({"command": "check", "out": args.out, "library": library, "ok": not problems,
+                     "problems": problems})
+    elif args.verbosity > output.QUIET or problems:
+        # outside a project the library is checked: say so, a user may have expected their own kernels
+        what = "numbakern's library kernels: no [tool.numbakern] in a pyproject.toml here or above" if library else ""
+        output.print_check(problems, args.out, what=what)
     return 1 if problems else 0
+
+
+def _list(args, api, project) -> int:
+    """``--list``: the project's kernels, each with its file and the file's state (as ``--check`` finds it)."""
+    try:
+        specs = project_specs(project)
+    except ValueError as e:  # ProjectError: a clash of names
+        return _usage(str(e))
+    except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
+        return _usage(import_failure(project, e))
+    names = [kernel_name(s) for s in specs]
+    data = manifest.load(args.out)
+    problems = {p["file"]: p for p in api.check(args.out, registry=False, expected=names)}
+    kernels = []
+    for spec, name in zip(specs, names):
+        found = manifest.entry_for(data, spec.name) if ":" not in name else \
+            next(((f, e) for f, e in data["files"].items() if e.get("target") == name), None)
+        file_name, entry = found or (f"{spec.name}.cu", {})
+        problem = problems.get(file_name)
+        verification = entry.get("verification") or {}
+        verified = bool(verification.get("ok")) and verification.get("file_sha256") == entry.get("file_sha256")
+        kernels.append({"kernel": spec.name, "target": name, "family": spec.family,
+                        "file": os.path.join(args.out, file_name),
+                        "status": problem["problem"] if problem else "up to date",
+                        "detail": problem["detail"] if problem else "",
+                        "verified": f"{verification.get('device')}, {str(verification.get('date'))[:10]}"
+                        if verified else None})
+    where = f"project {project.name} ({output.display_path(str(project.pyproject))})" if not project.is_library \
+        else "numbakern's library (no [tool.numbakern] in a pyproject.toml here or above)"
+    if args.json:
+        _print_json({"command": "list", "project": project.name, "pyproject": project.pyproject and
+                     str(project.pyproject), "out": args.out, "kernels": kernels})
+        return 0
+    sys.stdout.write(f"{where}: {len(kernels)} kernels, their files in {args.out}/\n")
+    width = max((len(k["kernel"]) for k in kernels), default=0)
+    path_width = max((len(k["file"]) for k in kernels), default=0)
+    for k in kernels:
+        state = k["status"] + (f", verified on {k['verified']}" if k["verified"] else "")
+        sys.stdout.write(f"{k['kernel']:<{width}}  {k['file']:<{path_width}}  {state}\n")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,14 +1,18 @@
 """NVRTC through cuda-bindings: a generated file -> PTX, on a machine without a GPU. A second compile to SASS
-(``sm_XX``) with ``ptxas -v`` reports registers and shared memory."""
+(``sm_XX``) with ``ptxas -v`` reports registers and shared memory.
+
+``nvrtc_compile`` compiles in this process, for code the project wrote (the deterministic backend's); code nobody has
+vouched for (a model's reply) is compiled by the same ``compile_source`` in a sandboxed child with time and memory
+limits (``translate.verify.compile_child``): a compiler only reads code, but it can be made to work without end.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from cuda.bindings import nvrtc as cuda_nvrtc
-
-from .request import arch_number
 
 
 @dataclass
@@ -21,6 +25,7 @@ class CompileResult:
     registers: int | None = None
     shared_bytes: int | None = None
     functions: dict = field(default_factory=dict)   # mangled kernel name -> {"registers": n, "shared_bytes": n}
+    stopped: str = ""  # why the compile did not finish (a sandboxed compile stopped at a limit); "" when it did
 
     def manifest(self) -> dict:
         return {"ok": self.ok, "arch": self.arch, "nvrtc_version": self.nvrtc_version,
@@ -66,8 +71,20 @@ def nvrtc_compile(source: str, arch: str = "sm_90", name: str = "kernel.cu", res
     """Compile ``source`` to PTX for ``arch`` (``sm_90`` or ``compute_90``); ``log`` holds errors on failure.
     With ``resources``, also compile to SASS and parse ptxas' register / shared memory report. ``options``: the
     file's required NVRTC options (manifest ``build.nvrtc_options``: fast-math flags and the like)."""
-    cc = arch_number(arch)
-    base = ["-std=c++17", *_include_options(), *options]
+    cc, base = compile_options(arch, options)
+    return compile_source(source, name, cc, base, resources)
+
+
+def compile_options(arch: str, options: Sequence[str] = ()) -> tuple[str, list[str]]:
+    """``arch``'s number (``ValueError`` naming ``--arch`` if it is not one) and the options of every compile."""
+    from .request import arch_number  # imports numba: not at the top, for the sandboxed compile's child
+
+    return arch_number(arch), ["-std=c++17", *_include_options(), *options]
+
+
+def compile_source(source: str, name: str, cc: str, base: Sequence[str], resources: bool) -> CompileResult:
+    """The compile itself (PTX for ``compute_<cc>``, then with ``resources`` SASS for ``sm_<cc>``), in this
+    process; ``base`` from ``compile_options``."""
     ok, log, ptx = _run(source, name, [f"--gpu-architecture=compute_{cc}", *base])
     result = CompileResult(ok, f"sm_{cc}", nvrtc_version(), ptx=ptx, log=log)
     if ok and resources:

@@ -3,6 +3,9 @@
     resolve (targets) -> request, typed by numbakern.frontend (kernel_request) -> device code (backend)
         -> assemble (emit) -> NVRTC -> write
 
+NVRTC compiles the deterministic backend's file in this process; any other backend's (a model's code) in a
+sandboxed child with time and memory limits (``translate.verify.sandboxed_compile``).
+
 ``translate`` runs the stages in this order and nothing runs them elsewhere: a stage never imports a later one, and
 a backend that wants its candidates compiled or verified gets the pipeline's checks as callbacks
 (``translate.candidates``). The pipeline needs numba's real CUDA target: callers that may run in simulator mode go
@@ -27,6 +30,7 @@ from .errors import CompileError
 from .kernel_request import Constants, build_request
 from .nvrtc import nvrtc_compile
 from .request import DeviceCode, KernelRequest, TranslateOptions, TranslationResult
+from .verify.sandboxed_compile import compile_untrusted
 
 TOOL_VERSION = "0.1.0"
 
@@ -46,7 +50,8 @@ def translate(target: str | targets.KernelTarget, *, signature: str | None = Non
         request = build_request(tgt, signature, constants, opts)
     with _timed(seconds, "backend"):
         checks = PipelineChecks(request, verify_on_gpu=opts.verify, spec=registry.spec_for_kernel(tgt.kernel))
-        device = get_backend(opts.backend).generate(request, checks)
+        backend = get_backend(opts.backend)
+        device = backend.generate(request, checks)
         check_dependencies(request, device)
     with _timed(seconds, "emit"):
         code = emit.assemble(request, device, _header(tgt, request))
@@ -55,7 +60,9 @@ def translate(target: str | targets.KernelTarget, *, signature: str | None = Non
             raise ValueError("a translation that is written is compiled first (nvrtc=False needs out_dir=None)")
         return TranslationResult(request.name, None, code, {}, {}, seconds)
     with _timed(seconds, "nvrtc"):
-        comp = nvrtc_compile(code, opts.arch, name=request.filename, options=request.build.nvrtc_options())
+        # only the project's own translator's code is compiled here; any other backend's in a sandboxed child
+        compile_file = nvrtc_compile if getattr(backend, "TRUSTED", False) else compile_untrusted
+        comp = compile_file(code, opts.arch, name=request.filename, options=request.build.nvrtc_options())
     if not comp.ok:
         raise CompileError(f"NVRTC rejected the generated {request.filename}:\n{comp.log}", filename=request.filename)
     entry = {

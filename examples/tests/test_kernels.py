@@ -1,6 +1,8 @@
 """Every kernel of the project against its float64 reference: each declared size, each input distribution.
 
-Run with ``pytest`` in this folder: without a GPU the kernels run in numbakern's simulator with all its checkers on.
+Run with ``python -m pytest`` in this folder: without a GPU the kernels run in numbakern's simulator with all its
+checkers on. ``rng`` is numbakern's pytest plugin's: seeded per test, the seed printed on failure with the command
+that replays it (``pytest --seed N``; ``--seed random`` draws fresh inputs each run).
 """
 
 import numpy as np
@@ -20,11 +22,10 @@ def case_id(spec, size, dist):
 
 
 @pytest.mark.parametrize("spec, size, dist", CASES, ids=[case_id(*c) for c in CASES])
-def test_kernel_matches_reference(spec, size, dist):
-    seed = int(np.random.SeedSequence().entropy % 2**32)
-    case = spec.make_case(size, np.random.default_rng(seed), dist)
+def test_kernel_matches_reference(spec, size, dist, rng):
+    case = spec.make_case(size, rng, dist)
     for result in spec.check(case, numbakern.run_case(spec, case)).values():
-        assert result.ok, f"seed {seed}: {result}"
+        assert result.ok, str(result)
 
 
 def test_the_project_declares_its_four_kernels():

@@ -64,6 +64,11 @@ class _Names(dict):
             raise KeyError(key) from None
 
 
+#: type names from Python and C that numba spells otherwise (the closest spelling misleads: 'int' is not 'uint')
+_SPELLED_IN_NUMBA = {"int": "int64 (Python's int) or int32", "float": "float64 (Python's float) or float32",
+                     "long": "int64", "half": "float16", "unsigned": "uint32"}
+
+
 def _evaluate(text: str, namespace):
 
     try:
@@ -72,7 +77,8 @@ def _evaluate(text: str, namespace):
         name = getattr(e, "name", None) or str(e).split("'")[1]
         known = [k for k, v in types.__dict__.items() if isinstance(v, types.Type)]
         close = difflib.get_close_matches(name, known, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = f" (did you mean {_SPELLED_IN_NUMBA.get(name) or close[0]}?)" if name in _SPELLED_IN_NUMBA or close \
+            else ""
         raise SignatureError(f'--signature "{text}": unknown type \'{name}\'{hint}; {SIGNATURE_HELP}') from None
     except SyntaxError as e:
         raise SignatureError(f'--signature "{text}" is not valid syntax ({e.msg}); {SIGNATURE_HELP}') from None

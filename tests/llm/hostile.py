@@ -59,6 +59,12 @@ HOSTILE: dict[str, tuple[str, str]] = {
     "asm built by a line splice": (in_body('as\\\nm volatile("trap;");'), "'asm'"),
     "#include built by a line splice": (reply('#inc\\\nlude "/proc/self/environ"\n' + KERNEL), "'#include"),
     "(malloc)(64)": (in_body("float* q = (float*)(malloc)(64);"), "'malloc'"),
+    "__nv_aligned_device_malloc": (in_body("float* q = (float*)__nv_aligned_device_malloc(64, 16);"),
+                                   "'__nv_aligned_device_malloc'"),
+    "assert": (in_body("assert(out_shape0 >= 0);"), "'assert': a failed device assert is a trap"),
+    "__assertfail": (in_body("if (out_shape0 < 0) { __assertfail(0, 0, 0, 0, 1); }"), "'__assertfail'"),
+    "#pragma unroll 2000000000": (reply(KERNEL.replace("    for (", "    #pragma unroll 2000000000\n    for (", 1)),
+                                  "'#pragma unroll 2000000000'"),
     "a function pointer to malloc": (in_body("void* (*get)(size_t) = malloc;"), "'malloc'"),
     "&system": (in_body("auto run = &system;"), "'system'"),
     'extern "C" __device__ int vprintf(...)': (reply(
@@ -95,6 +101,19 @@ HOSTILE: dict[str, tuple[str, str]] = {
                                         "const float*, int64_t, float*, int64_t);\n"), "explicit instantiation"),
     "a huge reply": ("```cuda\n" + KERNEL + "// " + "x" * 300_000 + "\n```\n", "262144"),
     "an unclosed fence": ("```cuda\n" + "int64_t x;\n" * 20_000, "not closed"),
+}
+
+#: replies the gate accepts that make NVRTC work without end (each was still compiling after a minute or more, at
+#: gigabytes, when NVRTC ran in the translating process): name -> reply
+STALLS: dict[str, str] = {
+    "exponential template instantiation": reply(
+        "template <int A, int B> __device__ float grow(float x)\n{\n"
+        "    if constexpr (A == 0) { return x + B; }\n"
+        "    else { return grow<A - 1, 2 * B>(x) + grow<A - 1, 2 * B + 1>(x); }\n"
+        "}\n" + KERNEL.replace("a[i] + b[i]", "grow<30, 0>(a[i]) + b[i]")),
+    "a 1 GiB constant array with two initialisers": reply(
+        "__device__ const float table[1 << 28] = {1, 2};\n"
+        + KERNEL.replace("a[i] + b[i]", "a[i] + b[i] + table[i & 1]")),
 }
 
 #: good replies in unusual spellings: name -> reply (all must be accepted, and read as the kernel)

@@ -4,8 +4,9 @@
 and JSON body are recorded in ``server.requests``. A scripted chat completion is streamed as server-sent events
 when the request asks for a stream (as the backend's client always does), in chunks, with the usage last. An empty
 queue answers 500 with ``x-should-retry: false``, so a test that asks for more than it scripted fails loudly
-instead of hanging. ``trickle`` sends the answer one byte at a time (``trickle_headers``: the status line and
-headers too), for the tests of the client's total deadline.
+instead of hanging. ``json_body`` answers a streaming request with the whole completion as one JSON body, as
+some proxies and older local servers do. ``trickle`` sends the answer one byte at a time (``trickle_headers``: the
+status line and headers too), for the tests of the client's total deadline.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Scripted:
     delay: float = 0.0  # seconds to wait before answering (longer than the client timeout: a timeout)
     trickle: float = 0.0  # seconds between the bytes of the answer
     trickle_headers: bool = False  # trickle the status line and headers too
+    json_body: bool = False  # a completion as one JSON body even when a stream was asked for (as some servers do)
 
 
 @dataclass
@@ -158,7 +160,7 @@ class ScriptedServer:
                     time.sleep(r.delay)
                 content_type = "application/json"
                 if isinstance(r.body, dict):
-                    if stream and r.status == 200 and "choices" in r.body:
+                    if stream and r.status == 200 and "choices" in r.body and not r.json_body:
                         data, content_type = sse_body(r.body), "text/event-stream"
                     else:
                         data = json.dumps(r.body).encode()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -54,7 +55,7 @@ def test_correct_first_reply_and_the_prompt_parts(no_key_leak, llm_env):
     assert result.device_code.startswith("__global__ void matmul_tiled(") and "#include" not in result.device_code
     host = llm_env.base_url.split("//")[1].split("/")[0]
     assert result.backend == {"name": "llm", "tool_version": result.backend["tool_version"], "model": "scripted-model",
-                              "endpoint_host": host, "turns": 1,
+                              "endpoint_host": host, "turns": 1, "turn_outcomes": ["ok"],
                               "usage": {"prompt_tokens": 1200, "completion_tokens": 600, "total_tokens": 1800}}
     (req,) = llm_env.requests
     system, user = req.messages
@@ -168,3 +169,15 @@ def test_cli_arguments(no_key_leak, llm_env):
     with pytest.raises(SystemExit):
         parser.parse_args(["--max-turns", "0"])
     b.close()
+
+
+def test_an_endpoint_that_takes_no_connection_fails_before_any_request_through_the_api(no_key_leak, llm_env):
+    """The backend from Python (no CLI): one LLMError naming the endpoint, at once, not RepairFailed after the
+    client's retries."""
+    port = int(llm_env.base_url.rsplit(":", 1)[1].split("/")[0])
+    llm_env.stop()
+    t0 = time.monotonic()
+    with backend(base_url=f"http://127.0.0.1:{port}/v1", max_retries=3) as b, \
+            pytest.raises(LLMError, match=rf"cannot reach the endpoint http://127.0.0.1:{port}/v1") as info:
+        generate(b)
+    assert not isinstance(info.value, RepairFailed) and time.monotonic() - t0 < 2.0

@@ -85,7 +85,12 @@ def test_key_echoed_in_other_errors_is_redacted(no_key_leak, llm_env):
 
 
 @pytest.mark.parametrize("scripted, match", [
-    (Scripted(200, "{this is not json"), "malformed reply.*server-sent events.*application/json"),
+    (Scripted(200, "{this is not json"), "malformed reply.*the JSON body is not valid JSON"),
+    (Scripted(200, "<html>hello</html>", headers={"Content-Type": "text/html"}),
+     "malformed reply.*server-sent events.*or a JSON chat completion, got 'text/html'"),
+    (Scripted(200, {"object": "chat.completion", "choices": []}, json_body=True), "malformed reply.*no choices"),
+    (Scripted(200, completion(None).body, json_body=True), "malformed reply.*no text content"),
+    (Scripted(200, completion("  ").body, json_body=True), "empty reply"),
     (Scripted(200, "data: {not json\n\n", headers={"Content-Type": "text/event-stream"}),
      "malformed reply.*not valid JSON"),
     (Scripted(200, {"object": "chat.completion", "choices": []}), "malformed reply.*no choices"),
@@ -135,6 +140,35 @@ def test_chat_works_inside_a_running_event_loop(no_key_leak, llm_env):
             return c.chat(MESSAGES).content
 
     assert asyncio.run(in_a_loop()) == "from a notebook"
+
+
+def test_a_streaming_request_answered_with_one_json_body_is_read(no_key_leak, llm_env):
+    # some proxies and older local servers ignore "stream": true and send the whole completion at once
+    llm_env.script(Scripted(200, completion("```cuda\n```", prompt_tokens=5, completion_tokens=6, model="m-7").body,
+                            json_body=True))
+    with client() as c:
+        reply = c.chat(MESSAGES)
+    assert reply.content == "```cuda\n```" and reply.usage.total_tokens == 11 and reply.model == "m-7"
+    assert reply.finish_reason == "stop" and llm_env.requests[0].body["stream"] is True
+
+
+def test_a_json_body_over_the_size_limit_is_refused(no_key_leak, llm_env):
+    llm_env.script(Scripted(200, completion("z" * 5000).body, json_body=True))
+    with client(max_reply_chars=4096) as c, pytest.raises(LLMError, match="over 4096 characters"):
+        c.chat(MESSAGES)
+
+
+def test_the_probe_names_an_endpoint_that_takes_no_connection_at_once(no_key_leak, llm_env):
+    port = int(llm_env.base_url.rsplit(":", 1)[1].split("/")[0])
+    with client() as c:
+        c.probe()  # the server is there: nothing is raised, and nothing was sent
+    assert llm_env.requests == []
+    llm_env.stop()
+    t0 = time.monotonic()
+    with client(base_url=f"http://127.0.0.1:{port}/v1", max_retries=3) as c, \
+            pytest.raises(LLMError, match=rf"cannot reach the endpoint http://127.0.0.1:{port}/v1: connection refused"):
+        c.probe()
+    assert time.monotonic() - t0 < 1.0
 
 
 def test_unreachable_endpoint(no_key_leak, llm_env):

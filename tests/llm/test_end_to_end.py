@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from . import samples
 from .conftest import TEST_KEY
@@ -65,15 +66,52 @@ def test_translate_command_with_the_llm_backend(tmp_path, server):
     assert server.requests[0].headers.get("authorization") == f"Bearer {TEST_KEY}"
 
 
-def test_translate_command_fails_cleanly_when_the_endpoint_is_down(tmp_path):
+def test_translate_command_fails_fast_with_one_line_when_the_endpoint_is_down(tmp_path):
     out = tmp_path / "out"
     env = {"OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "NO_PROXY": "127.0.0.1"}
-    run = _cli(["matmul_tiled", "--backend", "llm", "--model", "m", "--out", str(out), "--max-retries", "0",
-                "--timeout", "2"], env, tmp_path)
-    assert run.returncode != 0
-    assert "matmul_tiled" in run.stderr and "connect" in run.stderr.lower()
+    # the client's own retries (3) would back off for seconds: the endpoint is tried once, before any kernel
+    t0 = time.monotonic()
+    run = _cli(["matmul_tiled", "--backend", "llm", "--model", "m", "--out", str(out)], env, tmp_path)
+    assert run.returncode == 2
+    assert run.stderr == ("translate: cannot reach the endpoint http://127.0.0.1:9/v1: connection refused; is the "
+                          "server running? (--base-url or OPENAI_BASE_URL names it)\n"), run.stderr
+    assert time.monotonic() - t0 < 20  # the interpreter's start and imports; no request, no retries
     assert not (out / "matmul_tiled.cu").exists() and not (out / "manifest.json").exists()
     assert TEST_KEY not in run.stdout + run.stderr
+
+
+def test_translate_command_says_what_the_model_did_and_that_the_file_is_unverified(tmp_path, server):
+    server.script(completion(samples.ASM_REPLY, prompt_tokens=1200, completion_tokens=300),
+                  completion(samples.GOOD_REPLY, prompt_tokens=1500, completion_tokens=310))
+    out = tmp_path / "out"
+    env = {"OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": server.base_url, "NO_PROXY": "127.0.0.1"}
+    run = _cli(["matmul_tiled", "--backend", "llm", "--model", "scripted-model", "--out", str(out),
+                "--max-retries", "0"], env, tmp_path)
+    assert run.returncode == 0, run.stderr
+    host = server.base_url.split("//")[1].split("/")[0]
+    lines = run.stderr.splitlines()
+    assert lines[0].startswith("matmul_tiled: llm turn 1: rejected by the static gate: "), run.stderr
+    assert lines[1] == "matmul_tiled: llm turn 2: accepted", run.stderr
+    assert lines[2] == (f"matmul_tiled: llm model 'scripted-model' at {host}: 2 turns (turn 1 rejected by the static "
+                        "gate), 2,700 prompt + 610 completion tokens; the file is UNVERIFIED: check it on a GPU with "
+                        f"`python -m translate.verify matmul_tiled --dir {out}` before you use it"), run.stderr
+    assert run.stdout.startswith("written    out/matmul_tiled.cu ")  # the path as seen from the current folder
+    entry = json.loads((out / "manifest.json").read_text())["files"]["matmul_tiled.cu"]
+    assert entry["backend"]["turn_outcomes"] == ["gate", "ok"] and entry["verification"] is None
+
+
+def test_show_prompt_prints_the_messages_and_sends_nothing(tmp_path, server):
+    env = {"OPENAI_BASE_URL": server.base_url}  # and no key: nothing is to be sent
+    out = tmp_path / "out"
+    run = _cli(["matmul_tiled", "--backend", "llm", "--show-prompt", "--out", str(out)], env, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("----- system -----\n") and "\n----- user -----\n" in run.stdout
+    assert "def matmul_tiled(" in run.stdout and "__global__ void matmul_tiled(" in run.stdout
+    assert run.stdout.rstrip().endswith("characters; nothing was sent -----")
+    assert server.requests == [] and not out.exists()
+    as_json = _cli(["matmul_tiled", "--show-prompt", "--json"], env, tmp_path)
+    document = json.loads(as_json.stdout)
+    assert [m["role"] for m in document["messages"]] == ["system", "user"]
 
 
 def test_translate_command_without_a_key_sends_nothing(tmp_path, server):

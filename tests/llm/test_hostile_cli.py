@@ -115,3 +115,39 @@ def test_a_trickling_server_is_cut_off_at_the_total_deadline(endpoint, tmp_path,
     assert rc == 1 and "timed out after 2 s" in err, err
     assert time.monotonic() - t0 < 15  # the reply would take minutes at this pace
     assert not out.exists() or not any(out.iterdir())
+
+
+#: the turn deadline of the compile-stall tests; the command may take longer by the helper process's start
+TURN_SECONDS = 8
+
+
+@pytest.mark.parametrize("name", list(hostile.STALLS))
+def test_a_reply_that_stalls_the_compiler_is_stopped_at_the_turn_deadline(name, endpoint, tmp_path, capsys):
+    """NVRTC of the model's code runs in a sandboxed child: a reply that makes it work without end is stopped when
+    the turn's --timeout (request and compile together) runs out, with one line saying so; nothing is written."""
+    endpoint.queue.clear()
+    endpoint.script(completion(hostile.STALLS[name]))
+    out = tmp_path / "generated"
+    t0 = time.monotonic()
+    rc = translate(out, "--max-turns", "1", "--timeout", str(TURN_SECONDS))
+    elapsed = time.monotonic() - t0
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    stopped = [line for line in err.splitlines() if "NVRTC was stopped" in line]
+    assert len(stopped) == 1 and "turn 1: did not compile" in stopped[0], err
+    limit = float(stopped[0].split("killed after the ")[1].split(" s wall-clock limit")[0])
+    assert limit <= TURN_SECONDS and "GiB of memory" in stopped[0], stopped[0]
+    assert elapsed < TURN_SECONDS + 40, f"{elapsed:.0f} s"  # the helper process may start first (numba's import)
+    assert not out.exists() or not any(out.iterdir()), "a file was written"
+
+
+def test_the_model_is_told_its_code_stalled_the_compiler_and_can_repair_it(endpoint, tmp_path, capsys):
+    endpoint.queue.clear()
+    endpoint.script(completion(hostile.STALLS["a 1 GiB constant array with two initialisers"]),
+                    completion(hostile.GOOD))
+    before = len(endpoint.requests)
+    out = tmp_path / "generated"
+    assert translate(out, "--max-turns", "2", "--timeout", str(TURN_SECONDS)) == 0, capsys.readouterr().err
+    told = endpoint.requests[before + 1].messages[-1]["content"]
+    assert "NVRTC was stopped" in told and "huge array initialiser" in told, told
+    assert "table" not in (out / "vector_add.cu").read_text()

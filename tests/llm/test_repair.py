@@ -126,3 +126,26 @@ def test_compiler_exception_is_a_compile_failure(no_key_leak, llm_env):
     assert result.turns == 2 and "nvrtc: error: something" not in feedback
     assert "failed without a diagnostic about your code" in feedback
     assert "nvrtc: error: something" in result.attempts[0].detail or result.attempts[0].stage == "compile"
+
+
+def test_a_turn_deadline_covers_the_request_and_the_compile(no_key_leak, llm_env):
+    """With ``turn_seconds`` the compile gets what the request left of the turn; a compile stopped at a limit goes
+    back to the model as that one line and advice, never as compiler output."""
+    from .server import Scripted
+
+    llm_env.script(Scripted(200, completion(samples.GOOD_REPLY).body, delay=0.5), completion(samples.GOOD_REPLY))
+    given = []
+
+    def stalls_once(code: str, seconds: float | None = None) -> CompileOutcome:
+        given.append(seconds)
+        if len(given) == 1:
+            return CompileOutcome(False, "", stopped=f"NVRTC was stopped: killed after the {seconds:.0f} s limit")
+        return CompileOutcome(True, "")
+
+    with ChatClient(model="scripted-model", timeout=5.0, max_retries=0) as c:
+        result = run_repair_loop(c.chat, build_messages(samples.spec()), gate=gate, compile_fn=stalls_once,
+                                 max_turns=2, turn_seconds=5.0)
+    assert result.turns == 2 and [a.stage for a in result.attempts] == ["compile", "ok"]
+    assert 1.0 < given[0] < 4.6 and given[1] > given[0]  # the first request took half a second of the turn
+    told = llm_env.requests[1].messages[-1]["content"]
+    assert "NVRTC was stopped" in told and "template instantiation" in told

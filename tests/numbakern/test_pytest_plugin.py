@@ -1,6 +1,10 @@
 """The pytest plugin, exercised in fresh pytest processes (the mode is fixed once numba is imported)."""
 
+import re
+
 import pytest
+
+from tests import environments
 
 pytest_plugins = ["pytester"]
 
@@ -47,3 +51,74 @@ def test_numba_imported_in_the_wrong_mode_is_reported(pytester):
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*numba.cuda was imported in the real GPU target before the numbakern plugin could "
                                  "select the simulator*"])
+
+
+RACY_KERNEL_TEST = """
+import numpy as np
+from numba import cuda
+
+@cuda.jit
+def shift(x, out):
+    tmp = cuda.shared.array(64, dtype=np.float32)
+    i = cuda.threadIdx.x
+    tmp[i] = x[i]
+    out[i] = tmp[(i + 1) % 64]  # the cuda.syncthreads() before this line is missing
+
+def test_shift(rng, device):
+    assert device.simulator and device.checks == "all" and device.name == "numbakern simulator"
+    x = rng.random(64).astype(np.float32)
+    out = np.zeros_like(x)
+    shift[1, 64](device.to_device(x), out)
+"""
+
+
+def _failure_section(text: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "test_shift" in line and line.startswith("_"))
+    end = next(i for i, line in enumerate(lines) if "random inputs" in line)
+    return lines[start:end]
+
+
+@pytest.mark.sim
+def test_a_race_is_reported_from_the_kernels_own_lines_with_its_seed(pytester):
+    pytester.makepyfile(test_racy=RACY_KERNEL_TEST)
+    result = pytester.runpytest_subprocess("--sim", *environments.pytest_plugin_args())
+    result.assert_outcomes(failed=1)
+    section = _failure_section(result.stdout.str())
+    text = "\n".join(section)
+    # the test's line, then the kernel's line, then the message: no simulator, numba or greenlet frames
+    assert "numbakern/sim" not in text and "greenlet" not in text and "numba/" not in text, text
+    assert "SharedMemoryTracker" not in text and "self = " not in text, text  # no tracker locals
+    assert len(section) < 30, text
+    result.stdout.fnmatch_lines(["test_racy.py:15: ", "    def shift(x, out):", ">       tmp[i] = x[i]",
+                                 "E   *RaceError: in kernel 'shift': shared array 'tmp'*", "test_racy.py:8: RaceError",
+                                 "*reproduce: pytest --seed 20251122 'test_racy.py::test_shift'*"])
+
+
+@pytest.mark.sim
+def test_fulltrace_shows_the_simulators_frames(pytester):
+    pytester.makepyfile(test_racy=RACY_KERNEL_TEST)
+    result = pytester.runpytest_subprocess("--sim", "--fulltrace", *environments.pytest_plugin_args())
+    result.assert_outcomes(failed=1)
+    assert "numbakern/sim/engine.py" in result.stdout.str()
+
+
+@pytest.mark.sim
+def test_a_user_projects_tests_get_rng_seed_and_device_from_the_plugin(pytester):
+    pytester.makepyfile(test_fixtures="""
+        import numpy as np
+
+        def test_uses_them(rng, seed, device):
+            assert isinstance(rng, np.random.Generator) and isinstance(seed, int)
+            assert np.random.default_rng(seed).random() == rng.random()
+            assert device.simulator
+            print("SEED", seed)
+    """)
+    first = pytester.runpytest_subprocess("--sim", "-s", *environments.pytest_plugin_args())
+    again = pytester.runpytest_subprocess("--sim", "-s", "--seed", "20251122", *environments.pytest_plugin_args())
+    other = pytester.runpytest_subprocess("--sim", "-s", "--seed", "5", *environments.pytest_plugin_args())
+    for r in (first, again, other):
+        r.assert_outcomes(passed=1)
+    seeds = [re.search(r"SEED (\d+)", r.stdout.str()).group(1) for r in (first, again, other)]
+    assert seeds[0] == seeds[1] != seeds[2]
+    first.stdout.fnmatch_lines(["random inputs: base seed 20251122 (pytest --seed N to change it)"])

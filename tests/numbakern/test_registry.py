@@ -75,3 +75,48 @@ def test_fresh_arguments_keep_each_arrays_memory_order(rng):
     assert fresh[0].flags.f_contiguous and not fresh[0].flags.c_contiguous and fresh[1].flags.c_contiguous
     np.testing.assert_array_equal(fresh[0], f)
     assert fresh[0] is not f and fresh[2] == 7
+
+
+def test_special_inputs_hold_every_special_value(rng):
+    from numbakern.registry import SPECIAL
+
+    x = random_array(rng, (1000,), np.float32, SPECIAL)
+    assert x.dtype == np.float32 and x.flags.c_contiguous
+    tiny = np.finfo(np.float32).tiny
+    assert np.isposinf(x).any() and np.isneginf(x).any() and np.isnan(x).any()
+    assert ((x == 0) & np.signbit(x)).any(), "no -0.0"
+    assert ((np.abs(x) < tiny) & (x != 0) & (x > 0)).any() and ((np.abs(x) < tiny) & (x < 0)).any(), "no subnormals"
+    normal = np.isfinite(x) & (np.abs(x) >= tiny)
+    assert 0.5 < normal.mean() < 0.8  # mostly ordinary numbers around them
+    ints = random_array(rng, (100,), np.int32, SPECIAL)  # integers have no special values
+    assert ints.dtype == np.int32 and np.unique(ints).size > 10
+
+
+def test_only_kernels_whose_reference_defines_special_values_are_verified_on_them():
+    from numbakern.registry import SPECIAL
+    from translate.verify.cases import cases_for
+
+    add = numbakern.get("vector_add")
+    assert add.special_values and add.distributions == (*DISTRIBUTIONS, SPECIAL)
+    dists = {dist for _, _, dist, _ in cases_for(add, seeds=(0,), sizes=[{"n": 5}])}
+    assert dists == {*DISTRIBUTIONS, SPECIAL}
+    matmul = numbakern.get("matmul_naive")
+    assert not matmul.special_values
+    assert {d for *_, d, _ in cases_for(matmul, seeds=(0,), sizes=[{"h": 2, "k": 3, "w": 2}])} == set(DISTRIBUTIONS)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf in the simulator
+@pytest.mark.parametrize("spec", [s for s in numbakern.all_specs() if s.special_values], ids=lambda s: s.name)
+def test_kernels_that_take_special_values_match_their_reference_on_them(spec, rng):
+    """The reference defines the special cases, and the kernel (the simulator here, the GPU with --gpu) computes
+    them: equal infinities and NaNs compare equal, a NaN or inf anywhere else is a mismatch."""
+    from numbakern import run_case
+    from numbakern.registry import SPECIAL
+
+    for size in spec.test_sizes:
+        case = spec.make_case(size, rng, SPECIAL)
+        for result in spec.check(case, run_case(spec, case)).values():
+            assert result.ok, f"special inputs: {result}"
+        expected = spec.reference(*case.args)
+        if max(size.values()) >= 12:
+            assert any(not np.isfinite(e).all() for e in expected.values()), "no special value reached the outputs"

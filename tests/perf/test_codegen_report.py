@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from tests import environments
 from tests.perf.test_bench_tools import ROOT, load
 
 
@@ -60,10 +61,14 @@ def test_instruction_kinds_are_counted_from_a_disassembly(codegen):
                                          "global ld/st": 1, "local ld/st": 1}
 
 
+def child_env() -> dict[str, str]:
+    """This environment for a script's child: the checkout first on the path, a ``pip --target`` folder kept."""
+    return environments.with_path_first({k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}, ROOT)
+
+
 @pytest.mark.skipif(not (shutil.which("nvcc") and shutil.which("ptxas")), reason="needs nvcc and ptxas (no GPU)")
 def test_a_run_reports_what_nvcc_itself_reports_for_the_translated_file(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    env["PYTHONPATH"] = str(ROOT)
+    env = child_env()
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "codegen.py"), "vector_add", "conv2d_5x5",
                         "--out", str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -8,10 +8,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests import environments
 from translate import output
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = "generated/" + "a_folder_with_a_long_name/" * 4 + "matmul_tiled_with_a_long_name.cu"
+
+
+def child_env() -> dict[str, str]:
+    """This environment for a ``translate`` child run from any folder: numbakern and translate from this checkout
+    first on the path, and whatever else the path had (a ``pip --target`` install's folder) kept."""
+    return environments.with_path_first({k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}, ROOT)
 
 
 class Terminal(io.StringIO):
@@ -40,14 +49,48 @@ def test_piped_output_is_one_whole_line_per_kernel():
     assert not any(ch in stream.getvalue() for ch in "…│┃━")
 
 
-def test_a_terminal_gets_a_table_that_wraps_rather_than_cuts():
+def plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", text)
+
+
+def test_a_wide_terminal_gets_a_table_of_whole_cells_and_the_summary_line(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
     stream = Terminal()
     output.print_translations(rows(), "translate -> generated/ (ast, sm_90)", stream)
-    text = re.sub(r"\x1b\[[0-9;]*m", "", stream.getvalue())
+    text = plain(stream.getvalue())
     assert "┃ kernel" in text and "dynamic" in text and "unchanged" in text
-    assert "…" not in text  # folded onto more lines: every character of the path is there
-    file_column = [line.split("│")[3].strip() for line in text.splitlines() if line.count("│") == 8]
-    assert "".join(file_column).startswith(LONG)
+    assert "…" not in text and f" {LONG} " in text  # the path whole, in one cell
+    assert text.splitlines()[-1] == "translate -> generated/ (ast, sm_90): 1 written, 1 unchanged, 1 failed"
+
+
+def test_an_80_column_terminal_gets_whole_lines_no_word_broken_and_the_summary_line(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    stream = Terminal()
+    output.print_translations(rows(), "translate -> generated/ (ast, sm_90)", stream)
+    lines = plain(stream.getvalue()).splitlines()
+    # the table would need more than 80 columns: each kernel's whole line instead (the terminal wraps it softly)
+    assert lines == [output.plain_line(r) for r in rows()] + [
+        "translate -> generated/ (ast, sm_90): 1 written, 1 unchanged, 1 failed"]
+
+
+def test_each_kernels_line_is_written_when_it_is_done_and_an_interrupted_run_says_so():
+    stream = io.StringIO()
+    first, second, _ = rows()
+    with pytest.raises(KeyboardInterrupt), output.Report("translate -> gen/ (ast, sm_90)", 3, stream=stream) as report:
+        report.done(first)
+        assert stream.getvalue() == output.plain_line(first) + "\n"  # before the next kernel starts
+        report.done(second)
+        raise KeyboardInterrupt
+    assert stream.getvalue().splitlines()[-1] == ("translate -> gen/ (ast, sm_90): interrupted after 2 of 3 kernels: "
+                                                   "1 written, 1 unchanged, 0 failed")
+
+
+def test_quiet_prints_the_summary_line_only():
+    stream = io.StringIO()
+    with output.Report("translate -> gen/ (ast, sm_90)", 3, stream=stream, verbosity=output.QUIET) as report:
+        for r in rows():
+            report.done(r)
+    assert stream.getvalue() == "translate -> gen/ (ast, sm_90): 1 written, 1 unchanged, 1 failed\n"
 
 
 def test_shared_memory_text():
@@ -67,7 +110,7 @@ def test_check_output_piped():
 
 
 def test_the_command_says_dynamic_shared_memory_and_what_it_did(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env = child_env()
     out = tmp_path / "gen"
 
     def run():
@@ -90,8 +133,7 @@ def test_the_readme_shows_what_the_main_command_prints(tmp_path):
     the time, which is the machine's)."""
     readme = (ROOT / "README.md").read_text()
     sample = re.search(r"```text\n(written +generated_cuda/matmul_tiled\.cu .*?)```", readme, re.S).group(1)
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    env["PYTHONPATH"] = str(ROOT)
+    env = child_env()
     run = subprocess.run([sys.executable, "-m", "translate.cli", "matmul_tiled"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
@@ -100,3 +142,25 @@ def test_the_readme_shows_what_the_main_command_prints(tmp_path):
         return re.sub(r"  \d+\.\d+s$", "  TIME", text.strip(), flags=re.M)
 
     assert timeless(run.stdout) == timeless(sample)
+
+
+def test_a_terminal_sees_the_live_progress_then_the_result_and_the_summary_line(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    stream = Terminal()
+    first, second, third = rows()
+    with output.Report("translate -> gen/ (ast, sm_90)", 3, stream=stream) as report:
+        for r in (first, second, third):
+            report.start(r.kernel)
+            report.done(r)
+    text = plain(stream.getvalue())
+    assert "translating broken.py:k" in text and "3/3" in text  # the live display: the kernel in hand, the count
+    assert "┃ kernel" in text and text.splitlines()[-1] == ("translate -> gen/ (ast, sm_90): 1 written, 1 unchanged, "
+                                                           "1 failed")
+
+
+def test_the_report_writes_to_stdout_as_it_is_when_made(monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    report = output.Report("translate -> gen/ (ast, sm_90)", 2)
+    assert report.stream is terminal and report.terminal
+    assert output.Report("t", 2, silent=True).stream is None

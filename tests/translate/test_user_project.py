@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import environments
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PYPROJECT = """\
@@ -91,8 +93,8 @@ def project(tmp_path):
 
 
 def env(**extra):
-    e = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    e["PYTHONPATH"] = str(ROOT)  # numbakern and translate, as if installed; never the project's folder
+    # numbakern and translate, as if installed (and a pip --target install's folder kept); never the project's folder
+    e = environments.with_path_first({k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}, ROOT)
     e.update(extra)
     return e
 

@@ -10,10 +10,16 @@ A backend is a module with ``NAME`` and one function::
 C++ text with the device functions and exactly one ``__global__`` kernel named ``request.name`` whose declaration is
 ``kernel_declaration(request)`` (a ``template<int NAME...>`` kernel when ``request.template_params`` is not empty).
 
+``TRUSTED`` (default False) says whether the backend's code may be compiled in the translating process: the
+deterministic ``ast`` backend's is the project's own; any other backend's is compiled in a sandboxed child with time
+and memory limits (``translate.verify.sandboxed_compile``).
+
 ``checks`` is what the pipeline offers to check candidate device code as the file it would become, so that a
-backend never imports the stages after it: ``compile`` (the file compiled by NVRTC) and, when ``verifies``
-(``--verify``), ``verify`` (the file built, loaded and run against the Numba kernel on the GPU, in a sandboxed
-child process). The deterministic ``ast`` backend needs neither; the ``llm`` backend's repair loop uses both.
+backend never imports the stages after it: ``compile`` (the file compiled by NVRTC in the sandboxed child, stopped
+after ``seconds`` if given) and, when ``verifies`` (``--verify``), ``verify`` (the file built, loaded and run against
+the Numba kernel on the GPU, in a sandboxed child process: on every verification size and seed, or with ``quick``
+on the smallest sizes and one seed). The deterministic ``ast`` backend needs neither; the ``llm`` backend's repair
+loop uses both.
 """
 
 from __future__ import annotations
@@ -36,9 +42,9 @@ class CandidateChecks(Protocol):
     #: True when ``verify`` may be called (``--verify`` on a GPU)
     verifies: bool
 
-    def compile(self, device: DeviceCode) -> CompileReport: ...
+    def compile(self, device: DeviceCode, seconds: float | None = None) -> CompileReport: ...
 
-    def verify(self, device: DeviceCode) -> VerifyResult: ...
+    def verify(self, device: DeviceCode, quick: bool = False) -> VerifyResult: ...
 
 
 class Backend(Protocol):

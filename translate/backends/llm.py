@@ -24,7 +24,8 @@ by the backend, so a failure can never replace a file. The API key is never part
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
@@ -42,7 +43,8 @@ from . import CandidateChecks, CompileReport
 if TYPE_CHECKING:  # the result type only: the backend reads verification results, the pipeline runs verification
     from ..verify.harness import VerifyResult
 
-__all__ = ["LLMBackend", "LLMResult", "LLMError", "NAME", "VERSION", "generate", "tool_version"]
+__all__ = ["LLMBackend", "LLMResult", "LLMError", "NAME", "VERSION", "generate", "observe_turns", "prompt_messages",
+           "tool_version"]
 
 
 def tool_version() -> str:
@@ -97,11 +99,13 @@ class LLMBackend:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def generate(self, request: KernelRequest, *, signature: str, compile_fn: Callable[[str], CompileReport],
-                 verify: Callable[[str], str | None] | None = None, launcher: str | None = None) -> LLMResult:
-        spec = spec_from_request(request, signature=signature, launcher=launcher,
-                                 helpers=project_helpers.offered(), allow_printf=self.allow_printf)
+    def generate(self, request: KernelRequest, *, signature: str, compile_fn: Callable[..., CompileReport],
+                 verify: Callable[[str], str | None] | None = None, launcher: str | None = None,
+                 turn_seconds: float | None = None) -> LLMResult:
+        messages = prompt_messages(request, signature=signature, launcher=launcher, allow_printf=self.allow_printf)
         name = kernel_name(request)
+        # an endpoint that takes no connection fails here, in one line, not after the client's retries back off
+        self.client.probe()
         reserved = project_helpers.reserved_names()
 
         def gate(text: str):
@@ -109,13 +113,13 @@ class LLMBackend:
                                allow_printf=self.allow_printf, reserved_names=reserved)
 
         result: RepairResult = run_repair_loop(
-            self.client.chat, build_messages(spec), gate=gate, compile_fn=compile_fn, verify=verify,
-            max_turns=self.max_turns, on_turn=self.on_turn,
+            self.client.chat, messages, gate=gate, compile_fn=compile_fn, verify=verify,
+            max_turns=self.max_turns, on_turn=self.on_turn, turn_seconds=turn_seconds,
         )
         return LLMResult(
             device_code=result.device_code,
             helpers=project_helpers.used_helpers(result.device_code),
-            backend=self.manifest_record(result.turns, result.usage),
+            backend=self.manifest_record(result.turns, result.usage, result.attempts),
             verified=result.verified,
             compile_info=result.compile_info,
             turns=result.turns,
@@ -123,10 +127,40 @@ class LLMBackend:
             messages=result.messages,
         )
 
-    def manifest_record(self, turns: int, usage: Usage) -> dict[str, Any]:
-        """The manifest entry's ``backend`` value: model and endpoint host, never the key or the URL path."""
+    def manifest_record(self, turns: int, usage: Usage, attempts: list[Attempt] = ()) -> dict[str, Any]:
+        """The manifest entry's ``backend`` value: model and endpoint host, never the key or the URL path; how each
+        turn ended (``gate``, ``compile``, ``verify``: the reply was rejected there; ``ok``), never the reply."""
         return {"name": self.name, "tool_version": tool_version(), "model": self.model,
-                "endpoint_host": self.endpoint_host, "turns": turns, "usage": usage.as_dict()}
+                "endpoint_host": self.endpoint_host, "turns": turns, "usage": usage.as_dict(),
+                "turn_outcomes": [a.stage for a in attempts]}
+
+
+def prompt_messages(request: KernelRequest, *, signature: str | None = None, launcher: str | None = None,
+                    allow_printf: bool = False) -> list[dict[str, str]]:
+    """The messages the backend sends first for ``request`` (``translate --show-prompt`` prints them)."""
+    spec = spec_from_request(request, signature=signature or expected_signature(request), launcher=launcher,
+                             helpers=project_helpers.offered(), allow_printf=allow_printf)
+    return build_messages(spec)
+
+
+#: who hears of each turn as it ends (the translate command, which says on the terminal what happened)
+_turn_listeners: list[Callable[[str, Attempt], None]] = []
+
+
+@contextmanager
+def observe_turns(listener: Callable[[str, Attempt], None]) -> Iterator[None]:
+    """Within the block, ``listener(kernel name, attempt)`` is called after each turn of every translation with this
+    backend in this process (a translation in a helper process reports its turns in the manifest record only)."""
+    _turn_listeners.append(listener)
+    try:
+        yield
+    finally:
+        _turn_listeners.remove(listener)
+
+
+def _tell_listeners(name: str, attempt: Attempt) -> None:
+    for listener in list(_turn_listeners):
+        listener(name, attempt)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -134,6 +168,8 @@ class LLMBackend:
 
 NAME = "llm"
 VERSION = tool_version()
+#: the model's code is compiled in a sandboxed child (translate.verify.sandboxed_compile), never in this process
+TRUSTED = False
 
 
 def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
@@ -144,16 +180,22 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
     if not options.get("model"):
         raise LLMError("the llm backend needs a model: pass --model NAME (and --base-url or OPENAI_BASE_URL)")
 
-    def compile_fn(code: str) -> CompileReport:
-        return checks.compile(candidate(code))
+    def compile_fn(code: str, seconds: float | None = None) -> CompileReport:
+        return checks.compile(candidate(code), seconds=seconds)
 
     def verify(code: str) -> str | None:
-        result = checks.verify(candidate(code))
+        # the smallest sizes with one seed gate each repair turn; a reply that passes them is verified on every
+        # size and seed before it can be written (a kernel wrong only on large inputs is caught before the write)
+        result = checks.verify(candidate(code), quick=True)
+        if result.ok:
+            result = checks.verify(candidate(code))
         return None if result.ok else model_report(result, code)
 
-    with LLMBackend(**options) as backend:
+    name = kernel_name(request)
+    with LLMBackend(**options, on_turn=lambda attempt: _tell_listeners(name, attempt)) as backend:
+        # --timeout bounds a turn's request and the compile of its reply together
         result = backend.generate(request, signature=expected_signature(request), compile_fn=compile_fn,
-                                  verify=verify if checks.verifies else None)
+                                  verify=verify if checks.verifies else None, turn_seconds=backend.client.timeout)
     notes = {k: v for k, v in result.backend.items() if k not in ("name", "tool_version")}
     return DeviceCode(code=result.device_code, helpers=tuple(sorted(result.helpers)), notes=notes)
 

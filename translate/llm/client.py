@@ -7,18 +7,28 @@ else. Retries on 408/409/429/5xx and timeouts are the client's own (``max_retrie
 
 The reply is streamed, so that ``timeout`` bounds the whole request (connecting, waiting, retries and every chunk
 of the reply: an event-loop deadline cancels whatever is in flight, even a server that trickles one byte a second)
-and so that a reply over ``max_reply_chars`` is cut off while it arrives instead of being read whole.
+and so that a reply over ``max_reply_chars`` is cut off while it arrives instead of being read whole. A server that
+answers the streaming request with one JSON chat completion instead (some proxies and older local servers do) is
+read as that completion, within the same limits.
+
+``ChatClient.probe()`` connects to the endpoint once, without sending anything, so that a server that is not there
+fails at once with one line naming the endpoint (the client's own retries would otherwise back off for seconds).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import os
+import socket
+import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
+
+from .. import procenv
 
 KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
@@ -27,6 +37,8 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 3
 #: the longest reply read from the stream (the gate reads no more either)
 MAX_REPLY_CHARS = 256 * 1024
+#: the longest wait for the endpoint to accept a connection in ``probe``
+PROBE_TIMEOUT = 5.0
 #: headers the openai package adds about the machine it runs on, which this client leaves out
 PLATFORM_HEADERS = ("X-Stainless-Lang", "X-Stainless-Package-Version", "X-Stainless-OS", "X-Stainless-Arch",
                     "X-Stainless-Runtime", "X-Stainless-Runtime-Version")
@@ -87,6 +99,8 @@ def read_api_key(environ: Mapping[str, str] | None = None) -> str:
     if not key:
         raise LLMError(f"{KEY_ENV} is not set: export the API key of the endpoint (for a local server that does "
                        f"not check keys, any value, e.g. {KEY_ENV}=local)")
+    if environ is os.environ:  # read: from now on not in what /proc/<pid>/environ shows (translate.procenv)
+        procenv.conceal([KEY_ENV])
     return key
 
 
@@ -120,6 +134,22 @@ class ChatClient:
 
     def close(self) -> None:
         """Nothing to release: each request opens and closes its own connection."""
+
+    def probe(self) -> None:
+        """An ``LLMError`` naming the endpoint when nothing accepts a connection there (within ``PROBE_TIMEOUT``);
+        nothing is sent. Through a proxy (``HTTPS_PROXY`` and the like) the proxy decides: no probe."""
+        parts = urlsplit(self.base_url)
+        host = parts.hostname or ""
+        if _proxied(parts.scheme, host):
+            return
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            with socket.create_connection((host, port), timeout=min(PROBE_TIMEOUT, self.timeout)):
+                pass
+        except OSError as e:
+            why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or type(e).__name__).lower()
+            raise LLMError(f"cannot reach the endpoint {self.base_url}: {why}; is the server running? (--base-url or "
+                           f"{BASE_URL_ENV} names it)") from None
 
     def __enter__(self) -> ChatClient:
         return self
@@ -183,10 +213,42 @@ class ChatClient:
                                                       stream_options={"include_usage": True}, **kwargs)
         async with stream:
             kind = stream.response.headers.get("content-type", "")
+            if kind.startswith("application/json"):  # the whole completion at once, not streamed
+                return await self._whole(stream.response, where)
             if not kind.startswith("text/event-stream"):
                 raise LLMError(f"malformed reply from {where}: expected a stream of server-sent events "
-                               f"(text/event-stream), got '{_short(kind) or 'no content type'}'")
+                               f"(text/event-stream) or a JSON chat completion, got "
+                               f"'{_short(kind) or 'no content type'}'")
             return await self._collect(stream, where)
+
+    async def _whole(self, response: Any, where: str) -> Reply:
+        """A chat completion sent as one JSON body, read up to the size limit."""
+        raw = bytearray()
+        async for piece in response.aiter_bytes():
+            raw += piece
+            if len(raw) > 4 * self.max_reply_chars + 65536:  # the JSON around the text, and escapes, within reason
+                raise LLMError(f"the reply from {where} is over {self.max_reply_chars} characters; it was not read")
+        try:
+            body = json.loads(raw)
+        except ValueError as e:
+            raise LLMError(f"malformed reply from {where}: the JSON body is not valid JSON ({_short(e)})") from None
+        choices = body.get("choices") if isinstance(body, dict) else None
+        first = next((c for c in choices or () if isinstance(c, dict) and c.get("index", 0) == 0), None)
+        if first is None:
+            raise LLMError(f"malformed reply from {where}: no choices in the response")
+        content = (first.get("message") or {}).get("content") if isinstance(first.get("message"), dict) else None
+        if not isinstance(content, str):
+            raise LLMError(f"malformed reply from {where}: the first choice has no text content")
+        if len(content) > self.max_reply_chars:
+            raise LLMError(f"the reply from {where} is over {self.max_reply_chars} characters")
+        if not content.strip():
+            raise LLMError(f"empty reply from {where}")
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        return Reply(content=content,
+                     usage=Usage(*(usage.get(k) if isinstance(usage.get(k), int) else 0
+                                   for k in ("prompt_tokens", "completion_tokens", "total_tokens"))),
+                     finish_reason=first.get("finish_reason"),
+                     model=body.get("model") if isinstance(body.get("model"), str) else None)
 
     async def _collect(self, stream: Any, where: str) -> Reply:
         parts: list[str] = []
@@ -230,6 +292,15 @@ class ChatClient:
 
     def _redact(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key else text
+
+
+def _proxied(scheme: str, host: str) -> bool:
+    """Whether the environment sends requests for ``host`` through a proxy (as httpx, under the openai client,
+    reads it: ``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``)."""
+    proxies = urllib.request.getproxies()
+    if not (proxies.get(scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass(host)
 
 
 def _int(obj: Any, name: str) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from .lexer import LexError, Logical, Token, lex, tokenize
 from .render import RenderError, render
 from .reply import Code, ReplyError, extract_code
-from .rules import CAST_TYPES, CUDA_BUILTINS, INCLUDES, KEYWORDS, REFUSED, TYPE_NAMES, refusal, word_rule
+from .rules import CAST_TYPES, CUDA_BUILTINS, INCLUDES, KEYWORDS, MAX_UNROLL, REFUSED, TYPE_NAMES, refusal, word_rule
 
 #: the longest reply read at all, and the largest code accepted
 MAX_REPLY_CHARS = 256 * 1024
@@ -185,9 +185,12 @@ class _Checker:
             if len(header) > 2 and header[0] == "<" and header[-1] == ">" and header[1:-1] in INCLUDES:
                 return "drop"
         if names[1:3] == ["pragma", "unroll"] and depth > 0:
-            if len(names) == 3 or (len(names) == 4 and tok.parts[3].kind == "number"
-                                   and tok.parts[3].spelling.isdigit()):
+            if len(names) == 3:
                 return "keep"
+            if len(names) == 4 and tok.parts[3].kind == "number" and tok.parts[3].spelling.isdigit():
+                if 1 <= int(tok.parts[3].spelling) <= MAX_UNROLL:
+                    return "keep"
+                raise GateError(refusal("unroll_count", f"'{_short(self.written(tok), 60)}'"), tok.line)
         raise GateError(refusal("directive", f"the preprocessor line '{_short(self.written(tok), 60)}'"), tok.line)
 
     def _word(self, tokens: list[Token], i: int, depth: int) -> None:

@@ -4,7 +4,10 @@ Compilation and verification are injected, so the loop knows nothing of NVRTC or
 
 - ``compile_fn(device_code)`` builds the device code as the project will ship it (the emitter's includes, helpers
   and launchers around it, the code behind ``feedback.mark_candidate``'s ``#line`` marker). It returns an object
-  with ``ok`` and ``log`` (and anything else, kept as ``info``), or raises; an exception's text is taken as the log.
+  with ``ok`` and ``log`` (and anything else, kept as ``info``; ``stopped``: why a compile was cut off at a limit),
+  or raises; an exception's text is taken as the log. With ``turn_seconds`` the loop calls
+  ``compile_fn(device_code, seconds=...)``: what is left of the turn's deadline after the request, so that a turn
+  (request and compile) ends within ``turn_seconds``.
 - ``verify(device_code)`` (optional, with ``--verify`` on a GPU) returns ``None`` when the outputs match, else a
   report (text, mapping or object: case, max error, first differing indices), which is sent back to the model.
 
@@ -15,6 +18,7 @@ says whether the code passed everything asked of it; nothing is written here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +62,7 @@ class CompileOutcome:
     ok: bool
     log: str = ""
     info: Any = None
+    stopped: str = ""  # why the compile was cut off at a limit (time, memory), one line; "" when it finished
 
 
 def run_repair_loop(
@@ -69,9 +74,11 @@ def run_repair_loop(
     verify: Callable[[str], Any] | None = None,
     max_turns: int = DEFAULT_MAX_TURNS,
     on_turn: Callable[[Attempt], None] | None = None,
+    turn_seconds: float | None = None,
 ) -> RepairResult:
     """Run up to ``max_turns`` request/check rounds; return the first reply that passes, else raise
-    ``RepairFailed``. ``LLMError`` from ``chat`` (endpoint trouble) propagates at once."""
+    ``RepairFailed``. ``LLMError`` from ``chat`` (endpoint trouble) propagates at once. ``turn_seconds``: the
+    deadline of a turn's request and compile together (``compile_fn`` gets what the request left)."""
     if max_turns < 1:
         raise ValueError(f"max_turns must be at least 1, got {max_turns}")
     conversation = [dict(m) for m in messages]
@@ -84,6 +91,7 @@ def run_repair_loop(
             on_turn(a)
 
     for turn in range(1, max_turns + 1):
+        started = time.monotonic()
         try:
             reply = chat(conversation)
         except LLMError as e:
@@ -100,9 +108,12 @@ def run_repair_loop(
             conversation.append({"role": "user", "content": prompts.gate_feedback(reason)})
             continue
 
-        outcome = _compile(compile_fn, checked.code)
+        left = None if turn_seconds is None else turn_seconds - (time.monotonic() - started)
+        outcome = _compile(compile_fn, checked.code, left)
         if not outcome.ok:
-            diagnostics = feedback.compiler_feedback(outcome.log, checked.code, checked.origin)
+            diagnostics = (feedback.clean(f"{outcome.stopped}. {STOPPED_ADVICE}", feedback.MAX_FEEDBACK_CHARS)
+                           if outcome.stopped else
+                           feedback.compiler_feedback(outcome.log, checked.code, checked.origin))
             record(Attempt(turn, "compile", diagnostics))
             conversation.append({"role": "user", "content": prompts.compile_feedback(diagnostics)})
             continue
@@ -123,9 +134,14 @@ def run_repair_loop(
     raise RepairFailed(_failure_message(attempts, max_turns), attempts, max_turns, usage)
 
 
-def _compile(compile_fn: Callable[[str], Any], code: str) -> CompileOutcome:
+#: what the model is told when its code made the compiler run into a limit
+STOPPED_ADVICE = ("The code makes the compiler work without end (deep or exponential template instantiation, a huge "
+                  "array initialiser, a huge unroll count); write it so that it compiles in a second or two")
+
+
+def _compile(compile_fn: Callable[..., Any], code: str, seconds: float | None) -> CompileOutcome:
     try:
-        result = compile_fn(code)
+        result = compile_fn(code) if seconds is None else compile_fn(code, seconds=seconds)
     except LLMError:
         raise
     except Exception as e:  # the compiler's error: its text is the log
@@ -135,18 +151,24 @@ def _compile(compile_fn: Callable[[str], Any], code: str) -> CompileOutcome:
         return result
     ok = bool(getattr(result, "ok", True))
     log = getattr(result, "log", "") or ""
-    return CompileOutcome(ok, str(log), result)
+    return CompileOutcome(ok, str(log), result, str(getattr(result, "stopped", "") or ""))
 
 
 _STAGE_WORDS = {"gate": "rejected by the static gate", "compile": "did not compile", "verify": "failed verification"}
 
 
+def describe(attempt: Attempt) -> str:
+    """One line for one turn: ``turn 1: rejected by the static gate: <the reason's first line> (+3 more lines)``."""
+    if attempt.stage == "ok":
+        return f"turn {attempt.turn}: accepted"
+    detail = attempt.detail.strip().splitlines()
+    first = detail[0] if detail else ""
+    more = f" (+{len(detail) - 1} more lines)" if len(detail) > 1 else ""
+    return f"turn {attempt.turn}: {_STAGE_WORDS.get(attempt.stage, attempt.stage)}: {first}{more}"
+
+
 def _failure_message(attempts: list[Attempt], max_turns: int) -> str:
     lines = [f"the model produced no acceptable kernel in {max_turns} turn{'s' if max_turns != 1 else ''} "
              "(raise --max-turns, or try another model):"]
-    for a in attempts:
-        detail = a.detail.strip().splitlines()
-        first = detail[0] if detail else ""
-        more = f" (+{len(detail) - 1} more lines)" if len(detail) > 1 else ""
-        lines.append(f"  turn {a.turn}: {_STAGE_WORDS.get(a.stage, a.stage)}: {first}{more}")
+    lines += [f"  {describe(a)}" for a in attempts]
     return "\n".join(lines)

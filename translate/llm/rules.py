@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 ALLOWED, DROPPED, REFUSED = "allowed", "dropped", "refused"
 
+#: the largest count of a ``#pragma unroll N`` (the "pragma_unroll" and "unroll_count" rules)
+MAX_UNROLL = 256
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -33,8 +36,11 @@ TABLE: tuple[Rule, ...] = (
          "`<cfloat>`, alone at the top level", DROPPED,
          "the project's file already includes what device code needs; models write these lines by habit, so they "
          "are accepted and left out of the file"),
-    Rule("pragma_unroll", "`#pragma unroll`, or `#pragma unroll N`, inside a function body", ALLOWED,
-         "a loop-unrolling hint that changes no result (the project's own translator writes it)"),
+    Rule("pragma_unroll", f"`#pragma unroll`, or `#pragma unroll N` with N from 1 to {MAX_UNROLL}, inside a function "
+         "body", ALLOWED, "a loop-unrolling hint that changes no result (the project's own translator writes it)"),
+    Rule("unroll_count", f"`#pragma unroll N` with N over {MAX_UNROLL}", REFUSED,
+         "a huge unroll count makes the compiler work for minutes (unrolling a loop two billion times) and no kernel "
+         "needs it (the project's own kernels unroll a few times)"),
     Rule("directive", "any other preprocessor line: `#define`, `#if`/`#ifdef`, `#include \"...\"`, other "
          "`#pragma`, in any spelling (`%:`, `??=`, spliced lines)", REFUSED,
          "macros and conditional compilation make the compiler read other code than the checks read (`#define "
@@ -71,11 +77,12 @@ TABLE: tuple[Rule, ...] = (
          REFUSED, "host APIs are host code; the launcher is the project's",
          prefixes=("cuda[A-Z]", "cu[A-Z]", "nvrtc", "cublas", "cudnn", "cufft", "curand", "cusparse", "cusolver",
                    "nccl", "nvml")),
-    Rule("memory", "`malloc`, `calloc`, `realloc`, `free`, `aligned_alloc`, `posix_memalign`, `alloca`, `mmap`, "
-         "`new`, `delete`", REFUSED,
-         "heap allocation from a kernel; refused even when only named (`(malloc)(64)`, `&malloc`)",
-         words=("malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "alloca", "mmap", "new",
-                "delete")),
+    Rule("memory", "`malloc`, `__nv_aligned_device_malloc`, `calloc`, `realloc`, `free`, `aligned_alloc`, "
+         "`posix_memalign`, `memalign`, `alloca`, `mmap`, `new`, `delete`", REFUSED,
+         "heap allocation from a kernel (the device heap is small, shared by every thread and launch, and fails "
+         "with a null pointer); refused even when only named (`(malloc)(64)`, `&malloc`)",
+         words=("malloc", "__nv_aligned_device_malloc", "calloc", "realloc", "free", "aligned_alloc",
+                "posix_memalign", "memalign", "alloca", "mmap", "new", "delete")),
     Rule("output", "`printf`, `vprintf`, `puts`, `fputs`, `fprintf`, `sprintf`, `snprintf`, `vfprintf`", REFUSED,
          "output from a kernel is a side channel and no part of its result (`printf` is accepted when the backend "
          "is made with `allow_printf`)",
@@ -89,6 +96,10 @@ TABLE: tuple[Rule, ...] = (
                 "freopen", "fread", "fwrite", "exit", "_exit", "_Exit", "abort", "atexit", "main")),
     Rule("trap", "`__trap`, `__brkpt`", REFUSED, "they stop the GPU context instead of computing",
          words=("__trap", "__brkpt")),
+    Rule("assert", "`assert`, `__assertfail`, `__assert_fail`", REFUSED,
+         "a failed device assert is a trap (`__assertfail`): it stops the GPU context instead of computing; a "
+         "kernel's checks belong to its Python, where the simulator runs them",
+         words=("assert", "__assertfail", "__assert_fail")),
     Rule("builtin", "compiler builtins (`__builtin_...`)", REFUSED,
          "builtins reach below C++ (`alloca`, traps, frame addresses)", prefixes=("__builtin_",)),
     Rule("cuda_qualifiers", "`__global__` (on the kernel only), `__device__`, `__shared__`, `__constant__`, "

@@ -1,6 +1,7 @@
-"""The cases a registered kernel is verified on: seeds × the spec's ``verify_sizes`` × the input distributions, each
-case made from its own deterministic generator; and the smallest sizes, which the sanitizers and the repair loop's
-verification run on."""
+"""The cases a registered kernel is verified on: seeds × the spec's ``verify_sizes`` × the input distributions (the
+spec's ``distributions``: ``registry.DISTRIBUTIONS``, and ``SPECIAL`` for kernels whose reference defines special
+values), each case made from its own deterministic generator; and the smallest sizes, which the sanitizers and the
+repair loop's quick verification run on."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from numbakern.registry import DISTRIBUTIONS, Case, KernelSpec
+from numbakern.registry import Case, KernelSpec
 
 DEFAULT_SEEDS = (0, 1, 2)
 
@@ -18,7 +19,7 @@ def cases_for(spec: KernelSpec, seeds: Sequence[int] = DEFAULT_SEEDS, sizes: Seq
               dists: Sequence[str] | None = None) -> Iterator[tuple[dict[str, int], int, str, Case]]:
     """``(size, seed, dist, case)`` for every combination, each from its own deterministic generator."""
     sizes = list(sizes if sizes is not None else spec.verify_sizes)
-    dists = list(dists if dists is not None else DISTRIBUTIONS)
+    dists = list(dists if dists is not None else spec.distributions)
     for si, size in enumerate(sizes):
         for seed in seeds:
             for di, dist in enumerate(dists):

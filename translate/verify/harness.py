@@ -1,6 +1,6 @@
 """The verification harness: does the compiled C compute what the Numba kernel computes?
 
-For every case (seeds × the spec's ``verify_sizes`` × ``numbakern.registry.DISTRIBUTIONS``):
+For every case (seeds × the spec's ``verify_sizes`` × its input distributions, ``KernelSpec.distributions``):
 
 1. **candidate run 1** -- the ``.cu`` built with ``nvcc -shared`` and called through its ``extern "C"`` launcher,
    in buffers of its own, outputs poisoned with NaN (integers: a sentinel), shared memory poisoned with NaN;

@@ -78,7 +78,8 @@ def run_candidate(cu: str | os.PathLike, launcher: Mapping[str, Any], cases: Seq
     (workdir / "job.json").write_text(json.dumps(job))
     np.savez(workdir / "args.npz", **arrays)
     done = sandbox.run([sys.executable, "-m", "translate.verify.isolated", str(workdir)], workdir=workdir,
-                       limits=limits_for_outputs(limits, cases, outputs))
+                       limits=limits_for_outputs(limits, cases, outputs),
+                       read_only=[p for p in (job["cu"], job["so"]) if p])
     result = _read_answer(workdir, cases, outputs, done)
     if so and not result.stage:
         result.so = Path(so)
@@ -102,7 +103,7 @@ def build(cu: str | os.PathLike, *, arch: str, workdir: str | os.PathLike, nvcc_
            "build_only": True}
     (workdir / "job.json").write_text(json.dumps(job))
     done = sandbox.run([sys.executable, "-m", "translate.verify.isolated", str(workdir)], workdir=workdir,
-                       limits=limits)
+                       limits=limits, read_only=[job["cu"]])
     return _read_answer(workdir, [], [], done)
 
 

@@ -1,6 +1,18 @@
-"""A child process for code nobody has vouched for: building, loading and running a candidate ``.cu``.
+"""A child process for code nobody has vouched for: building, loading and running a candidate ``.cu``, and
+compiling a model's reply with NVRTC.
 
 ``run(argv, workdir=...)`` starts ``argv`` with:
+
+- **namespaces of its own** (bubblewrap, ``bwrap``, where it can create them): no network (a fresh network
+  namespace), no view of other processes (a fresh pid namespace: this process has no pid there, so it cannot be
+  signalled or read through ``/proc``), the whole file system read-only but for its working folder, a private
+  ``/tmp`` and ``/dev/shm``, of ``/dev`` only the basic nodes and the GPU's, a new session (no terminal to write
+  into), killed when this process dies (see ``bwrap_command``). Where ``bwrap`` is missing or cannot create
+  namespaces (some containers forbid it), one warning line says so and the child runs without them
+  (``NUMBAKERN_SANDBOX=none`` chooses that, ``=bwrap`` makes it an error; ``NUMBAKERN_BWRAP`` names the program);
+- **a parent with nothing to read**: before the first child starts, this process is made non-dumpable and the
+  values of secret-looking variables are overwritten in its initial environment block, what
+  ``/proc/<pid>/environ`` shows (``translate.procenv``), which also holds without namespaces;
 
 - **a scrubbed environment**: an allow-list (``PATH``, the locale, the CUDA toolkit and device variables, the
   library path), never a variable whose name looks like a secret or whose value holds one (``OPENAI_API_KEY``
@@ -9,9 +21,9 @@
 - **its own working folder** (``workdir``), stdin from ``/dev/null``, stdout and stderr into files there (only
   their tails are read back);
 - **resource limits**, set in the child before it executes anything (``python -m translate.verify.sandbox``
-  applies them, then ``exec``s ``argv``): CPU seconds, the size of any file it writes, open files, no core dumps.
-  No address-space limit: the CUDA driver reserves far more virtual memory than it uses, so ``RLIMIT_AS`` would
-  break every CUDA process;
+  applies them, then ``exec``s ``argv``): CPU seconds, the size of any file it writes, open files, no core dumps,
+  and an address-space limit only where it is asked for (``Limits.address_bytes``: NVRTC's child has one; the CUDA
+  driver reserves far more virtual memory than it uses, so ``RLIMIT_AS`` would break every CUDA process);
 - **a deadline**: the child is the leader of a new session and process group, and when the wall-clock limit
   passes the whole group is killed (``SIGKILL``); the group is killed after a normal exit too, so nothing the
   child started outlives it in its group.
@@ -21,16 +33,22 @@ Standard library only.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from .. import procenv
 
 #: the variables a child may inherit (if their names and values look harmless)
 ENV_ALLOWED = (
@@ -44,6 +62,17 @@ SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "A
 #: how much of the child's stdout and stderr is read back
 TAIL_BYTES = 64 * 1024
 
+#: "auto" (bwrap where it works, else a warning and no namespaces), "bwrap" (an error where it does not work) or
+#: "none" (no namespaces)
+SANDBOX_ENV = "NUMBAKERN_SANDBOX"
+#: the bubblewrap program (default: ``bwrap`` on ``PATH``), e.g. one unpacked with ``dpkg -x`` on a machine
+#: without a package manager
+BWRAP_ENV = "NUMBAKERN_BWRAP"
+
+
+class SandboxError(RuntimeError):
+    """``NUMBAKERN_SANDBOX=bwrap`` and bubblewrap cannot isolate children here, or a bad ``NUMBAKERN_SANDBOX``."""
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -51,6 +80,7 @@ class Limits:
     cpu_seconds: int = 600  # per process (RLIMIT_CPU): SIGXCPU, then SIGKILL a few seconds later
     file_bytes: int = 1 << 30  # the largest file the child may write (RLIMIT_FSIZE)
     open_files: int = 1024  # RLIMIT_NOFILE
+    address_bytes: int | None = None  # RLIMIT_AS; None: no limit (a CUDA-driver process needs none)
 
 
 @dataclass(frozen=True)
@@ -99,10 +129,15 @@ def child_env(workdir: str | os.PathLike, extra: Mapping[str, str] | None = None
 
 
 def run(argv: Sequence[str], *, workdir: str | os.PathLike, limits: Limits = Limits(),
-        env_extra: Mapping[str, str] | None = None) -> Completed:
-    """Run ``argv`` sandboxed in ``workdir`` (which must exist); wait at most ``limits.wall_seconds``."""
+        env_extra: Mapping[str, str] | None = None, read_only: Sequence[str | os.PathLike] = ()) -> Completed:
+    """Run ``argv`` sandboxed in ``workdir`` (which must exist); wait at most ``limits.wall_seconds``. ``read_only``:
+    files or folders the child reads that may lie in this process's ``/tmp`` (the child's ``/tmp`` is its own)."""
+    protect_parent()
     workdir = Path(workdir)
     command = [sys.executable, "-m", "translate.verify.sandbox", json.dumps(asdict(limits)), "--", *argv]
+    way = isolation()
+    if way.program is not None:
+        command = bwrap_command(way.program, workdir, [*read_only, *_python_paths()], command)
     out_path, err_path = workdir / "sandbox.stdout", workdir / "sandbox.stderr"
     t0 = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
@@ -120,9 +155,110 @@ def run(argv: Sequence[str], *, workdir: str | os.PathLike, limits: Limits = Lim
             proc.wait()
             raise
         finally:
-            kill_group(proc.pid)  # whatever the child left running in its group
-    return Completed(None if timed_out else proc.returncode, timed_out, _tail(out_path), _tail(err_path),
+            kill_group(proc.pid)  # whatever the child left running in its group (bwrap: its namespace dies too)
+    returncode = proc.returncode
+    if way.program is not None and returncode is not None and returncode > 128 \
+            and returncode - 128 in signal.valid_signals():
+        returncode = 128 - returncode  # bwrap reports a child killed by signal N as 128 + N; subprocess says -N
+    return Completed(None if timed_out else returncode, timed_out, _tail(out_path), _tail(err_path),
                      time.monotonic() - t0)
+
+
+def protect_parent() -> None:
+    """Before a child runs: this process non-dumpable, and no secret in what ``/proc/<pid>/environ`` shows."""
+    procenv.make_non_dumpable()
+    procenv.conceal([name for name in os.environ if looks_secret(name)])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# namespaces (bubblewrap)
+
+
+@dataclass(frozen=True)
+class Isolation:
+    program: str | None  # the bwrap program, or None: children run without namespaces
+    reason: str = ""  # why not (None only)
+
+
+_isolation: Isolation | None = None
+_isolation_lock = threading.Lock()
+
+
+def isolation() -> Isolation:
+    """How children are isolated in this process (found once): bwrap if it can create the namespaces here."""
+    global _isolation
+    with _isolation_lock:
+        if _isolation is None:
+            _isolation = _find_isolation()
+            if _isolation.program is None:
+                sys.stderr.write(f"numbakern: warning: sandboxed children run without namespaces ({_isolation.reason})"
+                                 ": they can use the network, write wherever you can and signal this process; "
+                                 "see docs/llm.md#security-model\n")
+                sys.stderr.flush()
+        return _isolation
+
+
+def _find_isolation() -> Isolation:
+    choice = os.environ.get(SANDBOX_ENV, "auto").strip().lower() or "auto"
+    if choice not in ("auto", "bwrap", "none"):
+        raise SandboxError(f"{SANDBOX_ENV} must be auto, bwrap or none, got {choice!r}")
+    if choice == "none":
+        return Isolation(None, f"{SANDBOX_ENV}=none")
+    found = probe_bwrap()
+    if found.program is None and choice == "bwrap":
+        raise SandboxError(f"{SANDBOX_ENV}=bwrap, but {found.reason}")
+    return found
+
+
+def probe_bwrap() -> Isolation:
+    """Whether bubblewrap (``$NUMBAKERN_BWRAP``, else ``bwrap`` on ``PATH``) can isolate a child here, tried now."""
+    program = os.environ.get(BWRAP_ENV) or shutil.which("bwrap")
+    if not program:
+        return Isolation(None, "bubblewrap is not installed: apt-get install bubblewrap")
+    return _probe(program)
+
+
+def _probe(program: str) -> Isolation:
+    """``program`` runs ``true`` in the namespaces ``run`` asks for, or the reason it cannot."""
+    true = shutil.which("true") or "/bin/true"
+    with tempfile.TemporaryDirectory(prefix="numbakern-bwrap-") as workdir:
+        try:
+            done = subprocess.run(bwrap_command(program, Path(workdir), [], [true]), capture_output=True, text=True,
+                                  timeout=30, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as e:
+            return Isolation(None, f"bubblewrap ({program}) cannot run: {e}")
+    if done.returncode != 0:
+        said = " ".join((done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1].split())[:200]
+        return Isolation(None, f"bubblewrap cannot create namespaces here: {said}")
+    return Isolation(program)
+
+
+def bwrap_command(program: str, workdir: Path, read_only: Sequence[str | os.PathLike],
+                  command: Sequence[str]) -> list[str]:
+    """``command`` under bubblewrap (see bwrap(1)): every namespace of its own (user where allowed, pid, network,
+    ipc, uts, cgroup where allowed), killed when its parent dies, a new session (no terminal), the file system
+    read-only, a fresh ``/dev`` with the GPU's device nodes, ``/proc`` of its own pid namespace, private ``/tmp``
+    and ``/dev/shm``, ``read_only`` paths visible again, ``workdir`` writable and the current folder."""
+    args = [program, "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev"]
+    for node in sorted(glob.glob("/dev/nvidia*")):  # nvidiactl, nvidia0..N, nvidia-uvm(-tools), nvidia-caps/
+        args += ["--dev-bind", node, node]
+    args += ["--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
+    work = os.path.realpath(workdir)
+    for path in dict.fromkeys(os.path.realpath(p) for p in read_only):
+        if os.path.exists(path) and not _inside(path, work):
+            args += ["--ro-bind", path, path]
+    return [*args, "--bind", work, work, "--chdir", work, "--", *command]
+
+
+def _python_paths() -> list[str]:
+    """What the child's Python needs that may lie in this process's ``/tmp``: its prefix and import path."""
+    tmp = os.path.realpath("/tmp")
+    paths = [sys.prefix, sys.base_prefix, *(p for p in sys.path if p)]
+    return [p for p in dict.fromkeys(os.path.realpath(p) for p in paths) if _inside(p, tmp) and os.path.exists(p)]
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def kill_group(pgid: int) -> None:
@@ -150,6 +286,8 @@ def apply_limits(limits: Limits) -> None:
     lower(resource.RLIMIT_CPU, int(limits.cpu_seconds), hard_extra=5)
     lower(resource.RLIMIT_FSIZE, int(limits.file_bytes))
     lower(resource.RLIMIT_NOFILE, int(limits.open_files))
+    if limits.address_bytes is not None:
+        lower(resource.RLIMIT_AS, int(limits.address_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     os.umask(0o077)
 
@@ -162,6 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     apply_limits(Limits(**json.loads(argv[0])))
     for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores these; the program it becomes gets the defaults back
         signal.signal(getattr(signal, name), signal.SIG_DFL)
+    os.environ.pop("PWD", None)  # bwrap sets it (to the working folder): the child's environment is the allow-list
     command = argv[2:]
     os.execvp(command[0], command)  # never returns
     return 127
