@@ -93,4 +93,12 @@ EXTRA = [
        (floats(500, np.float64, -1.5, 1.5), fixed(np.zeros(10, np.int32)), fixed(-1.0), fixed(1.0))),
     _e("chained_index", "void(float32[:, ::1], float32[:, ::1])", L((3, 4), (16, 16)),
        (floats((53, 41), np.float32, -1, 1), floats((53, 41), np.float32))),
+    _e("break_state", "void(float32[:, ::1], float32[::1], float32[::1])", L(4, 128),
+       (floats((500, 4), np.float32, -1, 1), floats(7, np.float32, -1, 1), floats(500, np.float32))),
+    _e("elif_state", "void(float32[::1], float32[::1], float32[::1])", L(4, 128),
+       (floats(500, np.float32, -1, 1), floats(500, np.float32, -1, 1), floats(500, np.float32))),
+    _e("while_test_state", "void(float32[::1], int64[::1])", L(4, 128),
+       (floats(9, np.float32, -1, 1), ints(500, np.int64, -9, 9))),
+    _e("reversed_blocks", "void(float32[::1], float32[::1])", L(4, 128),
+       (floats(500, np.float32, -1, 1), floats(500, np.float32))),
 ]

@@ -405,3 +405,55 @@ def chained_index(x, out):
     if r < out.shape[0] and c < out.shape[1]:
         out[r][c] = tile[ty][tx] + tile[ty][tx - 1]
 
+
+
+# -- value ranges: where the index may be negative after all (numba wraps it around), and where it cannot be ------
+@cuda.jit
+def break_state(x, y, out):
+    """After a loop, a name may hold what it held at a `break` (-5 here), not only what an iteration ends with."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        j = 0
+        for q in range(4):
+            j = -5
+            if x[i, q] > 0:
+                break
+            j = q
+        out[i] = y[j]
+
+
+@cuda.jit
+def elif_state(x, y, out):
+    """An elif's test runs where the first test was false: there i < 10, so i - 10 is negative."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        v = np.float32(0)
+        if i >= 10:
+            v = x[i]
+        elif y[i - 10] > 0:
+            v = np.float32(1)
+        out[i] = v
+
+
+@cuda.jit
+def while_test_state(x, out):
+    """A while test runs at every iteration: k is 5 only at the first, so k - 5 reaches -1, -2, ..."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        k = 5
+        n = 0
+        while x[k - 5] > 0 and n < 3:
+            k -= 1
+            n += 1
+        out[i] = k
+
+
+@cuda.jit
+def reversed_blocks(x, out):
+    """gridDim.x - 1 - blockIdx.x is never negative (a block index is below the grid's size): no wraparound; and
+    (lk + 31) // 32 of an extent is C's division."""
+    qb = cuda.gridDim.x - 1 - cuda.blockIdx.x
+    i = qb * cuda.blockDim.x + cuda.threadIdx.x
+    nb = (x.shape[0] + 31) // 32
+    if i < x.shape[0]:
+        out[i] = x[qb] + nb

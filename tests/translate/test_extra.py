@@ -71,6 +71,12 @@ FRAGMENTS = {
                            "int64_t b = bin_number(x[i], lo, hi, hist_shape0, &b_present);", "if (b_present) {"],
     "chained_index": ["tile[ty][tx] = (r < x_shape0 && c < x_shape1) ? x[r * x_shape1 + c] : 0.0f;",
                       "out[r * out_shape1 + c] = tile[ty][tx] + tile[ty][nk_wrap((int64_t)tx - 1, HALO)];"],
+    # value ranges that are sound: a break's state, an elif's own state, a while test at every iteration
+    "break_state": ["out[i] = y[nk_wrap(j, y_shape0)];"],
+    "elif_state": ["} else if ((double)y[nk_wrap(i - 10, y_shape0)] > 0) {"],
+    "while_test_state": ["while ((double)x[nk_wrap(k - 5, x_shape0)] > 0 && n < 3) {"],
+    # and precise: a block index is below the grid's size, an extent is non-negative
+    "reversed_blocks": ["int64_t nb = (x_shape0 + 31) / 32;", "out[i] = (double)x[qb] + nb;"],
 }
 
 

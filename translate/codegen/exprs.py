@@ -36,11 +36,13 @@ from .cexpr import (
     paren,
 )
 from .diagnose import internal_error
+from .valueflow import within
 
 BINOPS = {ast.Add: ("+", operator.add), ast.Sub: ("-", operator.sub), ast.Mult: ("*", operator.mul),
           ast.Div: ("/", operator.truediv), ast.FloorDiv: ("//", operator.floordiv), ast.Mod: ("%", operator.mod),
           ast.Pow: ("**", operator.pow), ast.LShift: ("<<", operator.lshift), ast.RShift: (">>", operator.rshift),
           ast.BitAnd: ("&", operator.and_), ast.BitOr: ("|", operator.or_), ast.BitXor: ("^", operator.xor)}
+INT64_MAX = 2 ** 63 - 1
 CMPOPS = {ast.Lt: ("<", operator.lt), ast.LtE: ("<=", operator.le), ast.Gt: (">", operator.gt),
           ast.GtE: (">=", operator.ge), ast.Eq: ("==", operator.eq), ast.NotEq: ("!=", operator.ne)}
 
@@ -151,6 +153,13 @@ class ExprMixin:
         if name in self.scalars:
             key = self.scalars[name]
             deps = self.facts.get(name)
+            if is_int(key) and deps:
+                lo = self.flow_interval(node)[0]
+                if lo is not None and lo >= 0:  # non-negative without assuming anything of the parameters
+                    deps = frozenset()
+            elif is_int(key) and deps is None:
+                lo = self.flow_interval(node)[0]
+                deps = frozenset() if lo is not None and lo >= 0 else None
             return CExpr(self.cname(name), key, self.var_type(name), nonneg=deps is not None or key.startswith("u"),
                          deps=deps or frozenset(), present=self.present.get(name))
         if name in self.template_consts:
@@ -322,6 +331,9 @@ class ExprMixin:
         pure = left.pure and right.pure
         if rkey in ("complex64", "complex128"):
             return self._complex_binop(op, left, right, rkey, sig.return_type, node)
+        ranges = self.operation_ranges(node) if is_int(rkey) and is_int(akey) else None
+        if ranges is not None and ranges[2][0] is not None and ranges[2][0] >= 0:
+            nonneg, deps = True, frozenset()  # the value ranges prove it, assuming nothing of the parameters
         if op == "/":
             left, right = arith_casts(left, right, rkey)
             if rkey == "float32" and getattr(self.unit, "fastmath", False):
@@ -334,8 +346,9 @@ class ExprMixin:
             left_node = node.left if isinstance(node, ast.BinOp) else getattr(node, "target", None)
             # (a proof that assumed a parameter >= 0 is good for indices only, where the launcher checks it; and
             # a value that may have wrapped around past INT64_MAX is negative to numba: the floor helper)
-            if is_int(akey) and left.nonneg and not left.deps and isinstance(divisor, int) and divisor > 0 and \
-                    left_node is not None and self.no_overflow(left_node):
+            plain = ranges is not None and within(ranges[0], 0, INT64_MAX) and within(ranges[1], 1, INT64_MAX)
+            if plain or is_int(akey) and left.nonneg and not left.deps and isinstance(divisor, int) and \
+                    divisor > 0 and left_node is not None and self.no_overflow(left_node):
                 left, right = arith_casts(left, right, rkey)
                 return self._infix(left, "/" if op == "//" else "%", right, c_arith(left.key, right.key),
                                    sig.return_type, nonneg=True, deps=deps)

@@ -11,7 +11,7 @@ from numba.cuda import types
 from .. import cnames
 from ..cnames import c_name, is_int, scalar_key
 from ..errors import TranslationError
-from . import arrays, calls, loopvars, ranges, scope, unroll, valueflow, variables, vectors
+from . import arrays, calls, loopvars, nodetypes, ranges, scope, unroll, valueflow, variables, vectors
 from .cexpr import CExpr, Static, TupleVal, cast, paren
 from .diagnose import internal_error
 from .exprs import BINOPS, ExprMixin
@@ -58,6 +58,7 @@ class FunctionTranslator(ExprMixin):
         self.lines: list[str] = []
         self.depth = 1
         self.loop_vars: set = set()
+        self._flow = None
         self.params = [a.arg for a in self.fn.args.args]
         for bad in (self.fn.args.vararg, self.fn.args.kwarg, *self.fn.args.kwonlyargs):
             if bad is not None:
@@ -226,18 +227,29 @@ class FunctionTranslator(ExprMixin):
 
         return ranges.relational_nonneg(node, self._loop_starts, nonneg_name)
 
+    @property
+    def flow(self) -> valueflow.Flow:
+        """The value ranges along the function (built on first use)."""
+        if self._flow is None:
+            self._flow = valueflow.Flow(self.fn, self._static_interval, nodetypes.NodeTypes(self))
+        return self._flow
+
+    def flow_state(self):
+        """The value ranges where the current statement's expressions are evaluated (None: unreachable code)."""
+        return self.flow.state_for(getattr(self, "statement", None))
+
     def flow_nonneg(self, node) -> bool:
         """Is the index ``node`` >= 0 by the value ranges along the function (``valueflow``)?"""
-        if not hasattr(self, "_flow"):
-            self._flow = valueflow.Flow(self.fn, self._static_interval)
-        return self._flow.nonneg(node, self.statement)
+        state = self.flow_state()
+        return state is not None and self.flow.nonneg(node, state)
 
     def _static_interval(self, name):
         """The range of a name the function never assigns: an unsigned parameter's type, a constant's value."""
         if name in self.bound and isinstance(self.bound[name], int) and not isinstance(self.bound[name], bool):
             return self.bound[name], self.bound[name]
         if name in self.template_consts and isinstance(self.template_consts[name], int):
-            return self.template_consts[name], self.template_consts[name]
+            values = [c[name] for c in self.all_template_consts if isinstance(c.get(name), int)]
+            return min(values), max(values)
         if name in self.scalars and name in self.params:
             key = self.scalars[name]
             return (0, 2 ** int(key[4:]) - 1) if key.startswith("uint") else None
@@ -250,10 +262,21 @@ class FunctionTranslator(ExprMixin):
 
     def flow_interval(self, node) -> tuple:
         """The range of the integer ``node`` in the current statement (``valueflow``); None for an unknown end."""
-        if not hasattr(self, "_flow"):
-            self._flow = valueflow.Flow(self.fn, self._static_interval)
-        state = self._flow.at.get(id(getattr(self, "statement", None)))
-        return (None, None) if state is None else self._flow.interval(node, state)
+        state = self.flow_state()
+        return (None, None) if state is None else self.flow.interval(node, state)
+
+    def operation_ranges(self, node):
+        """``(left, right, result, exact)`` of the integer operation ``node`` (a BinOp, or an AugAssign's) in the
+        current statement: the intervals of its operands and its result, and whether numba's result is the exact
+        one (no wraparound); None where the ranges do not know."""
+        if isinstance(node, ast.AugAssign):
+            node = ast.copy_location(ast.BinOp(node.target, node.op, node.value), node)
+        state = self.flow_state()
+        if not isinstance(node, ast.BinOp) or state is None:
+            return None
+        f = self.flow
+        return f.interval(node.left, state), f.interval(node.right, state), f.interval(node, state), \
+            f.exact(node, state)
 
     def bounded(self, node) -> bool:
         """Is ``|node|`` provably below 2**63 (its + - * cannot wrap around)?"""
@@ -263,12 +286,14 @@ class FunctionTranslator(ExprMixin):
         return self._flow_fits(node)
 
     def _flow_fits(self, node) -> bool:
-        """Does every + - * of ``node`` (and ``node`` itself) stay within int64 by the flow's ranges?"""
+        """Does numba compute every operator of ``node`` exactly (no wraparound), by the flow's ranges?"""
+        state = self.flow_state()
+        if state is None:
+            return False
         for sub in ast.walk(node):
-            if sub is node or isinstance(sub, (ast.BinOp, ast.UnaryOp)):
-                lo, hi = self.flow_interval(sub)
-                if lo is None or hi is None or lo < -ranges.INT64_LIMIT or hi >= ranges.INT64_LIMIT:
-                    return False
+            if isinstance(sub, (ast.BinOp, ast.UnaryOp)) and not isinstance(sub.op, (ast.Not, ast.UAdd)) and \
+                    not self.flow.exact(sub, state):
+                return False
         return True
 
     def no_overflow(self, node) -> bool:
@@ -396,6 +421,7 @@ class FunctionTranslator(ExprMixin):
         self.emit(f"return {e.code};")
 
     def s_If(self, node, prefix="if"):
+        self.statement = node  # an elif's test is evaluated where its own statement is (not at the body's end)
         static = self.static_condition(node.test)
         if static is not None:  # numba prunes a branch on a compile-time constant (and leaves it untyped): so do we
             taken = node.body if static else node.orelse
