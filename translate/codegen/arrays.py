@@ -48,7 +48,7 @@ def param_array(name: str, nbt, extents, strides, tr) -> ArrayInfo:
     return ArrayInfo(name, "param", key, nbt.ndim, ext, nbt, st)
 
 
-def element(tr, info, index: ast.AST, node: ast.AST, partial: bool = False):
+def element(tr, info, index: ast.AST, node: ast.AST, partial: bool = False, offset: bool = False):
     """The C lvalue for ``info[index]`` (``index``: the subscript's AST; a name holding a tuple indexes every
     dimension with its elements). ``info`` may be a ``Row`` (``tile[a]``, indexed on); with ``partial``, fewer
     indices than dimensions give a ``Row``."""
@@ -63,11 +63,12 @@ def element(tr, info, index: ast.AST, node: ast.AST, partial: bool = False):
         values, idx_nodes, info = info.values + values, info.nodes + idx_nodes, info.array
     if partial and len(values) < info.ndim:
         return Row(info, values, idx_nodes)
-    return element_at(tr, info, values, node, idx_nodes)
+    return element_at(tr, info, values, node, idx_nodes, offset)
 
 
-def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None) -> CExpr:
-    """The C lvalue for ``info`` indexed by the (already evaluated) ``values``, one per dimension."""
+def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None, offset: bool = False) -> CExpr:
+    """The C lvalue for ``info`` indexed by the (already evaluated) ``values``, one per dimension (with ``offset``,
+    an array with a pointer: the element's offset from it instead)."""
     idx_nodes = idx_nodes or [node] * len(values)
     if len(values) != info.ndim:
         raise tr.src.error(node, f"'{info.name}' has {info.ndim} dimension(s) but is indexed with {len(values)}",
@@ -86,10 +87,17 @@ def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None)
     if info.kind in ("shared", "local"):
         code = info.name + "".join(f"[{i.code}]" for i in idxs)
         return CExpr(code, info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
+    off = flat_offset(info, idxs)
+    if offset:
+        return CExpr(off.code, "int64", None, off.prec, pure=all(i.pure for i in idxs))
+    return CExpr(f"{info.name}[{off.code}]", info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
+
+
+def flat_offset(info: ArrayInfo, idxs: list) -> CExpr:
+    """The element offset of (already wrapped) indices ``idxs`` into an array with a pointer and extents."""
     if info.strides:
         terms = [f"{paren(i, MUL)} * {st.code}" for i, st in zip(idxs, info.strides) if i.literal != 0]
-        return CExpr(f"{info.name}[{' + '.join(terms) or '0'}]", info.key, elem_nbt, PRIMARY,
-                     pure=all(i.pure for i in idxs))
+        return CExpr(' + '.join(terms) or '0', "int64", None, ADD if len(terms) > 1 else MUL)
     off = idxs[0]
     for d in range(1, info.ndim):
         ext = info.extents[d]
@@ -100,7 +108,7 @@ def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None)
             off = prod
         else:
             off = CExpr(f"{prod.code} + {paren(idxs[d], ADD)}", "int64", None, ADD)  # integer + is associative
-    return CExpr(f"{info.name}[{off.code}]", info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
+    return off
 
 
 def _wrapped(tr, info: ArrayInfo, d: int, i: CExpr, inode) -> CExpr:

@@ -120,11 +120,13 @@ __device__ __forceinline__ bool nk_cisfinite(cuDoubleComplex z) { return isfinit
 __device__ __forceinline__ void nk_grid_sync() { cooperative_groups::this_grid().sync(); }
 """,
     "nk_cp_async": """\
-// cp.async (sm_80+): a 16-byte global -> shared copy that lands in the background; valid == false reads nothing
-// and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies have landed (others' after a barrier).
-__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, bool valid) {
+// cp.async (sm_80+): a 16-byte global -> shared copy of src[offset] that lands in the background; valid == false
+// reads nothing (from the array's start) and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies
+// have landed (others' after a barrier).
+__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -132,9 +134,10 @@ __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wai
 """,
     "nk_cp_async1": """\
 // cp.async of one float (4 bytes, through L1: .ca is the only mode for copies under 16 bytes); any alignment
-__device__ __forceinline__ void nk_copy_async(float *dst, const float *src, bool valid) {
+__device__ __forceinline__ void nk_copy_async(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 4 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 4 : 0)
                  : "memory");
 }
 """,

@@ -6,10 +6,15 @@
     vstore4(out, (r, c), regs, i) ->  *reinterpret_cast<float4 *>(&out[r * out_shape1 + c]) =
                                           make_float4(regs[i], regs[i + 1], regs[i + 2], regs[i + 3]);
 
-    copy_async4(a_s, (st, r, c), mt, (gr, gc), ok)  ->  nk_copy_async4(&a_s[st][r][c], ok ? &mt[gr * mt_shape1 + gc] : mt, ok);
+    copy_async4(a_s, (st, r, c), mt, (gr, gc), ok)  ->  nk_copy_async4(&a_s[st][r][c], mt, gr * mt_shape1 + gc, ok);
     async_commit(); async_wait_all()              ->  nk_async_commit(); nk_async_wait_all();
     async_wait(n)                                 ->  nk_async_wait<n>();
-    copy_async(a_s, (st, c, r), m, (gr, gc), ok)  ->  nk_copy_async(&a_s[st][c][r], ok ? &m[gr * m_shape1 + gc] : m, ok);
+    copy_async(a_s, (st, c, r), m, (gr, gc), ok)  ->  nk_copy_async(&a_s[st][c][r], m, gr * m_shape1 + gc, ok);
+
+The copy helpers take the source array and the element's offset, and select the address themselves as numba-cuda's
+intrinsic does (``valid ? src + offset : src``: one select, the condition evaluated once): a conditional pointer
+written out at each call compiled to a branch per copy, and a kernel of 16 unrolled copies to 32 basic blocks that
+ptxas allocated registers across worse than Numba's straight line (the attention kernels spilled).
 
 The register side stays four scalar accesses (so the local array stays in registers); the 16-byte alignment of the
 memory side is the kernel's precondition, as in Numba (``numbakern/vector_io.py``, ``numbakern/async_copy.py``).
@@ -111,13 +116,12 @@ def _emit_async(tr, call: ast.Call, helper: str) -> None:
     d = element(tr, dst, dst_index, call).code
     if src.ndim > 1 and not isinstance(src_index, ast.Tuple):  # a flat element offset into the source
         off = tr.expr(src_index)
-        s = f"{src.name}[{off.code}]"
     else:
-        s = element(tr, src, src_index, call).code
+        off = element(tr, src, src_index, call, offset=True)
     if helper == "copy1":
         tr.helpers.add("nk_cp_async1")
     fn = "nk_copy_async4" if helper == "copy" else "nk_copy_async"
-    tr.emit(f"{fn}(&{d}, ({valid.code}) ? &{s} : {src.name}, {valid.code});")
+    tr.emit(f"{fn}(&{d}, {src.name}, {off.code}, {valid.code});")
 
 
 def _statement_only(tr, obj, node):
