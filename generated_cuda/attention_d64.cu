@@ -21,11 +21,13 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// cp.async (sm_80+): a 16-byte global -> shared copy that lands in the background; valid == false reads nothing
-// and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies have landed (others' after a barrier).
-__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, bool valid) {
+// cp.async (sm_80+): a 16-byte global -> shared copy of src[offset] that lands in the background; valid == false
+// reads nothing (from the array's start) and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies
+// have landed (others' after a barrier).
+__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -35,16 +37,6 @@ __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wai
 template <int N> __device__ __forceinline__ void nk_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
-
-// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
-__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t q = x / y, r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
-}
-
-// modulo of unsigned integers as numba computes it: x % 0 == 0
-__device__ __forceinline__ uint64_t nk_floormod(uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; }
 
 constexpr int64_t FULL_MASK = 4294967295LL;
 constexpr double MASKED = -1e+30;
@@ -104,19 +96,19 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
         m[rr] = (float)MASKED;
         l[rr] = 0.0f;
     }
-    int64_t nkb = nk_floordiv(lk + bn - 1, (int64_t)bn);
+    int64_t nkb = (lk + bn - 1) / bn;
     int64_t q_first = (bh * lq + q0 + crow) * d + (int64_t)cc * 4;
     int64_t kv_first = (bh * lk + crow) * d + (int64_t)cc * 4;
     int64_t r;
     #pragma unroll
     for (int64_t i = 0; i < q_copies; i++) {
         r = crow + i * rstep;
-        nk_copy_async4(&q_s[r][(cc ^ (r % 8)) * 4], (q0 + r < lq) ? &q[q_first + i * step] : q, q0 + r < lq);
+        nk_copy_async4(&q_s[r][(cc ^ (r % 8)) * 4], q, q_first + i * step, q0 + r < lq);
     }
     #pragma unroll
     for (int64_t i = 0; i < kv_copies; i++) {
         r = crow + i * rstep;
-        nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], (r < lk) ? &k[kv_first + i * step] : k, r < lk);
+        nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], k, kv_first + i * step, r < lk);
     }
     nk_async_commit();
     int64_t row;
@@ -129,7 +121,7 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
         #pragma unroll
         for (int64_t i = 0; i < kv_copies; i++) {
             r = crow + i * rstep;
-            nk_copy_async4(&kv_s[vb][r][(int64_t)cc * 4], (kb0 + r < lk) ? &v[kv_block + i * step] : v, kb0 + r < lk);
+            nk_copy_async4(&kv_s[vb][r][(int64_t)cc * 4], v, kv_block + i * step, kb0 + r < lk);
         }
         nk_async_commit();
         #pragma unroll
@@ -142,7 +134,7 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
             for (int64_t rr = 0; rr < 4; rr++) {
                 uint64_t tr = (uint64_t)warp * (uint32_t)16 + ly + (uint32_t)(4 * rr);
                 {
-                    const float4 nk_v = *reinterpret_cast<const float4 *>(&q_s[tr][(dc ^ nk_floormod(tr, (uint64_t)8)) * (uint32_t)4]);
+                    const float4 nk_v = *reinterpret_cast<const float4 *>(&q_s[tr][(dc ^ (tr % (uint32_t)8)) * (uint32_t)4]);
                     qf[rr * 4] = nk_v.x; qf[rr * 4 + 1] = nk_v.y; qf[rr * 4 + 2] = nk_v.z; qf[rr * 4 + 3] = nk_v.w;
                 }
             }
@@ -209,7 +201,7 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
             #pragma unroll
             for (int64_t i = 0; i < kv_copies; i++) {
                 r = crow + i * rstep;
-                nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], (kb0 + bn + r < lk) ? &k[kv_block + next_block + i * step] : k, kb0 + bn + r < lk);
+                nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], k, kv_block + next_block + i * step, kb0 + bn + r < lk);
             }
         }
         nk_async_commit();
@@ -241,7 +233,7 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
             #pragma unroll
             for (int64_t i = 0; i < kv_copies; i++) {
                 r = crow + i * rstep;
-                nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], (kb0 + bn + r < lk) ? &k[kv_block + next_block + i * step] : k, kb0 + bn + r < lk);
+                nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], k, kv_block + next_block + i * step, kb0 + bn + r < lk);
             }
             nk_async_commit();
         }

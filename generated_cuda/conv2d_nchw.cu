@@ -18,13 +18,6 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
-__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t q = x / y, r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
-}
-
 constexpr int64_t THREADS = 256;
 constexpr int64_t TX = 32;
 constexpr int64_t TY = 8;
@@ -76,7 +69,7 @@ __global__ void __launch_bounds__(256) conv2d_nchw(
         }
     }
     for (int64_t j = tid; j < taps; j += THREADS) {
-        bank[(uint32_t)(((j / 9 % channels * 3 + j / 3 % 3) * 3 + j % 3) * filters + nk_floordiv(j, (int64_t)channels * 9))] = w[(((uint32_t)nk_floordiv(j, (int64_t)channels * 9) * w_shape1 + (uint32_t)(j / 9 % channels)) * w_shape2 + (uint32_t)(j / 3 % 3)) * w_shape3 + (uint32_t)(j % 3)];
+        bank[(uint32_t)(((j / 9 % channels * 3 + j / 3 % 3) * 3 + j % 3) * filters + j / ((int64_t)channels * 9))] = w[(((uint32_t)(j / ((int64_t)channels * 9)) * w_shape1 + (uint32_t)(j / 9 % channels)) * w_shape2 + (uint32_t)(j / 3 % 3)) * w_shape3 + (uint32_t)(j % 3)];
     }
     #pragma unroll
     for (int64_t k = 0; k < n_acc; k++) {

@@ -21,13 +21,6 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
-__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t q = x / y, r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
-}
-
 constexpr int64_t a_rstep = 32;
 constexpr int64_t a_tpr = 8;
 constexpr int64_t b_rstep = 2;
@@ -85,7 +78,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
-    int64_t ntiles = nk_floordiv(k + bk - 1, (int64_t)bk);
+    int64_t ntiles = (k + bk - 1) / bk;
     for (int64_t t = -1; t < ntiles; t++) {
         int64_t cur = t & 1;
         int64_t k_next = (t + 1) * bk;

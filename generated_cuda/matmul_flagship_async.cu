@@ -21,22 +21,17 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// cp.async (sm_80+): a 16-byte global -> shared copy that lands in the background; valid == false reads nothing
-// and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies have landed (others' after a barrier).
-__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, bool valid) {
+// cp.async (sm_80+): a 16-byte global -> shared copy of src[offset] that lands in the background; valid == false
+// reads nothing (from the array's start) and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies
+// have landed (others' after a barrier).
+__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-
-// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
-__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t q = x / y, r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
-}
 
 constexpr int64_t a_cpr = 32;
 constexpr int64_t b_cpr = 32;
@@ -80,7 +75,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
-    int64_t ntiles = nk_floordiv(k + bk - 1, (int64_t)bk);
+    int64_t ntiles = (k + bk - 1) / bk;
     for (int64_t t = -1; t < ntiles; t++) {
         if (t >= 0) {
             nk_async_wait_all();
@@ -93,13 +88,13 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
             for (int64_t i = 0; i < la; i++) {
                 uint32_t ra = (uint32_t)((tid + i * nt) / a_cpr);
                 uint32_t ca = (uint32_t)((tid + i * nt) % a_cpr * 4);
-                nk_copy_async4(&a_s[nxt][ra][ca], (k0 + ra < k && row0 + ca < h) ? &mt[(uint32_t)(k0 + ra) * mt_shape1 + (uint32_t)(row0 + ca)] : mt, k0 + ra < k && row0 + ca < h);
+                nk_copy_async4(&a_s[nxt][ra][ca], mt, (uint32_t)(k0 + ra) * mt_shape1 + (uint32_t)(row0 + ca), k0 + ra < k && row0 + ca < h);
             }
             #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
                 uint32_t rb = (uint32_t)((tid + i * nt) / b_cpr);
                 uint32_t cb = (uint32_t)((tid + i * nt) % b_cpr * 4);
-                nk_copy_async4(&b_s[nxt][rb][cb], (k0 + rb < k && col0 + cb < w) ? &n[(uint32_t)(k0 + rb) * n_shape1 + (uint32_t)(col0 + cb)] : n, k0 + rb < k && col0 + cb < w);
+                nk_copy_async4(&b_s[nxt][rb][cb], n, (uint32_t)(k0 + rb) * n_shape1 + (uint32_t)(col0 + cb), k0 + rb < k && col0 + cb < w);
             }
             nk_async_commit();
         }

@@ -80,10 +80,10 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
     int64_t row0;
     int64_t lin = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
     int64_t band = (int64_t)group * gridDim.x;
-    int64_t first = nk_floordiv(lin, band) * group;
+    int64_t first = lin / band * group;
     int64_t rows = nk_min(gridDim.y - first, (int64_t)group);
-    row0 = (first + nk_floormod(nk_floormod(lin, band), rows)) * bm;
-    col0 = nk_floordiv(nk_floormod(lin, band), rows) * bn;
+    row0 = (first + nk_floormod(lin % band, rows)) * bm;
+    col0 = nk_floordiv(lin % band, rows) * bn;
     int64_t h = m_shape0;
     int64_t k = m_shape1;
     int64_t w = n_shape1;
@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
-    int64_t ntiles = nk_floordiv(k + bk - 1, (int64_t)bk);
+    int64_t ntiles = (k + bk - 1) / bk;
     for (int64_t t = -1; t < ntiles; t++) {
         int64_t cur = t & 1;
         int64_t k_next = (t + 1) * bk;

@@ -21,20 +21,23 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// cp.async (sm_80+): a 16-byte global -> shared copy that lands in the background; valid == false reads nothing
-// and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies have landed (others' after a barrier).
-__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, bool valid) {
+// cp.async (sm_80+): a 16-byte global -> shared copy of src[offset] that lands in the background; valid == false
+// reads nothing (from the array's start) and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies
+// have landed (others' after a barrier).
+__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
 // cp.async of one float (4 bytes, through L1: .ca is the only mode for copies under 16 bytes); any alignment
-__device__ __forceinline__ void nk_copy_async(float *dst, const float *src, bool valid) {
+__device__ __forceinline__ void nk_copy_async(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 4 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 4 : 0)
                  : "memory");
 }
 
@@ -56,9 +59,6 @@ __device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
     int64_t r = x % y;
     return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
 }
-
-// modulo of unsigned integers as numba computes it: x % 0 == 0
-__device__ __forceinline__ uint64_t nk_floormod(uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; }
 
 // Python's min/max: the first argument unless the second is strictly smaller / larger
 template <typename T> __device__ __forceinline__ T nk_min(T a, T b) { return b < a ? b : a; }
@@ -102,10 +102,10 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     int64_t row0;
     int64_t lin = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
     int64_t band = (int64_t)group * gridDim.x;
-    int64_t first = nk_floordiv(lin, band) * group;
+    int64_t first = lin / band * group;
     int64_t rows = nk_min(gridDim.y - first, (int64_t)group);
-    row0 = (first + nk_floormod(nk_floormod(lin, band), rows)) * bm;
-    col0 = nk_floordiv(nk_floormod(lin, band), rows) * bn;
+    row0 = (first + nk_floormod(lin % band, rows)) * bm;
+    col0 = nk_floordiv(lin % band, rows) * bn;
     int64_t h;
     int64_t k;
     h = m_shape0;
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
-    int64_t ntiles = nk_floordiv(k + bk - 1, (int64_t)bk);
+    int64_t ntiles = (k + bk - 1) / bk;
     bool a_cols;
     uint32_t a_off;
     int64_t a_rows;
@@ -148,11 +148,11 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
         if (s < ntiles) {
             #pragma unroll
             for (int64_t i = 0; i < la; i++) {
-                nk_copy_async(&a_s[(uint32_t)s][ac][ar + i * a_rstep], (i * a_rstep < a_rows && s * bk + ac < k) ? &m[(uint32_t)(a_off + s * a_tile + i * a_step)] : m, i * a_rstep < a_rows && s * bk + ac < k);
+                nk_copy_async(&a_s[(uint32_t)s][ac][ar + i * a_rstep], m, (uint32_t)(a_off + s * a_tile + i * a_step), i * a_rstep < a_rows && s * bk + ac < k);
             }
             #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
-                nk_copy_async4(&b_s[(uint32_t)s][br + i * b_rstep][bc], (b_cols && s * bk + br + i * b_rstep < k) ? &n[(uint32_t)(b_off + s * b_tile + i * b_step)] : n, b_cols && s * bk + br + i * b_rstep < k);
+                nk_copy_async4(&b_s[(uint32_t)s][br + i * b_rstep][bc], n, (uint32_t)(b_off + s * b_tile + i * b_step), b_cols && s * bk + br + i * b_rstep < k);
             }
         }
         nk_async_commit();
@@ -162,21 +162,21 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
         __syncthreads();
         int64_t nxt = t + ahead;
         if (nxt < ntiles) {
-            uint64_t ns = nk_floormod((uint64_t)(uint32_t)nxt, (uint64_t)(uint32_t)stages);
+            uint64_t ns = (uint64_t)(uint32_t)nxt % (uint32_t)stages;
             uint32_t a_next = (uint32_t)(a_off + (uint64_t)(uint32_t)nxt * a_tile);
             uint32_t b_next = (uint32_t)(b_off + (uint64_t)(uint32_t)nxt * b_tile);
             int64_t k0 = nxt * bk;
             #pragma unroll
             for (int64_t i = 0; i < la; i++) {
-                nk_copy_async(&a_s[ns][ac][ar + i * a_rstep], (i * a_rstep < a_rows && k0 + ac < k) ? &m[(uint32_t)(a_next + i * a_step)] : m, i * a_rstep < a_rows && k0 + ac < k);
+                nk_copy_async(&a_s[ns][ac][ar + i * a_rstep], m, (uint32_t)(a_next + i * a_step), i * a_rstep < a_rows && k0 + ac < k);
             }
             #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
-                nk_copy_async4(&b_s[ns][br + i * b_rstep][bc], (b_cols && k0 + br + i * b_rstep < k) ? &n[(uint32_t)(b_next + i * b_step)] : n, b_cols && k0 + br + i * b_rstep < k);
+                nk_copy_async4(&b_s[ns][br + i * b_rstep][bc], n, (uint32_t)(b_next + i * b_step), b_cols && k0 + br + i * b_rstep < k);
             }
         }
         nk_async_commit();
-        uint64_t st = nk_floormod((uint64_t)(uint32_t)t, (uint64_t)(uint32_t)stages);
+        uint64_t st = (uint64_t)(uint32_t)t % (uint32_t)stages;
         #pragma unroll
         for (int64_t g = 0; g < tm_groups; g++) {
             {

@@ -21,11 +21,13 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// cp.async (sm_80+): a 16-byte global -> shared copy that lands in the background; valid == false reads nothing
-// and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies have landed (others' after a barrier).
-__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, bool valid) {
+// cp.async (sm_80+): a 16-byte global -> shared copy of src[offset] that lands in the background; valid == false
+// reads nothing (from the array's start) and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies
+// have landed (others' after a barrier).
+__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -35,16 +37,6 @@ __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wai
 template <int N> __device__ __forceinline__ void nk_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
-
-// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
-__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t q = x / y, r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
-}
-
-// modulo of unsigned integers as numba computes it: x % 0 == 0
-__device__ __forceinline__ uint64_t nk_floormod(uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; }
 
 constexpr int64_t a_cpr = 32;
 constexpr int64_t a_rstep = 4;
@@ -98,7 +90,7 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
-    int64_t ntiles = nk_floordiv(k + bk - 1, (int64_t)bk);
+    int64_t ntiles = (k + bk - 1) / bk;
     bool a_cols;
     uint32_t a_off;
     int64_t a_rows;
@@ -124,11 +116,11 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
         if (s < ntiles) {
             #pragma unroll
             for (int64_t i = 0; i < la; i++) {
-                nk_copy_async4(&a_s[(uint32_t)s][ar + i * a_rstep][ac], (a_cols && s * bk + i * a_rstep < a_rows) ? &m[(uint32_t)(a_off + s * a_tile + i * a_step)] : m, a_cols && s * bk + i * a_rstep < a_rows);
+                nk_copy_async4(&a_s[(uint32_t)s][ar + i * a_rstep][ac], m, (uint32_t)(a_off + s * a_tile + i * a_step), a_cols && s * bk + i * a_rstep < a_rows);
             }
             #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
-                nk_copy_async4(&b_s[(uint32_t)s][br + i * b_rstep][bc], (b_cols && s * bk + br + i * b_rstep < k) ? &n[(uint32_t)(b_off + s * b_tile + i * b_step)] : n, b_cols && s * bk + br + i * b_rstep < k);
+                nk_copy_async4(&b_s[(uint32_t)s][br + i * b_rstep][bc], n, (uint32_t)(b_off + s * b_tile + i * b_step), b_cols && s * bk + br + i * b_rstep < k);
             }
         }
         nk_async_commit();
@@ -138,21 +130,21 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
         __syncthreads();
         int64_t nxt = t + ahead;
         if (nxt < ntiles) {
-            uint64_t ns = nk_floormod((uint64_t)(uint32_t)nxt, (uint64_t)(uint32_t)stages);
+            uint64_t ns = (uint64_t)(uint32_t)nxt % (uint32_t)stages;
             uint32_t a_next = (uint32_t)(a_off + (uint64_t)(uint32_t)nxt * a_tile);
             uint32_t b_next = (uint32_t)(b_off + (uint64_t)(uint32_t)nxt * b_tile);
             int64_t k0 = nxt * bk;
             #pragma unroll
             for (int64_t i = 0; i < la; i++) {
-                nk_copy_async4(&a_s[ns][ar + i * a_rstep][ac], (a_cols && k0 + i * a_rstep < a_rows) ? &m[(uint32_t)(a_next + i * a_step)] : m, a_cols && k0 + i * a_rstep < a_rows);
+                nk_copy_async4(&a_s[ns][ar + i * a_rstep][ac], m, (uint32_t)(a_next + i * a_step), a_cols && k0 + i * a_rstep < a_rows);
             }
             #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
-                nk_copy_async4(&b_s[ns][br + i * b_rstep][bc], (b_cols && k0 + br + i * b_rstep < k) ? &n[(uint32_t)(b_next + i * b_step)] : n, b_cols && k0 + br + i * b_rstep < k);
+                nk_copy_async4(&b_s[ns][br + i * b_rstep][bc], n, (uint32_t)(b_next + i * b_step), b_cols && k0 + br + i * b_rstep < k);
             }
         }
         nk_async_commit();
-        uint64_t st = nk_floormod((uint64_t)(uint32_t)t, (uint64_t)(uint32_t)stages);
+        uint64_t st = (uint64_t)(uint32_t)t % (uint32_t)stages;
         #pragma unroll
         for (int64_t g = 0; g < tm_groups; g++) {
             {

@@ -226,7 +226,7 @@ def change_table(before: list[dict], after: list[dict], before_provenance: str) 
     def cell(r):
         return ("", "") if r is None else (str(r["registers"]), f"{r['spill_stores']} / {r['spill_loads']}")
 
-    lines = [f"Before: {before_provenance.rstrip('.')}.", "",
+    lines = [f"Before: {before_provenance.split(' Registers and spills')[0].rstrip('.')}.", "",
              "| kernel | Numba registers | Numba spill st/ld (B) | C registers before | C spill st/ld before (B) "
              "| C registers after | C spill st/ld after (B) |", "|---|---:|---:|---:|---:|---:|---:|"]
     for kernel, rows in new.items():
