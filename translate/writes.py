@@ -42,7 +42,10 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _se
                     inner = {i for i, p in enumerate(cparams) if p in inner}
                     seen.discard(id(cfn))
             for i, a in enumerate(node.args):
-                if isinstance(a, ast.Name) and a.id in array_params:
+                whole = isinstance(a, ast.Name)
+                while isinstance(a, ast.Subscript) and not is_atomic and vector_written is None:
+                    a = a.value  # a row passed on (f(out[i])): the callee writes into the array
+                if isinstance(a, ast.Name) and a.id in array_params and (whole or not builtin):
                     if inner is not None:
                         if i in inner:
                             out.add(a.id)

@@ -101,4 +101,12 @@ EXTRA = [
        (floats(9, np.float32, -1, 1), ints(500, np.int64, -9, 9))),
     _e("reversed_blocks", "void(float32[::1], float32[::1])", L(4, 128),
        (floats(500, np.float32, -1, 1), floats(500, np.float32))),
+    _e("shape_loop", "void(float64[:, :, ::1], float64[::1])", L(2, 64),
+       (floats((5, 3, 4), np.float64, -1, 1), floats(100, np.float64))),
+    _e("rows_to_device", "void(float64[:, ::1], float64[:, :, ::1])", L(2, 64),
+       (floats((100, 7), np.float64, -1, 1), floats((100, 3, 1), np.float64))),
+    _e("const_of_argument", "void(float64[::1], float64[::1])", L(2, 64),
+       (floats(9, np.float64, -1, 1), floats(100, np.float64))),
+    _e("greek_names", "void(float64[::1], float64[::1], float64[::1])", L(2, 64),
+       (floats(100, np.float64, -1, 1), floats(100, np.float64, 0.5, 2), floats(100, np.float64, -1, 1))),
 ]

@@ -457,3 +457,49 @@ def reversed_blocks(x, out):
     nb = (x.shape[0] + 31) // 32
     if i < x.shape[0]:
         out[i] = x[qb] + nb
+
+
+# -- constructs the second corpus (tests/translate/corpus2) met -------------------------------------------------
+@cuda.jit
+def shape_loop(x, out):
+    """A tuple indexed at run time (numba's switch over the items): the product of every extent but the last."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        n = 1
+        for d in range(x.ndim - 1):
+            n *= x.shape[d]
+        out[i] = n + x[i % x.shape[0], 0, 0]
+
+
+@cuda.jit(device=True)
+def row_sum(row, out):
+    s = 0.0
+    for j in range(row.shape[0]):
+        s += row[j]
+    out[0] = s
+
+
+@cuda.jit
+def rows_to_device(x, out):
+    """Rows of 2-D and 3-D arrays passed to a device function (numba's views: a pointer and the extents left)."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        row_sum(x[i], out[i][1])
+
+
+@cuda.jit
+def const_of_argument(v, out):
+    """cuda.const.array_like of an argument: numba gives back the array itself."""
+    cv = cuda.const.array_like(v)
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = cv[i % 9]
+
+
+@cuda.jit
+def greek_names(μ, σ, out):
+    """Python's letters beyond ASCII, which C does not read: by their names."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        ρ = (out[i] - μ[i]) / σ[i]
+        out[i] = ρ

@@ -22,6 +22,7 @@ class ArrayInfo:
     extents: list | None       # CExpr per dimension, or None where unknown (dynamic shared memory)
     nbt: Any = None
     strides: list | None = None  # CExpr per dimension (in elements) for arrays that are not C-contiguous
+    owner: str | None = None     # a view: the C name of the array it is part of (written through the view)
 
 
 @dataclass
@@ -66,13 +67,30 @@ def element(tr, info, index: ast.AST, node: ast.AST, partial: bool = False, offs
     return element_at(tr, info, values, node, idx_nodes, offset)
 
 
-def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None, offset: bool = False) -> CExpr:
-    """The C lvalue for ``info`` indexed by the (already evaluated) ``values``, one per dimension (with ``offset``,
-    an array with a pointer: the element's offset from it instead)."""
-    idx_nodes = idx_nodes or [node] * len(values)
-    if len(values) != info.ndim:
-        raise tr.src.error(node, f"'{info.name}' has {info.ndim} dimension(s) but is indexed with {len(values)}",
-                           hint="index every dimension of an array: whole-row views are not supported")
+def row_array(tr, row: Row, node: ast.AST) -> ArrayInfo:
+    """``a[i]`` of an array with more dimensions, as an array of its own (numba's view: passed to a device function):
+    a pointer to the row's first element, the remaining extents (and strides, if the array has them)."""
+    from numba.cuda import types
+
+    info, k = row.array, len(row.values)
+    if info.extents is None:
+        raise tr.src.error(node, f"a row of '{info.name}' (dynamic shared memory) cannot be passed on: its extent is "
+                           "not known to the C code")
+    idxs = _indices(tr, info, row.values, row.nodes)
+    zero = CExpr("0", "int64", types.literal(0), literal=0, nonneg=True)
+    if info.kind in ("shared", "local"):
+        pointer = "&" + info.name + "".join(f"[{i.code}]" for i in idxs) + "[0]" * (info.ndim - k)
+    else:
+        off = flat_offset(info, idxs + [zero] * (info.ndim - k))
+        pointer = f"({info.name} + {paren(off, ADD + 1)})" if off.code != "0" else info.name
+    layout = "C" if getattr(info.nbt, "layout", "C") == "C" and not info.strides else "A"
+    nbt = types.Array(info.nbt.dtype, info.ndim - k, layout) if info.nbt is not None else None
+    return ArrayInfo(pointer, "view_expr", info.key, info.ndim - k, list(info.extents[k:]), nbt,
+                     list(info.strides[k:]) if info.strides else None, owner=info.owner or info.name)
+
+
+def _indices(tr, info: ArrayInfo, values: list, idx_nodes: list) -> list:
+    """The evaluated indices of ``info``'s leading dimensions, wrapped where they may be negative."""
     idxs = []
     for d, (inode, i) in enumerate(zip(idx_nodes, values)):
         if not isinstance(i, CExpr):
@@ -81,8 +99,18 @@ def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None,
             i = cast(i, "int64")
         elif not is_int(i.key) and not is_int(scalar_key(i.nbt)):
             raise tr.src.error(inode, "array indices must be integers", hint="int(...) the index")
-        i = _wrapped(tr, info, d, i, inode)
-        idxs.append(i)
+        idxs.append(_wrapped(tr, info, d, i, inode))
+    return idxs
+
+
+def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None, offset: bool = False) -> CExpr:
+    """The C lvalue for ``info`` indexed by the (already evaluated) ``values``, one per dimension (with ``offset``,
+    an array with a pointer: the element's offset from it instead)."""
+    idx_nodes = idx_nodes or [node] * len(values)
+    if len(values) != info.ndim:
+        raise tr.src.error(node, f"'{info.name}' has {info.ndim} dimension(s) but is indexed with {len(values)}",
+                           hint="index every dimension of an array: whole-row views are not supported")
+    idxs = _indices(tr, info, values, idx_nodes)
     elem_nbt = getattr(info.nbt, "dtype", None) if info.nbt is not None else None
     if info.kind in ("shared", "local"):
         code = info.name + "".join(f"[{i.code}]" for i in idxs)

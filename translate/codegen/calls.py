@@ -23,6 +23,7 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
         raise tr.src.error(node, "keyword arguments to device functions are not supported",
                              hint="pass the arguments by position")
     vals = [tr.value(a) for a in node.args]
+    vals = [arrays.row_array(tr, v, a) if isinstance(v, arrays.Row) else v for v, a in zip(vals, node.args)]
     argtypes = [arg_type(tr, v, a) for v, a in zip(vals, node.args)]
     sig = tr.resolve(fnobj if fnobj is not None else pyfunc, argtypes, node)
     try:
@@ -51,7 +52,7 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
     for pname, v, t, a in runtime:
         if isinstance(v, arrays.ArrayInfo):
             if pname in dev.written:
-                tr.mark_written(v.name)
+                tr.mark_written(v.owner or v.name)
             cargs.append(", ".join(arrays.call_args(tr, v, t, a)))
         elif isinstance(v, CExpr):
             k = tr.scalar_key(t)

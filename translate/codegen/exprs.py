@@ -303,6 +303,8 @@ class ExprMixin:
             return self.record_field(base, _str_constant(node.slice), node)
         if isinstance(base, TupleVal):
             i = self.const_value(node.slice)
+            if i is None and _homogeneous(base):
+                return self._tuple_item(base, node)
             if not isinstance(i, int) or not -len(base.items) <= i < len(base.items):
                 raise self.src.error(node.slice, "tuple index must be a constant within the tuple",
                                      hint="x.shape[0], t[1]")
@@ -312,6 +314,24 @@ class ExprMixin:
         if isinstance(base, (arrays.ArrayInfo, arrays.Row)):
             return arrays.element(self, base, node.slice, node, partial=True)
         raise self.src.error(node, "only arrays and tuples can be indexed", hint="x[i], x[r, c], x.shape[0]")
+
+    def _tuple_item(self, tup: TupleVal, node) -> CExpr:
+        """``t[i]`` of a tuple of numbers of one type at a run-time index, as numba's switch over the items
+        (``i`` or ``i - len(t)``): a chain of conditional expressions. An index out of range is numba's IndexError
+        (the thread stops); the C then reads the last item."""
+        idx = self.expr(node.slice)
+        if not is_int(idx.key):
+            raise self.src.error(node.slice, "a tuple index must be an integer")
+        if not idx.pure:
+            idx = self.hoist(idx, "index")
+        items, n = tup.items, len(tup.items)
+        nonneg = idx.nonneg and not idx.deps or self.flow_nonneg(node.slice)
+        code = paren(items[-1], COND)
+        i = paren(idx, REL)
+        for k in range(n - 2, -1, -1):
+            test = f"{i} == {k}" if nonneg else f"({i} == {k} || {i} == {k - n})"
+            code = f"{test} ? {paren(items[k], COND + 1)} : {code}"
+        return CExpr(code, items[0].key, items[0].nbt, COND, all(x.nonneg for x in items), idx.pure)
 
     # -- operators ---------------------------------------------------------------------------------------------
     def v_BinOp(self, node):
@@ -582,6 +602,12 @@ class ExprMixin:
             if key is not None:
                 self.unit.records.setdefault(key, t)
         return key
+
+
+def _homogeneous(tup: TupleVal) -> bool:
+    """A tuple of C values of one type (numba's UniTuple, which a run-time index may index)."""
+    return bool(tup.items) and all(isinstance(x, CExpr) for x in tup.items) and \
+        len({x.key for x in tup.items}) == 1
 
 
 def _number_tuple(obj) -> bool:

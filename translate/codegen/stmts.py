@@ -727,6 +727,10 @@ class FunctionTranslator(ExprMixin):
             if isinstance(f, Static) and f.obj is cuda.const.array_like:
                 if len(value_node.args) != 1 or value_node.keywords:
                     raise self.src.error(value_node, "cuda.const.array_like takes one module-level numpy array")
+                arg = self.value(value_node.args[0])
+                if isinstance(arg, arrays.ArrayInfo):  # of an array that is no constant: numba's is the array itself
+                    self.arrays[name] = arg
+                    return
                 src = value_node.args[0]
                 found, arr = self.lookup_global(src.id) if isinstance(src, ast.Name) else (False, None)
                 if not found:
