@@ -79,8 +79,9 @@ FRAGMENTS = {
     "reversed_blocks": ["int64_t nb = (x_shape0 + 31) / 32;", "out[i] = (double)x[qb] + nb;"],
     # met in the second corpus: a tuple at a run-time index, rows passed on, const.array_like of an argument, Greek
     "shape_loop": ["n *= (d == 0 ? x_shape0 : d == 1 ? x_shape1 : x_shape2);"],
-    "rows_to_device": ["__device__ void row_sum(const double* row, int64_t row_shape0, double* out, int64_t out_shape0)",
-                       "row_sum((x + i * x_shape1), x_shape1, (out + (i * out_shape1 + 1) * out_shape2), out_shape2);"],
+    "rows_to_device": [
+        "__device__ void row_sum(const double* row, int64_t row_shape0, double* out, int64_t out_shape0)",
+        "row_sum((x + i * x_shape1), x_shape1, (out + (i * out_shape1 + 1) * out_shape2), out_shape2);"],
     "const_of_argument": ["out[i] = v[i % 9];"],
     "greek_names": ["const double* mu, int64_t mu_shape0,", "double rho = (out[i] - mu[i]) / sigma[i];"],
 }
