@@ -109,4 +109,8 @@ EXTRA = [
        (floats(9, np.float64, -1, 1), floats(100, np.float64))),
     _e("greek_names", "void(float64[::1], float64[::1], float64[::1])", L(2, 64),
        (floats(100, np.float64, -1, 1), floats(100, np.float64, 0.5, 2), floats(100, np.float64, -1, 1))),
+    _e("complex_trig", "void(complex128[::1], complex128[:, ::1])", L(4, 128),
+       (_complex_plane(500, np.complex128), complexes((500, 4), np.complex128))),
+    _e("complex_trig", "void(complex64[::1], complex64[:, ::1])", L(4, 128),
+       (_complex_plane(500, np.complex64), complexes((500, 4), np.complex64)), variant="complex64", rtol=1e-4),
 ]

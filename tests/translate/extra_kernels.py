@@ -503,3 +503,15 @@ def greek_names(μ, σ, out):
     if i < out.shape[0]:
         ρ = (out[i] - μ[i]) / σ[i]
         out[i] = ρ
+
+
+@cuda.jit
+def complex_trig(z, out):
+    """cmath's trigonometric and hyperbolic functions and their inverses (numba-cuda's algorithms)."""
+    i = cuda.grid(1)
+    if i < z.shape[0]:
+        v = z[i]
+        out[i, 0] = cmath.sin(v) + cmath.cos(v) + cmath.tan(v)
+        out[i, 1] = cmath.sinh(v) + cmath.cosh(v) + cmath.tanh(v)
+        out[i, 2] = cmath.asin(v) + cmath.acos(v) + cmath.atan(v)
+        out[i, 3] = cmath.asinh(v) + cmath.acosh(v) + cmath.atanh(v)

@@ -83,6 +83,8 @@ FRAGMENTS = {
         "__device__ void row_sum(const double* row, int64_t row_shape0, double* out, int64_t out_shape0)",
         "row_sum((x + i * x_shape1), x_shape1, (out + (i * out_shape1 + 1) * out_shape2), out_shape2);"],
     "const_of_argument": ["out[i] = v[i % 9];"],
+    "complex_trig": ["(nk_csin(v), nk_ccos(v)), nk_ctan(v))", "nk_ccosh(v)", "nk_ctanh(v)",
+                     "nk_casin(v)", "nk_cacos(v)", "nk_catan(v)", "nk_casinh(v)", "nk_cacosh(v)", "nk_catanh(v)"],
     "greek_names": ["const double* mu, int64_t mu_shape0,", "double rho = (out[i] - mu[i]) / sigma[i];"],
 }
 

@@ -92,6 +92,119 @@ template <typename T> __device__ typename nk_cplx<T>::type nk_crect(T r, T phi) 
     if (im == 0 && isinf(r)) im /= r; else im *= r;
     return C::make(re, im);
 }
+// cosh, sinh, tanh and the inverse functions, line by line as numba-cuda's cmathimpl (CPython's c_acos, c_acosh,
+// c_asinh, c_atanh, c_tanh): T the parts' type, and double wherever numba's float64 constants promote a value
+// (1.0 + x, 2.0 * y); the inner square roots of complex128 (complex(1.0 - x, -y) is complex128 to numba)
+template <typename T> __device__ typename nk_cplx<T>::type nk_ccosh_of(T x, T y) {
+    if (isinf(x)) {
+        T re, im;
+        if (isnan(y) || y == 0.0) { re = fabs(x); im = y; }
+        else { re = copysign(x, cos(y)); im = copysign(x, sin(y)); }
+        if (x < 0.0) im = -im;  // x = -inf: the imaginary part negated
+        return nk_cplx<T>::make(re, im);
+    }
+    return nk_cplx<T>::make(cos(y) * cosh(x), sin(y) * sinh(x));
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_csinh_of(T x, T y) {
+    if (isinf(x)) {
+        if (isnan(y)) return nk_cplx<T>::make(x, y);
+        T re = cos(y), im = sin(y);
+        if (re != 0.0) re *= x;
+        if (im != 0.0) im *= fabs(x);
+        return nk_cplx<T>::make(re, im);
+    }
+    return nk_cplx<T>::make(cos(y) * sinh(x), sin(y) * cosh(x));
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_ctanh_of(T x, T y) {
+    if (isinf(x)) return nk_cplx<T>::make(copysign(1.0, (double)x), isinf(y) ? 0.0 : copysign(0.0, sin(2.0 * y)));
+    T tx = tanh(x), ty = tan(y);
+    double cx = 1.0 / cosh(x);
+    T txty = tx * ty;
+    double denom = 1.0 + txty * txty;
+    return nk_cplx<T>::make(tx * (1.0 + ty * ty) / denom, ((ty / denom) * cx) * cx);
+}
+#define NK_CMATH_LN_4 1.3862943611198906                 // math.log(4)
+#define NK_CMATH_THRES 8.507059173023462e+37              // FLT_MAX / 4 (numba's, for both types)
+template <typename T> __device__ typename nk_cplx<T>::type nk_cacos_of(T x, T y) {
+    double re, im;
+    if (fabs(x) > NK_CMATH_THRES || fabs(y) > NK_CMATH_THRES) {  // no needless overflow; infinities too
+        re = atan2(fabs(y), x);
+        im = copysign(log(hypot(x * 0.5, y * 0.5)) + NK_CMATH_LN_4, (double)-y);
+    } else {
+        cuDoubleComplex s1 = nk_csqrt_of<double>(1.0 - x, -y), s2 = nk_csqrt_of<double>(1.0 + x, y);
+        re = 2.0 * atan2(s1.x, s2.x);
+        im = asinh(s2.x * s1.y - s2.y * s1.x);
+    }
+    return nk_cplx<T>::make(re, im);
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_cacosh_of(T x, T y) {
+    double re, im;
+    if (fabs(x) > NK_CMATH_THRES || fabs(y) > NK_CMATH_THRES) {
+        re = log(hypot(x * 0.5, y * 0.5)) + NK_CMATH_LN_4;
+        im = atan2(y, x);
+    } else {
+        cuDoubleComplex s1 = nk_csqrt_of<double>(x - 1.0, y), s2 = nk_csqrt_of<double>(x + 1.0, y);
+        re = asinh(s1.x * s2.x + s1.y * s2.y);
+        im = 2.0 * atan2(s1.y, s2.x);
+    }
+    return nk_cplx<T>::make(re, im);
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_casinh_of(T x, T y) {
+    double re, im;
+    if (fabs(x) > NK_CMATH_THRES || fabs(y) > NK_CMATH_THRES) {
+        re = copysign(log(hypot(x * 0.5, y * 0.5)) + NK_CMATH_LN_4, (double)x);
+        im = atan2(y, fabs(x));
+    } else {
+        cuDoubleComplex s1 = nk_csqrt_of<double>(1.0 + y, -x), s2 = nk_csqrt_of<double>(1.0 - y, x);
+        re = asinh(s1.x * s2.y - s2.x * s1.y);
+        im = atan2((double)y, s1.x * s2.x - s1.y * s2.y);
+    }
+    return nk_cplx<T>::make(re, im);
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_catanh_of(T x, T y) {
+    const double large = 9.223372036854776e+18, small = 1.0842021724855044e-19;  // sqrt(FLT_MAX / 4), sqrt(FLT_MIN)
+    bool negate = x < 0.0;  // atanh(z) = -atanh(-z)
+    if (negate) { x = -x; y = -y; }
+    T ay = fabs(y);
+    double re, im;
+    if (isnan(x) || x > large || ay > large) {
+        if (isinf(y)) re = copysign(0.0, (double)x);
+        else if (isinf(x)) re = 0.0;
+        else { double h = hypot(x * 0.5, y * 0.5); re = x / 4.0 / h / h; }
+        im = -copysign(1.5707963267948966, (double)-y);
+    } else if (x == 1.0 && ay < small) {  // C99: atanh(1 +/- 0j) = inf +/- 0j
+        if (ay == 0.0) { re = __longlong_as_double(0x7ff0000000000000LL); im = y; }
+        else { re = -log(sqrt(ay) / sqrt(hypot((double)ay, 2.0))); im = copysign(atan2(2.0, (double)-ay) / 2, (double)y); }
+    } else {
+        T sqay = ay * ay;
+        double zr1 = 1.0 - x;
+        re = log1p(4.0 * x / (zr1 * zr1 + sqay)) * 0.25;
+        im = -atan2(-2.0 * y, zr1 * (1.0 + x) - sqay) * 0.5;
+    }
+    if (isnan(y)) im = __longlong_as_double(0x7ff8000000000000LL);
+    return negate ? nk_cplx<T>::make(-re, -im) : nk_cplx<T>::make(re, im);
+}
+// cos(z) = cosh(iz); sin(z) = -i sinh(iz); tan(z) = -i tanh(iz); asin(z) = -i asinh(iz); atan(z) = -i atanh(iz)
+// (each inner result in the parts' type, as numba's overload returns it)
+#define NK_CMATH_UNARY(name, expr) \
+    __device__ __forceinline__ cuFloatComplex name(cuFloatComplex z) { typedef float T; float x = z.x, y = z.y; \
+        return expr; } \
+    __device__ __forceinline__ cuDoubleComplex name(cuDoubleComplex z) { typedef double T; double x = z.x, y = z.y; \
+        return expr; }
+NK_CMATH_UNARY(nk_ccosh, nk_ccosh_of<T>(x, y))
+NK_CMATH_UNARY(nk_csinh, nk_csinh_of<T>(x, y))
+NK_CMATH_UNARY(nk_ctanh, nk_ctanh_of<T>(x, y))
+NK_CMATH_UNARY(nk_cacos, nk_cacos_of<T>(x, y))
+NK_CMATH_UNARY(nk_cacosh, nk_cacosh_of<T>(x, y))
+NK_CMATH_UNARY(nk_casinh, nk_casinh_of<T>(x, y))
+NK_CMATH_UNARY(nk_catanh, nk_catanh_of<T>(x, y))
+NK_CMATH_UNARY(nk_ccos, nk_ccosh_of<T>(-y, x))
+NK_CMATH_UNARY(nk_csin, (nk_cplx<T>::make(nk_csinh_of<T>(-y, x).y, -nk_csinh_of<T>(-y, x).x)))
+NK_CMATH_UNARY(nk_ctan, (nk_cplx<T>::make(nk_ctanh_of<T>(-y, x).y, -nk_ctanh_of<T>(-y, x).x)))
+NK_CMATH_UNARY(nk_casin, (nk_cplx<T>::make(nk_casinh_of<T>(-y, x).y, -nk_casinh_of<T>(-y, x).x)))
+NK_CMATH_UNARY(nk_catan, (isinf(x) && isnan(y) ? nk_cplx<T>::make(nk_catanh_of<T>(-y, x).y, nk_catanh_of<T>(-y, x).x)
+                                               : nk_cplx<T>::make(nk_catanh_of<T>(-y, x).y, -nk_catanh_of<T>(-y, x).x)))
+#undef NK_CMATH_UNARY
 __device__ __forceinline__ cuFloatComplex nk_cexp(cuFloatComplex z) { return nk_cexp_of(z.x, z.y); }
 __device__ __forceinline__ cuDoubleComplex nk_cexp(cuDoubleComplex z) { return nk_cexp_of(z.x, z.y); }
 __device__ __forceinline__ cuFloatComplex nk_clog(cuFloatComplex z) { return nk_clog_of(z.x, z.y); }

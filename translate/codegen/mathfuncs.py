@@ -221,12 +221,13 @@ def conjugate(tr, z: CExpr, node) -> CExpr:
     return CExpr(f"cuConj{f}({z.code})", z.key, z.nbt, PRIMARY, pure=z.pure)
 
 
-#: cmath functions with their C helper (``nk_cmath``: numba-cuda's algorithms, special cases of infinite and NaN
-#: parts included); the others numba-cuda compiles (trigonometric and hyperbolic ones) are not translated yet
+#: cmath functions with their C helper (``nk_cmath``: numba-cuda's algorithms line by line, special cases of infinite
+#: and NaN parts and numba's float64 promotions included)
 CMATH = {cmath.exp: "nk_cexp", cmath.log: "nk_clog", cmath.log10: "nk_clog10", cmath.sqrt: "nk_csqrt",
-         cmath.isnan: "nk_cisnan", cmath.isinf: "nk_cisinf", cmath.isfinite: "nk_cisfinite"}
-CMATH_TODO = (cmath.sin, cmath.cos, cmath.tan, cmath.asin, cmath.acos, cmath.atan, cmath.sinh, cmath.cosh,
-              cmath.tanh, cmath.asinh, cmath.acosh, cmath.atanh)
+         cmath.isnan: "nk_cisnan", cmath.isinf: "nk_cisinf", cmath.isfinite: "nk_cisfinite",
+         cmath.sin: "nk_csin", cmath.cos: "nk_ccos", cmath.tan: "nk_ctan", cmath.asin: "nk_casin",
+         cmath.acos: "nk_cacos", cmath.atan: "nk_catan", cmath.sinh: "nk_csinh", cmath.cosh: "nk_ccosh",
+         cmath.tanh: "nk_ctanh", cmath.asinh: "nk_casinh", cmath.acosh: "nk_cacosh", cmath.atanh: "nk_catanh"}
 
 
 def _cmath(tr, obj, node):
@@ -274,12 +275,6 @@ def _rect(tr, obj, node):
                  pure=r.pure and phi.pure)
 
 
-def _cmath_todo(tr, obj, node):
-    raise tr.src.error(node, f"cmath.{obj.__name__} is not translated yet (numba-cuda compiles it)",
-                       hint="cmath.exp, log, log10, sqrt, phase, polar, rect, isnan, isinf, isfinite; abs(z), "
-                            "z.real, z.imag, z.conjugate()")
-
-
 def _sqrt_threshold(max_value) -> float:
     """numba-cuda's overflow threshold of cmath.sqrt, computed as its cmathimpl computes it."""
     return float(max_value / (1.0 + 1.414213562373095048801688724209698079e0))
@@ -294,7 +289,7 @@ BUILTINS = {
     _py.min: _minmax, _py.max: _minmax, _py.abs: _abs, _py.round: _round, _py.complex: _complex,
     math.degrees: _degrees_radians, math.radians: _degrees_radians, math.modf: _modf, math.frexp: _frexp,
     cmath.phase: _phase, cmath.polar: _phase, cmath.rect: _rect,
-    **{f: _cmath for f in CMATH}, **{f: _cmath_todo for f in CMATH_TODO},
+    **{f: _cmath for f in CMATH},
 }
 
 
