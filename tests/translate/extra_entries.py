@@ -113,4 +113,6 @@ EXTRA = [
        (_complex_plane(500, np.complex128), complexes((500, 4), np.complex128))),
     _e("complex_trig", "void(complex64[::1], complex64[:, ::1])", L(4, 128),
        (_complex_plane(500, np.complex64), complexes((500, 4), np.complex64)), variant="complex64", rtol=1e-4),
+    _e("stencil_guarded", "void(float32[:, ::1], float32[:, ::1])", L((4, 3), (16, 16)),
+       (floats((53, 41), np.float32, -1, 1), floats((53, 41), np.float32))),
 ]

@@ -70,7 +70,7 @@ FRAGMENTS = {
                            "*present = true;", "bool b_present;",
                            "int64_t b = bin_number(x[i], lo, hi, hist_shape0, &b_present);", "if (b_present) {"],
     "chained_index": ["tile[ty][tx] = (r < x_shape0 && c < x_shape1) ? x[r * x_shape1 + c] : 0.0f;",
-                      "out[r * out_shape1 + c] = tile[ty][tx] + tile[ty][nk_wrap((int64_t)tx - 1, HALO)];"],
+                      "out[r * out_shape1 + c] = tile[ty][tx] + tile[ty][nk_wrap(tx - 1, HALO)];"],
     # value ranges that are sound: a break's state, an elif's own state, a while test at every iteration
     "break_state": ["out[i] = y[nk_wrap(j, y_shape0)];"],
     "elif_state": ["} else if ((double)y[nk_wrap(i - 10, y_shape0)] > 0) {"],
@@ -85,6 +85,10 @@ FRAGMENTS = {
     "const_of_argument": ["out[i] = v[i % 9];"],
     "complex_trig": ["(nk_csin(v), nk_ccos(v)), nk_ctan(v))", "nk_ccosh(v)", "nk_ctanh(v)",
                      "nk_casin(v)", "nk_cacos(v)", "nk_catan(v)", "nk_casinh(v)", "nk_cacosh(v)", "nk_catanh(v)"],
+    # no wraparound where the condition above proves the index >= 0; the kernel's comments next to their lines
+    "stencil_guarded": ["out[r * out_shape1 + c] = plane[ty][tx - 1] + plane[ty][tx + 1] + plane[ty - 1][tx] + "
+                        "plane[ty + 1][tx];", "    // the tile, zeros outside the array\n",
+                        "if (tx >= 1 && tx < TILE - 1 && ty >= 1 && ty < TILE - 1) {  // inner threads only"],
     "greek_names": ["const double* mu, int64_t mu_shape0,", "double rho = (out[i] - mu[i]) / sigma[i];"],
 }
 

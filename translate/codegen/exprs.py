@@ -43,6 +43,8 @@ BINOPS = {ast.Add: ("+", operator.add), ast.Sub: ("-", operator.sub), ast.Mult: 
           ast.Pow: ("**", operator.pow), ast.LShift: ("<<", operator.lshift), ast.RShift: (">>", operator.rshift),
           ast.BitAnd: ("&", operator.and_), ast.BitOr: ("|", operator.or_), ast.BitXor: ("^", operator.xor)}
 INT64_MAX = 2 ** 63 - 1
+#: C's 32-bit integer types and their values
+C32 = {"uint32": (0, 2 ** 32 - 1), "int32": (-(2 ** 31), 2 ** 31 - 1)}
 CMPOPS = {ast.Lt: ("<", operator.lt), ast.LtE: ("<=", operator.le), ast.Gt: (">", operator.gt),
           ast.GtE: (">=", operator.ge), ast.Eq: ("==", operator.eq), ast.NotEq: ("!=", operator.ne)}
 
@@ -354,6 +356,12 @@ class ExprMixin:
         ranges = self.operation_ranges(node) if is_int(rkey) and is_int(akey) else None
         if ranges is not None and ranges[2][0] is not None and ranges[2][0] >= 0:
             nonneg, deps = True, frozenset()  # the value ranges prove it, assuming nothing of the parameters
+        natural = c_arith(left.key, right.key) if is_int(left.key) and is_int(right.key) else None
+        if ranges is not None and ranges[3] and op in ("+", "-", "*") and rkey in ("int64", "uint64") and \
+                natural in C32 and all(within(r, *C32[natural]) for r in ranges[:3]):
+            # 32-bit operands (threadIdx.x, an int32 local) whose values and result the ranges keep in their C type:
+            # C's own arithmetic gives numba's value, no cast needed (plane[ty][tx - 1] under `if tx >= 1`)
+            return self._infix(left, op, right, natural, sig.return_type, nonneg=ranges[2][0] >= 0)
         if op == "/":
             left, right = arith_casts(left, right, rkey)
             if rkey == "float32" and getattr(self.unit, "fastmath", False):

@@ -11,7 +11,7 @@ from numba.cuda import types
 from .. import cnames
 from ..cnames import c_name, is_int, scalar_key
 from ..errors import TranslationError
-from . import arrays, calls, loopvars, nodetypes, ranges, scope, unroll, valueflow, variables, vectors
+from . import arrays, calls, comments, loopvars, nodetypes, ranges, scope, unroll, valueflow, variables, vectors
 from .cexpr import CExpr, Static, TupleVal, cast, paren
 from .diagnose import internal_error
 from .exprs import BINOPS, ExprMixin
@@ -48,6 +48,7 @@ class FunctionTranslator(ExprMixin):
         self.all_template_consts = [dict(c) for c in (all_template_consts or [self.template_consts])]
         self.bound = dict(bound or {})
         self.fn, self.src = parse_function(pyfunc)
+        self.comments = comments.Comments(self.src.lines)
         self.helpers = unit.helpers
         self.module_consts = unit.module_consts
         self.aliases: dict = {}
@@ -337,6 +338,8 @@ class FunctionTranslator(ExprMixin):
                     for n in ast.walk(loop) if isinstance(n, ast.Name) and n.id == loop.target.id}
         self.plan = scope.plan(body, declarable, ignore=in_loops)
         self.block(body)
+        for text in self.comments.before(len(self.src.lines) + 1):  # after the last statement
+            self.emit(f"// {text}")
         if self.ret_present is not None and not (body and isinstance(body[-1], ast.Return)):
             self.emit(f"*{self.ret_present} = false;")  # Python returns None at the end of the function
             self.emit("return 0;")
@@ -345,6 +348,8 @@ class FunctionTranslator(ExprMixin):
     def block(self, stmts):
         for stmt in stmts:
             self.statement = stmt
+            for text in self.comments.before(stmt.lineno):
+                self.emit(f"// {text}")
             for name in self.plan.before.get(id(stmt), []):
                 self._conflict_check(name, stmt)
                 for line in self.declarations(name):
@@ -352,12 +357,24 @@ class FunctionTranslator(ExprMixin):
             method = getattr(self, "s_" + type(stmt).__name__, None)
             if method is None:
                 raise self.src.error(stmt, f"unsupported statement ({type(stmt).__name__})", hint=_STMT_HINT)
+            start = len(self.lines)
             try:
                 method(stmt)
             except TranslationError:
                 raise
             except Exception as e:  # noqa: BLE001 - a bug of the code generator: located at this statement
                 raise internal_error(self.src, stmt, e) from e
+            if not isinstance(stmt, (ast.If, ast.For, ast.While)):
+                note = self.comments.trailing(stmt.lineno, stmt.end_lineno)
+                if note and len(self.lines) > start:
+                    self.lines[-1] += note
+                elif note:  # a statement with no C of its own (pass, a docstring): the comment by itself
+                    self.emit("//" + note[4:])
+
+    def header_comment(self, node) -> str:
+        """`` // ...`` for the comments after code on a compound statement's header lines."""
+        last = node.body[0].lineno - 1 if node.body else node.end_lineno
+        return self.comments.trailing(node.lineno, max(node.lineno, last))
 
     def _conflict_check(self, name, node):
         if name in self.typed.conflicts and name not in self.retyped:
@@ -425,6 +442,13 @@ class FunctionTranslator(ExprMixin):
         static = self.static_condition(node.test)
         if static is not None:  # numba prunes a branch on a compile-time constant (and leaves it untyped): so do we
             taken = node.body if static else node.orelse
+            dropped = node.orelse if static else node.body
+            note = self.header_comment(node)
+            if dropped:  # (from the `else:` line when the else branch is the one left out)
+                self.comments.drop(min(s.lineno for s in dropped) - (1 if static else 0),
+                                   max(s.end_lineno for s in dropped))
+            if note and static and taken:  # the condition's comment annotates the branch kept
+                self.emit("//" + note[4:])
             if prefix == "if":
                 self.block(taken)
             else:  # an elif chain already open: the taken branch becomes its else
@@ -437,7 +461,7 @@ class FunctionTranslator(ExprMixin):
         else:
             with self.no_hoist():  # an elif test is evaluated after the previous branch's code
                 test = self.cond(node.test)
-        self.emit(f"{prefix} ({test.code}) {{")
+        self.emit(f"{prefix} ({test.code}) {{" + self.header_comment(node))
         self._nested(node.body)
         orelse = node.orelse
         if len(orelse) == 1 and isinstance(orelse[0], ast.If) and not self.plan.before.get(id(orelse[0])):
@@ -491,7 +515,7 @@ class FunctionTranslator(ExprMixin):
             raise self.src.error(node, "while ... else is not supported", hint="a flag variable")
         with self.no_hoist():  # evaluated before every iteration
             test = self.cond(node.test)
-        self.emit(f"while ({test.code}) {{")
+        self.emit(f"while ({test.code}) {{" + self.header_comment(node))
         self._nested(node.body)
         self.emit("}")
 
@@ -523,19 +547,21 @@ class FunctionTranslator(ExprMixin):
             self.emit(f"const {ctype} {stop_var} = {stop.code};")
             stop = CExpr(stop_var, key, None)
         trips = self._constant_trip_count(it)
+        note = self.header_comment(node)
         if marked is not None:
             self.emit(marked[1])
         elif trips is not None and 1 < trips <= UNROLL_LIMIT:
             self.emit("#pragma unroll")
         if step is None or step.literal == 1:
-            self.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var}++) {{")
+            self.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var}++) {{" + note)
         elif isinstance(step.literal, int) and step.literal != 0:
             cmp = "<" if step.literal > 0 else ">"
             inc = f"{var} += {step.literal}" if step.literal > 0 else f"{var} -= {-step.literal}"
-            self.emit(f"for ({ctype} {var} = {start.code}; {var} {cmp} {paren(stop, 11)}; {inc}) {{")
+            self.emit(f"for ({ctype} {var} = {start.code}; {var} {cmp} {paren(stop, 11)}; {inc}) {{" + note)
         elif step.nonneg:  # range rejects a zero step, so a step proven >= 0 is positive
             step = self._bound(step, key)
-            self.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var} += {paren(step, 3)}) {{")
+            self.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var} += {paren(step, 3)}) {{"
+                      + note)
         else:
             step = self._bound(step, key)
             if not step.pure or (assigned & stop_names):
@@ -543,7 +569,7 @@ class FunctionTranslator(ExprMixin):
                 self.emit(f"const {ctype} {step_var} = {step.code};")
                 step = CExpr(step_var, key, None)
             self.emit(f"for ({ctype} {var} = {start.code}; {paren(step, 11)} > 0 ? {var} < {paren(stop, 11)} : "
-                      f"{var} > {paren(stop, 11)}; {var} += {paren(step, 3)}) {{")
+                      f"{var} > {paren(stop, 11)}; {var} += {paren(step, 3)}) {{" + note)
         self._nested(node.body)
         self.emit("}")
 
