@@ -199,22 +199,6 @@ class FunctionTranslator(ExprMixin):
                 self.tuple_vars[name] = list(t)
         int_params = {p for p in self.params if p in self.scalars and is_int(self.scalars[p])}
         self.facts = ranges.analyze(self.fn, self._static_nonneg, int_params)
-        self.bounds = ranges.bounds(self.fn, self._static_bound)
-
-    def _static_bound(self, name):
-        """An upper bound of a name the body never assigns: an unsigned parameter's type, a constant's value."""
-        if name in self.bound and isinstance(self.bound[name], int):
-            return self.bound[name] if self.bound[name] >= 0 else None
-        if name in self.scalars and self.scalars[name].startswith("uint"):
-            return 2 ** int(self.scalars[name][4:]) - 1
-        if name in self.template_consts and isinstance(self.template_consts[name], int):
-            return self.template_consts[name] if self.template_consts[name] >= 0 else None
-        if name in self.params:
-            return None
-        found, obj = self.lookup_global(name)
-        if found and isinstance(obj, (int, np.integer)) and not isinstance(obj, bool) and obj >= 0:
-            return int(obj)
-        return None
 
     def relational_nonneg(self, node) -> bool:
         """Is the index ``node`` >= 0 by its loop variables' starts (``o >= -r`` so ``t + r + o >= t``)? Names it
@@ -280,10 +264,7 @@ class FunctionTranslator(ExprMixin):
             f.exact(node, state)
 
     def bounded(self, node) -> bool:
-        """Is ``|node|`` provably below 2**63 (its + - * cannot wrap around)?"""
-        m = ranges.magnitude(node, self.bounds, self._static_bound)
-        if m is not None and m < ranges.INT64_LIMIT:
-            return True
+        """Does numba compute ``node`` without wrapping around past its type (its + - * cannot overflow)?"""
         return self._flow_fits(node)
 
     def _flow_fits(self, node) -> bool:
@@ -299,9 +280,6 @@ class FunctionTranslator(ExprMixin):
 
     def no_overflow(self, node) -> bool:
         """Is the non-negative integer ``node`` also below 2**63 (its arithmetic never wrapped around)?"""
-        b = ranges.upper(node, self.bounds, self._static_bound)
-        if b is not None and b < ranges.INT64_LIMIT:
-            return True
         return self._flow_fits(node)
 
     def _static_nonneg(self, node):
