@@ -13,8 +13,7 @@ CASES = {
         "int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;",
         "int64_t j = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;",
         "int64_t n = (int64_t)blockDim.x * gridDim.x;",
-        # (blockIdx.y * blockDim.z < 2**32, and so is the sum before `+ i`: C's unsigned arithmetic is numba's value)
-        "out[0] = threadIdx.x + blockIdx.y * blockDim.z + gridDim.x + i + j + n;",
+        "out[0] = threadIdx.x + (int64_t)blockIdx.y * blockDim.z + gridDim.x + i + j + n;",
     ]),
     "arith": ("void(float32[::1], float64[::1], int64)", [
         "int64_t q = nk_floordiv(n, (int64_t)3);",          # n may be negative: Python floor semantics
@@ -68,7 +67,7 @@ CASES = {
         "__syncwarp(0xffffffffu);",
     ]),
     "negative_index": ("void(float32[::1], float32[::1])", [
-        "out[i] = x[nk_wrap(i - 1, x_shape0)] + x[nk_wrap(-1, x_shape0)];",  # int32 i - 1 cannot overflow
+        "out[i] = x[nk_wrap((int64_t)i - 1, x_shape0)] + x[nk_wrap(-1, x_shape0)];",
     ]),
     "retyped": ("void(float64[::1], int64)", [      # one C variable per type numba gives the name
         "int64_t x;",
@@ -91,6 +90,7 @@ CASES = {
         "const float4 nk_v = *reinterpret_cast<const float4 *>(&src[t * src_shape1 + 4]);",
         "regs[0] = nk_v.x; regs[1] = nk_v.y; regs[2] = nk_v.z; regs[3] = nk_v.w;",
         "regs[4] = nk_v.x; regs[5] = nk_v.y; regs[6] = nk_v.z; regs[7] = nk_v.w;",
+        # (an index of a shared array: t * 4 of an int32 t cannot overflow, C's int arithmetic is numba's value)
         "*reinterpret_cast<float4 *>(&tile[par][t * 4]) = make_float4(regs[4], regs[5], regs[6], regs[7]);",
         "*reinterpret_cast<float4 *>(&out[t * out_shape1]) = make_float4(regs[0], regs[1], regs[2], regs[3]);",
         "out[t * out_shape1 + 4] = tile[par][0];",

@@ -57,7 +57,12 @@ def element(tr, info, index: ast.AST, node: ast.AST, partial: bool = False, offs
     if any(isinstance(i, ast.Slice) for i in idx_nodes):
         raise tr.src.error(node, "slicing is supported only to make a 1-D view of the dynamic shared array",
                            hint="index every dimension (m[r, c]); or `ms = shar[a:b]` of cuda.shared.array(0, ...)")
-    values = [tr.value(i) for i in idx_nodes]
+    if isinstance(info, (ArrayInfo, Row)) and (info.array if isinstance(info, Row) else info).kind in ("shared",
+                                                                                                        "local"):
+        with tr.c_index():  # an index of a C array: C's own 32-bit arithmetic where it is exact
+            values = [tr.value(i) for i in idx_nodes]
+    else:
+        values = [tr.value(i) for i in idx_nodes]
     if len(values) == 1 and isinstance(values[0], TupleVal):  # x[t] with t = (i, j)
         values, idx_nodes = list(values[0].items), idx_nodes * len(values[0].items)
     if isinstance(info, Row):
