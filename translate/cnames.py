@@ -3,6 +3,8 @@ generator uses to decide where a cast keeps Numba's meaning."""
 
 from __future__ import annotations
 
+import unicodedata
+
 from numba.cuda import types
 
 #: numba scalar type name -> C type
@@ -217,8 +219,6 @@ def _legal(name: str) -> str:
 def ascii_identifier(name: str) -> str:
     """A Python identifier as a C one: letters beyond ASCII by their names (``μ_Q`` -> ``mu_Q``, ``Σ_T`` ->
     ``Sigma_T``: NVRTC and nvcc read no other identifiers), anything else as its code point (``u00e9``)."""
-    import unicodedata
-
     if name.isascii():
         return name
     out = []
