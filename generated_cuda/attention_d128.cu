@@ -69,12 +69,12 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
     uint32_t ly = (uint32_t)((int64_t)tid % 32 / 8);
     uint32_t lx = (uint32_t)((int64_t)tid % 8);
     int32_t bh = blockIdx.y;
-    int64_t qb = (int64_t)gridDim.x - 1 - blockIdx.x;
+    int64_t qb = (int64_t)gridDim.x - 1 - blockIdx.x;  // heaviest query blocks first
     int64_t q0 = qb * bm;
     int64_t lq = q_shape1;
     int64_t lk = k_shape1;
-    uint64_t slot = (uint64_t)warp * (uint32_t)16 + (uint64_t)ly * (uint32_t)4;
-    uint32_t crow = (uint32_t)(tid / dc_n);
+    uint64_t slot = (uint64_t)warp * (uint32_t)16 + (uint64_t)ly * (uint32_t)4;  // this lane's 4 rows, adjacent in p_s
+    uint32_t crow = (uint32_t)(tid / dc_n);  // this thread's chunks of a tile: rows crow + i * rstep, chunk cc
     uint32_t cc = (uint32_t)(tid % dc_n);
     __shared__ __align__(16) float q_s[bm][d];
     __shared__ __align__(16) float kv_s[kv_bufs][bn][d];
@@ -97,6 +97,9 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
         l[rr] = 0.0f;
     }
     int64_t nkb = (lk + bn - 1) / bn;
+    // Q once, and K of the first key block
+    // flat offsets of this thread's first chunks; its next chunks are `step` further, the next key block
+    // `next_block` further: compile-time distances, which fold into the copies' address immediates
     int64_t q_first = (bh * lq + q0 + crow) * d + (int64_t)cc * 4;
     int64_t kv_first = (bh * lk + crow) * d + (int64_t)cc * 4;
     int64_t r;
@@ -115,18 +118,19 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
     float total;
     for (int64_t t = 0; t < nkb; t++) {
         int64_t kb0 = t * bn;
-        nk_async_wait<0>();
-        __syncthreads();
+        nk_async_wait<0>();  // K of this block (and Q) have landed ...
+        __syncthreads();  // ... for everyone; everyone is done with the last block's V and probabilities
         int64_t kv_block = kv_first + kb0 * d;
+        // scores: s[qq, rr] = q[row rr] . k[key qq], 4 head-dim columns at a time
         #pragma unroll
         for (int64_t i = 0; i < s_n; i++) {
             s[i] = 0.0f;
         }
         #pragma unroll 2
-        for (uint64_t dc = 0; dc < (uint64_t)(uint32_t)dc_n; dc++) {
+        for (uint64_t dc = 0; dc < (uint64_t)(uint32_t)dc_n; dc++) {  // S_UNROLL chunks of straight-line code per iteration
             #pragma unroll
             for (int64_t rr = 0; rr < 4; rr++) {
-                uint64_t tr = (uint64_t)warp * (uint32_t)16 + ly + (uint32_t)(4 * rr);
+                uint64_t tr = (uint64_t)warp * (uint32_t)16 + ly + (uint32_t)(4 * rr);  // the row in the Q tile
                 {
                     const float4 nk_v = *reinterpret_cast<const float4 *>(&q_s[tr][(dc ^ (tr % (uint32_t)8)) * (uint32_t)4]);
                     qf[rr * 4] = nk_v.x; qf[rr * 4 + 1] = nk_v.y; qf[rr * 4 + 2] = nk_v.z; qf[rr * 4 + 3] = nk_v.w;
@@ -135,7 +139,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
             #pragma unroll
             for (int64_t qq = 0; qq < kq; qq++) {
                 {
-                    const float4 nk_v = *reinterpret_cast<const float4 *>(&kv_s[0][(uint64_t)lx + (uint32_t)(8 * qq)][(dc ^ lx) * (uint32_t)4]);
+                    const float4 nk_v = *reinterpret_cast<const float4 *>(&kv_s[0][lx + (uint32_t)(8 * qq)][(dc ^ lx) * (uint32_t)4]);
                     kf[qq * 4] = nk_v.x; kf[qq * 4 + 1] = nk_v.y; kf[qq * 4 + 2] = nk_v.z; kf[qq * 4 + 3] = nk_v.w;
                 }
             }
@@ -150,6 +154,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
                 }
             }
         }
+        // online softmax: the new row maxima, the old partial results rescaled, probabilities into p_s
         bool masked = kb0 + bn > lk || causal && kb0 + bn - 1 > q0 + (int64_t)warp * 16;
         #pragma unroll
         for (int64_t rr = 0; rr < 4; rr++) {
@@ -167,7 +172,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
                 s[qq * 4 + rr] = x;
                 mx = fmaxf(mx, x);
             }
-            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));  // the row's 8 lanes: lane bits 0..2
             mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
             mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 4));
             float m_new = fmaxf(m[rr], mx);
@@ -188,17 +193,19 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
         }
         #pragma unroll
         for (int64_t qq = 0; qq < kq; qq++) {
-            *reinterpret_cast<float4 *>(&p_s[(uint64_t)lx + (uint32_t)(8 * qq)][slot]) = make_float4(s[qq * 4], s[qq * 4 + 1], s[qq * 4 + 2], s[qq * 4 + 3]);
+            *reinterpret_cast<float4 *>(&p_s[lx + (uint32_t)(8 * qq)][slot]) = make_float4(s[qq * 4], s[qq * 4 + 1], s[qq * 4 + 2], s[qq * 4 + 3]);
         }
-        __syncthreads();
+        __syncthreads();  // the probabilities are written, and everyone is done with this block's K
+        // V into the one buffer now that K is read
         #pragma unroll
         for (int64_t i = 0; i < kv_copies; i++) {
             r = crow + i * rstep;
-            nk_copy_async4(&kv_s[0][r][(int64_t)cc * 4], v, kv_block + i * step, kb0 + r < lk);
+            nk_copy_async4(&kv_s[0][r][cc * 4], v, kv_block + i * step, kb0 + r < lk);
         }
         nk_async_commit();
-        nk_async_wait<v_wait>();
-        __syncthreads();
+        nk_async_wait<v_wait>();  // V of this block has landed ...
+        __syncthreads();  // ... for everyone
+        // o[rr, :] += p[rr, j] * v[j, :]
         #pragma unroll 4
         for (uint64_t j = 0; j < (uint64_t)(uint32_t)bn; j++) {
             {
@@ -208,7 +215,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
             #pragma unroll
             for (int64_t g = 0; g < col_groups; g++) {
                 {
-                    const float4 nk_v = *reinterpret_cast<const float4 *>(&kv_s[vb][j][(uint64_t)lx * (uint32_t)4 + (uint32_t)(32 * g)]);
+                    const float4 nk_v = *reinterpret_cast<const float4 *>(&kv_s[vb][j][lx * (uint32_t)4 + (uint32_t)(32 * g)]);
                     vf[g * 4] = nk_v.x; vf[g * 4 + 1] = nk_v.y; vf[g * 4 + 2] = nk_v.z; vf[g * 4 + 3] = nk_v.w;
                 }
             }
@@ -220,7 +227,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
                 }
             }
         }
-        if (!kv_split && t + 1 < nkb) {
+        if (!kv_split && t + 1 < nkb) {  // K of the next block, once everyone is done with V
             __syncthreads();
             #pragma unroll
             for (int64_t i = 0; i < kv_copies; i++) {

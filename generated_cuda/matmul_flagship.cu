@@ -50,13 +50,15 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
     float* out, int64_t out_shape0, int64_t out_shape1)
 {
     int32_t tid = threadIdx.x;
-    int64_t wq = tid / wxy;
-    int64_t lq = tid % wxy;
-    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * vm);
-    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * vn);
-    uint32_t ar = (uint32_t)(tid / a_tpr);
+    int64_t wq = tid / wxy;  // warp (patch) index
+    int64_t lq = tid % wxy;  // lane within the patch
+    // Per-thread offsets, cast to uint32 once: an index "u32(base) + constant" is provably non-negative (no
+    // wraparound select) and the constant folds into the load's immediate offset.
+    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * vm);  // first of this thread's rows in the block tile
+    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * vn);  // first of its columns
+    uint32_t ar = (uint32_t)(tid / a_tpr);  // the A-tile group this thread loads: rows ar + i * a_rstep, columns ac..ac+vw-1
     uint32_t ac = (uint32_t)(tid % a_tpr * vw);
-    uint32_t br = (uint32_t)(tid / b_tpr);
+    uint32_t br = (uint32_t)(tid / b_tpr);  // the B-tile group: rows br + i * b_rstep, columns bc..bc+vw-1
     uint32_t bc = (uint32_t)(tid % b_tpr * vw);
     int64_t col0;
     int64_t row0;
@@ -68,9 +70,9 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
     __shared__ __align__(16) float a_s[2][bk][pa];
     __shared__ __align__(16) float b_s[2][bk][bn];
     float acc[tmn];
-    float a_f0[tm];
+    float a_f0[tm];  // fragments of the even k-step
     float b_f0[tn];
-    float a_f1[tm];
+    float a_f1[tm];  // and of the odd one
     float b_f1[tn];
     float a_ld[la_n];
     float b_ld[lb_n];
@@ -79,17 +81,19 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
         acc[i] = 0.0f;
     }
     int64_t ntiles = (k + bk - 1) / bk;
+    // Iteration t multiplies k-tile t (from shared buffer t & 1) while the next tile travels global ->
+    // registers -> the other buffer; iteration -1 only brings in tile 0.
     for (int64_t t = -1; t < ntiles; t++) {
         int64_t cur = t & 1;
         int64_t k_next = (t + 1) * bk;
         bool more = t + 1 < ntiles;
-        if (more) {
+        if (more) {  // issue the next tile's global loads before the math, so they are in flight during it
             int64_t gk;
             #pragma unroll
             for (int64_t i = 0; i < la; i++) {
                 int64_t gr = row0 + ar + i * a_rstep;
                 gk = k_next + ac;
-                if (gr < h && gk < k) {
+                if (gr < h && gk < k) {  // (vec: k % 4 == 0, so the whole group is inside)
                     a_ld[i] = m[(uint32_t)gr * m_shape1 + (uint32_t)gk];
                 } else {
                     for (int64_t q = 0; q < vw; q++) {
@@ -111,6 +115,8 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
             }
         }
         if (t >= 0) {
+            // Fragments double-buffered in registers: step kk+1's shared loads are in flight during step kk's
+            // multiply-adds. NVVM does not unroll this loop (its body is too large), so two steps are spelled out.
             #pragma unroll
             for (int64_t i = 0; i < tm; i++) {
                 a_f0[i] = a_s[cur][0][a_base + (i / vm * gm + i % vm)];
@@ -120,7 +126,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
                 b_f0[j] = b_s[cur][0][b_base + (j / vn * gn + j % vn)];
             }
             #pragma unroll
-            for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)nk2; k2++) {
+            for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)nk2; k2++) {  // an unsigned counter: no wraparound select, no masking
                 uint64_t kk = k2 * (uint32_t)2;
                 #pragma unroll
                 for (int64_t i = 0; i < tm; i++) {
@@ -159,7 +165,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
         if (more) {
             int64_t nxt = cur ^ 1;
             #pragma unroll
-            for (int64_t i = 0; i < la; i++) {
+            for (int64_t i = 0; i < la; i++) {  // A is stored transposed (k-major): element by element
                 for (int64_t q = 0; q < vw; q++) {
                     a_s[nxt][ac + q][ar + i * a_rstep] = a_ld[i * vw + q];
                 }

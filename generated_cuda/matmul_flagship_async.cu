@@ -57,35 +57,37 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
     int32_t tid = threadIdx.x;
     int64_t wq = tid / wxy;
     int64_t lq = tid % wxy;
-    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);
-    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);
+    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);  // first of this thread's rows in the block tile
+    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);  // first of its columns
     int64_t row0 = (int64_t)blockIdx.y * bm;
     int64_t col0 = (int64_t)blockIdx.x * bn;
     int64_t k = mt_shape0;
     int64_t h = mt_shape1;
     int64_t w = n_shape1;
-    __shared__ __align__(16) float a_s[2][bk][bm];
+    __shared__ __align__(16) float a_s[2][bk][bm];  // two stages of k-major tiles
     __shared__ __align__(16) float b_s[2][bk][bn];
     float acc[tmn];
-    float a_f0[tm];
+    float a_f0[tm];  // fragments of the even k-step
     float b_f0[tn];
-    float a_f1[tm];
+    float a_f1[tm];  // and of the odd one
     float b_f1[tn];
     #pragma unroll
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
     int64_t ntiles = (k + bk - 1) / bk;
+    // Iteration t multiplies k-tile t (stage t & 1) while tile t+1 is copied into the other stage; iteration -1
+    // only starts the copy of tile 0.
     for (int64_t t = -1; t < ntiles; t++) {
         if (t >= 0) {
-            nk_async_wait_all();
-            __syncthreads();
+            nk_async_wait_all();  // this thread's copies of tile t have landed ...
+            __syncthreads();  // ... and everyone's; everyone is also done with tile t-1, whose stage is reused
         }
         if (t + 1 < ntiles) {
             uint32_t nxt = (uint32_t)((t + 1) & 1);
             int64_t k0 = (t + 1) * bk;
             #pragma unroll
-            for (int64_t i = 0; i < la; i++) {
+            for (int64_t i = 0; i < la; i++) {  // chunk tid + i * nt of the A^T tile: row ra, columns ca..ca+3
                 uint32_t ra = (uint32_t)((tid + i * nt) / a_cpr);
                 uint32_t ca = (uint32_t)((tid + i * nt) % a_cpr * 4);
                 nk_copy_async4(&a_s[nxt][ra][ca], mt, (uint32_t)(k0 + ra) * mt_shape1 + (uint32_t)(row0 + ca), k0 + ra < k && row0 + ca < h);
@@ -153,7 +155,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
             #pragma unroll
             for (int64_t g = 0; g < tn_groups; g++) {
                 int64_t c = col0 + b_base + g * gn;
-                if (c < w) {
+                if (c < w) {  // (w % 4 == 0: the whole group is inside)
                     *reinterpret_cast<float4 *>(&out[(uint32_t)r * out_shape1 + (uint32_t)c]) = make_float4(acc[i * tn + g * 4], acc[i * tn + g * 4 + 1], acc[i * tn + g * 4 + 2], acc[i * tn + g * 4 + 3]);
                 }
             }

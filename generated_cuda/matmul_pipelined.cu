@@ -92,14 +92,15 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     float* out, int64_t out_shape0, int64_t out_shape1)
 {
     int32_t tid = threadIdx.x;
-    int64_t wq = tid / wxy;
-    int64_t lq = tid % wxy;
-    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);
-    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);
-    uint32_t bc = (uint32_t)(tid % b_cpr * 4);
+    int64_t wq = tid / wxy;  // warp (patch) index
+    int64_t lq = tid % wxy;  // lane within the patch
+    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);  // first of this thread's rows in the block tile
+    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);  // first of its columns
+    uint32_t bc = (uint32_t)(tid % b_cpr * 4);  // its B copies: columns bc..bc+3 of rows br + i * b_rstep
     uint32_t br = (uint32_t)(tid / b_cpr);
     int64_t col0;
     int64_t row0;
+    // the block's tile in grouped order: down a band of `group` block rows, then right
     int64_t lin = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
     int64_t band = (int64_t)group * gridDim.x;
     int64_t first = lin / band * group;
@@ -111,7 +112,7 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     h = m_shape0;
     k = m_shape1;
     int64_t w = n_shape1;
-    __shared__ __align__(16) float a_s[stages][bk][pa];
+    __shared__ __align__(16) float a_s[stages][bk][pa];  // A^T tiles, k-major
     __shared__ __align__(16) float b_s[stages][bk][bn];
     float acc[tmn];
     float a_f[tm2];
@@ -121,6 +122,8 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
         acc[i] = 0.0f;
     }
     int64_t ntiles = (k + bk - 1) / bk;
+    // This thread's copies. Running 32-bit flat offsets into the sources (fewer than 2**32 elements): copy i
+    // of tile q reads a_off + q * a_tile + i * a_step (B: b_off + q * b_tile + i * b_step).
     bool a_cols;
     uint32_t a_off;
     int64_t a_rows;
@@ -129,6 +132,7 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     uint32_t ac;
     uint32_t ar;
     int64_t ar_i;
+    // 4 bytes at a time: a warp copies k-columns ac of rows ar + i * a_rstep, 8 columns x 4 rows
     int64_t lane = (int64_t)tid % 32;
     int64_t warp = (int64_t)tid / 32;
     ac = (uint32_t)(warp % kb * 8 + lane % 8);
@@ -143,6 +147,7 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     uint32_t b_step = (uint32_t)(b_rstep * w);
     uint32_t b_tile = (uint32_t)(bk * w);
     bool b_cols = col0 + bc < w;
+    // the prologue: tiles 0 .. stages-2 start copying (one group each, empty past the last tile)
     #pragma unroll
     for (int64_t s = 0; s < ahead; s++) {
         if (s < ntiles) {
@@ -157,9 +162,10 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
         }
         nk_async_commit();
     }
+    // the steady state: tile t is multiplied while tiles t+1 .. t+stages-1 are on their way
     for (int64_t t = 0; t < ntiles; t++) {
-        nk_async_wait<wait_n>();
-        __syncthreads();
+        nk_async_wait<wait_n>();  // this thread's copies of tile t have landed ...
+        __syncthreads();  // ... and everyone's; everyone is done with tile t-1, whose stage is refilled now
         int64_t nxt = t + ahead;
         if (nxt < ntiles) {
             uint64_t ns = (uint64_t)(uint32_t)nxt % (uint32_t)stages;
@@ -193,7 +199,7 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
         }
         #pragma unroll
         for (int64_t kk = 0; kk < bk; kk++) {
-            if (kk + 1 < bk) {
+            if (kk + 1 < bk) {  // the next step's fragments, into the other half of a_f / b_f
                 #pragma unroll
                 for (int64_t g = 0; g < tm_groups; g++) {
                     {
@@ -210,7 +216,7 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
                 }
             }
             #pragma unroll
-            for (int64_t i = 0; i < tm; i++) {
+            for (int64_t i = 0; i < tm; i++) {  // (NVVM unrolls these small loops itself)
                 #pragma unroll
                 for (int64_t j = 0; j < tn; j++) {
                     acc[i * tn + j] += a_f[kk % 2 * tm + i] * b_f[kk % 2 * tn + j];
@@ -225,7 +231,7 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
             #pragma unroll
             for (int64_t g = 0; g < tn_groups; g++) {
                 int64_t c = col0 + b_base + g * gn;
-                if (c < w) {
+                if (c < w) {  // (w % 4 == 0: the whole group is inside)
                     *reinterpret_cast<float4 *>(&out[(uint32_t)r * out_shape1 + (uint32_t)c]) = make_float4(acc[i * tn + g * 4], acc[i * tn + g * 4 + 1], acc[i * tn + g * 4 + 2], acc[i * tn + g * 4 + 3]);
                 }
             }

@@ -66,11 +66,11 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
     float* out, int64_t out_shape0, int64_t out_shape1)
 {
     int32_t tid = threadIdx.x;
-    int64_t wq = tid / wxy;
-    int64_t lq = tid % wxy;
-    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);
-    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);
-    uint32_t bc = (uint32_t)(tid % b_cpr * 4);
+    int64_t wq = tid / wxy;  // warp (patch) index
+    int64_t lq = tid % wxy;  // lane within the patch
+    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);  // first of this thread's rows in the block tile
+    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);  // first of its columns
+    uint32_t bc = (uint32_t)(tid % b_cpr * 4);  // its B copies: columns bc..bc+3 of rows br + i * b_rstep
     uint32_t br = (uint32_t)(tid / b_cpr);
     int64_t col0;
     int64_t row0;
@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
     k = m_shape0;
     h = m_shape1;
     int64_t w = n_shape1;
-    __shared__ __align__(16) float a_s[stages][bk][pa];
+    __shared__ __align__(16) float a_s[stages][bk][pa];  // A^T tiles, k-major
     __shared__ __align__(16) float b_s[stages][bk][bn];
     float acc[tmn];
     float a_f[tm2];
@@ -91,6 +91,8 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
         acc[i] = 0.0f;
     }
     int64_t ntiles = (k + bk - 1) / bk;
+    // This thread's copies. Running 32-bit flat offsets into the sources (fewer than 2**32 elements): copy i
+    // of tile q reads a_off + q * a_tile + i * a_step (B: b_off + q * b_tile + i * b_step).
     bool a_cols;
     uint32_t a_off;
     int64_t a_rows;
@@ -99,18 +101,20 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
     uint32_t ac;
     uint32_t ar;
     int64_t ar_i;
-    ar_i = tid / a_cpr;
+    // A^T: 16-byte chunks of its k-rows; rows ar + i * a_rstep, columns (rows of A) ac..ac+3
+    ar_i = tid / a_cpr;  // (signed, for the bounds below)
     ar = (uint32_t)ar_i;
     ac = (uint32_t)(tid % a_cpr * 4);
     a_off = (uint32_t)(ar * h + row0 + ac);
     a_step = (uint32_t)(a_rstep * h);
     a_tile = (uint32_t)(bk * h);
-    a_rows = k - ar_i;
-    a_cols = row0 + ac < h;
+    a_rows = k - ar_i;  // a copy is inside while q * bk + i * a_rstep < a_rows
+    a_cols = row0 + ac < h;  // (h % 4 == 0: the whole chunk is inside)
     uint32_t b_off = (uint32_t)(br * w + col0 + bc);
     uint32_t b_step = (uint32_t)(b_rstep * w);
     uint32_t b_tile = (uint32_t)(bk * w);
     bool b_cols = col0 + bc < w;
+    // the prologue: tiles 0 .. stages-2 start copying (one group each, empty past the last tile)
     #pragma unroll
     for (int64_t s = 0; s < ahead; s++) {
         if (s < ntiles) {
@@ -125,9 +129,10 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
         }
         nk_async_commit();
     }
+    // the steady state: tile t is multiplied while tiles t+1 .. t+stages-1 are on their way
     for (int64_t t = 0; t < ntiles; t++) {
-        nk_async_wait<wait_n>();
-        __syncthreads();
+        nk_async_wait<wait_n>();  // this thread's copies of tile t have landed ...
+        __syncthreads();  // ... and everyone's; everyone is done with tile t-1, whose stage is refilled now
         int64_t nxt = t + ahead;
         if (nxt < ntiles) {
             uint64_t ns = (uint64_t)(uint32_t)nxt % (uint32_t)stages;
@@ -161,7 +166,7 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
         }
         #pragma unroll
         for (int64_t kk = 0; kk < bk; kk++) {
-            if (kk + 1 < bk) {
+            if (kk + 1 < bk) {  // the next step's fragments, into the other half of a_f / b_f
                 #pragma unroll
                 for (int64_t g = 0; g < tm_groups; g++) {
                     {
@@ -178,7 +183,7 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
                 }
             }
             #pragma unroll
-            for (int64_t i = 0; i < tm; i++) {
+            for (int64_t i = 0; i < tm; i++) {  // (NVVM unrolls these small loops itself)
                 #pragma unroll
                 for (int64_t j = 0; j < tn; j++) {
                     acc[i * tn + j] += a_f[kk % 2 * tm + i] * b_f[kk % 2 * tn + j];
@@ -193,7 +198,7 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
             #pragma unroll
             for (int64_t g = 0; g < tn_groups; g++) {
                 int64_t c = col0 + b_base + g * gn;
-                if (c < w) {
+                if (c < w) {  // (w % 4 == 0: the whole group is inside)
                     *reinterpret_cast<float4 *>(&out[(uint32_t)r * out_shape1 + (uint32_t)c]) = make_float4(acc[i * tn + g * 4], acc[i * tn + g * 4 + 1], acc[i * tn + g * 4 + 2], acc[i * tn + g * 4 + 3]);
                 }
             }
