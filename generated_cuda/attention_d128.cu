@@ -21,11 +21,13 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// cp.async (sm_80+): a 16-byte global -> shared copy that lands in the background; valid == false reads nothing
-// and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies have landed (others' after a barrier).
-__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, bool valid) {
+// cp.async (sm_80+): a 16-byte global -> shared copy of src[offset] that lands in the background; valid == false
+// reads nothing (from the array's start) and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies
+// have landed (others' after a barrier).
+__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -34,50 +36,6 @@ __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wai
 // cp.async.wait_group N: all but this thread's N most recent groups of copies have landed (N an immediate)
 template <int N> __device__ __forceinline__ void nk_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-
-// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
-__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t q = x / y, r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
-}
-__device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
-__device__ __forceinline__ double nk_floordiv(double x, double y) {
-    if (y == 0.0) return x / y;
-    double mod = fmod(x, y), div = (x - mod) / y;
-    if (mod != 0.0 && ((y < 0.0) != (mod < 0.0))) div -= 1.0;
-    if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
-    return 0.0 * x / y;
-}
-__device__ __forceinline__ float nk_floordiv(float x, float y) {
-    if (y == 0.0f) return x / y;
-    float mod = fmodf(x, y), div = (x - mod) / y;
-    if (mod != 0.0f && ((y < 0.0f) != (mod < 0.0f))) div -= 1.0f;
-    if (div != 0.0f) { float f = floorf(div); return (div - f > 0.5f) ? f + 1.0f : f; }
-    return 0.0f * x / y;
-}
-
-// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 (ints), NaN (floats)
-__device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
-}
-__device__ __forceinline__ uint64_t nk_floormod(uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; }
-__device__ __forceinline__ double nk_floormod(double x, double y) {
-    if (y == 0.0) return fmod(x, y);
-    double mod = fmod(x, y);
-    if (mod != 0.0) { if ((y < 0.0) != (mod < 0.0)) mod += y; }
-    else mod = (y < 0.0) ? -0.0 : 0.0;
-    return mod;
-}
-__device__ __forceinline__ float nk_floormod(float x, float y) {
-    if (y == 0.0f) return fmodf(x, y);
-    float mod = fmodf(x, y);
-    if (mod != 0.0f) { if ((y < 0.0f) != (mod < 0.0f)) mod += y; }
-    else mod = (y < 0.0f) ? -0.0f : 0.0f;
-    return mod;
 }
 
 constexpr int64_t FULL_MASK = 4294967295LL;
@@ -111,12 +69,12 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
     uint32_t ly = (uint32_t)((int64_t)tid % 32 / 8);
     uint32_t lx = (uint32_t)((int64_t)tid % 8);
     int32_t bh = blockIdx.y;
-    int64_t qb = (int64_t)gridDim.x - 1 - blockIdx.x;
+    int64_t qb = (int64_t)gridDim.x - 1 - blockIdx.x;  // heaviest query blocks first
     int64_t q0 = qb * bm;
     int64_t lq = q_shape1;
     int64_t lk = k_shape1;
-    uint64_t slot = (uint64_t)warp * (uint32_t)16 + (uint64_t)ly * (uint32_t)4;
-    uint32_t crow = (uint32_t)(tid / dc_n);
+    uint64_t slot = (uint64_t)warp * (uint32_t)16 + (uint64_t)ly * (uint32_t)4;  // this lane's 4 rows, adjacent in p_s
+    uint32_t crow = (uint32_t)(tid / dc_n);  // this thread's chunks of a tile: rows crow + i * rstep, chunk cc
     uint32_t cc = (uint32_t)(tid % dc_n);
     __shared__ __align__(16) float q_s[bm][d];
     __shared__ __align__(16) float kv_s[kv_bufs][bn][d];
@@ -138,46 +96,50 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
         m[rr] = (float)MASKED;
         l[rr] = 0.0f;
     }
-    int64_t nkb = nk_floordiv(lk + bn - 1, (int64_t)bn);
+    int64_t nkb = (lk + bn - 1) / bn;
+    // Q once, and K of the first key block
+    // flat offsets of this thread's first chunks; its next chunks are `step` further, the next key block
+    // `next_block` further: compile-time distances, which fold into the copies' address immediates
     int64_t q_first = (bh * lq + q0 + crow) * d + (int64_t)cc * 4;
     int64_t kv_first = (bh * lk + crow) * d + (int64_t)cc * 4;
     int64_t r;
     #pragma unroll
     for (int64_t i = 0; i < q_copies; i++) {
         r = crow + i * rstep;
-        nk_copy_async4(&q_s[r][(cc ^ r % 8) * 4], (q0 + r < lq) ? &q[q_first + i * step] : q, q0 + r < lq);
+        nk_copy_async4(&q_s[r][(cc ^ (r % 8)) * 4], q, q_first + i * step, q0 + r < lq);
     }
     #pragma unroll
     for (int64_t i = 0; i < kv_copies; i++) {
         r = crow + i * rstep;
-        nk_copy_async4(&kv_s[0][r][(cc ^ r % 8) * 4], (r < lk) ? &k[kv_first + i * step] : k, r < lk);
+        nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], k, kv_first + i * step, r < lk);
     }
     nk_async_commit();
     int64_t row;
     float total;
     for (int64_t t = 0; t < nkb; t++) {
         int64_t kb0 = t * bn;
-        nk_async_wait<0>();
-        __syncthreads();
+        nk_async_wait<0>();  // K of this block (and Q) have landed ...
+        __syncthreads();  // ... for everyone; everyone is done with the last block's V and probabilities
         int64_t kv_block = kv_first + kb0 * d;
+        // scores: s[qq, rr] = q[row rr] . k[key qq], 4 head-dim columns at a time
         #pragma unroll
         for (int64_t i = 0; i < s_n; i++) {
             s[i] = 0.0f;
         }
         #pragma unroll 2
-        for (uint64_t dc = 0; dc < (uint64_t)(uint32_t)dc_n; dc++) {
+        for (uint64_t dc = 0; dc < (uint64_t)(uint32_t)dc_n; dc++) {  // S_UNROLL chunks of straight-line code per iteration
             #pragma unroll
             for (int64_t rr = 0; rr < 4; rr++) {
-                uint64_t tr = (uint64_t)warp * (uint32_t)16 + ly + (uint32_t)(4 * rr);
+                uint64_t tr = (uint64_t)warp * (uint32_t)16 + ly + (uint32_t)(4 * rr);  // the row in the Q tile
                 {
-                    const float4 nk_v = *reinterpret_cast<const float4 *>(&q_s[tr][(dc ^ nk_floormod(tr, (uint64_t)8)) * (uint32_t)4]);
+                    const float4 nk_v = *reinterpret_cast<const float4 *>(&q_s[tr][(dc ^ (tr % (uint32_t)8)) * (uint32_t)4]);
                     qf[rr * 4] = nk_v.x; qf[rr * 4 + 1] = nk_v.y; qf[rr * 4 + 2] = nk_v.z; qf[rr * 4 + 3] = nk_v.w;
                 }
             }
             #pragma unroll
             for (int64_t qq = 0; qq < kq; qq++) {
                 {
-                    const float4 nk_v = *reinterpret_cast<const float4 *>(&kv_s[0][(uint64_t)lx + (uint32_t)(8 * qq)][(dc ^ lx) * (uint32_t)4]);
+                    const float4 nk_v = *reinterpret_cast<const float4 *>(&kv_s[0][lx + (uint32_t)(8 * qq)][(dc ^ lx) * (uint32_t)4]);
                     kf[qq * 4] = nk_v.x; kf[qq * 4 + 1] = nk_v.y; kf[qq * 4 + 2] = nk_v.z; kf[qq * 4 + 3] = nk_v.w;
                 }
             }
@@ -192,6 +154,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
                 }
             }
         }
+        // online softmax: the new row maxima, the old partial results rescaled, probabilities into p_s
         bool masked = kb0 + bn > lk || causal && kb0 + bn - 1 > q0 + (int64_t)warp * 16;
         #pragma unroll
         for (int64_t rr = 0; rr < 4; rr++) {
@@ -209,7 +172,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
                 s[qq * 4 + rr] = x;
                 mx = fmaxf(mx, x);
             }
-            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));  // the row's 8 lanes: lane bits 0..2
             mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
             mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 4));
             float m_new = fmaxf(m[rr], mx);
@@ -230,17 +193,19 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
         }
         #pragma unroll
         for (int64_t qq = 0; qq < kq; qq++) {
-            *reinterpret_cast<float4 *>(&p_s[(uint64_t)lx + (uint32_t)(8 * qq)][slot]) = make_float4(s[qq * 4], s[qq * 4 + 1], s[qq * 4 + 2], s[qq * 4 + 3]);
+            *reinterpret_cast<float4 *>(&p_s[lx + (uint32_t)(8 * qq)][slot]) = make_float4(s[qq * 4], s[qq * 4 + 1], s[qq * 4 + 2], s[qq * 4 + 3]);
         }
-        __syncthreads();
+        __syncthreads();  // the probabilities are written, and everyone is done with this block's K
+        // V into the one buffer now that K is read
         #pragma unroll
         for (int64_t i = 0; i < kv_copies; i++) {
             r = crow + i * rstep;
-            nk_copy_async4(&kv_s[0][r][(int64_t)cc * 4], (kb0 + r < lk) ? &v[kv_block + i * step] : v, kb0 + r < lk);
+            nk_copy_async4(&kv_s[0][r][cc * 4], v, kv_block + i * step, kb0 + r < lk);
         }
         nk_async_commit();
-        nk_async_wait<v_wait>();
-        __syncthreads();
+        nk_async_wait<v_wait>();  // V of this block has landed ...
+        __syncthreads();  // ... for everyone
+        // o[rr, :] += p[rr, j] * v[j, :]
         #pragma unroll 4
         for (uint64_t j = 0; j < (uint64_t)(uint32_t)bn; j++) {
             {
@@ -250,7 +215,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
             #pragma unroll
             for (int64_t g = 0; g < col_groups; g++) {
                 {
-                    const float4 nk_v = *reinterpret_cast<const float4 *>(&kv_s[vb][j][(uint64_t)lx * (uint32_t)4 + (uint32_t)(32 * g)]);
+                    const float4 nk_v = *reinterpret_cast<const float4 *>(&kv_s[vb][j][lx * (uint32_t)4 + (uint32_t)(32 * g)]);
                     vf[g * 4] = nk_v.x; vf[g * 4 + 1] = nk_v.y; vf[g * 4 + 2] = nk_v.z; vf[g * 4 + 3] = nk_v.w;
                 }
             }
@@ -262,12 +227,12 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
                 }
             }
         }
-        if (!kv_split && t + 1 < nkb) {
+        if (!kv_split && t + 1 < nkb) {  // K of the next block, once everyone is done with V
             __syncthreads();
             #pragma unroll
             for (int64_t i = 0; i < kv_copies; i++) {
                 r = crow + i * rstep;
-                nk_copy_async4(&kv_s[0][r][(cc ^ r % 8) * 4], (kb0 + bn + r < lk) ? &k[kv_block + next_block + i * step] : k, kb0 + bn + r < lk);
+                nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], k, kv_block + next_block + i * step, kb0 + bn + r < lk);
             }
             nk_async_commit();
         }

@@ -41,12 +41,15 @@ __global__ void __launch_bounds__(256) conv2d_3x3(
     int32_t ty = threadIdx.y;
     int64_t h = x_shape0;
     int64_t wd = x_shape1;
-    int64_t x0 = blockIdx.x * TX;
+    int64_t x0 = blockIdx.x * TX;  // the output tile's first column and row
     int64_t y0 = blockIdx.y * (TY * rows);
     __shared__ float tile[tile_h][tile_w];
     float wr[taps];
     float col[column];
     float acc[rows];
+    // the tile and its halo, zeros outside the image (all loads before the barrier): each thread copies column
+    // tx of every TY-th row (no division to find a position), then the threads together the 2 * radius halo
+    // columns past the first TX (a power of two wide for radius 1 and 2: the division is a shift)
     int64_t tid = ty * TX + tx;
     int64_t gx = x0 + tx - radius;
     bool in_x = 0 <= gx && gx < wd;
@@ -90,10 +93,10 @@ __global__ void __launch_bounds__(256) conv2d_3x3(
     }
     __syncthreads();
     #pragma unroll
-    for (int64_t dx = 0; dx < size; dx++) {
+    for (int64_t dx = 0; dx < size; dx++) {  // slide down this thread's column of the tile, one filter column at a time
         #pragma unroll
         for (int64_t j = 0; j < column; j++) {
-            col[j] = tile[(int64_t)ty * rows + j][tx + dx];
+            col[j] = tile[ty * rows + j][tx + dx];
         }
         #pragma unroll
         for (int64_t i = 0; i < rows; i++) {

@@ -18,28 +18,6 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
-__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t q = x / y, r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
-}
-__device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
-__device__ __forceinline__ double nk_floordiv(double x, double y) {
-    if (y == 0.0) return x / y;
-    double mod = fmod(x, y), div = (x - mod) / y;
-    if (mod != 0.0 && ((y < 0.0) != (mod < 0.0))) div -= 1.0;
-    if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
-    return 0.0 * x / y;
-}
-__device__ __forceinline__ float nk_floordiv(float x, float y) {
-    if (y == 0.0f) return x / y;
-    float mod = fmodf(x, y), div = (x - mod) / y;
-    if (mod != 0.0f && ((y < 0.0f) != (mod < 0.0f))) div -= 1.0f;
-    if (div != 0.0f) { float f = floorf(div); return (div - f > 0.5f) ? f + 1.0f : f; }
-    return 0.0f * x / y;
-}
-
 constexpr int64_t THREADS = 256;
 constexpr int64_t TX = 32;
 constexpr int64_t TY = 8;
@@ -70,12 +48,14 @@ __global__ void __launch_bounds__(256) conv2d_nchw(
     int64_t x0 = blockIdx.x * TX;
     int64_t y0 = blockIdx.y * (TY * rows);
     __shared__ float tile[channels][tile_h][tile_w];
+    // w[f, c, dy, dx] at ((c * 3 + dy) * 3 + dx) * filters + f: the filters of one tap side by side, so that one
+    // 16-byte shared read brings four of them (``filters % 4 == 0``)
     __shared__ __align__(16) float bank[taps];
     float col[column];
     float acc[n_acc];
     float wv[wide];
     #pragma unroll
-    for (int64_t k = 0; k < loads; k++) {
+    for (int64_t k = 0; k < loads; k++) {  // every channel's tile and halo, zeros outside the image
         int64_t e = k * THREADS + tid;
         if (e < tile_n) {
             int64_t ch = e / plane;
@@ -90,8 +70,8 @@ __global__ void __launch_bounds__(256) conv2d_nchw(
             }
         }
     }
-    for (int64_t j = tid; j < taps; j += THREADS) {
-        bank[(uint32_t)(((j / 9 % channels * 3 + j / 3 % 3) * 3 + j % 3) * filters + nk_floordiv(j, (int64_t)channels * 9))] = w[(((uint32_t)nk_floordiv(j, (int64_t)channels * 9) * w_shape1 + (uint32_t)(j / 9 % channels)) * w_shape2 + (uint32_t)(j / 3 % 3)) * w_shape3 + (uint32_t)(j % 3)];
+    for (int64_t j = tid; j < taps; j += THREADS) {  // (reads w in its own order, coalesced)
+        bank[(uint32_t)(((j / 9 % channels * 3 + j / 3 % 3) * 3 + j % 3) * filters + j / (channels * 9))] = w[(((uint32_t)(j / ((int64_t)channels * 9)) * w_shape1 + (uint32_t)(j / 9 % channels)) * w_shape2 + (uint32_t)(j / 3 % 3)) * w_shape3 + (uint32_t)(j % 3)];
     }
     #pragma unroll
     for (int64_t k = 0; k < n_acc; k++) {
@@ -104,12 +84,12 @@ __global__ void __launch_bounds__(256) conv2d_nchw(
         for (int64_t dx = 0; dx < 3; dx++) {
             #pragma unroll
             for (int64_t j = 0; j < column; j++) {
-                col[j] = tile[c][(int64_t)ty * rows + j][tx + dx];
+                col[j] = tile[c][ty * rows + j][tx + dx];
             }
             #pragma unroll
             for (int64_t dy = 0; dy < 3; dy++) {
                 #pragma unroll
-                for (int64_t g = 0; g < groups; g++) {
+                for (int64_t g = 0; g < groups; g++) {  // `wide` filters at a time
                     int64_t tap = ((c * 3 + dy) * 3 + dx) * filters + g * wide;
                     {
                         const float4 nk_v = *reinterpret_cast<const float4 *>(&bank[tap]);

@@ -25,9 +25,9 @@ constexpr int64_t width = 4;
 
 __device__ int64_t bin_of(float v, float lo, float hi, float scale, int64_t bins)
 {
-    if (v >= lo && v <= hi) {
+    if (v >= lo && v <= hi) {  // (False for NaN)
         int32_t b = (int32_t)((v - lo) * scale / (hi - lo));
-        return b < bins ? b : (int64_t)b - 1;
+        return b < bins ? b : (int64_t)b - 1;  // v == hi lands on index bins: the last bin is closed
     }
     return -1;
 }
@@ -40,12 +40,12 @@ __global__ void __launch_bounds__(256, 8) histogram(
     float hi)
 {
     int32_t tid = threadIdx.x;
-    extern __shared__ int32_t hist[];
+    extern __shared__ int32_t hist[];  // copies x bins
     float regs[n_regs];
     int64_t n = x_shape0;
     int64_t bins = counts_shape0;
     float scale = (float)bins;
-    int64_t offset = tid / WARP / warps_per_copy * bins;
+    int64_t offset = tid / WARP / warps_per_copy * bins;  // this warp's copy
     for (int64_t j = (int64_t)tid; j < copies * bins; j += nt) {
         hist[(uint32_t)j] = 0;
     }
@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(256, 8) histogram(
     int64_t stride = (int64_t)blockDim.x * gridDim.x * width;
     int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * width;
     int64_t b;
-    while (i + ((int64_t)unroll - 1) * stride < body) {
+    while (i + ((int64_t)unroll - 1) * stride < body) {  // `unroll` loads in flight before the first is counted
         #pragma unroll
         for (int64_t u = 0; u < unroll; u++) {
             {
@@ -81,6 +81,7 @@ __global__ void __launch_bounds__(256, 8) histogram(
         }
         i += stride;
     }
+    // the last n % 4 elements, one each for the grid's first threads
     int64_t t = body + ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
     if (t < n) {
         b = bin_of(x[(uint32_t)t], lo, hi, scale, bins);
@@ -89,7 +90,7 @@ __global__ void __launch_bounds__(256, 8) histogram(
         }
     }
     __syncthreads();
-    for (int64_t j = (int64_t)tid; j < bins; j += nt) {
+    for (int64_t j = (int64_t)tid; j < bins; j += nt) {  // the block's counts into the global histogram, one atomic per bin
         int64_t total = 0;
         #pragma unroll
         for (int64_t c = 0; c < copies; c++) {

@@ -67,17 +67,18 @@ __global__ void __launch_bounds__(256) inclusive_scan(
     int64_t n = x_shape0;
     int32_t tiles = gridDim.x;
     __shared__ float seg[slots];
-    __shared__ uint32_t tickets[2];
-    __shared__ float carry[1];
+    __shared__ uint32_t tickets[2];  // this block's tile; its place among the finished blocks
+    __shared__ float carry[1];  // the sum of everything before this tile
     float vals[n_vals];
-    float before[rounds];
+    float before[rounds];  // per round: the sum of the warp's lanes before this thread
     float own[per_lane];
     if (tid == 0) {
         tickets[0] = atomicAdd(&counters[0], (uint32_t)1);
     }
     __syncthreads();
-    int64_t tile = (int64_t)tickets[0];
+    int64_t tile = (int64_t)tickets[0];  // signed: the look-back counts down past tile 0
     int64_t base = tile * tile_elems;
+    // 1. load the tile: every round's load issued before any is used
     int64_t i;
     #pragma unroll
     for (int64_t k = 0; k < rounds; k++) {
@@ -94,6 +95,7 @@ __global__ void __launch_bounds__(256) inclusive_scan(
             }
         }
     }
+    // 2. scan within each thread's four, then within the warp; the warps' totals go to shared memory
     float mine;
     float upto;
     #pragma unroll
@@ -110,6 +112,7 @@ __global__ void __launch_bounds__(256) inclusive_scan(
         }
     }
     __syncthreads();
+    // 3. one warp: exclusive scan of the segment totals, the tile's aggregate, the look-back
     if (warp == 0) {
         mine = 0.0f;
         int64_t s;
@@ -130,33 +133,34 @@ __global__ void __launch_bounds__(256) inclusive_scan(
             run += own[j];
         }
         float aggregate = __shfl_sync(FULL_MASK, upto, WARP - 1);
-        float prefix = 0.0f;
+        float prefix = 0.0f;  // the sum of all tiles before this one
         if (tile > 0) {
-            if (lane == 0) {
-                atomicAdd(&values[(uint32_t)tile], aggregate);
+            if (lane == 0) {  // publish the aggregate at once: successors can use it before this tile has a prefix
+                atomicAdd(&values[(uint32_t)tile], aggregate);  // onto a zero
                 __threadfence();
                 atomicExch(&flags[(uint32_t)tile], (uint32_t)AGGREGATE);
             }
-            int64_t end = tile - 1;
+            int64_t end = tile - 1;  // the window of predecessors looked at: tiles end - 31 ... end
             bool found = false;
             while (!found) {
                 i = end - lane;
-                uint32_t flag = (uint32_t)PREFIX;
+                uint32_t flag = (uint32_t)PREFIX;  // before tile 0: a prefix of zero
                 if (i >= 0) {
-                    flag = atomicAdd(&flags[(uint32_t)i], (uint32_t)0);
+                    flag = atomicAdd(&flags[(uint32_t)i], (uint32_t)0);  // an atomic read: coherent in L2
                 }
                 while (__any_sync(FULL_MASK, flag == EMPTY)) {
                     if (flag == EMPTY) {
                         flag = atomicAdd(&flags[(uint32_t)i], (uint32_t)0);
                     }
                 }
-                __threadfence();
+                __threadfence();  // the value was written before the flag: read it after
                 float v = 0.0f;
                 if (i >= 0) {
                     v = atomicAdd(&values[(uint32_t)((int64_t)flag - 1) * values_shape1 + (uint32_t)i], 0.0f);
                 }
                 int32_t ready = __ballot_sync(FULL_MASK, flag == PREFIX);
-                int64_t nearer = ready & ((int64_t)1 << lane) - 1;
+                // add the aggregates of the tiles after the nearest one with a prefix, and that prefix
+                int64_t nearer = ready & (((int64_t)1 << lane) - 1);
                 prefix += warp_sum((nearer == 0) ? v : 0.0f);
                 found = ready != 0;
                 end -= WARP;
@@ -170,6 +174,7 @@ __global__ void __launch_bounds__(256) inclusive_scan(
         }
     }
     __syncthreads();
+    // 4. add the prefixes back and store
     #pragma unroll
     for (int64_t k = 0; k < rounds; k++) {
         float add = carry[0] + seg[k * warps + warp] + before[k];
@@ -189,6 +194,7 @@ __global__ void __launch_bounds__(256) inclusive_scan(
             }
         }
     }
+    // 5. the last block to finish puts the tile states and counters back to zeros (no reader is left)
     if (tid == 0) {
         __threadfence();
         tickets[1] = atomicAdd(&counters[1], (uint32_t)1);

@@ -21,20 +21,25 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// cp.async (sm_80+): a 16-byte global -> shared copy that lands in the background; valid == false reads nothing
-// and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies have landed (others' after a barrier).
-__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, bool valid) {
+// cp.async (sm_80+): a 16-byte global -> shared copy of src[offset] that lands in the background; valid == false
+// reads nothing (from the array's start) and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies
+// have landed (others' after a barrier).
+__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
-// cp.async of 16 bytes of any element type (8 bf16/f16 values, 4 floats, ...): the same instruction as nk_copy_async4
-__device__ __forceinline__ void nk_copy_async16(void *dst, const void *src, bool valid) {
+// cp.async of 16 bytes of any element type (8 bf16/f16 values, 4 floats, ...) from src[offset]: the same
+// instruction as nk_copy_async4
+template <typename D, typename S>
+__device__ __forceinline__ void nk_copy_async16(D *dst, const S *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+    const S *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
 
@@ -49,42 +54,12 @@ __device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
     int64_t q = x / y, r = x % y;
     return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
 }
-__device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
-__device__ __forceinline__ double nk_floordiv(double x, double y) {
-    if (y == 0.0) return x / y;
-    double mod = fmod(x, y), div = (x - mod) / y;
-    if (mod != 0.0 && ((y < 0.0) != (mod < 0.0))) div -= 1.0;
-    if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
-    return 0.0 * x / y;
-}
-__device__ __forceinline__ float nk_floordiv(float x, float y) {
-    if (y == 0.0f) return x / y;
-    float mod = fmodf(x, y), div = (x - mod) / y;
-    if (mod != 0.0f && ((y < 0.0f) != (mod < 0.0f))) div -= 1.0f;
-    if (div != 0.0f) { float f = floorf(div); return (div - f > 0.5f) ? f + 1.0f : f; }
-    return 0.0f * x / y;
-}
 
-// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 (ints), NaN (floats)
+// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 and INT64_MIN % -1 == 0
 __device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
     if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
     int64_t r = x % y;
     return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
-}
-__device__ __forceinline__ uint64_t nk_floormod(uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; }
-__device__ __forceinline__ double nk_floormod(double x, double y) {
-    if (y == 0.0) return fmod(x, y);
-    double mod = fmod(x, y);
-    if (mod != 0.0) { if ((y < 0.0) != (mod < 0.0)) mod += y; }
-    else mod = (y < 0.0) ? -0.0 : 0.0;
-    return mod;
-}
-__device__ __forceinline__ float nk_floormod(float x, float y) {
-    if (y == 0.0f) return fmodf(x, y);
-    float mod = fmodf(x, y);
-    if (mod != 0.0f) { if ((y < 0.0f) != (mod < 0.0f)) mod += y; }
-    else mod = (y < 0.0f) ? -0.0f : 0.0f;
-    return mod;
 }
 
 // Python's min/max: the first argument unless the second is strictly smaller / larger
@@ -148,13 +123,14 @@ __global__ void __launch_bounds__(128) matmul_bf16(
     int64_t h = a_shape0;
     int64_t k = a_shape1;
     int64_t w = b_shape1;
+    // the block's tile in grouped order: down a band of `group` block rows, then right
     int64_t lin = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
     int64_t band = (int64_t)group * gridDim.x;
-    int64_t first = nk_floordiv(lin, band) * group;
+    int64_t first = lin / band * group;
     int64_t rows = nk_min(gridDim.y - first, (int64_t)group);
-    int64_t row0 = (first + nk_floormod(nk_floormod(lin, band), rows)) * bm;
-    int64_t col0 = nk_floordiv(nk_floormod(lin, band), rows) * bn;
-    int64_t wrow = warp / warps_n % warps_m * wm;
+    int64_t row0 = (first + nk_floormod(lin % band, rows)) * bm;
+    int64_t col0 = nk_floordiv(lin % band, rows) * bn;
+    int64_t wrow = warp / warps_n % warps_m * wm;  // the warp tile's place in the block tile
     int64_t wcol = warp % warps_n * wn;
     __shared__ __align__(128) uint16_t a_s[stages][a_tile];
     __shared__ __align__(128) uint16_t b_s[stages][b_tile];
@@ -165,64 +141,71 @@ __global__ void __launch_bounds__(128) matmul_bf16(
     for (int64_t i = 0; i < acc_n; i++) {
         acc[i] = 0.0f;
     }
+    // This thread's copies: A chunk column ac of rows ar + i * a_rstep, B chunk column bc of rows br + i * b_rstep
+    // (the steps keep the swizzle's line index mod 8, so destination i is destination 0 plus a constant).
     int64_t ac = tid % a_rc;
     int64_t ar = tid / a_rc;
-    int64_t a_line = ar / a_rows_per_line;
-    uint32_t a_dst = (uint32_t)(a_line * LINE + (ar % a_rows_per_line * a_rc + ac ^ a_line % 8) * CHUNK);
+    int64_t a_line = ar / a_rows_per_line;  // (a_offset, written out: kernels call no host functions)
+    uint32_t a_dst = (uint32_t)(a_line * LINE + ((ar % a_rows_per_line * a_rc + ac) ^ (a_line % 8)) * CHUNK);
     int64_t a_src = (row0 + ar) * k + ac * CHUNK;
-    int64_t a_left = h - row0 - ar;
+    int64_t a_left = h - row0 - ar;  // copy i is inside while i * a_rstep < a_left (and its k-chunk is)
     int64_t bc = tid % b_rc;
     int64_t br = tid / b_rc;
-    uint32_t b_dst = (uint32_t)(br * bn + (bc ^ br % 8) * CHUNK);
+    uint32_t b_dst = (uint32_t)(br * bn + (bc ^ (br % 8)) * CHUNK);  // (b_offset)
     int64_t b_src = br * w + col0 + bc * CHUNK;
     bool b_in = col0 + bc * CHUNK < w;
+    // ldmatrix rows: A lanes 0-15 name rows 0-15 of a 16x16 fragment at k-chunk 0, lanes 16-31 at chunk 1;
+    // B lanes 0-15 name k-rows 0-15 at an n8 tile's column, lanes 16-31 at the next tile's
     int64_t ld_row = wrow + lane % 16;
     int64_t ld_line = ld_row / a_rows_per_line;
-    uint32_t a_ld = (uint32_t)(ld_line * LINE + (ld_row % a_rows_per_line * a_rc + lane / 16 ^ ld_line % 8) * CHUNK);
+    uint32_t a_ld = (uint32_t)(ld_line * LINE + ((ld_row % a_rows_per_line * a_rc + lane / 16) ^ (ld_line % 8)) * CHUNK);
     int64_t b_row = lane % 16;
     int64_t b_chunk = wcol / CHUNK + lane / 16;
-    int64_t ntiles = nk_floordiv(k + bk - 1, (int64_t)bk);
+    int64_t ntiles = (k + bk - 1) / bk;
     #pragma unroll
-    for (int64_t s = 0; s < ahead; s++) {
+    for (int64_t s = 0; s < ahead; s++) {  // the prologue: tiles 0 .. stages-2 start copying
         if (s < ntiles) {
             #pragma unroll
             for (int64_t i = 0; i < a_per; i++) {
-                nk_copy_async16(&a_s[(uint32_t)s][a_dst + i * a_rstep * bk], (i * a_rstep < a_left && s * bk + ac * CHUNK < k) ? &a[a_src + s * bk + i * a_rstep * k] : a, i * a_rstep < a_left && s * bk + ac * CHUNK < k);
+                nk_copy_async16(&a_s[(uint32_t)s][a_dst + i * a_rstep * bk], a, a_src + s * bk + i * a_rstep * k, i * a_rstep < a_left && s * bk + ac * CHUNK < k);
             }
             #pragma unroll
             for (int64_t i = 0; i < b_per; i++) {
-                nk_copy_async16(&b_s[(uint32_t)s][b_dst + i * b_rstep * bn], (b_in && s * bk + br + i * b_rstep < k) ? &b[b_src + (s * bk + i * b_rstep) * w] : b, b_in && s * bk + br + i * b_rstep < k);
+                nk_copy_async16(&b_s[(uint32_t)s][b_dst + i * b_rstep * bn], b, b_src + (s * bk + i * b_rstep) * w, b_in && s * bk + br + i * b_rstep < k);
             }
         }
         nk_async_commit();
     }
     for (int64_t t = 0; t < ntiles; t++) {
-        nk_async_wait<wait_n>();
-        __syncthreads();
+        nk_async_wait<wait_n>();  // this thread's copies of tile t have landed ...
+        __syncthreads();  // ... and everyone's; everyone is done with tile t-1, whose stage is refilled now
         int64_t nxt = t + ahead;
         if (nxt < ntiles) {
-            uint32_t ns = (uint32_t)nk_floormod(nxt, (int64_t)stages);
+            uint32_t ns = (uint32_t)(nxt % stages);
             int64_t k0 = nxt * bk;
             #pragma unroll
             for (int64_t i = 0; i < a_per; i++) {
-                nk_copy_async16(&a_s[ns][a_dst + i * a_rstep * bk], (i * a_rstep < a_left && k0 + ac * CHUNK < k) ? &a[a_src + k0 + i * a_rstep * k] : a, i * a_rstep < a_left && k0 + ac * CHUNK < k);
+                nk_copy_async16(&a_s[ns][a_dst + i * a_rstep * bk], a, a_src + k0 + i * a_rstep * k, i * a_rstep < a_left && k0 + ac * CHUNK < k);
             }
             #pragma unroll
             for (int64_t i = 0; i < b_per; i++) {
-                nk_copy_async16(&b_s[ns][b_dst + i * b_rstep * bn], (b_in && k0 + br + i * b_rstep < k) ? &b[b_src + (k0 + i * b_rstep) * w] : b, b_in && k0 + br + i * b_rstep < k);
+                nk_copy_async16(&b_s[ns][b_dst + i * b_rstep * bn], b, b_src + (k0 + i * b_rstep) * w, b_in && k0 + br + i * b_rstep < k);
             }
         }
         nk_async_commit();
-        uint32_t st = (uint32_t)nk_floormod(t, (int64_t)stages);
+        uint32_t st = (uint32_t)(t % stages);
         #pragma unroll
         for (int64_t ks = 0; ks < ks_n; ks++) {
             #pragma unroll
             for (int64_t mi = 0; mi < mi_n; mi++) {
-                nk_ldmatrix_x4(&af[mi * 4], &a_s[st][a_ld + mi * 16 * bk ^ ks * 16]);
+                // 16 rows down is a whole number of lines (line mod 8 unchanged); k-step ks is chunk 2 * ks more,
+                // a bit the line's XOR never touches
+                nk_ldmatrix_x4(&af[mi * 4], &a_s[st][(a_ld + mi * 16 * bk) ^ (ks * 16)]);
             }
             #pragma unroll
             for (int64_t nj = 0; nj < nj_n; nj++) {
-                nk_ldmatrix_x4_trans(&bf[nj * 4], &b_s[st][(ks * 16 + b_row) * bn + (b_chunk + nj * 2 ^ b_row % 8) * CHUNK]);
+                // (b_offset: 16 k-rows down keep the row mod 8)
+                nk_ldmatrix_x4_trans(&bf[nj * 4], &b_s[st][(ks * 16 + b_row) * bn + ((b_chunk + nj * 2) ^ (b_row % 8)) * CHUNK]);
             }
             #pragma unroll
             for (int64_t mi = 0; mi < mi_n; mi++) {
@@ -233,8 +216,8 @@ __global__ void __launch_bounds__(128) matmul_bf16(
             }
         }
     }
-    int64_t g = lane >> 2;
-    int64_t t4 = lane % 4;
+    int64_t g = lane >> 2;  // groupID: c0, c1 in row g, c2, c3 in row g + 8
+    int64_t t4 = lane % 4;  // threadID_in_group: columns 2 * t4, 2 * t4 + 1
     #pragma unroll
     for (int64_t mi = 0; mi < mi_n; mi++) {
         #pragma unroll
@@ -244,7 +227,7 @@ __global__ void __launch_bounds__(128) matmul_bf16(
                 #pragma unroll
                 for (int64_t ni = 0; ni < ni_n; ni++) {
                     int64_t c = col0 + wcol + ni * 8 + t4 * 2;
-                    if (c < w) {
+                    if (c < w) {  // (w even: the pair is inside)
                         out[(uint32_t)r * out_shape1 + (uint32_t)c] = acc[(mi * ni_n + ni) * 4 + half_ * 2];
                         out[(uint32_t)r * out_shape1 + (uint32_t)(c + 1)] = acc[(mi * ni_n + ni) * 4 + half_ * 2 + 1];
                     }

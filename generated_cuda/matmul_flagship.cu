@@ -21,28 +21,6 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
-__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t q = x / y, r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
-}
-__device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
-__device__ __forceinline__ double nk_floordiv(double x, double y) {
-    if (y == 0.0) return x / y;
-    double mod = fmod(x, y), div = (x - mod) / y;
-    if (mod != 0.0 && ((y < 0.0) != (mod < 0.0))) div -= 1.0;
-    if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
-    return 0.0 * x / y;
-}
-__device__ __forceinline__ float nk_floordiv(float x, float y) {
-    if (y == 0.0f) return x / y;
-    float mod = fmodf(x, y), div = (x - mod) / y;
-    if (mod != 0.0f && ((y < 0.0f) != (mod < 0.0f))) div -= 1.0f;
-    if (div != 0.0f) { float f = floorf(div); return (div - f > 0.5f) ? f + 1.0f : f; }
-    return 0.0f * x / y;
-}
-
 constexpr int64_t a_rstep = 32;
 constexpr int64_t a_tpr = 8;
 constexpr int64_t b_rstep = 2;
@@ -72,13 +50,15 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
     float* out, int64_t out_shape0, int64_t out_shape1)
 {
     int32_t tid = threadIdx.x;
-    int64_t wq = tid / wxy;
-    int64_t lq = tid % wxy;
-    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * vm);
-    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * vn);
-    uint32_t ar = (uint32_t)(tid / a_tpr);
+    int64_t wq = tid / wxy;  // warp (patch) index
+    int64_t lq = tid % wxy;  // lane within the patch
+    // Per-thread offsets, cast to uint32 once: an index "u32(base) + constant" is provably non-negative (no
+    // wraparound select) and the constant folds into the load's immediate offset.
+    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * vm);  // first of this thread's rows in the block tile
+    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * vn);  // first of its columns
+    uint32_t ar = (uint32_t)(tid / a_tpr);  // the A-tile group this thread loads: rows ar + i * a_rstep, columns ac..ac+vw-1
     uint32_t ac = (uint32_t)(tid % a_tpr * vw);
-    uint32_t br = (uint32_t)(tid / b_tpr);
+    uint32_t br = (uint32_t)(tid / b_tpr);  // the B-tile group: rows br + i * b_rstep, columns bc..bc+vw-1
     uint32_t bc = (uint32_t)(tid % b_tpr * vw);
     int64_t col0;
     int64_t row0;
@@ -90,9 +70,9 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
     __shared__ __align__(16) float a_s[2][bk][pa];
     __shared__ __align__(16) float b_s[2][bk][bn];
     float acc[tmn];
-    float a_f0[tm];
+    float a_f0[tm];  // fragments of the even k-step
     float b_f0[tn];
-    float a_f1[tm];
+    float a_f1[tm];  // and of the odd one
     float b_f1[tn];
     float a_ld[la_n];
     float b_ld[lb_n];
@@ -100,18 +80,20 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
-    int64_t ntiles = nk_floordiv(k + bk - 1, (int64_t)bk);
+    int64_t ntiles = (k + bk - 1) / bk;
+    // Iteration t multiplies k-tile t (from shared buffer t & 1) while the next tile travels global ->
+    // registers -> the other buffer; iteration -1 only brings in tile 0.
     for (int64_t t = -1; t < ntiles; t++) {
         int64_t cur = t & 1;
         int64_t k_next = (t + 1) * bk;
         bool more = t + 1 < ntiles;
-        if (more) {
+        if (more) {  // issue the next tile's global loads before the math, so they are in flight during it
             int64_t gk;
             #pragma unroll
             for (int64_t i = 0; i < la; i++) {
                 int64_t gr = row0 + ar + i * a_rstep;
                 gk = k_next + ac;
-                if (gr < h && gk < k) {
+                if (gr < h && gk < k) {  // (vec: k % 4 == 0, so the whole group is inside)
                     a_ld[i] = m[(uint32_t)gr * m_shape1 + (uint32_t)gk];
                 } else {
                     for (int64_t q = 0; q < vw; q++) {
@@ -133,6 +115,8 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
             }
         }
         if (t >= 0) {
+            // Fragments double-buffered in registers: step kk+1's shared loads are in flight during step kk's
+            // multiply-adds. NVVM does not unroll this loop (its body is too large), so two steps are spelled out.
             #pragma unroll
             for (int64_t i = 0; i < tm; i++) {
                 a_f0[i] = a_s[cur][0][a_base + (i / vm * gm + i % vm)];
@@ -142,7 +126,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
                 b_f0[j] = b_s[cur][0][b_base + (j / vn * gn + j % vn)];
             }
             #pragma unroll
-            for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)nk2; k2++) {
+            for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)nk2; k2++) {  // an unsigned counter: no wraparound select, no masking
                 uint64_t kk = k2 * (uint32_t)2;
                 #pragma unroll
                 for (int64_t i = 0; i < tm; i++) {
@@ -181,7 +165,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
         if (more) {
             int64_t nxt = cur ^ 1;
             #pragma unroll
-            for (int64_t i = 0; i < la; i++) {
+            for (int64_t i = 0; i < la; i++) {  // A is stored transposed (k-major): element by element
                 for (int64_t q = 0; q < vw; q++) {
                     a_s[nxt][ac + q][ar + i * a_rstep] = a_ld[i * vw + q];
                 }

@@ -21,37 +21,17 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// cp.async (sm_80+): a 16-byte global -> shared copy that lands in the background; valid == false reads nothing
-// and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies have landed (others' after a barrier).
-__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, bool valid) {
+// cp.async (sm_80+): a 16-byte global -> shared copy of src[offset] that lands in the background; valid == false
+// reads nothing (from the array's start) and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies
+// have landed (others' after a barrier).
+__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-
-// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
-__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t q = x / y, r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
-}
-__device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
-__device__ __forceinline__ double nk_floordiv(double x, double y) {
-    if (y == 0.0) return x / y;
-    double mod = fmod(x, y), div = (x - mod) / y;
-    if (mod != 0.0 && ((y < 0.0) != (mod < 0.0))) div -= 1.0;
-    if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
-    return 0.0 * x / y;
-}
-__device__ __forceinline__ float nk_floordiv(float x, float y) {
-    if (y == 0.0f) return x / y;
-    float mod = fmodf(x, y), div = (x - mod) / y;
-    if (mod != 0.0f && ((y < 0.0f) != (mod < 0.0f))) div -= 1.0f;
-    if (div != 0.0f) { float f = floorf(div); return (div - f > 0.5f) ? f + 1.0f : f; }
-    return 0.0f * x / y;
-}
 
 constexpr int64_t a_cpr = 32;
 constexpr int64_t b_cpr = 32;
@@ -77,44 +57,46 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
     int32_t tid = threadIdx.x;
     int64_t wq = tid / wxy;
     int64_t lq = tid % wxy;
-    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);
-    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);
+    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);  // first of this thread's rows in the block tile
+    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);  // first of its columns
     int64_t row0 = (int64_t)blockIdx.y * bm;
     int64_t col0 = (int64_t)blockIdx.x * bn;
     int64_t k = mt_shape0;
     int64_t h = mt_shape1;
     int64_t w = n_shape1;
-    __shared__ __align__(16) float a_s[2][bk][bm];
+    __shared__ __align__(16) float a_s[2][bk][bm];  // two stages of k-major tiles
     __shared__ __align__(16) float b_s[2][bk][bn];
     float acc[tmn];
-    float a_f0[tm];
+    float a_f0[tm];  // fragments of the even k-step
     float b_f0[tn];
-    float a_f1[tm];
+    float a_f1[tm];  // and of the odd one
     float b_f1[tn];
     #pragma unroll
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
-    int64_t ntiles = nk_floordiv(k + bk - 1, (int64_t)bk);
+    int64_t ntiles = (k + bk - 1) / bk;
+    // Iteration t multiplies k-tile t (stage t & 1) while tile t+1 is copied into the other stage; iteration -1
+    // only starts the copy of tile 0.
     for (int64_t t = -1; t < ntiles; t++) {
         if (t >= 0) {
-            nk_async_wait_all();
-            __syncthreads();
+            nk_async_wait_all();  // this thread's copies of tile t have landed ...
+            __syncthreads();  // ... and everyone's; everyone is also done with tile t-1, whose stage is reused
         }
         if (t + 1 < ntiles) {
-            uint32_t nxt = (uint32_t)(t + 1 & 1);
+            uint32_t nxt = (uint32_t)((t + 1) & 1);
             int64_t k0 = (t + 1) * bk;
             #pragma unroll
-            for (int64_t i = 0; i < la; i++) {
+            for (int64_t i = 0; i < la; i++) {  // chunk tid + i * nt of the A^T tile: row ra, columns ca..ca+3
                 uint32_t ra = (uint32_t)((tid + i * nt) / a_cpr);
                 uint32_t ca = (uint32_t)((tid + i * nt) % a_cpr * 4);
-                nk_copy_async4(&a_s[nxt][ra][ca], (k0 + ra < k && row0 + ca < h) ? &mt[(uint32_t)(k0 + ra) * mt_shape1 + (uint32_t)(row0 + ca)] : mt, k0 + ra < k && row0 + ca < h);
+                nk_copy_async4(&a_s[nxt][ra][ca], mt, (uint32_t)(k0 + ra) * mt_shape1 + (uint32_t)(row0 + ca), k0 + ra < k && row0 + ca < h);
             }
             #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
                 uint32_t rb = (uint32_t)((tid + i * nt) / b_cpr);
                 uint32_t cb = (uint32_t)((tid + i * nt) % b_cpr * 4);
-                nk_copy_async4(&b_s[nxt][rb][cb], (k0 + rb < k && col0 + cb < w) ? &n[(uint32_t)(k0 + rb) * n_shape1 + (uint32_t)(col0 + cb)] : n, k0 + rb < k && col0 + cb < w);
+                nk_copy_async4(&b_s[nxt][rb][cb], n, (uint32_t)(k0 + rb) * n_shape1 + (uint32_t)(col0 + cb), k0 + rb < k && col0 + cb < w);
             }
             nk_async_commit();
         }
@@ -173,7 +155,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
             #pragma unroll
             for (int64_t g = 0; g < tn_groups; g++) {
                 int64_t c = col0 + b_base + g * gn;
-                if (c < w) {
+                if (c < w) {  // (w % 4 == 0: the whole group is inside)
                     *reinterpret_cast<float4 *>(&out[(uint32_t)r * out_shape1 + (uint32_t)c]) = make_float4(acc[i * tn + g * 4], acc[i * tn + g * 4 + 1], acc[i * tn + g * 4 + 2], acc[i * tn + g * 4 + 3]);
                 }
             }

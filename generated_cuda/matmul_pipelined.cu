@@ -21,20 +21,23 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// cp.async (sm_80+): a 16-byte global -> shared copy that lands in the background; valid == false reads nothing
-// and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies have landed (others' after a barrier).
-__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, bool valid) {
+// cp.async (sm_80+): a 16-byte global -> shared copy of src[offset] that lands in the background; valid == false
+// reads nothing (from the array's start) and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies
+// have landed (others' after a barrier).
+__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
 // cp.async of one float (4 bytes, through L1: .ca is the only mode for copies under 16 bytes); any alignment
-__device__ __forceinline__ void nk_copy_async(float *dst, const float *src, bool valid) {
+__device__ __forceinline__ void nk_copy_async(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 4 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 4 : 0)
                  : "memory");
 }
 
@@ -49,42 +52,12 @@ __device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
     int64_t q = x / y, r = x % y;
     return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
 }
-__device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
-__device__ __forceinline__ double nk_floordiv(double x, double y) {
-    if (y == 0.0) return x / y;
-    double mod = fmod(x, y), div = (x - mod) / y;
-    if (mod != 0.0 && ((y < 0.0) != (mod < 0.0))) div -= 1.0;
-    if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
-    return 0.0 * x / y;
-}
-__device__ __forceinline__ float nk_floordiv(float x, float y) {
-    if (y == 0.0f) return x / y;
-    float mod = fmodf(x, y), div = (x - mod) / y;
-    if (mod != 0.0f && ((y < 0.0f) != (mod < 0.0f))) div -= 1.0f;
-    if (div != 0.0f) { float f = floorf(div); return (div - f > 0.5f) ? f + 1.0f : f; }
-    return 0.0f * x / y;
-}
 
-// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 (ints), NaN (floats)
+// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 and INT64_MIN % -1 == 0
 __device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
     if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
     int64_t r = x % y;
     return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
-}
-__device__ __forceinline__ uint64_t nk_floormod(uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; }
-__device__ __forceinline__ double nk_floormod(double x, double y) {
-    if (y == 0.0) return fmod(x, y);
-    double mod = fmod(x, y);
-    if (mod != 0.0) { if ((y < 0.0) != (mod < 0.0)) mod += y; }
-    else mod = (y < 0.0) ? -0.0 : 0.0;
-    return mod;
-}
-__device__ __forceinline__ float nk_floormod(float x, float y) {
-    if (y == 0.0f) return fmodf(x, y);
-    float mod = fmodf(x, y);
-    if (mod != 0.0f) { if ((y < 0.0f) != (mod < 0.0f)) mod += y; }
-    else mod = (y < 0.0f) ? -0.0f : 0.0f;
-    return mod;
 }
 
 // Python's min/max: the first argument unless the second is strictly smaller / larger
@@ -119,26 +92,27 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     float* out, int64_t out_shape0, int64_t out_shape1)
 {
     int32_t tid = threadIdx.x;
-    int64_t wq = tid / wxy;
-    int64_t lq = tid % wxy;
-    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);
-    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);
-    uint32_t bc = (uint32_t)(tid % b_cpr * 4);
+    int64_t wq = tid / wxy;  // warp (patch) index
+    int64_t lq = tid % wxy;  // lane within the patch
+    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);  // first of this thread's rows in the block tile
+    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);  // first of its columns
+    uint32_t bc = (uint32_t)(tid % b_cpr * 4);  // its B copies: columns bc..bc+3 of rows br + i * b_rstep
     uint32_t br = (uint32_t)(tid / b_cpr);
     int64_t col0;
     int64_t row0;
+    // the block's tile in grouped order: down a band of `group` block rows, then right
     int64_t lin = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
     int64_t band = (int64_t)group * gridDim.x;
-    int64_t first = nk_floordiv(lin, band) * group;
+    int64_t first = lin / band * group;
     int64_t rows = nk_min(gridDim.y - first, (int64_t)group);
-    row0 = (first + nk_floormod(nk_floormod(lin, band), rows)) * bm;
-    col0 = nk_floordiv(nk_floormod(lin, band), rows) * bn;
+    row0 = (first + nk_floormod(lin % band, rows)) * bm;
+    col0 = nk_floordiv(lin % band, rows) * bn;
     int64_t h;
     int64_t k;
     h = m_shape0;
     k = m_shape1;
     int64_t w = n_shape1;
-    __shared__ __align__(16) float a_s[stages][bk][pa];
+    __shared__ __align__(16) float a_s[stages][bk][pa];  // A^T tiles, k-major
     __shared__ __align__(16) float b_s[stages][bk][bn];
     float acc[tmn];
     float a_f[tm2];
@@ -147,7 +121,9 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
     }
-    int64_t ntiles = nk_floordiv(k + bk - 1, (int64_t)bk);
+    int64_t ntiles = (k + bk - 1) / bk;
+    // This thread's copies. Running 32-bit flat offsets into the sources (fewer than 2**32 elements): copy i
+    // of tile q reads a_off + q * a_tile + i * a_step (B: b_off + q * b_tile + i * b_step).
     bool a_cols;
     uint32_t a_off;
     int64_t a_rows;
@@ -156,6 +132,7 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     uint32_t ac;
     uint32_t ar;
     int64_t ar_i;
+    // 4 bytes at a time: a warp copies k-columns ac of rows ar + i * a_rstep, 8 columns x 4 rows
     int64_t lane = (int64_t)tid % 32;
     int64_t warp = (int64_t)tid / 32;
     ac = (uint32_t)(warp % kb * 8 + lane % 8);
@@ -170,40 +147,42 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     uint32_t b_step = (uint32_t)(b_rstep * w);
     uint32_t b_tile = (uint32_t)(bk * w);
     bool b_cols = col0 + bc < w;
+    // the prologue: tiles 0 .. stages-2 start copying (one group each, empty past the last tile)
     #pragma unroll
     for (int64_t s = 0; s < ahead; s++) {
         if (s < ntiles) {
             #pragma unroll
             for (int64_t i = 0; i < la; i++) {
-                nk_copy_async(&a_s[(uint32_t)s][ac][ar + i * a_rstep], (i * a_rstep < a_rows && s * bk + ac < k) ? &m[(uint32_t)(a_off + s * a_tile + i * a_step)] : m, i * a_rstep < a_rows && s * bk + ac < k);
+                nk_copy_async(&a_s[(uint32_t)s][ac][ar + i * a_rstep], m, (uint32_t)(a_off + s * a_tile + i * a_step), i * a_rstep < a_rows && s * bk + ac < k);
             }
             #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
-                nk_copy_async4(&b_s[(uint32_t)s][br + i * b_rstep][bc], (b_cols && s * bk + br + i * b_rstep < k) ? &n[(uint32_t)(b_off + s * b_tile + i * b_step)] : n, b_cols && s * bk + br + i * b_rstep < k);
+                nk_copy_async4(&b_s[(uint32_t)s][br + i * b_rstep][bc], n, (uint32_t)(b_off + s * b_tile + i * b_step), b_cols && s * bk + br + i * b_rstep < k);
             }
         }
         nk_async_commit();
     }
+    // the steady state: tile t is multiplied while tiles t+1 .. t+stages-1 are on their way
     for (int64_t t = 0; t < ntiles; t++) {
-        nk_async_wait<wait_n>();
-        __syncthreads();
+        nk_async_wait<wait_n>();  // this thread's copies of tile t have landed ...
+        __syncthreads();  // ... and everyone's; everyone is done with tile t-1, whose stage is refilled now
         int64_t nxt = t + ahead;
         if (nxt < ntiles) {
-            uint64_t ns = nk_floormod((uint64_t)(uint32_t)nxt, (uint64_t)(uint32_t)stages);
+            uint64_t ns = (uint64_t)(uint32_t)nxt % (uint32_t)stages;
             uint32_t a_next = (uint32_t)(a_off + (uint64_t)(uint32_t)nxt * a_tile);
             uint32_t b_next = (uint32_t)(b_off + (uint64_t)(uint32_t)nxt * b_tile);
             int64_t k0 = nxt * bk;
             #pragma unroll
             for (int64_t i = 0; i < la; i++) {
-                nk_copy_async(&a_s[ns][ac][ar + i * a_rstep], (i * a_rstep < a_rows && k0 + ac < k) ? &m[(uint32_t)(a_next + i * a_step)] : m, i * a_rstep < a_rows && k0 + ac < k);
+                nk_copy_async(&a_s[ns][ac][ar + i * a_rstep], m, (uint32_t)(a_next + i * a_step), i * a_rstep < a_rows && k0 + ac < k);
             }
             #pragma unroll
             for (int64_t i = 0; i < lb; i++) {
-                nk_copy_async4(&b_s[ns][br + i * b_rstep][bc], (b_cols && k0 + br + i * b_rstep < k) ? &n[(uint32_t)(b_next + i * b_step)] : n, b_cols && k0 + br + i * b_rstep < k);
+                nk_copy_async4(&b_s[ns][br + i * b_rstep][bc], n, (uint32_t)(b_next + i * b_step), b_cols && k0 + br + i * b_rstep < k);
             }
         }
         nk_async_commit();
-        uint64_t st = nk_floormod((uint64_t)(uint32_t)t, (uint64_t)(uint32_t)stages);
+        uint64_t st = (uint64_t)(uint32_t)t % (uint32_t)stages;
         #pragma unroll
         for (int64_t g = 0; g < tm_groups; g++) {
             {
@@ -220,7 +199,7 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
         }
         #pragma unroll
         for (int64_t kk = 0; kk < bk; kk++) {
-            if (kk + 1 < bk) {
+            if (kk + 1 < bk) {  // the next step's fragments, into the other half of a_f / b_f
                 #pragma unroll
                 for (int64_t g = 0; g < tm_groups; g++) {
                     {
@@ -237,7 +216,7 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
                 }
             }
             #pragma unroll
-            for (int64_t i = 0; i < tm; i++) {
+            for (int64_t i = 0; i < tm; i++) {  // (NVVM unrolls these small loops itself)
                 #pragma unroll
                 for (int64_t j = 0; j < tn; j++) {
                     acc[i * tn + j] += a_f[kk % 2 * tm + i] * b_f[kk % 2 * tn + j];
@@ -252,7 +231,7 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
             #pragma unroll
             for (int64_t g = 0; g < tn_groups; g++) {
                 int64_t c = col0 + b_base + g * gn;
-                if (c < w) {
+                if (c < w) {  // (w % 4 == 0: the whole group is inside)
                     *reinterpret_cast<float4 *>(&out[(uint32_t)r * out_shape1 + (uint32_t)c]) = make_float4(acc[i * tn + g * 4], acc[i * tn + g * 4 + 1], acc[i * tn + g * 4 + 2], acc[i * tn + g * 4 + 3]);
                 }
             }

@@ -40,6 +40,8 @@ __device__ float sum_over_block(float v)
         words[(int64_t)threadIdx.x / 32] = v;
     }
     __syncthreads();
+    // five shuffles instead of a loop over the warps' words: that loop, with a run-time trip count, stays rolled in
+    // numba's code, one dependent shared load after another (31 for a block of 1024)
     if (lane < (int64_t)blockDim.x / 32) {
         v = words[lane];
     } else {
@@ -71,7 +73,7 @@ __global__ void __launch_bounds__(256) reduce_sum(
     uint32_t* counters, int64_t counters_shape0)
 {
     int32_t tid = threadIdx.x;
-    int64_t lane = (int64_t)tid % group;
+    int64_t lane = (int64_t)tid % group;  // thread within the row group
     int64_t row = blockIdx.x * rows_per_block + (int64_t)tid / group;
     int32_t part = blockIdx.y;
     int32_t parts = gridDim.y;
@@ -79,21 +81,22 @@ __global__ void __launch_bounds__(256) reduce_sum(
     bool live = row < x_shape0;
     uint32_t r = (uint32_t)row;
     float regs[n_regs];
-    float acc[width];
+    float acc[width];  // independent accumulators: no chain of dependent adds
     __shared__ uint32_t ticket[1];
+    // 1. this thread's share of the row: elements c .. c + width - 1 for c = first, first + stride, ...
     float seed = 0.0f;
     if (is_max && live) {
-        seed = x[r * x_shape1];
+        seed = x[r * x_shape1];  // an element of the row: the identity of max without -inf
     }
     #pragma unroll
     for (int64_t q = 0; q < width; q++) {
         acc[q] = seed;
     }
     if (live) {
-        int64_t body = cols - cols % width;
+        int64_t body = cols - cols % width;  // 16-byte groups; the last cols % 4 elements are loaded one by one
         int64_t stride = (int64_t)parts * group * width;
         int64_t c = ((int64_t)part * group + lane) * width;
-        while (c + ((int64_t)unroll - 1) * stride < body) {
+        while (c + ((int64_t)unroll - 1) * stride < body) {  // `unroll` loads in flight before the first is used
             #pragma unroll
             for (int64_t u = 0; u < unroll; u++) {
                 {
@@ -118,7 +121,7 @@ __global__ void __launch_bounds__(256) reduce_sum(
             }
             c += stride;
         }
-        int64_t t = body + (int64_t)part * group + lane;
+        int64_t t = body + (int64_t)part * group + lane;  // the last cols % 4 elements: one each for the row's first threads
         if (vec && t < cols) {
             acc[0] += x[r * x_shape1 + (uint32_t)t];
         }
@@ -128,24 +131,26 @@ __global__ void __launch_bounds__(256) reduce_sum(
     for (int64_t q = 1; q < width; q++) {
         total += acc[q];
     }
+    // 2. the row group's result
     total = group_sum(total, (int64_t)group);
     if (parts == 1) {
         if (tid == 0) {
             out[r] = total;
         }
     } else {
+        // 3. a row shared by `parts` blocks: the last block to finish combines their partials in a fixed order
         if (tid == 0) {
-            atomicAdd(&partials[r * partials_shape1 + (uint32_t)part], total);
-            __threadfence();
+            atomicAdd(&partials[r * partials_shape1 + (uint32_t)part], total);  // onto a zero: stores the partial exactly
+            __threadfence();  // the partial is visible before the ticket is taken
             ticket[0] = atomicAdd(&counters[r], (uint32_t)1);
         }
         __syncthreads();
         if (ticket[0] == (int64_t)parts - 1) {
             __threadfence();
             float combined = seed;
-            for (int64_t p = (int64_t)tid; p < parts; p += nt) {
-                float v = atomicAdd(&partials[r * partials_shape1 + (uint32_t)p], 0.0f);
-                partials[r * partials_shape1 + (uint32_t)p] = 0.0f;
+            for (int64_t p = (int64_t)tid; p < parts; p += nt) {  // the same order whichever block came last
+                float v = atomicAdd(&partials[r * partials_shape1 + (uint32_t)p], 0.0f);  // from L2, never a stale L1 line
+                partials[r * partials_shape1 + (uint32_t)p] = 0.0f;  // the workspace back to zeros for the next launch
                 combined += v;
             }
             combined = group_sum(combined, (int64_t)group);

@@ -41,6 +41,8 @@ __device__ float sum_over_block(float v)
         words[(int64_t)threadIdx.x / 32] = v;
     }
     __syncthreads();
+    // five shuffles instead of a loop over the warps' words: that loop, with a run-time trip count, stays rolled in
+    // numba's code, one dependent shared load after another (31 for a block of 1024)
     if (lane < (int64_t)blockDim.x / 32) {
         v = words[lane];
     } else {
@@ -73,7 +75,7 @@ __global__ void __launch_bounds__(256) rms_norm_block(
     float eps)
 {
     int32_t tid = threadIdx.x;
-    int64_t lane = (int64_t)tid % group;
+    int64_t lane = (int64_t)tid % group;  // thread within the row group
     int64_t row = blockIdx.x * rows_per_block + (int64_t)tid / group;
     float vals[n_cached];
     float regs[width];
@@ -81,11 +83,12 @@ __global__ void __launch_bounds__(256) rms_norm_block(
     float br[width];
     int64_t rows = x_shape0;
     int64_t cols = x_shape1;
-    int64_t body = cols - cols % width;
+    int64_t body = cols - cols % width;  // 16-byte groups; the last cols % 4 elements are loaded one by one
     bool live = row < rows;
     uint32_t r = (uint32_t)row;
-    int64_t t = body + lane;
+    int64_t t = body + lane;  // the row's last cols % 4 elements, one each for the first lanes of the group
     bool has_tail = vec && live && t < cols;
+    // 1. load the cached groups (every load issued before any is used) and sum x (or x * x)
     float s = 0.0f;
     float tail = 0.0f;
     int64_t c;
@@ -115,7 +118,7 @@ __global__ void __launch_bounds__(256) rms_norm_block(
             s += (rms ? tail * tail : tail);
         }
         c = cache * span + lane * width;
-        while (c < body) {
+        while (c < body) {  // the uncached rest
             {
                 const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
                 regs[0] = nk_v.x; regs[1] = nk_v.y; regs[2] = nk_v.z; regs[3] = nk_v.w;
@@ -129,12 +132,14 @@ __global__ void __launch_bounds__(256) rms_norm_block(
     }
     float n = (float)cols;
     float mean = group_sum(s, (int64_t)group) / n;
+    // 2. the statistics: 1 / sqrt(mean(x^2) + eps), or the variance around the mean (registers, then memory)
     float shift = 0.0f;
     float rstd;
     rstd = 1.0f / sqrtf(mean + eps);
     if (!live) {
         return;
     }
+    // 3. write (x - shift) * rstd * w + b: the cached groups from registers, the rest read again
     float y;
     #pragma unroll
     for (int64_t u = 0; u < cache; u++) {

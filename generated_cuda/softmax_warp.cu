@@ -87,6 +87,8 @@ __device__ float sum_over_block(float v)
         words[(int64_t)threadIdx.x / 32] = v;
     }
     __syncthreads();
+    // five shuffles instead of a loop over the warps' words: that loop, with a run-time trip count, stays rolled in
+    // numba's code, one dependent shared load after another (31 for a block of 1024)
     if (lane < (int64_t)blockDim.x / 32) {
         v = words[lane];
     } else {
@@ -116,22 +118,23 @@ __global__ void __launch_bounds__(256) softmax_warp(
     float* out, int64_t out_shape0, int64_t out_shape1)
 {
     int32_t tid = threadIdx.x;
-    int64_t lane = (int64_t)tid % group;
+    int64_t lane = (int64_t)tid % group;  // thread within the row group
     int64_t row = blockIdx.x * rows_per_block + (int64_t)tid / group;
     float vals[n_cached];
     float regs[width];
     int64_t rows = x_shape0;
     int64_t cols = x_shape1;
-    int64_t body = cols - cols % width;
+    int64_t body = cols - cols % width;  // 16-byte groups; the last cols % 4 elements are loaded one by one
     bool live = row < rows;
     uint32_t r = (uint32_t)row;
+    // 1. load the cached groups (all loads issued before any is used); the maximum of what this thread holds
     float m = 0.0f;
     float mc = m;
     int64_t c;
     float s;
     int64_t t;
     if (live) {
-        m = x[r * x_shape1];
+        m = x[r * x_shape1];  // an element of the row: the identity of max without -inf
         #pragma unroll
         for (int64_t u = 0; u < cache; u++) {
             c = u * span + lane * width;
@@ -151,12 +154,13 @@ __global__ void __launch_bounds__(256) softmax_warp(
                 }
             }
         }
-        t = body + lane;
+        t = body + lane;  // the row's last cols % 4 elements, one each for the first lanes
         float tail = 0.0f;
         if (vec && t < cols) {
             tail = x[r * x_shape1 + (uint32_t)t];
             m = nan_max(m, tail);
         }
+        // 2. exp once per cached element, kept in place of the value, and their sum
         s = 0.0f;
         #pragma unroll
         for (int64_t u = 0; u < cache; u++) {
@@ -172,7 +176,8 @@ __global__ void __launch_bounds__(256) softmax_warp(
         if (vec && t < cols) {
             s += expf(tail - m);
         }
-        mc = m;
+        mc = m;  // the cached exps are relative to it
+        // 3. the uncached rest, online: rescale the running sum when the maximum grows
         c = cache * span + lane * width;
         while (c < body) {
             {
@@ -195,6 +200,7 @@ __global__ void __launch_bounds__(256) softmax_warp(
     } else {
         s = 0.0f;
     }
+    // 4. the row group's maximum, every thread's sum rescaled to it, and the total
     float big = group_max(m, (int64_t)group);
     float scale = expf(m - big);
     float total = group_sum(s * scale, (int64_t)group);
@@ -202,6 +208,7 @@ __global__ void __launch_bounds__(256) softmax_warp(
         return;
     }
     float inv = 1.0f / total;
+    // 5. write: the cached elements from registers, the rest read again
     float f = expf(mc - big) * inv;
     #pragma unroll
     for (int64_t u = 0; u < cache; u++) {

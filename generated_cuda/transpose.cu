@@ -31,6 +31,7 @@ __global__ void transpose(
     int32_t ty = threadIdx.y;
     int64_t h = src_shape0;
     int64_t w = src_shape1;
+    // unsigned subscripts (numbakern.fastpath.u32): no negative-index wraparound selects in numba's code
     int64_t col = blockIdx.x * TILE + tx;
     int64_t row = blockIdx.y * TILE + ty;
     #pragma unroll

@@ -209,13 +209,47 @@ def markdown(rows, provenance: str) -> str:
 
 
 
+def change_table(before: list[dict], after: list[dict], before_provenance: str) -> str:
+    """Markdown: for each kernel in ``after``, Numba's registers and spills beside the C's before (``before``: an
+    earlier run's rows, e.g. the CSV this script wrote before a change of the generator) and after; a kernel with
+    several instantiations has a line for each."""
+    def c_rows(rows):
+        out: dict = {}
+        for r in rows:
+            if r["compiler"] != "Numba":
+                out.setdefault(r["kernel"], []).append(r)
+        return out
+
+    numba = {r["kernel"]: r for r in after if r["compiler"] == "Numba"}
+    old, new = c_rows(before), c_rows(after)
+
+    def cell(r):
+        return ("", "") if r is None else (str(r["registers"]), f"{r['spill_stores']} / {r['spill_loads']}")
+
+    lines = [f"Before: {before_provenance.split(' Registers and spills')[0].rstrip('.')}.", "",
+             "| kernel | Numba registers | Numba spill st/ld (B) | C registers before | C spill st/ld before (B) "
+             "| C registers after | C spill st/ld after (B) |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for kernel, rows in new.items():
+        for i, r in enumerate(rows):
+            b = old.get(kernel, [])
+            cells = [*cell(numba.get(kernel)), *cell(b[i] if i < len(b) else None), *cell(r)]
+            lines.append(f"| {kernel} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kernels", nargs="*", metavar="KERNEL", help="registered kernel names (or --all)")
     parser.add_argument("--all", action="store_true", help="every kernel (the project's, else the library's)")
     parser.add_argument("--arch", default="sm_90", choices=sorted(MULTIPROCESSORS), help="target (default sm_90)")
     parser.add_argument("--out", help="write codegen.csv and codegen.md into this folder (default: print only)")
+    parser.add_argument("--compare", metavar="CSV", help="an earlier run's codegen.csv: also write codegen_change.md "
+                        "(registers and spills of the C before and after, beside Numba's) into --out, and into "
+                        "docs/translate.md when --out is docs/bench")
     args = parser.parse_args(argv)
+    if args.compare and not args.out:
+        parser.error("--compare needs --out")
+    before = benchkit.read_csv(Path(args.compare)) if args.compare else None  # read before --out overwrites it
     if not args.kernels and not args.all:
         parser.error("name kernels, or --all")
     nvcc, ptxas = shutil.which("nvcc"), shutil.which("ptxas")
@@ -269,6 +303,15 @@ def main(argv=None) -> int:
         benchkit.write_csv(out / "codegen.csv", rows, FIELDS, provenance)
         benchkit.write_text(out / "codegen.md", md)
         print(f"wrote {out / 'codegen.csv'}, {out / 'codegen.md'}")
+        if before is not None:
+            after = [{k: str(v) for k, v in r.items()} for r in rows]
+            after_line = provenance.split(" Registers and spills")[0]
+            table = f"After: {after_line}\n\n" + change_table(before[0], after, before[1])
+            benchkit.write_text(out / "codegen_change.md", table)
+            print(f"wrote {out / 'codegen_change.md'}")
+            doc = benchkit.ROOT / "docs" / "translate.md"
+            if out.resolve() == RESULTS.resolve() and benchkit.embed(doc, "codegen_change.md", table):
+                print(f"updated the table in {doc}")
     return 1 if failed else 0
 
 

@@ -3,6 +3,8 @@ generator uses to decide where a cast keeps Numba's meaning."""
 
 from __future__ import annotations
 
+import unicodedata
+
 from numba.cuda import types
 
 #: numba scalar type name -> C type
@@ -207,10 +209,30 @@ class Namespace:
 
 
 def _legal(name: str) -> str:
+    name = ascii_identifier(name)
     name = name.replace("__", "_u_") if "__" in name else name
     if name.startswith("_") and name[1:2].isupper():
         name = "v" + name
     return name
+
+
+def ascii_identifier(name: str) -> str:
+    """A Python identifier as a C one: letters beyond ASCII by their names (``μ_Q`` -> ``mu_Q``, ``Σ_T`` ->
+    ``Sigma_T``: NVRTC and nvcc read no other identifiers), anything else as its code point (``u00e9``)."""
+    if name.isascii():
+        return name
+    out = []
+    for ch in unicodedata.normalize("NFKC", name):
+        if ch.isascii():
+            out.append(ch)
+            continue
+        words = unicodedata.name(ch, "").split()
+        if len(words) >= 4 and words[0] == "GREEK" and words[2] == "LETTER":  # GREEK SMALL LETTER MU
+            letter = words[3].lower()
+            out.append(letter.capitalize() if words[1] == "CAPITAL" else letter)
+        else:
+            out.append(f"u{ord(ch):04x}")
+    return "".join(out)
 
 
 #: the host launcher's own parameters (the contract's ABI): a kernel parameter must not take these names

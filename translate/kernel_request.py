@@ -8,6 +8,7 @@ options of every instantiation and what the kernel depends on. Every refusal is 
 
 from __future__ import annotations
 
+import ast
 import itertools
 from collections.abc import Mapping, Sequence
 
@@ -46,7 +47,7 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
     pyfunc = _instantiated_pyfunc(tgt, template_params, insts, src, fn) if template_params else tgt.pyfunc
     typed = _typed(pyfunc, argtypes, sig, src, fn)
     kernel_c = cnames.kernel_cname(tgt.name)
-    params = _launcher_params(kernel_c, names, argtypes, template_params, src, fn)
+    params = _launcher_params(kernel_c, names, argtypes, template_params, src, fn, pyfunc)
     insts = insts or ({},)
     return KernelRequest(
         name=tgt.name, qualname=tgt.qualname, source="\n".join(src.lines), signature=signature_text(sig),
@@ -100,11 +101,28 @@ def _typed(pyfunc, argtypes: tuple, sig, src: SourceInfo, fn) -> TypedFunction:
         raise typing_error(e, src, fn, f"numba cannot type the kernel for {signature_text(sig)}") from None
 
 
+def _device_sources(pyfunc):
+    """For ``written_arrays``: the source of the device function a call of ``pyfunc`` reaches (by a plain name)."""
+    def callee(node):
+        if not isinstance(node.func, ast.Name):
+            return None
+        obj = closures.lookup(pyfunc, node.func.id)
+        inner = getattr(obj, "py_func", None)
+        if inner is None or not callable(inner):
+            return None
+        try:
+            return parse_function(inner)[0], _device_sources(inner)
+        except NoSource:
+            return None
+    return callee
+
+
 def _launcher_params(kernel_c: str, names: tuple[str, ...], argtypes: tuple, template_params: tuple[str, ...],
-                     src: SourceInfo, fn) -> list[ParamSpec]:
+                     src: SourceInfo, fn, pyfunc=None) -> list[ParamSpec]:
     """The launcher ABI of each argument: C names, extents and strides; arrays the kernel never writes are const."""
     array_names = {n for n, t in zip(names, argtypes) if isinstance(t, types.Array)}
-    written = written_arrays(fn, array_names) | indirectly_written(fn, array_names)
+    callee = _device_sources(pyfunc) if pyfunc is not None else None
+    written = written_arrays(fn, array_names, callee) | indirectly_written(fn, array_names)
     _, named = cnames.param_cnames(kernel_c, [(n, t.ndim if isinstance(t, types.Array) else 0,
                                               isinstance(t, types.Array) and t.layout != "C")
                                              for n, t in zip(names, argtypes)],

@@ -198,11 +198,6 @@ class TranslationResult:
         return asdict(self)
 
 
-def kernel_params(request: KernelRequest) -> list[str]:
-    """The C parameter list of the __global__ kernel (and of the launcher, before grid/block/stream)."""
-    return [p for spec in request.params for p in spec.c_params()]
-
-
 def c_declaration(head: str, groups: list[list[str]], width: int = 110) -> str:
     """``head(params)`` on one line if short, else one parameter group (a Python argument) per line."""
     flat = ", ".join(p for g in groups for p in g)

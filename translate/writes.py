@@ -2,15 +2,19 @@
 launcher. Written: assigned elements (``x[i] = ...``, ``x[i] += ...``), the first argument of ``cuda.atomic.*``, the
 array ``numbakern.vector_io.vstore4`` stores to (``vload4`` only reads its array), the destination of
 ``numbakern.async_copy.copy_async4``/``copy_async16``, the registers of ``numbakern.mma``'s mma and ldmatrix, and
-(conservatively) any array passed to a device function."""
+an array passed to a device function that writes its parameter (any array passed to a function whose source
+``callee`` cannot give, conservatively)."""
 
 from __future__ import annotations
 
 import ast
 
 
-def written_arrays(fn: ast.FunctionDef, array_params: set[str]) -> set[str]:
+def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _seen=None) -> set[str]:
+    """``callee(call_node)``: the called device function's ``ast.FunctionDef`` and a ``callee`` for its own calls,
+    or None where it cannot tell."""
     out = set()
+    seen = set() if _seen is None else _seen
     for node in ast.walk(fn):
         targets = []
         if isinstance(node, ast.Assign):
@@ -31,9 +35,25 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str]) -> set[str]:
                               "copy_async": 0}.get(fname)
             if fname and fname.startswith(("mma_m16n8", "ldmatrix_x")):  # numbakern.mma: the registers they write
                 vector_written = 0
+            inner = None
+            if callee is not None and not (is_atomic or builtin) and vector_written is None:
+                found = callee(node)
+                if found is not None and id(found[0]) not in seen:
+                    seen.add(id(found[0]))
+                    cfn, ccallee = found
+                    cparams = [p.arg for p in cfn.args.args]
+                    inner = written_arrays(cfn, set(cparams), ccallee, seen)
+                    inner = {i for i, p in enumerate(cparams) if p in inner}
+                    seen.discard(id(cfn))
             for i, a in enumerate(node.args):
-                if isinstance(a, ast.Name) and a.id in array_params:
-                    if vector_written is not None:
+                whole = isinstance(a, ast.Name)
+                while isinstance(a, ast.Subscript) and not is_atomic and vector_written is None:
+                    a = a.value  # a row passed on (f(out[i])): the callee writes into the array
+                if isinstance(a, ast.Name) and a.id in array_params and (whole or not builtin):
+                    if inner is not None:
+                        if i in inner:
+                            out.add(a.id)
+                    elif vector_written is not None:
                         if i == vector_written:
                             out.add(a.id)
                     elif (is_atomic and i == 0) or not (is_atomic or builtin):

@@ -20,7 +20,7 @@ typedef unsigned long long uint64_t;
 
 constexpr int64_t ALL_LANES = 4294967295LL;
 
-__global__ void block_sum(const float* x, int64_t x_shape0, double* total, int64_t total_shape0)
+__global__ void block_sum(float* x, int64_t x_shape0, double* total, int64_t total_shape0)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     double v = i < x_shape0 ? (double)x[i] : 0.0;
@@ -36,7 +36,7 @@ __global__ void block_sum(const float* x, int64_t x_shape0, double* total, int64
 
 #ifndef __CUDACC_RTC__
 extern "C" cudaError_t launch_block_sum(
-    const float* x, int64_t x_shape0,
+    float* x, int64_t x_shape0,
     double* total, int64_t total_shape0,
     unsigned grid_x, unsigned grid_y, unsigned grid_z,
     unsigned block_x, unsigned block_y, unsigned block_z,

@@ -18,9 +18,6 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-// numba's negative-index wraparound: x[-1] is the last element (used only where an index may be negative)
-__device__ __forceinline__ int64_t nk_wrap(int64_t i, int64_t extent) { return i < 0 ? i + extent : i; }
-
 constexpr int64_t BINS = 256;
 
 __global__ void histogram(const uint8_t* data, int64_t data_shape0, int32_t* hist, int64_t hist_shape0)
@@ -32,7 +29,7 @@ __global__ void histogram(const uint8_t* data, int64_t data_shape0, int32_t* his
     }
     __syncthreads();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < data_shape0; i += (int64_t)blockDim.x * gridDim.x) {
-        atomicAdd(&local[nk_wrap(data[i], BINS)], 1);
+        atomicAdd(&local[data[i]], 1);
     }
     __syncthreads();
     for (int64_t b = (int64_t)t; b < BINS; b += (int64_t)blockDim.x) {

@@ -28,6 +28,7 @@ __global__ void row_softmax(
     int32_t row = blockIdx.x;
     int32_t lane = threadIdx.x;
     int64_t n = x_shape1;
+    // the maximum starts at -inf, not 0 or x[row, 0]: a lane may own no element at all (n < 32)
     float m = (float)-__longlong_as_double(0x7ff0000000000000LL);
     for (int64_t j = (int64_t)lane; j < n; j += WARP) {
         m = fmaxf(m, x[row * x_shape1 + j]);

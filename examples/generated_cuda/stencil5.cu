@@ -39,24 +39,25 @@ __global__ void stencil5(
     int64_t w = src_shape1;
     int64_t col = blockIdx.x * TILE + tx;
     int64_t row = blockIdx.y * TILE + ty;
+    // threads past the edge load the edge cell too, so that every cell of the tile is written
     int64_t r = nk_min(row, h - 1);
     int64_t c = nk_min(col, w - 1);
-    tile[(int64_t)ty + 1][(int64_t)tx + 1] = src[nk_wrap(r, src_shape0) * src_shape1 + nk_wrap(c, src_shape1)];
+    tile[ty + 1][tx + 1] = src[nk_wrap(r, src_shape0) * src_shape1 + nk_wrap(c, src_shape1)];
     if (tx == 0) {
-        tile[(int64_t)ty + 1][0] = src[nk_wrap(r, src_shape0) * src_shape1 + nk_max(c - 1, (int64_t)0)];
+        tile[ty + 1][0] = src[nk_wrap(r, src_shape0) * src_shape1 + nk_max(c - 1, (int64_t)0)];
     }
     if (tx == TILE - 1) {
-        tile[(int64_t)ty + 1][TILE + 1] = src[nk_wrap(r, src_shape0) * src_shape1 + nk_wrap(nk_min(c + 1, w - 1), src_shape1)];
+        tile[ty + 1][TILE + 1] = src[nk_wrap(r, src_shape0) * src_shape1 + nk_wrap(nk_min(c + 1, w - 1), src_shape1)];
     }
     if (ty == 0) {
-        tile[0][(int64_t)tx + 1] = src[nk_max(r - 1, (int64_t)0) * src_shape1 + nk_wrap(c, src_shape1)];
+        tile[0][tx + 1] = src[nk_max(r - 1, (int64_t)0) * src_shape1 + nk_wrap(c, src_shape1)];
     }
     if (ty == TILE - 1) {
-        tile[TILE + 1][(int64_t)tx + 1] = src[nk_wrap(nk_min(r + 1, h - 1), src_shape0) * src_shape1 + nk_wrap(c, src_shape1)];
+        tile[TILE + 1][tx + 1] = src[nk_wrap(nk_min(r + 1, h - 1), src_shape0) * src_shape1 + nk_wrap(c, src_shape1)];
     }
     __syncthreads();
     if (row < h && col < w) {
-        float total = tile[(int64_t)ty + 1][(int64_t)tx + 1] + tile[ty][(int64_t)tx + 1] + tile[(int64_t)ty + 2][(int64_t)tx + 1] + tile[(int64_t)ty + 1][tx] + tile[(int64_t)ty + 1][(int64_t)tx + 2];
+        float total = tile[ty + 1][tx + 1] + tile[ty][tx + 1] + tile[ty + 2][tx + 1] + tile[ty + 1][tx] + tile[ty + 1][tx + 2];
         dst[row * dst_shape1 + col] = total * 0.2f;
     }
 }

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..frontend import closures
+from ..frontend import closures, intervals
 from ..frontend.source import Source, node_key
 from . import numerics
 from .numerics import BOOL, FLOAT64, INT64, Num, num
@@ -37,14 +37,9 @@ _OP_TEXT = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
     ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.MatMult: "@",
 }
-#: integer attributes with known ranges (the values a GPU allows)
-_ATTRIBUTE_BOUNDS = {
-    ("threadIdx", "x"): (0, 1023), ("threadIdx", "y"): (0, 1023), ("threadIdx", "z"): (0, 63),
-    ("blockDim", "x"): (1, 1024), ("blockDim", "y"): (1, 1024), ("blockDim", "z"): (1, 64),
-    ("blockIdx", "x"): (0, 2**31 - 1), ("blockIdx", "y"): (0, 65534), ("blockIdx", "z"): (0, 65534),
-    ("gridDim", "x"): (1, 2**31 - 1), ("gridDim", "y"): (1, 65535), ("gridDim", "z"): (1, 65535),
-}
-_NAME_BOUNDS = {"laneid": (0, 31), "warpsize": (32, 32)}
+#: integer attributes and names with known ranges (the values a GPU allows): numbakern.frontend.intervals
+_ATTRIBUTE_BOUNDS = intervals.ATTRIBUTE_BOUNDS
+_NAME_BOUNDS = intervals.NAME_BOUNDS
 #: math functions that return a Python int (Numba's may return a float)
 _MATH_RETURNING_INT = {"ceil", "floor", "trunc", "factorial", "gcd", "lcm", "isqrt", "comb", "perm"}
 
@@ -783,43 +778,11 @@ def _clip(v: Val, t: Num) -> tuple[int, int]:
     return lo, hi
 
 
-def _ring_bounds(kind, llo, lhi, rlo, rhi) -> tuple[int, int]:
-    if kind is ast.Add:
-        return llo + rlo, lhi + rhi
-    if kind is ast.Sub:
-        return llo - rhi, lhi - rlo
-    if kind is ast.Mult:
-        products = (llo * rlo, llo * rhi, lhi * rlo, lhi * rhi)
-        return min(products), max(products)
-    if kind is ast.BitAnd and (llo >= 0 or rlo >= 0):
-        return 0, min(x for x in (lhi if llo >= 0 else None, rhi if rlo >= 0 else None) if x is not None)
-    if kind is ast.LShift and rlo >= 0 and rhi < 128:
-        products = (llo << rlo, llo << rhi, lhi << rlo, lhi << rhi)
-        return min(products), max(products)
-    if kind in (ast.BitOr, ast.BitXor) and llo >= 0 and rlo >= 0:
-        return 0, (1 << max(lhi, rhi).bit_length()) - 1
-    return -(2**200), 2**200
+_ring_bounds = intervals.ring_bounds
 
 
 def _quotient_bounds(kind, left: Val, right: Val) -> tuple[int | None, int | None]:
-    llo, lhi = left.bounds()
-    rlo, rhi = right.bounds()
-    m = max(abs(llo), abs(lhi))
-    if kind is ast.FloorDiv:
-        if rlo > 0 or rhi < 0:  # a divisor of one sign: floor division is monotonic in both operands
-            corners = (llo // rlo, llo // rhi, lhi // rlo, lhi // rhi)
-            return min(corners), max(corners)
-        return -m - 1, m + 1
-    if kind is ast.Mod:
-        if rlo > 0:
-            return 0, rhi - 1
-        if rhi < 0:
-            return rlo + 1, 0
-        r = max(abs(rlo), abs(rhi))
-        return -r, r
-    if kind is ast.RShift:
-        return min(llo, 0), max(lhi, 0)
-    return None, None
+    return intervals.quotient_bounds(kind, *left.bounds(), *right.bounds())
 
 
 def _assigned_names(fdef: ast.FunctionDef) -> set[str]:

@@ -90,3 +90,23 @@ def test_a_run_reports_what_nvcc_itself_reports_for_the_translated_file(tmp_path
     assert {row["threads"] for row in conv} == {"256"}
     assert all(int(row["registers"]) > 0 for row in rows)
     assert (tmp_path / "codegen.md").read_text().startswith(provenance)
+
+
+def test_the_change_table_puts_the_c_before_and_after_beside_numba(codegen):
+    def row(kernel, compiler, registers, stores, loads):
+        return {"kernel": kernel, "compiler": compiler, "registers": str(registers), "spill_stores": str(stores),
+                "spill_loads": str(loads)}
+
+    before = [row("attn", "Numba", 168, 16, 20), row("attn", "C (nvcc)", 168, 172, 172),
+              row("mm", "Numba", 120, 0, 0), row("mm", "C (nvcc)", 127, 0, 0), row("mm", "C (nvcc)", 100, 0, 0)]
+    after = [row("attn", "Numba", 168, 16, 20), row("attn", "C (nvcc)", 168, 0, 0),
+             row("mm", "Numba", 120, 0, 0), row("mm", "C (nvcc)", 125, 0, 0), row("mm", "C (nvcc)", 96, 4, 8),
+             row("new", "Numba", 30, 0, 0), row("new", "C (nvcc)", 28, 0, 0)]
+    md = codegen.change_table(before, after, "Compiled for sm_90 on 2026-11-26 with x.")
+    lines = md.splitlines()
+    assert lines[0] == "Before: Compiled for sm_90 on 2026-11-26 with x."
+    assert "| attn | 168 | 16 / 20 | 168 | 172 / 172 | 168 | 0 / 0 |" in lines
+    # one line per instantiation, matched in order; a kernel the earlier run did not have: empty cells
+    assert "| mm | 120 | 0 / 0 | 127 | 0 / 0 | 125 | 0 / 0 |" in lines
+    assert "| mm | 120 | 0 / 0 | 100 | 0 / 0 | 96 | 4 / 8 |" in lines
+    assert "| new | 30 | 0 / 0 |  |  | 28 | 0 / 0 |" in lines

@@ -183,3 +183,25 @@ def async_tile(src, out):
     for r in range(src.shape[0]):
         acc += src[r, 0]
     out[t] = acc
+
+
+@cuda.jit
+def printing(x, flags):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        print("x[", i, "] =", x[i], flags[i] > 0, (i, cuda.threadIdx.x), "100% é")
+
+
+@cuda.jit(device=True)
+def row_sum(m, r):
+    s = 0.0
+    for c in range(m.shape[1]):
+        s += m[r, c]
+    return s
+
+
+@cuda.jit
+def const_through_call(m, out):
+    r = cuda.grid(1)
+    if r < m.shape[0]:
+        out[r] = row_sum(m, r) + (r + 128 >> 8) + (r & 3 | 8)

@@ -2,8 +2,10 @@
 the lecture, C name collisions, and the places where C's integer and float rules differ from Numba's. Each is
 checked for its C (test_extra.py) and, on a GPU, against Numba on random inputs (test_corpus_gpu.py)."""
 
+import cmath
 import math
 
+import numba
 import numpy as np
 from numba import cuda
 
@@ -281,3 +283,250 @@ def global_array(quantities, totals):
     i = cuda.grid(1)
     if i < totals.size:
         totals[i] = quantities[i] * PRICES[i % 5]
+
+
+# -- as people write them after the PMPP book and in public repositories ------------------------------------------
+
+@cuda.jit
+def brent_kung_scan(x, out):
+    """Inclusive scan of each block's 2 * blockDim elements (PMPP ch. 11, Brent-Kung), in dynamic shared memory."""
+    s = cuda.shared.array(0, np.float32)
+    t = cuda.threadIdx.x
+    n = 2 * cuda.blockDim.x
+    base = cuda.blockIdx.x * n
+    for h in range(2):
+        j = t + h * cuda.blockDim.x
+        s[j] = x[base + j] if base + j < x.shape[0] else np.float32(0)
+    stride = 1
+    while stride <= cuda.blockDim.x:  # the up-sweep: partial sums at strides 1, 2, 4, ...
+        cuda.syncthreads()
+        idx = (t + 1) * 2 * stride - 1
+        if idx < n:
+            s[idx] += s[idx - stride]
+        stride *= 2
+    stride = cuda.blockDim.x // 2
+    while stride > 0:  # the down-sweep: each partial sum into the positions after it
+        cuda.syncthreads()
+        idx = (t + 1) * 2 * stride - 1
+        if idx + stride < n:
+            s[idx + stride] += s[idx]
+        stride //= 2
+    cuda.syncthreads()
+    for h in range(2):
+        j = t + h * cuda.blockDim.x
+        if base + j < out.shape[0]:
+            out[base + j] = s[j]
+
+
+@cuda.jit
+def dynamic_shared_wrap(x, idx, out):
+    """An index into dynamic shared memory that may be negative: numba wraps it around the launch's extent."""
+    s = cuda.shared.array(0, np.int64)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s[t] = x[i] if i < x.shape[0] else 0
+    cuda.syncthreads()
+    if i < out.shape[0]:
+        out[i] = s[idx[i]] + len(s)
+
+
+@cuda.jit
+def mandelbrot(out, max_iter):
+    """Escape counts of the Mandelbrot set over [-2, 1] x [-1.5, 1.5] (complex128)."""
+    i, j = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        c = complex(-2.0 + 3.0 * j / out.shape[1], -1.5 + 3.0 * i / out.shape[0])
+        z = 0j
+        n = 0
+        while n < max_iter and abs(z) <= 2.0:
+            z = z * z + c
+            n += 1
+        out[i, j] = n
+
+
+@cuda.jit
+def twiddle(x, out):
+    """One DFT twiddle per element: x[k] * exp(-2 pi i k / n) (complex64 data, complex128 factors)."""
+    k = cuda.grid(1)
+    n = x.shape[0]
+    if k < n:
+        w = cmath.exp(-2j * cmath.pi * k / n)
+        out[k] = x[k] * w
+
+
+@cuda.jit
+def complex_functions(z, out, mag):
+    """cmath and complex methods numba-cuda compiles, on a complex array."""
+    i = cuda.grid(1)
+    if i < z.shape[0]:
+        v = z[i]
+        r, phi = cmath.polar(v)
+        out[i] = cmath.sqrt(v) + cmath.log(v) * v.conjugate() - cmath.rect(r, phi) / (v + 1) + cmath.log10(v)
+        mag[i] = abs(v) + cmath.phase(v) + v.real * v.imag + cmath.isfinite(v) - cmath.isnan(v)
+
+
+@cuda.jit
+def loop_name_reused(x, out):
+    """A loop variable's name assigned afresh after its loop (a new variable to Python's reader, not the loop's)."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        acc = 0.0
+        for q in range(4):
+            acc += x[i] * q
+        q = 3
+        out[i] = acc + q
+
+
+@numba.jit
+def bin_number(x, lo, hi, nbins):
+    """The bin of x, or None outside [lo, hi) (a @numba.jit helper returning an Optional)."""
+    if x < lo or x >= hi:
+        return None
+    return int((x - lo) / (hi - lo) * nbins)
+
+
+@cuda.jit
+def histogram_optional(x, hist, lo, hi):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        b = bin_number(x[i], lo, hi, hist.shape[0])
+        if b is not None:
+            cuda.atomic.add(hist, b, 1)
+
+
+@cuda.jit
+def chained_index(x, out):
+    """tile[a][b] of a 2-D shared array (a row, then its element), as many textbook kernels write it."""
+    tile = cuda.shared.array((TILE, HALO), np.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    r, c = cuda.grid(2)
+    tile[ty][tx] = x[r][c] if r < x.shape[0] and c < x.shape[1] else np.float32(0)
+    cuda.syncthreads()
+    if r < out.shape[0] and c < out.shape[1]:
+        out[r][c] = tile[ty][tx] + tile[ty][tx - 1]
+
+
+
+# -- value ranges: where the index may be negative after all (numba wraps it around), and where it cannot be ------
+@cuda.jit
+def break_state(x, y, out):
+    """After a loop, a name may hold what it held at a `break` (-5 here), not only what an iteration ends with."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        j = 0
+        for q in range(4):
+            j = -5
+            if x[i, q] > 0:
+                break
+            j = q
+        out[i] = y[j]
+
+
+@cuda.jit
+def elif_state(x, y, out):
+    """An elif's test runs where the first test was false: there i < 10, so i - 10 is negative."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        v = np.float32(0)
+        if i >= 10:
+            v = x[i]
+        elif y[i - 10] > 0:
+            v = np.float32(1)
+        out[i] = v
+
+
+@cuda.jit
+def while_test_state(x, out):
+    """A while test runs at every iteration: k is 5 only at the first, so k - 5 reaches -1, -2, ..."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        k = 5
+        n = 0
+        while x[k - 5] > 0 and n < 3:
+            k -= 1
+            n += 1
+        out[i] = k
+
+
+@cuda.jit
+def reversed_blocks(x, out):
+    """gridDim.x - 1 - blockIdx.x is never negative (a block index is below the grid's size): no wraparound; and
+    (lk + 31) // 32 of an extent is C's division."""
+    qb = cuda.gridDim.x - 1 - cuda.blockIdx.x
+    i = qb * cuda.blockDim.x + cuda.threadIdx.x
+    nb = (x.shape[0] + 31) // 32
+    if i < x.shape[0]:
+        out[i] = x[qb] + nb
+
+
+# -- constructs the second corpus (tests/translate/corpus2) met -------------------------------------------------
+@cuda.jit
+def shape_loop(x, out):
+    """A tuple indexed at run time (numba's switch over the items): the product of every extent but the last."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        n = 1
+        for d in range(x.ndim - 1):
+            n *= x.shape[d]
+        out[i] = n + x[i % x.shape[0], 0, 0]
+
+
+@cuda.jit(device=True)
+def row_sum(row, out):
+    s = 0.0
+    for j in range(row.shape[0]):
+        s += row[j]
+    out[0] = s
+
+
+@cuda.jit
+def rows_to_device(x, out):
+    """Rows of 2-D and 3-D arrays passed to a device function (numba's views: a pointer and the extents left)."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        row_sum(x[i], out[i][1])
+
+
+@cuda.jit
+def const_of_argument(v, out):
+    """cuda.const.array_like of an argument: numba gives back the array itself."""
+    cv = cuda.const.array_like(v)
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = cv[i % 9]
+
+
+@cuda.jit
+def greek_names(μ, σ, out):
+    """Python's letters beyond ASCII, which C does not read: by their names."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        ρ = (out[i] - μ[i]) / σ[i]
+        out[i] = ρ
+
+
+@cuda.jit
+def complex_trig(z, out):
+    """cmath's trigonometric and hyperbolic functions and their inverses (numba-cuda's algorithms)."""
+    i = cuda.grid(1)
+    if i < z.shape[0]:
+        v = z[i]
+        out[i, 0] = cmath.sin(v) + cmath.cos(v) + cmath.tan(v)
+        out[i, 1] = cmath.sinh(v) + cmath.cosh(v) + cmath.tanh(v)
+        out[i, 2] = cmath.asin(v) + cmath.acos(v) + cmath.atan(v)
+        out[i, 3] = cmath.asinh(v) + cmath.acosh(v) + cmath.atanh(v)
+
+
+@cuda.jit
+def stencil_guarded(x, out):
+    """A 5-point stencil on a shared tile: the condition above each neighbour's index proves it >= 0, so no
+    wraparound (PMPP's 3-D stencil writes its planes so)."""
+    plane = cuda.shared.array((TILE, TILE), np.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    r, c = cuda.grid(2)
+    # the tile, zeros outside the array
+    plane[ty][tx] = x[r, c] if r < x.shape[0] and c < x.shape[1] else np.float32(0)
+    cuda.syncthreads()
+    if tx >= 1 and tx < TILE - 1 and ty >= 1 and ty < TILE - 1:  # inner threads only
+        if r < out.shape[0] and c < out.shape[1]:
+            out[r, c] = plane[ty][tx - 1] + plane[ty][tx + 1] + plane[ty - 1][tx] + plane[ty + 1][tx]

@@ -49,6 +49,47 @@ FRAGMENTS = {
                             "v < __longlong_as_double(0x7ff0000000000000LL) ? v : "
                             "-__longlong_as_double(0x7ff0000000000000LL)",
                             "2.718281828459045 * v + 6.283185307179586"],
+    # a doubling and a halving stride: every index proven >= 0, no wraparound (and none of the refusal's)
+    "brent_kung_scan": ["extern __shared__ float s[];", "s[idx] += s[idx - stride];", "s[idx + stride] += s[idx];",
+                        "stride /= 2;"],
+    # an index into dynamic shared memory that may be negative wraps around the launch's extent, as numba's does
+    "dynamic_shared_wrap": ["s[nk_wrap(idx[i], nk_dynamic_smem_bytes() / 8)] + nk_dynamic_smem_bytes() / 8",
+                            'asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));'],
+    "mandelbrot": ["cuDoubleComplex c = make_cuDoubleComplex(-2.0 + 3.0 * j / out_shape1, -1.5 + 3.0 * i / "
+                   "out_shape0);",
+                   "cuDoubleComplex z = make_cuDoubleComplex(0.0, 0.0);",
+                   "while (n < max_iter && hypot(cuCreal(z), cuCimag(z)) <= 2.0) {", "z = cuCadd(cuCmul(z, z), c);"],
+    "twiddle": ["cuDoubleComplex w = nk_cexp(nk_cdiv(cuCmul(cuCmul(make_cuDoubleComplex(-0.0, -2.0), "
+                "make_cuDoubleComplex(3.141592653589793, 0.0))",
+                "out[k] = cuComplexDoubleToFloat(cuCmul(cuComplexFloatToDouble(x[k]), w));"],
+    # (also for complex64: the same C functions, with the float ones of cuComplex.h)
+    "complex_functions": [" r = hypot", " phi = atan2", "nk_csqrt(v)", "(nk_clog(v), cuConj", "nk_crect(r, phi)",
+                          "nk_clog10(v)", "nk_cisfinite(v) - nk_cisnan(v)"],
+    "loop_name_reused": ["for (int64_t q = 0; q < 4; q++) {", "int64_t q = 3;", "out[i] = acc + q;"],
+    "histogram_optional": ["int64_t nbins, bool *present)", "*present = false;\n        return 0;",
+                           "*present = true;", "bool b_present;",
+                           "int64_t b = bin_number(x[i], lo, hi, hist_shape0, &b_present);", "if (b_present) {"],
+    "chained_index": ["tile[ty][tx] = (r < x_shape0 && c < x_shape1) ? x[r * x_shape1 + c] : 0.0f;",
+                      "out[r * out_shape1 + c] = tile[ty][tx] + tile[ty][nk_wrap(tx - 1, HALO)];"],
+    # value ranges that are sound: a break's state, an elif's own state, a while test at every iteration
+    "break_state": ["out[i] = y[nk_wrap(j, y_shape0)];"],
+    "elif_state": ["} else if ((double)y[nk_wrap(i - 10, y_shape0)] > 0) {"],
+    "while_test_state": ["while ((double)x[nk_wrap(k - 5, x_shape0)] > 0 && n < 3) {"],
+    # and precise: a block index is below the grid's size, an extent is non-negative
+    "reversed_blocks": ["int64_t nb = (x_shape0 + 31) / 32;", "out[i] = (double)x[qb] + nb;"],
+    # met in the second corpus: a tuple at a run-time index, rows passed on, const.array_like of an argument, Greek
+    "shape_loop": ["n *= (d == 0 ? x_shape0 : d == 1 ? x_shape1 : x_shape2);"],
+    "rows_to_device": [
+        "__device__ void row_sum(const double* row, int64_t row_shape0, double* out, int64_t out_shape0)",
+        "row_sum((x + i * x_shape1), x_shape1, (out + (i * out_shape1 + 1) * out_shape2), out_shape2);"],
+    "const_of_argument": ["out[i] = v[i % 9];"],
+    "complex_trig": ["(nk_csin(v), nk_ccos(v)), nk_ctan(v))", "nk_ccosh(v)", "nk_ctanh(v)",
+                     "nk_casin(v)", "nk_cacos(v)", "nk_catan(v)", "nk_casinh(v)", "nk_cacosh(v)", "nk_catanh(v)"],
+    # no wraparound where the condition above proves the index >= 0; the kernel's comments next to their lines
+    "stencil_guarded": ["out[r * out_shape1 + c] = plane[ty][tx - 1] + plane[ty][tx + 1] + plane[ty - 1][tx] + "
+                        "plane[ty + 1][tx];", "    // the tile, zeros outside the array\n",
+                        "if (tx >= 1 && tx < TILE - 1 && ty >= 1 && ty < TILE - 1) {  // inner threads only"],
+    "greek_names": ["const double* mu, int64_t mu_shape0,", "double rho = (out[i] - mu[i]) / sigma[i];"],
 }
 
 

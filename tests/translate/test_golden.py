@@ -90,18 +90,32 @@ CASES = {
         "const float4 nk_v = *reinterpret_cast<const float4 *>(&src[t * src_shape1 + 4]);",
         "regs[0] = nk_v.x; regs[1] = nk_v.y; regs[2] = nk_v.z; regs[3] = nk_v.w;",
         "regs[4] = nk_v.x; regs[5] = nk_v.y; regs[6] = nk_v.z; regs[7] = nk_v.w;",
-        "*reinterpret_cast<float4 *>(&tile[par][(int64_t)t * 4]) = make_float4(regs[4], regs[5], regs[6], regs[7]);",
+        # (an index of a shared array: t * 4 of an int32 t cannot overflow, C's int arithmetic is numba's value)
+        "*reinterpret_cast<float4 *>(&tile[par][t * 4]) = make_float4(regs[4], regs[5], regs[6], regs[7]);",
         "*reinterpret_cast<float4 *>(&out[t * out_shape1]) = make_float4(regs[0], regs[1], regs[2], regs[3]);",
         "out[t * out_shape1 + 4] = tile[par][0];",
     ]),
     "async_tile": ("void(float32[:, ::1], float32[::1])", [
         "const float* src, int64_t src_shape0, int64_t src_shape1,",   # copy_async4 only reads its source
-        "nk_copy_async4(&tile[t][0], (t < src_shape0) ? &src[t * src_shape1] : src, t < src_shape0);",
+        "nk_copy_async4(&tile[t][0], src, t * src_shape1, t < src_shape0);",  # the helper selects the address
         "nk_async_commit();",
         "nk_async_wait_all();",
         'asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"',
         "#pragma unroll\n    for (int64_t q = 0; q < N_ITEMS; q++) {",          # a constant trip count
         "    }\n    for (int64_t r = 0; r < src_shape0; r++) {",                  # a run-time one: left to nvcc
+    ]),
+    # numba-cuda's formats: %lld / %llu of 64-bit values, %f of the double, True/False, tuples in parentheses; a
+    # literal % is %%, a character outside ASCII its UTF-8 bytes as octal escapes
+    "printing": ("void(float32[::1], int32[::1])", [
+        'printf("x[ %lld ] = %f %s (%lld, %lld) 100%% \\303\\251\\n", (long long)i, (double)x[i], '
+        'flags[i] > 0 ? "True" : "False", (long long)i, (long long)threadIdx.x);',
+    ]),
+    # an array only a device function reads stays const in the kernel and the launcher; parentheses where a reader
+    # (and C's -Wparentheses) wants them around the operands of shifts and bitwise operators
+    "const_through_call": ("void(float64[:, ::1], float64[::1])", [
+        "const double* m, int64_t m_shape0, int64_t m_shape1,",
+        "__device__ double row_sum(const double* m, int64_t m_shape0, int64_t m_shape1, int64_t r)",
+        "(r + 128) >> 8", "(r & 3) | 8",
     ]),
 }
 
@@ -179,3 +193,59 @@ def test_derived_constants_that_differ_between_instantiations_are_refused():
     assert r.compile["ok"], r.compile["log"]
     assert "matmul_flagship_vec<16, 128, 128, 4, 8, 8, 1>(" in r.code
     assert "matmul_flagship_vec<16, 128, 128, 8, 8, 8, 1>(" in r.code
+
+
+def test_internal_errors_are_located(tmp_path):
+    """A failure inside code generation (planted: a builtin's handler raising AttributeError, as a deleted method
+    once did) reaches the user of the command as one located error that says it is numbakern's bug and names the
+    original exception, never as a bare `name: AttributeError`."""
+    import subprocess
+    import sys
+
+    plant = (
+        "import builtins, sys\n"
+        "from translate.codegen import builtins as table\n"
+        "def broken(tr, obj, node):\n"
+        "    return tr._print(node)\n"   # an attribute the translator does not have
+        "table.TABLE[builtins.print] = broken\n"
+        "from translate.cli import main\n"
+        f"sys.exit(main(['{KERNELS}:printing', '--signature', 'void(float32[::1], int32[::1])', "
+        f"'--out', '{tmp_path}']))\n")
+    env = {**__import__("os").environ, "NUMBA_ENABLE_CUDASIM": "0"}  # translate in this process: the plant holds
+    p = subprocess.run([sys.executable, "-c", plant], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode != 0
+    err = p.stderr
+    assert "construct_kernels.py:" in err and "error: internal error of the code generator" in err, err
+    assert "AttributeError" in err and "this is a numbakern bug, please report it" in err, err
+    assert "print(" in err and "^" in err, err             # the kernel's line, a caret under the call
+    assert "printing: AttributeError" not in err, err
+
+
+def test_builtins_table_is_checked_at_import():
+    """Two providers claiming one builtin, a handler of the wrong shape or a family without a predicate stop the
+    import (checked in a process with numba's CUDA target: the table names its functions)."""
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import types, pytest
+from translate.codegen import builtins as table
+def good(tr, obj, node):
+    return None
+one, two = types.ModuleType("one"), types.ModuleType("two")
+one.BUILTINS, two.BUILTINS = {print: good}, {print: good}
+with pytest.raises(ImportError, match="also claimed"):
+    table.build([one, two])
+two.BUILTINS = {len: lambda tr, node: None}
+with pytest.raises(ImportError, match="must take"):
+    table.build([one, two])
+two.BUILTINS, two.FAMILIES = {}, (("nothing", None, good),)
+with pytest.raises(ImportError, match="not .what, predicate, handler."):
+    table.build([one, two])
+assert table.handler_for(print) is not None and table.handler_for(abs) is not None and table.FAMILIES
+print("ok")
+"""
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr

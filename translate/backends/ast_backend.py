@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from ..codegen.diagnose import internal_error
+from ..codegen.source import parse_function
 from ..codegen.stmts import FunctionTranslator
 from ..codegen.unit import Unit
+from ..errors import TranslationError
 from ..request import DeviceCode, KernelRequest, kernel_declaration
 from . import CandidateChecks
 
@@ -21,10 +24,16 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
     unit.template_params = set(request.template_params)
     consts = dict(request.instantiations[0]) if request.template_params else {}
     params = [(p.c, tuple(p.extent_names()), tuple(p.stride_names())) for p in request.params]
-    tr = FunctionTranslator(unit, request.pyfunc, request.typed, kind="kernel", name=request.name,
-                            cname=request.c_name, params=params, template_consts=consts,
-                            all_template_consts=list(request.instantiations) if request.template_params else None)
-    body = tr.translate()
+    try:
+        tr = FunctionTranslator(unit, request.pyfunc, request.typed, kind="kernel", name=request.name,
+                                cname=request.c_name, params=params, template_consts=consts,
+                                all_template_consts=list(request.instantiations) if request.template_params else None)
+        body = tr.translate()
+    except TranslationError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a bug of the code generator outside any statement: at the kernel's def
+        fn, src = parse_function(request.pyfunc)
+        raise internal_error(src, fn, e) from e
     written = {p.c for p in request.params if p.kind == "array" and not p.const}
     for name in tr.written & {p.c for p in request.params}:
         if name not in written:
@@ -35,6 +44,8 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
     lines.append(kernel_declaration(request))
     lines += ["{"] + body + ["}"]
     text = "\n".join(lines)
+    if "nk_dynamic_smem_bytes()" in text:
+        unit.helpers.add("nk_dynamic_smem_bytes")
     if "__half" in text:
         unit.helpers.add("nk_fp16")
     if "ComplexFloat" in text or "cuFloatComplex" in text or "cuDoubleComplex" in text:

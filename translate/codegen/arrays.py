@@ -22,6 +22,20 @@ class ArrayInfo:
     extents: list | None       # CExpr per dimension, or None where unknown (dynamic shared memory)
     nbt: Any = None
     strides: list | None = None  # CExpr per dimension (in elements) for arrays that are not C-contiguous
+    owner: str | None = None     # a view: the C name of the array it is part of (written through the view)
+
+
+@dataclass
+class Row:
+    """``a[i]`` of an array with more dimensions than indices: the indices given so far, so that ``tile[a][b]``
+    indexes on into ``tile[a, b]`` (numba's view of a row, then its element)."""
+    array: ArrayInfo
+    values: list               # the evaluated indices, one per leading dimension
+    nodes: list                # their AST nodes (to locate errors)
+
+    @property
+    def name(self) -> str:
+        return self.array.name
 
 
 def param_array(name: str, nbt, extents, strides, tr) -> ArrayInfo:
@@ -35,25 +49,53 @@ def param_array(name: str, nbt, extents, strides, tr) -> ArrayInfo:
     return ArrayInfo(name, "param", key, nbt.ndim, ext, nbt, st)
 
 
-def element(tr, info: ArrayInfo, index: ast.AST, node: ast.AST) -> CExpr:
+def element(tr, info, index: ast.AST, node: ast.AST, partial: bool = False, offset: bool = False):
     """The C lvalue for ``info[index]`` (``index``: the subscript's AST; a name holding a tuple indexes every
-    dimension with its elements)."""
+    dimension with its elements). ``info`` may be a ``Row`` (``tile[a]``, indexed on); with ``partial``, fewer
+    indices than dimensions give a ``Row``."""
     idx_nodes = index.elts if isinstance(index, ast.Tuple) else [index]
     if any(isinstance(i, ast.Slice) for i in idx_nodes):
         raise tr.src.error(node, "slicing is supported only to make a 1-D view of the dynamic shared array",
                            hint="index every dimension (m[r, c]); or `ms = shar[a:b]` of cuda.shared.array(0, ...)")
-    values = [tr.value(i) for i in idx_nodes]
+    if isinstance(info, (ArrayInfo, Row)) and (info.array if isinstance(info, Row) else info).kind in ("shared",
+                                                                                                        "local"):
+        with tr.c_index():  # an index of a C array: C's own 32-bit arithmetic where it is exact
+            values = [tr.value(i) for i in idx_nodes]
+    else:
+        values = [tr.value(i) for i in idx_nodes]
     if len(values) == 1 and isinstance(values[0], TupleVal):  # x[t] with t = (i, j)
         values, idx_nodes = list(values[0].items), idx_nodes * len(values[0].items)
-    return element_at(tr, info, values, node, idx_nodes)
+    if isinstance(info, Row):
+        values, idx_nodes, info = info.values + values, info.nodes + idx_nodes, info.array
+    if partial and len(values) < info.ndim:
+        return Row(info, values, idx_nodes)
+    return element_at(tr, info, values, node, idx_nodes, offset)
 
 
-def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None) -> CExpr:
-    """The C lvalue for ``info`` indexed by the (already evaluated) ``values``, one per dimension."""
-    idx_nodes = idx_nodes or [node] * len(values)
-    if len(values) != info.ndim:
-        raise tr.src.error(node, f"'{info.name}' has {info.ndim} dimension(s) but is indexed with {len(values)}",
-                           hint="index every dimension of an array: whole-row views are not supported")
+def row_array(tr, row: Row, node: ast.AST) -> ArrayInfo:
+    """``a[i]`` of an array with more dimensions, as an array of its own (numba's view: passed to a device function):
+    a pointer to the row's first element, the remaining extents (and strides, if the array has them)."""
+    from numba.cuda import types
+
+    info, k = row.array, len(row.values)
+    if info.extents is None:
+        raise tr.src.error(node, f"a row of '{info.name}' (dynamic shared memory) cannot be passed on: its extent is "
+                           "not known to the C code")
+    idxs = _indices(tr, info, row.values, row.nodes)
+    zero = CExpr("0", "int64", types.literal(0), literal=0, nonneg=True)
+    if info.kind in ("shared", "local"):
+        pointer = "&" + info.name + "".join(f"[{i.code}]" for i in idxs) + "[0]" * (info.ndim - k)
+    else:
+        off = flat_offset(info, idxs + [zero] * (info.ndim - k))
+        pointer = f"({info.name} + {paren(off, ADD + 1)})" if off.code != "0" else info.name
+    layout = "C" if getattr(info.nbt, "layout", "C") == "C" and not info.strides else "A"
+    nbt = types.Array(info.nbt.dtype, info.ndim - k, layout) if info.nbt is not None else None
+    return ArrayInfo(pointer, "view_expr", info.key, info.ndim - k, list(info.extents[k:]), nbt,
+                     list(info.strides[k:]) if info.strides else None, owner=info.owner or info.name)
+
+
+def _indices(tr, info: ArrayInfo, values: list, idx_nodes: list) -> list:
+    """The evaluated indices of ``info``'s leading dimensions, wrapped where they may be negative."""
     idxs = []
     for d, (inode, i) in enumerate(zip(idx_nodes, values)):
         if not isinstance(i, CExpr):
@@ -62,16 +104,33 @@ def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None)
             i = cast(i, "int64")
         elif not is_int(i.key) and not is_int(scalar_key(i.nbt)):
             raise tr.src.error(inode, "array indices must be integers", hint="int(...) the index")
-        i = _wrapped(tr, info, d, i, inode)
-        idxs.append(i)
+        idxs.append(_wrapped(tr, info, d, i, inode))
+    return idxs
+
+
+def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None, offset: bool = False) -> CExpr:
+    """The C lvalue for ``info`` indexed by the (already evaluated) ``values``, one per dimension (with ``offset``,
+    an array with a pointer: the element's offset from it instead)."""
+    idx_nodes = idx_nodes or [node] * len(values)
+    if len(values) != info.ndim:
+        raise tr.src.error(node, f"'{info.name}' has {info.ndim} dimension(s) but is indexed with {len(values)}",
+                           hint="index every dimension of an array: whole-row views are not supported")
+    idxs = _indices(tr, info, values, idx_nodes)
     elem_nbt = getattr(info.nbt, "dtype", None) if info.nbt is not None else None
     if info.kind in ("shared", "local"):
         code = info.name + "".join(f"[{i.code}]" for i in idxs)
         return CExpr(code, info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
+    off = flat_offset(info, idxs)
+    if offset:
+        return CExpr(off.code, "int64", None, off.prec, pure=all(i.pure for i in idxs))
+    return CExpr(f"{info.name}[{off.code}]", info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
+
+
+def flat_offset(info: ArrayInfo, idxs: list) -> CExpr:
+    """The element offset of (already wrapped) indices ``idxs`` into an array with a pointer and extents."""
     if info.strides:
         terms = [f"{paren(i, MUL)} * {st.code}" for i, st in zip(idxs, info.strides) if i.literal != 0]
-        return CExpr(f"{info.name}[{' + '.join(terms) or '0'}]", info.key, elem_nbt, PRIMARY,
-                     pure=all(i.pure for i in idxs))
+        return CExpr(' + '.join(terms) or '0', "int64", None, ADD if len(terms) > 1 else MUL)
     off = idxs[0]
     for d in range(1, info.ndim):
         ext = info.extents[d]
@@ -82,21 +141,21 @@ def element_at(tr, info: ArrayInfo, values: list, node: ast.AST, idx_nodes=None)
             off = prod
         else:
             off = CExpr(f"{prod.code} + {paren(idxs[d], ADD)}", "int64", None, ADD)  # integer + is associative
-    return CExpr(f"{info.name}[{off.code}]", info.key, elem_nbt, PRIMARY, pure=all(i.pure for i in idxs))
+    return off
 
 
 def _wrapped(tr, info: ArrayInfo, d: int, i: CExpr, inode) -> CExpr:
     if i.nonneg:
         tr.assumed |= i.deps
         return i
-    if inode is not None and tr.relational_nonneg(inode):  # t + r + o with o in range(-r, ...)
-        return i
+    if inode is not None and (tr.relational_nonneg(inode) or tr.flow_nonneg(inode)):
+        return i  # t + r + o with o in range(-r, ...); s[idx - stride] with idx = (t + 1) * 2 * stride - 1
     if info.extents is None or info.extents[d] is None:
         raise tr.src.error(
-            inode, f"this index into '{info.name}' (dynamic shared memory) may be negative, and numba would wrap it "
-            "around the array's end, whose extent the C code does not know",
+            inode, f"this index into '{info.name}' (a view of dynamic shared memory) may be negative, and numba "
+            "would wrap it around the view's end, whose extent the C code does not keep",
             hint="an index that is provably >= 0 (thread/block indices, range loop variables, non-negative "
-                 "arithmetic of those)")
+                 "arithmetic of those), or index the dynamic shared array itself")
     tr.helpers.add("nk_wrap")
     return CExpr(f"nk_wrap({i.code}, {info.extents[d].code})", "int64", i.nbt, PRIMARY, True, i.pure)
 
@@ -135,11 +194,21 @@ def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: as
                 raise tr.src.error(shape_node, "shared and local array shapes must be compile-time integer constants")
             exts.append(CExpr(str(value), "int64", types.literal(value), nonneg=True, literal=value))
     if kind == "shared" and len(exts) == 1 and exts[0].literal == 0:
-        info = ArrayInfo(name, "dynamic", key, 1, None, nbt)
+        # numba's extent of the dynamic array: the launch's dynamic shared bytes (%dynamic_smem_size) / itemsize
+        extent = CExpr(f"nk_dynamic_smem_bytes() / {_itemsize(key)}", "int64", types.int64, MUL, nonneg=True)
+        info = ArrayInfo(name, "dynamic", key, 1, [extent], nbt)
         return f"extern __shared__ {ctype} {name}[];", info
     qual = ("__shared__ " if kind == "shared" else "") + align
     decl = f"{qual}{ctype} {name}" + "".join(f"[{e.code}]" for e in exts) + ";"
     return decl, ArrayInfo(name, kind, key, len(exts), exts, nbt)
+
+
+def _itemsize(key: str) -> int:
+    import numpy as np
+
+    if key.startswith("complex"):
+        return int(key[7:]) // 8
+    return np.dtype(key if key != "bool" else np.bool_).itemsize
 
 
 def view(tr, name: str, base: ArrayInfo, sl: ast.Slice, node, pyname: str | None = None) -> tuple[str, ArrayInfo]:

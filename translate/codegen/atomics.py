@@ -83,3 +83,6 @@ def atomic(tr, obj, node) -> CExpr:
         return CExpr(f"{func}({ptr}, {', '.join(v.code for v in vals)})", key, rtype, PRIMARY, pure=False)
     vs = ", ".join(f"({via}){paren(v, UNARY)}" for v in vals)
     return CExpr(f"({c_name(key)}){func}(({via} *){ptr}, {vs})", key, rtype, UNARY, pure=False)
+
+
+BUILTINS = {obj: atomic for obj in ATOMICS}

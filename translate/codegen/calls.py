@@ -16,125 +16,151 @@ from .source import NoSource, parse_function
 from .statics import is_static_type, needs_value
 
 
-class CallsMixin:
-    """Calls of device functions (``@cuda.jit(device=True)``, ``@numba.jit``) from the function being translated."""
-
-    def mark_written(self, cname):
-        self.written.add(cname)
-
-    def device_call(self, pyfunc, node, fnobj=None, outs=None):
-        """A call of a ``@cuda.jit(device=True)`` or ``@numba.jit`` function: its arguments that numba types as
-        compile-time values (functions, dtypes, literals) specialize the C function; the others are passed."""
-        if node.keywords:
-            raise self.src.error(node, "keyword arguments to device functions are not supported",
-                                 hint="pass the arguments by position")
-        vals = [self.value(a) for a in node.args]
-        argtypes = [self.arg_type(v, a) for v, a in zip(vals, node.args)]
-        sig = self.resolve(fnobj if fnobj is not None else pyfunc, argtypes, node)
-        try:
-            fn = parse_function(pyfunc)[0]
-        except NoSource as e:
-            raise self.src.error(node, str(e)) from None
-        names = [a.arg for a in fn.args.args]
-        if len(names) != len(vals):
-            raise self.src.error(node, f"'{pyfunc.__name__}' takes {len(names)} arguments, {len(vals)} given")
-        static_names = {p for p, t in zip(names, sig.args) if is_static_type(t)} | _global_names(fn, names)
-        bound, runtime = {}, []
-        for pname, v, t, a in zip(names, vals, sig.args, node.args):
-            number = isinstance(t, types.Literal) and isinstance(t.literal_value, (int, float))
-            if number and isinstance(v, CExpr) and v.literal is None:
-                # the caller's template parameter: numba saw one instantiation's value, the C passes each one's
-                runtime.append((pname, v, types.unliteral(t), a))
-            elif is_static_type(t) and not (number and not needs_value(fn, pname, static_names)):
-                bound[pname] = self.static_value(v, a)
-            else:  # a number literal the callee uses as a number: passed, as C code would
-                runtime.append((pname, v, types.unliteral(t), a))
-        if runtime and any(isinstance(t, types.Literal) for t in sig.args):
-            sig = sig.replace(args=tuple(types.unliteral(t) if p not in bound else t
-                                         for p, t in zip(names, sig.args)))
-        dev = self.unit.device_function(pyfunc, sig, bound, node, self.src)
-        cargs = []
-        for pname, v, t, a in runtime:
-            if isinstance(v, arrays.ArrayInfo):
-                if pname in dev.written:
-                    self.mark_written(v.name)
-                cargs.append(", ".join(arrays.call_args(self, v, t, a)))
-            elif isinstance(v, CExpr):
-                k = self.scalar_key(t)
-                cargs.append((v if v.key == k else cast(v, k)).code)
-            elif isinstance(v, TupleVal) and isinstance(t, types.BaseTuple):
-                cargs += [cast(self.as_cexpr(i, a), self.scalar_key(x)).code for i, x in zip(v.items, t)]
-            else:
-                raise self.src.error(a, f"this argument of '{pyfunc.__name__}' has no C value",
-                                     hint="numbers and arrays (functions, dtypes and constants as compile-time "
-                                          "arguments)")
-        if dev.outs:  # a tuple result: into variables of the caller (given, or new ones)
-            if outs is None:
-                self.require_hoist(node)
-                outs = []
-                for i, (key, t) in enumerate(dev.outs):
-                    name = self.temp(f"{dev.cname.rstrip('_')}_{i}")
-                    self.emit(f"{c_name(key)} {name};")
-                    outs.append(CExpr(name, key, t))
-            self.emit(f"{dev.cname}({', '.join(cargs + ['&' + o.code for o in outs])});")
-            return TupleVal(list(outs))
-        rkey = self.scalar_key(sig.return_type)
-        return CExpr(f"{dev.cname}({', '.join(cargs)})", rkey, sig.return_type, pure=False)
-
-    def arg_type(self, v, node):
-        """numba's type of an argument value."""
+def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
+    """A call of a ``@cuda.jit(device=True)`` or ``@numba.jit`` function: its arguments that numba types as
+    compile-time values (functions, dtypes, literals) specialize the C function; the others are passed."""
+    if node.keywords:
+        raise tr.src.error(node, "keyword arguments to device functions are not supported",
+                             hint="pass the arguments by position")
+    vals = [tr.value(a) for a in node.args]
+    vals = [arrays.row_array(tr, v, a) if isinstance(v, arrays.Row) else v for v, a in zip(vals, node.args)]
+    argtypes = [arg_type(tr, v, a) for v, a in zip(vals, node.args)]
+    sig = tr.resolve(fnobj if fnobj is not None else pyfunc, argtypes, node)
+    try:
+        fn = parse_function(pyfunc)[0]
+    except NoSource as e:
+        raise tr.src.error(node, str(e)) from None
+    names = [a.arg for a in fn.args.args]
+    if len(names) != len(vals):
+        raise tr.src.error(node, f"'{pyfunc.__name__}' takes {len(names)} arguments, {len(vals)} given")
+    static_names = {p for p, t in zip(names, sig.args) if is_static_type(t)} | _global_names(fn, names)
+    bound, runtime = {}, []
+    for pname, v, t, a in zip(names, vals, sig.args, node.args):
+        number = isinstance(t, types.Literal) and isinstance(t.literal_value, (int, float))
+        if number and isinstance(v, CExpr) and v.literal is None:
+            # the caller's template parameter: numba saw one instantiation's value, the C passes each one's
+            runtime.append((pname, v, types.unliteral(t), a))
+        elif is_static_type(t) and not (number and not needs_value(fn, pname, static_names)):
+            bound[pname] = static_value(tr, v, a)
+        else:  # a number literal the callee uses as a number: passed, as C code would
+            runtime.append((pname, v, types.unliteral(t), a))
+    if runtime and any(isinstance(t, types.Literal) for t in sig.args):
+        sig = sig.replace(args=tuple(types.unliteral(t) if p not in bound else t
+                                     for p, t in zip(names, sig.args)))
+    dev = tr.unit.device_function(pyfunc, sig, bound, node, tr.src)
+    cargs = []
+    for pname, v, t, a in runtime:
         if isinstance(v, arrays.ArrayInfo):
-            if v.nbt is None:
-                raise self.src.error(node, "this array cannot be passed to a function",
-                                     hint="pass kernel array arguments, shared or local arrays")
-            return v.nbt
-        if isinstance(v, CExpr):
-            return v.nbt
-        if isinstance(v, TupleVal):
-            items = [self.arg_type(i, node) for i in v.items]
-            return types.BaseTuple.from_types(items)
-        if isinstance(v, Static):
-            t = static_type(v.obj)
-            if t is None:
-                raise self.src.error(node, f"numba has no type for {v.obj!r} as an argument")
-            return t
-        raise self.src.error(node, "this argument has no numba type")
+            if pname in dev.written:
+                tr.mark_written(v.owner or v.name)
+            cargs.append(", ".join(arrays.call_args(tr, v, t, a)))
+        elif isinstance(v, CExpr):
+            k = tr.scalar_key(t)
+            cargs.append((v if v.key == k else cast(v, k)).code)
+        elif isinstance(v, TupleVal) and isinstance(t, types.BaseTuple):
+            cargs += [cast(tr.as_cexpr(i, a), tr.scalar_key(x)).code for i, x in zip(v.items, t)]
+        else:
+            raise tr.src.error(a, f"this argument of '{pyfunc.__name__}' has no C value",
+                                 hint="numbers and arrays (functions, dtypes and constants as compile-time "
+                                      "arguments)")
+    if dev.outs:  # a tuple result: into variables of the caller (given, or new ones)
+        if outs is None:
+            tr.require_hoist(node)
+            outs = []
+            for i, (key, t) in enumerate(dev.outs):
+                name = tr.temp(f"{dev.cname.rstrip('_')}_{i}")
+                tr.emit(f"{c_name(key)} {name};")
+                outs.append(CExpr(name, key, t))
+        tr.emit(f"{dev.cname}({', '.join(cargs + ['&' + o.code for o in outs])});")
+        return TupleVal(list(outs))
+    if dev.optional:  # the flag into the caller's variable, or a new one
+        if present is None:
+            tr.require_hoist(node)
+            present = tr.temp(f"{dev.cname.rstrip('_')}_present")
+            tr.emit(f"bool {present};")
+            value = tr.temp(f"{dev.cname.rstrip('_')}_value")
+            rkey = tr.scalar_key(sig.return_type.type)
+            tr.emit(f"const {c_name(rkey)} {value} = {dev.cname}({', '.join(cargs + ['&' + present])});")
+            return CExpr(value, rkey, sig.return_type.type, present=present)
+        rkey = tr.scalar_key(sig.return_type.type)
+        return CExpr(f"{dev.cname}({', '.join(cargs + ['&' + present])})", rkey, sig.return_type.type, pure=False)
+    rkey = tr.scalar_key(sig.return_type)
+    return CExpr(f"{dev.cname}({', '.join(cargs)})", rkey, sig.return_type, pure=False)
 
-    def static_value(self, v, node):
-        """The Python value of a compile-time argument."""
-        if isinstance(v, Static):
-            return v.obj
-        if isinstance(v, CExpr) and v.literal is not None:
-            return v.literal
-        if isinstance(v, TupleVal):
-            return tuple(self.static_value(i, node) for i in v.items)
-        raise self.src.error(node, "numba treats this argument as a compile-time value, but it has none here",
-                             hint="literals, module constants, functions and dtypes")
+def arg_type(tr, v, node):
+    """numba's type of an argument value."""
+    if isinstance(v, arrays.ArrayInfo):
+        if v.nbt is None:
+            raise tr.src.error(node, "this array cannot be passed to a function",
+                                 hint="pass kernel array arguments, shared or local arrays")
+        return v.nbt
+    if isinstance(v, CExpr):
+        return v.nbt
+    if isinstance(v, TupleVal):
+        items = [arg_type(tr, i, node) for i in v.items]
+        return types.BaseTuple.from_types(items)
+    if isinstance(v, Static):
+        t = static_type(v.obj)
+        if t is None:
+            raise tr.src.error(node, f"numba has no type for {v.obj!r} as an argument")
+        return t
+    raise tr.src.error(node, "this argument has no numba type")
+
+def static_value(tr, v, node):
+    """The Python value of a compile-time argument."""
+    if isinstance(v, Static):
+        return v.obj
+    if isinstance(v, CExpr) and v.literal is not None:
+        return v.literal
+    if isinstance(v, TupleVal):
+        return tuple(static_value(tr, i, node) for i in v.items)
+    raise tr.src.error(node, "numba treats this argument as a compile-time value, but it has none here",
+                         hint="literals, module constants, functions and dtypes")
 
 
-    def _direct_outs(self, names, value_node, stmt):
-        """``lo, hi = f(a, b)`` for a device function returning a tuple into plain number variables of its element
-        types: the C call writes them directly (``f(a, b, &lo, &hi);``). None when that does not apply."""
-        if not isinstance(value_node, ast.Call) or not all(isinstance(n, ast.Name) for n in names):
+def direct_outs(tr, names, value_node, stmt):
+    """``lo, hi = f(a, b)`` for a device function returning a tuple into plain number variables of its element
+    types: the C call writes them directly (``f(a, b, &lo, &hi);``). None when that does not apply."""
+    if not isinstance(value_node, ast.Call) or not all(isinstance(n, ast.Name) for n in names):
+        return None
+    f = tr.value(value_node.func)
+    if not (isinstance(f, Static) and is_device_function(f.obj)):
+        return None
+    rt = tr.unit.return_type_of(tr, f.obj, value_node)
+    if not isinstance(rt, types.BaseTuple) or len(rt) != len(names):
+        return None
+    outs = []
+    for n, t in zip(names, rt):
+        if n.id not in tr.scalars or n.id in tr.retyped or tr.scalars[n.id] != tr.scalar_key(t):
             return None
-        f = self.value(value_node.func)
-        from .builtins import _is_device_function
+        outs.append(CExpr(tr.cname(n.id), tr.scalars[n.id], t))
+    for n in names:
+        if (id(stmt), n.id) in tr.plan.inline:
+            for line in tr.declarations(n.id):
+                tr.emit(line)
+    return outs
 
-        if not (isinstance(f, Static) and _is_device_function(f.obj)):
-            return None
-        rt = self.unit.return_type_of(self, f.obj, value_node)
-        if not isinstance(rt, types.BaseTuple) or len(rt) != len(names):
-            return None
-        outs = []
-        for n, t in zip(names, rt):
-            if n.id not in self.scalars or n.id in self.retyped or self.scalars[n.id] != self.scalar_key(t):
-                return None
-            outs.append(CExpr(self.cname(n.id), self.scalars[n.id], t))
-        for n in names:
-            if (id(stmt), n.id) in self.plan.inline:
-                for line in self.declarations(n.id):
-                    self.emit(line)
-        return outs
+
+
+
+def is_device_function(obj) -> bool:
+    """A ``@cuda.jit(device=True)`` function or a ``@numba.jit`` one (numba compiles those for the GPU too)."""
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    if isinstance(obj, CUDADispatcher):
+        return bool(obj.targetoptions.get("device", False))
+    try:
+        from numba.core.dispatcher import Dispatcher
+    except ImportError:  # numba-cuda without numba
+        return False
+    return isinstance(obj, Dispatcher) and hasattr(obj, "py_func")
+
+
+def _device(tr, obj, node):
+    return device_call(tr, obj.py_func, node, obj)
+
+
+FAMILIES = (("device functions", is_device_function, _device),)
 
 
 def _global_names(fn, params) -> set:

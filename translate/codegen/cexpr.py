@@ -30,6 +30,7 @@ class CExpr:
     deps: frozenset = frozenset()  # integer parameters the non-negativity proof assumed >= 0
     literal: Any = None      # the Python value for literals
     infix: tuple | None = field(default=None, repr=False)  # (left code, op, right code) for compound assignment
+    present: str | None = None  # an Optional value: the C condition that it is there (not None)
 
 
 @dataclass
@@ -78,6 +79,12 @@ def _fits(v: int, key: str) -> bool:
 
 def _to_complex(e: CExpr, key: str, nbt) -> CExpr:
     """A number as a cuComplex value: real -> (x, 0), complex64 <-> complex128 elementwise (as numba converts)."""
+    if isinstance(e.literal, complex) or (e.literal is not None and not isinstance(e.literal, bool)):
+        f32 = key == "complex64"
+        z = complex(e.literal)
+        maker = "make_cuFloatComplex" if f32 else "make_cuDoubleComplex"
+        return CExpr(f"{maker}({float_literal(z.real, f32)}, {float_literal(z.imag, f32)})", key, nbt or e.nbt,
+                     PRIMARY, literal=e.literal)
     if e.key == "complex64" and key == "complex128":
         return CExpr(f"cuComplexFloatToDouble({e.code})", key, nbt or e.nbt, PRIMARY, pure=e.pure)
     if e.key == "complex128" and key == "complex64":

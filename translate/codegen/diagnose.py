@@ -104,3 +104,11 @@ def typing_failure(e: Exception) -> tuple[str, str | None, int | None]:
     if not os.path.isabs(path):
         path = os.path.abspath(path)
     return summary, path, int(m.group(2))
+
+
+def internal_error(src, node, exc: BaseException) -> TranslationError:
+    """A failure of the code generator itself (not of the kernel) as a located error: at the construct being
+    translated, with the original exception (as Warp and Triton report theirs)."""
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return src.error(node, f"internal error of the code generator while translating this ({what}); this is a "
+                     "numbakern bug, please report it with this message and the kernel")

@@ -35,35 +35,236 @@ __device__ __forceinline__ cuDoubleComplex nk_cdiv(cuDoubleComplex a, cuDoubleCo
     return make_cuDoubleComplex((a.x * ratio + a.y) / denom, (a.y * ratio - a.x) / denom);
 }
 """,
+    "nk_cmath": """\
+// cmath functions as numba-cuda computes them (its cpython/cmathimpl.py: CPython's and NumPy's algorithms, the
+// special cases of infinite and NaN parts included); nk_cplx<T> is the cuComplex type of parts of type T
+template <typename T> struct nk_cplx;
+template <> struct nk_cplx<float> {
+    typedef cuFloatComplex type;
+    static __device__ __forceinline__ type make(double re, double im) { return make_cuFloatComplex((float)re, (float)im); }
+    static constexpr double sqrt_threshold = 1.4094955303793193e+38;  // FLT_MAX / (1 + sqrt(2)), in float32
+};
+template <> struct nk_cplx<double> {
+    typedef cuDoubleComplex type;
+    static __device__ __forceinline__ type make(double re, double im) { return make_cuDoubleComplex(re, im); }
+    static constexpr double sqrt_threshold = 7.446288774449766e+307;  // DBL_MAX / (1 + sqrt(2))
+};
+template <typename T> __device__ typename nk_cplx<T>::type nk_cexp_of(T x, T y) {
+    typedef nk_cplx<T> C;
+    const double nan = __longlong_as_double(0x7ff8000000000000LL);
+    if (isfinite(x)) {
+        if (isfinite(y)) { T c = cos(y), s = sin(y), r = exp(x); return C::make(r * c, r * s); }
+        return C::make(nan, nan);
+    }
+    if (isnan(x)) return y != 0 ? C::make(x, x) : C::make(x, y);
+    if (x > 0) {  // +inf
+        if (!isfinite(y)) return C::make(x, nan);
+        T re = cos(y), im = sin(y);
+        if (re != 0) re *= x;
+        if (im != 0) im *= x;
+        return C::make(re, im);
+    }
+    if (isfinite(y)) { T r = exp(x), c = cos(y), s = sin(y); return C::make(r * c, r * s); }  // -inf
+    return C::make(0.0, 0.0);
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_clog_of(T x, T y) {
+    return nk_cplx<T>::make(log(hypot(x, y)), atan2(y, x));
+}
+// NumPy's npy_csqrt (Algorithm 312, CACM vol 10, Oct 1967), in double as numba computes it for both types
+template <typename T> __device__ typename nk_cplx<T>::type nk_csqrt_of(double a, double b) {
+    typedef nk_cplx<T> C;
+    if (a == 0.0 && b == 0.0) return C::make(fabs(b), b);
+    if (isinf(b)) return C::make(fabs(b), b);
+    if (isnan(a)) return C::make(a, a);
+    if (isinf(a)) return a < 0.0 ? C::make(fabs(b - b), copysign(a, b)) : C::make(a, copysign(b - b, b));
+    bool scale = fabs(a) >= C::sqrt_threshold || fabs(b) >= C::sqrt_threshold;
+    if (scale) { a *= 0.25; b *= 0.25; }
+    double re, im;
+    if (a >= 0) { double t = sqrt((a + hypot(a, b)) * 0.5); re = t; im = b / (2 * t); }
+    else { double t = sqrt((-a + hypot(a, b)) * 0.5); re = fabs(b) / (2 * t); im = copysign(t, b); }
+    return scale ? C::make(re * 2, im) : C::make(re, im);
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_crect(T r, T phi) {
+    typedef nk_cplx<T> C;
+    if (!isfinite(phi)) {
+        if (r == 0) return C::make(fabs(r), 0.0);
+        if (isinf(r)) return C::make(r, phi);
+    }
+    T re = cos(phi), im = sin(phi);
+    if (re == 0 && isinf(r)) re /= r; else re *= r;
+    if (im == 0 && isinf(r)) im /= r; else im *= r;
+    return C::make(re, im);
+}
+// cosh, sinh, tanh and the inverse functions, line by line as numba-cuda's cmathimpl (CPython's c_acos, c_acosh,
+// c_asinh, c_atanh, c_tanh): T the parts' type, and double wherever numba's float64 constants promote a value
+// (1.0 + x, 2.0 * y); the inner square roots of complex128 (complex(1.0 - x, -y) is complex128 to numba)
+template <typename T> __device__ typename nk_cplx<T>::type nk_ccosh_of(T x, T y) {
+    if (isinf(x)) {
+        T re, im;
+        if (isnan(y) || y == 0.0) { re = fabs(x); im = y; }
+        else { re = copysign(x, cos(y)); im = copysign(x, sin(y)); }
+        if (x < 0.0) im = -im;  // x = -inf: the imaginary part negated
+        return nk_cplx<T>::make(re, im);
+    }
+    return nk_cplx<T>::make(cos(y) * cosh(x), sin(y) * sinh(x));
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_csinh_of(T x, T y) {
+    if (isinf(x)) {
+        if (isnan(y)) return nk_cplx<T>::make(x, y);
+        T re = cos(y), im = sin(y);
+        if (re != 0.0) re *= x;
+        if (im != 0.0) im *= fabs(x);
+        return nk_cplx<T>::make(re, im);
+    }
+    return nk_cplx<T>::make(cos(y) * sinh(x), sin(y) * cosh(x));
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_ctanh_of(T x, T y) {
+    if (isinf(x)) return nk_cplx<T>::make(copysign(1.0, (double)x), isinf(y) ? 0.0 : copysign(0.0, sin(2.0 * y)));
+    T tx = tanh(x), ty = tan(y);
+    double cx = 1.0 / cosh(x);
+    T txty = tx * ty;
+    double denom = 1.0 + txty * txty;
+    return nk_cplx<T>::make(tx * (1.0 + ty * ty) / denom, ((ty / denom) * cx) * cx);
+}
+#define NK_CMATH_LN_4 1.3862943611198906                 // math.log(4)
+#define NK_CMATH_THRES 8.507059173023462e+37              // FLT_MAX / 4 (numba's, for both types)
+template <typename T> __device__ typename nk_cplx<T>::type nk_cacos_of(T x, T y) {
+    double re, im;
+    if (fabs(x) > NK_CMATH_THRES || fabs(y) > NK_CMATH_THRES) {  // no needless overflow; infinities too
+        re = atan2(fabs(y), x);
+        im = copysign(log(hypot(x * 0.5, y * 0.5)) + NK_CMATH_LN_4, (double)-y);
+    } else {
+        cuDoubleComplex s1 = nk_csqrt_of<double>(1.0 - x, -y), s2 = nk_csqrt_of<double>(1.0 + x, y);
+        re = 2.0 * atan2(s1.x, s2.x);
+        im = asinh(s2.x * s1.y - s2.y * s1.x);
+    }
+    return nk_cplx<T>::make(re, im);
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_cacosh_of(T x, T y) {
+    double re, im;
+    if (fabs(x) > NK_CMATH_THRES || fabs(y) > NK_CMATH_THRES) {
+        re = log(hypot(x * 0.5, y * 0.5)) + NK_CMATH_LN_4;
+        im = atan2(y, x);
+    } else {
+        cuDoubleComplex s1 = nk_csqrt_of<double>(x - 1.0, y), s2 = nk_csqrt_of<double>(x + 1.0, y);
+        re = asinh(s1.x * s2.x + s1.y * s2.y);
+        im = 2.0 * atan2(s1.y, s2.x);
+    }
+    return nk_cplx<T>::make(re, im);
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_casinh_of(T x, T y) {
+    double re, im;
+    if (fabs(x) > NK_CMATH_THRES || fabs(y) > NK_CMATH_THRES) {
+        re = copysign(log(hypot(x * 0.5, y * 0.5)) + NK_CMATH_LN_4, (double)x);
+        im = atan2(y, fabs(x));
+    } else {
+        cuDoubleComplex s1 = nk_csqrt_of<double>(1.0 + y, -x), s2 = nk_csqrt_of<double>(1.0 - y, x);
+        re = asinh(s1.x * s2.y - s2.x * s1.y);
+        im = atan2((double)y, s1.x * s2.x - s1.y * s2.y);
+    }
+    return nk_cplx<T>::make(re, im);
+}
+template <typename T> __device__ typename nk_cplx<T>::type nk_catanh_of(T x, T y) {
+    const double large = 9.223372036854776e+18, small = 1.0842021724855044e-19;  // sqrt(FLT_MAX / 4), sqrt(FLT_MIN)
+    bool negate = x < 0.0;  // atanh(z) = -atanh(-z)
+    if (negate) { x = -x; y = -y; }
+    T ay = fabs(y);
+    double re, im;
+    if (isnan(x) || x > large || ay > large) {
+        if (isinf(y)) re = copysign(0.0, (double)x);
+        else if (isinf(x)) re = 0.0;
+        else { double h = hypot(x * 0.5, y * 0.5); re = x / 4.0 / h / h; }
+        im = -copysign(1.5707963267948966, (double)-y);
+    } else if (x == 1.0 && ay < small) {  // C99: atanh(1 +/- 0j) = inf +/- 0j
+        if (ay == 0.0) { re = __longlong_as_double(0x7ff0000000000000LL); im = y; }
+        else { re = -log(sqrt(ay) / sqrt(hypot((double)ay, 2.0))); im = copysign(atan2(2.0, (double)-ay) / 2, (double)y); }
+    } else {
+        T sqay = ay * ay;
+        double zr1 = 1.0 - x;
+        re = log1p(4.0 * x / (zr1 * zr1 + sqay)) * 0.25;
+        im = -atan2(-2.0 * y, zr1 * (1.0 + x) - sqay) * 0.5;
+    }
+    if (isnan(y)) im = __longlong_as_double(0x7ff8000000000000LL);
+    return negate ? nk_cplx<T>::make(-re, -im) : nk_cplx<T>::make(re, im);
+}
+// cos(z) = cosh(iz); sin(z) = -i sinh(iz); tan(z) = -i tanh(iz); asin(z) = -i asinh(iz); atan(z) = -i atanh(iz)
+// (each inner result in the parts' type, as numba's overload returns it)
+#define NK_CMATH_UNARY(name, expr) \
+    __device__ __forceinline__ cuFloatComplex name(cuFloatComplex z) { typedef float T; float x = z.x, y = z.y; \
+        return expr; } \
+    __device__ __forceinline__ cuDoubleComplex name(cuDoubleComplex z) { typedef double T; double x = z.x, y = z.y; \
+        return expr; }
+NK_CMATH_UNARY(nk_ccosh, nk_ccosh_of<T>(x, y))
+NK_CMATH_UNARY(nk_csinh, nk_csinh_of<T>(x, y))
+NK_CMATH_UNARY(nk_ctanh, nk_ctanh_of<T>(x, y))
+NK_CMATH_UNARY(nk_cacos, nk_cacos_of<T>(x, y))
+NK_CMATH_UNARY(nk_cacosh, nk_cacosh_of<T>(x, y))
+NK_CMATH_UNARY(nk_casinh, nk_casinh_of<T>(x, y))
+NK_CMATH_UNARY(nk_catanh, nk_catanh_of<T>(x, y))
+NK_CMATH_UNARY(nk_ccos, nk_ccosh_of<T>(-y, x))
+NK_CMATH_UNARY(nk_csin, (nk_cplx<T>::make(nk_csinh_of<T>(-y, x).y, -nk_csinh_of<T>(-y, x).x)))
+NK_CMATH_UNARY(nk_ctan, (nk_cplx<T>::make(nk_ctanh_of<T>(-y, x).y, -nk_ctanh_of<T>(-y, x).x)))
+NK_CMATH_UNARY(nk_casin, (nk_cplx<T>::make(nk_casinh_of<T>(-y, x).y, -nk_casinh_of<T>(-y, x).x)))
+NK_CMATH_UNARY(nk_catan, (isinf(x) && isnan(y) ? nk_cplx<T>::make(nk_catanh_of<T>(-y, x).y, nk_catanh_of<T>(-y, x).x)
+                                               : nk_cplx<T>::make(nk_catanh_of<T>(-y, x).y, -nk_catanh_of<T>(-y, x).x)))
+#undef NK_CMATH_UNARY
+__device__ __forceinline__ cuFloatComplex nk_cexp(cuFloatComplex z) { return nk_cexp_of(z.x, z.y); }
+__device__ __forceinline__ cuDoubleComplex nk_cexp(cuDoubleComplex z) { return nk_cexp_of(z.x, z.y); }
+__device__ __forceinline__ cuFloatComplex nk_clog(cuFloatComplex z) { return nk_clog_of(z.x, z.y); }
+__device__ __forceinline__ cuDoubleComplex nk_clog(cuDoubleComplex z) { return nk_clog_of(z.x, z.y); }
+// log10: log(z) with both parts divided by ln(10) in double (numba's overload)
+__device__ __forceinline__ cuFloatComplex nk_clog10(cuFloatComplex z) {
+    cuFloatComplex w = nk_clog(z);
+    return make_cuFloatComplex((float)(w.x / 2.302585092994046), (float)(w.y / 2.302585092994046));
+}
+__device__ __forceinline__ cuDoubleComplex nk_clog10(cuDoubleComplex z) {
+    cuDoubleComplex w = nk_clog(z);
+    return make_cuDoubleComplex(w.x / 2.302585092994046, w.y / 2.302585092994046);
+}
+__device__ __forceinline__ cuFloatComplex nk_csqrt(cuFloatComplex z) { return nk_csqrt_of<float>(z.x, z.y); }
+__device__ __forceinline__ cuDoubleComplex nk_csqrt(cuDoubleComplex z) { return nk_csqrt_of<double>(z.x, z.y); }
+__device__ __forceinline__ bool nk_cisnan(cuFloatComplex z) { return isnan(z.x) || isnan(z.y); }
+__device__ __forceinline__ bool nk_cisnan(cuDoubleComplex z) { return isnan(z.x) || isnan(z.y); }
+__device__ __forceinline__ bool nk_cisinf(cuFloatComplex z) { return isinf(z.x) || isinf(z.y); }
+__device__ __forceinline__ bool nk_cisinf(cuDoubleComplex z) { return isinf(z.x) || isinf(z.y); }
+__device__ __forceinline__ bool nk_cisfinite(cuFloatComplex z) { return isfinite(z.x) && isfinite(z.y); }
+__device__ __forceinline__ bool nk_cisfinite(cuDoubleComplex z) { return isfinite(z.x) && isfinite(z.y); }
+""",
     "nk_grid_sync": """\
 #include <cooperative_groups.h>
 // cuda.cg.this_grid().sync(): a barrier across the whole grid (the launcher launches the kernel cooperatively)
 __device__ __forceinline__ void nk_grid_sync() { cooperative_groups::this_grid().sync(); }
 """,
     "nk_cp_async": """\
-// cp.async (sm_80+): a 16-byte global -> shared copy that lands in the background; valid == false reads nothing
-// and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies have landed (others' after a barrier).
-__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, bool valid) {
+// cp.async (sm_80+): a 16-byte global -> shared copy of src[offset] that lands in the background; valid == false
+// reads nothing (from the array's start) and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies
+// have landed (others' after a barrier).
+__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 """,
     "nk_cp_async16": """\
-// cp.async of 16 bytes of any element type (8 bf16/f16 values, 4 floats, ...): the same instruction as nk_copy_async4
-__device__ __forceinline__ void nk_copy_async16(void *dst, const void *src, bool valid) {
+// cp.async of 16 bytes of any element type (8 bf16/f16 values, 4 floats, ...) from src[offset]: the same
+// instruction as nk_copy_async4
+template <typename D, typename S>
+__device__ __forceinline__ void nk_copy_async16(D *dst, const S *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 16 : 0)
+    const S *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
 """,
     "nk_cp_async1": """\
 // cp.async of one float (4 bytes, through L1: .ca is the only mode for copies under 16 bytes); any alignment
-__device__ __forceinline__ void nk_copy_async(float *dst, const float *src, bool valid) {
+__device__ __forceinline__ void nk_copy_async(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(shared_addr), "l"(src), "r"(valid ? 4 : 0)
+    const float *from = src + (valid ? offset : 0);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 4 : 0)
                  : "memory");
 }
 """,
@@ -73,14 +274,23 @@ template <int N> __device__ __forceinline__ void nk_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
 """,
-    "nk_floordiv": """\
+    # every overload at once, for a caller that does not say which it calls (the LLM backend's code)
+    "nk_floordiv": "",
+    "nk_floormod": "",
+    "nk_floordiv_int64": """\
 // Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
 __device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
     if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
     int64_t q = x / y, r = x % y;
     return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
 }
+""",
+    "nk_floordiv_uint64": """\
+// floor division of unsigned integers as numba computes it: x // 0 == 0
 __device__ __forceinline__ uint64_t nk_floordiv(uint64_t x, uint64_t y) { return y == 0 ? 0 : x / y; }
+""",
+    "nk_floordiv_float64": """\
+// Python floor division of floats as numba computes it (its divmod algorithm: fmod, then the quotient rounded)
 __device__ __forceinline__ double nk_floordiv(double x, double y) {
     if (y == 0.0) return x / y;
     double mod = fmod(x, y), div = (x - mod) / y;
@@ -88,6 +298,9 @@ __device__ __forceinline__ double nk_floordiv(double x, double y) {
     if (div != 0.0) { double f = floor(div); return (div - f > 0.5) ? f + 1.0 : f; }
     return 0.0 * x / y;
 }
+""",
+    "nk_floordiv_float32": """\
+// Python floor division of floats as numba computes it (its divmod algorithm: fmod, then the quotient rounded)
 __device__ __forceinline__ float nk_floordiv(float x, float y) {
     if (y == 0.0f) return x / y;
     float mod = fmodf(x, y), div = (x - mod) / y;
@@ -96,14 +309,20 @@ __device__ __forceinline__ float nk_floordiv(float x, float y) {
     return 0.0f * x / y;
 }
 """,
-    "nk_floormod": """\
-// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 (ints), NaN (floats)
+    "nk_floormod_int64": """\
+// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 and INT64_MIN % -1 == 0
 __device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
     if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
     int64_t r = x % y;
     return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
 }
+""",
+    "nk_floormod_uint64": """\
+// modulo of unsigned integers as numba computes it: x % 0 == 0
 __device__ __forceinline__ uint64_t nk_floormod(uint64_t x, uint64_t y) { return y == 0 ? 0 : x % y; }
+""",
+    "nk_floormod_float64": """\
+// Python modulo of floats as numba computes it: the result has the divisor's sign; x % 0.0 is NaN
 __device__ __forceinline__ double nk_floormod(double x, double y) {
     if (y == 0.0) return fmod(x, y);
     double mod = fmod(x, y);
@@ -111,6 +330,9 @@ __device__ __forceinline__ double nk_floormod(double x, double y) {
     else mod = (y < 0.0) ? -0.0 : 0.0;
     return mod;
 }
+""",
+    "nk_floormod_float32": """\
+// Python modulo of floats as numba computes it: the result has the divisor's sign; x % 0.0 is NaN
 __device__ __forceinline__ float nk_floormod(float x, float y) {
     if (y == 0.0f) return fmodf(x, y);
     float mod = fmodf(x, y);
@@ -162,6 +384,14 @@ __device__ __forceinline__ double nk_round_ndigits(double x, int64_t ndigits) {
     double z = (double)llrint(y);
     if (fabs(y - z) == 0.5) z = 2.0 * (double)llrint(y / 2.0);
     return ndigits >= 0 ? (z / pow2) / pow1 : z * pow1;
+}
+""",
+    "nk_dynamic_smem_bytes": """\
+// the dynamic shared memory of this launch, in bytes: numba's extent of cuda.shared.array(0, T) is this / sizeof(T)
+__device__ __forceinline__ int64_t nk_dynamic_smem_bytes() {
+    uint32_t n;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
+    return n;
 }
 """,
     "nk_wrap": """\
@@ -262,8 +492,11 @@ __device__ __forceinline__ float nk_fast_tanhf(float x) { float y; asm("tanh.app
 
 HELPERS.update(_MMA_HELPERS)  # numbakern.mma's (translate/codegen/mma.py)
 ORDER = tuple(HELPERS)
-#: helpers that call other helpers
-DEPENDS = {"nk_round_ndigits": ("nk_powi",), "nk_cdiv": ("nk_complex",), "nk_cp_async16": ("nk_cp_async",),
+_TYPES = ("int64", "uint64", "float64", "float32")
+#: helpers that call other helpers (or stand for a group of them)
+DEPENDS = {"nk_floordiv": tuple(f"nk_floordiv_{t}" for t in _TYPES),
+           "nk_floormod": tuple(f"nk_floormod_{t}" for t in _TYPES), "nk_round_ndigits": ("nk_powi",),
+           "nk_cdiv": ("nk_complex",), "nk_cmath": ("nk_complex",), "nk_cp_async16": ("nk_cp_async",),
            **_MMA_DEPENDS}
 
 
@@ -271,4 +504,4 @@ def render(used: set[str]) -> str:
     used = set(used)
     for name in list(used):
         used.update(DEPENDS.get(name, ()))
-    return "\n".join(HELPERS[name] for name in ORDER if name in used)
+    return "\n".join(HELPERS[name] for name in ORDER if name in used and HELPERS[name])

@@ -181,3 +181,5 @@ def _grid(tr, obj, node):
 _CALLS = {cuda.popc: _bits, cuda.clz: _bits, cuda.ffs: _bits, cuda.brev: _bits, cuda.fma: _fma, cuda.cbrt: _cbrt,
           cuda.selp: _selp, cuda.lanemask_lt: _lanemask_lt, cuda.match_all_sync: _match_all,
           cuda.cg.this_grid: _this_grid, cuda.grid: _grid, cuda.gridsize: _grid}
+
+BUILTINS = {**{obj: _simple for obj in SIMPLE}, **_CALLS}

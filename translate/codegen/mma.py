@@ -112,6 +112,13 @@ def is_mma(obj) -> bool:
     return id(obj) in _functions()
 
 
+def _objects() -> list:
+    import numbakern.mma as mma
+    from numbakern.mma import sim
+
+    return [getattr(module, name) for module in (mma, sim) for name in mma.NAMES]
+
+
 def call(tr, obj, node: ast.Call):
     """The C for a call of a ``numbakern.mma`` function (statements return a void call expression)."""
     name = _functions()[id(obj)]
@@ -267,3 +274,7 @@ _SCALARS = {
     "f32_to_bf16": _to16, "f32_to_f16": _to16, "bf16_to_f32": _from16, "f16_to_f32": _from16,
     "f32_to_tf32": _tf32, "split_tf32": _tf32,
 }
+
+
+#: this module's entries in the builtins table (``translate/codegen/builtins.py``)
+BUILTINS = {obj: call for obj in _objects()}

@@ -10,6 +10,12 @@ it is (a greatest fixed point over the function, so loops are handled). Integer 
 assumed non-negative where that proves an index non-negative; the launcher then checks them and returns
 ``cudaErrorInvalidValue`` for a negative value instead of computing something else. Everywhere else an index
 that may be negative is wrapped with ``nk_wrap(i, extent)``.
+
+What is left here is what the value ranges along the function (``valueflow``, the one place that knows intervals)
+do not do: the proofs that *assume* an integer parameter non-negative (and name it for the launcher's check), and
+sums whose lower bound through a loop variable's symbolic start is non-negative (``t + r + o`` for ``o in range(-r,
+r + 1)``, which holds unless ``r`` is near 2**63, where no index is in bounds anyway). Whether arithmetic wraps
+around is valueflow's (its intervals are of numba's typed, wrapping values).
 """
 
 from __future__ import annotations
@@ -211,147 +217,6 @@ def _any_nonneg(args, facts, static):
         if r is not None:
             return r
     return None
-
-
-# -- upper bounds: is a non-negative value also free of int64 overflow? -------------------------------------------
-#: what a value can reach, from CUDA's limits and memory: a block index < 2^31 (gridDim.x), a thread index or block
-#: dimension <= 1024, a global thread index < 2^31 * 1024, an array extent or size < 2^48 elements
-INDEX_BOUND = 2 ** 31
-GRID_BOUND = 2 ** 42
-EXTENT_BOUND = 2 ** 48
-INT64_LIMIT = 2 ** 63
-
-
-def bounds(fn: ast.FunctionDef, static_bound) -> dict[str, int]:
-    """An upper bound of every integer name whose every assignment is bounded (a widening fixed point: a name
-    still growing after a few rounds, like an accumulator in a loop, has none)."""
-    assigns = assignments(fn, lambda node: ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value))
-    known = {name: 0 for name in assigns}
-    rounds = 0
-    while True:
-        rounds += 1
-        changed = set()
-        for name, values in list(assigns.items()):
-            if name not in known:
-                continue
-            best = 0
-            for v in values:
-                b = _bound_of(v, known, static_bound)
-                if b is None:
-                    best = None
-                    break
-                best = max(best, b)
-            if best is None or best >= INT64_LIMIT:
-                del known[name]
-                changed.add(name)
-            elif best != known[name]:
-                known[name] = best
-                changed.add(name)
-        if not changed:
-            return known
-        if rounds >= 8:  # widening: a name still growing (an accumulator in a loop) has no bound; the rest go on
-            for name in changed:
-                known.pop(name, None)
-
-
-def _bound_of(v, known, static):
-    if isinstance(v, tuple):
-        if v[0] == "item":
-            return upper(v[1], known, static, item=v[2])
-        if v[0] == "for":
-            it = _range_of(v[1])
-            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and it.args:
-                step = _literal_int(it.args[2]) if len(it.args) == 3 else 1
-                if step is not None and step < 0:
-                    return upper(it.args[0], known, static)
-                return upper(it.args[0] if len(it.args) == 1 else it.args[1], known, static)
-            return None
-        return None
-    return upper(v, known, static)
-
-
-def upper(node, known: dict, static, item=None):
-    """An upper bound of the integer ``node`` (given bounds of names), or None. Only meaningful together with a
-    proof that the value is >= 0 (``nonneg``)."""
-    if isinstance(node, ast.Constant):
-        v = node.value
-        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else (1 if isinstance(v, bool) else None)
-    if isinstance(node, ast.Name):
-        return known[node.id] if node.id in known else static(node.id)
-    if isinstance(node, ast.Attribute):
-        if node.attr in ("size", "shape"):
-            return EXTENT_BOUND if node.attr == "size" or item is not None else None
-        if node.attr in ("x", "y", "z"):
-            base = node.value
-            name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
-            if name in ("blockDim", "threadIdx"):
-                return 1024
-            if name in ("blockIdx", "gridDim"):
-                return INDEX_BOUND
-        return None
-    if isinstance(node, ast.Subscript):
-        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
-            return EXTENT_BOUND
-        return None
-    if isinstance(node, ast.Tuple) and item is not None and item < len(node.elts):
-        return upper(node.elts[item], known, static)
-    if isinstance(node, ast.BinOp):
-        a, b = upper(node.left, known, static), upper(node.right, known, static)
-        op = type(node.op)
-        if op in (ast.FloorDiv, ast.RShift):
-            return a
-        if op is ast.Mod:
-            return a if b is None else (b if a is None else min(a, b))
-        if a is None or b is None:
-            return a if op is ast.BitAnd and a is not None else (b if op is ast.BitAnd else None)
-        if op is ast.Add:
-            return a + b
-        if op is ast.Mult:
-            return a * b
-        if op is ast.BitAnd:
-            return min(a, b)
-        if op in (ast.BitOr, ast.BitXor):
-            return 2 ** max(a.bit_length(), b.bit_length()) - 1
-        if op is ast.LShift:
-            return a << b if b < 64 else None
-        if op is ast.Pow:
-            return a ** b if b < 64 and a.bit_length() * b < 128 else None
-        return None
-    if isinstance(node, ast.IfExp):
-        a, b = upper(node.body, known, static), upper(node.orelse, known, static)
-        return None if a is None or b is None else max(a, b)
-    if isinstance(node, ast.Call):
-        f = node.func
-        name = f.id if isinstance(f, ast.Name) else (f.attr if isinstance(f, ast.Attribute) else None)
-        if name in ("grid", "gridsize"):
-            return GRID_BOUND
-        if name == "len":
-            return EXTENT_BOUND
-        if name in ("laneid",):
-            return 32
-        bs = [upper(a, known, static, item) for a in node.args]
-        if name == "min" and any(b is not None for b in bs):
-            return min(b for b in bs if b is not None)
-        if name == "max" and bs and all(b is not None for b in bs):
-            return max(bs)
-        if name in ("int", "int32", "int64", "uint32", "uint64") and len(bs) == 1:
-            return bs[0]
-    return None
-
-
-def magnitude(node, known: dict, static):
-    """An upper bound of ``|node|`` for + - * of bounded values (a wraparound past int64 is impossible below
-    2**63), or None."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return magnitude(node.operand, known, static)
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return abs(node.value)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
-        a, b = magnitude(node.left, known, static), magnitude(node.right, known, static)
-        if a is None or b is None:
-            return None
-        return a * b if isinstance(node.op, ast.Mult) else a + b
-    return upper(node, known, static)
 
 
 # -- relational non-negativity: `t + r + o` with `o in range(-r, ...)` is >= t >= 0 ------------------------------

@@ -18,8 +18,8 @@ class Plan:
     before: dict = field(default_factory=dict)        # id(stmt) -> [names] declared (uninitialised) before it
 
 
-def _names_in(node) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+def _names_in(node, ignore=frozenset()) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in ignore}
 
 
 def _direct_targets(stmt) -> set[str]:
@@ -34,7 +34,8 @@ def _direct_targets(stmt) -> set[str]:
     return set()
 
 
-def plan(body: list[ast.stmt], names: set[str]) -> Plan:
+def plan(body: list[ast.stmt], names: set[str], ignore=frozenset()) -> Plan:
+    """Where to declare ``names``; occurrences in ``ignore`` (ids of Name nodes) do not count."""
     occ: dict[str, list[tuple]] = {}
 
     def visit(block, path):
@@ -50,7 +51,7 @@ def plan(body: list[ast.stmt], names: set[str]) -> Plan:
             else:
                 heads = [stmt]
             for h in heads:
-                for n in _names_in(h):
+                for n in _names_in(h, ignore):
                     if n in names:
                         occ.setdefault(n, []).append((here, stmt))
             for b in sub_blocks:
@@ -68,7 +69,7 @@ def plan(body: list[ast.stmt], names: set[str]) -> Plan:
         first = min(p[d][1] for p in paths)
         stmt_at = [(p, s) for p, s in occ[name] if p[d][1] == first]
         stmt = stmt_at[0][1] if all(len(p) == d + 1 for p, _ in stmt_at) else None
-        if stmt is not None and name in _direct_targets(stmt) and name not in _names_in(stmt.value):
+        if stmt is not None and name in _direct_targets(stmt) and name not in _names_in(stmt.value, ignore):
             result.inline.add((id(stmt), name))
         else:
             # the statement at index `first` of the declaration block

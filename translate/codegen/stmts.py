@@ -10,10 +10,10 @@ from numba.cuda import types
 
 from .. import cnames
 from ..cnames import c_name, is_int, scalar_key
-from . import arrays, ranges, scope, unroll, variables, vectors
-from .builtins import BuiltinsMixin
-from .calls import CallsMixin
+from ..errors import TranslationError
+from . import arrays, calls, comments, loopvars, nodetypes, ranges, scope, unroll, valueflow, variables, vectors
 from .cexpr import CExpr, Static, TupleVal, cast, paren
+from .diagnose import internal_error
 from .exprs import BINOPS, ExprMixin
 from .source import parse_function
 
@@ -27,7 +27,7 @@ _STMT_HINT = ("assignments (also tuple unpacking and augmented), if/elif/else, f
 UNROLL_LIMIT = 64
 
 
-class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
+class FunctionTranslator(ExprMixin):
     """One typed Python function -> the lines of its C body.
 
     ``cname``: the C function name; ``params``: the C names of the runtime parameters as ``(name, extents,
@@ -48,6 +48,7 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
         self.all_template_consts = [dict(c) for c in (all_template_consts or [self.template_consts])]
         self.bound = dict(bound or {})
         self.fn, self.src = parse_function(pyfunc)
+        self.comments = comments.Comments(self.src.lines)
         self.helpers = unit.helpers
         self.module_consts = unit.module_consts
         self.aliases: dict = {}
@@ -58,6 +59,7 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
         self.lines: list[str] = []
         self.depth = 1
         self.loop_vars: set = set()
+        self._flow = None
         self.params = [a.arg for a in self.fn.args.args]
         for bad in (self.fn.args.vararg, self.fn.args.kwarg, *self.fn.args.kwonlyargs):
             if bad is not None:
@@ -117,8 +119,14 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
                 stem = self.param_c[name][0].rstrip("_")
                 self.tuple_vars[name] = [variables.CVar(self.names.claim(f"{stem}_{i}"), self.scalar_key(x), x)
                                          for i, x in enumerate(t)]
+        for name in self.present:
+            self.present[name] = self.names.claim(f"{self.local_c[name].rstrip('_')}_present")
         self.ret_outs = None
         rt = self.typed.return_type
+        #: a device function returning an Optional (None on some paths): its value, and whether it is there
+        #: through a pointer
+        self.ret_present = self.names.claim("present") if self.kind == "device" and isinstance(
+            rt, types.Optional) and self.scalar_key(rt.type) is not None else None
         if self.kind == "device" and isinstance(rt, types.BaseTuple):
             if not all(self.scalar_key(x) for x in rt):
                 raise self.src.error(self.fn, f"'{self.name}' returns {rt}: device functions may return numbers "
@@ -144,7 +152,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
             return [f"{c_name(v.key)} {v.cname};" for v in self.tuple_vars[name]]
         if name in self.array_aliases:
             return arrays.alias_declarations(self.array_aliases[name])
-        return [f"{c_name(self.scalars[name])} {self.cname(name)};"]
+        flag = [f"bool {self.present[name]};"] if name in self.present else []
+        return flag + [f"{c_name(self.scalars[name])} {self.cname(name)};"]
 
     def cname(self, name):
         """The C name of a Python parameter or local."""
@@ -176,32 +185,20 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
                                      hint="arrays and numbers" + (", tuples of numbers for device functions"
                                                                   if self.kind == "device" else ""))
         self.tuple_vars: dict = {}
+        self.present: dict = {}  # an Optional local -> the C name of its flag (named with the other locals)
         for name, t in self.typed.var_types.items():
             if name in self.params or name in self.typed.conflicts:
                 continue
             k = self.scalar_key(t)
             if k is not None:
                 self.scalars[name] = k
+            elif isinstance(t, types.Optional) and self.scalar_key(t.type) is not None:
+                self.scalars[name] = self.scalar_key(t.type)  # the value, and a flag: is it there (not None)
+                self.present[name] = None
             elif isinstance(t, types.BaseTuple) and len(t) and all(self.scalar_key(x) for x in t):
                 self.tuple_vars[name] = list(t)
         int_params = {p for p in self.params if p in self.scalars and is_int(self.scalars[p])}
         self.facts = ranges.analyze(self.fn, self._static_nonneg, int_params)
-        self.bounds = ranges.bounds(self.fn, self._static_bound)
-
-    def _static_bound(self, name):
-        """An upper bound of a name the body never assigns: an unsigned parameter's type, a constant's value."""
-        if name in self.bound and isinstance(self.bound[name], int):
-            return self.bound[name] if self.bound[name] >= 0 else None
-        if name in self.scalars and self.scalars[name].startswith("uint"):
-            return 2 ** int(self.scalars[name][4:]) - 1
-        if name in self.template_consts and isinstance(self.template_consts[name], int):
-            return self.template_consts[name] if self.template_consts[name] >= 0 else None
-        if name in self.params:
-            return None
-        found, obj = self.lookup_global(name)
-        if found and isinstance(obj, (int, np.integer)) and not isinstance(obj, bool) and obj >= 0:
-            return int(obj)
-        return None
 
     def relational_nonneg(self, node) -> bool:
         """Is the index ``node`` >= 0 by its loop variables' starts (``o >= -r`` so ``t + r + o >= t``)? Names it
@@ -215,15 +212,75 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
 
         return ranges.relational_nonneg(node, self._loop_starts, nonneg_name)
 
+    @property
+    def flow(self) -> valueflow.Flow:
+        """The value ranges along the function (built on first use)."""
+        if self._flow is None:
+            self._flow = valueflow.Flow(self.fn, self._static_interval, nodetypes.NodeTypes(self))
+        return self._flow
+
+    def flow_state(self):
+        """The value ranges where the current statement's expressions are evaluated (None: unreachable code)."""
+        return self.flow.state_for(getattr(self, "statement", None))
+
+    def flow_nonneg(self, node) -> bool:
+        """Is the index ``node`` >= 0 by the value ranges along the function (``valueflow``)?"""
+        state = self.flow_state()
+        return state is not None and self.flow.nonneg(node, state)
+
+    def _static_interval(self, name):
+        """The range of a name the function never assigns: an unsigned parameter's type, a constant's value."""
+        if name in self.bound and isinstance(self.bound[name], int) and not isinstance(self.bound[name], bool):
+            return self.bound[name], self.bound[name]
+        if name in self.template_consts and isinstance(self.template_consts[name], int):
+            values = [c[name] for c in self.all_template_consts if isinstance(c.get(name), int)]
+            return min(values), max(values)
+        if name in self.scalars and name in self.params:
+            key = self.scalars[name]
+            return (0, 2 ** int(key[4:]) - 1) if key.startswith("uint") else None
+        if name in self.params or name in self.local_c:
+            return None
+        found, obj = self.lookup_global(name)
+        if found and isinstance(obj, (int, np.integer)) and not isinstance(obj, bool):
+            return int(obj), int(obj)
+        return None
+
+    def flow_interval(self, node) -> tuple:
+        """The range of the integer ``node`` in the current statement (``valueflow``); None for an unknown end."""
+        state = self.flow_state()
+        return (None, None) if state is None else self.flow.interval(node, state)
+
+    def operation_ranges(self, node):
+        """``(left, right, result, exact)`` of the integer operation ``node`` (a BinOp, or an AugAssign's) in the
+        current statement: the intervals of its operands and its result, and whether numba's result is the exact
+        one (no wraparound); None where the ranges do not know."""
+        if isinstance(node, ast.AugAssign):
+            node = ast.copy_location(ast.BinOp(node.target, node.op, node.value), node)
+        state = self.flow_state()
+        if not isinstance(node, ast.BinOp) or state is None:
+            return None
+        f = self.flow
+        return f.interval(node.left, state), f.interval(node.right, state), f.interval(node, state), \
+            f.exact(node, state)
+
     def bounded(self, node) -> bool:
-        """Is ``|node|`` provably below 2**63 (its + - * cannot wrap around)?"""
-        m = ranges.magnitude(node, self.bounds, self._static_bound)
-        return m is not None and m < ranges.INT64_LIMIT
+        """Does numba compute ``node`` without wrapping around past its type (its + - * cannot overflow)?"""
+        return self._flow_fits(node)
+
+    def _flow_fits(self, node) -> bool:
+        """Does numba compute every operator of ``node`` exactly (no wraparound), by the flow's ranges?"""
+        state = self.flow_state()
+        if state is None:
+            return False
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.BinOp, ast.UnaryOp)) and not isinstance(sub.op, (ast.Not, ast.UAdd)) and \
+                    not self.flow.exact(sub, state):
+                return False
+        return True
 
     def no_overflow(self, node) -> bool:
         """Is the non-negative integer ``node`` also below 2**63 (its arithmetic never wrapped around)?"""
-        b = ranges.upper(node, self.bounds, self._static_bound)
-        return b is not None and b < ranges.INT64_LIMIT
+        return self._flow_fits(node)
 
     def _static_nonneg(self, node):
         if isinstance(node, ast.Name):
@@ -238,6 +295,9 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
             return found and isinstance(obj, (int, float)) and not isinstance(obj, bool) and obj >= 0
         return False
 
+    def mark_written(self, cname):
+        self.written.add(cname)
+
     # -- output ------------------------------------------------------------------------------------------------
     def emit(self, line: str):
         self.lines.append("    " * self.depth + line)
@@ -247,38 +307,27 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
                 isinstance(body[0].value.value, str):
             body = body[1:]
-        self._check_loop_vars(body)
+        self.loop_vars, reused = loopvars.check(self.src, body)
         declarable = {n for n in (*self.scalars, *self.retyped, *self.tuple_vars, *self.array_aliases)
-                      if n not in self.params and n not in self.loop_vars}
-        self.plan = scope.plan(body, declarable)
+                      if n not in self.params and (n not in self.loop_vars or n in reused)}
+        # a name reused after its loops: declared where its other uses need it (the loops declare their own)
+        in_loops = {id(n) for loop in ast.walk(ast.Module(body=body, type_ignores=[]))
+                    if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id in reused
+                    for n in ast.walk(loop) if isinstance(n, ast.Name) and n.id == loop.target.id}
+        self.plan = scope.plan(body, declarable, ignore=in_loops)
         self.block(body)
+        for text in self.comments.before(len(self.src.lines) + 1):  # after the last statement
+            self.emit(f"// {text}")
+        if self.ret_present is not None and not (body and isinstance(body[-1], ast.Return)):
+            self.emit(f"*{self.ret_present} = false;")  # Python returns None at the end of the function
+            self.emit("return 0;")
         return self.lines
-
-    def _check_loop_vars(self, body):
-        bound = {}
-        for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-                bound.setdefault(node.target.id, []).append(node)
-        for name, loops in bound.items():
-            inside = set()
-            for loop in loops:
-                for n in ast.walk(loop):
-                    inside.add(id(n))
-                for stmt in loop.body:
-                    for n in ast.walk(stmt):
-                        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
-                            raise self.src.error(n, f"the loop variable '{name}' is assigned inside its loop; "
-                                                 "C's for loop would change the iteration",
-                                                 hint="assign to another variable")
-            for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-                if isinstance(node, ast.Name) and node.id == name and id(node) not in inside:
-                    raise self.src.error(node, f"'{name}' is a loop variable and is also used outside its loop "
-                                         "(after a Python loop it keeps its last value; a C loop variable does not)",
-                                         hint="use a different name outside the loop")
-            self.loop_vars.add(name)
 
     def block(self, stmts):
         for stmt in stmts:
+            self.statement = stmt
+            for text in self.comments.before(stmt.lineno):
+                self.emit(f"// {text}")
             for name in self.plan.before.get(id(stmt), []):
                 self._conflict_check(name, stmt)
                 for line in self.declarations(name):
@@ -286,7 +335,24 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
             method = getattr(self, "s_" + type(stmt).__name__, None)
             if method is None:
                 raise self.src.error(stmt, f"unsupported statement ({type(stmt).__name__})", hint=_STMT_HINT)
-            method(stmt)
+            start = len(self.lines)
+            try:
+                method(stmt)
+            except TranslationError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a bug of the code generator: located at this statement
+                raise internal_error(self.src, stmt, e) from e
+            if not isinstance(stmt, (ast.If, ast.For, ast.While)):
+                note = self.comments.trailing(stmt.lineno, stmt.end_lineno)
+                if note and len(self.lines) > start:
+                    self.lines[-1] += note
+                elif note:  # a statement with no C of its own (pass, a docstring): the comment by itself
+                    self.emit("//" + note[4:])
+
+    def header_comment(self, node) -> str:
+        """`` // ...`` for the comments after code on a compound statement's header lines."""
+        last = node.body[0].lineno - 1 if node.body else node.end_lineno
+        return self.comments.trailing(node.lineno, max(node.lineno, last))
 
     def _conflict_check(self, name, node):
         if name in self.typed.conflicts and name not in self.retyped:
@@ -317,8 +383,10 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
         self.emit("continue;")
 
     def s_Return(self, node):
-        if self.kind == "kernel" or node.value is None or (
-                isinstance(node.value, ast.Constant) and node.value.value is None):
+        if self.ret_present is not None and node.value is None:
+            node = ast.copy_location(ast.Return(ast.Constant(None)), node)
+        if self.ret_present is None and (self.kind == "kernel" or node.value is None or (
+                isinstance(node.value, ast.Constant) and node.value.value is None)):
             if self.kind == "kernel" and node.value is not None and not (
                     isinstance(node.value, ast.Constant) and node.value.value is None):
                 raise self.src.error(node.value, "kernels cannot return a value", hint="write results into an array")
@@ -332,13 +400,33 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
                 self.emit(f"*{out.cname} = {cast(self.as_cexpr(item, node.value), out.key).code};")
             self.emit("return;")
             return
+        if self.ret_present is not None:  # an Optional result: whether it is there, through the pointer
+            if isinstance(node.value, ast.Constant) and node.value.value is None:
+                self.emit(f"*{self.ret_present} = false;")
+                self.emit("return 0;")
+                return
+            e = self.expr(node.value)
+            if e.present is not None:
+                self.emit(f"*{self.ret_present} = {e.present};")
+            else:
+                self.emit(f"*{self.ret_present} = true;")
+            self.emit(f"return {cast(e, self.scalar_key(self.typed.return_type.type)).code};")
+            return
         e = self.expr(node.value)
         self.emit(f"return {e.code};")
 
     def s_If(self, node, prefix="if"):
+        self.statement = node  # an elif's test is evaluated where its own statement is (not at the body's end)
         static = self.static_condition(node.test)
         if static is not None:  # numba prunes a branch on a compile-time constant (and leaves it untyped): so do we
             taken = node.body if static else node.orelse
+            dropped = node.orelse if static else node.body
+            note = self.header_comment(node)
+            if dropped:  # (from the `else:` line when the else branch is the one left out)
+                self.comments.drop(min(s.lineno for s in dropped) - (1 if static else 0),
+                                   max(s.end_lineno for s in dropped))
+            if note and static and taken:  # the condition's comment annotates the branch kept
+                self.emit("//" + note[4:])
             if prefix == "if":
                 self.block(taken)
             else:  # an elif chain already open: the taken branch becomes its else
@@ -351,7 +439,7 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
         else:
             with self.no_hoist():  # an elif test is evaluated after the previous branch's code
                 test = self.cond(node.test)
-        self.emit(f"{prefix} ({test.code}) {{")
+        self.emit(f"{prefix} ({test.code}) {{" + self.header_comment(node))
         self._nested(node.body)
         orelse = node.orelse
         if len(orelse) == 1 and isinstance(orelse[0], ast.If) and not self.plan.before.get(id(orelse[0])):
@@ -405,7 +493,7 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
             raise self.src.error(node, "while ... else is not supported", hint="a flag variable")
         with self.no_hoist():  # evaluated before every iteration
             test = self.cond(node.test)
-        self.emit(f"while ({test.code}) {{")
+        self.emit(f"while ({test.code}) {{" + self.header_comment(node))
         self._nested(node.body)
         self.emit("}")
 
@@ -437,19 +525,21 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
             self.emit(f"const {ctype} {stop_var} = {stop.code};")
             stop = CExpr(stop_var, key, None)
         trips = self._constant_trip_count(it)
+        note = self.header_comment(node)
         if marked is not None:
             self.emit(marked[1])
         elif trips is not None and 1 < trips <= UNROLL_LIMIT:
             self.emit("#pragma unroll")
         if step is None or step.literal == 1:
-            self.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var}++) {{")
+            self.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var}++) {{" + note)
         elif isinstance(step.literal, int) and step.literal != 0:
             cmp = "<" if step.literal > 0 else ">"
             inc = f"{var} += {step.literal}" if step.literal > 0 else f"{var} -= {-step.literal}"
-            self.emit(f"for ({ctype} {var} = {start.code}; {var} {cmp} {paren(stop, 11)}; {inc}) {{")
+            self.emit(f"for ({ctype} {var} = {start.code}; {var} {cmp} {paren(stop, 11)}; {inc}) {{" + note)
         elif step.nonneg:  # range rejects a zero step, so a step proven >= 0 is positive
             step = self._bound(step, key)
-            self.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var} += {paren(step, 3)}) {{")
+            self.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var} += {paren(step, 3)}) {{"
+                      + note)
         else:
             step = self._bound(step, key)
             if not step.pure or (assigned & stop_names):
@@ -457,7 +547,7 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
                 self.emit(f"const {ctype} {step_var} = {step.code};")
                 step = CExpr(step_var, key, None)
             self.emit(f"for ({ctype} {var} = {start.code}; {paren(step, 11)} > 0 ? {var} < {paren(stop, 11)} : "
-                      f"{var} > {paren(stop, 11)}; {var} += {paren(step, 3)}) {{")
+                      f"{var} > {paren(stop, 11)}; {var} += {paren(step, 3)}) {{" + note)
         self._nested(node.body)
         self.emit("}")
 
@@ -512,7 +602,7 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
                 rhs = self.expr(value_node)
                 self.emit(f"{lhs.code} = {self._store_value(cast(rhs, lhs.key), lhs.key).code};")
                 return
-            if not isinstance(base, arrays.ArrayInfo) or isinstance(target, ast.Attribute):
+            if not isinstance(base, (arrays.ArrayInfo, arrays.Row)) or isinstance(target, ast.Attribute):
                 raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")
             self.mark_written(base.name)
             lhs = arrays.element(self, base, target.slice, target)
@@ -543,6 +633,8 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
                 for a, b in zip(variables.flat(src), variables.flat(dst)):
                     self.emit(f"{b.cname} = ({c_name(b.key)}){a.cname};")
             return
+        if name in self.present:
+            return self._assign_optional(name, value_node, value, inline)
         if name in self.scalars:
             self._conflict_check(name, target_node)
             rhs = value if value is not None else self.expr(value_node)
@@ -563,6 +655,32 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
         if isinstance(v, TupleVal) and not all(isinstance(i, CExpr) and i.pure for i in v.items):
             raise self.src.error(target_node, "tuples are supported only as names for pure values (x.shape)")
         self.aliases[name] = v
+
+    def _assign_optional(self, name, value_node, value, inline):
+        """An Optional local: ``b = None`` clears its flag, a number sets both, a call of a device function that
+        returns an Optional writes the flag through a pointer (``b = bin_number(x, &b_present);``)."""
+        flag, key = self.present[name], self.scalars[name]
+        if inline:
+            self.emit(f"bool {flag};")
+        decl = f"{c_name(key)} " if inline else ""
+        if value is None and isinstance(value_node, ast.Constant) and value_node.value is None:
+            self.emit(f"{flag} = false;")
+            if inline:
+                self.emit(f"{decl}{self.cname(name)};")
+            return
+        if value is None and isinstance(value_node, ast.Call):
+            f = self.value(value_node.func)
+            if isinstance(f, Static) and calls.is_device_function(f.obj):
+                rhs = calls.device_call(self, f.obj.py_func, value_node, f.obj, present=flag)
+                self.emit(f"{decl}{self.cname(name)} = {rhs.code};")
+                return
+        rhs = self._store_value(value if value is not None else self.expr(value_node), key)
+        if rhs.present is not None:
+            self.emit(f"{decl}{self.cname(name)} = {rhs.code};")
+            self.emit(f"{flag} = {rhs.present};")
+            return
+        self.emit(f"{decl}{self.cname(name)} = {cast(rhs, key).code};")
+        self.emit(f"{flag} = true;")
 
     def _assign_tuple(self, name, value_node, value, inline, target_node, cvars=None):
         v = value if value is not None else self.value(value_node)
@@ -613,6 +731,10 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
             if isinstance(f, Static) and f.obj is cuda.const.array_like:
                 if len(value_node.args) != 1 or value_node.keywords:
                     raise self.src.error(value_node, "cuda.const.array_like takes one module-level numpy array")
+                arg = self.value(value_node.args[0])
+                if isinstance(arg, arrays.ArrayInfo):  # of an array that is no constant: numba's is the array itself
+                    self.arrays[name] = arg
+                    return
                 src = value_node.args[0]
                 found, arr = self.lookup_global(src.id) if isinstance(src, ast.Name) else (False, None)
                 if not found:
@@ -677,10 +799,12 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
             for n, v in zip(names, value_node.elts):
                 self._assign_name(n.id, v, stmt, n)
             return
-        direct = self._direct_outs(names, value_node, stmt)
-        v = self.value(value_node) if direct is None else self.call(value_node, outs=direct)
+        direct = calls.direct_outs(self, names, value_node, stmt)
         if direct is not None:
+            f = self.value(value_node.func)
+            calls.device_call(self, f.obj.py_func, value_node, f.obj, outs=direct)
             return
+        v = self.value(value_node)
         if not isinstance(v, TupleVal) or len(v.items) != len(names):
             raise self.src.error(value_node, "this value cannot be unpacked into names",
                                  hint="a, b = x, y / h, w = m.shape / c, r = cuda.grid(2)")
@@ -692,7 +816,7 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
         if isinstance(target, ast.Name):
             return self._assign_name(target.id, None, stmt, target, value=value)
         base = self.value(target.value)
-        if not isinstance(base, arrays.ArrayInfo):
+        if not isinstance(base, (arrays.ArrayInfo, arrays.Row)):
             raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")
         self.mark_written(base.name)
         lhs = arrays.element(self, base, target.slice, target)
@@ -714,7 +838,7 @@ class FunctionTranslator(ExprMixin, BuiltinsMixin, CallsMixin):
             lhs_code = self.cname(target.id)
         elif isinstance(target, ast.Subscript):
             base = self.value(target.value)
-            if not isinstance(base, arrays.ArrayInfo):
+            if not isinstance(base, (arrays.ArrayInfo, arrays.Row)):
                 raise self.src.error(target, "only array elements can be assigned")
             self.mark_written(base.name)
             cur = arrays.element(self, base, target.slice, target)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ..cnames import Namespace, c_name
 from ..typed import type_function
+from .calls import arg_type
 from .diagnose import typing_error
 from .source import parse_function
 
@@ -19,6 +20,7 @@ class DeviceFn:
     code: list = field(default_factory=list)
     return_type: object = None
     outs: list = field(default_factory=list)   # a tuple result: (scalar key, numba type) per element, by pointer
+    optional: bool = False                     # an Optional result: the value, and a flag through a last pointer
 
 
 class Unit:
@@ -106,11 +108,15 @@ class Unit:
                 cparams.append(f"{c_name(tr.scalars[name])} {c}")
         outs = [(v.key, v.nbt) for v in tr.ret_outs] if tr.ret_outs else []
         cparams += [f"{c_name(v.key)} *{v.cname}" for v in tr.ret_outs or ()]
-        rkey = None if outs else tr.scalar_key(typed.return_type)
+        if tr.ret_present is not None:
+            cparams.append(f"bool *{tr.ret_present}")
+        rt = typed.return_type.type if tr.ret_present is not None else typed.return_type
+        rkey = None if outs else tr.scalar_key(rt)
         rtype = "void" if rkey is None else c_name(rkey)
         code = [f"__device__ {rtype} {cname}({', '.join(cparams)})", "{"] + body + ["}"]
         written = {n for n in tr.runtime_params if n in tr.arrays and tr.arrays[n].name in tr.written}
-        dev = DeviceFn(cname, list(tr.runtime_params), written, code, typed.return_type, outs)
+        dev = DeviceFn(cname, list(tr.runtime_params), written, code, typed.return_type, outs,
+                       tr.ret_present is not None)
         self.devices[key] = dev
         self.device_order.append((f"{pyfunc.__module__}:{pyfunc.__qualname__}", dev))
         return dev
@@ -119,7 +125,7 @@ class Unit:
         """numba's return type for the call ``node`` of device function ``fnobj`` (None if it cannot be typed)."""
         try:
             vals = [tr.value(a) for a in node.args]
-            return tr.resolve(fnobj, [tr.arg_type(v, a) for v, a in zip(vals, node.args)], node).return_type
+            return tr.resolve(fnobj, [arg_type(tr, v, a) for v, a in zip(vals, node.args)], node).return_type
         except Exception:  # noqa: BLE001 - the ordinary path reports it
             return None
 

@@ -1,16 +1,22 @@
 """16-byte accesses in C: ``numbakern.vector_io``'s ``vload4``/``vstore4`` become one ``float4`` access each, and
-``numbakern.async_copy``'s ``copy_async4``/``async_commit``/``async_wait_all`` become ``cp.async`` helpers.
+``numbakern.async_copy``'s ``copy_async4``/``copy_async16``/``async_commit``/``async_wait_all`` become ``cp.async``
+helpers.
 
     vload4(m, (r, c), regs, i)    ->  { const float4 nk_v = *reinterpret_cast<const float4 *>(&m[r * m_shape1 + c]);
                                         regs[i] = nk_v.x; regs[i + 1] = nk_v.y; regs[i + 2] = nk_v.z; regs[i + 3] = nk_v.w; }
     vstore4(out, (r, c), regs, i) ->  *reinterpret_cast<float4 *>(&out[r * out_shape1 + c]) =
                                           make_float4(regs[i], regs[i + 1], regs[i + 2], regs[i + 3]);
 
-    copy_async4(a_s, (st, r, c), mt, (gr, gc), ok)  ->  nk_copy_async4(&a_s[st][r][c], ok ? &mt[gr * mt_shape1 + gc] : mt, ok);
+    copy_async4(a_s, (st, r, c), mt, (gr, gc), ok)  ->  nk_copy_async4(&a_s[st][r][c], mt, gr * mt_shape1 + gc, ok);
     async_commit(); async_wait_all()              ->  nk_async_commit(); nk_async_wait_all();
     async_wait(n)                                 ->  nk_async_wait<n>();
-    copy_async(a_s, (st, c, r), m, (gr, gc), ok)  ->  nk_copy_async(&a_s[st][c][r], ok ? &m[gr * m_shape1 + gc] : m, ok);
-    copy_async16(t_s, (st, i), x, off, ok)        ->  nk_copy_async16(&t_s[st][i], ok ? &x[off] : x, ok);  (any type)
+    copy_async(a_s, (st, c, r), m, (gr, gc), ok)  ->  nk_copy_async(&a_s[st][c][r], m, gr * m_shape1 + gc, ok);
+    copy_async16(t_s, (st, i), x, off, ok)        ->  nk_copy_async16(&t_s[st][i], x, off, ok);  (any type)
+
+The copy helpers take the source array and the element's offset, and select the address themselves as numba-cuda's
+intrinsic does (``valid ? src + offset : src``: one select, the condition evaluated once): a conditional pointer
+written out at each call compiled to a branch per copy, and a kernel of 16 unrolled copies to 32 basic blocks that
+ptxas allocated registers across worse than Numba's straight line (the attention kernels spilled).
 
 The register side stays four scalar accesses (so the local array stays in registers); the 16-byte alignment of the
 memory side is the kernel's precondition, as in Numba (``numbakern/vector_io.py``, ``numbakern/async_copy.py``).
@@ -119,12 +125,23 @@ def _emit_async(tr, call: ast.Call, helper: str) -> None:
     d = element(tr, dst, dst_index, call).code
     if src.ndim > 1 and not isinstance(src_index, ast.Tuple):  # a flat element offset into the source
         off = tr.expr(src_index)
-        s = f"{src.name}[{off.code}]"
     else:
-        s = element(tr, src, src_index, call).code
+        off = element(tr, src, src_index, call, offset=True)
     if helper == "copy1":
         tr.helpers.add("nk_cp_async1")
     if helper == "copy16":
         tr.helpers.add("nk_cp_async16")
     fn = {"copy": "nk_copy_async4", "copy16": "nk_copy_async16", "copy1": "nk_copy_async"}[helper]
-    tr.emit(f"{fn}(&{d}, ({valid.code}) ? &{s} : {src.name}, {valid.code});")
+    tr.emit(f"{fn}(&{d}, {src.name}, {off.code}, {valid.code});")
+
+
+def _statement_only(tr, obj, node):
+    raise tr.src.error(node, f"{obj.__name__} is a statement (it returns nothing)",
+                       hint=f"{obj.__name__}(array, (r, c), regs, i) on a line of its own")
+
+
+def _statement_functions() -> tuple:
+    return (*_vector_functions(), *_async_functions())
+
+
+BUILTINS = {obj: _statement_only for obj in _statement_functions()}

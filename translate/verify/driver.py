@@ -179,32 +179,3 @@ class DeviceArray:
 
     def free(self) -> None:
         self.buffer.free()
-
-
-class Event:
-    """A CUDA event on the legacy default stream (stream 0): ``record()``, ``Event.elapsed_ms(a, b)``."""
-
-    def __init__(self):
-        init()
-        self.handle = ctypes.c_void_p()
-        _check("cuEventCreate", _lib.cuEventCreate(ctypes.byref(self.handle), 0))
-
-    def record(self, stream: int = 0) -> None:
-        _check("cuEventRecord", _lib.cuEventRecord(self.handle, ctypes.c_void_p(stream)))
-
-    def synchronize(self) -> None:
-        _check("cuEventSynchronize", _lib.cuEventSynchronize(self.handle))
-
-    @staticmethod
-    def elapsed_ms(start: Event, end: Event) -> float:
-        end.synchronize()
-        ms = ctypes.c_float()
-        _check("cuEventElapsedTime", _lib.cuEventElapsedTime(ctypes.byref(ms), start.handle, end.handle))
-        return float(ms.value)
-
-    def __del__(self):
-        try:
-            if _lib is not None and self.handle:
-                _lib.cuEventDestroy_v2(self.handle)
-        except Exception:
-            pass

@@ -27,9 +27,3 @@ extern "C" cudaError_t nk_poison_shared(uint32_t bits) {
     if (err != cudaSuccess) return err;
     return cudaDeviceSynchronize();
 }
-
-extern "C" int nk_runtime_version(void) {
-    int v = 0;
-    cudaRuntimeGetVersion(&v);
-    return v;
-}

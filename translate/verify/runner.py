@@ -72,7 +72,6 @@ class SharedPoisoner:
         self.lib = ctypes.CDLL(str(build_shared_library(Path(__file__).with_name("gpu_helpers.cu"), arch=arch)))
         self.lib.nk_poison_shared.argtypes = [ctypes.c_uint32]
         self.lib.nk_poison_shared.restype = ctypes.c_int
-        self.lib.nk_runtime_version.restype = ctypes.c_int
 
     @classmethod
     def get(cls, arch: str) -> SharedPoisoner | None:
@@ -87,10 +86,6 @@ class SharedPoisoner:
         err = self.lib.nk_poison_shared(bits)
         if err:
             raise driver.CudaError("nk_poison_shared", err)
-
-    def runtime_version(self) -> str:
-        v = self.lib.nk_runtime_version()
-        return f"{v // 1000}.{(v % 1000) // 10}"
 
 
 def candidate_run(fn, launcher: Mapping[str, Any], spec, case, run: str = "a",

@@ -1,0 +1,79 @@
+"""Where the second corpus's kernels come from: public repositories, each read at a recorded commit.
+
+The kernels' code is not in this repository (this repository holds only its own code): each entry names a file of a
+repository at a commit, and the runner reads it from a local git copy of that repository. Point
+``NUMBAKERN_CORPUS2_MIRRORS`` at a folder holding the copies, one per repository, named ``owner+name`` (a clone, a
+bare clone, or a folder with one of those in ``repo/``); ``git clone https://github.com/<owner>/<name>
+"$NUMBAKERN_CORPUS2_MIRRORS/<owner>+<name>"`` makes one. Without them the corpus's tests skip.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+MIRRORS_ENV = "NUMBAKERN_CORPUS2_MIRRORS"
+
+
+@dataclass(frozen=True)
+class Source:
+    repo: str        # owner/name on GitHub
+    commit: str      # the commit every entry of it is read at
+    license: str     # SPDX identifier of the files' licence (redistributable ones only)
+    what: str        # what kind of code it is, for the report
+
+
+SOURCES = {
+    "numba-examples": Source("numba/numba-examples", "c423f5419a459f5ab8874fda6d39bb5ea05d04b2", "BSD-2-Clause",
+                             "Numba's example collection (current and legacy examples)"),
+    "cusignal": Source("rapidsai/cusignal", "f02f8e65b3b84935f64aa639c88aafae1151fbc9", "Apache-2.0",
+                       "a signal-processing library (its Numba kernels, before it moved to CuPy)"),
+    "stumpy": Source("TDAmeritrade/stumpy", "423c679fdfcdd547744d2b9a2aed7565124fd6e1", "BSD-3-Clause",
+                     "a time-series library (matrix profile)"),
+    "sgkit": Source("sgkit-dev/sgkit", "72f7588f341b441666b0a0a04577cfba9704c64f", "Apache-2.0",
+                    "a statistical-genetics library (pairwise distances)"),
+    "bric-a-brac": Source("vincentbonnetcg/Numerical-Bric-a-Brac", "2e30844cc9d6097d4b739059b246782cd09e8e4c", "MIT",
+                          "a collection of numerical methods (stencil codes)"),
+    "enccs-hpda": Source("ENCCS/hpda-python", "7c33127e39fed9e6639b7f455f7b87264f74d5ad", "MIT",
+                         "course material (ENCCS, high-performance data analytics in Python)"),
+    "enccs-gpu": Source("ENCCS/gpu-programming", "87fab1cb29329f6fcf5bf592b96b22ca1c61cec6", "MIT",
+                        "course material (ENCCS, GPU programming: why, when and how)"),
+    "lbm-gpu": Source("bourbonut/lbm-gpu", "284bf32c00a7227726501c1265ae3dcef5c00111", "LGPL-2.1",
+                      "a lattice Boltzmann solver"),
+}
+
+
+def mirrors() -> Path | None:
+    folder = os.environ.get(MIRRORS_ENV)
+    return Path(folder) if folder and Path(folder).is_dir() else None
+
+
+def git_dir(repo: str) -> Path | None:
+    """The local git copy of ``repo`` (owner/name), or None."""
+    root = mirrors()
+    if root is None:
+        return None
+    base = root / repo.replace("/", "+")
+    for candidate in (base / "repo" / ".git", base / "repo", base / ".git", base):
+        if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
+            return candidate
+    return None
+
+
+def available(key: str) -> bool:
+    return git_dir(SOURCES[key].repo) is not None
+
+
+def read(key: str, path: str) -> str:
+    """The text of ``path`` in source ``key`` at its recorded commit."""
+    source = SOURCES[key]
+    gd = git_dir(source.repo)
+    if gd is None:
+        raise FileNotFoundError(f"no local copy of {source.repo} under ${MIRRORS_ENV}")
+    r = subprocess.run(["git", "--git-dir", str(gd), "show", f"{source.commit}:{path}"], capture_output=True,
+                       text=True, check=False)
+    if r.returncode:
+        raise FileNotFoundError(f"{source.repo}@{source.commit[:12]}:{path}: {r.stderr.strip()}")
+    return r.stdout

@@ -1,0 +1,61 @@
+"""What a builtin's handler may use of the translator it is given: the declared interface of the builtins table's
+extension point (``builtins.PROVIDERS``). A provider module (``intrinsics``, ``atomics``, ``mathfuncs``,
+``pybuiltins``, ``vectors``, and any new one, such as tensor-core intrinsics) receives ``tr`` and uses only these;
+``tests/translate/test_builtin_interface.py`` checks that every provider keeps to them and that the translator
+(``stmts.FunctionTranslator``) provides them. ``calls`` (device functions) is the translator's own and reaches
+further into its state.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Protocol
+
+
+class Translator(Protocol):
+    src: Any      # the function's source (``errors.SourceInfo``): ``tr.src.error(node, message, hint=...)`` to raise
+    helpers: set  # names of ``helpers.py`` entries the generated file needs (``tr.helpers.add("nk_wrap")``)
+    unit: Any     # the file being generated (``unit.Unit``): its fastmath, constants and device functions
+
+    def expr(self, node: ast.AST) -> Any:
+        """The C of an expression that has a C value (``cexpr.CExpr``), or a located error."""
+
+    def value(self, node: ast.AST) -> Any:
+        """``CExpr``, ``TupleVal``, ``arrays.ArrayInfo``/``Row`` or ``Static`` (a compile-time Python object)."""
+
+    def cond(self, node: ast.AST) -> Any:
+        """An expression used for its truth value."""
+
+    def resolve(self, fn: Any, argtypes: Any, node: ast.AST, kws: Any = None) -> Any:
+        """numba's signature for calling ``fn`` with ``argtypes`` (a located error if numba rejects it)."""
+
+    def scalar_key(self, numba_type: Any) -> str | None:
+        """The C type key of a numba type (``"float32"``, ``"int64"``, a record's), else None."""
+
+    def const_value(self, node: ast.AST) -> Any:
+        """The compile-time Python value of ``node``, else None."""
+
+    def dtype_key(self, node: ast.AST, where: Any) -> str:
+        """The C type key of a dtype argument (``np.float32``, ``"int32"``)."""
+
+    def lookup_global(self, name: str) -> tuple[bool, Any]:
+        """``(found, value)`` of a name the kernel reads from its module or closure."""
+
+    def emit(self, line: str) -> None:
+        """A C statement before the current one (only where ``require_hoist`` allows it)."""
+
+    def temp(self, want: str) -> str:
+        """A fresh C name for a temporary."""
+
+    def hoist(self, e: Any, want: str) -> Any:
+        """``e`` evaluated once, now, into a new constant."""
+
+    def require_hoist(self, node: ast.AST | None) -> None:
+        """A located error if no statement may be emitted before the current expression."""
+
+    def mark_written(self, cname: str) -> None:
+        """The array of C name ``cname`` is written (so it is not ``const``)."""
+
+
+#: the names of the interface, for the check of the providers
+MEMBERS = frozenset(name for name in (*Translator.__annotations__, *vars(Translator)) if not name.startswith("_"))

@@ -1,0 +1,306 @@
+"""Math in C: ``math.*``, ``min``/``max``/``abs``/``round``, ``cuda.fp16.*`` and complex numbers (``complex()``,
+``abs``, ``cmath.*``), each with numba-cuda's meaning (its ``mathimpl.py``, ``cpython/cmathimpl.py``). Result types
+come from Numba's typing of the call."""
+
+from __future__ import annotations
+
+import builtins as _py
+import cmath
+import math
+
+import numpy as np
+from numba.cuda import types
+
+from ..cnames import c_name, is_float, is_int, scalar_key
+from .cexpr import PRIMARY, CExpr, TupleVal, cast, float_literal, paren
+
+MATH = {name: name for name in (
+    "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
+    "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "floor", "ceil", "trunc", "fabs", "pow",
+    "hypot", "erf", "erfc", "lgamma", "copysign", "fmod", "isnan", "isinf", "isfinite", "remainder", "nextafter",
+    "ldexp")}
+MATH["gamma"] = "tgamma"
+MATH_BOOL = {"isnan", "isinf", "isfinite"}
+#: numba with fastmath, on float32 (numba_cuda mathimpl: ``unarys_fastmath``/``binarys_fastmath``, libdevice's
+#: ``__nv_fast_*``, which are these intrinsics); tanh is ``tanh.approx.f32`` (cc >= 7.5)
+FAST_F32 = {"sin": "__sinf", "cos": "__cosf", "tan": "__tanf", "exp": "__expf", "log": "__logf",
+            "log2": "__log2f", "log10": "__log10f", "pow": "__powf", "tanh": "nk_fast_tanhf"}
+
+#: the module of numba-cuda's cuda.fp16 functions (bindings of cuda_fp16.h)
+FP16_BINDINGS = "numba.cuda._internal.cuda_fp16"
+
+
+def _args(tr, node):
+    return [tr.expr(a) for a in node.args]
+
+
+def _math(tr, obj, node):
+    args = _args(tr, node)
+    sig = tr.resolve(obj, [a.nbt for a in args], node)
+    name = MATH[obj.__name__]
+    akey = scalar_key(sig.args[0])
+    rkey = scalar_key(sig.return_type)
+    if not is_float(akey):
+        if obj.__name__ in ("floor", "ceil", "trunc") and is_int(akey):
+            return cast(args[0], rkey)
+        raise tr.src.error(node, f"math.{obj.__name__} on {akey} is not supported")
+    cargs = [cast(a, scalar_key(t)) for a, t in zip(args, sig.args)]
+    fname = name + ("f" if akey == "float32" and name not in MATH_BOOL else "")
+    if akey == "float32" and getattr(tr.unit, "fastmath", False) and name in FAST_F32:
+        fname = FAST_F32[name]
+        if fname.startswith("nk_"):
+            tr.helpers.add(fname)
+    e = CExpr(f"{fname}({', '.join(a.code for a in cargs)})", "bool" if name in MATH_BOOL else akey,
+              sig.return_type, PRIMARY, pure=all(a.pure for a in cargs))
+    return e if e.key == rkey else cast(e, rkey)
+
+
+def _minmax(tr, obj, node):
+    args = _args(tr, node)
+    if len(args) < 2:
+        raise tr.src.error(node, f"{obj.__name__}() needs at least two numbers", hint="min(a, b)")
+    sig = tr.resolve(obj, [a.nbt for a in args], node)
+    rkey = scalar_key(sig.return_type)
+    if len(args) == 2 and all(is_float(scalar_key(t)) for t in sig.args):
+        # numba-cuda lowers min/max of two floats to libdevice fmin/fmax (a NaN operand is ignored), not to
+        # Python's comparison: fminf/fmaxf for two float32, else both in double
+        wide = rkey == "float64"
+        a, b = (cast(x, "float64") if wide else x for x in args)
+        fname = f"f{obj.__name__}" + ("" if wide else "f")
+        e = CExpr(f"{fname}({a.code}, {b.code})", "float64" if wide else "float32", sig.return_type, PRIMARY,
+                  pure=a.pure and b.pure)
+        return e if e.key == rkey else cast(e, rkey)
+    tr.helpers.add("nk_min")
+    acc = cast(args[0], rkey)
+    for a in args[1:]:
+        b = cast(a, rkey)
+        nonneg = (acc.nonneg and b.nonneg) if obj is _py.min else (acc.nonneg or b.nonneg)
+        acc = CExpr(f"nk_{obj.__name__}({acc.code}, {b.code})", rkey, sig.return_type, PRIMARY, nonneg,
+                    acc.pure and b.pure, acc.deps | b.deps)
+    return acc
+
+
+def _abs(tr, obj, node):
+    (a,) = _args(tr, node)
+    sig = tr.resolve(_py.abs, [a.nbt], node)
+    key = scalar_key(sig.return_type)
+    if a.key in COMPLEX:
+        return _complex_abs(tr, a, key, sig.return_type)
+    a = cast(a, key)
+    fname = {"float32": "fabsf", "float64": "fabs", "int64": "llabs"}.get(key, "abs")
+    if key.startswith("uint"):
+        return a
+    return CExpr(f"{fname}({a.code})", key, sig.return_type, PRIMARY, True, a.pure, a.deps)
+
+
+def _fp16(tr, obj, node):
+    """``cuda.fp16.*``: numba-cuda binds these to cuda_fp16.h's functions of the same name (``hadd`` is
+    ``__hadd``)."""
+    args = _args(tr, node)
+    sig = tr.resolve(obj, [a.nbt for a in args], node)
+    args = [cast(a, scalar_key(t)) for a, t in zip(args, sig.args)]
+    tr.helpers.add("nk_fp16")
+    return CExpr(f"{obj.__name__}({', '.join(a.code for a in args)})", scalar_key(sig.return_type),
+                 sig.return_type, PRIMARY, pure=all(a.pure for a in args))
+
+
+def _modf(tr, obj, node):
+    """math.modf(x) -> (fractional part, integral part)."""
+    return _split(tr, math.modf, node, "modf", "frac", "int")
+
+
+def _frexp(tr, obj, node):
+    """math.frexp(x) -> (mantissa, exponent)."""
+    return _split(tr, math.frexp, node, "frexp", "mant", "exp")
+
+
+def _split(tr, fn, node, cname, ret_name, ptr_name):
+    """A math function returning a pair whose libdevice version returns one part and writes the other
+    through a pointer (modf, frexp): the call is a statement of its own before the expression."""
+    (x,) = _args(tr, node)
+    sig = tr.resolve(fn, [x.nbt], node)
+    key = scalar_key(sig.args[0])
+    if not is_float(key):
+        raise tr.src.error(node, f"math.{fn.__name__} of {key} is not supported",
+                             hint="a float32 or float64 value")
+    x = cast(x, key)
+    tr.require_hoist(node)
+    rt = sig.return_type
+    ptr_key = "int32" if is_int(scalar_key(rt[1])) else key
+    ptr, ret = tr.temp(f"{cname}_{ptr_name}"), tr.temp(f"{cname}_{ret_name}")
+    tr.emit(f"{'int' if ptr_key == 'int32' else c_name(key)} {ptr};")
+    tr.emit(f"const {c_name(key)} {ret} = {cname}{'f' if key == 'float32' else ''}({x.code}, &{ptr});")
+    second = CExpr(ptr, ptr_key, rt[1])
+    return TupleVal([CExpr(ret, key, rt[0]), cast(second, scalar_key(rt[1]), rt[1])])
+
+
+def _round(tr, obj, node):
+    args = _args(tr, node)
+    sig = tr.resolve(_py.round, [a.nbt for a in args], node)
+    key = scalar_key(sig.args[0])
+    if not is_float(key):
+        raise tr.src.error(node, f"round() of {key} is not supported", hint="round(x) / round(x, n) of floats")
+    x = cast(args[0], "float64")
+    if len(args) == 1:  # numba-cuda: llrint of the value as a double (round half to even), an int64
+        rounded = CExpr(f"llrint({x.code})", "int64", types.int64, PRIMARY, pure=x.pure)
+        return cast(rounded, scalar_key(sig.return_type))
+    tr.helpers.add("nk_round_ndigits")
+    n = cast(args[1], "int64")
+    e = CExpr(f"nk_round_ndigits({x.code}, {n.code})", "float64", types.float64, PRIMARY, pure=x.pure and n.pure)
+    rkey = scalar_key(sig.return_type)
+    return e if rkey == "float64" else cast(e, rkey, sig.return_type)
+
+
+def _degrees_radians(tr, obj, node):
+    (a,) = _args(tr, node)
+    sig = tr.resolve(obj, [a.nbt], node)
+    key = scalar_key(sig.args[0])
+    factor = (180.0 / math.pi) if obj is math.degrees else (math.pi / 180.0)
+    if key == "float32":  # numba: the factor as a constant of the argument's type, times the argument
+        factor = float(np.float32(factor))
+    a = cast(a, key)
+    e = CExpr(f"{float_literal(factor, f32=key == 'float32')} * {paren(a, 13 + 1)}", key, sig.return_type, 13,
+              pure=a.pure)
+    rkey = scalar_key(sig.return_type)
+    return e if e.key == rkey else cast(e, rkey)
+
+
+# -- complex numbers ------------------------------------------------------------------------------------------
+COMPLEX = ("complex64", "complex128")
+
+
+def part_key(key: str) -> str:
+    """The float type of a complex type's parts."""
+    return "float32" if key == "complex64" else "float64"
+
+
+def parts(tr, z: CExpr) -> tuple[CExpr, CExpr]:
+    """``z.real`` and ``z.imag`` of a complex value (evaluated once: a value with side effects is held first)."""
+    if not z.pure:
+        z = tr.hoist(z, "z")
+    f = "f" if z.key == "complex64" else ""
+    key = part_key(z.key)
+    nbt = getattr(types, key)
+    return (CExpr(f"cuCreal{f}({z.code})", key, nbt, PRIMARY, pure=True),
+            CExpr(f"cuCimag{f}({z.code})", key, nbt, PRIMARY, pure=True))
+
+
+def make_complex(key: str, re: CExpr, im: CExpr, nbt=None) -> CExpr:
+    maker = "make_cuFloatComplex" if key == "complex64" else "make_cuDoubleComplex"
+    part = part_key(key)
+    re, im = cast(re, part), cast(im, part)
+    return CExpr(f"{maker}({re.code}, {im.code})", key, nbt or getattr(types, key), PRIMARY,
+                 pure=re.pure and im.pure)
+
+
+def _complex(tr, obj, node):
+    """``complex(re)`` / ``complex(re, im)`` of real numbers: complex128 (complex64 from float32 parts, as numba
+    types it)."""
+    args = _args(tr, node)
+    if not 1 <= len(args) <= 2 or any(a.key in COMPLEX for a in args):
+        raise tr.src.error(node, "complex() takes one or two real numbers here", hint="complex(re, im)")
+    sig = tr.resolve(complex, [a.nbt for a in args], node)
+    key = scalar_key(sig.return_type)
+    zero = CExpr("0", "int32", types.literal(0), literal=0)
+    return make_complex(key, args[0], args[1] if len(args) == 2 else zero, sig.return_type)
+
+
+def _complex_abs(tr, z: CExpr, rkey: str, nbt) -> CExpr:
+    """abs(z) is math.hypot(z.real, z.imag) in numba (numbers.py complex_abs_impl)."""
+    re, im = parts(tr, z)
+    fname = "hypotf" if re.key == "float32" else "hypot"
+    e = CExpr(f"{fname}({re.code}, {im.code})", re.key, getattr(types, re.key), PRIMARY, nonneg=True)
+    return e if e.key == rkey else cast(e, rkey, nbt)
+
+
+def conjugate(tr, z: CExpr, node) -> CExpr:
+    """``z.conjugate()``: the imaginary part negated (a real number is its own conjugate)."""
+    if z.key not in COMPLEX:
+        return z
+    f = "f" if z.key == "complex64" else ""
+    return CExpr(f"cuConj{f}({z.code})", z.key, z.nbt, PRIMARY, pure=z.pure)
+
+
+#: cmath functions with their C helper (``nk_cmath``: numba-cuda's algorithms line by line, special cases of infinite
+#: and NaN parts and numba's float64 promotions included)
+CMATH = {cmath.exp: "nk_cexp", cmath.log: "nk_clog", cmath.log10: "nk_clog10", cmath.sqrt: "nk_csqrt",
+         cmath.isnan: "nk_cisnan", cmath.isinf: "nk_cisinf", cmath.isfinite: "nk_cisfinite",
+         cmath.sin: "nk_csin", cmath.cos: "nk_ccos", cmath.tan: "nk_ctan", cmath.asin: "nk_casin",
+         cmath.acos: "nk_cacos", cmath.atan: "nk_catan", cmath.sinh: "nk_csinh", cmath.cosh: "nk_ccosh",
+         cmath.tanh: "nk_ctanh", cmath.asinh: "nk_casinh", cmath.acosh: "nk_cacosh", cmath.atanh: "nk_catanh"}
+
+
+def _cmath(tr, obj, node):
+    args = _args(tr, node)
+    sig = tr.resolve(obj, [a.nbt for a in args], node)
+    rkey = scalar_key(sig.return_type)
+    args = [cast(a, scalar_key(t)) for a, t in zip(args, sig.args)]
+    pure = all(a.pure for a in args)
+    tr.helpers.add("nk_cmath")
+    if obj is cmath.log and len(args) == 2:  # cmath.log(z, base) = log(z) / log(base)
+        tr.helpers.add("nk_cdiv")
+        return CExpr(f"nk_cdiv(nk_clog({args[0].code}), nk_clog({args[1].code}))", rkey, sig.return_type, PRIMARY,
+                     pure=pure)
+    key = "bool" if rkey == "bool" else args[0].key
+    e = CExpr(f"{CMATH[obj]}({args[0].code})", key, sig.return_type, PRIMARY, pure=pure)
+    return e if e.key == rkey else cast(e, rkey, sig.return_type)
+
+
+def _phase(tr, obj, node):
+    """cmath.phase(z) = math.atan2(z.imag, z.real); cmath.polar(z) = (math.hypot(re, im), math.atan2(im, re))."""
+    (z,) = _args(tr, node)
+    sig = tr.resolve(obj, [z.nbt], node)
+    if z.key not in COMPLEX:
+        z = cast(z, scalar_key(sig.args[0]))
+    re, im = parts(tr, z)
+    f = "f" if re.key == "float32" else ""
+    angle = CExpr(f"atan2{f}({im.code}, {re.code})", re.key, getattr(types, re.key), PRIMARY)
+    if obj is cmath.phase:
+        return angle
+    size = CExpr(f"hypot{f}({re.code}, {im.code})", re.key, getattr(types, re.key), PRIMARY, nonneg=True)
+    return TupleVal([size, angle])
+
+
+def _rect(tr, obj, node):
+    """cmath.rect(r, phi) of two floats of one type (numba's overload: the special cases of infinite r)."""
+    args = _args(tr, node)
+    sig = tr.resolve(obj, [a.nbt for a in args], node)
+    keys = {scalar_key(t) for t in sig.args}
+    if len(keys) != 1 or not keys <= {"float32", "float64"}:
+        raise tr.src.error(node, "cmath.rect is translated for two float32 or two float64 arguments",
+                           hint="convert both to one float type first")
+    r, phi = args
+    tr.helpers.add("nk_cmath")
+    return CExpr(f"nk_crect({r.code}, {phi.code})", scalar_key(sig.return_type), sig.return_type, PRIMARY,
+                 pure=r.pure and phi.pure)
+
+
+def _sqrt_threshold(max_value) -> float:
+    """numba-cuda's overflow threshold of cmath.sqrt, computed as its cmathimpl computes it."""
+    return float(max_value / (1.0 + 1.414213562373095048801688724209698079e0))
+
+
+CSQRT_THRESHOLD = {"float32": _sqrt_threshold(np.finfo(np.float32).max),
+                   "float64": _sqrt_threshold(np.finfo(np.float64).max)}
+
+
+# -- the table (translate.codegen.builtins merges it) -----------------------------------------------------------
+BUILTINS = {
+    _py.min: _minmax, _py.max: _minmax, _py.abs: _abs, _py.round: _round, _py.complex: _complex,
+    math.degrees: _degrees_radians, math.radians: _degrees_radians, math.modf: _modf, math.frexp: _frexp,
+    cmath.phase: _phase, cmath.polar: _phase, cmath.rect: _rect,
+    **{f: _cmath for f in CMATH},
+}
+
+
+def is_math_function(obj) -> bool:
+    name = getattr(obj, "__name__", "")
+    return name in MATH and obj is math.__dict__.get(name)
+
+
+def is_fp16_binding(obj) -> bool:
+    return getattr(obj, "__module__", None) == FP16_BINDINGS
+
+
+#: families of callables, each recognised by a predicate: (what they are, predicate, handler)
+FAMILIES = (("math.* functions", is_math_function, _math), ("cuda.fp16.* functions", is_fp16_binding, _fp16))

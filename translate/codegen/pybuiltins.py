@@ -1,0 +1,123 @@
+"""Python's own builtins in C: ``len``, the number types used as casts (``int(x)``, ``np.float32(x)``, numba's
+``float32(x)``), ``print`` (``printf`` with numba-cuda's formats), and the builtins that are only valid in one place
+(``range`` as a loop's iterable, shared/local arrays assigned to a name)."""
+
+from __future__ import annotations
+
+import ast
+import builtins as _py
+
+import numpy as np
+from numba import cuda
+from numba.cuda import types
+
+from ..cnames import is_int, scalar_key
+from . import arrays
+from .cexpr import LOR, PRIMARY, UNARY, CExpr, TupleVal, cast, paren
+
+
+def _len(tr, obj, node):
+    a = tr.value(node.args[0]) if len(node.args) == 1 else None
+    if not isinstance(a, arrays.ArrayInfo) or a.extents is None:
+        raise tr.src.error(node, "len() is supported on arrays with known extents", hint="len(x) of an argument")
+    return a.extents[0]
+
+
+def _cast(tr, obj, node):
+    if len(node.args) != 1:
+        raise tr.src.error(node, "casts take exactly one argument", hint="np.float32(x), int(x)")
+    a = tr.expr(node.args[0])
+    sig = tr.resolve(obj, [a.nbt], node)
+    key = tr.scalar_key(sig.return_type)
+    if key == "bool":
+        return CExpr(f"{paren(a, 10)} != 0", "bool", types.boolean, 9, pure=a.pure)
+    e = cast(a, key, sig.return_type)
+    if e is a:
+        e = CExpr(a.code, a.key, sig.return_type, a.prec, a.nonneg, a.pure, a.deps, a.literal)
+    return e
+
+
+def is_number_type(obj) -> bool:
+    """``int``, ``float``, ``bool``, numpy's scalar types and numba's number types: called, they are casts."""
+    return obj in (_py.int, _py.float, _py.bool) or (isinstance(obj, type) and issubclass(obj, np.generic)) or \
+        isinstance(obj, (types.Number, types.Boolean))
+
+
+def _print(tr, obj, node):
+    """print(...) -> printf with numba-cuda's formats (its printimpl.py): values separated by spaces and a newline,
+    integers as %lld/%llu, floats as %f of the double, booleans as True/False, strings as written, tuples in
+    parentheses."""
+    if node.keywords:
+        raise tr.src.error(node, "print() keyword arguments are not supported (numba-cuda has none either)",
+                           hint="print(a, b)")
+    formats, values = [], []
+    for a in node.args:
+        if isinstance(a, ast.Constant) and isinstance(a.value, str):
+            formats.append(c_string(a.value).replace("%", "%%"))
+            continue
+        v = tr.value(a)
+        items = v.items if isinstance(v, TupleVal) else [v]
+        parts = []
+        for item in items:
+            if not isinstance(item, CExpr) or item.key is None or print_item(item) is None:
+                raise tr.src.error(a, "print() takes numbers, booleans, strings and tuples of them")
+            fmt, val = print_item(item)
+            parts.append(fmt)
+            values.append(val)
+        if isinstance(v, TupleVal):
+            formats.append("(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")")
+        else:
+            formats.append(parts[0])
+    args = "".join(f", {v}" for v in values)
+    return CExpr(f'printf("{" ".join(formats)}\\n"{args})', None, types.none, PRIMARY, pure=False)
+
+
+def print_item(e: CExpr) -> tuple[str, str] | None:
+    """(printf format, C argument) of one printed value, as numba-cuda formats it; None for other types."""
+    if e.key == "bool":
+        return "%s", f'{paren(e, LOR)} ? "True" : "False"'
+    if is_int(e.key):
+        numba_key = scalar_key(types.unliteral(e.nbt)) if e.nbt is not None else None
+        if (numba_key if is_int(numba_key) else e.key).startswith("u"):  # numba's type: threadIdx.x is int32
+            return "%llu", f"(unsigned long long){paren(e, UNARY)}"
+        return "%lld", f"(long long){paren(e, UNARY)}"
+    if e.key in ("float32", "float64"):
+        return "%f", cast(e, "float64").code
+    if e.key == "float16":
+        return "%f", f"(double)__half2float({e.code})"
+    return None
+
+
+def c_string(text: str) -> str:
+    """A Python string as the body of a C string literal (other characters as octal escapes of their UTF-8 bytes:
+    an octal escape ends after three digits, a hex escape would swallow a following hex digit)."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 32 or ord(ch) > 126:
+            out.append("".join(f"\\{b:03o}" for b in ch.encode()))
+        elif ch == "?":  # no trigraphs (??=)
+            out.append("\\?")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _range(tr, obj, node):
+    raise tr.src.error(node, "range() is supported only as the iterable of a for loop", hint="for i in range(...):")
+
+
+def _array_here(tr, obj, node):
+    raise tr.src.error(node, "shared/local arrays must be assigned to a name where they are created",
+                       hint="tile = cuda.shared.array((16, 16), np.float32)")
+
+
+BUILTINS = {_py.len: _len, _py.print: _print, _py.range: _range, cuda.shared.array: _array_here,
+            cuda.local.array: _array_here}
+
+FAMILIES = (("number types as casts", is_number_type, _cast),)
