@@ -92,9 +92,12 @@ class FunctionFacts:
         self._numba_types: dict[str, object] = {}  # node key -> numba type of its value (for joins)
         self.names: dict[str, list] = {}
         self.unmatched = 0
+        # without the function's source: its Python rebuilt from the typed IR, facts keyed by that text's nodes
+        self.rebuilt: dict | None = {} if source is None else None
+        self._by_item: dict[int, list] = {}
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "label": self.label,
             "args": [describe_type(t) for t in self.cres.signature.args],
             "ret": describe_type(self.cres.signature.return_type),
@@ -102,6 +105,9 @@ class FunctionFacts:
             "nodes": self.nodes,
             "unmatched": self.unmatched,
         }
+        if self.rebuilt:
+            out["rebuilt"] = self.rebuilt
+        return out
 
     # -- collecting ----------------------------------------------------------------------------------------------
 
@@ -126,7 +132,13 @@ class FunctionFacts:
                     self._setitem(stmt)
                 elif isinstance(stmt, ir.Return):
                     self._return(stmt)
-        if self._nodes_by_span:
+        if self.rebuilt is not None:
+            from .decompile import rebuild
+
+            found = rebuild(self.cres, lambda item: self._by_item.get(id(item), ()), self.registry)
+            self.nodes, self.names = found.pop("nodes"), found.pop("names")
+            self.rebuilt = found
+        elif self._nodes_by_span:
             self._joins()
 
     def _index_ast(self) -> dict:
@@ -144,8 +156,8 @@ class FunctionFacts:
                 index.setdefault(key, []).append(node)
         return index
 
-    def _node(self, loc, kind: str):
-        span = self.registry.position(getattr(loc, "col", None))
+    def _node(self, item, kind: str):
+        span = self.registry.position(getattr(item.loc, "col", None))
         if span is None:
             return None
         for node in self._nodes_by_span.get(span, ()):
@@ -153,8 +165,11 @@ class FunctionFacts:
                 return node
         return None
 
-    def _record(self, loc, kind: str, fact: dict, numba_type=None) -> None:
-        node = self._node(loc, kind)
+    def _record(self, item, kind: str, fact: dict, numba_type=None) -> None:
+        if self.rebuilt is not None:
+            self._by_item.setdefault(id(item), []).append((kind, fact))
+            return
+        node = self._node(item, kind)
         if node is None:
             self.unmatched += 1
             return
@@ -171,9 +186,9 @@ class FunctionFacts:
 
         value, target_type = stmt.value, self.typemap.get(stmt.target.name)
         if isinstance(value, (ir.Global, ir.FreeVar)):
-            self._record(value.loc, "global", {"type": describe_type(target_type)}, target_type)
+            self._record(value, "global", {"type": describe_type(target_type)}, target_type)
         elif isinstance(value, ir.Const):
-            self._record(value.loc, "const", {"type": describe_type(target_type)}, target_type)
+            self._record(value, "const", {"type": describe_type(target_type)}, target_type)
         elif isinstance(value, ir.Expr):
             handler = getattr(self, "_expr_" + value.op, None)
             if handler is not None:
@@ -188,7 +203,7 @@ class FunctionFacts:
     def _expr_binop(self, expr, target_type, kind="binop") -> None:
         args, ret = self._signature(expr)
         fn = expr.immutable_fn if kind == "inplace_binop" else expr.fn
-        self._record(expr.loc, kind, {
+        self._record(expr, kind, {
             "op": _OPERATORS.get(fn, getattr(fn, "__name__", "?")),
             "lhs": describe_type(self._type(expr.lhs)), "rhs": describe_type(self._type(expr.rhs)),
             "sig": args, "ret": ret if ret is not None else describe_type(target_type),
@@ -199,7 +214,7 @@ class FunctionFacts:
 
     def _expr_unary(self, expr, target_type) -> None:
         args, ret = self._signature(expr)
-        self._record(expr.loc, "unary", {
+        self._record(expr, "unary", {
             "op": _OPERATORS.get(expr.fn, getattr(expr.fn, "__name__", "?")),
             "arg": describe_type(self._type(expr.value)), "sig": args,
             "ret": ret if ret is not None else describe_type(target_type),
@@ -208,7 +223,7 @@ class FunctionFacts:
     def _expr_getitem(self, expr, target_type, kind="getitem") -> None:
         index = _field(expr, "index_var") or _field(expr, "index")
         index_type = self._type(index) if hasattr(index, "name") and index.name in self.typemap else None
-        self._record(expr.loc, "getitem", {
+        self._record(expr, "getitem", {
             "value": describe_type(self._type(expr.value)),
             "index": describe_type(index_type) if index_type is not None else {"t": "other", "name": "static"},
             "ret": describe_type(target_type),
@@ -221,7 +236,7 @@ class FunctionFacts:
         self._expr_getitem(expr, target_type)
 
     def _expr_getattr(self, expr, target_type) -> None:
-        self._record(expr.loc, "getattr", {
+        self._record(expr, "getattr", {
             "value": describe_type(self._type(expr.value)), "attr": expr.attr, "ret": describe_type(target_type),
         }, target_type)
 
@@ -241,7 +256,7 @@ class FunctionFacts:
             index = getattr(dispatcher, "_numbakern_device_index", None)
             if index is not None:
                 fact["fn"] = {"kind": "device", "function": self.devices.facts_for(dispatcher, index, sig)}
-        self._record(expr.loc, "call", fact, target_type)
+        self._record(expr, "call", fact, target_type)
 
     def _callee(self, expr) -> dict:
         from numba.cuda import types
@@ -272,7 +287,7 @@ class FunctionFacts:
         sig = self.calltypes.get(stmt)
         array_type = self._type(stmt.target)
         index = stmt.index if isinstance(stmt, ir.SetItem) else getattr(stmt, "index_var", None)
-        self._record(stmt.loc, "setitem", {
+        self._record(stmt, "setitem", {
             "array": describe_type(array_type),
             "value": describe_type(self._type(stmt.value)),
             "index": describe_type(self._type(index)) if index is not None else {"t": "other", "name": "static"},
@@ -280,7 +295,7 @@ class FunctionFacts:
         })
 
     def _return(self, stmt) -> None:
-        self._record(stmt.loc, "return", {
+        self._record(stmt, "return", {
             "value": describe_type(self._type(stmt.value)),
             "ret": describe_type(self.cres.signature.return_type),
         })

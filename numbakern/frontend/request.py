@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import os
 import sys
 import types as pytypes
 from collections.abc import Callable
@@ -31,6 +32,12 @@ FACTS_VERSION = 1
 Recognizer = Callable[[Any], "tuple | None"]
 
 KERNEL = "kernel"
+#: "1": every function's Python is rebuilt from numba's typed IR, its source text left unread
+REBUILD_ENV = "NUMBAKERN_SIM_REBUILD"
+
+
+def _no_source(fn):
+    return None
 
 
 @dataclass(frozen=True)
@@ -64,9 +71,10 @@ def build_request(fn, options: dict, argtypes: tuple, recognize: Recognizer, cc=
     pickler = _pickler_class()(buf, recognize)
     pickler.by_value.add(id(fn))
     pickler.dump((fn, dict(options)))
-    sources = {KERNEL: source_of(fn)}
+    read = _no_source if os.environ.get(REBUILD_ENV, "").strip() not in ("", "0") else source_of
+    sources = {KERNEL: read(fn)}
     for i, (_, pyfunc) in enumerate(pickler.devices):
-        sources[f"device:{i}"] = source_of(pyfunc)
+        sources[f"device:{i}"] = read(pyfunc)
     return TypingRequest(buf.getvalue(), tuple(argtypes), sources, tuple(cc), [f for _, f in pickler.devices])
 
 

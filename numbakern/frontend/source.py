@@ -13,6 +13,10 @@ import linecache
 import os
 from dataclasses import dataclass
 
+#: the attribute of a function whose code was not compiled from its file's text (``numbakern.unroll``'s expansions
+#: keep their original there): its ``def`` in the file is not what runs, so it has no source here
+ROLLED_ATTR = "__numbakern_rolled__"
+
 
 @dataclass(frozen=True)
 class Source:
@@ -48,6 +52,8 @@ def node_key(node: ast.AST) -> str:
 
 def source_of(fn) -> Source | None:
     """The ``def`` of a Python function, read from its file (as tracebacks do); None where there is none."""
+    if getattr(fn, ROLLED_ATTR, None) is not None:
+        return None
     code = fn.__code__
     lines = linecache.getlines(code.co_filename, fn.__globals__)
     if not lines:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import linecache
 import os
-import warnings
 import weakref
 
 import numpy as np
@@ -148,13 +147,14 @@ def _type(kernel, argtypes: tuple, arg_names):
     if not facts.get("ok"):
         return Rejected(_rejection(fn.__name__, argtypes, arg_names, facts["error"]))
     if facts.get("facts_error"):
-        warnings.warn(f"numbakern: kernel '{fn.__name__}' runs with Python's arithmetic, not Numba's: its types could "
-                      f"not be read ({facts['facts_error'].strip().splitlines()[-1]})", stacklevel=4)
-        return None
+        # numba compiles the kernel, but numbakern cannot run it with numba's types: never run it with others
+        raise typed.RebuildError(
+            f"numbakern cannot run kernel '{fn.__name__}' with Numba's types: "
+            f"{facts['facts_error'].strip().splitlines()[-1]}")
     built = typed.build(facts, fn, request.sources, request.devices, _is_cuda_module)
     if built is None:
-        warnings.warn(f"numbakern: kernel '{fn.__name__}' runs with Python's arithmetic, not Numba's: the source of "
-                      "it or of a device function it calls is not available", stacklevel=4)
+        raise typed.RebuildError(f"numbakern cannot run kernel '{fn.__name__}' with Numba's types: the typing "
+                                 "helper returned no Python for it or for a device function it calls")
     return built
 
 

@@ -15,6 +15,7 @@ conversion helpers (``__nk_*``), the rewritten device functions it calls and the
 from __future__ import annotations
 
 import ast
+import builtins as builtins_module
 import copy
 import itertools
 from dataclasses import dataclass, field
@@ -79,7 +80,7 @@ class FunctionFacts:
         self.args = [num(t) for t in data["args"]]
 
     def get(self, node: ast.AST, kind: str, i: int = 0):
-        entries = self.nodes.get(node_key(node), {}).get(kind)
+        entries = self.nodes.get(_key(node), {}).get(kind)
         if not entries:
             return None
         if i < len(entries):
@@ -87,7 +88,7 @@ class FunctionFacts:
         return None
 
     def all(self, node: ast.AST, kind: str) -> list:
-        return self.nodes.get(node_key(node), {}).get(kind) or []
+        return self.nodes.get(_key(node), {}).get(kind) or []
 
     def name_type(self, name: str):
         """The one Numba type of a local name (None if it has several, or none that is a number)."""
@@ -101,12 +102,21 @@ class FunctionFacts:
         return bool(ts) and len(ts) > 1
 
 
+def _key(node: ast.AST) -> str:
+    # a rebuilt function's nodes carry the key of their place in the rebuilt text (their positions are the
+    # kernel's own, which copies of an unrolled loop body share)
+    return getattr(node, "_nk_key", None) or node_key(node)
+
+
 class Helpers:
     """Names of the conversion helpers a rewritten function calls, and their values."""
 
     def __init__(self):
         self.values: dict[str, Any] = {"__nk_int": int, "__nk_float": float, "__nk_bool": bool,
-                                       "__nk_float32": numerics.float32, "__nk_float16": numerics.float16}
+                                       "__nk_float32": numerics.float32, "__nk_float16": numerics.float16,
+                                       # what a function rebuilt from numba's IR may call
+                                       "__nk_iter_next": _iter_next, "__nk_import": _import, "__nk_numpy": np,
+                                       "__nk_undefined": _UNDEFINED}
 
     def name(self, key: str, value) -> str:
         name = "__nk_" + key
@@ -928,9 +938,12 @@ def build(facts: dict, kernel_fn, sources: dict[str, Source | None], device_fns:
         else:
             index = int(label.split(":")[1])
             pyfunc, source = device_fns[index], sources.get(label)
-        if source is None:
+        rebuilt = data.get("rebuilt")
+        if rebuilt is not None:
+            source = Source(pyfunc.__code__.co_filename, 1, rebuilt["text"])
+        elif source is None:
             return None
-        built.append(_rewrite(pyfunc, source, FunctionFacts(data), names, is_cuda_module))
+        built.append(_rewrite(pyfunc, source, FunctionFacts(data), names, is_cuda_module, rebuilt))
     if built[0] is None:
         return None
     for f in built:
@@ -944,8 +957,10 @@ def build(facts: dict, kernel_fn, sources: dict[str, Source | None], device_fns:
 
 
 def _rewrite(pyfunc, source: Source, facts: FunctionFacts, device_names: dict[int, str],
-             is_cuda_module) -> TypedFunction:
+             is_cuda_module, rebuilt: dict | None = None) -> TypedFunction:
     fdef = source.parse()
+    if rebuilt is not None:
+        _place(fdef, rebuilt["positions"])
     read = _free_names(fdef)
     values: dict[str, Any] = {}
     glob = pyfunc.__globals__
@@ -961,6 +976,12 @@ def _rewrite(pyfunc, source: Source, facts: FunctionFacts, device_names: dict[in
             frozen.flags.writeable = False
             values[name] = frozen
     helpers = Helpers()
+    if rebuilt is not None:
+        missing = sorted(n for n in read if n not in values and n not in helpers.values and
+                         not hasattr(builtins_module, n))
+        if missing:
+            raise RebuildError(f"kernel '{pyfunc.__name__}' reads {', '.join(repr(n) for n in missing)}, which numba "
+                               f"found but its globals and closure no longer hold")
     rewriter = Rewriter(facts, helpers, device_names, values)
     new_def = rewriter.function(fdef)
     module = ast.Module([new_def], [])
@@ -981,6 +1002,59 @@ def _rewrite(pyfunc, source: Source, facts: FunctionFacts, device_names: dict[in
 
 def _no_spin():
     pass
+
+
+class _Undefined:
+    """A value numba never reads, which the rebuilt function still converts to its variable's type: the value
+    ``iternext`` pairs with False, a variable left undefined on a path. Zero, whatever the type."""
+
+    def __int__(self):
+        return 0
+
+    __index__ = __int__
+
+    def __float__(self):
+        return 0.0
+
+    def __bool__(self):
+        return False
+
+
+_UNDEFINED = _Undefined()
+
+
+def _iter_next(iterator):
+    """numba's ``iternext``: ``(value, True)``, or ``(a stand-in, False)`` when the iterator is exhausted."""
+    for value in iterator:
+        return value, True
+    return _UNDEFINED, False
+
+
+def _import(module: str, qualname: str):
+    import importlib
+
+    value = importlib.import_module(module)
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value
+
+
+class RebuildError(RuntimeError):
+    """A function rebuilt from numba's typed IR cannot run here (the message says what and why)."""
+
+
+def _place(fdef: ast.FunctionDef, positions: list) -> None:
+    """Give a rebuilt function's nodes the kernel's own source positions, keeping the key of their place in the
+    rebuilt text for the facts (``_key``)."""
+    for node, pos in zip(ast.walk(fdef), positions):
+        if "lineno" not in node._attributes:
+            continue
+        node._nk_key = node_key(node)
+        if pos is not None:
+            line, col, end_line, end_col = pos
+            if end_line is None:  # only the line is known
+                end_line, end_col = line, col
+            node.lineno, node.col_offset, node.end_lineno, node.end_col_offset = line, col, end_line, end_col
 
 
 def _free_names(fdef: ast.FunctionDef) -> set[str]:
