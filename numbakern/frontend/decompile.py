@@ -97,8 +97,8 @@ class _Decompiler:
     # -- the whole function ------------------------------------------------------------------------------------------
 
     def run(self) -> dict:
-        self._names()
         self._uses()
+        self._names()
         self._for_loops()
         self._plan()
         try:
@@ -179,11 +179,13 @@ class _Decompiler:
     # -- names ---------------------------------------------------------------------------------------------------
 
     def _names(self) -> None:
-        """A Python name for every IR variable: a version of the author's ``x`` is ``x``, ``x_1``, ...; numba's
-        temporaries ``_t0``, ``_t1``, ... (none of them a name the function reads from outside)."""
-        ir = self.ir
+        """A Python name for every IR variable. numba's versions of the author's ``x`` (``x``, ``x.1``, ...) of one
+        type share the name ``x`` wherever their values are never live at once (so ``acc += v`` in a loop stays
+        one variable, not a copy per pass); the others are ``x_1``, ``x_2``, ...; numba's temporaries are ``_t0``,
+        ``_t1``, ... (none of them a name the function reads from outside)."""
         import builtins
 
+        ir = self.ir
         taken = set(self.pyfunc.__code__.co_names) | set(self.pyfunc.__code__.co_freevars) | set(dir(builtins))
         for block in self.blocks.values():
             for stmt in block.body:
@@ -192,27 +194,88 @@ class _Decompiler:
                     taken.add(value.name)
         params = list(self.func_id.arg_names)
         taken.update(params)
-        self.pyname: dict[str, str] = {}
-        for p in params:
-            self.pyname[p] = p
+        self.pyname: dict[str, str] = {p: p for p in params}
+        every = sorted({v.name for b in self.blocks.values() for s in b.body for v in s.list_vars()})
+        for group in self._coalesced([v for v in every if not v.startswith("$") and not v.startswith("arg.")]):
+            named = [v for v in group if v in params]
+            if named:
+                name = named[0]
+            else:
+                base = group[0].partition(".")[0]
+                base = base if base.isidentifier() and not keyword.iskeyword(base) else "_v"
+                name, n = base, 0
+                while name in taken:
+                    n += 1
+                    name = f"{base}_{n}"
+                taken.add(name)
+            for v in group:
+                self.pyname[v] = name
         temps = 0
-        for var in sorted({v.name for b in self.blocks.values() for s in b.body for v in s.list_vars()}):
+        for var in every:
             if var in self.pyname:
                 continue
-            if var.startswith("$") or var.startswith("arg."):
+            name = f"_t{temps}"
+            temps += 1
+            while name in taken:
                 name = f"_t{temps}"
                 temps += 1
-                while name in taken:
-                    name = f"_t{temps}"
-                    temps += 1
-            else:
-                base, _, version = var.partition(".")
-                base = base if base.isidentifier() and not keyword.iskeyword(base) else "_v"
-                name = base if not version else f"{base}_{version.replace('.', '_')}"
-                while name in taken:
-                    name += "_"
             taken.add(name)
             self.pyname[var] = name
+        counts: dict[str, int] = {}
+        for var, defs in self.defs.items():
+            counts[self.pyname.get(var, var)] = counts.get(self.pyname.get(var, var), 0) + len(defs)
+        self.assigned_once = {name for name, n in counts.items() if n == 1}
+
+    def _coalesced(self, variables: list[str]) -> list[list[str]]:
+        """The author's variables in groups that can share a name: versions of one variable, of one type, never
+        live at the same time (a copy from one to the other aside)."""
+        from numba.cuda import types
+
+        ir = self.ir
+        user = set(variables)
+        live_in: dict[int, set] = {label: set() for label in self.labels}
+        uses: dict[int, set] = {}
+        kills: dict[int, set] = {}
+        for label in self.labels:
+            used, killed = set(), set()
+            for s in self.body[label]:
+                used |= {v.name for v in _ordered_operands(ir, s) if v.name in user} - killed
+                if isinstance(s, ir.Assign) and s.target.name in user:
+                    killed.add(s.target.name)
+            uses[label], kills[label] = used, killed
+        succs = {label: [t for t, _ in self.cfg.successors(label)] for label in self.labels}
+        changed = True
+        while changed:
+            changed = False
+            for label in reversed(self.labels):
+                out = set().union(*(live_in.get(t, set()) for t in succs[label]))
+                new = uses[label] | (out - kills[label])
+                if new != live_in[label]:
+                    live_in[label], changed = new, True
+        base = {v: v.partition(".")[0] for v in variables}
+        clash: dict[str, set] = {v: set() for v in variables}
+        for label in self.labels:
+            live = set().union(*(live_in.get(t, set()) for t in succs[label]))
+            for s in reversed(self.body[label]):
+                if isinstance(s, ir.Assign) and s.target.name in user:
+                    d = s.target.name
+                    copied = s.value.name if isinstance(s.value, ir.Var) else None
+                    for v in live:
+                        if v != d and v != copied and base[v] == base[d]:
+                            clash[d].add(v)
+                            clash[v].add(d)
+                    live.discard(d)
+                live |= {v.name for v in _ordered_operands(ir, s) if v.name in user}
+        groups: list[tuple[object, list[str]]] = []
+        for v in variables:
+            t = types.unliteral(self.typemap[v]) if v in self.typemap else None
+            for gt, members in groups:
+                if gt == t and t is not None and base[members[0]] == base[v] and not (clash[v] & set(members)):
+                    members.append(v)
+                    break
+            else:
+                groups.append((t, [v]))
+        return [members for _, members in groups]
 
     # -- uses and definitions ------------------------------------------------------------------------------------
 
@@ -357,6 +420,7 @@ class _Decompiler:
             if isinstance(s.value, (ir.Const, ir.Global, ir.FreeVar)) and _literal_ok(s.value):
                 self.leaf.add(var)
             elif isinstance(s.value, ir.Var) and len(self.defs.get(s.value.name, ())) == 1 and \
+                    self.pyname[s.value.name] in self.assigned_once and \
                     (not s.value.name.startswith("$") or len(self.uses.get(s.value.name, ())) > 1):
                 # (a temporary used by this copy alone is folded into it instead: it stays where it was computed)
                 self.alias[var] = s.value
@@ -409,7 +473,7 @@ class _Decompiler:
                 late = min((b for a, b in zip(order, order[1:]) if a[1] > b[1]), key=lambda p: p[1])
                 self._demote(late, pending)
                 consumed = [p for p in pending if p[0] in names]
-            reads: set[str] = set(n for n in names if n not in {p[0] for p in consumed})
+            reads: set[str] = {self.pyname.get(n, n) for n in names if n not in {p[0] for p in consumed}}
             level = self._own_level(s) if s is not None else PURE
             for p in consumed:
                 reads |= p[2]
@@ -421,7 +485,7 @@ class _Decompiler:
                 continue
             if s is None:
                 continue
-            writes = {s.target.name} if isinstance(s, ir.Assign) else set()
+            writes = {self.pyname[s.target.name]} if isinstance(s, ir.Assign) else set()
             store = not isinstance(s, (ir.Assign, ir.Branch, ir.Jump, ir.Return))
             for p in list(pending):
                 if p in pending and _conflict(p, writes, level, store):

@@ -154,6 +154,7 @@ class Rewriter:
         stores = _store_counts(fdef)
         self.single = {n for n, count in stores.items() if count == 1 and n not in params}
         self.bounds: dict[str, tuple[int, int]] = {}
+        self.canonical_tuples: dict[str, str] = {}  # names bound once to a shape ("shape") or cuda.grid(n)
         for name in _loosely_bound_names(fdef):
             self.name_state[name] = ANY
         fdef.body = self.block(fdef.body)
@@ -184,6 +185,8 @@ class Rewriter:
             return s
         target = s.targets[0]
         if isinstance(target, ast.Name):
+            if target.id in self.single and _canonical_tuple(s.value):
+                self.canonical_tuples[target.id] = "shape" if isinstance(s.value, ast.Attribute) else "call"
             v = self.expr(s.value, expect=self.facts.name_type(target.id))
             t = self._assigned_type(target.id, v)
             s.value = self.canon(v, t)
@@ -424,8 +427,10 @@ class Rewriter:
             return Val(e, t, NP)
         if container == "tuple":
             # shapes hold Python ints; a tuple of float32 elements holds np.float32s; other integers: unknown form
-            shape = isinstance(e.value, ast.Attribute) and e.value.attr in ("shape", "strides")
-            return Val(e, t, CANON if (shape or t.is_float or t is BOOL) else ANY, 0 if shape else None,
+            # (a name bound once to a shape or cuda.grid(n) holds what they give)
+            made = self.canonical_tuples.get(e.value.id) if isinstance(e.value, ast.Name) else None
+            shape = made == "shape" or isinstance(e.value, ast.Attribute) and e.value.attr in ("shape", "strides")
+            return Val(e, t, CANON if (shape or made or t.is_float or t is BOOL) else ANY, 0 if shape else None,
                        2**62 if shape else None)
         return Val(e, t, NP if container == "record" else ANY)
 
