@@ -47,7 +47,6 @@ def _ask_helper(request: TypingRequest) -> dict:
             "op": "type",
             "payload": request.payload,
             "argtypes": request.argtypes,
-            "sources": {k: (s.filename, s.first_line, s.text) if s else None for k, s in request.sources.items()},
             "cc": request.cc,
             "ptx": os.environ.get(PTX_ENV, "").strip() not in ("", "0"),
         })

@@ -48,6 +48,27 @@ ITER_NEXT = "__nk_iter_next"
 UNDEFINED = "__nk_undefined"
 
 
+#: the node classes of the rebuilt text that carry each kind of fact
+CLASSES = {
+    "binop": ("BinOp", "Compare"),
+    "unary": ("UnaryOp",),
+    "call": ("Call",),
+    "getitem": ("Subscript",),
+    "static_getitem": ("Subscript",),
+    "typed_getitem": ("Subscript",),
+    "getattr": ("Attribute",),
+    "setitem": ("Subscript",),
+    "global": ("Name",),
+    "const": ("Constant",),
+    "return": ("Return",),
+}
+
+
+def node_key(node: ast.AST) -> str:
+    """The key of a node of the rebuilt text: its span there and its class (several nodes can share a span)."""
+    return f"{node.lineno}:{node.col_offset}:{node.end_lineno}:{node.end_col_offset}:{type(node).__name__}"
+
+
 class DecompileError(Exception):
     """Something of the typed IR that has no Python here; the message names it and the kernel's line."""
 
@@ -57,7 +78,8 @@ class _Unstructured(Exception):
 
 
 def rebuild(cres, record_of, codes) -> dict:
-    """The Python of ``cres`` (a numba-cuda compile result): ``{"text", "positions", "nodes", "names", "reads"}``.
+    """The Python of ``cres`` (a numba-cuda compile result): ``{"text", "positions", "nodes", "variables",
+    "reads"}`` (``variables``: each name of the text and numba's variables it holds).
 
     ``record_of(item)``: the facts (``[(kind, fact), ...]``) numba's typing gave an IR expression or statement;
     ``codes``: the ``CodeRegistry`` that tagged the IR with bytecode positions."""
@@ -129,8 +151,6 @@ class _Decompiler:
         return fdef
 
     def _text(self, fdef: ast.FunctionDef) -> dict:
-        from .facts import _CLASSES, describe_type
-        from .source import node_key
 
         module = ast.Module([fdef], [])
         ast.fix_missing_locations(module)
@@ -155,21 +175,15 @@ class _Decompiler:
             if origin is not None and origin.item is not None:
                 for kind, fact in self.record_of(origin.item):
                     kind = "binop" if kind == "inplace_binop" else kind
-                    if type(b).__name__ not in _CLASSES[kind] or isinstance(b, ast.Subscript) and \
+                    if type(b).__name__ not in CLASSES[kind] or isinstance(b, ast.Subscript) and \
                             (kind == "setitem") != isinstance(b.ctx, ast.Store):
                         continue
                     nodes.setdefault(node_key(b), {}).setdefault(kind, []).append(fact)
-        names = {}
+        variables: dict[str, list[str]] = {}
         for var, py in self.pyname.items():
-            t = self.typemap.get(var)
-            if t is None:
-                continue
-            d = describe_type(t)
-            d.pop("lit", None)
-            names.setdefault(py, [])
-            if d not in names[py]:
-                names[py].append(d)
-        return {"text": text, "positions": positions, "nodes": nodes, "names": names,
+            if var in self.typemap:
+                variables.setdefault(py, []).append(var)
+        return {"text": text, "positions": positions, "nodes": nodes, "variables": variables,
                 "reads": sorted(self.reads)}
 
     def _origin_pos(self, node):
@@ -186,7 +200,9 @@ class _Decompiler:
         import builtins
 
         ir = self.ir
-        taken = set(self.pyfunc.__code__.co_names) | set(self.pyfunc.__code__.co_freevars) | set(dir(builtins))
+        from .closures import free_names
+
+        taken = set(self.pyfunc.__code__.co_names) | set(free_names(self.pyfunc)) | set(dir(builtins))
         for block in self.blocks.values():
             for stmt in block.body:
                 value = getattr(stmt, "value", None)

@@ -2,8 +2,8 @@
 
 The kernel's Python function is pickled *by value* with cloudpickle (numba-cuda's vendored copy): its code, the
 module constants and closure values it reads, and the device functions it calls (each rebuilt as a
-``cuda.jit(device=True)`` function on the other side). So the request's hash is the cache key the issue asks for:
-the kernel's source, its device functions' sources, the constants they read and the argument types.
+``cuda.jit(device=True)`` function on the other side). So the request's hash is the cache key: the kernel's code
+(its positions included), its device functions' code, the constants they read and the argument types.
 
 The caller says which objects are device functions (``recognize``): numbakern's simulator recognises numba-cuda's
 simulated kernels; another front end (numba-cuda-mlir) can pass its own.
@@ -11,17 +11,16 @@ simulated kernels; another front end (numba-cuda-mlir) can pass its own.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
-import os
 import sys
+import threading
 import types as pytypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from .source import Source, source_of
 
 #: bump when the facts a worker returns change shape or meaning (old cache entries then miss)
 FACTS_VERSION = 1
@@ -32,23 +31,18 @@ FACTS_VERSION = 1
 Recognizer = Callable[[Any], "tuple | None"]
 
 KERNEL = "kernel"
-#: "1": every function's Python is rebuilt from numba's typed IR, its source text left unread
-REBUILD_ENV = "NUMBAKERN_SIM_REBUILD"
-
-
-def _no_source(fn):
-    return None
 
 
 @dataclass(frozen=True)
 class TypingRequest:
     payload: bytes  # cloudpickle of (kernel function, its jit options)
     argtypes: tuple  # numba types of the launch's arguments
-    sources: dict[str, Source | None]  # "kernel" and "device:<i>" -> the function's own source
     cc: tuple[int, int]
     devices: list = field(default_factory=list, compare=False, repr=False)  # device functions' python functions
+    #: the payload as every process pickles it: cloudpickle names a class it pickles by value with a random id
+    identity: bytes | None = field(default=None, compare=False, repr=False)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         from numba_cuda import __version__ as numba_cuda_version
 
@@ -57,11 +51,10 @@ class TypingRequest:
             f"facts {FACTS_VERSION}; {_frontend_fingerprint()}; numba-cuda {numba_cuda_version}; "
             f"python {sys.version_info[:2]}; cc {self.cc}",
             repr(self.argtypes),
-            repr(sorted((k, (s.filename, s.first_line, s.text) if s else None) for k, s in self.sources.items())),
         ):
             h.update(part.encode())
             h.update(b"\0")
-        h.update(self.payload)
+        h.update(self.identity if self.identity is not None else self.payload)
         return h.hexdigest()
 
 
@@ -70,12 +63,11 @@ def build_request(fn, options: dict, argtypes: tuple, recognize: Recognizer, cc=
     buf = io.BytesIO()
     pickler = _pickler_class()(buf, recognize)
     pickler.by_value.add(id(fn))
-    pickler.dump((fn, dict(options)))
-    read = _no_source if os.environ.get(REBUILD_ENV, "").strip() not in ("", "0") else source_of
-    sources = {KERNEL: read(fn)}
-    for i, (_, pyfunc) in enumerate(pickler.devices):
-        sources[f"device:{i}"] = read(pyfunc)
-    return TypingRequest(buf.getvalue(), tuple(argtypes), sources, tuple(cc), [f for _, f in pickler.devices])
+    with _submodules_indexed():
+        pickler.dump((fn, dict(options)))
+    payload = buf.getvalue()
+    return TypingRequest(payload, tuple(argtypes), tuple(cc), [f for _, f in pickler.devices],
+                         _without_tracker_ids(payload, pickler.dynamic_classes))
 
 
 @functools.cache
@@ -91,8 +83,11 @@ def _pickler_class():
             # the kernel's and device functions' own code always travels: cloudpickle would send a function its
             # module exports by name only, and importing a test module in the helper may need a GPU
             self.by_value: set[int] = set()
+            self.dynamic_classes: list[type] = []  # classes pickled by value (with a tracker id)
 
         def reducer_override(self, obj):
+            if isinstance(obj, type) and not cloudpickle.cloudpickle._should_pickle_by_reference(obj):
+                self.dynamic_classes.append(obj)
             if not isinstance(obj, _PLAIN):
                 if id(obj) in self.by_value:
                     return self._dynamic_function_reduce(obj)
@@ -119,6 +114,68 @@ def _pickler_class():
 
 
 _PLAIN = (int, float, str, bytes, tuple, list, dict, type(None))
+
+
+def _without_tracker_ids(payload: bytes, classes: list) -> bytes | None:
+    """The payload with the random id cloudpickle gives each class it pickles by value (a class defined in a test
+    function, a namedtuple of ``__main__``) replaced by its order of appearance: the same bytes in every process."""
+    if not classes:
+        return None
+    from numba.cuda.cloudpickle import cloudpickle
+
+    for i, cls in enumerate(dict.fromkeys(classes)):
+        tracker = cloudpickle._DYNAMIC_CLASS_TRACKER_BY_CLASS.get(cls)
+        if tracker:
+            payload = payload.replace(tracker.encode(), f"{i:0{len(tracker)}d}".encode())
+    return payload
+
+
+_submodules_lock = threading.Lock()
+_submodule_index: tuple[int, dict[str, list[str]]] = (-1, {})
+
+
+@contextlib.contextmanager
+def _submodules_indexed():
+    """cloudpickle looks through every loaded module for each module a function reads (which of its submodules the
+    function may reach as attributes): milliseconds per kernel with numba and torch loaded. The same answer, from
+    an index of ``sys.modules`` made once per change of it."""
+    from numba.cuda.cloudpickle import cloudpickle
+
+    with _submodules_lock:
+        original = cloudpickle._find_imported_submodules
+        cloudpickle._find_imported_submodules = _find_imported_submodules
+        try:
+            yield
+        finally:
+            cloudpickle._find_imported_submodules = original
+
+
+def _find_imported_submodules(code, top_level_dependencies):
+    global _submodule_index
+    if _submodule_index[0] != len(sys.modules):
+        # package -> the first name under it -> (submodule, every name of its path under the package)
+        index: dict[str, dict[str, list]] = {}
+        for name in list(sys.modules):
+            if name is None:
+                continue
+            parts = name.split(".")
+            for i in range(1, len(parts)):
+                under = parts[i:]
+                index.setdefault(".".join(parts[:i]), {}).setdefault(under[0], []).append((name, frozenset(under)))
+        _submodule_index = (len(sys.modules), index)
+    names = set(code.co_names)
+    found = []
+    for x in top_level_dependencies:
+        if isinstance(x, pytypes.ModuleType) and getattr(x, "__package__", None):
+            by_first = _submodule_index[1].get(x.__name__)
+            if not by_first:
+                continue
+            for first in names & by_first.keys():
+                for name, tokens in by_first[first]:
+                    module = sys.modules.get(name)
+                    if module is not None and tokens <= names:
+                        found.append(module)
+    return found
 
 
 def _public_alias(fn) -> tuple[str, str] | None:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..frontend import closures
-from ..frontend.source import Source, node_key
+from ..frontend.decompile import node_key
 from . import numerics
 from .numerics import BOOL, FLOAT64, INT64, Num, num
 
@@ -924,85 +924,150 @@ class TypedKernel:
             f.globals["__nk_spin"] = spin
 
 
-def build(facts: dict, kernel_fn, sources: dict[str, Source | None], device_fns: list,
-          is_cuda_module) -> TypedKernel | None:
-    """Rewritten functions for a kernel's facts; None when a function's source is missing (the kernel then runs as
-    written, computing with Python's types)."""
+@dataclass
+class CompiledFunction:
+    """A rewritten function as code, with no value of the process that made it (so it can be kept on disk)."""
+
+    label: str  # "kernel" or "device:<i>"
+    code: Any  # the code of a module that defines the function
+    name: str
+    reads: list[str]  # the names it reads from the kernel's globals and closure (and builtins)
+    helpers: list[str]  # the conversion helpers it calls (``helper_value``)
+    conversions: int
+
+    def to_data(self) -> tuple:
+        return (self.label, self.code, self.name, list(self.reads), list(self.helpers), self.conversions)
+
+
+@dataclass
+class CompiledKernel:
+    """The rewritten kernel and device functions of one set of facts (slot i: the facts' function i)."""
+
+    functions: list[CompiledFunction | None]
+    cooperative: bool
+
+    def to_data(self) -> tuple:
+        return ([f.to_data() if f is not None else None for f in self.functions], self.cooperative)
+
+    @classmethod
+    def from_data(cls, data) -> CompiledKernel:
+        functions, cooperative = data
+        return cls([CompiledFunction(*f) if f is not None else None for f in functions], bool(cooperative))
+
+
+def compile_kernel(facts: dict, kernel_fn, device_fns: list) -> CompiledKernel:
+    """The kernel and the device functions it calls, rewritten from their facts (the Python numba-cuda's front end
+    rebuilt from its typed IR, and what numba decided for each of its operations)."""
     functions_facts = facts.get("functions")
-    if not functions_facts:
-        return None
+    if not functions_facts or functions_facts[0] is None:
+        raise RebuildError(f"numbakern cannot run kernel '{kernel_fn.__name__}' with Numba's types: the typing "
+                           "helper returned no Python for it")
     names: dict[int, str] = {i: f"__nk_device_{i}" for i in range(1, len(functions_facts))}
-    built: list[TypedFunction | None] = []
+    compiled: list[CompiledFunction | None] = []
     for data in functions_facts:
         if data is None:
-            built.append(None)
+            compiled.append(None)
             continue
         label = data["label"]
-        if label == "kernel":
-            pyfunc, source = kernel_fn, sources.get("kernel")
-        else:
-            index = int(label.split(":")[1])
-            pyfunc, source = device_fns[index], sources.get(label)
-        rebuilt = data.get("rebuilt")
-        if rebuilt is not None:
-            source = Source(pyfunc.__code__.co_filename, 1, rebuilt["text"])
-        elif source is None:
-            return None
-        built.append(_rewrite(pyfunc, source, FunctionFacts(data), names, is_cuda_module, rebuilt))
-    if built[0] is None:
-        return None
+        pyfunc = kernel_fn if label == "kernel" else device_fns[int(label.split(":")[1])]
+        compiled.append(_rewrite(pyfunc, data, names))
+    return CompiledKernel(compiled, bool(facts.get("cooperative")))
+
+
+def bind(compiled: CompiledKernel, kernel_fn, device_fns: list, is_cuda_module) -> TypedKernel:
+    """Functions that run ``compiled`` with the values ``kernel_fn`` and its device functions read now (numpy
+    arrays copied: numba compiles them in as constants)."""
+    built: list[TypedFunction | None] = []
+    for f in compiled.functions:
+        if f is None:
+            built.append(None)
+            continue
+        pyfunc = kernel_fn if f.label == "kernel" else device_fns[int(f.label.split(":")[1])]
+        built.append(_bind(f, pyfunc, is_cuda_module))
     for f in built:
         if f is None:
             continue
-        for i, name in names.items():
+        for i in range(1, len(built)):
             if built[i] is not None:
-                f.globals[name] = built[i].function
-    present = [f for f in built if f is not None]
-    return TypedKernel(built[0], present, bool(facts.get("cooperative")))
+                f.globals[f"__nk_device_{i}"] = built[i].function
+    return TypedKernel(built[0], [f for f in built if f is not None], compiled.cooperative)
 
 
-def _rewrite(pyfunc, source: Source, facts: FunctionFacts, device_names: dict[int, str],
-             is_cuda_module, rebuilt: dict | None = None) -> TypedFunction:
-    fdef = source.parse()
-    if rebuilt is not None:
-        _place(fdef, rebuilt["positions"])
-    read = _free_names(fdef)
+def _values(pyfunc, names) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    glob = pyfunc.__globals__
-    builtins = glob.get("__builtins__")
-    for name in read:
+    for name in names:
         value = closures.lookup(pyfunc, name)
         if value is closures.MISSING:
             continue
-        values[name] = value
-        if type(values[name]) is np.ndarray:
+        if type(value) is np.ndarray:
             # numba compiles a global array in as a constant: later changes to it are not seen
-            frozen = values[name].copy()
-            frozen.flags.writeable = False
-            values[name] = frozen
+            value = value.copy()
+            value.flags.writeable = False
+        values[name] = value
+    return values
+
+
+def _rewrite(pyfunc, data: dict, device_names: dict[int, str]) -> CompiledFunction:
+    python = data["python"]
+    fdef = ast.parse(python["text"]).body[0]
+    _place(fdef, python["positions"])
+    read = sorted(_free_names(fdef))
+    values = _values(pyfunc, read)
     helpers = Helpers()
-    if rebuilt is not None:
-        missing = sorted(n for n in read if n not in values and n not in helpers.values and
-                         not hasattr(builtins_module, n))
-        if missing:
-            raise RebuildError(f"kernel '{pyfunc.__name__}' reads {', '.join(repr(n) for n in missing)}, which numba "
-                               f"found but its globals and closure no longer hold")
-    rewriter = Rewriter(facts, helpers, device_names, values)
+    rewriter = Rewriter(FunctionFacts(data), helpers, device_names, values)
     new_def = rewriter.function(fdef)
     module = ast.Module([new_def], [])
     ast.fix_missing_locations(module)
-    code = compile(module, source.filename, "exec")
+    code = compile(module, pyfunc.__code__.co_filename, "exec")
+    used = sorted(n for n in helpers.values if n != "__nk_spin")
+    reads = [n for n in read if not n.startswith("__nk_")]
+    return CompiledFunction(data["label"], code, new_def.name, reads, used, rewriter.changed)
+
+
+def _bind(f: CompiledFunction, pyfunc, is_cuda_module) -> TypedFunction:
+    values = _values(pyfunc, f.reads)
+    glob = pyfunc.__globals__
+    builtins = glob.get("__builtins__")
+    missing = [n for n in f.reads if n not in values and not hasattr(builtins_module, n)]
+    if missing:
+        raise RebuildError(f"kernel '{pyfunc.__name__}' reads {', '.join(repr(n) for n in missing)}, which numba "
+                           "found when it compiled the kernel but its globals and closure no longer hold")
     namespace = dict(values)
     namespace["__builtins__"] = builtins
     namespace["__name__"] = glob.get("__name__")
-    namespace.update(helpers.values)
+    for name in f.helpers:
+        namespace[name] = helper_value(name)
     namespace["__nk_spin"] = _no_spin
-    exec(code, namespace)  # noqa: S102 - the kernel's own (rewritten) definition
-    function = namespace[new_def.name]
+    exec(f.code, namespace)  # noqa: S102 - the kernel's own (rewritten) definition
+    function = namespace[f.name]
     function.__defaults__ = pyfunc.__defaults__
     function.__kwdefaults__ = pyfunc.__kwdefaults__
     cuda_names = [n for n, v in values.items() if is_cuda_module(v)]
-    return TypedFunction(function, namespace, cuda_names, rewriter.changed)
+    return TypedFunction(function, namespace, cuda_names, f.conversions)
+
+
+_FIXED_HELPERS: dict[str, Any] = {}
+
+
+def helper_value(name: str):
+    """The value of a conversion helper a rewritten function calls, by its name (``__nk_wrap_int32``): what
+    ``Helpers`` gave it when the function was rewritten, perhaps in another process."""
+    if not _FIXED_HELPERS:
+        _FIXED_HELPERS.update(Helpers().values)
+        _FIXED_HELPERS.update({"__nk_round_ndigits": numerics.round_ndigits,
+                               "__nk_round_ndigits_float32": numerics.round_ndigits_float32})
+    found = _FIXED_HELPERS.get(name)
+    if found is not None:
+        return found
+    key = name[len("__nk_"):]
+    for prefix, table in (("float_to_", numerics.FROM_FLOAT), ("to_", numerics.TO), ("wrap_", numerics.WRAP)):
+        if key.startswith(prefix) and key[len(prefix):] in table:
+            return table[key[len(prefix):]]
+    op, _, t = key.partition("_")
+    found = numerics.BIT_OPERATIONS.get((op, t))
+    if found is None:
+        raise RebuildError(f"numbakern: no conversion helper is named {name}")
+    return found
 
 
 def _no_spin():
