@@ -712,11 +712,11 @@ class Rewriter:
                 if v.ty == t and v.state in (CANON, NP) and t.bits < 64:
                     return v.node
                 self.changed += 1
-                return _call("__nk_float" if t.bits == 64 else f"__nk_{t.name}", v.node, v.node)
+                return self._to_float(t, v.node, v.node)
             if v.ty.is_int or v.ty is BOOL:
                 inner = self._canon_int(v, v.ty) if v.ty.is_int else v.node
                 self.changed += 1
-                return _call("__nk_float" if t.bits == 64 else f"__nk_{t.name}", inner, v.node)
+                return self._to_float(t, inner, v.node)
             return v.node
         if t is BOOL:
             if v.ty is BOOL:
@@ -743,6 +743,19 @@ class Rewriter:
         if t.lo <= lo and hi <= t.hi:
             return node
         return self._wrap(node, t)
+
+    def _to_float(self, t: Num, node: ast.expr, like: ast.AST) -> ast.expr:
+        """``node`` as a float of type ``t``; a constant converted once, here (``np.float32(0.5)`` in a loop is
+        a name, not a call per pass)."""
+        value = _constant_value(node)
+        if value is None:
+            return _call("__nk_float" if t.bits == 64 else f"__nk_{t.name}", node, like)
+        if t.bits == 64:
+            return ast.copy_location(ast.Constant(float(value)), like)
+        with np.errstate(over="ignore"):  # a constant too large for the type is inf, as on the GPU
+            converted = numerics.float32(value) if t.name == "float32" else numerics.float16(value)
+        name = self.h.name(_constant_helper(converted), converted)
+        return ast.copy_location(ast.Name(name, ast.Load()), like)
 
     def _wrap(self, node: ast.expr, t: Num) -> ast.expr:
         self.changed += 1
@@ -776,6 +789,22 @@ class Rewriter:
                     return v.node
             return self.canon(v, dtype)
         return v.node
+
+
+def _constant_value(node: ast.expr) -> int | float | None:
+    """The value of an int or float literal (``-2.5`` included), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _constant_value(node.operand)
+        return -value if value is not None else None
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    return None
+
+
+def _constant_helper(value) -> str:
+    """The helper name of a float32 or float16 constant: its type and bit pattern (``float32_3f800000``)."""
+    bits = {4: np.uint32, 2: np.uint16}[value.dtype.itemsize]
+    return f"{value.dtype.name}_{int(np.asarray(value).view(bits)):0{2 * value.dtype.itemsize}x}"
 
 
 _BARRIERS = {"syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp", "sync"}
@@ -1060,6 +1089,9 @@ def helper_value(name: str):
     if found is not None:
         return found
     key = name[len("__nk_"):]
+    for prefix, dtype, bits in (("float32_", np.float32, np.uint32), ("float16_", np.float16, np.uint16)):
+        if key.startswith(prefix):
+            return bits(int(key[len(prefix):], 16)).view(dtype)
     for prefix, table in (("float_to_", numerics.FROM_FLOAT), ("to_", numerics.TO), ("wrap_", numerics.WRAP)):
         if key.startswith(prefix) and key[len(prefix):] in table:
             return table[key[len(prefix):]]
