@@ -560,8 +560,10 @@ class _Decompiler:
             from .compile import CODE_STRIDE
 
             code = self.codes.codes[loc.col // CODE_STRIDE]
-            if code.co_filename == self.filename:
-                return span
+            # code numba inlined from another file has no line in this one: it takes its statement's position
+            return span if code.co_filename == self.filename else None
+        if loc.filename != self.filename:
+            return None
         return (loc.line, 0, None, None) if loc.line else None
 
     def _at(self, node, item, pos=None):
