@@ -174,6 +174,7 @@ class Scheduler:
             if self.rng is not None:
                 self.rng.shuffle(runnable)
             spinning = []
+            arrived = []  # threads now at a plain syncthreads()
             progressed = False
             for t in runnable:
                 module.threadIdx = t.threadIdx
@@ -201,8 +202,15 @@ class Scheduler:
                     spinning.append(t)
                 else:
                     progressed = True
+                    if t.wait[0] is BARRIER and t.wait[2] is None:
+                        arrived.append(t)
             if not alive:
                 return
+            if not several and len(arrived) == alive:
+                # the commonest step of a tiled kernel: every thread of the block at a plain syncthreads()
+                stalled_since = None
+                runnable = self._release_barrier(blocks[0], arrived)
+                continue
             released = self._settle(blocks, spinning)
             if released:
                 progressed = True
