@@ -113,7 +113,7 @@ class _Decompiler:
         dead = set(self.cfg.dead_nodes())
         self.labels = [label for label in sorted(self.blocks) if label not in dead]
         self.origin: dict[int, _Node] = {}  # id(AST node) -> where it came from
-        self._keep: list = []  # AST nodes whose ids are keys of origin
+        self._keep: list = []  # every node given an origin, so that no id in origin is reused by a later node
         self.reads: set[str] = set()  # global and closure names the text reads
 
     # -- the whole function ------------------------------------------------------------------------------------------
@@ -185,10 +185,6 @@ class _Decompiler:
                 variables.setdefault(py, []).append(var)
         return {"text": text, "positions": positions, "nodes": nodes, "variables": variables,
                 "reads": sorted(self.reads)}
-
-    def _origin_pos(self, node):
-        origin = self.origin.get(id(node))
-        return origin.pos if origin is not None else None
 
     # -- names ---------------------------------------------------------------------------------------------------
 
@@ -818,8 +814,11 @@ class _Decompiler:
     def _class_name(self, cls) -> ast.expr:
         import builtins
 
+        from .closures import lookup
+
         name = cls.__name__
-        if getattr(builtins, name, None) is cls:
+        if getattr(builtins, name, None) is cls or lookup(self.pyfunc, name) is cls:
+            self.reads.add(name)
             return self._at(ast.Name(name, ast.Load()), None)
         self.reads.add(f"{cls.__module__}:{cls.__qualname__}")
         module = ast.Constant(cls.__module__)

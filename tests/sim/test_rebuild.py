@@ -113,3 +113,18 @@ def test_a_loop_over_the_blocks_computes_the_same(function):
             rebuilt(x, got)
             function(x, expected)
             np.testing.assert_array_equal(got, expected, err_msg=f"{function.__name__}, n {n}, seed {SEED}")
+
+
+def test_a_kernel_raises_the_exception_class_it_names():
+    class Overflowed(Exception):  # a class of the test's own, not importable by name
+        pass
+
+    @cuda.jit
+    def guarded(x):
+        i = cuda.grid(1)
+        if i < x.shape[0] and x[i] > 10:
+            raise Overflowed("too big")
+
+    guarded[1, 4](np.array([1.5, 2.5, 3.5]))
+    with pytest.raises(Overflowed, match="too big"):
+        guarded[1, 4](np.array([1.5, 20.5, 3.5]))
