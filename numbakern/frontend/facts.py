@@ -190,7 +190,9 @@ class FunctionFacts:
         fnty = self._type(expr.func)
         dispatcher = getattr(fnty, "dispatcher", None)
         if dispatcher is not None and sig is not None:
-            index = getattr(dispatcher, "_numbakern_device_index", None)
+            from .request import device_index
+
+            index = device_index(dispatcher)
             if index is not None:
                 fact["fn"] = {"kind": "device", "function": self.devices.facts_for(dispatcher, index, sig)}
         self._record(expr, "call", fact)

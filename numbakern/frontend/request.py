@@ -202,13 +202,65 @@ def import_attribute(module: str, name: str):
     return getattr(importlib.import_module(module), name)
 
 
+#: in the helper: device functions rebuilt by earlier requests, by their content (``_device_key``), so a device
+#: function several kernels call is compiled once per signature, as numba-cuda compiles it once on a GPU
+_devices: dict[bytes, Any] = {}
+#: in the helper: id(device dispatcher) -> its index in the request being read (``device_index``)
+_request_devices: dict[int, int] = {}
+
+
+def begin_request() -> None:
+    """In the helper, before a request's payload is read: its device functions are numbered afresh."""
+    _request_devices.clear()
+
+
+def device_index(dispatcher) -> int | None:
+    """The index in the current request of a device function ``rebuild_device`` made (None: not one of them)."""
+    return _request_devices.get(id(dispatcher))
+
+
 def rebuild_device(pyfunc, index: int, options: dict):
-    """In the helper process: the device function as numba-cuda's own ``cuda.jit(device=True)`` function."""
+    """In the helper process: the device function as numba-cuda's own ``cuda.jit(device=True)`` function (the one
+    an earlier request rebuilt from the same code and values, with what it compiled)."""
     from numba import cuda
 
-    dispatcher = cuda.jit(device=True, **options)(pyfunc)
-    dispatcher._numbakern_device_index = index
+    key = _device_key(pyfunc, options)
+    dispatcher = _devices.get(key) if key is not None else None
+    if dispatcher is None:
+        dispatcher = cuda.jit(device=True, **options)(pyfunc)
+        dispatcher._numbakern_key = key
+        if key is not None:
+            _devices[key] = dispatcher
+    _request_devices[id(dispatcher)] = index
     return dispatcher
+
+
+def _device_key(pyfunc, options: dict) -> bytes | None:
+    """A device function's code, options and the values it reads (device functions by their own keys), as bytes;
+    None when a value has no bytes (then the function is compiled afresh)."""
+    import marshal
+    import pickle
+
+    from numba.cuda.cloudpickle.cloudpickle import _extract_code_globals
+
+    from .closures import closure_values
+
+    parts = [marshal.dumps(pyfunc.__code__), repr(sorted(options.items())).encode()]
+    values = [(n, pyfunc.__globals__[n]) for n in sorted(_extract_code_globals(pyfunc.__code__))
+              if n in pyfunc.__globals__]
+    values += sorted(closure_values(pyfunc).items())
+    for name, value in values:
+        if isinstance(value, pytypes.ModuleType):
+            encoded = b"module " + value.__name__.encode()
+        elif getattr(value, "_numbakern_key", None) is not None:
+            encoded = b"device " + value._numbakern_key
+        else:
+            try:
+                encoded = pickle.dumps(value, protocol=5)
+            except Exception:  # noqa: BLE001 - a value plain pickle cannot name: no reuse
+                return None
+        parts.append(name.encode() + b"=" + hashlib.sha256(encoded).digest())
+    return hashlib.sha256(b"\0".join(parts)).digest()
 
 
 _fingerprint = None

@@ -26,13 +26,18 @@ from .compile import CodeRegistry, compile_kernel
 from .facts import kernel_facts
 from .protocol import read_frame, write_frame
 from .rejections import describe_error
+from .request import begin_request
+
+#: one registry for the helper's life: device functions compiled for an earlier request keep their IR's tags
+_registry = CodeRegistry()
 
 
 def type_request(payload: bytes, argtypes: tuple, cc, ptx: bool = False) -> dict:
     """Facts for one request, or ``{"ok": False, "error": {...}}`` with numba's reason and the source line."""
-    registry = CodeRegistry()
+    registry = _registry
     start = time.perf_counter()
     try:
+        begin_request()
         pyfunc, _options = pickle.loads(payload)
         cres = compile_kernel(pyfunc, argtypes, registry, cc=cc, ptx=ptx)
     except Exception as e:  # noqa: BLE001 - numba's errors and anything it lets escape are rejections
