@@ -752,7 +752,9 @@ class _Decompiler:
                     continue
                 value = self.value(s.value)
                 if name.startswith("$") and not self.uses.get(name):
-                    if isinstance(value, ast.Call):  # a call for its effect: `cuda.syncthreads()`
+                    # a value nothing reads, computed for its effect: `cuda.syncthreads()`, or what it may raise
+                    # (`ary.shape[-x]` out of range)
+                    if isinstance(s.value, ir.Expr):
                         out.append(self._at(ast.Expr(value), s))
                     continue
                 target = self._at(ast.Name(self.pyname[name], ast.Store()), None, self._pos(s.target))

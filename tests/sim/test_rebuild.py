@@ -128,3 +128,15 @@ def test_a_kernel_raises_the_exception_class_it_names():
     guarded[1, 4](np.array([1.5, 2.5, 3.5]))
     with pytest.raises(Overflowed, match="too big"):
         guarded[1, 4](np.array([1.5, 20.5, 3.5]))
+
+
+def test_a_value_nothing_reads_is_still_computed():
+    @cuda.jit
+    def reads_past_the_shape(x):
+        t = cuda.threadIdx.x
+        if t == 2:
+            x.shape[-t]  # read for what it raises: a 1-d shape has no element -2
+
+    reads_past_the_shape[1, 2](np.ones(3))
+    with pytest.raises(IndexError, match="tuple index out of range"):
+        reads_past_the_shape[1, 3](np.ones(3))
