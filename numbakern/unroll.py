@@ -52,6 +52,7 @@ from .frontend import closures
 
 #: the attribute of an expanded function that holds the original one (read by the translator)
 ROLLED_ATTR = "__numbakern_rolled__"
+
 #: the name under which an expanded function reaches ``np.uint64`` (a parameter of the wrapper, so a closure value)
 _UINT64_NAME = "__numbakern_uint64__"
 

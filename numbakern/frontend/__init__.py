@@ -7,15 +7,15 @@ Which front end, before numba is imported (importing this package must not impor
 
 - ``choice``: numba-cuda or numba-cuda-mlir, which are installed, which one a kernel object belongs to;
 - ``rebind``: the kernel library's modules loaded with numba-cuda-mlir's ``cuda`` where numba-cuda is missing;
-- ``closures``: the one reader of a function's closure cells and globals;
-- ``source``: a function's own source, parsed with the positions its code object records.
+- ``closures``: the one reader of a function's closure cells and globals.
 
 Typing, in a process with numba's real CUDA target (the helper, or the translator's):
 
 - ``target``: ``TYPING_CC`` and ``cuda_typing`` (the target active, the device lookup answered without a GPU);
 - ``compile``: the one call of numba-cuda's compiler, and its IR tagged by bytecode instruction;
 - ``function_types``: the typed record of one function for one signature (the translator's);
-- ``facts``: what numba decided per AST node (the simulator's), ``rejections``: its reason for refusing a kernel;
+- ``facts``: what numba decided per operation (the simulator's), on the Python ``decompile`` rebuilds from the typed
+  IR (no source text needed), ``rejections``: numba's reason for refusing a kernel;
 - ``resolve``: the typing context's answers about operators, calls and objects (the translator's code generator);
 - ``signatures``: ``"void(float32[::1], int64)"`` to numba types and back;
 - ``mlir_view``: a numba-cuda-mlir kernel rebound to numba-cuda, so numba-cuda types the same source.
@@ -29,6 +29,5 @@ For a process in simulator mode, which has no CUDA target: the one helper proces
 """
 
 from .request import TypingRequest, build_request
-from .source import Source, node_key, source_of
 
-__all__ = ["Source", "TypingRequest", "build_request", "node_key", "source_of"]
+__all__ = ["TypingRequest", "build_request"]

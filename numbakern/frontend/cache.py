@@ -1,8 +1,10 @@
-"""Facts on disk, one JSON file per request key, so a warm test run never starts the helper process.
+"""Facts on disk, one JSON file per request key, so a warm test run never starts the helper process; and, beside
+them, what a consumer made of the facts (``load_bytes``/``store_bytes``: the simulator's rewritten code).
 
 The directory is ``$NUMBAKERN_CACHE_DIR/frontend`` (default: ``$XDG_CACHE_HOME/numbakern`` or
 ``~/.cache/numbakern``). Writes are atomic (a temporary file renamed into place), so a reader never sees half a
-file and concurrent writers of one key leave one whole copy. A file that cannot be read is a miss.
+file and concurrent writers of one key (pytest-xdist workers) leave one whole copy. A file that cannot be read is a
+miss.
 """
 
 from __future__ import annotations
@@ -21,28 +23,38 @@ def cache_dir() -> str:
 
 
 def load(key: str) -> dict | None:
+    data = load_bytes(key + ".json")
+    if data is None:
+        return None
     try:
-        with open(_path(key), encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        return json.loads(data)
+    except ValueError:
         return None
 
 
 def store(key: str, facts: dict) -> None:
+    store_bytes(key + ".json", json.dumps(facts, separators=(",", ":")).encode())
+
+
+def load_bytes(name: str) -> bytes | None:
+    try:
+        with open(os.path.join(cache_dir(), name), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def store_bytes(name: str, data: bytes) -> None:
     directory = cache_dir()
     try:
         os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(facts, f, separators=(",", ":"))
-            os.replace(tmp, _path(key))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, os.path.join(directory, name))
         except BaseException:
             os.unlink(tmp)
             raise
     except OSError:
         pass  # a read-only or full disk costs a re-typing next time, nothing more
-
-
-def _path(key: str) -> str:
-    return os.path.join(cache_dir(), key + ".json")

@@ -49,7 +49,6 @@ def _ask_helper(request: TypingRequest) -> dict:
             # by value: an argument's type may name a class its module does not export (a namedtuple made in a
             # function), which plain pickle cannot send
             "argtypes": _by_value(request.argtypes),
-            "sources": {k: (s.filename, s.first_line, s.text) if s else None for k, s in request.sources.items()},
             "cc": request.cc,
             "ptx": os.environ.get(PTX_ENV, "").strip() not in ("", "0"),
         })

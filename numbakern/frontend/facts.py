@@ -1,14 +1,15 @@
-"""What numba-cuda decided about each expression of a kernel, keyed by the AST node it came from (helper process).
+"""What numba-cuda decided about each operation of a kernel, keyed by the node of the kernel's Python that performs
+it (helper process).
 
-After ``compile.compile_kernel`` every IR expression knows its bytecode instruction, and Python knows each
-instruction's source span; the kernel's AST has the same spans. So each typed operation lands on its AST node:
+Each function's Python is rebuilt from numba's typed IR (``decompile``), and every node of it that performs an IR
+operation carries that operation's facts:
 
-- ``BinOp``/``AugAssign``/``Compare`` ``binop``: the operand types, the signature numba chose (the types it
-  converts the operands to) and the result type, e.g. ``int32 * int32`` is ``(int64, int64) -> int64``;
+- ``BinOp``/``Compare`` ``binop``: the operand types, the signature numba chose (the types it converts the
+  operands to) and the result type, e.g. ``int32 * int32`` is ``(int64, int64) -> int64`` (``x += y`` too);
 - ``UnaryOp`` ``unary``; ``Call`` ``call`` (what is called: a cast, a builtin, a math or numpy function, a CUDA
   intrinsic, a device function with its own facts, a method); ``Subscript`` ``getitem`` and ``setitem``;
   ``Attribute`` ``getattr``; ``Name`` ``global`` (a module constant or closure value); ``Constant`` ``const``;
-  ``Return`` ``return``; ``IfExp``/``BoolOp`` ``join`` (numba's unification of the branches' types).
+  ``Return`` ``return``. Every variable of the rebuilt Python has one type (``names``).
 
 Facts are plain JSON: a type is ``{"t": "int32"}`` (``int8``..``uint64``, ``float16/32/64``, ``complex64/128``,
 ``bool``), ``{"t": "array", "dtype": ..., "ndim": ...}``, ``{"t": "tuple"}``, ``{"t": "record"}``,
@@ -17,11 +18,9 @@ Facts are plain JSON: a type is ``{"t": "int32"}`` (``int8``..``uint64``, ``floa
 
 from __future__ import annotations
 
-import ast
 import operator
 
 from .compile import CodeRegistry
-from .source import Source, node_key
 
 _OPERATORS = {
     operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.floordiv: "//",
@@ -30,22 +29,6 @@ _OPERATORS = {
     operator.gt: ">", operator.ge: ">=", operator.eq: "==", operator.ne: "!=", operator.neg: "-",
     operator.pos: "+", operator.invert: "~", operator.not_: "not", operator.contains: "in",
     operator.is_: "is", operator.is_not: "is not",
-}
-
-#: the AST classes an IR expression kind can come from
-_CLASSES = {
-    "binop": ("BinOp", "Compare"),
-    "inplace_binop": ("AugAssign",),
-    "unary": ("UnaryOp",),
-    "call": ("Call",),
-    "getitem": ("Subscript",),
-    "static_getitem": ("Subscript",),
-    "typed_getitem": ("Subscript",),
-    "getattr": ("Attribute",),
-    "setitem": ("Subscript",),
-    "global": ("Name",),
-    "const": ("Constant",),
-    "return": ("Return",),
 }
 
 _BUILTINS = {"int", "float", "bool", "abs", "min", "max", "round", "len", "range", "pow", "divmod", "complex"}
@@ -78,20 +61,20 @@ def describe_type(t) -> dict:
 
 
 class FunctionFacts:
-    """Facts of one compiled function (the kernel, or a device function for one signature)."""
+    """Facts of one compiled function (the kernel, or a device function for one signature), and its Python rebuilt
+    from the typed IR (``decompile``), the facts keyed by the nodes of that text."""
 
-    def __init__(self, label: str, cres, source: Source | None, registry: CodeRegistry, devices: DeviceFacts):
+    def __init__(self, label: str, cres, registry: CodeRegistry, devices: DeviceFacts):
         self.label = label
         self.cres = cres
-        self.source = source
         self.registry = registry
         self.devices = devices
         self.typemap = cres.fndesc.typemap
         self.calltypes = cres.fndesc.calltypes
         self.nodes: dict[str, dict[str, list]] = {}
-        self._numba_types: dict[str, object] = {}  # node key -> numba type of its value (for joins)
         self.names: dict[str, list] = {}
-        self.unmatched = 0
+        self.python: dict = {}
+        self._by_item: dict[int, list] = {}  # id(IR expression or statement) -> [(kind, fact)]
 
     def to_json(self) -> dict:
         return {
@@ -100,7 +83,7 @@ class FunctionFacts:
             "ret": describe_type(self.cres.signature.return_type),
             "names": self.names,
             "nodes": self.nodes,
-            "unmatched": self.unmatched,
+            "python": self.python,
         }
 
     # -- collecting ----------------------------------------------------------------------------------------------
@@ -108,16 +91,8 @@ class FunctionFacts:
     def collect(self) -> None:
         from numba.cuda.core import ir
 
-        versions: dict[str, list] = {}
-        for name, t in self.typemap.items():
-            if not name.startswith("$") and not name.startswith("arg."):
-                versions.setdefault(name.split(".")[0], [])
-                d = describe_type(t)
-                d.pop("lit", None)
-                if d not in versions[name.split(".")[0]]:
-                    versions[name.split(".")[0]].append(d)
-        self.names = versions
-        self._nodes_by_span = self._index_ast()
+        from .decompile import rebuild
+
         for block in self.cres.type_annotation.blocks.values():
             for stmt in block.body:
                 if isinstance(stmt, ir.Assign):
@@ -126,42 +101,19 @@ class FunctionFacts:
                     self._setitem(stmt)
                 elif isinstance(stmt, ir.Return):
                     self._return(stmt)
-        if self._nodes_by_span:
-            self._joins()
+        found = rebuild(self.cres, lambda item: self._by_item.get(id(item), ()), self.registry)
+        self.nodes = found.pop("nodes")
+        for name, variables in found.pop("variables").items():
+            self.names[name] = []
+            for var in variables:
+                d = describe_type(self.typemap[var])
+                d.pop("lit", None)
+                if d not in self.names[name]:
+                    self.names[name].append(d)
+        self.python = found
 
-    def _index_ast(self) -> dict:
-        if self.source is None:
-            return {}
-        try:
-            tree = self.source.parse()
-        except (SyntaxError, ValueError):
-            return {}
-        self.tree = tree
-        index: dict = {}
-        for node in ast.walk(tree):
-            if hasattr(node, "end_col_offset"):
-                key = (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
-                index.setdefault(key, []).append(node)
-        return index
-
-    def _node(self, loc, kind: str):
-        span = self.registry.position(getattr(loc, "col", None))
-        if span is None:
-            return None
-        for node in self._nodes_by_span.get(span, ()):
-            if type(node).__name__ in _CLASSES[kind]:
-                return node
-        return None
-
-    def _record(self, loc, kind: str, fact: dict, numba_type=None) -> None:
-        node = self._node(loc, kind)
-        if node is None:
-            self.unmatched += 1
-            return
-        key = node_key(node)
-        self.nodes.setdefault(key, {}).setdefault(kind, []).append(fact)
-        if numba_type is not None:
-            self._numba_types[key] = numba_type
+    def _record(self, item, kind: str, fact: dict) -> None:
+        self._by_item.setdefault(id(item), []).append((kind, fact))
 
     def _type(self, var):
         return self.typemap[var.name]
@@ -171,9 +123,9 @@ class FunctionFacts:
 
         value, target_type = stmt.value, self.typemap.get(stmt.target.name)
         if isinstance(value, (ir.Global, ir.FreeVar)):
-            self._record(value.loc, "global", {"type": describe_type(target_type)}, target_type)
+            self._record(value, "global", {"type": describe_type(target_type)})
         elif isinstance(value, ir.Const):
-            self._record(value.loc, "const", {"type": describe_type(target_type)}, target_type)
+            self._record(value, "const", {"type": describe_type(target_type)})
         elif isinstance(value, ir.Expr):
             handler = getattr(self, "_expr_" + value.op, None)
             if handler is not None:
@@ -188,31 +140,31 @@ class FunctionFacts:
     def _expr_binop(self, expr, target_type, kind="binop") -> None:
         args, ret = self._signature(expr)
         fn = expr.immutable_fn if kind == "inplace_binop" else expr.fn
-        self._record(expr.loc, kind, {
+        self._record(expr, kind, {
             "op": _OPERATORS.get(fn, getattr(fn, "__name__", "?")),
             "lhs": describe_type(self._type(expr.lhs)), "rhs": describe_type(self._type(expr.rhs)),
             "sig": args, "ret": ret if ret is not None else describe_type(target_type),
-        }, target_type)
+        })
 
     def _expr_inplace_binop(self, expr, target_type) -> None:
         self._expr_binop(expr, target_type, "inplace_binop")
 
     def _expr_unary(self, expr, target_type) -> None:
         args, ret = self._signature(expr)
-        self._record(expr.loc, "unary", {
+        self._record(expr, "unary", {
             "op": _OPERATORS.get(expr.fn, getattr(expr.fn, "__name__", "?")),
             "arg": describe_type(self._type(expr.value)), "sig": args,
             "ret": ret if ret is not None else describe_type(target_type),
-        }, target_type)
+        })
 
     def _expr_getitem(self, expr, target_type, kind="getitem") -> None:
         index = _field(expr, "index_var") or _field(expr, "index")
         index_type = self._type(index) if hasattr(index, "name") and index.name in self.typemap else None
-        self._record(expr.loc, "getitem", {
+        self._record(expr, "getitem", {
             "value": describe_type(self._type(expr.value)),
             "index": describe_type(index_type) if index_type is not None else {"t": "other", "name": "static"},
             "ret": describe_type(target_type),
-        }, target_type)
+        })
 
     def _expr_static_getitem(self, expr, target_type) -> None:
         self._expr_getitem(expr, target_type)
@@ -221,9 +173,9 @@ class FunctionFacts:
         self._expr_getitem(expr, target_type)
 
     def _expr_getattr(self, expr, target_type) -> None:
-        self._record(expr.loc, "getattr", {
+        self._record(expr, "getattr", {
             "value": describe_type(self._type(expr.value)), "attr": expr.attr, "ret": describe_type(target_type),
-        }, target_type)
+        })
 
     def _expr_call(self, expr, target_type) -> None:
         args, ret = self._signature(expr)
@@ -238,10 +190,12 @@ class FunctionFacts:
         fnty = self._type(expr.func)
         dispatcher = getattr(fnty, "dispatcher", None)
         if dispatcher is not None and sig is not None:
-            index = getattr(dispatcher, "_numbakern_device_index", None)
+            from .request import device_index
+
+            index = device_index(dispatcher)
             if index is not None:
                 fact["fn"] = {"kind": "device", "function": self.devices.facts_for(dispatcher, index, sig)}
-        self._record(expr.loc, "call", fact, target_type)
+        self._record(expr, "call", fact)
 
     def _callee(self, expr) -> dict:
         from numba.cuda import types
@@ -272,7 +226,7 @@ class FunctionFacts:
         sig = self.calltypes.get(stmt)
         array_type = self._type(stmt.target)
         index = stmt.index if isinstance(stmt, ir.SetItem) else getattr(stmt, "index_var", None)
-        self._record(stmt.loc, "setitem", {
+        self._record(stmt, "setitem", {
             "array": describe_type(array_type),
             "value": describe_type(self._type(stmt.value)),
             "index": describe_type(self._type(index)) if index is not None else {"t": "other", "name": "static"},
@@ -280,57 +234,10 @@ class FunctionFacts:
         })
 
     def _return(self, stmt) -> None:
-        self._record(stmt.loc, "return", {
+        self._record(stmt, "return", {
             "value": describe_type(self._type(stmt.value)),
             "ret": describe_type(self.cres.signature.return_type),
         })
-
-    # -- joins: a conditional expression's or a boolean operation's type -----------------------------------------
-
-    def _joins(self) -> None:
-        """numba types ``a if c else b`` (and ``a or b``) as the unification of its branches' types; the IR has no
-        expression for it, only a variable at the join, so compute it the same way from the branches."""
-        ctx = self.cres.typing_context
-        for node in ast.walk(self.tree):
-            if isinstance(node, (ast.IfExp, ast.BoolOp)):
-                self._join_type(node, ctx)
-
-    def _join_type(self, node, ctx):
-        key = node_key(node)
-        if key in self._numba_types:
-            return self._numba_types[key]
-        t = None
-        if isinstance(node, (ast.IfExp, ast.BoolOp)):
-            parts = [node.body, node.orelse] if isinstance(node, ast.IfExp) else node.values
-            ts = [self._join_type(p, ctx) for p in parts]
-            if all(x is not None for x in ts):
-                try:
-                    t = ctx.unify_types(*[_unliteral(x) for x in ts])
-                except Exception:  # noqa: BLE001 - no unification: leave the join untyped
-                    t = None
-                if t is not None:
-                    self.nodes.setdefault(key, {})["join"] = [{
-                        "type": describe_type(t), "parts": [describe_type(x) for x in ts]}]
-        elif isinstance(node, ast.Name):
-            versions = self._name_versions(node.id)
-            t = versions[0] if len(versions) == 1 else None
-        elif isinstance(node, ast.Compare):
-            from numba.cuda import types
-
-            t = types.boolean
-        if t is not None:
-            self._numba_types[key] = t
-        return t
-
-    def _name_versions(self, name: str) -> list:
-        found = []
-        for var, t in self.typemap.items():
-            if var == name or var.startswith(name + "."):
-                t = _unliteral(t)
-                if t not in found:
-                    found.append(t)
-        return found
-
 
 def _field(expr, name):
     # ir.Expr answers a missing attribute with KeyError
@@ -340,17 +247,10 @@ def _field(expr, name):
         return None
 
 
-def _unliteral(t):
-    from numba.cuda import types
-
-    return types.unliteral(t)
-
-
 class DeviceFacts:
     """The facts of every (device function, signature) a kernel reaches, numbered in the order they are met."""
 
-    def __init__(self, sources: dict, registry: CodeRegistry):
-        self.sources = sources
+    def __init__(self, registry: CodeRegistry):
         self.registry = registry
         self.functions: list[FunctionFacts | None] = [None]  # slot 0 is the kernel
         self._seen: dict[tuple, int] = {}
@@ -366,16 +266,16 @@ class DeviceFacts:
         cres = dispatcher.overloads.get(tuple(sig.args))
         if cres is None:
             return -1
-        facts = FunctionFacts(f"device:{index}", cres, self.sources.get(f"device:{index}"), self.registry, self)
+        facts = FunctionFacts(f"device:{index}", cres, self.registry, self)
         self.cooperative |= bool(getattr(cres.library, "use_cooperative", False))
         facts.collect()
         self.functions[slot] = facts
         return slot
 
 
-def kernel_facts(cres, sources: dict, registry: CodeRegistry) -> dict:
-    devices = DeviceFacts(sources, registry)
-    kernel = FunctionFacts("kernel", cres, sources.get("kernel"), registry, devices)
+def kernel_facts(cres, registry: CodeRegistry) -> dict:
+    devices = DeviceFacts(registry)
+    kernel = FunctionFacts("kernel", cres, registry, devices)
     devices.functions[0] = kernel
     kernel.collect()
     cooperative = devices.cooperative or bool(getattr(cres.library, "use_cooperative", False))

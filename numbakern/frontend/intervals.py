@@ -3,8 +3,8 @@ interval arithmetic on exact integers (Python ints: no wraparound here; a caller
 
 The simulator's typed rewrite (``numbakern.sim.typed``) tracks the bounds of every integer it computes with these,
 to know where Numba's wraparound cannot happen; the translator's value ranges (``translate.codegen.valueflow``)
-prove indices non-negative and arithmetic free of overflow with them. An unknown bound is ``None`` in ``lower``/``upper`` below
-(``-inf``/``+inf``), while the simulator's own tuples use ``-(2**200)``/``2**200``.
+prove indices non-negative and arithmetic free of overflow with them. An unknown bound is ``None`` in
+``lower``/``upper`` below (``-inf``/``+inf``), while the simulator's own tuples use ``-(2**200)``/``2**200``.
 """
 
 from __future__ import annotations

@@ -18,12 +18,13 @@ numba-cuda-mlir is an affected version; the simulator calls it at a numba-cuda-m
 from __future__ import annotations
 
 import ast
+import inspect
 import re
+import textwrap
 import warnings
 from importlib import metadata
 
 from . import closures
-from .source import source_of
 
 #: the first numba-cuda-mlir release not known to place dynamic shared memory over static arrays (none is known yet:
 #: every release up to 0.6.x, the newest this project supports, is affected)
@@ -63,18 +64,17 @@ def shared_arrays(fn, _seen: set | None = None) -> tuple[list[str], list[str]]:
     if id(fn) in seen:
         return [], []
     seen.add(id(fn))
-    src = source_of(fn)
-    if src is None:
-        return [], []
     try:
-        tree = src.parse()
-    except (SyntaxError, ValueError):
+        text = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(text)
+    except (OSError, TypeError, SyntaxError):  # no source (exec, stdin): nothing to report
         return [], []
+    filename, first_line = fn.__code__.co_filename, fn.__code__.co_firstlineno
     static, dynamic = [], []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _is_shared_array(node.func):
             shape = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "shape"), None)
-            where = f"{src.filename}:{node.lineno}"
+            where = f"{filename}:{first_line + node.lineno - 1}"
             (dynamic if _is_zero(fn, shape) else static).append(where)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             device = _device_function(closures.lookup(fn, node.id))

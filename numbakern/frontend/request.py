@@ -2,8 +2,8 @@
 
 The kernel's Python function is pickled *by value* with cloudpickle (numba-cuda's vendored copy): its code, the
 module constants and closure values it reads, and the device functions it calls (each rebuilt as a
-``cuda.jit(device=True)`` function on the other side). So the request's hash is the cache key the issue asks for:
-the kernel's source, its device functions' sources, the constants they read and the argument types.
+``cuda.jit(device=True)`` function on the other side). So the request's hash is the cache key: the kernel's code
+(its positions included), its device functions' code, the constants they read and the argument types.
 
 The caller says which objects are device functions (``recognize``): numbakern's simulator recognises numba-cuda's
 simulated kernels; another front end (numba-cuda-mlir) can pass its own.
@@ -11,16 +11,17 @@ simulated kernels; another front end (numba-cuda-mlir) can pass its own.
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import functools
 import hashlib
 import io
 import sys
+import threading
 import types as pytypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from .source import Source, source_of
 
 #: bump when the facts a worker returns change shape or meaning (old cache entries then miss)
 FACTS_VERSION = 1
@@ -56,11 +57,12 @@ def config_settings(config) -> dict:
 class TypingRequest:
     payload: bytes  # cloudpickle of (kernel function, its jit options)
     argtypes: tuple  # numba types of the launch's arguments
-    sources: dict[str, Source | None]  # "kernel" and "device:<i>" -> the function's own source
     cc: tuple[int, int]
     devices: list = field(default_factory=list, compare=False, repr=False)  # device functions' python functions
+    #: the payload as every process pickles it: cloudpickle names a class it pickles by value with a random id
+    identity: bytes | None = field(default=None, compare=False, repr=False)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         from numba_cuda import __version__ as numba_cuda_version
 
@@ -69,11 +71,10 @@ class TypingRequest:
             f"facts {FACTS_VERSION}; {_frontend_fingerprint()}; numba-cuda {numba_cuda_version}; "
             f"python {sys.version_info[:2]}; cc {self.cc}",
             repr(self.argtypes),
-            repr(sorted((k, (s.filename, s.first_line, s.text) if s else None) for k, s in self.sources.items())),
         ):
             h.update(part.encode())
             h.update(b"\0")
-        h.update(self.payload)
+        h.update(self.identity if self.identity is not None else self.payload)
         return h.hexdigest()
 
 
@@ -82,18 +83,18 @@ def build_request(fn, options: dict, argtypes: tuple, recognize: Recognizer, cc=
     buf = io.BytesIO()
     pickler = _pickler_class()(buf, recognize)
     pickler.by_value.add(id(fn))
-    pickler.dump((fn, dict(options)))
-    # the overloads of the functions met so far, pickled after them with the same memo (the same objects in the
-    # helper), until their own overload functions name no further ones: the helper registers each batch it loads
-    done = 0
-    while done < len(pickler.overloaded):
-        batch = pickler.overloaded[done:]
-        done = len(pickler.overloaded)
-        pickler.dump(batch)
-    sources = {KERNEL: source_of(fn)}
-    for i, (_, pyfunc) in enumerate(pickler.devices):
-        sources[f"device:{i}"] = source_of(pyfunc)
-    return TypingRequest(buf.getvalue(), tuple(argtypes), sources, tuple(cc), [f for _, f in pickler.devices])
+    with _submodules_indexed():
+        pickler.dump((fn, dict(options)))
+        # the overloads of the functions met so far, pickled after them with the same memo (the same objects in the
+        # helper), until their own overload functions name no further ones: the helper registers each batch it loads
+        done = 0
+        while done < len(pickler.overloaded):
+            batch = pickler.overloaded[done:]
+            done = len(pickler.overloaded)
+            pickler.dump(batch)
+    payload = buf.getvalue()
+    return TypingRequest(payload, tuple(argtypes), tuple(cc), [f for _, f in pickler.devices],
+                         _without_tracker_ids(payload, pickler.dynamic_classes))
 
 
 @functools.cache
@@ -106,12 +107,15 @@ def _pickler_class():
             super().__init__(file, protocol=5)
             self._recognize = recognize
             self.devices: list[tuple[Any, Any]] = []  # (device function object, its python function)
-            self.overloaded: list[tuple[Any, list]] = []  # (function, its overloads' (function, options))
             # the kernel's and device functions' own code always travels: cloudpickle would send a function its
             # module exports by name only, and importing a test module in the helper may need a GPU
             self.by_value: set[int] = set()
+            self.dynamic_classes: list[type] = []  # classes pickled by value (with a tracker id)
+            self.overloaded: list[tuple[Any, list]] = []  # (function, its overloads' (function, options))
 
         def reducer_override(self, obj):
+            if isinstance(obj, type) and not cloudpickle.cloudpickle._should_pickle_by_reference(obj):
+                self.dynamic_classes.append(obj)
             if not isinstance(obj, _PLAIN):
                 if id(obj) in self.by_value:
                     return self._dynamic_function_reduce(obj)
@@ -143,6 +147,68 @@ def _pickler_class():
 _PLAIN = (int, float, str, bytes, tuple, list, dict, type(None))
 
 
+def _without_tracker_ids(payload: bytes, classes: list) -> bytes | None:
+    """The payload with the random id cloudpickle gives each class it pickles by value (a class defined in a test
+    function, a namedtuple of ``__main__``) replaced by its order of appearance: the same bytes in every process."""
+    if not classes:
+        return None
+    from numba.cuda.cloudpickle import cloudpickle
+
+    for i, cls in enumerate(dict.fromkeys(classes)):
+        tracker = cloudpickle._DYNAMIC_CLASS_TRACKER_BY_CLASS.get(cls)
+        if tracker:
+            payload = payload.replace(tracker.encode(), f"{i:0{len(tracker)}d}".encode())
+    return payload
+
+
+_submodules_lock = threading.Lock()
+_submodule_index: tuple[int, dict[str, list[str]]] = (-1, {})
+
+
+@contextlib.contextmanager
+def _submodules_indexed():
+    """cloudpickle looks through every loaded module for each module a function reads (which of its submodules the
+    function may reach as attributes): milliseconds per kernel with numba and torch loaded. The same answer, from
+    an index of ``sys.modules`` made once per change of it."""
+    from numba.cuda.cloudpickle import cloudpickle
+
+    with _submodules_lock:
+        original = cloudpickle._find_imported_submodules
+        cloudpickle._find_imported_submodules = _find_imported_submodules
+        try:
+            yield
+        finally:
+            cloudpickle._find_imported_submodules = original
+
+
+def _find_imported_submodules(code, top_level_dependencies):
+    global _submodule_index
+    if _submodule_index[0] != len(sys.modules):
+        # package -> the first name under it -> (submodule, every name of its path under the package)
+        index: dict[str, dict[str, list]] = {}
+        for name in list(sys.modules):
+            if name is None:
+                continue
+            parts = name.split(".")
+            for i in range(1, len(parts)):
+                under = parts[i:]
+                index.setdefault(".".join(parts[:i]), {}).setdefault(under[0], []).append((name, frozenset(under)))
+        _submodule_index = (len(sys.modules), index)
+    names = set(code.co_names)
+    found = []
+    for x in top_level_dependencies:
+        if isinstance(x, pytypes.ModuleType) and getattr(x, "__package__", None):
+            by_first = _submodule_index[1].get(x.__name__)
+            if not by_first:
+                continue
+            for first in names & by_first.keys():
+                for name, tokens in by_first[first]:
+                    module = sys.modules.get(name)
+                    if module is not None and tokens <= names:
+                        found.append(module)
+    return found
+
+
 def _public_alias(fn) -> tuple[str, str] | None:
     """A private module-level function that the module also exports under a public name (``vload4 =
     _py_vload4`` in simulator mode): refer to it by the public name, which the real CUDA target binds to the
@@ -167,8 +233,26 @@ def import_attribute(module: str, name: str):
     return getattr(importlib.import_module(module), name)
 
 
+#: in the helper: device functions rebuilt by earlier requests, by their content (``_device_key``), so a device
+#: function several kernels call is compiled once per signature, as numba-cuda compiles it once on a GPU
+_devices: dict[bytes, Any] = {}
+#: in the helper: id(device dispatcher) -> its index in the request being read (``device_index``)
+_request_devices: dict[int, int] = {}
+
+
+def begin_request() -> None:
+    """In the helper, before a request's payload is read: its device functions are numbered afresh."""
+    _request_devices.clear()
+
+
+def device_index(dispatcher) -> int | None:
+    """The index in the current request of a device function ``rebuild_device`` made (None: not one of them)."""
+    return _request_devices.get(id(dispatcher))
+
+
 def rebuild_device(pyfunc, index: int, options: dict):
-    """In the helper process: the device function as numba-cuda's own ``cuda.jit(device=True)`` function.
+    """In the helper process: the device function as numba-cuda's own ``cuda.jit(device=True)`` function (the one
+    an earlier request rebuilt from the same code and values, with what it compiled).
 
     One dispatcher per function: a recursive function reaches its own object again while its code is being
     unpickled (through its globals), before the first rebuild returns; both must be the same dispatcher, or numba
@@ -177,10 +261,16 @@ def rebuild_device(pyfunc, index: int, options: dict):
 
     dispatcher = pyfunc.__dict__.get(_REBUILT)
     if dispatcher is None:
-        dispatcher = cuda.jit(device=True, **options)(pyfunc)
-        dispatcher._numbakern_device_index = index
+        key = _device_key(pyfunc, options)
+        dispatcher = _devices.get(key) if key is not None else None
+        if dispatcher is None:
+            dispatcher = cuda.jit(device=True, **options)(pyfunc)
+            dispatcher._numbakern_key = key
+            if key is not None:
+                _devices[key] = dispatcher
+            _rebuilt.append(pyfunc)
         pyfunc.__dict__[_REBUILT] = dispatcher
-        _rebuilt.append(pyfunc)
+    _request_devices[id(dispatcher)] = index
     return dispatcher
 
 
@@ -220,6 +310,38 @@ def load_payload(payload: bytes):
             pyfunc.__module__ = None
     _rebuilt.clear()
     return fn, options
+
+
+def _device_key(pyfunc, options: dict) -> bytes | None:
+    """A device function's code, options and the values it reads (device functions by their own keys), as bytes;
+    None when a value has no bytes (then the function is compiled afresh)."""
+    import marshal
+    import pickle
+
+    from numba.cuda.cloudpickle.cloudpickle import _extract_code_globals
+
+    from .closures import closure_values
+
+    parts = [marshal.dumps(pyfunc.__code__), repr(sorted(options.items())).encode()]
+    names = sorted(_extract_code_globals(pyfunc.__code__))
+    if any(n not in pyfunc.__globals__ and not hasattr(builtins, n) for n in names):
+        # a name the function reads is not there yet: its globals are still being unpickled (a recursive function
+        # reached from its own globals), so its content is not known; compiled afresh
+        return None
+    values = [(n, pyfunc.__globals__[n]) for n in names if n in pyfunc.__globals__]
+    values += sorted(closure_values(pyfunc).items())
+    for name, value in values:
+        if isinstance(value, pytypes.ModuleType):
+            encoded = b"module " + value.__name__.encode()
+        elif getattr(value, "_numbakern_key", None) is not None:
+            encoded = b"device " + value._numbakern_key
+        else:
+            try:
+                encoded = pickle.dumps(value, protocol=5)
+            except Exception:  # noqa: BLE001 - a value plain pickle cannot name: no reuse
+                return None
+        parts.append(name.encode() + b"=" + hashlib.sha256(encoded).digest())
+    return hashlib.sha256(b"\0".join(parts)).digest()
 
 
 _fingerprint = None

@@ -27,15 +27,18 @@ from .compile import CodeRegistry, compile_kernel
 from .facts import kernel_facts
 from .protocol import read_frame, write_frame
 from .rejections import describe_error
-from .request import CONFIG, load_payload
-from .source import Source
+from .request import CONFIG, begin_request, load_payload
+
+#: one registry for the helper's life: device functions compiled for an earlier request keep their IR's tags
+_registry = CodeRegistry()
 
 
-def type_request(payload: bytes, argtypes: tuple, sources: dict, cc, ptx: bool = False) -> dict:
+def type_request(payload: bytes, argtypes: tuple, cc, ptx: bool = False) -> dict:
     """Facts for one request, or ``{"ok": False, "error": {...}}`` with numba's reason and the source line."""
-    registry = CodeRegistry()
+    registry = _registry
     start = time.perf_counter()
     try:
+        begin_request()
         pyfunc, options = load_payload(payload)
         with numba_config(options.get(CONFIG, {})):
             cres = compile_kernel(pyfunc, argtypes, registry, cc=cc, ptx=ptx)
@@ -43,7 +46,7 @@ def type_request(payload: bytes, argtypes: tuple, sources: dict, cc, ptx: bool =
         return {"ok": False, "error": describe_error(e, registry)}
     seconds = time.perf_counter() - start
     try:
-        facts = kernel_facts(cres, sources, registry)
+        facts = kernel_facts(cres, registry)
     except Exception:  # noqa: BLE001 - the kernel compiles; only the facts are missing (a numbakern bug)
         return {"ok": True, "functions": None, "facts_error": traceback.format_exc(), "seconds": round(seconds, 4)}
     facts["seconds"] = round(seconds, 4)
@@ -86,11 +89,10 @@ def _answer(req: dict) -> dict:
         os.chdir(req["cwd"])  # relative paths in a request mean what they mean to the caller
     if req["op"] == "call":
         return call_request(req["function"], req["kwargs"])
-    sources = {k: Source(*v) if v else None for k, v in req["sources"].items()}
     argtypes = req["argtypes"]
     if isinstance(argtypes, bytes):  # pickled by value (client._by_value)
         argtypes = pickle.loads(argtypes)
-    return type_request(req["payload"], argtypes, sources, tuple(req["cc"]), req.get("ptx", False))
+    return type_request(req["payload"], argtypes, tuple(req["cc"]), req.get("ptx", False))
 
 
 def serve() -> None:

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import linecache
 import os
-import warnings
 import weakref
 
 import numpy as np
 
-from . import typed
+from . import typed, typedcache
 from .adapters import adapter_of, cuda_modules
 from .errors import TypingError
 
@@ -166,22 +165,24 @@ def _type(kernel, argtypes: tuple, arg_names):
 
     settings = config_settings(config)
     request = build_request(fn, {CONFIG: settings} if settings else {}, argtypes, adapter_of(kernel).recognize)
-    facts = client.facts(request)
-    if not facts.get("ok") and facts["error"].get("kind") == "HelperError":
-        # the helper could not read the request: numbakern's failure, not a verdict on the kernel
-        raise RuntimeError(f"numbakern's typing helper could not type kernel '{fn.__name__}': "
-                           f"{facts['error']['reason']} (NUMBAKERN_SIM_TYPING=0 runs kernels untyped)")
-    if not facts.get("ok"):
-        return Rejected(_rejection(fn.__name__, argtypes, arg_names, facts["error"]))
-    if facts.get("facts_error"):
-        warnings.warn(f"numbakern: kernel '{fn.__name__}' runs with Python's arithmetic, not Numba's: its types could "
-                      f"not be read ({facts['facts_error'].strip().splitlines()[-1]})", stacklevel=4)
-        return None
-    built = typed.build(facts, fn, request.sources, request.devices, _is_cuda_module)
-    if built is None:
-        warnings.warn(f"numbakern: kernel '{fn.__name__}' runs with Python's arithmetic, not Numba's: the source of "
-                      "it or of a device function it calls is not available", stacklevel=4)
-    return built
+    key = request.key
+    compiled = typedcache.load(key)
+    if compiled is None:
+        facts = client.facts(request)
+        if not facts.get("ok") and facts["error"].get("kind") == "HelperError":
+            # the helper could not read the request: numbakern's failure, not a verdict on the kernel
+            raise RuntimeError(f"numbakern's typing helper could not type kernel '{fn.__name__}': "
+                               f"{facts['error']['reason']} (NUMBAKERN_SIM_TYPING=0 runs kernels untyped)")
+        if not facts.get("ok"):
+            return Rejected(_rejection(fn.__name__, argtypes, arg_names, facts["error"]))
+        if facts.get("facts_error"):
+            # numba compiles the kernel, but numbakern cannot run it with numba's types: never run it with others
+            raise typed.RebuildError(
+                f"numbakern cannot run kernel '{fn.__name__}' with Numba's types: "
+                f"{facts['facts_error'].strip().splitlines()[-1]}")
+        compiled = typed.compile_kernel(facts, fn, request.devices)
+        typedcache.store(key, compiled)
+    return typed.bind(compiled, fn, request.devices, _is_cuda_module)
 
 
 def _rejection(name: str, argtypes, arg_names, error: dict) -> str:

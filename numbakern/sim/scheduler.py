@@ -16,10 +16,10 @@ or has a barrier or warp intrinsic completed, the launch can never finish: ``Dea
 
 from __future__ import annotations
 
-import functools
 import random
 import sys
 import time
+import weakref
 
 from greenlet import greenlet
 
@@ -40,6 +40,19 @@ SPIN = "spin"
 #: while-loop passes between a spinning thread's yields to the scheduler
 SPIN_QUANTUM = 1024
 _FINISHED = object()  # what a worker greenlet switches to the scheduler with when its thread has returned
+#: worker greenlets parked between launches, per scheduling greenlet: creating a greenlet and ending one each cost
+#: several switches, so workers run one CUDA thread after another, launch after launch
+_parked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: workers kept parked at most, per scheduling greenlet (a block's threads: more are ended after the launch)
+PARKED_MAX = 1024
+_running: Scheduler | None = None  # the scheduler whose threads the workers run now
+
+
+def _worker(_start=None) -> None:
+    while True:
+        scheduler = _running
+        scheduler._body()
+        scheduler._hub.switch(_FINISHED)
 
 
 class Warp:
@@ -110,6 +123,7 @@ class Scheduler:
         self.grid_epoch = 0  # completed grid barriers
         self.grid_hooks: list = []
         self._hub = None
+        self._body = None
         self._idle_workers: list[greenlet] = []
         self._blocks: list[Block] = []
 
@@ -141,7 +155,11 @@ class Scheduler:
 
     def run_blocks(self, blocks: list[Block], body) -> None:
         """Run ``body()`` once per thread of ``blocks``, switching threads at barriers, warp intrinsics and spins."""
-        self._hub = greenlet.getcurrent()
+        global _running
+        self._hub = hub = greenlet.getcurrent()
+        self._body = body
+        _running = self
+        self._idle_workers = _parked.setdefault(hub, [])
         self._blocks = blocks
         module = self.module
         several = len(blocks) > 1
@@ -156,6 +174,7 @@ class Scheduler:
             if self.rng is not None:
                 self.rng.shuffle(runnable)
             spinning = []
+            arrived = []  # threads now at a plain syncthreads()
             progressed = False
             for t in runnable:
                 module.threadIdx = t.threadIdx
@@ -166,7 +185,7 @@ class Scheduler:
                 self.current = t
                 value, t.resume, t.wait = t.resume, None, None
                 if t.glet is None:
-                    t.glet = idle.pop() if idle else greenlet(functools.partial(self._worker, body), self._hub)
+                    t.glet = idle.pop() if idle else greenlet(_worker, hub)
                 try:
                     signal = t.glet.switch(value)
                 except SimulationError:
@@ -183,8 +202,15 @@ class Scheduler:
                     spinning.append(t)
                 else:
                     progressed = True
+                    if t.wait[0] is BARRIER and t.wait[2] is None:
+                        arrived.append(t)
             if not alive:
                 return
+            if not several and len(arrived) == alive:
+                # the commonest step of a tiled kernel: every thread of the block at a plain syncthreads()
+                stalled_since = None
+                runnable = self._release_barrier(blocks[0], arrived)
+                continue
             released = self._settle(blocks, spinning)
             if released:
                 progressed = True
@@ -199,19 +225,16 @@ class Scheduler:
             runnable = spinning + released
 
     def close(self, blocks) -> None:
-        """End the launch's greenlets: the idle workers, and (after an error) those of threads left waiting."""
+        """End the greenlets of threads left waiting (after an error: they hold the kernel's frames), and idle
+        workers beyond ``PARKED_MAX``; the others stay parked for the next launch."""
+        global _running
         stranded = [t.glet for b in blocks or () for t in b.threads if t.glet is not None]
-        for worker in self._idle_workers + stranded:
+        excess = self._idle_workers[PARKED_MAX:]
+        del self._idle_workers[PARKED_MAX:]
+        for worker in stranded + excess:
             if not worker.dead:
                 worker.throw()  # GreenletExit: unwinds the kernel frames it holds
-        self._idle_workers.clear()
-
-    def _worker(self, body, _start=None) -> None:
-        # A greenlet runs one CUDA thread after another: starting a fresh greenlet costs several times a switch,
-        # so a launch creates only as many as there are threads alive at once (one block's worth at most).
-        while True:
-            body()
-            self._hub.switch(_FINISHED)
+        _running = None
 
     def _settle(self, blocks: list[Block], spinning: list[SimThread]) -> list[SimThread]:
         """Nothing can run but spinning threads: complete what the waiting threads wait for; return the threads

@@ -15,6 +15,7 @@ conversion helpers (``__nk_*``), the rewritten device functions it calls and the
 from __future__ import annotations
 
 import ast
+import builtins as builtins_module
 import copy
 import itertools
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..frontend import closures, intervals
-from ..frontend.source import Source, node_key
+from ..frontend.decompile import node_key
 from . import numerics
 from .numerics import BOOL, FLOAT64, INT64, Num, num
 
@@ -74,7 +75,7 @@ class FunctionFacts:
         self.args = [num(t) for t in data["args"]]
 
     def get(self, node: ast.AST, kind: str, i: int = 0):
-        entries = self.nodes.get(node_key(node), {}).get(kind)
+        entries = self.nodes.get(_key(node), {}).get(kind)
         if not entries:
             return None
         if i < len(entries):
@@ -82,7 +83,7 @@ class FunctionFacts:
         return None
 
     def all(self, node: ast.AST, kind: str) -> list:
-        return self.nodes.get(node_key(node), {}).get(kind) or []
+        return self.nodes.get(_key(node), {}).get(kind) or []
 
     def name_type(self, name: str):
         """The one Numba type of a local name (None if it has several, or none that is a number)."""
@@ -96,12 +97,21 @@ class FunctionFacts:
         return bool(ts) and len(ts) > 1
 
 
+def _key(node: ast.AST) -> str:
+    # a rebuilt function's nodes carry the key of their place in the rebuilt text (their positions are the
+    # kernel's own, which copies of an unrolled loop body share)
+    return getattr(node, "_nk_key", None) or node_key(node)
+
+
 class Helpers:
     """Names of the conversion helpers a rewritten function calls, and their values."""
 
     def __init__(self):
         self.values: dict[str, Any] = {"__nk_int": int, "__nk_float": float, "__nk_bool": bool,
-                                       "__nk_float32": numerics.float32, "__nk_float16": numerics.float16}
+                                       "__nk_float32": numerics.float32, "__nk_float16": numerics.float16,
+                                       # what a function rebuilt from numba's IR may call
+                                       "__nk_iter_next": _iter_next, "__nk_import": _import, "__nk_numpy": np,
+                                       "__nk_undefined": _UNDEFINED}
 
     def name(self, key: str, value) -> str:
         name = "__nk_" + key
@@ -139,6 +149,7 @@ class Rewriter:
         stores = _store_counts(fdef)
         self.single = {n for n, count in stores.items() if count == 1 and n not in params}
         self.bounds: dict[str, tuple[int, int]] = {}
+        self.canonical_tuples: dict[str, str] = {}  # names bound once to a shape ("shape") or cuda.grid(n)
         for name in _loosely_bound_names(fdef):
             self.name_state[name] = ANY
         fdef.body = self.block(fdef.body)
@@ -169,6 +180,8 @@ class Rewriter:
             return s
         target = s.targets[0]
         if isinstance(target, ast.Name):
+            if target.id in self.single and _canonical_tuple(s.value):
+                self.canonical_tuples[target.id] = "shape" if isinstance(s.value, ast.Attribute) else "call"
             v = self.expr(s.value, expect=self.facts.name_type(target.id))
             t = self._assigned_type(target.id, v)
             s.value = self.canon(v, t)
@@ -409,8 +422,10 @@ class Rewriter:
             return Val(e, t, NP)
         if container == "tuple":
             # shapes hold Python ints; a tuple of float32 elements holds np.float32s; other integers: unknown form
-            shape = isinstance(e.value, ast.Attribute) and e.value.attr in ("shape", "strides")
-            return Val(e, t, CANON if (shape or t.is_float or t is BOOL) else ANY, 0 if shape else None,
+            # (a name bound once to a shape or cuda.grid(n) holds what they give)
+            made = self.canonical_tuples.get(e.value.id) if isinstance(e.value, ast.Name) else None
+            shape = made == "shape" or isinstance(e.value, ast.Attribute) and e.value.attr in ("shape", "strides")
+            return Val(e, t, CANON if (shape or made or t.is_float or t is BOOL) else ANY, 0 if shape else None,
                        2**62 if shape else None)
         return Val(e, t, NP if container == "record" else ANY)
 
@@ -692,11 +707,11 @@ class Rewriter:
                 if v.ty == t and v.state in (CANON, NP) and t.bits < 64:
                     return v.node
                 self.changed += 1
-                return _call("__nk_float" if t.bits == 64 else f"__nk_{t.name}", v.node, v.node)
+                return self._to_float(t, v.node, v.node)
             if v.ty.is_int or v.ty is BOOL:
                 inner = self._canon_int(v, v.ty) if v.ty.is_int else v.node
                 self.changed += 1
-                return _call("__nk_float" if t.bits == 64 else f"__nk_{t.name}", inner, v.node)
+                return self._to_float(t, inner, v.node)
             return v.node
         if t is BOOL:
             if v.ty is BOOL:
@@ -723,6 +738,19 @@ class Rewriter:
         if t.lo <= lo and hi <= t.hi:
             return node
         return self._wrap(node, t)
+
+    def _to_float(self, t: Num, node: ast.expr, like: ast.AST) -> ast.expr:
+        """``node`` as a float of type ``t``; a constant converted once, here (``np.float32(0.5)`` in a loop is
+        a name, not a call per pass)."""
+        value = _constant_value(node)
+        if value is None:
+            return _call("__nk_float" if t.bits == 64 else f"__nk_{t.name}", node, like)
+        if t.bits == 64:
+            return ast.copy_location(ast.Constant(float(value)), like)
+        with np.errstate(over="ignore"):  # a constant too large for the type is inf, as on the GPU
+            converted = numerics.float32(value) if t.name == "float32" else numerics.float16(value)
+        name = self.h.name(_constant_helper(converted), converted)
+        return ast.copy_location(ast.Name(name, ast.Load()), like)
 
     def _wrap(self, node: ast.expr, t: Num) -> ast.expr:
         self.changed += 1
@@ -756,6 +784,22 @@ class Rewriter:
                     return v.node
             return self.canon(v, dtype)
         return v.node
+
+
+def _constant_value(node: ast.expr) -> int | float | None:
+    """The value of an int or float literal (``-2.5`` included), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _constant_value(node.operand)
+        return -value if value is not None else None
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    return None
+
+
+def _constant_helper(value) -> str:
+    """The helper name of a float32 or float16 constant: its type and bit pattern (``float32_3f800000``)."""
+    bits = {4: np.uint32, 2: np.uint16}[value.dtype.itemsize]
+    return f"{value.dtype.name}_{int(np.asarray(value).view(bits)):0{2 * value.dtype.itemsize}x}"
 
 
 _BARRIERS = {"syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp", "sync"}
@@ -872,78 +916,210 @@ class TypedKernel:
             f.globals["__nk_spin"] = spin
 
 
-def build(facts: dict, kernel_fn, sources: dict[str, Source | None], device_fns: list,
-          is_cuda_module) -> TypedKernel | None:
-    """Rewritten functions for a kernel's facts; None when a function's source is missing (the kernel then runs as
-    written, computing with Python's types)."""
+@dataclass
+class CompiledFunction:
+    """A rewritten function as code, with no value of the process that made it (so it can be kept on disk)."""
+
+    label: str  # "kernel" or "device:<i>"
+    code: Any  # the code of a module that defines the function
+    name: str
+    reads: list[str]  # the names it reads from the kernel's globals and closure (and builtins)
+    helpers: list[str]  # the conversion helpers it calls (``helper_value``)
+    conversions: int
+
+    def to_data(self) -> tuple:
+        return (self.label, self.code, self.name, list(self.reads), list(self.helpers), self.conversions)
+
+
+@dataclass
+class CompiledKernel:
+    """The rewritten kernel and device functions of one set of facts (slot i: the facts' function i)."""
+
+    functions: list[CompiledFunction | None]
+    cooperative: bool
+
+    def to_data(self) -> tuple:
+        return ([f.to_data() if f is not None else None for f in self.functions], self.cooperative)
+
+    @classmethod
+    def from_data(cls, data) -> CompiledKernel:
+        functions, cooperative = data
+        return cls([CompiledFunction(*f) if f is not None else None for f in functions], bool(cooperative))
+
+
+def compile_kernel(facts: dict, kernel_fn, device_fns: list) -> CompiledKernel:
+    """The kernel and the device functions it calls, rewritten from their facts (the Python numba-cuda's front end
+    rebuilt from its typed IR, and what numba decided for each of its operations)."""
     functions_facts = facts.get("functions")
-    if not functions_facts:
-        return None
+    if not functions_facts or functions_facts[0] is None:
+        raise RebuildError(f"numbakern cannot run kernel '{kernel_fn.__name__}' with Numba's types: the typing "
+                           "helper returned no Python for it")
     names: dict[int, str] = {i: f"__nk_device_{i}" for i in range(1, len(functions_facts))}
-    built: list[TypedFunction | None] = []
+    compiled: list[CompiledFunction | None] = []
     for data in functions_facts:
         if data is None:
-            built.append(None)
+            compiled.append(None)
             continue
         label = data["label"]
-        if label == "kernel":
-            pyfunc, source = kernel_fn, sources.get("kernel")
-        else:
-            index = int(label.split(":")[1])
-            pyfunc, source = device_fns[index], sources.get(label)
-        if source is None:
-            return None
-        built.append(_rewrite(pyfunc, source, FunctionFacts(data), names, is_cuda_module))
-    if built[0] is None:
-        return None
+        pyfunc = kernel_fn if label == "kernel" else device_fns[int(label.split(":")[1])]
+        compiled.append(_rewrite(pyfunc, data, names))
+    return CompiledKernel(compiled, bool(facts.get("cooperative")))
+
+
+def bind(compiled: CompiledKernel, kernel_fn, device_fns: list, is_cuda_module) -> TypedKernel:
+    """Functions that run ``compiled`` with the values ``kernel_fn`` and its device functions read now (numpy
+    arrays copied: numba compiles them in as constants)."""
+    built: list[TypedFunction | None] = []
+    for f in compiled.functions:
+        if f is None:
+            built.append(None)
+            continue
+        pyfunc = kernel_fn if f.label == "kernel" else device_fns[int(f.label.split(":")[1])]
+        built.append(_bind(f, pyfunc, is_cuda_module))
     for f in built:
         if f is None:
             continue
-        for i, name in names.items():
+        for i in range(1, len(built)):
             if built[i] is not None:
-                f.globals[name] = built[i].function
-    present = [f for f in built if f is not None]
-    return TypedKernel(built[0], present, bool(facts.get("cooperative")))
+                f.globals[f"__nk_device_{i}"] = built[i].function
+    return TypedKernel(built[0], [f for f in built if f is not None], compiled.cooperative)
 
 
-def _rewrite(pyfunc, source: Source, facts: FunctionFacts, device_names: dict[int, str],
-             is_cuda_module) -> TypedFunction:
-    fdef = source.parse()
-    read = _free_names(fdef)
+def _values(pyfunc, names) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    glob = pyfunc.__globals__
-    builtins = glob.get("__builtins__")
-    for name in read:
+    for name in names:
         value = closures.lookup(pyfunc, name)
         if value is closures.MISSING:
             continue
-        values[name] = value
-        if type(values[name]) is np.ndarray:
+        if type(value) is np.ndarray:
             # numba compiles a global array in as a constant: later changes to it are not seen
-            frozen = values[name].copy()
-            frozen.flags.writeable = False
-            values[name] = frozen
+            value = value.copy()
+            value.flags.writeable = False
+        values[name] = value
+    return values
+
+
+def _rewrite(pyfunc, data: dict, device_names: dict[int, str]) -> CompiledFunction:
+    python = data["python"]
+    fdef = ast.parse(python["text"]).body[0]
+    _place(fdef, python["positions"])
+    read = sorted(_free_names(fdef))
+    values = _values(pyfunc, read)
     helpers = Helpers()
-    rewriter = Rewriter(facts, helpers, device_names, values)
+    rewriter = Rewriter(FunctionFacts(data), helpers, device_names, values)
     new_def = rewriter.function(fdef)
     module = ast.Module([new_def], [])
     ast.fix_missing_locations(module)
-    code = compile(module, source.filename, "exec")
+    code = compile(module, pyfunc.__code__.co_filename, "exec")
+    used = sorted(n for n in helpers.values if n != "__nk_spin")
+    reads = [n for n in read if not n.startswith("__nk_")]
+    return CompiledFunction(data["label"], code, new_def.name, reads, used, rewriter.changed)
+
+
+def _bind(f: CompiledFunction, pyfunc, is_cuda_module) -> TypedFunction:
+    values = _values(pyfunc, f.reads)
+    glob = pyfunc.__globals__
+    builtins = glob.get("__builtins__")
+    missing = [n for n in f.reads if n not in values and not hasattr(builtins_module, n)]
+    if missing:
+        raise RebuildError(f"kernel '{pyfunc.__name__}' reads {', '.join(repr(n) for n in missing)}, which numba "
+                           "found when it compiled the kernel but its globals and closure no longer hold")
     namespace = dict(values)
     namespace["__builtins__"] = builtins
     namespace["__name__"] = glob.get("__name__")
-    namespace.update(helpers.values)
+    for name in f.helpers:
+        namespace[name] = helper_value(name)
     namespace["__nk_spin"] = _no_spin
-    exec(code, namespace)  # noqa: S102 - the kernel's own (rewritten) definition
-    function = namespace[new_def.name]
+    exec(f.code, namespace)  # noqa: S102 - the kernel's own (rewritten) definition
+    function = namespace[f.name]
     function.__defaults__ = pyfunc.__defaults__
     function.__kwdefaults__ = pyfunc.__kwdefaults__
     cuda_names = [n for n, v in values.items() if is_cuda_module(v)]
-    return TypedFunction(function, namespace, cuda_names, rewriter.changed)
+    return TypedFunction(function, namespace, cuda_names, f.conversions)
+
+
+_FIXED_HELPERS: dict[str, Any] = {}
+
+
+def helper_value(name: str):
+    """The value of a conversion helper a rewritten function calls, by its name (``__nk_wrap_int32``): what
+    ``Helpers`` gave it when the function was rewritten, perhaps in another process."""
+    if not _FIXED_HELPERS:
+        _FIXED_HELPERS.update(Helpers().values)
+        _FIXED_HELPERS.update({"__nk_round_ndigits": numerics.round_ndigits,
+                               "__nk_round_ndigits_float32": numerics.round_ndigits_float32})
+    found = _FIXED_HELPERS.get(name)
+    if found is not None:
+        return found
+    key = name[len("__nk_"):]
+    for prefix, dtype, bits in (("float32_", np.float32, np.uint32), ("float16_", np.float16, np.uint16)):
+        if key.startswith(prefix):
+            return bits(int(key[len(prefix):], 16)).view(dtype)
+    for prefix, table in (("float_to_", numerics.FROM_FLOAT), ("to_", numerics.TO), ("wrap_", numerics.WRAP)):
+        if key.startswith(prefix) and key[len(prefix):] in table:
+            return table[key[len(prefix):]]
+    op, _, t = key.partition("_")
+    found = numerics.BIT_OPERATIONS.get((op, t))
+    if found is None:
+        raise RebuildError(f"numbakern: no conversion helper is named {name}")
+    return found
 
 
 def _no_spin():
     pass
+
+
+class _Undefined:
+    """A value numba never reads, which the rebuilt function still converts to its variable's type: the value
+    ``iternext`` pairs with False, a variable left undefined on a path. Zero, whatever the type."""
+
+    def __int__(self):
+        return 0
+
+    __index__ = __int__
+
+    def __float__(self):
+        return 0.0
+
+    def __bool__(self):
+        return False
+
+
+_UNDEFINED = _Undefined()
+
+
+def _iter_next(iterator):
+    """numba's ``iternext``: ``(value, True)``, or ``(a stand-in, False)`` when the iterator is exhausted."""
+    for value in iterator:
+        return value, True
+    return _UNDEFINED, False
+
+
+def _import(module: str, qualname: str):
+    import importlib
+
+    value = importlib.import_module(module)
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value
+
+
+class RebuildError(RuntimeError):
+    """A function rebuilt from numba's typed IR cannot run here (the message says what and why)."""
+
+
+def _place(fdef: ast.FunctionDef, positions: list) -> None:
+    """Give a rebuilt function's nodes the kernel's own source positions, keeping the key of their place in the
+    rebuilt text for the facts (``_key``)."""
+    for node, pos in zip(ast.walk(fdef), positions):
+        if "lineno" not in node._attributes:
+            continue
+        node._nk_key = node_key(node)
+        if pos is not None:
+            line, col, end_line, end_col = pos
+            if end_line is None:  # only the line is known
+                end_line, end_col = line, col
+            node.lineno, node.col_offset, node.end_lineno, node.end_col_offset = line, col, end_line, end_col
 
 
 def _free_names(fdef: ast.FunctionDef) -> set[str]:

@@ -9,7 +9,7 @@ from numba import cuda
 
 from numbakern import sim
 from numbakern.frontend import client
-from numbakern.sim import kerneltypes
+from numbakern.sim import kerneltypes, typedcache
 
 SEED = 20261123
 TILE = 8
@@ -149,21 +149,24 @@ def scaled(x, out):
 def _forget_in_memory():
     kerneltypes._memo.clear()
     client._memory.clear()
+    typedcache._memory.clear()
 
 
 def test_typing_answers_are_cached_on_disk(tmp_path, monkeypatch, rng):
     monkeypatch.setenv("NUMBAKERN_CACHE_DIR", str(tmp_path))
     x, out = rng.random(16).astype(np.float32), _poisoned(16)
     _forget_in_memory()
-    before = dict(client.stats)
+    before, code_before = dict(client.stats), dict(typedcache.stats)
     scaled[1, 16](x, out)
     assert client.stats["helper"] == before["helper"] + 1
-    assert len(list((tmp_path / "frontend").glob("*.json"))) == 1
-    _forget_in_memory()
+    assert len(list((tmp_path / "frontend").glob("*.json"))) == 1  # numba's facts
+    assert len(list((tmp_path / "frontend").glob("*.code"))) == 1  # the kernel rewritten with them
+    _forget_in_memory()  # as a new process would start
     scaled[1, 16](x, out)
-    assert client.stats["helper"] == before["helper"] + 1 and client.stats["disk"] == before["disk"] + 1
+    assert client.stats == before | {"helper": before["helper"] + 1, "helper_seconds": client.stats["helper_seconds"]}
+    assert typedcache.stats["disk"] == code_before["disk"] + 1, "the rewritten kernel is read back, not rewritten"
     scaled[1, 16](x, out)  # the same kernel, arguments and constants: not even a lookup
-    assert client.stats["disk"] == before["disk"] + 1 and client.stats["memory"] == before["memory"]
+    assert typedcache.stats["disk"] == code_before["disk"] + 1 and typedcache.stats["memory"] == code_before["memory"]
     np.testing.assert_array_equal(out, x * SCALE)
 
 
