@@ -81,8 +81,10 @@ def _run_tool(tool: str, plan: list[dict[str, Any]], timeout: float, log_dir: Pa
         command = [sanitizer_path(), "--tool", tool, *TOOL_FLAGS[tool], "--error-exitcode", str(ERROR_EXIT),
                    "--print-limit", "20", sys.executable, "-m", "translate.verify.sancase", str(path)]
         limits = sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout))
-        done = sandbox.run(command, workdir=workdir, limits=limits,
-                           env_extra={"NUMBA_ENABLE_CUDASIM": "0"})
+        # the candidates' libraries lie in the verification's build folder (in /tmp by default), which the
+        # sandbox's private /tmp hides unless named
+        done = sandbox.run(command, workdir=workdir, limits=limits, env_extra={"NUMBA_ENABLE_CUDASIM": "0"},
+                           read_only=[item["so"] for item in plan])
         rc = 124 if done.timed_out else done.returncode
         output = (f"timeout after {timeout}s\n" if done.timed_out else "") + done.stdout + done.stderr
     if log_dir is not None:
