@@ -39,6 +39,9 @@ class Entry:
     variant: str = ""              # tells entries of one kernel apart (another signature)
     rtol: float | None = None      # float comparison tolerance (default by dtype)
     note: str = ""
+    #: a difference measured on a GPU that the C does not reproduce yet: the GPU test expects the mismatch (and
+    #: fails once the C matches, so that the note goes)
+    known_gap: str = ""
 
     @property
     def id(self) -> str:
