@@ -36,12 +36,23 @@ def definitions(tree: ast.Module, wanted: Iterable[str]) -> ast.Module:
 
 
 def _defines(stmt: ast.stmt) -> set[str]:
+    """The module names ``stmt`` binds, in its branches too (``if config.ENABLE_CUDASIM: tpb = 8 else: tpb = 32``)
+    but not inside the functions and classes it defines."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {stmt.name}
-    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return set()
+    names: set[str] = set()
+    todo = [stmt]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        todo.extend(ast.iter_child_nodes(node))
+    return names
 
 
 def _prepares(stmt: ast.stmt) -> bool:

@@ -1,0 +1,39 @@
+"""translate.definitions: the statements of a script that define what a kernel reads, and nothing else."""
+
+import ast
+
+from translate.definitions import definitions
+
+SCRIPT = '''
+import os
+from numba import cuda
+if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    bpg, tpb = 2, 8
+else:
+    bpg, tpb = 50, 32
+n = bpg * tpb
+unused = print("launched")
+
+
+@cuda.jit
+def k(x):
+    i = cuda.grid(1)
+    if i < n:
+        x[i] = tpb
+'''
+
+
+def _kept(script: str, wanted) -> str:
+    return ast.unparse(definitions(ast.parse(script), wanted))
+
+
+def test_a_name_bound_in_both_branches_of_an_if_keeps_the_if():
+    kept = _kept(SCRIPT, ["k"])
+    assert "bpg, tpb = (50, 32)" in kept and "n = bpg * tpb" in kept
+    assert "print" not in kept
+
+
+def test_the_kept_statements_run_and_define_what_the_kernel_reads():
+    namespace = {}
+    exec(compile(definitions(ast.parse(SCRIPT), ["n"]), "<script>", "exec"), namespace)
+    assert namespace["n"] in (16, 1600) and "unused" not in namespace
