@@ -141,7 +141,13 @@ def test_list_names_the_projects_kernels_and_their_files_state():
     lines = r.stdout.splitlines()
     assert lines[0] == "project mykernels (pyproject.toml): 4 kernels, their files in generated_cuda/"
     assert [line.split()[0] for line in lines[1:]] == ["block_sum", "histogram", "row_softmax", "stencil5"]
-    assert all(re.search(r"generated_cuda/\w+\.cu +up to date, verified on ", line) for line in lines[1:]), r.stdout
+    # each file's state, and its GPU record where the manifest holds one for these bytes
+    records = json.loads((EXAMPLES / "generated_cuda" / "manifest.json").read_text())["files"]
+    for line in lines[1:]:
+        name = line.split()[1].removeprefix("generated_cuda/")
+        verified = bool((records[name].get("verification") or {}).get("ok"))
+        state = r"up to date, verified on " if verified else r"up to date$"
+        assert re.search(rf"generated_cuda/\w+\.cu +{state}", line), (line, r.stdout)
     as_json = json.loads(run("--list", "--json", cwd=EXAMPLES).stdout)
     assert as_json["kernels"][0]["target"] == "mykernels.reduce:block_sum"
 
