@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..frontend import closures, intervals
-from ..frontend.decompile import node_key
+from ..frontend.decompile import MAKE_FUNCTION, node_key
 from . import numerics
 from .numerics import BOOL, FLOAT64, INT64, Num, num
 
@@ -1030,6 +1030,7 @@ def _bind(f: CompiledFunction, pyfunc, is_cuda_module) -> TypedFunction:
     for name in f.helpers:
         namespace[name] = helper_value(name)
     namespace["__nk_spin"] = _no_spin
+    namespace[MAKE_FUNCTION] = _FunctionMaker(pyfunc)
     exec(f.code, namespace)  # noqa: S102 - the kernel's own (rewritten) definition
     function = namespace[f.name]
     function.__defaults__ = pyfunc.__defaults__
@@ -1093,6 +1094,45 @@ def _iter_next(iterator):
     for value in iterator:
         return value, True
     return _UNDEFINED, False
+
+
+class _FunctionMaker:
+    """``__nk_make_function`` of one rebuilt function (``decompile``'s ``_made_function``): a function defined inside
+    it, which numba compiled as a device function of its own, made again from the caller's own code constant, with
+    numba's values of its free variables (cells) and its defaults, and the caller's globals.
+
+    The nested function computes as Python (its own code, untyped: the simulator has no facts of it), so its
+    arithmetic is Python's and numpy's, not Numba's; the rebuilt code that receives its result (a device
+    function's return, a store into an array) converts it to the type numba gave it there."""
+
+    def __init__(self, pyfunc):
+        self.pyfunc = pyfunc
+        self.made: dict = {}
+
+    def __call__(self, path: tuple, cells: tuple, defaults):
+        key = (path, repr(cells), repr(defaults))  # by repr: 1, 1.0 and True are equal keys, not equal values
+        made = self.made.get(key)
+        if made is not None:
+            return made
+        import types
+
+        from .engine import call_untyped
+
+        code = self.pyfunc.__code__
+        for i in path:
+            code = code.co_consts[i] if i < len(code.co_consts) else None
+            if not isinstance(code, types.CodeType):
+                raise RebuildError(f"function '{self.pyfunc.__name__}' has no nested function at {path} (its code "
+                                   "changed since numba compiled it)")
+        fn = types.FunctionType(code, self.pyfunc.__globals__, code.co_name, defaults,
+                                tuple(types.CellType(v) for v in cells))
+
+        def nested(*args, **kwargs):
+            return call_untyped(fn, args, kwargs)
+
+        nested.__name__, nested.__qualname__, nested.__wrapped__ = fn.__name__, fn.__qualname__, fn
+        self.made[key] = nested
+        return nested
 
 
 def _import(module: str, qualname: str):
