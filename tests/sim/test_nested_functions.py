@@ -183,6 +183,22 @@ def test_a_device_function_that_defines_a_function(ints):
     np.testing.assert_array_equal(out, -ints.astype(np.int64) + 3)
 
 
+
+@cuda.jit
+def two_lambdas_on_one_line(a, out):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        out[i] = apply(lambda v: v + 1, a[i]) * 1000 + apply(lambda v: v * 2, a[i])  # one name, one line
+
+
+def test_lambdas_of_one_line_are_told_apart(ints):
+    small = ints // 2**12  # (v + 1) * 1000 stays within int64
+    out = np.zeros(N, np.int64)
+    _launch(two_lambdas_on_one_line, small, out)
+    v = small.astype(np.int64)
+    np.testing.assert_array_equal(out, (v + 1) * 1000 + v * 2)
+
+
 # -- the gap: a nested function computes as Python (docs/simulator.md, "functions defined inside a kernel") --------
 
 
