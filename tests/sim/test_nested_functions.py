@@ -183,7 +183,6 @@ def test_a_device_function_that_defines_a_function(ints):
     np.testing.assert_array_equal(out, -ints.astype(np.int64) + 3)
 
 
-
 @cuda.jit
 def two_lambdas_on_one_line(a, out):
     i = cuda.grid(1)
@@ -192,10 +191,9 @@ def two_lambdas_on_one_line(a, out):
 
 
 def test_lambdas_of_one_line_are_told_apart(ints):
-    small = ints // 2**12  # (v + 1) * 1000 stays within int64
     out = np.zeros(N, np.int64)
-    _launch(two_lambdas_on_one_line, small, out)
-    v = small.astype(np.int64)
+    _launch(two_lambdas_on_one_line, ints, out)
+    v = ints.astype(np.int64)
     np.testing.assert_array_equal(out, (v + 1) * 1000 + v * 2)
 
 
