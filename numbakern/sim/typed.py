@@ -1099,7 +1099,8 @@ def _iter_next(iterator):
 class _FunctionMaker:
     """``__nk_make_function`` of one rebuilt function (``decompile``'s ``_made_function``): a function defined inside
     it, which numba compiled as a device function of its own, made again from the caller's own code constant, with
-    numba's values of its free variables (cells) and its defaults, and the caller's globals.
+    numba's values of its free variables (cells) and its defaults, and the caller's globals as they were when it
+    first made one (numba froze the values it read when it compiled the kernel, at its first launch).
 
     The nested function computes as Python (its own code, untyped: the simulator has no facts of it), so its
     arithmetic is Python's and numpy's, not Numba's; the rebuilt code that receives its result (a device
@@ -1108,6 +1109,7 @@ class _FunctionMaker:
     def __init__(self, pyfunc):
         self.pyfunc = pyfunc
         self.made: dict = {}
+        self.globals: dict | None = None
 
     def __call__(self, path: tuple, cells: tuple, defaults):
         key = (path, repr(cells), repr(defaults))  # by repr: 1, 1.0 and True are equal keys, not equal values
@@ -1124,7 +1126,9 @@ class _FunctionMaker:
             if not isinstance(code, types.CodeType):
                 raise RebuildError(f"function '{self.pyfunc.__name__}' has no nested function at {path} (its code "
                                    "changed since numba compiled it)")
-        fn = types.FunctionType(code, self.pyfunc.__globals__, code.co_name, defaults,
+        if self.globals is None:
+            self.globals = dict(self.pyfunc.__globals__)
+        fn = types.FunctionType(code, self.globals, code.co_name, defaults,
                                 tuple(types.CellType(v) for v in cells))
 
         def nested(*args, **kwargs):

@@ -197,6 +197,35 @@ def test_lambdas_of_one_line_are_told_apart(ints):
     np.testing.assert_array_equal(out, (v + 1) * 1000 + v * 2)
 
 
+
+OFFSET = 40
+
+
+@cuda.jit
+def reads_a_module_constant(a, out):
+    i = cuda.grid(1)
+
+    def plus_offset(v):
+        return v + OFFSET
+
+    if i < a.shape[0]:
+        out[i] = apply(plus_offset, a[i])
+
+
+def test_a_nested_function_reads_module_constants_frozen_at_the_first_launch(ints):
+    global OFFSET
+    out = np.zeros(N, np.int64)
+    _launch(reads_a_module_constant, ints, out)
+    np.testing.assert_array_equal(out, ints.astype(np.int64) + 40)
+    OFFSET = 50  # numba compiled the kernel at its first launch, with 40: a later launch still adds 40
+    try:
+        out[:] = 0
+        _launch(reads_a_module_constant, ints, out)
+    finally:
+        OFFSET = 40
+    np.testing.assert_array_equal(out, ints.astype(np.int64) + 40)
+
+
 # -- the gap: a nested function computes as Python (docs/simulator.md, "functions defined inside a kernel") --------
 
 
