@@ -145,7 +145,10 @@ class _Decompiler:
             posonlyargs=[ast.arg(n) for n in names[:nposonly]], args=[ast.arg(n) for n in names[nposonly:nargs]],
             vararg=ast.arg(vararg) if vararg else None, kwonlyargs=[ast.arg(n) for n in names[nargs:at]],
             kw_defaults=[None] * nkwonly, kwarg=ast.arg(kwarg) if kwarg else None, defaults=[])
-        fdef = ast.FunctionDef(name=self.pyfunc.__name__, args=args, body=body or [ast.Pass()], decorator_list=[],
+        name = self.pyfunc.__name__
+        if not name.isidentifier():  # a lambda numba made a function of its own (``_made_function``)
+            name = "_nk_" + "".join(c if c.isalnum() else "_" for c in name)
+        fdef = ast.FunctionDef(name=name, args=args, body=body or [ast.Pass()], decorator_list=[],
                                returns=None, type_comment=None)
         if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
             fdef.type_params = []

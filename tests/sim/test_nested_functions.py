@@ -2,7 +2,9 @@
 function of its own by numba-cuda where it escapes): to a device function, to an ``@overload``'d function, with
 the values of locals it closes over, its defaults and keyword arguments, from a function the kernel calls directly
 and from inside a device function. Each result is compared with a numpy reference in Numba's types (int32 inputs
-give int64 results, float32 stays float32)."""
+give int64 results, float32 stays float32). A device function that calls it by name runs its typed Python; called
+from Python (an ``@overload``'d function's Python, a call with ``*args``) it runs as Python: the last test shows
+the difference."""
 
 from __future__ import annotations
 
@@ -27,6 +29,11 @@ def apply(func, v):
 @cuda.jit(device=True)
 def apply_kw(func, a, b):
     return func(a, b, scale=5)  # overrides one default, keeps the other
+
+
+@cuda.jit(device=True)
+def apply_star(func, *args):
+    return func(*args)  # a call with *args: the rewritten device function calls the value it is given
 
 
 @pytest.fixture
@@ -130,14 +137,16 @@ def reads_the_thread_index(out):
         return v * 100 + cuda.threadIdx.x
 
     if i < out.shape[0]:
-        out[i] = apply(lane, i)
+        out[i, 0] = apply(lane, i)
+        out[i, 1] = apply_star(lane, i)  # (as Python: test_a_nested_function_called_with_star_arguments_…)
 
 
 def test_a_nested_function_reads_cuda_of_the_launch():
-    out = np.zeros(N, np.int64)
+    out = np.zeros((N, 2), np.int64)
     _launch(reads_the_thread_index, out)
     i = np.arange(N, dtype=np.int64)
-    np.testing.assert_array_equal(out, i * 100 + i % BLOCK)
+    np.testing.assert_array_equal(out[:, 0], i * 100 + i % BLOCK)
+    np.testing.assert_array_equal(out[:, 1], i * 100 + i % BLOCK)
 
 
 @cuda.jit
@@ -226,8 +235,6 @@ def test_a_nested_function_reads_module_constants_frozen_at_the_first_launch(int
     np.testing.assert_array_equal(out, ints.astype(np.int64) + 40)
 
 
-# -- the gap: a nested function computes as Python (docs/simulator.md, "functions defined inside a kernel") --------
-
 
 @cuda.jit
 def float32_times_float64_literal(x, out):
@@ -240,10 +247,31 @@ def float32_times_float64_literal(x, out):
         out[i] = apply(tenth, x[i])
 
 
-def test_a_nested_function_computes_with_pythons_arithmetic(rng):
+def test_a_nested_function_a_device_function_calls_computes_with_numbas_types(rng):
     x = rng.uniform(1, 2, N).astype(np.float32)
     out = np.zeros(N, np.float64)
     _launch(float32_times_float64_literal, x, out)
+    np.testing.assert_array_equal(out, x.astype(np.float64) * 0.1)
+
+
+# -- the gap: called from Python, a nested function computes as Python (docs/simulator.md) -------------------------
+
+
+@cuda.jit
+def float32_times_float64_literal_through_star(x, out):
+    i = cuda.grid(1)
+
+    def tenth(v):
+        return v * 0.1
+
+    if i < x.shape[0]:
+        out[i] = apply_star(tenth, x[i])
+
+
+def test_a_nested_function_called_with_star_arguments_computes_with_pythons_arithmetic(rng):
+    x = rng.uniform(1, 2, N).astype(np.float32)
+    out = np.zeros(N, np.float64)
+    _launch(float32_times_float64_literal_through_star, x, out)
     numba = x.astype(np.float64) * 0.1
     python = (x * np.float32(0.1)).astype(np.float64)  # numpy keeps a float32 times a Python float in float32
     np.testing.assert_array_equal(out, python)
