@@ -46,6 +46,9 @@ PURE, READS, EFFECTS = 0, 1, 2
 ITER_NEXT = "__nk_iter_next"
 #: a variable numba leaves undefined on a path (it is never read there): a value of any type, zero
 UNDEFINED = "__nk_undefined"
+#: a function defined inside the rebuilt one: ``__nk_make_function(path, closure values, defaults)``, ``path`` the
+#: indices that lead through ``co_consts`` from the function's own code to the nested code (``nested_code_path``)
+MAKE_FUNCTION = "__nk_make_function"
 
 
 #: the node classes of the rebuilt text that carry each kind of fact
@@ -142,7 +145,10 @@ class _Decompiler:
             posonlyargs=[ast.arg(n) for n in names[:nposonly]], args=[ast.arg(n) for n in names[nposonly:nargs]],
             vararg=ast.arg(vararg) if vararg else None, kwonlyargs=[ast.arg(n) for n in names[nargs:at]],
             kw_defaults=[None] * nkwonly, kwarg=ast.arg(kwarg) if kwarg else None, defaults=[])
-        fdef = ast.FunctionDef(name=self.pyfunc.__name__, args=args, body=body or [ast.Pass()], decorator_list=[],
+        name = self.pyfunc.__name__
+        if not name.isidentifier():  # a lambda numba made a function of its own (``_made_function``)
+            name = "_nk_" + "".join(c if c.isalnum() else "_" for c in name)
+        fdef = ast.FunctionDef(name=name, args=args, body=body or [ast.Pass()], decorator_list=[],
                                returns=None, type_comment=None)
         if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
             fdef.type_params = []
@@ -590,6 +596,9 @@ class _Decompiler:
         if isinstance(value, ir.Const):
             return self._at(self._constant(value.value, value), value)
         if isinstance(value, (ir.Global, ir.FreeVar)):
+            made = self._made_function(value)
+            if made is not None:
+                return self._at(made, value)
             self.reads.add(value.name)
             return self._at(ast.Name(value.name, ast.Load()), value)
         if isinstance(value, ir.Arg):
@@ -603,6 +612,28 @@ class _Decompiler:
                 return node
             return self._at(node, value)
         raise DecompileError(self._where(value) + f"{type(value).__name__} has no Python here")
+
+    def _made_function(self, value) -> ast.expr | None:
+        """``__nk_make_function(...)`` for a function defined inside this one, else None.
+
+        numba's ``make_function`` (``MAKE_FUNCTION`` of the function's code constant, with the tuple of the cells
+        ``LOAD_CLOSURE`` loaded) is inlined where the function is only called; where it escapes (passed to a device
+        function or an ``@overload``), numba-cuda's ``MakeFunctionToJitFunction`` makes it a global: a
+        ``cuda.jit`` function of the nested code, its free variables' values (constants, or numba refuses) baked
+        into its closure and its defaults into its signature. That global lives only in the helper, so the text
+        makes the function again in the caller's process from the caller's own code constant and those values."""
+        fn = getattr(value.value, "py_func", None)
+        code = getattr(fn, "__code__", None)
+        if code is None or isinstance(value, self.ir.FreeVar):
+            return None
+        path = nested_code_path(self.pyfunc.__code__, code)
+        if path is None:
+            return None
+        cells = tuple(c.cell_contents for c in fn.__closure__ or ())
+        self.reads.add(MAKE_FUNCTION)
+        return ast.Call(self._at(ast.Name(MAKE_FUNCTION, ast.Load()), None),
+                        [self._at(self._constant(path, value), None), self._at(self._constant(cells, value), None),
+                         self._at(self._constant(fn.__defaults__, value), None)], [])
 
     def _where(self, item) -> str:
         loc = getattr(item, "loc", None)
@@ -750,6 +781,8 @@ class _Decompiler:
                     continue
                 if isinstance(s.value, ir.Arg) and self.pyname[name] == s.value.name:
                     continue
+                if name.startswith("$") and not self.uses.get(name) and isinstance(s.value, ir.Const):
+                    continue  # a constant nothing reads (the code of a nested function numba made a global)
                 value = self.value(s.value)
                 if name.startswith("$") and not self.uses.get(name):
                     # a value nothing reads, computed for its effect: `cuda.syncthreads()`, or what it may raise
@@ -865,6 +898,23 @@ class _Decompiler:
             chain = [ast.If(test, body, chain)]
         return [ast.Assign([ast.Name(state, ast.Store())], ast.Constant(self.labels[0])),
                 ast.While(ast.Constant(True), chain, [])]
+
+
+def nested_code_path(root, code) -> tuple[int, ...] | None:
+    """The indices leading through ``co_consts`` from code object ``root`` to ``code`` (a function defined inside
+    ``root``'s function, or inside a function defined there), found by identity, else by name and first line."""
+    def walk(at, match):
+        for i, c in enumerate(at.co_consts):
+            if isinstance(c, type(root)):
+                if match(c):
+                    return (i,)
+                deeper = walk(c, match)
+                if deeper is not None:
+                    return (i, *deeper)
+        return None
+
+    return walk(root, lambda c: c is code) or walk(root, lambda c: (
+        c.co_name, c.co_firstlineno, c.co_filename) == (code.co_name, code.co_firstlineno, code.co_filename))
 
 
 #: operations that neither read memory nor have an effect

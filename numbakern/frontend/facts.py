@@ -93,6 +93,7 @@ class FunctionFacts:
 
         from .decompile import rebuild
 
+        self.devices.note_nested(self)
         for block in self.cres.type_annotation.blocks.values():
             for stmt in block.body:
                 if isinstance(stmt, ir.Assign):
@@ -193,6 +194,8 @@ class FunctionFacts:
             from .request import device_index
 
             index = device_index(dispatcher)
+            if index is None:
+                index = self.devices.nested.get(id(dispatcher), (None, None))[1]
             if index is not None:
                 fact["fn"] = {"kind": "device", "function": self.devices.facts_for(dispatcher, index, sig)}
         self._record(expr, "call", fact)
@@ -255,8 +258,42 @@ class DeviceFacts:
         self.functions: list[FunctionFacts | None] = [None]  # slot 0 is the kernel
         self._seen: dict[tuple, int] = {}
         self.cooperative = False
+        #: id(dispatcher) -> (dispatcher, label) of the functions defined inside a function met so far
+        self.nested: dict[int, tuple] = {}
 
-    def facts_for(self, dispatcher, index: int, sig) -> int:
+    def note_nested(self, owner: FunctionFacts) -> None:
+        """The functions ``owner`` defines inside it that numba made ``cuda.jit`` globals (they escape), each
+        labelled ``nested:(owner's label, path, closure values, defaults)`` for the caller to make it again
+        (``numbakern.sim.typed``): a call of one in a device function then runs its typed Python. One whose values
+        have no Python literal stays unlabelled (it runs as Python, ``decompile._made_function``)."""
+        import ast
+
+        from numba.cuda.core import ir
+
+        from .decompile import nested_code_path
+
+        root = owner.cres.type_annotation.func_id.func.__code__
+        for block in owner.cres.type_annotation.blocks.values():
+            for stmt in block.body:
+                value = getattr(stmt, "value", None)
+                if not isinstance(stmt, ir.Assign) or not isinstance(value, ir.Global):
+                    continue
+                fn = getattr(value.value, "py_func", None)
+                code = getattr(fn, "__code__", None)
+                path = nested_code_path(root, code) if code is not None else None
+                if path is None or id(value.value) in self.nested:
+                    continue
+                made = (owner.label, path, tuple(c.cell_contents for c in fn.__closure__ or ()), fn.__defaults__)
+                try:
+                    if ast.literal_eval(repr(made)) != made:
+                        continue
+                except (ValueError, SyntaxError):
+                    continue
+                self.nested[id(value.value)] = (value.value, "nested:" + repr(made))
+
+    def facts_for(self, dispatcher, index: int | str, sig) -> int:
+        """The slot of ``dispatcher``'s facts for ``sig``; ``index``: its index among the request's device
+        functions, or the label of a nested function (``note_nested``)."""
         key = (index, tuple(sig.args))
         slot = self._seen.get(key)
         if slot is not None:
@@ -266,7 +303,8 @@ class DeviceFacts:
         cres = dispatcher.overloads.get(tuple(sig.args))
         if cres is None:
             return -1
-        facts = FunctionFacts(f"device:{index}", cres, self.registry, self)
+        label = index if isinstance(index, str) else f"device:{index}"
+        facts = FunctionFacts(label, cres, self.registry, self)
         self.cooperative |= bool(getattr(cres.library, "use_cooperative", False))
         facts.collect()
         self.functions[slot] = facts

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..frontend import closures, intervals
-from ..frontend.decompile import node_key
+from ..frontend.decompile import MAKE_FUNCTION, node_key
 from . import numerics
 from .numerics import BOOL, FLOAT64, INT64, Num, num
 
@@ -960,9 +960,7 @@ def compile_kernel(facts: dict, kernel_fn, device_fns: list) -> CompiledKernel:
         if data is None:
             compiled.append(None)
             continue
-        label = data["label"]
-        pyfunc = kernel_fn if label == "kernel" else device_fns[int(label.split(":")[1])]
-        compiled.append(_rewrite(pyfunc, data, names))
+        compiled.append(_rewrite(_function_of(data["label"], kernel_fn, device_fns), data, names))
     return CompiledKernel(compiled, bool(facts.get("cooperative")))
 
 
@@ -974,8 +972,7 @@ def bind(compiled: CompiledKernel, kernel_fn, device_fns: list, is_cuda_module) 
         if f is None:
             built.append(None)
             continue
-        pyfunc = kernel_fn if f.label == "kernel" else device_fns[int(f.label.split(":")[1])]
-        built.append(_bind(f, pyfunc, is_cuda_module))
+        built.append(_bind(f, _function_of(f.label, kernel_fn, device_fns), is_cuda_module))
     for f in built:
         if f is None:
             continue
@@ -983,6 +980,18 @@ def bind(compiled: CompiledKernel, kernel_fn, device_fns: list, is_cuda_module) 
             if built[i] is not None:
                 f.globals[f"__nk_device_{i}"] = built[i].function
     return TypedKernel(built[0], [f for f in built if f is not None], compiled.cooperative)
+
+
+def _function_of(label: str, kernel_fn, device_fns: list):
+    """The Python function of a facts label: ``kernel``, ``device:<i>`` (the request's device function i), or
+    ``nested:(owner's label, path, closure values, defaults)`` (a function the owner defines inside it, made
+    again from the owner's code constant: ``numbakern.frontend.facts.DeviceFacts.note_nested``)."""
+    if label == "kernel":
+        return kernel_fn
+    if label.startswith("nested:"):
+        owner, path, cells, defaults = ast.literal_eval(label[len("nested:"):])
+        return _nested_function(_function_of(owner, kernel_fn, device_fns), path, cells, defaults, None)
+    return device_fns[int(label.split(":")[1])]
 
 
 def _values(pyfunc, names) -> dict[str, Any]:
@@ -1030,6 +1039,7 @@ def _bind(f: CompiledFunction, pyfunc, is_cuda_module) -> TypedFunction:
     for name in f.helpers:
         namespace[name] = helper_value(name)
     namespace["__nk_spin"] = _no_spin
+    namespace[MAKE_FUNCTION] = _FunctionMaker(pyfunc)
     exec(f.code, namespace)  # noqa: S102 - the kernel's own (rewritten) definition
     function = namespace[f.name]
     function.__defaults__ = pyfunc.__defaults__
@@ -1093,6 +1103,57 @@ def _iter_next(iterator):
     for value in iterator:
         return value, True
     return _UNDEFINED, False
+
+
+class _FunctionMaker:
+    """``__nk_make_function`` of one rebuilt function (``decompile``'s ``_made_function``): a function defined inside
+    it, which numba compiled as a device function of its own, made again from the caller's own code constant, with
+    numba's values of its free variables (cells) and its defaults, and the caller's globals as they were when it
+    first made one (numba froze the values it read when it compiled the kernel, at its first launch).
+
+    A device function that calls the value by name calls the nested function's typed Python instead (its facts
+    come labelled ``nested:...``: ``_function_of``); what this makes is what Python calls (an ``@overload``'d
+    function's Python, a call with ``*args``), and it computes as Python: its arithmetic is Python's and numpy's,
+    not Numba's, and the rebuilt code that receives its result (a device function's return, a store into an
+    array) converts it to the type numba gave it there."""
+
+    def __init__(self, pyfunc):
+        self.pyfunc = pyfunc
+        self.made: dict = {}
+        self.globals: dict | None = None
+
+    def __call__(self, path: tuple, cells: tuple, defaults):
+        key = (path, repr(cells), repr(defaults))  # by repr: 1, 1.0 and True are equal keys, not equal values
+        made = self.made.get(key)
+        if made is not None:
+            return made
+        from .engine import call_untyped
+
+        if self.globals is None:
+            self.globals = dict(self.pyfunc.__globals__)
+        fn = _nested_function(self.pyfunc, path, cells, defaults, self.globals)
+
+        def nested(*args, **kwargs):
+            return call_untyped(fn, args, kwargs)
+
+        nested.__name__, nested.__qualname__, nested.__wrapped__ = fn.__name__, fn.__qualname__, fn
+        self.made[key] = nested
+        return nested
+
+
+def _nested_function(pyfunc, path: tuple, cells: tuple, defaults, globals_: dict | None):
+    """The function ``pyfunc`` defines at ``path`` (indices through ``co_consts``), with these closure values and
+    defaults, and ``globals_`` (None: ``pyfunc``'s)."""
+    import types
+
+    code = pyfunc.__code__
+    for i in path:
+        code = code.co_consts[i] if i < len(code.co_consts) else None
+        if not isinstance(code, types.CodeType):
+            raise RebuildError(f"function '{pyfunc.__name__}' has no nested function at {path} (its code changed "
+                               "since numba compiled it)")
+    return types.FunctionType(code, pyfunc.__globals__ if globals_ is None else globals_, code.co_name, defaults,
+                              tuple(types.CellType(v) for v in cells))
 
 
 def _import(module: str, qualname: str):
