@@ -35,6 +35,11 @@ def cells(pyfunc: types.FunctionType) -> tuple:
     return pyfunc.__closure__ or ()
 
 
+def cell_values(pyfunc: types.FunctionType) -> tuple:
+    """The values in ``pyfunc``'s closure cells, in the order of ``free_names`` (an empty cell: None)."""
+    return tuple(cell_value(c) for c in cells(pyfunc))
+
+
 def cell_value(cell, default: Any = None) -> Any:
     """The value in ``cell``; ``default`` for an empty cell (a name not yet bound)."""
     try:

@@ -27,6 +27,8 @@ import keyword
 import math
 import operator
 
+from . import closures
+
 _BINARY = {
     operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult, operator.truediv: ast.Div,
     operator.floordiv: ast.FloorDiv, operator.mod: ast.Mod, operator.pow: ast.Pow, operator.lshift: ast.LShift,
@@ -629,7 +631,7 @@ class _Decompiler:
         path = nested_code_path(self.pyfunc.__code__, code)
         if path is None:
             return None
-        cells = tuple(c.cell_contents for c in fn.__closure__ or ())
+        cells = closures.cell_values(fn)
         self.reads.add(MAKE_FUNCTION)
         return ast.Call(self._at(ast.Name(MAKE_FUNCTION, ast.Load()), None),
                         [self._at(self._constant(path, value), None), self._at(self._constant(cells, value), None),

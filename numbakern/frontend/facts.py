@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import operator
 
+from . import closures
 from .compile import CodeRegistry
 
 _OPERATORS = {
@@ -283,7 +284,7 @@ class DeviceFacts:
                 path = nested_code_path(root, code) if code is not None else None
                 if path is None or id(value.value) in self.nested:
                     continue
-                made = (owner.label, path, tuple(c.cell_contents for c in fn.__closure__ or ()), fn.__defaults__)
+                made = (owner.label, path, closures.cell_values(fn), fn.__defaults__)
                 try:
                     if ast.literal_eval(repr(made)) != made:
                         continue

@@ -98,14 +98,6 @@ def _call(kernel, *args):
     return Launch(kernel, config.current()).run(args)
 
 
-def call_untyped(fn, args, kwargs):
-    """``fn(*args, **kwargs)`` for a plain Python function a kernel made (one it defines inside it: ``typed``'s
-    ``__nk_make_function``), with the ``cuda`` of its globals the running launch's, as for a device function."""
-    if _active is not None:
-        _active._swap_cuda_module(fn)
-    return fn(*args, **kwargs)
-
-
 class Launch:
     def __init__(self, kernel, settings: config.Settings):
         self.kernel = kernel

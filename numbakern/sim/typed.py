@@ -25,7 +25,7 @@ import numpy as np
 
 from ..frontend import closures, intervals
 from ..frontend.decompile import MAKE_FUNCTION, node_key
-from . import numerics
+from . import intrinsics, numerics
 from .numerics import BOOL, FLOAT64, INT64, Num, num
 
 CANON = "canon"  # canonical for its type (numerics)
@@ -1127,14 +1127,17 @@ class _FunctionMaker:
         made = self.made.get(key)
         if made is not None:
             return made
-        from .engine import call_untyped
-
         if self.globals is None:
             self.globals = dict(self.pyfunc.__globals__)
         fn = _nested_function(self.pyfunc, path, cells, defaults, self.globals)
 
         def nested(*args, **kwargs):
-            return call_untyped(fn, args, kwargs)
+            # the cuda of its globals the running launch's, as for a device function (through the seam: typed
+            # must not import the engine that imports it)
+            launch = intrinsics.active_launch()
+            if launch is not None:
+                launch._swap_cuda_module(fn)
+            return fn(*args, **kwargs)
 
         nested.__name__, nested.__qualname__, nested.__wrapped__ = fn.__name__, fn.__qualname__, fn
         self.made[key] = nested
