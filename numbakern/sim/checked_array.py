@@ -223,8 +223,12 @@ class CheckedArray:
             view = self._slices.get(key)
             if view is None:
                 view = self._slices[key] = self._new_view(idx)
+                view._kept()
             return view
         return self._new_view(idx)
+
+    def _kept(self) -> None:
+        """This array is kept for the block (a shared array, or a slice every thread takes of one)."""
 
     def _new_view(self, idx) -> CheckedArray:
         return self._derived(self._a[idx])
@@ -377,33 +381,65 @@ class TrackedArray(CheckedArray):
     """A shared-memory array: reads are reported too, to the block's ``SharedMemoryTracker``.
 
     Reads are most of a tiled kernel's accesses, so the commonest case is decided here without a call: the element
-    has no writer this epoch and two distinct readers are already on record, so this read adds nothing.
+    has no writer this epoch and two distinct readers are already on record, so this read adds nothing. Such an
+    element is *quiet* until the epoch ends or someone writes it; an array kept for the block (the shared array,
+    the slices every thread takes of it) marks the quiet elements it reads by index (``_quiet``), so its next
+    read of one is a bounds check and a byte. The tracker unmarks them all at a barrier and at a write to a quiet
+    element (``SharedMemoryTracker.forget_quiet``).
     """
 
-    __slots__ = ("_epoch", "_on_read")
-    _INHERITED = CheckedArray._INHERITED + ("_epoch", "_on_read")
+    __slots__ = ("_epoch", "_on_read", "_quiet", "_quiet_kept", "_tracker")
+    _INHERITED = CheckedArray._INHERITED + ("_epoch", "_on_read", "_tracker")
+    #: the marks of an array made per access (``s[i]`` of a 2-D ``s``): none, ever (nothing would unmark them)
+    _NEVER_QUIET = bytes(1 << 18)
 
     def __init__(self, array: np.ndarray, label: ArrayLabel, checks: MemoryChecks, tracker):
+        self._tracker = tracker
         super().__init__(array, label, checks, tracker)
         self._epoch = tracker.epoch_accesses
         self._on_read = tracker.read
+        self._kept()
+
+    def _set_array(self, array: np.ndarray) -> None:
+        super()._set_array(array)
+        size = self._marks()
+        self._quiet = self._NEVER_QUIET if size <= len(self._NEVER_QUIET) else bytes(size)
+        self._quiet_kept = False
+
+    def _marks(self) -> int:
+        """How many elements the fast paths of ``__getitem__`` (1-D and 2-D) can mark."""
+        return self._len1d if self._len1d >= 0 else self._rows * self._cols if self._rows >= 0 else 0
+
+    def _kept(self) -> None:
+        self._quiet = bytearray(self._marks())
+        self._quiet_kept = True
+        self._tracker.keep_quiet_marks(self._quiet)
 
     def __getitem__(self, idx):
         if type(idx) is int and 0 <= idx < self._len1d:
+            if self._quiet[idx]:
+                return self._a[idx]
             addr = self._ptr + idx * self._stride0
+            mark = idx
         else:
             addr = None
             if type(idx) is tuple and len(idx) == 2:
                 i, j = idx
                 if type(i) is int and type(j) is int and 0 <= i < self._rows and 0 <= j < self._cols:
+                    mark = i * self._cols + j
+                    if self._quiet[mark]:
+                        return self._a[idx]
                     addr = self._ptr + i * self._stride0 + j * self._stride1
             if addr is None:
                 addr = self._address(idx)
                 if addr is None:
                     return self._view(idx)
+                mark = -1
         seen = self._epoch.get(addr)
         if seen is None or seen[0] is not None or seen[2] is None:
             self._on_read(self, addr, idx)
+        elif self._quiet_kept and mark >= 0:
+            self._quiet[mark] = 1
         return self._a[idx]
 
 

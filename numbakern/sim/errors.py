@@ -41,11 +41,37 @@ class TypingError(SimulationError):
     """numba-cuda rejects the kernel for these argument types: on a GPU it would not compile."""
 
 
+#: (id of a code object, instruction offset) -> (code, line): ``frame.f_lineno`` scans the code's line table from
+#: its start at every access (about a microsecond in a long kernel), and a site is taken at every barrier and at
+#: many tracked accesses. The site keeps its code alive, so an id in here is never reused by another code object.
+_SITES: dict[tuple[int, int], tuple] = {}
+_SITES_MAX = 1 << 16  # emptied when full: kernels come and go in a long test run
+
+
+def frame_site(frame) -> tuple:
+    """``(frame.f_code, frame.f_lineno)``: where the frame is now, a value that stays right after it moves on."""
+    code = frame.f_code
+    key = (id(code), frame.f_lasti)
+    site = _SITES.get(key)
+    if site is None or site[0] is not code:
+        if len(_SITES) >= _SITES_MAX:
+            _SITES.clear()
+        site = _SITES[key] = (code, frame.f_lineno)
+    return site
+
+
 def site_of(frame) -> tuple:
-    """A source location that stays right after the frame has moved on (frames update f_lineno in place)."""
+    """The site (``frame_site``) of the first frame from ``frame`` up that is not in a helper of numbakern's."""
     while frame.f_code.co_filename in HELPER_FILES:
         frame = frame.f_back
-    return (frame.f_code, frame.f_lineno)
+    code = frame.f_code  # frame_site, inlined: the checkers' commonest call
+    key = (id(code), frame.f_lasti)
+    site = _SITES.get(key)
+    if site is None or site[0] is not code:
+        if len(_SITES) >= _SITES_MAX:
+            _SITES.clear()
+        site = _SITES[key] = (code, frame.f_lineno)
+    return site
 
 
 def describe_site(site) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 from . import numerics
 from .checked_array import ArrayLabel, CheckedArray
 from .dtypes import as_dtype
-from .errors import site_of
+from .errors import frame_site, site_of
 from .stockapi import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule, vector_type_names
 from .warp import FULL_MASK
 
@@ -44,14 +44,16 @@ class SimCUDAModule(FakeCUDAModule):
         self.gridDim = Dim3(*grid_dim)
         self.blockDim = Dim3(*block_dim)
         self._scheduler = scheduler
+        if scheduler is not None:
+            self.syncthreads = scheduler.syncthreads  # one call from the kernel to the switch, not two
         self._cg = _CooperativeGroups(scheduler)
         self._atomic = CheckedAtomics(scheduler)
 
     # -- barriers ------------------------------------------------------------------------------------------------
 
     def syncthreads(self):
-        caller = sys._getframe(1)  # site_of, inlined: this is the commonest call of a tiled kernel
-        self._scheduler.barrier((caller.f_code, caller.f_lineno))
+        # (a module made with a scheduler has the scheduler's own syncthreads as an instance attribute instead)
+        self._scheduler.barrier(site_of(sys._getframe(1)))
 
     def syncthreads_count(self, predicate):
         return self._scheduler.barrier(site_of(sys._getframe(1)), "count", predicate)
@@ -158,8 +160,8 @@ class BlockSharedMemory:
         self._dynamic_views: dict = {}
 
     def array(self, shape, dtype, alignment=None):
-        caller = sys._getframe(1)
-        key = (caller.f_code.co_filename, caller.f_lineno)
+        code, line = frame_site(sys._getframe(1))
+        key = (code.co_filename, line)
         if shape == 0:
             key = (key, dtype)  # the same call site could view the buffer as another dtype
             res = self._dynamic_views.get(key)
@@ -196,8 +198,8 @@ class LocalMemory:
         raw = np.empty(shape, as_dtype(dtype))
         if self._wrap is None:
             return raw
-        caller = sys._getframe(1)
-        return self._wrap(raw, ArrayLabel(_name_at((caller.f_code.co_filename, caller.f_lineno)), "local", raw))
+        code, line = frame_site(sys._getframe(1))
+        return self._wrap(raw, ArrayLabel(_name_at((code.co_filename, line)), "local", raw))
 
 
 class CheckedAtomics(FakeCUDAAtomic):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import time
 import weakref
 
 import numpy as np
@@ -180,7 +181,9 @@ def _type(kernel, argtypes: tuple, arg_names):
             raise typed.RebuildError(
                 f"numbakern cannot run kernel '{fn.__name__}' with Numba's types: "
                 f"{facts['facts_error'].strip().splitlines()[-1]}")
+        start = time.perf_counter()
         compiled = typed.compile_kernel(facts, fn, request.devices)
+        typedcache.stats["rewrite_seconds"] += time.perf_counter() - start
         typedcache.store(key, compiled)
     return typed.bind(compiled, fn, request.devices, _is_cuda_module)
 

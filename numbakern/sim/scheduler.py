@@ -29,6 +29,7 @@ from .errors import (
     SimulationError,
     describe_site,
     describe_threads,
+    frame_site,
 )
 from .stockapi import Dim3
 from .warp import COLLECTIVES, WARP_SIZE, WHOLE_WARP_PREFIXES, whole_warp_collective
@@ -40,6 +41,7 @@ SPIN = "spin"
 #: while-loop passes between a spinning thread's yields to the scheduler
 SPIN_QUANTUM = 1024
 _FINISHED = object()  # what a worker greenlet switches to the scheduler with when its thread has returned
+_AT_BARRIER = object()  # ... and when its thread waits at a plain syncthreads() (the commonest switch)
 #: worker greenlets parked between launches, per scheduling greenlet: creating a greenlet and ending one each cost
 #: several switches, so workers run one CUDA thread after another, launch after launch
 _parked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -129,6 +131,13 @@ class Scheduler:
 
     # -- called by the running thread (through the fake cuda module) ---------------------------------------------
 
+    def syncthreads(self):
+        """``cuda.syncthreads()`` (the fake module hands this method out as its own): the commonest call of a tiled
+        kernel, so the caller's site is taken here, one call below the kernel, and the scheduler is told by the
+        switch's value that the wait is a plain barrier."""
+        self.current.wait = (BARRIER, frame_site(sys._getframe(1)), None, None)
+        self._hub.switch(_AT_BARRIER)
+
     def barrier(self, site, op=None, value=None):
         self.current.wait = (BARRIER, site, op, value)
         return self._hub.switch()
@@ -148,7 +157,7 @@ class Scheduler:
         t.spins += 1
         if t.spins % SPIN_QUANTUM == 0:
             frame = sys._getframe(depth)
-            t.wait = (SPIN, (frame.f_code, frame.f_lineno))
+            t.wait = (SPIN, frame_site(frame))
             self._hub.switch()
 
     # -- the scheduling loop --------------------------------------------------------------------------------------
@@ -192,7 +201,10 @@ class Scheduler:
                     raise
                 except Exception as e:  # noqa: BLE001 - any kernel error, re-raised naming its thread
                     raise _naming_thread(e, t) from None
-                if signal is _FINISHED:
+                if signal is _AT_BARRIER:
+                    progressed = True
+                    arrived.append(t)
+                elif signal is _FINISHED:
                     t.finished = True
                     idle.append(t.glet)
                     t.glet = None

@@ -41,10 +41,20 @@ class SharedMemoryTracker:
         self._written: set[int] = set()
         self.epoch_accesses: dict[int, list] = {}  # TrackedArray reads it directly
         self._pending: dict[int, tuple] = {}  # reads of unwritten elements, this epoch: addr -> what to report
+        self._quiet_marks: list[tuple[bytearray, bytes]] = []  # TrackedArray._quiet of the kept arrays
+
+    def keep_quiet_marks(self, marks: bytearray) -> None:
+        """A TrackedArray's marks of quiet elements (see there), to be unmarked when they stop being quiet."""
+        self._quiet_marks.append((marks, bytes(len(marks))))
+
+    def forget_quiet(self) -> None:
+        for marks, zeros in self._quiet_marks:
+            marks[:] = zeros
 
     def new_epoch(self) -> None:
         self.report_pending()
         self.epoch_accesses.clear()
+        self.forget_quiet()
 
     def report_pending(self) -> None:
         """The interval is over: a read of an element no thread of it wrote was an uninitialised read."""
@@ -84,6 +94,8 @@ class SharedMemoryTracker:
             self.epoch_accesses[addr] = [(thread, site_of(sys._getframe(2)), thread.warp.syncs), None, None]
             return
         writer, reader, other = seen
+        if writer is None and other is not None:
+            self.forget_quiet()  # the element was quiet: its reads matter again (TrackedArray)
         if self._race:
             if writer is not None and writer[0] is not thread and _unordered(writer, thread):
                 self._raise_race(array_, addr, idx, writer, "wrote", thread, "wrote", site_of(sys._getframe(2)))

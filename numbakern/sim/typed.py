@@ -756,7 +756,7 @@ class Rewriter:
         self.changed += 1
         if t.kind == "u":  # inline: one operation, no call
             return ast.copy_location(ast.BinOp(node, ast.BitAnd(), ast.Constant(t.hi)), node)
-        return _call(self.h.name("wrap_" + t.name, numerics.WRAP[t.name]), node, node)
+        return _inline_signed_wrap(node, t)
 
     def store_value(self, v: Val, fact, at: ast.AST) -> ast.expr:
         """A value stored into an array element: numpy converts floats as Numba does, integers it must be given
@@ -784,6 +784,30 @@ class Rewriter:
                     return v.node
             return self.canon(v, dtype)
         return v.node
+
+
+#: the local a signed wrap-around holds its operand in (one name serves every wrap: each reads it right after
+#: binding it, before any other wrap can run)
+WRAP_TEMP = "_nk_wrapped"
+
+
+def _inline_signed_wrap(node: ast.expr, t: Num) -> ast.expr:
+    """``numerics.WRAP[t]`` inline, without a call: ``v if lo <= v <= hi else ((v + half) & mask) - half``, with
+    ``v`` evaluated once (bound by ``:=``). Most values are in range: then it costs two comparisons."""
+    half, mask = -t.lo, (1 << t.bits) - 1
+
+    def temp(ctx):
+        return ast.Name(WRAP_TEMP, ctx)
+
+    test = ast.Compare(ast.Constant(t.lo), [ast.LtE(), ast.LtE()],
+                       [ast.NamedExpr(temp(ast.Store()), node), ast.Constant(t.hi)])
+    wrapped = ast.BinOp(ast.BinOp(ast.BinOp(temp(ast.Load()), ast.Add(), ast.Constant(half)), ast.BitAnd(),
+                                  ast.Constant(mask)), ast.Sub(), ast.Constant(half))
+    result = ast.IfExp(test, temp(ast.Load()), wrapped)
+    for n in ast.walk(result):
+        if n is not node and "lineno" in n._attributes and not hasattr(n, "lineno"):
+            ast.copy_location(n, node)
+    return result
 
 
 def _constant_value(node: ast.expr) -> int | float | None:
