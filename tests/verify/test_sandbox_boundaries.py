@@ -327,3 +327,14 @@ def test_bwrap_command_line(tmp_path):
     assert joined.index("--tmpfs /tmp") < joined.index(f"--ro-bind {real_cu} {real_cu}") \
         < joined.index(f"--bind {real_work} {real_work}")
     assert argv[-5:] == ["--chdir", real_work, "--", "python", "-V"]
+
+
+def test_the_child_is_given_the_packages_it_runs():
+    """An editable install maps ``translate`` and ``numbakern`` to their checkout through a finder, not through
+    ``sys.path``: a checkout under /tmp (hidden by the child's private /tmp) must be bound for the child to start."""
+    import numbakern
+    import translate
+
+    folders = sandbox._package_folders()
+    assert str(Path(translate.__file__).resolve().parent) in folders
+    assert str(Path(numbakern.__file__).resolve().parent) in folders

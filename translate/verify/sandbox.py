@@ -34,6 +34,7 @@ Standard library only.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import json
 import os
 import resource
@@ -251,10 +252,20 @@ def bwrap_command(program: str, workdir: Path, read_only: Sequence[str | os.Path
 
 
 def _python_paths() -> list[str]:
-    """What the child's Python needs that may lie in this process's ``/tmp``: its prefix and import path."""
+    """What the child's Python needs that may lie in this process's ``/tmp``: its prefix, its import path and the
+    packages it runs (an editable install maps them to their checkout through a finder, not through the path)."""
     tmp = os.path.realpath("/tmp")
-    paths = [sys.prefix, sys.base_prefix, *(p for p in sys.path if p)]
+    paths = [sys.prefix, sys.base_prefix, *(p for p in sys.path if p), *_package_folders()]
     return [p for p in dict.fromkeys(os.path.realpath(p) for p in paths) if _inside(p, tmp) and os.path.exists(p)]
+
+
+def _package_folders() -> list[str]:
+    """The folders of the packages a sandboxed child imports: ``translate`` (this one) and ``numbakern``."""
+    folders = [str(Path(__file__).resolve().parents[1])]
+    spec = importlib.util.find_spec("numbakern")
+    if spec is not None and spec.origin:
+        folders.append(str(Path(spec.origin).resolve().parent))
+    return folders
 
 
 def _inside(path: str, folder: str) -> bool:
