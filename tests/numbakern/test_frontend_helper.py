@@ -11,7 +11,7 @@ from numba import cuda
 
 from numbakern import mode
 from numbakern.frontend import client, helper
-from numbakern.sim import kerneltypes
+from numbakern.sim import config, kerneltypes
 
 FUNCTIONS = "tests.numbakern.helper_functions"
 
@@ -59,6 +59,7 @@ def _doubled(x, out):
 
 
 @pytest.mark.skipif(not mode.in_simulator(), reason="the simulator types kernels in the helper only in simulator mode")
+@pytest.mark.skipif(not config.current().typing, reason="typing is off (NUMBAKERN_SIM_TYPING=0): no helper to share")
 def test_typing_and_named_functions_share_one_helper(tmp_path, monkeypatch, rng):
     monkeypatch.setenv("NUMBAKERN_CACHE_DIR", str(tmp_path))  # a fresh cache: the launch asks the helper
     kerneltypes._memo.clear()
