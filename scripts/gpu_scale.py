@@ -46,7 +46,7 @@ STEPS = ("verify", "bench", "tests")
 BENCH_KERNELS = ("vector_add", "transpose", "softmax", "reduce_sum", "layer_norm", "rms_norm", "histogram",
                  "conv2d_3x3")
 #: each step's longest run, in seconds (the deadline may leave less)
-LIMITS = {"verify-1gpu": 300, "verify-2gpu": 200, "bench-2gpu": 90, "bench-1gpu": 150, "tests": 420}
+LIMITS = {"verify-1gpu": 300, "verify-2gpu": 200, "bench-2gpu": 90, "bench-1gpu": 150, "tests": 540}
 
 
 class Run:
@@ -221,7 +221,7 @@ def main(argv=None) -> int:
     if "tests" in steps:
         plugin = [] if _installed() else ["-p", "numbakern.pytest_plugin"]
         use = GpuUse()
-        run = Run("tests", [t, "-m", "pytest", *plugin, "--gpu", "-n", "auto", "-q", "-rs", "-p", "no:cacheprovider"],
+        run = Run("tests", [t, "-m", "pytest", *plugin, "--gpu", "-n", "auto", "-q", "-rfEs", "-p", "no:cacheprovider"],
                   out / "tests.log", left("tests"), env, scratch)
         last = next((line for line in reversed(run.text.splitlines()) if re.search(r"\b(passed|failed)\b", line)),
                     "no summary")

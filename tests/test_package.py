@@ -8,12 +8,31 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+import pytest
 
 from numbakern._version import __version__
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the setuptools major version pyproject.toml's [build-system] requires (License-Expression, PEP 639)
+SETUPTOOLS_NEEDED = int(re.fullmatch(r"setuptools>=(\d+)", tomllib.loads((ROOT / "pyproject.toml").read_text())
+                                     ["build-system"]["requires"][0]).group(1))
+
+
+def _pip_wheel(source: Path, dist: Path, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *options, "-w", str(dist),
+                           str(source)], capture_output=True, text=True, timeout=600)
+
+
+def _setuptools_major() -> int:
+    try:
+        return int(version("setuptools").split(".")[0])
+    except PackageNotFoundError:
+        return 0
 
 
 def test_the_wheel_carries_the_licence_type_markers_the_cuda_helpers_and_both_commands(tmp_path):
@@ -24,8 +43,13 @@ def test_the_wheel_carries_the_licence_type_markers_the_cuda_helpers_and_both_co
         shutil.copy(ROOT / name, source / name)
     for package in ("numbakern", "translate"):
         shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"),
-                            str(source)], capture_output=True, text=True, timeout=600)
+    build = _pip_wheel(source, tmp_path / "dist")
+    if build.returncode != 0 and "No matching distribution found" in build.stderr:
+        # no package index to fetch the build backend from (the offline GPU machine): the one installed here
+        if _setuptools_major() < SETUPTOOLS_NEEDED:
+            pytest.skip(f"no package index, and setuptools here is older than {SETUPTOOLS_NEEDED} (pyproject.toml's "
+                        "[build-system]); CI builds the wheel (.ci/smoke_wheel)")
+        build = _pip_wheel(source, tmp_path / "dist", "--no-build-isolation")
     assert build.returncode == 0, build.stderr[-3000:]
     (wheel,) = (tmp_path / "dist").glob("numbakern-*.whl")
     assert wheel.name == f"numbakern-{__version__}-py3-none-any.whl"

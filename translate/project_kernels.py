@@ -9,6 +9,7 @@ seconds, so it happens only for a project that includes it or for a name only th
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import traceback
@@ -114,9 +115,11 @@ def check(*, out_dir: str | None, library_kernels: bool | None, expected, projec
     from . import check as freshness  # the spine's check: only for a check
 
     project = projects.find(project_dir)
-    out = out_dir if out_dir is not None else str(project.out_dir)
+    out = os.path.abspath(out_dir) if out_dir is not None else str(project.out_dir)
     found, library = expected_in(project, out)
     wanted = list(expected) if expected is not None else (found if not library else [])
     if library_kernels if library_kernels is not None else library:
         wanted += [spec.name for spec in registry.all_specs()]
-    return freshness.check(out, wanted, project)
+    # a manifest's file targets (my_kernel.py:scale) are relative to the folder translate ran in: the project's
+    with contextlib.chdir(project_dir):
+        return freshness.check(out, wanted, project)

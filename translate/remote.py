@@ -10,8 +10,6 @@ anything else as a ``RuntimeError`` with its type and text.
 
 from __future__ import annotations
 
-import os
-
 from numbakern.frontend import client
 from numbakern.project import ProjectError
 
@@ -63,9 +61,6 @@ def check(*, project_dir: str, **kwargs) -> dict:
         # numba's real CUDA target: only in the helper process, as translate above
         from .project_kernels import check as in_project
 
-        # relative file targets in a manifest are relative to the folder translate ran in: the project's (the
-        # helper goes back to its caller's folder at its next request)
-        os.chdir(project_dir)
         return {"result": in_project(project_dir=project_dir, **kwargs)}
     except Exception as e:  # noqa: BLE001 - every error goes back to the caller
         return {"error": encode_error(e)}

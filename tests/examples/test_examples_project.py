@@ -77,9 +77,9 @@ def test_translate_check_in_the_examples_as_ci_runs_it():
     installed command; ``python -m translate.cli`` where it is not installed)."""
     command = Path(sys.executable).with_name("translate")
     command = [str(command)] if command.exists() else [sys.executable, "-m", "translate.cli"]
-    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "PYTHONPATH")}
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     if not command[0].endswith("translate"):
-        env["PYTHONPATH"] = str(EXAMPLES.parent)
+        env = with_path_first(env, EXAMPLES.parent)  # (keeping a pip --target install's PYTHONPATH)
     result = subprocess.run([*command, "--check"], cwd=EXAMPLES, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout == "translate --check: every file in generated_cuda/ is up to date\n"

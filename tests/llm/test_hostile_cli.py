@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -73,7 +74,11 @@ def test_a_hostile_reply_is_refused_and_nothing_is_written_or_run(name, endpoint
     if "characters; the stream was closed" in err:  # the 300 KB reply: the client stops reading it
         assert len(sent) == 1
         return
-    assert len(sent) == 2 and err.count("rejected by the static gate") == 2  # never compiled, never run
+    # each turn's rejection is in the final message, and also on a line of its own as the turn ends where the
+    # translation runs in this process (with a GPU; in simulator mode it runs in numbakern's helper)
+    rejected = {int(m) for m in re.findall(r"turn (\d+): rejected by the static gate", err)}
+    assert len(sent) == 2 and rejected == {1, 2}, err
+    assert "did not compile" not in err and "failed verification" not in err  # never compiled, never run
     for line in err.splitlines():
         if "turn " in line and "rejected by the static gate" in line:
             assert fragment in line or fragment.split("'")[1] in line  # the reason is on the turn's one line
@@ -134,7 +139,8 @@ def test_a_reply_that_stalls_the_compiler_is_stopped_at_the_turn_deadline(name, 
     err = capsys.readouterr().err
     assert rc == 1, err
     stopped = [line for line in err.splitlines() if "NVRTC was stopped" in line]
-    assert len(stopped) == 1 and "turn 1: did not compile" in stopped[0], err
+    # the final message's line, and with a GPU the turn's own line as it ended (see the test above)
+    assert 1 <= len(stopped) <= 2 and all("turn 1: did not compile" in line for line in stopped), err
     limit = float(stopped[0].split("killed after the ")[1].split(" s wall-clock limit")[0])
     assert limit <= TURN_SECONDS and "GiB of memory" in stopped[0], stopped[0]
     assert elapsed < TURN_SECONDS + 40, f"{elapsed:.0f} s"  # the helper process may start first (numba's import)

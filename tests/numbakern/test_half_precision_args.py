@@ -9,9 +9,14 @@ import pytest
 import torch
 from numba import cuda
 
-from numbakern import check_array, dynamic_shared_bytes, to_kernel_arg
+from numbakern import check_array, dynamic_shared_bytes, mode, to_kernel_arg
 from numbakern.launch import BFLOAT16, as_numpy_dtype, empty_like_on
 from numbakern.mma import bf16_to_f32, f16_to_f32, formats
+
+
+def _where_launches_run(t: torch.Tensor) -> torch.Tensor:
+    """``t`` where this session's launches take tensors: on the host in the simulator, on the GPU with one."""
+    return t if mode.in_simulator() else t.cuda()
 
 
 @pytest.mark.parametrize("spelling", [torch.bfloat16, "bfloat16", "bf16"])
@@ -21,7 +26,7 @@ def test_bf16_in_any_spelling_is_one_dtype(spelling):
 
 def test_torch_bf16_tensor_becomes_its_bit_patterns(rng):
     x = torch.from_numpy(rng.standard_normal((5, 7)).astype(np.float32)).to(torch.bfloat16)
-    info = check_array("a", x, dtype=torch.bfloat16, ndim=2)
+    info = check_array("a", _where_launches_run(x), dtype=torch.bfloat16, ndim=2)
     assert info.dtype == BFLOAT16
     bits = to_kernel_arg(x)
     assert bits.dtype == np.uint16 and bits.shape == (5, 7)
@@ -54,7 +59,7 @@ def test_wrong_dtype_names_the_argument_and_says_how_to_pass_bf16(rng):
 
 def test_float16_tensors_and_arrays_pass_as_float16(rng):
     x = torch.from_numpy(rng.standard_normal(8).astype(np.float16))
-    assert check_array("x", x, dtype=np.float16).dtype == np.float16
+    assert check_array("x", _where_launches_run(x), dtype=np.float16).dtype == np.float16
     assert to_kernel_arg(x).dtype == np.float16
 
 

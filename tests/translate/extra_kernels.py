@@ -396,14 +396,18 @@ def histogram_optional(x, hist, lo, hi):
 
 @cuda.jit
 def chained_index(x, out):
-    """tile[a][b] of a 2-D shared array (a row, then its element), as many textbook kernels write it."""
+    """tile[a][b] of a 2-D shared array (a row, then its element), as many textbook kernels write it: each element
+    plus the one before it along the first axis, the block's first thread of a row loading that halo element."""
     tile = cuda.shared.array((TILE, HALO), np.float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     r, c = cuda.grid(2)
-    tile[ty][tx] = x[r][c] if r < x.shape[0] and c < x.shape[1] else np.float32(0)
+    inside = r < x.shape[0] and c < x.shape[1]
+    tile[ty][tx + 1] = x[r][c] if inside else np.float32(0)
+    if tx == 0:
+        tile[ty][0] = x[r - 1][c] if inside and r > 0 else np.float32(0)
     cuda.syncthreads()
-    if r < out.shape[0] and c < out.shape[1]:
-        out[r][c] = tile[ty][tx] + tile[ty][tx - 1]
+    if inside:
+        out[r][c] = tile[ty][tx + 1] + tile[ty][tx]
 
 
 

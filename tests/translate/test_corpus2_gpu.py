@@ -21,6 +21,12 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
+    from .corpus import gpu
+
+    return gpu.once_per_run(tmp_path_factory, "corpus2_gpu", lambda: _verify(tmp_path_factory))
+
+
+def _verify(tmp_path_factory):
     from translate.verify.driver import device_info
 
     from .corpus import gpu

@@ -69,8 +69,8 @@ FRAGMENTS = {
     "histogram_optional": ["int64_t nbins, bool *present)", "*present = false;\n        return 0;",
                            "*present = true;", "bool b_present;",
                            "int64_t b = bin_number(x[i], lo, hi, hist_shape0, &b_present);", "if (b_present) {"],
-    "chained_index": ["tile[ty][tx] = (r < x_shape0 && c < x_shape1) ? x[r * x_shape1 + c] : 0.0f;",
-                      "out[r * out_shape1 + c] = tile[ty][tx] + tile[ty][nk_wrap(tx - 1, HALO)];"],
+    "chained_index": ["tile[ty][tx + 1] = inside ? x[r * x_shape1 + c] : 0.0f;",
+                      "out[r * out_shape1 + c] = tile[ty][tx + 1] + tile[ty][tx];"],
     # value ranges that are sound: a break's state, an elif's own state, a while test at every iteration
     "break_state": ["out[i] = y[nk_wrap(j, y_shape0)];"],
     "elif_state": ["} else if ((double)y[nk_wrap(i - 10, y_shape0)] > 0) {"],

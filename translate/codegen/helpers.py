@@ -14,10 +14,14 @@ HELPERS: dict[str, str] = {
 #include <cuComplex.h>
 """,
     "nk_cdiv": """\
-// complex division as numba computes it (CPython's _Py_c_quot): scaled by the larger part of the divisor
+// complex division as numba computes it (CPython's _Py_c_quot): scaled by the larger part of the divisor; a zero
+// divisor ends the thread, as numba's ZeroDivisionError does on a GPU
 __device__ __forceinline__ cuFloatComplex nk_cdiv(cuFloatComplex a, cuFloatComplex b) {
     if (fabsf(b.x) >= fabsf(b.y)) {
-        if (b.x == 0.0f) return make_cuFloatComplex(__int_as_float(0x7fc00000), __int_as_float(0x7fc00000));
+        if (b.x == 0.0f) {  // numba raises ZeroDivisionError, which on a GPU ends the thread before its stores
+            asm volatile("exit;");
+            return b;
+        }
         float ratio = b.y / b.x, denom = b.x + b.y * ratio;
         return make_cuFloatComplex((a.x + a.y * ratio) / denom, (a.y - a.x * ratio) / denom);
     }
@@ -26,8 +30,10 @@ __device__ __forceinline__ cuFloatComplex nk_cdiv(cuFloatComplex a, cuFloatCompl
 }
 __device__ __forceinline__ cuDoubleComplex nk_cdiv(cuDoubleComplex a, cuDoubleComplex b) {
     if (fabs(b.x) >= fabs(b.y)) {
-        if (b.x == 0.0) return make_cuDoubleComplex(__longlong_as_double(0x7ff8000000000000LL),
-                                                    __longlong_as_double(0x7ff8000000000000LL));
+        if (b.x == 0.0) {
+            asm volatile("exit;");
+            return b;
+        }
         double ratio = b.y / b.x, denom = b.x + b.y * ratio;
         return make_cuDoubleComplex((a.x + a.y * ratio) / denom, (a.y - a.x * ratio) / denom);
     }

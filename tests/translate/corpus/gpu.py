@@ -49,6 +49,26 @@ class Verdict:
         return self.stage == "verified"
 
 
+def once_per_run(tmp_path_factory, name: str, compute) -> dict[str, Verdict]:
+    """``compute()``'s verdicts, computed by one process of the test run: with pytest-xdist, every worker that runs
+    one of the corpus's tests needs them, and each computing them (a translation pool and nvcc builds of its own)
+    would multiply the run's work by the number of workers. The first worker computes them under a lock and leaves
+    them in the run's shared temporary folder; the others wait for it and read them (pytest-xdist's recipe for a
+    session fixture run once)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return compute()
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent / f"{name}.json"
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shared.exists():
+            return {k: Verdict(**v) for k, v in json.loads(shared.read_text()).items()}
+        out = compute()
+        shared.write_text(json.dumps({k: asdict(v) for k, v in out.items()}))
+        return out
+
+
 # -- stage 1 ---------------------------------------------------------------------------------------------------
 def _translate_chunk(ids: list, work_dir: str) -> list[dict]:
     """Translate some entries (in a worker process): their Prepared records."""
