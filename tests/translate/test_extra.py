@@ -70,6 +70,8 @@ FRAGMENTS = {
                            "*present = true;", "bool b_present;",
                            "int64_t b = bin_number(x[i], lo, hi, hist_shape0, &b_present);", "if (b_present) {"],
     "chained_index": ["tile[ty][tx + 1] = inside ? x[r * x_shape1 + c] : 0.0f;",
+                      # r - 1 >= 0 where r > 0, r of cuda.grid(2) unpacked: no wraparound
+                      "tile[ty][0] = (inside && r > 0) ? x[(r - 1) * x_shape1 + c] : 0.0f;",
                       "out[r * out_shape1 + c] = tile[ty][tx + 1] + tile[ty][tx];"],
     # value ranges that are sound: a break's state, an elif's own state, a while test at every iteration
     "break_state": ["out[i] = y[nk_wrap(j, y_shape0)];"],

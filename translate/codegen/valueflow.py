@@ -201,13 +201,14 @@ class Flow:
             state.assign(target.id, keep, interval)
         elif isinstance(target, ast.Tuple):
             items = value.elts if isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts) else None
+            each = iv.GRID_BOUNDS if _is_grid_call(value) else (None, None)  # r, c = cuda.grid(2)
             for i, t in enumerate(target.elts):
                 if items is not None:
                     self._bind(t, items[i], state)
                 else:
                     for n in ast.walk(t):
                         if isinstance(n, ast.Name):
-                            state.assign(n.id, None, self._fit_name(n.id, (None, None)))
+                            state.assign(n.id, None, self._fit_name(n.id, each if n is t else (None, None)))
 
     def _definable(self, value, state: State) -> bool:
         """May ``value`` stand for its name in later polynomials? Only if it reads no array (an element may change
@@ -644,6 +645,14 @@ def _dim_floors(fn, atoms: dict) -> dict:
 
 def _mentions(node, dims: dict) -> bool:
     return any(isinstance(n, ast.Attribute) and ast.dump(n) in dims for n in ast.walk(node))
+
+
+def _is_grid_call(node) -> bool:
+    """``cuda.grid(n)`` or ``cuda.gridsize(n)``: a tuple whose every element is within the grid's bounds."""
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    return (f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)) in ("grid", "gridsize")
 
 
 def _is_shape(node) -> bool:
