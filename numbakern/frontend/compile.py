@@ -99,8 +99,9 @@ def compile_function(pyfunc, argtypes: tuple, return_type=None, cc=TYPING_CC):
     if typer.is_mlir():
         from .mlir_typing import compile_typed
 
+        void = typer.module("types").void
         with cuda_typing(cc):
-            return compile_typed(pyfunc, tuple(argtypes), return_type, cc)
+            return compile_typed(pyfunc, tuple(argtypes), void if return_type is None else return_type, cc)
     # numba's real CUDA target, only once compiling starts (see target.cuda_typing)
     from numba.cuda import types
     from numba.cuda.compiler import compile_cuda

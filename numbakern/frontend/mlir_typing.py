@@ -67,12 +67,12 @@ def _typed_device_callee(self, sig, abi_name=None):
 
 
 def compile_typed(pyfunc, argtypes: tuple, return_type=None, cc=None, targetoptions: dict | None = None):
-    """numba-cuda-mlir's typing of ``pyfunc`` for ``argtypes`` (a kernel: ``return_type`` None, void), under
-    ``mlir_target_active``: a ``TypedFunction``; raises numba-cuda-mlir's error if it rejects the function."""
+    """numba-cuda-mlir's typing of ``pyfunc`` for ``argtypes`` (``return_type`` None: inferred, as for a device
+    function), under ``mlir_target_active``: a ``TypedFunction``; raises numba-cuda-mlir's error if it rejects the
+    function."""
     from numba_cuda_mlir.ast_transforms import apply_ast_transforms
     from numba_cuda_mlir.descriptor import mlir_target
     from numba_cuda_mlir.memory_management.config import is_nrt_enabled
-    from numba_cuda_mlir.numba_cuda import types
     from numba_cuda_mlir.numba_cuda.compiler import compile_extra
     from numba_cuda_mlir.numba_cuda.core.options import ParallelOptions
     from numba_cuda_mlir.numba_cuda.flags import CUDAFlags
@@ -91,8 +91,8 @@ def compile_typed(pyfunc, argtypes: tuple, return_type=None, cc=None, targetopti
     flags.debuginfo = options.get("debug", False) or flags.dbg_directives_only
     flags.error_model = "python"
     return compile_extra(mlir_target.typing_context, mlir_target.target_context, pyfunc, args=tuple(argtypes),
-                         return_type=types.void if return_type is None else return_type, flags=flags, locals={},
-                         pipeline_class=_typing_pipeline(tuple(sorted(options.items(), key=str))))
+                         return_type=return_type, flags=flags, locals={},
+                         pipeline_class=_typing_pipeline(options))
 
 
 class TypedFunction:
@@ -112,14 +112,13 @@ class TypedFunction:
         self.library = SimpleNamespace(use_cooperative=cooperative)
 
 
-@functools.cache
-def _typing_pipeline(options: tuple):
+def _typing_pipeline(options: dict):
     """numba-cuda-mlir's compiler class for these target options, its passes up to (not including) its MLIR
     backend, then one that makes the ``TypedFunction``."""
     from numba_cuda_mlir.mlir_compiler import MLIRBackend, get_compiler_class
     from numba_cuda_mlir.numba_cuda.core.compiler_machinery import PassManager
 
-    base = get_compiler_class(dict(options))
+    base = get_compiler_class(options)
 
     class TypingOnly(base):
         def define_pipelines(self):
