@@ -27,6 +27,22 @@ from types import SimpleNamespace
 
 _lock = threading.RLock()
 
+#: numba-cuda-mlir's modules that ``compile_typed`` runs (0.6's layout)
+STAGES = ("numba_cuda_mlir.mlir_compiler", "numba_cuda_mlir.descriptor", "numba_cuda_mlir.tools",
+          "numba_cuda_mlir.numba_cuda.core.typeinfer", "numba_cuda_mlir.numba_cuda.core.compiler_machinery")
+
+
+@functools.cache
+def missing_stages() -> str | None:
+    """Why numba-cuda-mlir's typing cannot run here (a version without the modules it is run from), or None."""
+    import importlib.util
+
+    try:
+        missing = [m for m in STAGES if importlib.util.find_spec(m) is None]
+    except (ImportError, ValueError) as e:
+        return f"numba-cuda-mlir's typing stages cannot be found ({e})"
+    return f"this numba-cuda-mlir has no {', '.join(missing)} to type kernels with" if missing else None
+
 
 @contextlib.contextmanager
 def mlir_target_active(cc):

@@ -1,7 +1,7 @@
 """A typing request: one kernel, everything it reads, and the argument types of a launch, as bytes.
 
-The kernel's Python function is pickled *by value* with cloudpickle (the typer's vendored copy: ``typer``): its code, the
-module constants and closure values it reads, and the device functions it calls (each rebuilt as a
+The kernel's Python function is pickled *by value* with cloudpickle (the typer's vendored copy: ``typer``): its
+code, the module constants and closure values it reads, and the device functions it calls (each rebuilt as a
 ``cuda.jit(device=True)`` function on the other side). So the request's hash is the cache key: the kernel's code
 (its positions included), its device functions' code, the constants they read and the argument types.
 

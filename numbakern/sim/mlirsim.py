@@ -19,10 +19,12 @@ import functools
 import importlib.abc
 import importlib.util
 import sys
+import warnings
 
 import numpy as np
 
-from ..frontend import mlir_shared_memory, typer
+from ..frontend import mlir_shared_memory, mlir_typing, typer
+from .errors import UntypedLaunchWarning
 from .written import mask_view, track, written_mask
 
 __all__ = ["DeviceArray", "SimKernel", "install", "written_mask"]
@@ -146,8 +148,17 @@ def recognize(obj):
 
 
 def can_type(kernel) -> bool:
-    """Whether a front end is here to type the launch (numba-cuda's, else numba-cuda-mlir's own: ``typer``)."""
-    return typer.name() is not None
+    """Whether a front end is here to type the launch: numba-cuda's, else numba-cuda-mlir's own (``typer``,
+    ``mlir_typing``); said once per kernel when neither can (a numba-cuda-mlir without the stages it is typed by)."""
+    missing = mlir_typing.missing_stages() if typer.is_mlir() else None
+    if typer.name() is not None and missing is None:
+        return True
+    if not getattr(kernel.fn, "_numbakern_untyped_noted", False):
+        kernel.fn._numbakern_untyped_noted = True
+        warnings.warn(UntypedLaunchWarning(
+            f"numbakern: kernel '{kernel.fn.__name__}' runs with Python's arithmetic (numpy's for numpy scalars), "
+            f"not its front end's types: {missing or 'no front end is installed to type it'}"), stacklevel=4)
+    return False
 
 
 # -- arguments ---------------------------------------------------------------------------------------------------

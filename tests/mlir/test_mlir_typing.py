@@ -277,3 +277,26 @@ def test_a_grid_barrier_makes_the_launch_cooperative(rng):
     with sim.checks("all"):
         sum_across_blocks[blocks, BLOCK](x, partial, total)
     np.testing.assert_allclose(total[0], x.sum(), rtol=1e-12)
+
+
+@pytest.mark.skipif(numba_cuda_installed(), reason="numba-cuda types the launch here")
+def test_without_its_typing_stages_a_launch_runs_untyped_and_says_so(monkeypatch, rng):
+    """The one case left untyped: a numba-cuda-mlir without the modules its typing is run from (another layout than
+    0.6's). The launch still runs, with Python's arithmetic, and ``UntypedLaunchWarning`` names what is missing (CI
+    makes that warning an error)."""
+    from numbakern.frontend import mlir_typing
+    from numbakern.sim.errors import UntypedLaunchWarning
+
+    monkeypatch.setattr(mlir_typing, "missing_stages", lambda: "this numba-cuda-mlir has no numba_cuda_mlir.x")
+
+    @cuda.jit
+    def untyped(out, x):
+        i = cuda.grid(1)
+        if i < x.size:
+            out[i] = x[i] + np.float32(1)
+
+    x = rng.standard_normal(200).astype(np.float32)
+    out = np.zeros_like(x)
+    with pytest.warns(UntypedLaunchWarning, match="runs with Python's arithmetic .* has no numba_cuda_mlir.x"):
+        launch(untyped, 200, out, x)
+    np.testing.assert_allclose(out, x.astype(np.float64) + 1.0, rtol=1e-6)
