@@ -11,6 +11,8 @@ Which front end, before numba is imported (importing this package must not impor
 
 Typing, in a process with numba's real CUDA target (the helper, or the translator's):
 
+- ``typer``: whose copy of numba-cuda's front end types kernels here (numba-cuda's, else numba-cuda-mlir's own,
+  ``mlir_typing``: its passes up to lowering, no driver), and the modules of numba's IR and types read from it;
 - ``target``: ``TYPING_CC`` and ``cuda_typing`` (the target active, the device lookup answered without a GPU);
 - ``compile``: the one call of numba-cuda's compiler, and its IR tagged by bytecode instruction;
 - ``function_types``: the typed record of one function for one signature (the translator's);

@@ -12,7 +12,7 @@ import json
 import os
 import time
 
-from . import cache, helper
+from . import cache, helper, typer
 from .request import TypingRequest
 
 #: "1" also runs NVVM (LLVM IR to PTX) on every kernel the helper types
@@ -59,9 +59,7 @@ def _ask_helper(request: TypingRequest) -> dict:
 
 
 def _by_value(obj) -> bytes:
-    from numba.cuda import cloudpickle
-
-    return cloudpickle.dumps(obj, protocol=5)
+    return typer.module("cloudpickle").dumps(obj, protocol=5)
 
 
 class HelperCallError(RuntimeError):

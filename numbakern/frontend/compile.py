@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 
+from . import typer
 from .target import TYPING_CC, cuda_typing
 
 #: col = code index * CODE_STRIDE + numba's bytecode offset
@@ -41,8 +42,7 @@ class CodeRegistry:
         """The source span ``(line, col, end line, end col)`` of the instruction that ``col`` names, or None."""
         if col is None or col < 0:
             return None
-        from numba.cuda.core.bytecode import _FIXED_OFFSET
-
+        _FIXED_OFFSET = typer.module("core.bytecode")._FIXED_OFFSET
         code_index, offset = divmod(col, CODE_STRIDE)
         if code_index >= len(self.codes):
             return None
@@ -69,7 +69,7 @@ def tagged_locations(registry: CodeRegistry):
     """Numba's bytecode interpreter tags each IR node's location with its instruction (see the module doc), and
     type inference keeps the error it caught as the ``__cause__`` of the one it raises (numba does that only in its
     developer mode): the caught error's traceback holds the location of the failing operation."""
-    from numba.cuda.core import interpreter, ir, typeinfer
+    interpreter, ir, typeinfer = (typer.module(f"core.{m}") for m in ("interpreter", "ir", "typeinfer"))
 
     original = interpreter.Interpreter._dispatch
     chain = typeinfer.utils.chain_exception
@@ -94,7 +94,14 @@ def tagged_locations(registry: CodeRegistry):
 
 def compile_function(pyfunc, argtypes: tuple, return_type=None, cc=TYPING_CC):
     """numba-cuda's compile of ``pyfunc`` for ``argtypes`` (a kernel: ``return_type`` None, void), its front end and
-    lowering to LLVM IR; raises numba's error if it rejects it."""
+    lowering to LLVM IR; raises numba's error if it rejects it. Where numba-cuda-mlir is the typer
+    (``typer``): its own passes up to lowering, with the same IR and types in the result (``mlir_typing``)."""
+    if typer.is_mlir():
+        from .mlir_typing import compile_typed
+
+        void = typer.module("types").void
+        with cuda_typing(cc):
+            return compile_typed(pyfunc, tuple(argtypes), void if return_type is None else return_type, cc)
     # numba's real CUDA target, only once compiling starts (see target.cuda_typing)
     from numba.cuda import types
     from numba.cuda.compiler import compile_cuda
@@ -108,7 +115,7 @@ def compile_kernel(pyfunc, argtypes: tuple, registry: CodeRegistry, cc=TYPING_CC
     too."""
     with tagged_locations(registry):
         cres = compile_function(pyfunc, argtypes, cc=cc)
-    if ptx:
+    if ptx and not typer.is_mlir():  # numba-cuda-mlir's typing stops before its lowering (``mlir_typing``)
         with cuda_typing(cc):
             cres.library.get_asm_str(cc=cc)
     return cres

@@ -27,7 +27,7 @@ import keyword
 import math
 import operator
 
-from . import closures
+from . import closures, typer
 
 _BINARY = {
     operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult, operator.truediv: ast.Div,
@@ -48,6 +48,8 @@ PURE, READS, EFFECTS = 0, 1, 2
 ITER_NEXT = "__nk_iter_next"
 #: a variable numba leaves undefined on a path (it is never read there): a value of any type, zero
 UNDEFINED = "__nk_undefined"
+#: the prefix of a value an inlined device function reads: ``__nk_inlined_<its index in the request>_<its name>``
+INLINED = "__nk_inlined_"
 #: a function defined inside the rebuilt one: ``__nk_make_function(path, closure values, defaults)``, ``path`` the
 #: indices that lead through ``co_consts`` from the function's own code to the nested code (``nested_code_path``)
 MAKE_FUNCTION = "__nk_make_function"
@@ -102,7 +104,7 @@ class _Node:
 
 class _Decompiler:
     def __init__(self, cres, record_of, codes):
-        from numba.cuda.core import analysis, ir
+        analysis, ir = typer.module("core.analysis"), typer.module("core.ir")
 
         self.ir = ir
         self.cres = cres
@@ -249,7 +251,7 @@ class _Decompiler:
     def _coalesced(self, variables: list[str]) -> list[list[str]]:
         """The author's variables in groups that can share a name: versions of one variable, of one type, never
         live at the same time (a copy from one to the other aside)."""
-        from numba.cuda import types
+        types = typer.module("types")
 
         ir = self.ir
         user = set(variables)
@@ -538,7 +540,7 @@ class _Decompiler:
 
     def _pure_call(self, call) -> bool:
         """A call with no effect on memory: a cast, a builtin or math function numba computes in registers."""
-        from numba.cuda import types
+        types = typer.module("types")
 
         fnty = self.typemap.get(call.func.name)
         if isinstance(fnty, types.NumberClass):
@@ -549,7 +551,7 @@ class _Decompiler:
         return getattr(key, "__module__", None) == "math"
 
     def _is_array(self, var: str) -> bool:
-        from numba.cuda import types
+        types = typer.module("types")
 
         return isinstance(self.typemap.get(var), types.Array)
 
@@ -601,8 +603,9 @@ class _Decompiler:
             made = self._made_function(value)
             if made is not None:
                 return self._at(made, value)
-            self.reads.add(value.name)
-            return self._at(ast.Name(value.name, ast.Load()), value)
+            name = self._outside_name(value)
+            self.reads.add(name)
+            return self._at(ast.Name(name, ast.Load()), value)
         if isinstance(value, ir.Arg):
             return self._at(ast.Name(value.name, ast.Load()), None)
         if isinstance(value, ir.Expr):
@@ -614,6 +617,25 @@ class _Decompiler:
                 return node
             return self._at(node, value)
         raise DecompileError(self._where(value) + f"{type(value).__name__} has no Python here")
+
+    def _outside_name(self, value) -> str:
+        """The name the text reads a global or closure value by: its own, or ``INLINED`` + ``<i>_<name>`` where it
+        belongs to the request's device function ``i``, whose body numba-cuda-mlir inlined into this function
+        before typing (it inlines small device functions): the caller finds it in that function's globals."""
+        import builtins
+
+        from .compile import CODE_STRIDE
+        from .request import device_index_of_code
+
+        col = getattr(value.loc, "col", None)
+        if getattr(builtins, value.name, None) is value.value and value.name not in self.pyfunc.__globals__:
+            return value.name  # a builtin (`range`, `bool`): every function reads the same one
+        if isinstance(col, int) and col >= 0 and col // CODE_STRIDE < len(self.codes.codes):
+            code = self.codes.codes[col // CODE_STRIDE]
+            index = device_index_of_code(code) if code is not self.pyfunc.__code__ else None
+            if index is not None:
+                return f"{INLINED}{index}_{value.name}"
+        return value.name
 
     def _made_function(self, value) -> ast.expr | None:
         """``__nk_make_function(...)`` for a function defined inside this one, else None.
@@ -691,7 +713,7 @@ class _Decompiler:
         return ast.UnaryOp(op(), self.var(e.value))
 
     def expr_call(self, e) -> ast.expr:
-        from numba.cuda import types
+        types = typer.module("types")
 
         if self.typemap.get(e.func.name) is not None and len(e.args) == 1 and not e.kws and e.vararg is None and \
                 getattr(self.typemap[e.func.name], "typing_key", None) is bool and \
@@ -740,7 +762,7 @@ class _Decompiler:
         return ast.List([self.var(v) for v in e.items], ast.Load())
 
     def expr_exhaust_iter(self, e) -> ast.expr:
-        from numba.cuda import types
+        types = typer.module("types")
 
         if isinstance(self.typemap.get(e.value.name), types.BaseTuple):
             return self.var(e.value)

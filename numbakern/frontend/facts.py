@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import operator
 
-from . import closures
+from . import closures, typer
 from .compile import CodeRegistry
 
 _OPERATORS = {
@@ -32,11 +32,14 @@ _OPERATORS = {
     operator.is_: "is", operator.is_not: "is not",
 }
 
+#: where the typing keys of CUDA intrinsics live (numba-cuda's, numba-cuda-mlir's and its copy of numba-cuda's)
+_CUDA_PACKAGES = ("numba.cuda", "numba_cuda_mlir")
+
 _BUILTINS = {"int", "float", "bool", "abs", "min", "max", "round", "len", "range", "pow", "divmod", "complex"}
 
 
 def describe_type(t) -> dict:
-    from numba.cuda import types
+    types = typer.module("types")
 
     lit = None
     if isinstance(t, types.Literal):
@@ -90,7 +93,7 @@ class FunctionFacts:
     # -- collecting ----------------------------------------------------------------------------------------------
 
     def collect(self) -> None:
-        from numba.cuda.core import ir
+        ir = typer.module("core.ir")
 
         from .decompile import rebuild
 
@@ -121,7 +124,7 @@ class FunctionFacts:
         return self.typemap[var.name]
 
     def _assign(self, stmt) -> None:
-        from numba.cuda.core import ir
+        ir = typer.module("core.ir")
 
         value, target_type = stmt.value, self.typemap.get(stmt.target.name)
         if isinstance(value, (ir.Global, ir.FreeVar)):
@@ -202,7 +205,7 @@ class FunctionFacts:
         self._record(expr, "call", fact)
 
     def _callee(self, expr) -> dict:
-        from numba.cuda import types
+        types = typer.module("types")
 
         fnty = self._type(expr.func)
         if isinstance(fnty, types.NumberClass):
@@ -220,12 +223,12 @@ class FunctionFacts:
             return {"kind": "math", "name": name}
         if module.startswith("numpy") or type(key).__module__.startswith("numpy"):
             return {"kind": "numpy", "name": name}
-        if module.startswith("numba.cuda") or type(key).__module__.startswith("numba.cuda"):
+        if module.startswith(_CUDA_PACKAGES) or type(key).__module__.startswith(_CUDA_PACKAGES):
             return {"kind": "cuda", "name": name}
         return {"kind": "other", "name": name}
 
     def _setitem(self, stmt) -> None:
-        from numba.cuda.core import ir
+        ir = typer.module("core.ir")
 
         sig = self.calltypes.get(stmt)
         array_type = self._type(stmt.target)
@@ -269,7 +272,7 @@ class DeviceFacts:
         have no Python literal stays unlabelled (it runs as Python, ``decompile._made_function``)."""
         import ast
 
-        from numba.cuda.core import ir
+        ir = typer.module("core.ir")
 
         from .decompile import nested_code_path
 

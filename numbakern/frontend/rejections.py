@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from . import typer
 from .compile import CodeRegistry
 
 
@@ -50,7 +51,7 @@ def reason(message: str) -> str:
 
 def _location(e: BaseException, registry: CodeRegistry):
     """The innermost IR location on the way the error took (numba's own ``loc`` is often unset for CUDA)."""
-    from numba.cuda.core import ir
+    ir = typer.module("core.ir")
 
     found = None
     seen = set()

@@ -1,7 +1,7 @@
 """A typing request: one kernel, everything it reads, and the argument types of a launch, as bytes.
 
-The kernel's Python function is pickled *by value* with cloudpickle (numba-cuda's vendored copy): its code, the
-module constants and closure values it reads, and the device functions it calls (each rebuilt as a
+The kernel's Python function is pickled *by value* with cloudpickle (the typer's vendored copy: ``typer``): its
+code, the module constants and closure values it reads, and the device functions it calls (each rebuilt as a
 ``cuda.jit(device=True)`` function on the other side). So the request's hash is the cache key: the kernel's code
 (its positions included), its device functions' code, the constants they read and the argument types.
 
@@ -22,6 +22,8 @@ import types as pytypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from . import typer
 
 #: bump when the facts a worker returns change shape or meaning (old cache entries then miss)
 FACTS_VERSION = 1
@@ -64,11 +66,9 @@ class TypingRequest:
 
     @functools.cached_property
     def key(self) -> str:
-        from numba_cuda import __version__ as numba_cuda_version
-
         h = hashlib.sha256()
         for part in (
-            f"facts {FACTS_VERSION}; {_frontend_fingerprint()}; numba-cuda {numba_cuda_version}; "
+            f"facts {FACTS_VERSION}; {_frontend_fingerprint()}; {typer.version()}; "
             f"python {sys.version_info[:2]}; cc {self.cc}",
             repr(self.argtypes),
         ):
@@ -100,7 +100,7 @@ def build_request(fn, options: dict, argtypes: tuple, recognize: Recognizer, cc=
 @functools.cache
 def _pickler_class():
     # numba is imported only when a request is built: importing this module must not fix numba's CUDA mode
-    from numba.cuda import cloudpickle
+    cloudpickle = typer.module("cloudpickle")
 
     class Pickler(cloudpickle.Pickler):
         def __init__(self, file, recognize: Recognizer):
@@ -152,7 +152,7 @@ def _without_tracker_ids(payload: bytes, classes: list) -> bytes | None:
     function, a namedtuple of ``__main__``) replaced by its order of appearance: the same bytes in every process."""
     if not classes:
         return None
-    from numba.cuda.cloudpickle import cloudpickle
+    cloudpickle = typer.module("cloudpickle.cloudpickle")
 
     for i, cls in enumerate(dict.fromkeys(classes)):
         tracker = cloudpickle._DYNAMIC_CLASS_TRACKER_BY_CLASS.get(cls)
@@ -170,7 +170,7 @@ def _submodules_indexed():
     """cloudpickle looks through every loaded module for each module a function reads (which of its submodules the
     function may reach as attributes): milliseconds per kernel with numba and torch loaded. The same answer, from
     an index of ``sys.modules`` made once per change of it."""
-    from numba.cuda.cloudpickle import cloudpickle
+    cloudpickle = typer.module("cloudpickle.cloudpickle")
 
     with _submodules_lock:
         original = cloudpickle._find_imported_submodules
@@ -230,7 +230,10 @@ def _identity(value):
 def import_attribute(module: str, name: str):
     import importlib
 
-    return getattr(importlib.import_module(module), name)
+    found = importlib.import_module(module)
+    if not hasattr(found, name):  # a submodule not imported yet (numba_cuda_mlir.cuda)
+        return importlib.import_module(f"{module}.{name}")
+    return getattr(found, name)
 
 
 #: in the helper: device functions rebuilt by earlier requests, by their content (``_device_key``), so a device
@@ -238,11 +241,14 @@ def import_attribute(module: str, name: str):
 _devices: dict[bytes, Any] = {}
 #: in the helper: id(device dispatcher) -> its index in the request being read (``device_index``)
 _request_devices: dict[int, int] = {}
+#: in the helper: id(its Python function's code) -> the same index (``device_index_of_code``)
+_request_codes: dict[int, int] = {}
 
 
 def begin_request() -> None:
     """In the helper, before a request's payload is read: its device functions are numbered afresh."""
     _request_devices.clear()
+    _request_codes.clear()
 
 
 def device_index(dispatcher) -> int | None:
@@ -250,14 +256,20 @@ def device_index(dispatcher) -> int | None:
     return _request_devices.get(id(dispatcher))
 
 
+def device_index_of_code(code) -> int | None:
+    """The index in the current request of the device function whose code this is (numba-cuda-mlir inlines small
+    device functions: their IR carries their own code's positions)."""
+    return _request_codes.get(id(code))
+
+
 def rebuild_device(pyfunc, index: int, options: dict):
-    """In the helper process: the device function as numba-cuda's own ``cuda.jit(device=True)`` function (the one
+    """In the helper process: the device function as the typer's own ``cuda.jit(device=True)`` function (the one
     an earlier request rebuilt from the same code and values, with what it compiled).
 
     One dispatcher per function: a recursive function reaches its own object again while its code is being
     unpickled (through its globals), before the first rebuild returns; both must be the same dispatcher, or numba
     sees two functions calling each other instead of one calling itself."""
-    from numba import cuda
+    cuda = typer.cuda_module()
 
     dispatcher = pyfunc.__dict__.get(_REBUILT)
     if dispatcher is None:
@@ -271,6 +283,7 @@ def rebuild_device(pyfunc, index: int, options: dict):
             _rebuilt.append(pyfunc)
         pyfunc.__dict__[_REBUILT] = dispatcher
     _request_devices[id(dispatcher)] = index
+    _request_codes[id(dispatcher.py_func.__code__)] = index
     return dispatcher
 
 
@@ -281,7 +294,7 @@ _rebuilt: list = []  # the device functions rebuilt while loading the payload in
 def register_overloads(batch) -> None:
     """In the helper process: ``@overload`` again, for functions that travelled by value, each overload function
     with the options it was registered with in the caller's process."""
-    from numba.cuda.extending import overload
+    overload = typer.module("extending").overload
 
     for func, overloads in batch:
         for overload_func, options in overloads:
@@ -318,7 +331,7 @@ def _device_key(pyfunc, options: dict) -> bytes | None:
     import marshal
     import pickle
 
-    from numba.cuda.cloudpickle.cloudpickle import _extract_code_globals
+    _extract_code_globals = typer.module("cloudpickle.cloudpickle")._extract_code_globals
 
     from .closures import closure_values
 

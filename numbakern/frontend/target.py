@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import logging
 
+from . import typer
+
 #: the compute capability kernels are typed and lowered for (typing does not depend on it for the supported
 #: constructs)
 TYPING_CC = (9, 0)
@@ -21,7 +23,14 @@ TYPING_CC = (9, 0)
 def cuda_typing(cc=TYPING_CC):
     """Numba's CUDA target active, the current-device lookup answered without a driver (typing a call to a
     ``@cuda.jit(device=True)`` function makes numba ask the device for its compute capability), and numba's
-    front-end DEBUG logging off."""
+    front-end DEBUG logging off. Where numba-cuda-mlir is the typer: its target, answered likewise
+    (``mlir_typing.mlir_target_active``)."""
+    if typer.is_mlir():
+        from .mlir_typing import mlir_target_active
+
+        with mlir_target_active(cc):
+            yield
+        return
     # numba is imported when typing starts: importing this package must not choose numba's CUDA mode
     from numba.cuda import dispatcher, utils
 
@@ -56,7 +65,7 @@ def _debug_logging_off():
 
 
 def typing_context():
-    """Numba's CUDA typing context (one per process)."""
+    """Numba's CUDA typing context (one per process; numba-cuda's: the translator's)."""
     # numba's real CUDA target, only once typing starts (see cuda_typing)
     from numba.cuda.descriptor import cuda_target
 

@@ -23,6 +23,7 @@ import sys
 import time
 import traceback
 
+from . import typer
 from .compile import CodeRegistry, compile_kernel
 from .facts import kernel_facts
 from .protocol import read_frame, write_frame
@@ -56,8 +57,7 @@ def type_request(payload: bytes, argtypes: tuple, cc, ptx: bool = False) -> dict
 @contextlib.contextmanager
 def numba_config(settings: dict):
     """numba-cuda's configuration as the caller's process had it (``request.CONFIG_NAMES``), for one compile."""
-    from numba.cuda.core import config
-
+    config = typer.module("core.config")
     saved = {name: getattr(config, name, None) for name in settings}
     for name, value in settings.items():
         setattr(config, name, value)

@@ -8,6 +8,11 @@ import os
 from .intrinsics import HELPER_FILES
 
 
+class UntypedLaunchWarning(UserWarning):
+    """A launch runs with Python's arithmetic (numpy's for numpy scalars) rather than its front end's types, because
+    no front end can type it here (said once per kernel). CI makes it an error: every launch is typed."""
+
+
 class SimulationError(Exception):
     """A kernel defect found by numbakern's simulator (base class of all checker errors)."""
 

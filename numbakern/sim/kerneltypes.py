@@ -1,4 +1,5 @@
-"""Every launch typed by numba-cuda's own front end before any thread runs.
+"""Every launch typed by numba-cuda's own front end before any thread runs (numba-cuda-mlir's, where numba-cuda is
+not installed: ``numbakern.frontend.typer``).
 
 For the launch's argument types the front end (``numbakern.frontend``, a helper process with the real CUDA
 target, cached on disk) either rejects the kernel, which is then a ``TypingError`` naming numba's reason and the
@@ -18,6 +19,7 @@ import weakref
 
 import numpy as np
 
+from ..frontend import typer
 from . import typed, typedcache
 from .adapters import adapter_of, cuda_modules
 from .errors import TypingError
@@ -123,7 +125,8 @@ _context = None
 
 def argument_types(kernel, args, arg_names) -> tuple:
     """Numba's types for the arguments, as numba-cuda's dispatcher types them (``typeof`` for an argument)."""
-    from numba.cuda.typing.typeof import Purpose, typeof
+    typeof_module = typer.module("typing.typeof")
+    typeof, Purpose = typeof_module.typeof, typeof_module.Purpose
 
     types = []
     for name, arg in zip(arg_names, args):
@@ -160,11 +163,10 @@ def _type(kernel, argtypes: tuple, arg_names):
     from ..frontend import build_request, client
 
     fn = kernel.fn
-    from numba.cuda.core import config
-
     from ..frontend.request import CONFIG, config_settings
 
-    settings = config_settings(config)
+    # numba-cuda's run-time configuration (numba-cuda-mlir keeps its own elsewhere, and none of it is sent)
+    settings = config_settings(typer.module("core.config")) if not typer.is_mlir() else {}
     request = build_request(fn, {CONFIG: settings} if settings else {}, argtypes, adapter_of(kernel).recognize)
     key = request.key
     compiled = typedcache.load(key)
@@ -201,7 +203,7 @@ def _rejection(name: str, argtypes, arg_names, error: dict) -> str:
                 f" {'is a read-only array' if len(readonly) == 1 else 'are read-only arrays'} "
                 "(numpy writeable=False): the kernel may not write it")
     shown = ", ".join(f"{n}: {t}" for n, t in zip(arg_names, argtypes))
-    return (f"numba-cuda cannot compile kernel '{name}' for these arguments ({shown}); on a GPU this launch fails "
+    return (f"{typer.name()} cannot compile kernel '{name}' for these arguments ({shown}); on a GPU this launch fails "
             f"the same way.{where}\n  {error.get('kind', 'Error')}: {reason}{hint}")
 
 

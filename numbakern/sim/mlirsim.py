@@ -7,9 +7,9 @@ numpy buffer). A launch goes to the same engine, checkers and scheduler as a num
 this module, instead of ``cudasim``, about the kernel object and its arguments). Nothing here imports numba.
 
 Typing: with numba-cuda installed too, launches are typed by numba-cuda's front end on the same source (the
-``cuda`` module a kernel reads is handed to it as ``numba.cuda``). Without numba-cuda the kernel runs with Python's
-arithmetic (numpy's for numpy scalars), said once per kernel: numba-cuda-mlir's own typing runs without a driver
-(docs/frontends.md) but the simulator does not use it yet.
+``cuda`` module a kernel reads is handed to it as ``numba.cuda``). Without numba-cuda, by numba-cuda-mlir's own front
+end, run without a driver up to its type inference (``numbakern.frontend.mlir_typing``): the same facts, the same
+typed kernel, a rejection is its ``TypingError``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import warnings
 
 import numpy as np
 
-from ..frontend import mlir_shared_memory
-from ..frontend.choice import numba_cuda_installed
+from ..frontend import mlir_shared_memory, mlir_typing, typer
+from .errors import UntypedLaunchWarning
 from .written import mask_view, track, written_mask
 
 __all__ = ["DeviceArray", "SimKernel", "install", "written_mask"]
@@ -135,10 +135,11 @@ def device_function(obj):
 
 
 def recognize(obj):
-    """For numba-cuda's front end typing an mlir kernel (``numbakern.frontend.request``): its ``cuda`` module is
-    numba-cuda's, its device functions are rebuilt there, its device arrays travel as their numpy data."""
+    """For the front end typing an mlir kernel (``numbakern.frontend.request``): its ``cuda`` module is the typer's
+    (numba-cuda's where it is installed, else numba-cuda-mlir's own, unpatched in the helper process), its device
+    functions are rebuilt there, its device arrays travel as their numpy data."""
     if obj is sys.modules.get(MLIR_CUDA):
-        return ("import", "numba", "cuda")
+        return ("import", *typer.CUDA[typer.name()])
     if isinstance(obj, SimKernel) and obj._device:
         return ("device", obj.fn, {})
     if isinstance(obj, DeviceArray):
@@ -147,15 +148,16 @@ def recognize(obj):
 
 
 def can_type(kernel) -> bool:
-    """Whether numba-cuda's front end is here to type the launch; said once per kernel when it is not."""
-    if numba_cuda_installed():
+    """Whether a front end is here to type the launch: numba-cuda's, else numba-cuda-mlir's own (``typer``,
+    ``mlir_typing``); said once per kernel when neither can (a numba-cuda-mlir without the stages it is typed by)."""
+    missing = mlir_typing.missing_stages() if typer.is_mlir() else None
+    if typer.name() is not None and missing is None:
         return True
     if not getattr(kernel.fn, "_numbakern_untyped_noted", False):
         kernel.fn._numbakern_untyped_noted = True
-        warnings.warn(
-            f"numbakern: kernel '{kernel.fn.__name__}' runs with Python's arithmetic (numpy's for numpy scalars): "
-            "typing it as the GPU does needs numba-cuda's front end here (pip install numba-cuda); the simulator "
-            "does not use numba-cuda-mlir's own typing yet", stacklevel=4)
+        warnings.warn(UntypedLaunchWarning(
+            f"numbakern: kernel '{kernel.fn.__name__}' runs with Python's arithmetic (numpy's for numpy scalars), "
+            f"not its front end's types: {missing or 'no front end is installed to type it'}"), stacklevel=4)
     return False
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..frontend import closures, intervals
-from ..frontend.decompile import MAKE_FUNCTION, node_key
+from ..frontend.decompile import INLINED, MAKE_FUNCTION, node_key
 from . import intrinsics, numerics
 from .numerics import BOOL, FLOAT64, INT64, Num, num
 
@@ -984,7 +984,7 @@ def compile_kernel(facts: dict, kernel_fn, device_fns: list) -> CompiledKernel:
         if data is None:
             compiled.append(None)
             continue
-        compiled.append(_rewrite(_function_of(data["label"], kernel_fn, device_fns), data, names))
+        compiled.append(_rewrite(_function_of(data["label"], kernel_fn, device_fns), data, names, device_fns))
     return CompiledKernel(compiled, bool(facts.get("cooperative")))
 
 
@@ -996,7 +996,7 @@ def bind(compiled: CompiledKernel, kernel_fn, device_fns: list, is_cuda_module) 
         if f is None:
             built.append(None)
             continue
-        built.append(_bind(f, _function_of(f.label, kernel_fn, device_fns), is_cuda_module))
+        built.append(_bind(f, _function_of(f.label, kernel_fn, device_fns), is_cuda_module, device_fns))
     for f in built:
         if f is None:
             continue
@@ -1018,10 +1018,14 @@ def _function_of(label: str, kernel_fn, device_fns: list):
     return device_fns[int(label.split(":")[1])]
 
 
-def _values(pyfunc, names) -> dict[str, Any]:
+def _values(pyfunc, names, device_fns: list) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name in names:
-        value = closures.lookup(pyfunc, name)
+        owner, own_name = pyfunc, name
+        if name.startswith(INLINED):  # a value of a device function numba-cuda-mlir inlined (``decompile``)
+            index, _, own_name = name[len(INLINED):].partition("_")
+            owner = device_fns[int(index)]
+        value = closures.lookup(owner, own_name)
         if value is closures.MISSING:
             continue
         if type(value) is np.ndarray:
@@ -1032,12 +1036,12 @@ def _values(pyfunc, names) -> dict[str, Any]:
     return values
 
 
-def _rewrite(pyfunc, data: dict, device_names: dict[int, str]) -> CompiledFunction:
+def _rewrite(pyfunc, data: dict, device_names: dict[int, str], device_fns: list) -> CompiledFunction:
     python = data["python"]
     fdef = ast.parse(python["text"]).body[0]
     _place(fdef, python["positions"])
     read = sorted(_free_names(fdef))
-    values = _values(pyfunc, read)
+    values = _values(pyfunc, read, device_fns)
     helpers = Helpers()
     rewriter = Rewriter(FunctionFacts(data), helpers, device_names, values)
     new_def = rewriter.function(fdef)
@@ -1045,12 +1049,12 @@ def _rewrite(pyfunc, data: dict, device_names: dict[int, str]) -> CompiledFuncti
     ast.fix_missing_locations(module)
     code = compile(module, pyfunc.__code__.co_filename, "exec")
     used = sorted(n for n in helpers.values if n != "__nk_spin")
-    reads = [n for n in read if not n.startswith("__nk_")]
+    reads = [n for n in read if not n.startswith("__nk_") or n.startswith(INLINED)]
     return CompiledFunction(data["label"], code, new_def.name, reads, used, rewriter.changed)
 
 
-def _bind(f: CompiledFunction, pyfunc, is_cuda_module) -> TypedFunction:
-    values = _values(pyfunc, f.reads)
+def _bind(f: CompiledFunction, pyfunc, is_cuda_module, device_fns: list) -> TypedFunction:
+    values = _values(pyfunc, f.reads, device_fns)
     glob = pyfunc.__globals__
     builtins = glob.get("__builtins__")
     missing = [n for n in f.reads if n not in values and not hasattr(builtins_module, n)]

@@ -173,24 +173,6 @@ def test_the_mlir_only_path_imports_no_numba():
     assert "numba imported: False cudasim imported: False" in result.stdout
 
 
-@pytest.mark.skipif(not numba_cuda_installed(), reason="typing an mlir kernel needs numba-cuda's front end")
-def test_numba_cuda_types_an_mlir_kernel_as_the_gpu_would():
-    @cuda.jit
-    def wraps(out, a, b):
-        out[0] = a - b  # uint32 - uint32 is uint64 in Numba: wraps around
-
-    out = np.zeros(1, np.uint64)
-    wraps[1, 1](out, np.uint32(1), np.uint32(2))
-    assert out[0] == np.uint64(2**64 - 1)
-
-    @cuda.jit
-    def rejected(out):
-        out[0] = "text"
-
-    with pytest.raises(sim.TypingError):
-        rejected[1, 1](np.zeros(1, np.float32))
-
-
 def test_a_kernel_that_closes_over_its_own_cuda_import(rng):
     def make():
         import numba_cuda_mlir.cuda as local_cuda
