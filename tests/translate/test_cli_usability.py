@@ -163,8 +163,11 @@ def test_the_numbakern_command_runs_the_same_commands():
 
 def test_a_run_streams_its_lines_and_ctrl_c_leaves_them_with_a_summary(tmp_path):
     """Piped: each kernel's line as it finishes; Ctrl-C: one line on stderr, no traceback, and the summary."""
+    # Ctrl-C's default action in the child, as in a terminal, even where this pytest runs as a background job
+    # of a non-interactive shell (which starts it, and so the child, with SIGINT ignored)
     child = subprocess.Popen([sys.executable, "-m", "translate.cli", "--all", "--out", str(tmp_path / "gen")],
-                             cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         first = child.stdout.readline()  # arrives while the other kernels are still to do
         assert first.startswith("written "), first
