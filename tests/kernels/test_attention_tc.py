@@ -228,6 +228,8 @@ def test_attention_matches_float64_and_torch_flash_on_the_gpu(fmt, d, causal, sh
         tol += 2.0**-25 * (visible.double() @ v64.abs())
     err = (out.double() - expected).abs()
     assert bool((err <= tol).all()), f"worst error / tolerance {(err / tol).max().item():.3g}"
+    if causal and lq != lk:  # (is_causal's alignment for lq != lk has differed between torch's backends)
+        return
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         flash = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale).double()
     flash_err = (flash - expected).abs()
