@@ -187,6 +187,23 @@ def test_specs_are_registered_with_their_peer():
     assert len(at.VARIANTS) == 8
 
 
+@pytest.mark.parametrize("name", ["attention_bf16_d64_causal", "attention_f16_d128"])
+def test_the_benchmark_baseline_computes_the_same_thing(name, rng):
+    """The spec's torch peer (SDPA, flash backend; torch has a CPU flash kernel too) on CPU tensors of a case: the
+    reference within the kernel's tolerance plus the rounding of torch's 16-bit output."""
+    torch = pytest.importorskip("torch")
+    spec = get(name)
+    case = spec.make_case({"bh": 2, "lq": 21, "lk": 21}, rng, "normal")
+    tensors = [torch.from_numpy(a.copy()) if isinstance(a, np.ndarray) else a for a in case.args]
+    run, label = spec.baseline(*tensors)
+    assert "flash backend" in label
+    got = run().double().numpy()[0]
+    q, k, v, _, scale = case.args
+    fmt = "f16" if spec.constants["f16"] else "bf16"
+    expected, tol = _expected_and_tolerance(q, k, v, float(scale), spec.constants["causal"], fmt)
+    assert (np.abs(got - expected) <= tol + U[fmt] * np.abs(expected)).all()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # on a GPU (pytest --gpu)
 
