@@ -91,10 +91,10 @@ def shared_bytes(d: int, bm: int, bn: int) -> int:
     return 2 * d * (bm + 2 * bn)
 
 
-def _check_config(f16, d, causal, bm, bn) -> int:
+def _check_config(f16, d, causal, bm, bn, q_in_regs=True) -> int:
     """Threads per block, or a ValueError saying which constraint fails."""
     what = "flash_attention_tc"
-    for name, v in (("f16", f16), ("causal", causal)):
+    for name, v in (("f16", f16), ("causal", causal), ("q_in_regs", q_in_regs)):
         if not isinstance(v, bool):
             raise ValueError(f"{what}: {name} must be True or False, got {v!r}")
     for name, v in (("d", d), ("bm", bm), ("bn", bn)):
@@ -118,11 +118,15 @@ def _check_config(f16, d, causal, bm, bn) -> int:
 
 
 @specialize
-def flash_attention_tc(f16: bool = False, d: int = 64, causal: bool = False, bm: int = 64, bn: int = 64):
+def flash_attention_tc(f16: bool = False, d: int = 64, causal: bool = False, bm: int = 64, bn: int = 64,
+                       q_in_regs: bool = True):
     """The kernel for one format (bf16 bit patterns, or with ``f16`` float16), head dim and tile configuration:
     ``(q, k, v, out, scale)``, ``q``/``k``/``v`` (batch*heads, seq, d) 16-bit, ``out`` (batch*heads, lq, d) float32;
-    launch with ``attention_tc_launch``."""
-    nt = _check_config(f16, d, causal, bm, bn)
+    launch with ``attention_tc_launch``. ``q_in_regs``: Q's A fragments stay in registers for the whole kernel
+    (``d / 4`` registers a thread); without it they are read from the shared Q tile again in every key block (one
+    ``ldmatrix_x4`` per 16 head-dim columns, a quarter more shared-memory reads at ``bn = 64``), which keeps
+    d = 128 from spilling."""
+    nt = _check_config(f16, d, causal, bm, bn, q_in_regs)
     elem, mma, pack = FORMATS[f16]
     row_chunks = d // CHUNK  # 16-byte chunks in a row of Q, K or V
     rstep = nt // row_chunks  # rows between one thread's chunks of a tile
@@ -133,7 +137,7 @@ def flash_attention_tc(f16: bool = False, d: int = 64, causal: bool = False, bm:
     ks_n = d // 16  # k16 steps of Q K^T: Q's A fragments
     sj_n = bn // 16  # pairs of n8 score tiles: ldmatrix_x4 calls of K per k-step, and k16 steps of P V
     oj_n = d // 16  # pairs of n8 output tiles: ldmatrix_x4_trans calls of V per k-step
-    q_regs = ks_n * 4
+    q_regs = ks_n * 4 if q_in_regs else 4
     p_regs = sj_n * 4
     s_regs = bn // 8 * 4
     o_regs = d // 8 * 4
@@ -146,6 +150,12 @@ def flash_attention_tc(f16: bool = False, d: int = 64, causal: bool = False, bm:
         g = lane >> 2  # groupID: accumulator rows g and g + 8
         t4 = lane % 4  # threadID_in_group: accumulator columns 2 * t4, 2 * t4 + 1
         sw = lane % 8  # the row mod 8 of every ldmatrix row address this lane gives: its chunks' XOR
+        # ldmatrix columns: chunk 2 i + h of a row with this XOR is (2 i + h) ^ sw = (h ^ sw) ^ 2 i (2 i is even),
+        # so each lane's column is one base XORed with a constant per step
+        a_col = ((lane // 16) ^ sw) * CHUNK  # Q and V: lanes 16-31 name the odd chunk
+        k_col = ((lane // 8 % 2) ^ sw) * CHUNK  # K: lanes 8-15 and 24-31 name the odd chunk
+        a_row = warp * 16 + lane % 16  # Q: the warp's rows 0-15
+        k_row = lane // 16 * 8 + sw  # K: keys 0-7 (lanes 0-15), 8-15 (lanes 16-31) of 16
         bh = cuda.blockIdx.y
         q0 = (cuda.gridDim.x - 1 - cuda.blockIdx.x) * bm  # heaviest query blocks first
         lq = q.shape[1]
@@ -187,8 +197,9 @@ def flash_attention_tc(f16: bool = False, d: int = 64, causal: bool = False, bm:
         async_wait(0)
         cuda.syncthreads()
         # lanes 0-15 name the warp's rows 0-15 at chunk 2 ks, lanes 16-31 the same rows at chunk 2 ks + 1: a0..a3
-        for ks in unroll(range(ks_n)):
-            ldmatrix_x4(qf, ks * 4, q_s, (warp * 16 + lane % 16, ((2 * ks + lane // 16) ^ sw) * CHUNK))
+        if q_in_regs:
+            for ks in unroll(range(ks_n)):
+                ldmatrix_x4(qf, ks * 4, q_s, (a_row, a_col ^ (ks * 16)))
 
         for t in range(nkb):
             kb0 = t * bn
@@ -206,23 +217,27 @@ def flash_attention_tc(f16: bool = False, d: int = 64, causal: bool = False, bm:
             for i in unroll(range(s_regs)):
                 s[i] = np.float32(0.0)
             for ks in unroll(range(ks_n)):
+                qa = ks * 4 if q_in_regs else 0
+                if not q_in_regs:
+                    ldmatrix_x4(qf, 0, q_s, (a_row, a_col ^ (ks * 16)))
                 for sj in unroll(range(sj_n)):
-                    ldmatrix_x4(kf, 0, k_s, (sj * 16 + lane // 16 * 8 + sw, ((2 * ks + lane // 8 % 2) ^ sw) * CHUNK))
-                    mma(s, sj * 8, qf, ks * 4, kf, 0, s, sj * 8)
-                    mma(s, sj * 8 + 4, qf, ks * 4, kf, 2, s, sj * 8 + 4)
+                    ldmatrix_x4(kf, 0, k_s, (k_row + sj * 16, k_col ^ (ks * 16)))
+                    mma(s, sj * 8, qf, qa, kf, 0, s, sj * 8)
+                    mma(s, sj * 8 + 4, qf, qa, kf, 2, s, sj * 8 + 4)
 
             # online softmax on rows g (h = 0: c0, c1 of each tile) and g + 8 (h = 1: c2, c3)
             masked = kb0 + bn > lk or (causal and kb0 + bn - 1 > q0 + warp * 16)
             for h in unroll(range(2)):
-                row = q0 + warp * 16 + g + 8 * h
+                # this lane's keys kb0 + 8 j + 2 t4 + e are visible while 8 j + e < end (one compare with a constant)
+                end = lk - kb0 - t4 * 2
+                if causal:
+                    end = min(end, q0 + warp * 16 + g + 8 * h + 1 - kb0 - t4 * 2)
                 mx = np.float32(MASKED)
                 for j in unroll(range(bn // 8)):
                     for e in unroll(range(2)):
                         x = s[j * 4 + h * 2 + e] * scale
-                        if masked:
-                            key = kb0 + j * 8 + t4 * 2 + e
-                            if key >= lk or (causal and key > row):
-                                x = np.float32(MASKED)
+                        if masked and j * 8 + e >= end:
+                            x = np.float32(MASKED)
                         s[j * 4 + h * 2 + e] = x
                         mx = max(mx, x)
                 mx = max(mx, cuda.shfl_xor_sync(FULL_MASK, mx, 1))  # the row's quad: lane bits 0, 1
@@ -259,7 +274,7 @@ def flash_attention_tc(f16: bool = False, d: int = 64, causal: bool = False, bm:
             # lanes 8-15 keys + 8..15 (its b1), lanes 16-31 the same at chunk 2 oj + 1 (tile 2 oj + 1)
             for sj in unroll(range(sj_n)):
                 for oj in unroll(range(oj_n)):
-                    ldmatrix_x4_trans(vf, 0, v_s, (sj * 16 + lane % 16, ((2 * oj + lane // 16) ^ sw) * CHUNK))
+                    ldmatrix_x4_trans(vf, 0, v_s, (sj * 16 + lane % 16, a_col ^ (oj * 16)))
                     mma(o, oj * 8, pf, sj * 4, vf, 0, o, oj * 8)
                     mma(o, oj * 8 + 4, pf, sj * 4, vf, 2, o, oj * 8 + 4)
 
@@ -280,15 +295,17 @@ def flash_attention_tc(f16: bool = False, d: int = 64, causal: bool = False, bm:
 def attention_tc_launch(config: dict, batch_heads: int, lq: int) -> LaunchConfig:
     """One block per ``bm`` query rows of one (batch, head): grid (query blocks, batch*heads), 1-D blocks."""
     nt = _check_config(config.get("f16", False), config["d"], config.get("causal", False), config["bm"],
-                       config["bn"])
+                       config["bn"], config.get("q_in_regs", True))
     return LaunchConfig((max(1, cdiv(lq, config["bm"])), max(1, batch_heads), 1), (nt, 1, 1), 0)
 
 
 #: tile configurations per head dim (48 KiB of static shared memory at most): d = 64: 128 rows (8 warps) x 64 keys
-#: (32 KiB); d = 128: 64 rows (4 warps) x 64 keys (48 KiB). Not yet tuned on a GPU.
-CONFIGS = {64: {"bm": 128, "bn": 64}, 128: {"bm": 64, "bn": 64}}
+#: (32 KiB), Q's fragments kept in registers; d = 128: 64 rows (4 warps) x 64 keys (48 KiB), Q's fragments read
+#: again per key block (kept, they take numba's PTX to 255 registers and spills, ptxas -v offline). Not yet tuned
+#: on a GPU.
+CONFIGS = {64: {"bm": 128, "bn": 64, "q_in_regs": True}, 128: {"bm": 64, "bn": 64, "q_in_regs": False}}
 #: the simulator's: two warps, 16 keys a block, which the test sequence lengths do not divide
-SIM_CONFIGS = {64: {"bm": 32, "bn": 16}, 128: {"bm": 32, "bn": 16}}
+SIM_CONFIGS = {64: {"bm": 32, "bn": 16, "q_in_regs": True}, 128: {"bm": 32, "bn": 16, "q_in_regs": False}}
 
 
 def config_for(f16: bool, d: int, causal: bool) -> dict:
