@@ -92,14 +92,14 @@ constexpr int64_t o_regs = 64;
 constexpr int64_t oj_n = 8;
 constexpr int64_t p_regs = 16;
 constexpr int64_t q_copies = 8;
-constexpr int64_t q_regs = 32;
+constexpr int64_t q_regs = 4;
 constexpr int64_t row_chunks = 16;
 constexpr int64_t rstep = 8;
 constexpr int64_t s_regs = 32;
 constexpr int64_t sj_n = 4;
 constexpr int64_t step = 1024;
 
-template <int bm, int bn, int causal, int d>
+template <int bm, int bn, int causal, int d, int q_in_regs>
 __global__ void __launch_bounds__(128) attention_f16_d128_causal(
     const __half* q, int64_t q_shape0, int64_t q_shape1, int64_t q_shape2,
     const __half* k, int64_t k_shape0, int64_t k_shape1, int64_t k_shape2,
@@ -113,6 +113,12 @@ __global__ void __launch_bounds__(128) attention_f16_d128_causal(
     int64_t g = lane >> 2;  // groupID: accumulator rows g and g + 8
     int64_t t4 = lane % 4;  // threadID_in_group: accumulator columns 2 * t4, 2 * t4 + 1
     int64_t sw = lane % 8;  // the row mod 8 of every ldmatrix row address this lane gives: its chunks' XOR
+    // ldmatrix columns: chunk 2 i + h of a row with this XOR is (2 i + h) ^ sw = (h ^ sw) ^ 2 i (2 i is even),
+    // so each lane's column is one base XORed with a constant per step
+    int64_t a_col = ((lane / 16) ^ sw) * CHUNK;  // Q and V: lanes 16-31 name the odd chunk
+    int64_t k_col = ((lane / 8 % 2) ^ sw) * CHUNK;  // K: lanes 8-15 and 24-31 name the odd chunk
+    int64_t a_row = warp * 16 + lane % 16;  // Q: the warp's rows 0-15
+    int64_t k_row = lane / 16 * 8 + sw;  // K: keys 0-7 (lanes 0-15), 8-15 (lanes 16-31) of 16
     int32_t bh = blockIdx.y;
     int64_t q0 = ((int64_t)gridDim.x - 1 - blockIdx.x) * bm;  // heaviest query blocks first
     int64_t lq = q_shape1;
@@ -160,11 +166,6 @@ __global__ void __launch_bounds__(128) attention_f16_d128_causal(
     nk_async_wait<0>();
     __syncthreads();
     // lanes 0-15 name the warp's rows 0-15 at chunk 2 ks, lanes 16-31 the same rows at chunk 2 ks + 1: a0..a3
-    #pragma unroll
-    for (int64_t ks = 0; ks < ks_n; ks++) {
-        nk_ldmatrix_x4(&qf[ks * 4], &q_s[warp * 16 + lane % 16][((2 * ks + lane / 16) ^ sw) * CHUNK]);
-    }
-    int64_t row;
     float total;
     for (int64_t t = 0; t < nkb; t++) {
         int64_t kb0 = t * bn;
@@ -186,29 +187,30 @@ __global__ void __launch_bounds__(128) attention_f16_d128_causal(
         }
         #pragma unroll
         for (int64_t ks = 0; ks < ks_n; ks++) {
+            int64_t qa = q_in_regs ? ks * 4 : 0;
+            nk_ldmatrix_x4(&qf[0], &q_s[a_row][a_col ^ (ks * 16)]);
             #pragma unroll
             for (int64_t sj = 0; sj < sj_n; sj++) {
-                nk_ldmatrix_x4(&kf[0], &k_s[sj * 16 + lane / 16 * 8 + sw][((2 * ks + lane / 8 % 2) ^ sw) * CHUNK]);
-                nk_mma_m16n8k16_f16(&s[sj * 8], &qf[ks * 4], &kf[0], &s[sj * 8]);
-                nk_mma_m16n8k16_f16(&s[sj * 8 + 4], &qf[ks * 4], &kf[2], &s[sj * 8 + 4]);
+                nk_ldmatrix_x4(&kf[0], &k_s[k_row + sj * 16][k_col ^ (ks * 16)]);
+                nk_mma_m16n8k16_f16(&s[sj * 8], &qf[qa], &kf[0], &s[sj * 8]);
+                nk_mma_m16n8k16_f16(&s[sj * 8 + 4], &qf[qa], &kf[2], &s[sj * 8 + 4]);
             }
         }
         // online softmax on rows g (h = 0: c0, c1 of each tile) and g + 8 (h = 1: c2, c3)
         bool masked = kb0 + bn > lk || causal && kb0 + bn - 1 > q0 + warp * 16;
         #pragma unroll
         for (int64_t h = 0; h < 2; h++) {
-            row = q0 + warp * 16 + g + 8 * h;
+            // this lane's keys kb0 + 8 j + 2 t4 + e are visible while 8 j + e < end (one compare with a constant)
+            int64_t end = lk - kb0 - t4 * 2;
+            end = nk_min(end, q0 + warp * 16 + g + 8 * h + 1 - kb0 - t4 * 2);
             float mx = (float)MASKED;
             #pragma unroll
             for (int64_t j = 0; j < (int64_t)bn / 8; j++) {
                 #pragma unroll
                 for (int64_t e = 0; e < 2; e++) {
                     float x = s[j * 4 + h * 2 + e] * scale;
-                    if (masked) {
-                        int64_t key = kb0 + j * 8 + t4 * 2 + e;
-                        if (key >= lk || causal && key > row) {
-                            x = (float)MASKED;
-                        }
+                    if (masked && j * 8 + e >= end) {
+                        x = (float)MASKED;
                     }
                     s[j * 4 + h * 2 + e] = x;
                     mx = fmaxf(mx, x);
@@ -261,7 +263,7 @@ __global__ void __launch_bounds__(128) attention_f16_d128_causal(
         for (int64_t sj = 0; sj < sj_n; sj++) {
             #pragma unroll
             for (int64_t oj = 0; oj < oj_n; oj++) {
-                nk_ldmatrix_x4_trans(&vf[0], &v_s[sj * 16 + lane % 16][((2 * oj + lane / 16) ^ sw) * CHUNK]);
+                nk_ldmatrix_x4_trans(&vf[0], &v_s[sj * 16 + lane % 16][a_col ^ (oj * 16)]);
                 nk_mma_m16n8k16_f16(&o[oj * 8], &pf[sj * 4], &vf[0], &o[oj * 8]);
                 nk_mma_m16n8k16_f16(&o[oj * 8 + 4], &pf[sj * 4], &vf[2], &o[oj * 8 + 4]);
             }
@@ -272,7 +274,7 @@ __global__ void __launch_bounds__(128) attention_f16_d128_causal(
         total = l[h];
         total += __shfl_xor_sync(FULL_MASK, total, 1);
         total += __shfl_xor_sync(FULL_MASK, total, 2);
-        row = q0 + warp * 16 + g + 8 * h;
+        int64_t row = q0 + warp * 16 + g + 8 * h;
         if (row < lq) {
             float inv = __fdividef(1.0f, total);
             #pragma unroll
@@ -284,10 +286,10 @@ __global__ void __launch_bounds__(128) attention_f16_d128_causal(
     }
 }
 
-template __global__ void attention_f16_d128_causal<64, 64, 1, 128>(const __half*, int64_t, int64_t, int64_t, const __half*, int64_t, int64_t, int64_t, const __half*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, float);
+template __global__ void attention_f16_d128_causal<64, 64, 1, 128, 0>(const __half*, int64_t, int64_t, int64_t, const __half*, int64_t, int64_t, int64_t, const __half*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, float);
 
 #ifndef __CUDACC_RTC__
-extern "C" cudaError_t launch_attention_f16_d128_causal_bm64_bn64_causal1_d128(
+extern "C" cudaError_t launch_attention_f16_d128_causal_bm64_bn64_causal1_d128_q_in_regs0(
     const __half* q, int64_t q_shape0, int64_t q_shape1, int64_t q_shape2,
     const __half* k, int64_t k_shape0, int64_t k_shape1, int64_t k_shape2,
     const __half* v, int64_t v_shape0, int64_t v_shape1, int64_t v_shape2,
@@ -297,7 +299,7 @@ extern "C" cudaError_t launch_attention_f16_d128_causal_bm64_bn64_causal1_d128(
     unsigned block_x, unsigned block_y, unsigned block_z,
     size_t shared_bytes, cudaStream_t stream)
 {
-    attention_f16_d128_causal<64, 64, 1, 128><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
+    attention_f16_d128_causal<64, 64, 1, 128, 0><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
         q, q_shape0, q_shape1, q_shape2, k, k_shape0, k_shape1, k_shape2, v, v_shape0, v_shape1, v_shape2, out, out_shape0, out_shape1, out_shape2, scale);
     return cudaGetLastError();
 }
