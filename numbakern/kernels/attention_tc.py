@@ -11,9 +11,11 @@ fragments (the PTX ISA's layouts, ``numbakern.mma.layout``; ``g = lane >> 2``, `
   ``ldmatrix_x4`` (no ``.trans``) of 16 keys x 16 head-dim columns gives the b0, b1 of two n8 tiles of keys.
   The scores of a key block are ``bn / 8`` accumulator tiles: lane (g, t) holds rows g and g + 8, keys
   ``8j + 2t, 8j + 2t + 1`` of tile j.
-- **Online softmax** in fp32 on those registers: a row's ``bn`` scores are spread over the 4 lanes of its quad
-  (lanes 4g .. 4g + 3), so its maximum is the lane's own maximum and two ``shfl_xor`` steps (1, 2). The running
-  maximum ``m`` and the per-lane partial row sum ``l`` are fp32; the sum's four parts are added once at the end.
+- **Online softmax** in fp32 on those registers, in base 2 (scores times ``scale * log2(e)``, ``exp2``: one
+  ``ex2`` per probability, as FlashAttention-2 computes it): a row's ``bn`` scores are spread over the 4 lanes of
+  its quad (lanes 4g .. 4g + 3), so its maximum is the lane's own maximum and two ``shfl_xor`` steps (1, 2). The
+  running maximum ``m`` and the per-lane partial row sum ``l`` are fp32; the sum's four parts are added once at the
+  end.
 - **P in registers, no trip through shared memory**: the accumulator layout of two adjacent n8 score tiles is the
   A-fragment layout of one k16 step (a0 = row g, keys 2t, 2t+1 = c0, c1 of the first tile; a1 = its c2, c3 (row
   g + 8); a2, a3 = the same of the second tile), so each ``pack_bf16x2`` / ``pack_f16x2`` of two probabilities is
@@ -74,8 +76,9 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..unroll import unroll
 
-#: a masked score: exp(MASKED - m) is 0 for any finite row maximum m
+#: a masked score: exp2(MASKED - m) is 0 for any finite row maximum m
 MASKED = -1.0e30
+LOG2E = 1.4426950408889634
 FULL_MASK = 0xFFFFFFFF
 #: static shared memory a kernel may declare without opting in to more
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -162,6 +165,8 @@ def flash_attention_tc(f16: bool = False, d: int = 64, causal: bool = False, bm:
         lk = k.shape[1]
         crow = tid // row_chunks  # this thread's chunks of a tile: rows crow + i * rstep, chunk cc
         cc = tid % row_chunks
+        # scores and maxima in base-2 units: exp(scale x - m) = exp2(scale log2(e) x - m'), one ex2 a probability
+        scale_log2 = scale * np.float32(LOG2E)
 
         q_s = cuda.shared.array((bm, d), dtype=elem, alignment=128)
         k_s = cuda.shared.array((bn, d), dtype=elem, alignment=128)
@@ -235,7 +240,7 @@ def flash_attention_tc(f16: bool = False, d: int = 64, causal: bool = False, bm:
                 mx = np.float32(MASKED)
                 for j in unroll(range(bn // 8)):
                     for e in unroll(range(2)):
-                        x = s[j * 4 + h * 2 + e] * scale
+                        x = s[j * 4 + h * 2 + e] * scale_log2
                         if masked and j * 8 + e >= end:
                             x = np.float32(MASKED)
                         s[j * 4 + h * 2 + e] = x
@@ -243,12 +248,12 @@ def flash_attention_tc(f16: bool = False, d: int = 64, causal: bool = False, bm:
                 mx = max(mx, cuda.shfl_xor_sync(FULL_MASK, mx, 1))  # the row's quad: lane bits 0, 1
                 mx = max(mx, cuda.shfl_xor_sync(FULL_MASK, mx, 2))
                 m_new = max(m[h], mx)
-                alpha = math.exp(m[h] - m_new)
+                alpha = math.exp2(m[h] - m_new)
                 m[h] = m_new
                 total = l[h] * alpha
                 for j in unroll(range(bn // 8)):
                     for e in unroll(range(2)):
-                        p = math.exp(s[j * 4 + h * 2 + e] - m_new)
+                        p = math.exp2(s[j * 4 + h * 2 + e] - m_new)
                         s[j * 4 + h * 2 + e] = p
                         total += p
                 l[h] = total
