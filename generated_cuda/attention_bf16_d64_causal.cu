@@ -82,6 +82,7 @@ __device__ __forceinline__ unsigned nk_pack_bf16x2(float lo, float hi) {
 
 constexpr int64_t CHUNK = 8;
 constexpr int64_t FULL_MASK = 4294967295LL;
+constexpr double LOG2E = 1.4426950408889634;
 constexpr double MASKED = -1e+30;
 constexpr int64_t ks_n = 4;
 constexpr int64_t kv_copies = 2;
@@ -123,6 +124,8 @@ __global__ void __launch_bounds__(256) attention_bf16_d64_causal(
     int64_t lk = k_shape1;
     int64_t crow = tid / row_chunks;  // this thread's chunks of a tile: rows crow + i * rstep, chunk cc
     int64_t cc = tid % row_chunks;
+    // scores and maxima in base-2 units: exp(scale x - m) = exp2(scale log2(e) x - m'), one ex2 a probability
+    float scale_log2 = scale * (float)LOG2E;
     __shared__ __align__(128) uint16_t q_s[bm][d];
     __shared__ __align__(128) uint16_t k_s[bn][d];
     __shared__ __align__(128) uint16_t v_s[bn][d];
@@ -209,7 +212,7 @@ __global__ void __launch_bounds__(256) attention_bf16_d64_causal(
             for (int64_t j = 0; j < (int64_t)bn / 8; j++) {
                 #pragma unroll
                 for (int64_t e = 0; e < 2; e++) {
-                    float x = s[j * 4 + h * 2 + e] * scale;
+                    float x = s[j * 4 + h * 2 + e] * scale_log2;
                     if (masked && j * 8 + e >= end) {
                         x = (float)MASKED;
                     }
@@ -220,14 +223,14 @@ __global__ void __launch_bounds__(256) attention_bf16_d64_causal(
             mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 1));  // the row's quad: lane bits 0, 1
             mx = fmaxf(mx, __shfl_xor_sync(FULL_MASK, mx, 2));
             float m_new = fmaxf(m[h], mx);
-            float alpha = __expf(m[h] - m_new);
+            float alpha = exp2f(m[h] - m_new);
             m[h] = m_new;
             total = l[h] * alpha;
             #pragma unroll
             for (int64_t j = 0; j < (int64_t)bn / 8; j++) {
                 #pragma unroll
                 for (int64_t e = 0; e < 2; e++) {
-                    float p = __expf(s[j * 4 + h * 2 + e] - m_new);
+                    float p = exp2f(s[j * 4 + h * 2 + e] - m_new);
                     s[j * 4 + h * 2 + e] = p;
                     total += p;
                 }
