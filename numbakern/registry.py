@@ -188,6 +188,7 @@ KERNEL_MODULES = (
     "numbakern.kernels.attention",
     "numbakern.kernels.matmul_tc",
     "numbakern.kernels.matmul_3xtf32",
+    "numbakern.kernels.attention_tc",
 )
 
 

@@ -98,7 +98,8 @@ _TRITON: dict = {}
 
 def peer_impls(torch, spec, tensors) -> dict:
     """Implementations timed beside the three, in the same run: Triton (fp32 ieee) for the matmuls (none where
-    Triton is missing), and each of torch's fp32 SDPA backends for attention. ``{key: (launch, label)}``."""
+    Triton is missing), and each of torch's SDPA backends for attention (fp32, or the 16-bit kernels' format).
+    ``{key: (launch, label)}``."""
     arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
     out = {}
     # (the fp32 Triton kernel here; the 16-bit matmuls' Triton and Hopper peers come from bench_tc)
@@ -114,7 +115,9 @@ def peer_impls(torch, spec, tensors) -> dict:
     import bench_tc  # this script's folder: the tensor-core matmuls' peers
 
     out.update(bench_tc.tensor_core_peers(torch, spec, arrays))
-    if spec.family == "attention":
+    if spec.family == "attention" and arrays[0].dtype != torch.float32:  # the tensor-core kernels' SDPA peers
+        out.update(bench_tc.attention16_peers(torch, spec, arrays, lambda fn: sdpa_kernels(torch, fn)))
+    elif spec.family == "attention":
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         default, _ = torch_equivalent(spec, tensors)

@@ -6,6 +6,9 @@ timed beside the Numba kernel, its translated C and the torch baseline, on the s
   (``numbakern.kernels.matmul_wgmma``: wgmma + TMA, GPU only) with fp32 and 16-bit output.
 - ``matmul_3xtf32``: cuBLAS with TF32 on (1xTF32, the fast and inexact one) beside the SGEMM baseline, and each
   implementation's error against a float64 product of the same inputs (``accuracy_note``).
+- ``attention_{bf16,f16}_*`` (``numbakern.kernels.attention_tc``; their baseline is SDPA's flash backend): SDPA
+  as torch picks it (the kernels it ran named), and its memory-efficient and cuDNN backends where they take the
+  inputs (``attention16_peers``).
 """
 
 from __future__ import annotations
@@ -107,6 +110,33 @@ def tensor_core_peers(torch, spec, arrays) -> dict:
         out["triton_out32"] = (launch(a, b, torch.empty(h, w, device=a.device)),
                                f"Triton tl.dot {spec.name[7:]} (fp32 out, autotuned)")
     out.update(hopper_peers(torch, spec, arrays))
+    return out
+
+
+def attention16_peers(torch, spec, arrays, kernels_of) -> dict:
+    """torch's SDPA on the 16-bit attention kernels' inputs: its default choice (``kernels_of(fn)`` names the CUDA
+    kernels it ran) and the memory-efficient and cuDNN backends, each where it takes these inputs."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k, v = (x if x.dtype == torch.float16 else x.view(torch.bfloat16) for x in arrays[:3])
+    q, k, v = q[None], k[None], v[None]  # 4-D (1, batch*heads, seq, dim): the fused kernels refuse 3-D inputs
+    causal = bool(spec.constants.get("causal", False))
+
+    def default():
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    out = {"sdpa_default": (default, f"SDPA default ran: {kernels_of(default)}")}
+    for backend in (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION):
+        def run(backend=backend):
+            with sdpa_kernel(backend):
+                return default()
+        try:
+            run()
+        except RuntimeError as exc:  # a backend that does not take these inputs here
+            print(f"  {spec.name}: SDPA backend {backend.name} unavailable: {str(exc)[:100]}", flush=True)
+            continue
+        out[f"sdpa_{backend.name.lower()}"] = (run, f"SDPA {backend.name}")
     return out
 
 
