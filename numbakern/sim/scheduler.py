@@ -133,9 +133,8 @@ class Scheduler:
 
     def syncthreads(self):
         """``cuda.syncthreads()`` (the fake module hands this method out as its own): the commonest call of a tiled
-        kernel, so the caller's site is taken here, one call below the kernel, and the scheduler is told by the
-        switch's value that the wait is a plain barrier."""
-        self.current.wait = (BARRIER, frame_site(sys._getframe(1)), None, None)
+        kernel, so it does nothing but switch, telling the scheduler by the switch's value that the wait is a plain
+        barrier. Its site is read only when needed (``_plain_barrier_wait``), while the thread still waits here."""
         self._hub.switch(_AT_BARRIER)
 
     def barrier(self, site, op=None, value=None):
@@ -184,6 +183,7 @@ class Scheduler:
                 self.rng.shuffle(runnable)
             spinning = []
             arrived = []  # threads now at a plain syncthreads()
+            plain = 0  # ... of which in Scheduler.syncthreads (their wait not recorded yet)
             progressed = False
             for t in runnable:
                 module.threadIdx = t.threadIdx
@@ -203,6 +203,7 @@ class Scheduler:
                     raise _naming_thread(e, t) from None
                 if signal is _AT_BARRIER:
                     progressed = True
+                    plain += 1
                     arrived.append(t)
                 elif signal is _FINISHED:
                     t.finished = True
@@ -218,8 +219,22 @@ class Scheduler:
                         arrived.append(t)
             if not alive:
                 return
+            if not several and plain == alive:
+                # the commonest step of a tiled kernel: every thread of the block in Scheduler.syncthreads()
+                stalled_since = None
+                block = blocks[0]
+                if self._check_barriers:
+                    self._check_plain_barrier(block, arrived)
+                block.epoch += 1
+                for hook in block.barrier_hooks:
+                    hook()
+                runnable = arrived
+                continue
+            if plain:
+                for t in arrived:
+                    if t.wait is None:
+                        t.wait = _plain_barrier_wait(t)
             if not several and len(arrived) == alive:
-                # the commonest step of a tiled kernel: every thread of the block at a plain syncthreads()
                 stalled_since = None
                 runnable = self._release_barrier(blocks[0], arrived)
                 continue
@@ -345,6 +360,23 @@ class Scheduler:
         for hook in self.grid_hooks:
             hook()
         return waiting
+
+    def _check_plain_barrier(self, block: Block, waiting: list[SimThread]) -> None:
+        """``_check_barrier_agreement`` of threads that all wait at a plain syncthreads(), their sites not taken
+        yet: the threads' positions (code and instruction) are compared first, the sites taken only if they
+        differ or a thread has exited."""
+        first = waiting[0].glet.gr_frame.f_back
+        code, lasti = first.f_code, first.f_lasti
+        for t in waiting:
+            frame = t.glet.gr_frame.f_back
+            if frame.f_code is not code or frame.f_lasti != lasti:
+                break
+        else:
+            if not any(t.finished for t in block.threads):
+                return
+        for t in waiting:
+            t.wait = _plain_barrier_wait(t)
+        self._check_barrier_agreement(block, waiting)
 
     def _check_barrier_agreement(self, block: Block, waiting: list[SimThread]) -> None:
         where = f"in kernel '{self._kernel_name}', block {tuple(block.blockIdx)}"
@@ -474,6 +506,11 @@ class Scheduler:
             why = "every live thread waits and nothing they wait for can complete (on a GPU this kernel hangs)"
             hint = ""
         return DeadlockError(f"in kernel '{self._kernel_name}', {where}: {why}:\n  " + "\n  ".join(parts) + hint)
+
+
+def _plain_barrier_wait(t: SimThread) -> tuple:
+    """What a thread that waits in ``Scheduler.syncthreads`` waits for: its site is its caller's position now."""
+    return (BARRIER, frame_site(t.glet.gr_frame.f_back), None, None)
 
 
 def _lane_list(threads) -> str:
