@@ -293,7 +293,7 @@ class Scheduler:
         """End the greenlets of threads left waiting (after an error: they hold the kernel's frames), and idle
         workers beyond ``PARKED_MAX``; the others stay parked for the next launch."""
         global _running
-        self._queue = None
+        self._queue, self._arrived = None, []  # keep no thread (nor its block's shared memory) past the launch
         stranded = [t.glet for b in blocks or () for t in b.threads if t.glet is not None]
         excess = self._idle_workers[PARKED_MAX:]
         del self._idle_workers[PARKED_MAX:]
