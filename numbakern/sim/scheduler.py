@@ -1,8 +1,10 @@
 """The cooperative scheduler: every CUDA thread is a greenlet, all in one OS thread.
 
 A thread runs until it reaches a barrier (``syncthreads*``, a grid-wide ``sync()``), a warp intrinsic, or the
-``spin`` tick a typed kernel calls on every pass of a ``while`` loop, then switches back to the scheduler. When
-no thread can run, the scheduler completes warp intrinsics whose participating lanes have all arrived (warp
+``spin`` tick a typed kernel calls on every pass of a ``while`` loop, then switches back to the scheduler; at a
+plain ``syncthreads()`` it switches straight to the next thread of the round instead, when that one only waits to
+be resumed from a plain barrier (one greenlet switch per thread and barrier rather than two). When no thread can
+run, the scheduler completes warp intrinsics whose participating lanes have all arrived (warp
 lockstep), releases a block barrier once every live thread of the block waits at one, and a grid barrier once
 every live thread of the launch does. There is no polling and no OS-thread hand-off.
 
@@ -128,14 +130,35 @@ class Scheduler:
         self._body = None
         self._idle_workers: list[greenlet] = []
         self._blocks: list[Block] = []
+        # the round in progress (see run_blocks): the threads it runs in order, the index of the next one, and the
+        # threads that reached a plain syncthreads() in it; ``_queue`` is None where threads may not chain
+        self._queue: list[SimThread] | None = None
+        self._next = 0
+        self._arrived: list[SimThread] = []
 
     # -- called by the running thread (through the fake cuda module) ---------------------------------------------
 
     def syncthreads(self):
         """``cuda.syncthreads()`` (the fake module hands this method out as its own): the commonest call of a tiled
-        kernel, so the caller's site is taken here, one call below the kernel, and the scheduler is told by the
-        switch's value that the wait is a plain barrier."""
-        self.current.wait = (BARRIER, frame_site(sys._getframe(1)), None, None)
+        kernel. The thread records its arrival and switches straight to the next thread of the round if that one
+        only waits to be resumed from a plain barrier (one switch, not a switch to the scheduler and another from
+        it); otherwise to the scheduler, which it tells by the switch's value that the wait is a plain barrier. Its
+        site is read only when needed (``_plain_barrier_wait``), while the thread still waits here."""
+        queue = self._queue
+        if queue is not None:
+            i = self._next
+            if i < len(queue):
+                t = queue[i]
+                glet = t.glet
+                if glet is not None and t.resume is None and t.wait is None:
+                    self._next = i + 1
+                    self._arrived.append(self.current)
+                    module = self.module
+                    module.threadIdx = t.threadIdx
+                    module.laneid = t.lane
+                    self.current = t
+                    glet.switch()
+                    return
         self._hub.switch(_AT_BARRIER)
 
     def barrier(self, site, op=None, value=None):
@@ -183,9 +206,17 @@ class Scheduler:
             if self.rng is not None:
                 self.rng.shuffle(runnable)
             spinning = []
-            arrived = []  # threads now at a plain syncthreads()
+            # threads now in Scheduler.syncthreads (their wait not recorded yet); threads that switched straight to
+            # the next one (syncthreads) added themselves
+            arrived = self._arrived = []
             progressed = False
-            for t in runnable:
+            if not several:
+                self._queue = runnable
+            count = len(runnable)
+            i = 0
+            while i < count:
+                t = runnable[i]
+                i += 1
                 module.threadIdx = t.threadIdx
                 module.laneid = t.lane
                 if several:
@@ -195,14 +226,18 @@ class Scheduler:
                 value, t.resume, t.wait = t.resume, None, None
                 if t.glet is None:
                     t.glet = idle.pop() if idle else greenlet(_worker, hub)
+                self._next = i
                 try:
                     signal = t.glet.switch(value)
                 except SimulationError:
                     raise
                 except Exception as e:  # noqa: BLE001 - any kernel error, re-raised naming its thread
-                    raise _naming_thread(e, t) from None
+                    raise _naming_thread(e, self.current) from None
+                # threads may have switched from one to the next (syncthreads): the one that switched back is
+                # the current one
+                t = self.current
+                i = self._next
                 if signal is _AT_BARRIER:
-                    progressed = True
                     arrived.append(t)
                 elif signal is _FINISHED:
                     t.finished = True
@@ -216,10 +251,28 @@ class Scheduler:
                     progressed = True
                     if t.wait[0] is BARRIER and t.wait[2] is None:
                         arrived.append(t)
+            self._queue = None
+            plain = sum(1 for t in arrived if t.wait is None)  # arrived is short, or its threads are all plain
+            if plain:
+                progressed = True
             if not alive:
                 return
+            if not several and plain == alive:
+                # the commonest step of a tiled kernel: every thread of the block in Scheduler.syncthreads()
+                stalled_since = None
+                block = blocks[0]
+                if self._check_barriers:
+                    self._check_plain_barrier(block, arrived)
+                block.epoch += 1
+                for hook in block.barrier_hooks:
+                    hook()
+                runnable = arrived
+                continue
+            if plain:
+                for t in arrived:
+                    if t.wait is None:
+                        t.wait = _plain_barrier_wait(t)
             if not several and len(arrived) == alive:
-                # the commonest step of a tiled kernel: every thread of the block at a plain syncthreads()
                 stalled_since = None
                 runnable = self._release_barrier(blocks[0], arrived)
                 continue
@@ -240,6 +293,7 @@ class Scheduler:
         """End the greenlets of threads left waiting (after an error: they hold the kernel's frames), and idle
         workers beyond ``PARKED_MAX``; the others stay parked for the next launch."""
         global _running
+        self._queue, self._arrived = None, []  # keep no thread (nor its block's shared memory) past the launch
         stranded = [t.glet for b in blocks or () for t in b.threads if t.glet is not None]
         excess = self._idle_workers[PARKED_MAX:]
         del self._idle_workers[PARKED_MAX:]
@@ -345,6 +399,23 @@ class Scheduler:
         for hook in self.grid_hooks:
             hook()
         return waiting
+
+    def _check_plain_barrier(self, block: Block, waiting: list[SimThread]) -> None:
+        """``_check_barrier_agreement`` of threads that all wait at a plain syncthreads(), their sites not taken
+        yet: the threads' positions (code and instruction) are compared first, the sites taken only if they
+        differ or a thread has exited."""
+        first = waiting[0].glet.gr_frame.f_back
+        code, lasti = first.f_code, first.f_lasti
+        for t in waiting:
+            frame = t.glet.gr_frame.f_back
+            if frame.f_code is not code or frame.f_lasti != lasti:
+                break
+        else:
+            if not any(t.finished for t in block.threads):
+                return
+        for t in waiting:
+            t.wait = _plain_barrier_wait(t)
+        self._check_barrier_agreement(block, waiting)
 
     def _check_barrier_agreement(self, block: Block, waiting: list[SimThread]) -> None:
         where = f"in kernel '{self._kernel_name}', block {tuple(block.blockIdx)}"
@@ -474,6 +545,11 @@ class Scheduler:
             why = "every live thread waits and nothing they wait for can complete (on a GPU this kernel hangs)"
             hint = ""
         return DeadlockError(f"in kernel '{self._kernel_name}', {where}: {why}:\n  " + "\n  ".join(parts) + hint)
+
+
+def _plain_barrier_wait(t: SimThread) -> tuple:
+    """What a thread that waits in ``Scheduler.syncthreads`` waits for: its site is its caller's position now."""
+    return (BARRIER, frame_site(t.glet.gr_frame.f_back), None, None)
 
 
 def _lane_list(threads) -> str:

@@ -142,6 +142,22 @@ def test_exceptions_name_thread_and_block():
         fails_in_one_thread[2, 8](np.zeros(16, np.float32))
 
 
+@cuda.jit
+def fails_after_barriers(x):
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 5 and cuda.blockIdx.x == 1:
+        raise ValueError("bad value")
+    cuda.syncthreads()
+    x[cuda.grid(1)] = 1
+
+
+def test_exceptions_after_barriers_name_their_thread():
+    # thread 4, at the second barrier, switches straight to thread 5, not through the scheduler: the error still
+    # names the thread that raised it, not the one the scheduler resumed (thread 0)
+    with pytest.raises(ValueError, match=r"^tid=\[5, 0, 0\] ctaid=\[1, 0, 0\]: bad value$"):
+        fails_after_barriers[2, 8](np.zeros(16, np.float32))
+
+
 # -- thread order ---------------------------------------------------------------------------------------------------
 
 
