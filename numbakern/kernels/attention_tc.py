@@ -75,6 +75,7 @@ from ..mma import (
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..unroll import unroll
+from .attention import _as_3d  # (batch, heads, seq, d) as (batch*heads, seq, d)
 
 #: a masked score: exp2(MASKED - m) is 0 for any finite row maximum m
 MASKED = -1.0e30
@@ -386,13 +387,6 @@ def _attention(f16, q, k, v, causal, scale, out):
     cfg = attention_tc_launch(config, bh, lq)
     flash_attention_tc(**config)[cfg.grid, cfg.block](*args, np.float32(scale))
     return out
-
-
-def _as_3d(x, bh: int):
-    """(batch, heads, seq, d) -> (batch*heads, seq, d), a view of the same memory."""
-    if len(x.shape) == 3:
-        return x
-    return x.reshape(bh, x.shape[-2], x.shape[-1])
 
 
 # ---------------------------------------------------------------------------------------------------------------
