@@ -110,10 +110,15 @@ def _redirect_launches(dispatcher_class) -> None:
 def explain_driver_errors(forced: bool) -> None:
     """Add ``FORCED_NOTE`` (``forced``) or ``CHOSEN_NOTE`` to numba's ``CudaSupportError`` when the CUDA driver
     cannot be used (idempotent)."""
+    from .frontend import rebind
     from .frontend.choice import numba_cuda_installed
 
     if not numba_cuda_installed():
         return  # numba-cuda-mlir only: its own driver errors stand
+    if rebind.needed() and "numba" not in sys.modules:
+        # the kernels run on numba-cuda-mlir (NUMBAKERN_FRONTEND): importing numba here, only to annotate an error
+        # it would never raise, would load a second CUDA target into a process that does not use it
+        return
     from numba.cuda.cudadrv import driver
     from numba.cuda.cudadrv.error import CudaSupportError
 

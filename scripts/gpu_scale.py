@@ -221,7 +221,7 @@ def main(argv=None) -> int:
     if "tests" in steps:
         plugin = [] if _installed() else ["-p", "numbakern.pytest_plugin"]
         use = GpuUse()
-        run = Run("tests", [t, "-m", "pytest", *plugin, "--gpu", "-n", "auto", "-q", "-rfEs", "-p", "no:cacheprovider"],
+        run = Run("tests", [t, "-m", "pytest", *plugin, "--gpu", "-n", "auto", "-v", "-rfEs", "-p", "no:cacheprovider"],
                   out / "tests.log", left("tests"), env, scratch)
         last = next((line for line in reversed(run.text.splitlines()) if re.search(r"\b(passed|failed)\b", line)),
                     "no summary")

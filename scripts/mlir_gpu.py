@@ -193,8 +193,10 @@ def c_ms(c_kernel: CKernel, case, budget: float) -> float:
 
 def check_kernel(spec, on_gpu: bool, arch: str | None, seed: int, budget: float, all_sizes: bool) -> dict:
     import numbakern
+    from numbakern.frontend.choice import is_mlir_kernel
 
-    row: dict = {"kernel": spec.name, "mlir_runs": False, "mlir_vs_numpy": None, "c_vs_mlir_max_err": None,
+    row: dict = {"kernel": spec.name, "frontend": "numba-cuda-mlir" if is_mlir_kernel(spec.kernel) else "numba-cuda",
+                 "mlir_runs": False, "mlir_vs_numpy": None, "c_vs_mlir_max_err": None,
                  "c_vs_mlir_ok": None, "timings": [], "bench_size": None, "mlir_ms": None, "c_ms": None,
                  "error": None, "note": None}
     sizes = spec.verify_sizes[:2] if on_gpu else spec.test_sizes[:1]
@@ -391,8 +393,8 @@ def main(argv=None) -> int:
               + (f" (max err {f['max_abs_error']:.3g})" if "max_abs_error" in f else "")
               + (f" {f['error']}" if f["error"] else ""))
     print(f"wrote {out}; numba imported: {report['numba_imported']}")
-    good_rows = [r for r in rows if r["mlir_runs"] and r["mlir_vs_numpy"] == "ok" and r["c_vs_mlir_ok"] is not False
-                 and not r["error"]]
+    good_rows = [r for r in rows if r["frontend"] == "numba-cuda-mlir" and r["mlir_runs"] and r["mlir_vs_numpy"] == "ok"
+                 and r["c_vs_mlir_ok"] is not False and not r["error"]]
     print(f"\nnumba-cuda-mlir {numba_cuda_mlir.__version__}, numpy {np.__version__}, "
           f"{device + ' ' + arch if on_gpu else 'no GPU: simulator, mlir step only'}; seed {args.seed}; "
           f"{len(good_rows)} of {len(rows)} kernels run and verify")

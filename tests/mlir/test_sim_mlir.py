@@ -173,6 +173,23 @@ def test_the_mlir_only_path_imports_no_numba():
     assert "numba imported: False cudasim imported: False" in result.stdout
 
 
+@pytest.mark.skipif(not numba_cuda_installed(), reason="needs numba-cuda beside numba-cuda-mlir")
+def test_choosing_numba_cuda_mlir_for_a_gpu_imports_no_numba():
+    # the GPU path with both front ends installed (scripts/mlir_gpu.py on the GPU machine): NUMBA_ENABLE_CUDASIM=0
+    # takes it on a machine without a GPU too, up to the first launch
+    body = """
+        import sys
+        import numbakern
+        from numbakern.kernels import elementwise
+        print("numba modules:", sorted(m for m in sys.modules if m == "numba" or m.startswith("numba.")))
+    """
+    env_body = "import os; os.environ['NUMBA_ENABLE_CUDASIM'] = '0'; os.environ['NUMBAKERN_FRONTEND'] = " \
+               "'numba-cuda-mlir'\n" + textwrap.dedent(body)
+    result = _script(env_body)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "numba modules: []" in result.stdout, result.stdout
+
+
 def test_a_kernel_that_closes_over_its_own_cuda_import(rng):
     def make():
         import numba_cuda_mlir.cuda as local_cuda
