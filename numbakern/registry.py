@@ -189,6 +189,7 @@ KERNEL_MODULES = (
     "numbakern.kernels.matmul_tc",
     "numbakern.kernels.matmul_3xtf32",
     "numbakern.kernels.attention_tc",
+    "numbakern.kernels.attention_3xtf32",
 )
 
 
