@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import shutil
 import sys
 import textwrap
@@ -119,6 +120,7 @@ def test_a_spread_run_puts_each_kernel_together_and_records_it(folder, fake_work
     assert max(j.parts for j in plan.jobs if j.kernels == ("conv2d_5x5",)) > 1
     assert "verification on GPU 0 (fake GPU), GPU 1 (fake GPU)" in text and "2 GPUs × 2 worker processes" in text
     assert "compute-sanitizer racecheck over" in text and "on GPU" in text
+    assert re.search(r"^timeline: \d+ s wall, \d+ jobs, slots busy \d+% of 4 x", text, re.M), text[-500:]
     assert "sanitizer still to run" in text or "sanitizer ok" in text
     # the records, with the seconds the next run plans with, each written as its kernel finished
     assert recorded == {f"{k}.cu": "recorded" for k in KERNELS}
@@ -212,3 +214,12 @@ def test_the_candidates_are_built_here_for_the_gpus_arch_and_a_job_waits_for_its
     assert results["vector_add"].sanitizer == {tool: "ok" for tool in TOOLS}
     assert results["transpose"].sanitizer is None
     assert "over 1 kernel on GPU" in out.getvalue()
+
+
+def test_the_timeline_names_the_jobs_that_set_the_wall_time():
+    spans = [parallel.Span("cases of a", "GPU 0#0", 0.0, 10.0), parallel.Span("memcheck over 3", "GPU 1#0", 2.0, 50.0),
+             parallel.Span("cases of b", "GPU 0#1", 1.0, 30.0)]
+    line = parallel.timeline(spans, slots=2, wall=50.0, last=2)
+    # (10 + 48 + 29) s of jobs over 2 slots x 50 s
+    assert line.startswith("timeline: 50 s wall, 3 jobs, slots busy 87% of 2 x 50 s; first job done at 10 s")
+    assert line.endswith("last to finish: memcheck over 3 [GPU 1#0] 2-50 s; cases of b [GPU 0#1] 1-30 s")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -169,6 +170,8 @@ def verify_on_gpus(
     results: dict[str, VerifyResult] = {}
     recorded: dict[str, str] = {}
     log = Path(log_dir) if log_dir else None
+    start = time.perf_counter()
+    spans: list[Span] = []  # each finished job's start and end, for the timeline at the end
     arches = sorted({g.arch for g in gpus})
     order = list(dict.fromkeys(name for job in run_plan.jobs for name in job.kernels))
     pool: Pool[schedule.Job] = Pool(worker_argv or worker.ARGV, run_plan.slots)
@@ -222,6 +225,8 @@ def verify_on_gpus(
                 f.write(result_block(k.result, verbose=True) + "\n")
 
     def done(job: schedule.Job, slot: Slot, answer: dict[str, Any], seconds: float) -> None:
+        end = time.perf_counter() - start
+        spans.append(Span(job.label, slot.label, end - seconds, end))
         if answer.get("traceback"):  # an exception in the worker: where it happened, for whoever reads the log
             sys.stderr.write(f"[{slot.label}] {job.label}: {answer['traceback']}\n")
         if job.kind == "cases":
@@ -266,7 +271,30 @@ def verify_on_gpus(
         raise
     if builds is not None:
         builds.close()
+    if spans:
+        print(timeline(spans, len(run_plan.slots), time.perf_counter() - start), file=out, flush=True)
     return results, recorded
+
+
+@dataclass(frozen=True)
+class Span:
+    """When a job ran, in seconds from the start of the run, and in which slot."""
+
+    job: str
+    slot: str
+    start: float
+    end: float
+
+
+def timeline(spans: Sequence[Span], slots: int, wall: float, last: int = 3) -> str:
+    """One line on where a spread run's wall time went: how busy its slots were (the jobs' seconds over slots x
+    wall time: low when workers wait for builds or for the last long job) and the ``last`` jobs to finish, which set
+    the wall time."""
+    busy = sum(s.end - s.start for s in spans)
+    ends = sorted(spans, key=lambda s: s.end)[-last:][::-1]
+    tail = "; ".join(f"{s.job} [{s.slot}] {s.start:.0f}-{s.end:.0f} s" for s in ends)
+    return (f"timeline: {wall:.0f} s wall, {len(spans)} jobs, slots busy {busy / max(slots * wall, 1e-9):.0%} of "
+            f"{slots} x {wall:.0f} s; first job done at {min(s.end for s in spans):.0f} s; last to finish: {tail}")
 
 
 def _ref(spec: Any) -> Any:
