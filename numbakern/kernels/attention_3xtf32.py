@@ -18,12 +18,13 @@ online softmax in base 2 in registers, ``cp.async`` tiles, V landing during the 
   reads are four even rows at two chunks each: again eight chunks after the XOR, no conflict.
 - **3xTF32.** Each operand ``x`` is split into ``big = tf32(x)`` and ``small = tf32(x - big)`` as it is loaded, and
   each product is ``small * big + big * small + big * big`` (the small terms first; ``small * small``, about
-  2**-22 of the product, dropped). ``P @ V`` of each key block goes into a fresh partial sum that is added to O with
-  an ordinary float32 add: the tensor cores truncate when they add to a large running sum, and O runs over every key
-  (``matmul_3xtf32`` explains the bias that accumulating there would add). ``Q K^T`` runs over the head dim only
-  (at most 16 k-steps) and accumulates in the mma.
+  2**-22 of the product, dropped). ``P @ V`` of each output tile and key block goes into a fresh partial sum (four
+  registers) that is added to O with an ordinary float32 add: the tensor cores truncate when they add to a large
+  running sum, and O runs over every key (``matmul_3xtf32`` explains the bias that accumulating there would add).
+  ``Q K^T`` runs over the head dim only (at most 16 k-steps) and accumulates in the mma.
 
-Q's fragments are read and split again in every key block (kept, the split Q of d = 128 would take 128 registers).
+Q's fragments are read and split again in every key block (kept, the split Q of d = 128 would take 128 registers);
+P is split once per key block, into its A-fragment order.
 Shared memory holds a Q, a K and a V tile of float32 (``4 * d * (bm + 2 bn)`` bytes, 48 KiB of static shared memory
 at most). Rows and keys past the sequences' ends are zero-filled by the copies and masked; query blocks run heaviest
 first; causal key blocks past the query block's last row are skipped, and the mask is applied only in blocks that
