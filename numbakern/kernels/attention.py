@@ -334,6 +334,12 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, out=
     16-byte aligned; d = 64 or 128. ``scale`` defaults to 1/sqrt(d) (as ``torch.nn.functional.
     scaled_dot_product_attention``). Torch tensors, CuPy arrays or numpy arrays (numpy under the simulator); the
     result is of the same kind on the same device (``out`` if given)."""
+    return run_fp32_attention(q, k, v, causal, scale, out, config_for, attention_launch, flash_attention)
+
+
+def run_fp32_attention(q, k, v, causal, scale, out, configure, launch, factory):
+    """An fp32 attention entry point's work, for a kernel family: the arguments checked, ``configure(d, causal)``'s
+    kernel from ``factory`` launched as ``launch(config, batch_heads, lq)`` says."""
     if not isinstance(causal, bool):
         raise TypeError(f"argument 'causal' must be True or False, got {causal!r}")
     qs = _checked(q, k, v, out)
@@ -342,7 +348,7 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, out=
         scale = 1.0 / math.sqrt(d)
     if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not math.isfinite(scale):
         raise ValueError(f"argument 'scale' must be a finite number, got {scale!r}")
-    config = config_for(d, causal)
+    config = configure(d, causal)
     if out is None:
         out = empty_like_on(q, tuple(qs), np.dtype(np.float32))
     lq = int(qs[-2])
@@ -350,8 +356,8 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, out=
     if lq == 0 or bh == 0:
         return out
     args = [_as_3d(to_kernel_arg(x), bh) for x in (q, k, v, out)]
-    cfg = attention_launch(config, bh, lq)
-    flash_attention(**config)[cfg.grid, cfg.block](*args, np.float32(scale))
+    cfg = launch(config, bh, lq)
+    factory(**config)[cfg.grid, cfg.block](*args, np.float32(scale))
     return out
 
 
@@ -400,7 +406,11 @@ def _scale(causal):
     return error_scale
 
 
-def _case_maker(causal: bool, d: int):
+def _case_maker(causal: bool, d: int, configure=None, launch=None):
+    """Cases of fp32 attention for a kernel family's ``configure(d, causal)`` and ``launch`` (this module's by
+    default)."""
+    configure, launch = configure or config_for, launch or attention_launch
+
     def make_case(size, rng, dist="uniform"):
         bh, lq, lk = size["bh"], size["lq"], size["lk"]
         q = random_array(rng, (bh, lq, d), np.float32, dist)
@@ -410,7 +420,7 @@ def _case_maker(causal: bool, d: int):
             q, k = q / np.float32(1e4), k / np.float32(1e4)
         out = np.full((bh, lq, d), np.nan, dtype=np.float32)
         scale = np.float32(1.0 / math.sqrt(d))
-        cfg = attention_launch(config_for(d, causal), bh, lq)
+        cfg = launch(configure(d, causal), bh, lq)
         return Case((q, k, v, out, scale), cfg, dict(size))
 
     return make_case

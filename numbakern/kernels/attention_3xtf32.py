@@ -45,9 +45,9 @@ from numba import cuda
 
 from ..async_copy import async_commit, async_wait, copy_async4
 from ..fastpath import jit_options
-from ..launch import LaunchConfig, cdiv, empty_like_on, to_kernel_arg
+from ..launch import LaunchConfig, cdiv
 from ..mma import mma_m16n8k8_tf32, split_tf32
-from ..registry import Case, KernelSpec, random_array, register
+from ..registry import KernelSpec, register
 from ..specialize import specialize
 from ..unroll import unroll
 from .attention import (
@@ -55,12 +55,12 @@ from .attention import (
     SIGNATURE,
     TEST_SIZES,
     VERIFY_SIZES,
-    _as_3d,
-    _checked,
+    _case_maker,
     _expected,
     _scale,
     _sdpa_baseline,
     _work,
+    run_fp32_attention,
 )
 
 #: a masked score: exp2(MASKED - m) is 0 for any finite row maximum m
@@ -306,46 +306,11 @@ def attention_3xtf32(q, k, v, *, causal: bool = False, scale: float | None = Non
     """``softmax(scale * q @ k^T) @ v`` per (batch, head) in fp32, both products on the tensor cores (3xTF32);
     ``causal`` masks key j for query i when j > i. Arguments and result as ``numbakern.kernels.attention.attention``
     (float32, (batch, heads, seq, d) or (batch*heads, seq, d), d = 64 or 128, ``scale`` 1/sqrt(d) by default)."""
-    if not isinstance(causal, bool):
-        raise TypeError(f"argument 'causal' must be True or False, got {causal!r}")
-    qs = _checked(q, k, v, out)
-    d = int(qs[-1])
-    if scale is None:
-        scale = 1.0 / math.sqrt(d)
-    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not math.isfinite(scale):
-        raise ValueError(f"argument 'scale' must be a finite number, got {scale!r}")
-    config = config_for(d, causal)
-    if out is None:
-        out = empty_like_on(q, tuple(qs), np.dtype(np.float32))
-    lq = int(qs[-2])
-    bh = int(np.prod(qs[:-2]))
-    if lq == 0 or bh == 0:
-        return out
-    args = [_as_3d(to_kernel_arg(x), bh) for x in (q, k, v, out)]
-    cfg = attention_3xtf32_launch(config, bh, lq)
-    flash_attention_3xtf32(**config)[cfg.grid, cfg.block](*args, np.float32(scale))
-    return out
+    return run_fp32_attention(q, k, v, causal, scale, out, config_for, attention_3xtf32_launch, flash_attention_3xtf32)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# registry: the fp32 attention's reference, tolerance, sizes and peer
-
-
-def _case_maker(causal: bool, d: int):
-    def make_case(size, rng, dist="uniform"):
-        bh, lq, lk = size["bh"], size["lq"], size["lk"]
-        q = random_array(rng, (bh, lq, d), np.float32, dist)
-        k = random_array(rng, (bh, lk, d), np.float32, dist)
-        v = random_array(rng, (bh, lk, d), np.float32, dist)
-        if dist == "large":  # scores of 1e8: every row would be one-hot; keep q.k in a range softmax resolves
-            q, k = q / np.float32(1e4), k / np.float32(1e4)
-        out = np.full((bh, lq, d), np.nan, dtype=np.float32)
-        scale = np.float32(1.0 / math.sqrt(d))
-        cfg = attention_3xtf32_launch(config_for(d, causal), bh, lq)
-        return Case((q, k, v, out, scale), cfg, dict(size))
-
-    return make_case
-
+# registry: the fp32 attention's cases, reference, tolerance, sizes and peer
 
 #: the registered variants: (name, head dim, causal)
 VARIANTS = tuple((f"attention_3xtf32_d{d}{'_causal' if causal else ''}", d, causal)
@@ -358,7 +323,7 @@ for _name, _d, _causal in VARIANTS:
         family="attention",
         kernel=flash_attention_3xtf32(**_config),
         signatures=SIGNATURE,
-        make_case=_case_maker(_causal, _d),
+        make_case=_case_maker(_causal, _d, config_for, attention_3xtf32_launch),
         reference=_expected(_causal),
         error_scale=_scale(_causal),
         outputs=(3,),
