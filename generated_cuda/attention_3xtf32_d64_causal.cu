@@ -95,9 +95,9 @@ __global__ void __launch_bounds__(128) attention_3xtf32_d64_causal(
     int64_t cc = tid % row_chunks;
     // scores and maxima in base-2 units: exp(scale x - m) = exp2(scale log2(e) x - m'), one ex2 a probability
     float scale_log2 = scale * (float)LOG2E;
-    // this lane's rows of Q: the warp's g and g + 8; a row r's chunk c lies at chunk c ^ (r % 8)
+    // this lane's rows of Q: the warp's g and g + 8; a row r's chunk c lies at chunk c ^ (r % 8), and both rows
+    // are g mod 8 (warp * 16 is a multiple of 8), as K's row j * 8 + g is
     int64_t qr = warp * 16 + g;
-    int64_t qx = g % 8;  // qr % 8 and (qr + 8) % 8: warp * 16 is a multiple of 8
     __shared__ __align__(128) float q_s[bm][d];
     __shared__ __align__(128) float k_s[bn][d];
     __shared__ __align__(128) float v_s[bn][d];
@@ -159,8 +159,8 @@ __global__ void __launch_bounds__(128) attention_3xtf32_d64_causal(
         int64_t key;
         #pragma unroll
         for (int64_t ks = 0; ks < ks_n; ks++) {
-            int64_t lo = ((2 * ks) ^ qx) * CHUNK + t4;
-            int64_t hi = ((2 * ks + 1) ^ qx) * CHUNK + t4;
+            int64_t lo = ((2 * ks) ^ g) * CHUNK + t4;
+            int64_t hi = ((2 * ks + 1) ^ g) * CHUNK + t4;
             const float tf32_big = nk_f32_to_tf32(q_s[qr][lo]);
             const float tf32_small = nk_f32_to_tf32(q_s[qr][lo] - tf32_big);
             a_big[0] = tf32_big;

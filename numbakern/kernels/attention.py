@@ -406,11 +406,9 @@ def _scale(causal):
     return error_scale
 
 
-def _case_maker(causal: bool, d: int, configure=None, launch=None):
+def _case_maker(causal: bool, d: int, configure=config_for, launch=attention_launch):
     """Cases of fp32 attention for a kernel family's ``configure(d, causal)`` and ``launch`` (this module's by
     default)."""
-    configure, launch = configure or config_for, launch or attention_launch
-
     def make_case(size, rng, dist="uniform"):
         bh, lq, lk = size["bh"], size["lq"], size["lk"]
         q = random_array(rng, (bh, lq, d), np.float32, dist)

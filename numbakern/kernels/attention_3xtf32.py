@@ -133,9 +133,9 @@ def flash_attention_3xtf32(d: int = 64, causal: bool = False, bm: int = 64, bn: 
         cc = tid % row_chunks
         # scores and maxima in base-2 units: exp(scale x - m) = exp2(scale log2(e) x - m'), one ex2 a probability
         scale_log2 = scale * np.float32(LOG2E)
-        # this lane's rows of Q: the warp's g and g + 8; a row r's chunk c lies at chunk c ^ (r % 8)
+        # this lane's rows of Q: the warp's g and g + 8; a row r's chunk c lies at chunk c ^ (r % 8), and both rows
+        # are g mod 8 (warp * 16 is a multiple of 8), as K's row j * 8 + g is
         qr = warp * 16 + g
-        qx = g % 8  # qr % 8 and (qr + 8) % 8: warp * 16 is a multiple of 8
 
         q_s = cuda.shared.array((bm, d), dtype=np.float32, alignment=128)
         k_s = cuda.shared.array((bn, d), dtype=np.float32, alignment=128)
@@ -186,8 +186,8 @@ def flash_attention_3xtf32(d: int = 64, causal: bool = False, bm: int = 64, bn: 
             for i in unroll(range(s_regs)):
                 s[i] = np.float32(0.0)
             for ks in unroll(range(ks_n)):
-                lo = ((2 * ks) ^ qx) * CHUNK + t4
-                hi = ((2 * ks + 1) ^ qx) * CHUNK + t4
+                lo = ((2 * ks) ^ g) * CHUNK + t4
+                hi = ((2 * ks + 1) ^ g) * CHUNK + t4
                 a_big[0], a_small[0] = split_tf32(q_s[qr, lo])
                 a_big[1], a_small[1] = split_tf32(q_s[qr + 8, lo])
                 a_big[2], a_small[2] = split_tf32(q_s[qr, hi])
