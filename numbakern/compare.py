@@ -61,6 +61,67 @@ def compare(
     expected = np.asarray(expected)
     if actual.shape != expected.shape:
         return Comparison(name, False, np.inf, np.inf, actual.size, (), f"shape {actual.shape} != {expected.shape}")
+    scale = None if scale is None else np.broadcast_to(np.asarray(scale), actual.shape)
+    if _identical(actual, expected):  # every error is 0, whatever the scale (the usual C-vs-Numba answer)
+        return Comparison(name, True, 0.0, 0.0, 0, ())
+    # in chunks that stay in cache: a 16 M-element output compared whole made a dozen float64 temporaries of
+    # 128 MB each, and verification's workers, several to a GPU, spent their time waiting on the host's memory
+    flat_a, flat_e = actual.reshape(-1), expected.reshape(-1)
+    flat_s = None if scale is None else scale.reshape(-1)
+    flat_before = None
+    if before is not None and np.shape(before) == actual.shape:
+        flat_before = np.asarray(before).reshape(-1)
+    max_abs = max_rel = 0.0
+    n_bad = never_written = 0
+    bad_at: list[int] = []  # flat indices of the first ``show`` mismatches
+    for lo in range(0, flat_a.size, _CHUNK):
+        hi = min(lo + _CHUNK, flat_a.size)
+        err, rel, bad = _errors(flat_a[lo:hi], flat_e[lo:hi], None if flat_s is None else flat_s[lo:hi], rtol, atol)
+        max_abs = max(max_abs, float(err.max(initial=0.0)))
+        max_rel = max(max_rel, float(rel.max(initial=0.0)))
+        count = int(np.count_nonzero(bad))
+        if count and len(bad_at) < show:
+            bad_at += [lo + int(i) for i in np.flatnonzero(bad)[:show - len(bad_at)]]
+        n_bad += count
+        if count and flat_before is not None:
+            never_written += int(np.count_nonzero(bad & _unchanged(flat_a[lo:hi], flat_before[lo:hi])))
+    where = [tuple(int(i) for i in np.unravel_index(k, actual.shape)) for k in bad_at]
+    first = tuple((idx, actual[idx].item(), expected[idx].item()) for idx in where)
+    first_never_written = ()
+    if never_written:
+        unwritten = _unchanged(actual, before)
+        first_never_written = tuple(idx for idx in where if unwritten[idx])
+    return Comparison(
+        name=name,
+        ok=n_bad == 0,
+        max_abs_error=max_abs,
+        max_rel_error=max_rel,
+        mismatches=n_bad,
+        first_mismatches=first,
+        never_written=never_written,
+        first_never_written=first_never_written,
+    )
+
+
+#: elements compared at a time (float64 temporaries of 2 MB)
+_CHUNK = 1 << 18
+
+
+def _identical(actual: np.ndarray, expected: np.ndarray) -> bool:
+    """The same dtype and the same bits everywhere (so the same values, NaN where NaN): nothing to measure."""
+    if actual.dtype != expected.dtype or actual.dtype.kind not in "fiub" or actual.dtype.hasobject:
+        return False
+    as_bits = np.dtype(f"u{actual.dtype.itemsize}") if actual.dtype.itemsize in (1, 2, 4, 8) else None
+    if as_bits is None:
+        return False
+    bits = [np.ascontiguousarray(x).view(as_bits) for x in (actual, expected)]
+    return bool(np.array_equal(*bits))
+
+
+def _errors(actual: np.ndarray, expected: np.ndarray, scale: np.ndarray | None, rtol: float,
+            atol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per element: the absolute error, the error relative to the scale, and whether it is out of tolerance
+    (see ``compare``)."""
     a = actual.astype(np.float64)
     e = expected.astype(np.float64)
     s = np.abs(e) if scale is None else np.abs(np.asarray(scale, dtype=np.float64))
@@ -72,20 +133,7 @@ def compare(
         s = np.where(np.isfinite(s), s, np.abs(np.where(np.isfinite(e), e, 0.0)))
         bad = np.where(special, ~same_special, ~(err <= atol + rtol * s))
         rel = np.where(s > 0, err / np.where(s > 0, s, 1.0), np.where(err > 0, np.inf, 0.0))
-    where = np.argwhere(bad)[:show]
-    first = tuple((tuple(int(i) for i in idx), actual[tuple(idx)].item(), expected[tuple(idx)].item()) for idx in where)
-    n_bad = int(bad.sum())
-    unwritten = bad & _unchanged(actual, before) if before is not None else np.zeros_like(bad)
-    return Comparison(
-        name=name,
-        ok=n_bad == 0,
-        max_abs_error=float(err.max(initial=0.0)),
-        max_rel_error=float(rel.max(initial=0.0)),
-        mismatches=n_bad,
-        first_mismatches=first,
-        never_written=int(unwritten.sum()),
-        first_never_written=tuple(idx for idx, _, _ in first if unwritten[idx]),
-    )
+    return err, rel, bad
 
 
 def _unchanged(actual: np.ndarray, before) -> np.ndarray:

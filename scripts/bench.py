@@ -402,7 +402,10 @@ def bench_spread(specs, used, budget: float, directory: Path, worker_argv=None) 
     def message(spec, slot):
         return {"spec": registry.spec_ref(spec), "directory": str(directory)}
 
+    busy: dict[int, list[float]] = {}  # each GPU's seconds per kernel, for the line on how the work was shared
+
     def done(spec, slot, answer, seconds):
+        busy.setdefault(slot.gpu.index, []).append(seconds)
         gpu = f"GPU {slot.gpu.index}"
         if "error" in answer:
             failed.append(spec.name)
@@ -412,7 +415,10 @@ def bench_spread(specs, used, budget: float, directory: Path, worker_argv=None) 
         devices[slot.gpu.index] = answer["device"]
         results[spec.name] = [{**r, "gpu": gpu} for r in answer["rows"]]
 
+    start = time.perf_counter()
     pool.run(jobs, message, done)
+    print(f"{time.perf_counter() - start:.0f} s wall; " + "; ".join(
+        f"GPU {i}: {len(t)} kernels in {sum(t):.0f} s" for i, t in sorted(busy.items())), flush=True)
     if not copies:
         raise benchkit.NoGPU(TOOL, "no GPU's worker measured anything (its errors are above)")
     _, sentence = comparable(used, devices, {i: c["torch_rate"] for i, c in copies.items()})

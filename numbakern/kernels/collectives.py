@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 
 import numpy as np
 from numba import cuda
@@ -147,9 +148,23 @@ def resident_blocks(threads: int) -> int:
     return multiprocessors() * (1 if mode.in_simulator() else max(1, THREADS_PER_SM // int(threads)))
 
 
+#: set by a process that knows the device's multiprocessors for a child that must not start Numba's CUDA driver:
+#: the process compute-sanitizer watches (``translate.verify.sancase``), where the driver's start is reported as
+#: CUDA API errors once a candidate's own runtime holds the context
+MULTIPROCESSORS_ENV = "NUMBAKERN_MULTIPROCESSORS"
+
+
 def multiprocessors() -> int:
-    """The current device's multiprocessors (``SIM_BLOCKS`` in the simulator)."""
-    return SIM_BLOCKS if mode.in_simulator() else _device_multiprocessors()
+    """The current device's multiprocessors (``SIM_BLOCKS`` in the simulator; ``$NUMBAKERN_MULTIPROCESSORS`` when
+    set)."""
+    if mode.in_simulator():
+        return SIM_BLOCKS
+    given = os.environ.get(MULTIPROCESSORS_ENV, "")
+    if given:
+        if not given.isdigit() or int(given) < 1:
+            raise ValueError(f"{MULTIPROCESSORS_ENV} must be a positive whole number of multiprocessors, got {given!r}")
+        return int(given)
+    return _device_multiprocessors()
 
 
 @functools.cache

@@ -223,3 +223,17 @@ def test_the_timeline_names_the_jobs_that_set_the_wall_time():
     # (10 + 48 + 29) s of jobs over 2 slots x 50 s
     assert line.startswith("timeline: 50 s wall, 3 jobs, slots busy 87% of 2 x 50 s; first job done at 10 s")
     assert line.endswith("last to finish: memcheck over 3 [GPU 1#0] 2-50 s; cases of b [GPU 0#1] 1-30 s")
+
+
+def test_a_batch_shares_its_time_outside_the_kernels_cases_among_them():
+    # 12 kernels' cases took 43 s of a 77 s batch: each is charged its own seconds and a twelfth of the other 34
+    items = {f"k{i}": 43.0 / 12 for i in range(12)}
+    shares = parallel.batch_shares(items, 77.0)
+    assert set(shares) == set(items)
+    assert all(s == pytest.approx(43.0 / 12 + 34.0 / 12) for s in shares.values())
+    assert sum(shares.values()) == pytest.approx(77.0)
+    uneven = parallel.batch_shares({"first": 3.75, "next": 0.01}, 6.0)
+    assert uneven == {"first": pytest.approx(3.75 + 1.12), "next": pytest.approx(0.01 + 1.12)}
+    # a batch the clock saw end before its items add up (clocks of two processes): no negative share
+    assert parallel.batch_shares({"a": 2.0, "b": 2.0}, 3.0) == {"a": 2.0, "b": 2.0}
+    assert parallel.batch_shares({}, 5.0) == {}

@@ -138,3 +138,30 @@ def test_a_cases_job_runs_verify_on_just_its_cases(monkeypatch, tmp_path):
     assert answer["result"]["ok"] and answer["seconds"] >= 0
     assert seen == {"spec": "vector_add", "cu": Path(cu).resolve(), "seeds": (0, 1), "prebuilt": "/x.so",
                     "only": [(1, 0, "normal")], "flags": ("-O1",)}
+
+
+EXITING_WORKER = r"""
+import json, os, sys, time
+for line in sys.stdin:
+    job = json.loads(line)
+    time.sleep(job["sleep"])
+    print(json.dumps({"pid": os.getpid(), "ended": time.time()}), flush=True)
+time.sleep(0.3)  # a worker's exit takes time (its CUDA context): the others' exits must not wait for this one
+with open(os.environ["EXITS"], "a") as f:
+    f.write(f"{os.getpid()} {time.time()}\n")
+"""
+
+
+def test_a_worker_ends_as_soon_as_its_slot_has_no_more_jobs(tmp_path, monkeypatch):
+    exits = tmp_path / "exits"
+    monkeypatch.setenv("EXITS", str(exits))
+    gpus = fake_list("4")
+    answers = {}
+    pool = Pool([sys.executable, "-c", EXITING_WORKER], slots_for(gpus, {g.index: 1 for g in gpus}))
+    pool.run([2.0, 0.1, 0.1, 0.1], lambda s, slot: {"sleep": s}, lambda s, slot, a, sec: answers.__setitem__(
+        a["pid"], a["ended"]))
+    ended = {int(p): float(t) for p, t in (line.split() for line in exits.read_text().splitlines())}
+    long_job_end = max(answers.values())
+    # the three quick slots' workers were gone while the long job still ran
+    assert sum(t < long_job_end for t in ended.values()) == 3, (ended, long_job_end)
+    assert len(ended) == 4  # and the last one too, before run returned

@@ -162,6 +162,48 @@ def test_the_sanitized_process_says_how_long_each_kernel_took():
     assert item_seconds("SANCASE-DONE ok\n") == {}
 
 
+def test_the_sanitized_processs_cases_never_start_numbas_driver(monkeypatch):
+    # histogram and the reductions size their grid by the device's multiprocessors. Asked through Numba inside the
+    # process compute-sanitizer watches, after a candidate's runtime holds the context, the driver's start was
+    # reported to memcheck as CUDA API errors (an H100, 2026-11-26): a false finding, and each kernel of the batch
+    # run again alone to attribute it. The count comes from the parent instead.
+    import numpy as np
+
+    from numbakern import mode, registry
+    from numbakern.kernels import collectives
+    from translate.verify.cases import smallest_sizes
+
+    def no_driver():
+        raise AssertionError("a case asked Numba's driver")
+
+    specs = [registry.get(name) for name in ("histogram", "reduce_sum", "reduce_max_rows")]  # (loaded as usual)
+    monkeypatch.setattr(collectives, "_device_multiprocessors", no_driver)
+    monkeypatch.setattr(mode, "in_simulator", lambda: False)
+    monkeypatch.setenv(collectives.MULTIPROCESSORS_ENV, "132")
+    asked = []
+    for spec in specs:
+        for si, size in enumerate(smallest_sizes(spec)):
+            case = spec.make_case(size, np.random.default_rng([0, si]), "normal")
+            asked.append(case.launch.grid)
+    assert asked and collectives.multiprocessors() == 132
+    monkeypatch.setenv(collectives.MULTIPROCESSORS_ENV, "many")
+    with pytest.raises(ValueError, match="NUMBAKERN_MULTIPROCESSORS must be a positive whole number.*'many'"):
+        collectives.multiprocessors()
+
+
+def test_the_sanitizer_passes_the_multiprocessors_only_from_a_real_device(monkeypatch):
+    from numbakern import mode
+    from numbakern.kernels import collectives
+    from translate.verify import sanitize
+
+    monkeypatch.setattr(mode, "in_simulator", lambda: True)
+    assert sanitize._device_facts() == {}
+    monkeypatch.setattr(mode, "in_simulator", lambda: False)
+    monkeypatch.delenv(collectives.MULTIPROCESSORS_ENV, raising=False)
+    monkeypatch.setattr(collectives, "_device_multiprocessors", lambda: 114)
+    assert sanitize._device_facts() == {"NUMBAKERN_MULTIPROCESSORS": "114"}
+
+
 def test_a_part_of_a_verification_makes_the_same_cases_as_the_whole_run():
     from numbakern.registry import get
     from translate.verify.cases import cases_for

@@ -101,11 +101,15 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def close(self, timeout: float = 30.0) -> None:
+    def end_input(self) -> None:
+        """No more jobs: the worker's loop ends when it reads the end of its input."""
         try:
             self.proc.stdin.close()
         except OSError:
             pass
+
+    def close(self, timeout: float = 30.0) -> None:
+        self.end_input()
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -183,6 +187,11 @@ class Pool(Generic[J]):
                     answer = worker.ask(message(job, slot))
                     with report:
                         done(job, slot, answer, time.perf_counter() - t0)
+                # nothing left for this slot: its worker ends now, beside the others still working (a worker's exit,
+                # its CUDA context torn down, takes a second or two; one after another at the end they added up)
+                worker = self._workers.pop(slot, None)
+                if worker is not None:
+                    worker.close()
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
                 failures.append(exc)
                 with self._cond:
@@ -204,7 +213,10 @@ class Pool(Generic[J]):
                 worker.kill()
             raise
         finally:
-            for worker in list(self._workers.values()):
+            workers = list(self._workers.values())
+            for worker in workers:  # all told to end first, then waited for: they exit side by side
+                worker.end_input()
+            for worker in workers:
                 worker.close()
             self._workers.clear()
         if failures:

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from numbakern import registry
+from numbakern import mode, registry
+from numbakern.kernels.collectives import MULTIPROCESSORS_ENV, multiprocessors
 
 from . import sandbox
 from .cases import smallest_sizes
@@ -83,7 +84,8 @@ def _run_tool(tool: str, plan: list[dict[str, Any]], timeout: float, log_dir: Pa
         limits = sandbox.Limits(wall_seconds=timeout, cpu_seconds=int(timeout))
         # the candidates' libraries lie in the verification's build folder (in /tmp by default), which the
         # sandbox's private /tmp hides unless named
-        done = sandbox.run(command, workdir=workdir, limits=limits, env_extra={"NUMBA_ENABLE_CUDASIM": "0"},
+        done = sandbox.run(command, workdir=workdir, limits=limits, env_extra={"NUMBA_ENABLE_CUDASIM": "0",
+                                                                               **_device_facts()},
                            read_only=[item["so"] for item in plan])
         rc = 124 if done.timed_out else done.returncode
         output = (f"timeout after {timeout}s\n" if done.timed_out else "") + done.stdout + done.stderr
@@ -93,6 +95,19 @@ def _run_tool(tool: str, plan: list[dict[str, Any]], timeout: float, log_dir: Pa
         with open(log_dir / "sanitizer.log", "a") as log:
             log.write(f"\n##### {tool} [{names}] rc={rc}\n$ {' '.join(command)}\n{output}\n")
     return rc, output
+
+
+def _device_facts() -> dict[str, str]:
+    """What the cases of the sanitized process would ask Numba's CUDA driver for (the multiprocessors that size a
+    grid-stride launch), asked here: started in there after a candidate's runtime, the driver's start reports
+    ``CUDA_ERROR_INVALID_VALUE`` from ``cuGetProcAddress`` to memcheck (seen on an H100, 2026-11-26), and the batch
+    would fail on no kernel's fault. Empty where this process has no GPU to ask."""
+    if mode.in_simulator():  # (no device: the simulator's count would mean nothing to the child)
+        return {}
+    try:
+        return {MULTIPROCESSORS_ENV: str(multiprocessors())}
+    except Exception:  # noqa: BLE001 - no device here: the child asks its own
+        return {}
 
 
 def item_seconds(output: str) -> dict[str, float]:
@@ -120,6 +135,8 @@ def sanitize_tool(items: Sequence[tuple[Any, Any, Path]], tool: str, timeout: fl
     seconds = item_seconds(output)
     if status == "ok" or len(plan) == 1:
         return {item["name"]: status for item in plan}, seconds
+    print(f"compute-sanitizer {tool} over {len(plan)} kernels: {status}; running each alone to find which",
+          file=sys.stderr, flush=True)
     found = {}
     for item in plan:  # attribute the finding
         rc, output = _run_tool(tool, [item], timeout, log)

@@ -16,8 +16,10 @@ parts of about that size, so that the largest kernel does not set the run's wall
 ``MIN_JOB_SECONDS`` (each job pays for the reference kernel's JIT in its process and a sandbox child). Each
 sanitizer tool's kernels are packed into batches of the same size, at least ``MIN_BATCH_SECONDS`` each: every
 batch is one process under compute-sanitizer, and its start (Python, numba, the registry, instrumented) is paid
-once per batch. With one slot nothing is cut: a kernel is one job and each tool one batch, as a serial run does.
-Jobs start largest first (LPT), each in the first free slot on any GPU.
+once per batch. A kernel's recorded seconds under a tool are its share of the batch it ran in
+(``parallel.batch_shares``: its own cases and an equal part of the batch's start and of any single-kernel runs
+that attributed a finding). With one slot nothing is cut: a kernel is one job and each tool one batch, as a serial
+run does. Jobs start largest first (LPT), each in the first free slot on any GPU.
 
 **Processes per GPU** (``per_gpu``). A verification job keeps its GPU busy for a small part of its time: the
 candidate's launches and the Numba reference take milliseconds, the host work around them seconds; a sanitizer
