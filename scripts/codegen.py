@@ -10,7 +10,7 @@ memory per block (static, plus the dynamic amount of the benchmark's launch); th
 multiprocessor those allow for the benchmark's block size, and which resource sets that limit (the theoretical
 occupancy; the CUDA occupancy calculator's rules); and, when ``nvdisasm`` is found (``pip install
 nvidia-cuda-nvdisasm``, or a CUDA toolkit), the machine instructions by kind. Counts are of the code, not of what
-runs: a loop body counts once.
+runs: a loop body counts once (the longest loop's instructions are counted apart: a tiled kernel's main loop).
 
 On the GPU, the driver compiles Numba's PTX and nvcc the C: with the same toolkit version here as there, this is the
 code the GPU ran. A profile (Nsight Compute) says how it behaves; this says what it is, without a GPU.
@@ -104,6 +104,32 @@ def sass_counts(sass: str) -> dict[str, int]:
     return {key: counts[key] for key in ("total", *(kind for kind, _ in SASS_KINDS))}
 
 
+_LABEL = re.compile(r"^\s*\.(L_x_\d+):")
+_BRANCH_TO = re.compile(r"\bBRA\b.*?\.(L_x_\d+)")
+
+
+def sass_loop(sass: str) -> dict[str, int]:
+    """The longest loop of a disassembled kernel (from a branch's target up to the branch back to it): its
+    instructions (``loop``, NOPs left out) and of those the 64-bit address arithmetic (``loop_lea``: ``LEA`` and
+    ``LEA.HI.X``). The main loop of a tiled kernel is where its time goes; both are 0 in a kernel with no loop."""
+    code: list[tuple[str, str | None]] = []  # (opcode, the label it branches to), in order
+    labels: dict[str, int] = {}
+    for line in sass.splitlines():
+        label = _LABEL.match(line)
+        if label:
+            labels[label.group(1)] = len(code)
+        elif (m := _INSTRUCTION.match(line)) and m.group(1) != "NOP":
+            target = _BRANCH_TO.search(line)
+            code.append((m.group(1), target.group(1) if target else None))
+    longest = (0, 0)
+    for end, (_, target) in enumerate(code):
+        start = labels.get(target, end + 1) if target else end + 1
+        if start <= end:  # a branch back: a loop
+            body = code[start:end + 1]
+            longest = max(longest, (len(body), sum(op == "LEA" for op, _ in body)))
+    return {"loop": longest[0], "loop_lea": longest[1]}
+
+
 def disassembler() -> str | None:
     """nvdisasm from the CUDA wheels or the toolkit, else None (the table then has no instruction counts)."""
     try:
@@ -113,6 +139,13 @@ def disassembler() -> str | None:
     except Exception:  # noqa: BLE001 - an older cuda-pathfinder: PATH only
         found = None
     return found or shutil.which("nvdisasm")
+
+
+def disassembler_version(nvdisasm: str) -> str:
+    """``13.5.37`` from ``nvdisasm --version`` (a toolkit's or a wheel's), else the wheel's version."""
+    out = subprocess.run([nvdisasm, "--version"], capture_output=True, text=True).stdout
+    found = re.search(r"\bV(\d+\.\d+\.\d+)", out)
+    return found.group(1) if found else benchkit.dist_version("nvidia-cuda-nvdisasm")
 
 
 def disassemble(nvdisasm: str, cubin: Path) -> str:
@@ -168,7 +201,8 @@ def row(spec, compiler: str, ptx: str, ptxas: str, arch: str, nvdisasm: str | No
         cubin = Path(d) / "k.cubin"
         report = benchkit.ptxas_report(ptx, ptxas, arch, keep_cubin=cubin, with_shared=True,
                                        max_registers=max_registers)
-        sass = sass_counts(disassemble(nvdisasm, cubin)) if nvdisasm else {}
+        text = disassemble(nvdisasm, cubin) if nvdisasm else ""
+        sass = {**sass_counts(text), **sass_loop(text)} if nvdisasm else {}
     shared = report["shared_bytes"] + dynamic
     blocks, limit = occupancy(MULTIPROCESSORS[arch], threads, report["registers"], shared) if threads else (0, "")
     warps = blocks * math.ceil(threads / 32) if threads else 0
@@ -182,10 +216,11 @@ def row(spec, compiler: str, ptx: str, ptxas: str, arch: str, nvdisasm: str | No
 
 FIELDS = ["kernel", "compiler", "threads", "launch", "registers", "spill_stores", "spill_loads", "shared_bytes",
           "blocks_per_sm", "warps_per_sm", "occupancy", "limit", "sass_total",
-          *(f"sass_{kind}" for kind, _ in SASS_KINDS)]
+          *(f"sass_{kind}" for kind, _ in SASS_KINDS), "sass_loop", "sass_loop_lea"]
 COLUMNS = (("threads", "threads"), ("registers", "registers"), ("spills", "spill st/ld (B)"),
            ("shared_bytes", "shared (B)"), ("resident", "blocks/SM (limit)"), ("occupancy", "warps/SM"),
-           ("sass_total", "SASS instr."), *((f"sass_{kind}", kind) for kind, _ in SASS_KINDS))
+           ("sass_total", "SASS instr."), *((f"sass_{kind}", kind) for kind, _ in SASS_KINDS),
+           ("sass_loop", "main loop instr."), ("sass_loop_lea", "of them LEA"))
 
 
 def markdown(rows, provenance: str) -> str:
@@ -286,7 +321,7 @@ def main(argv=None) -> int:
         print(f"  {spec.name} (threads from the {launch[2]})", flush=True)
     import numba
 
-    where = f"; instructions by nvdisasm {benchkit.dist_version('nvidia-cuda-nvdisasm')}" if nvdisasm else \
+    where = f"; instructions by nvdisasm {disassembler_version(nvdisasm)}" if nvdisasm else \
         "; no nvdisasm found, so no instruction counts"
     provenance = (f"Compiled for {args.arch} on {benchkit.today()} with `python scripts/codegen.py "
                   f"{'--all' if args.all else ' '.join(args.kernels)}` (no GPU): numba {numba.__version__}, "

@@ -1,5 +1,7 @@
 """``numbakern.compare``: special values compare by value, numbers within the tolerance, and nothing in between."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -59,3 +61,30 @@ def test_a_non_finite_scale_does_not_widen_the_tolerance(rng):
     wrong = expected + 1.0
     result = compare(wrong, expected, scale=np.full(5, INF), rtol=1e-5)
     assert not result.ok and result.mismatches == 5
+
+
+def test_an_output_larger_than_a_chunk_is_compared_whole(rng):
+    # the comparison runs a chunk at a time: mismatches in several chunks are all counted, the first ones reported in
+    # index order, the largest errors found wherever they are, the never-written ones told apart
+    module = importlib.import_module("numbakern.compare")  # (the package exports the function under its name)
+
+    shape = (3, module._CHUNK + 7)  # three rows, each a little over one chunk
+    want = rng.standard_normal(shape)
+    got = want.astype(np.float32)
+    before = np.full(shape, np.nan, np.float32)
+    wrong = [(0, 5), (1, module._CHUNK + 3), (2, 0), (2, module._CHUNK + 6)]
+    for i, idx in enumerate(wrong):
+        got[idx] = np.nan if i == 2 else want[idx] + 10.0 * (i + 1)
+    result = compare(got, want, rtol=1e-5, before=before, show=3)
+    assert not result.ok and result.mismatches == 4
+    assert [idx for idx, _, _ in result.first_mismatches] == wrong[:3]
+    assert result.max_abs_error == np.inf  # the NaN where a number was expected
+    assert result.never_written == 1 and result.first_never_written == ((2, 0),)
+    got[2, 0] = want[2, 0]
+    finite = compare(got, want, rtol=1e-5)
+    err = np.abs(got.astype(np.float64) - want)
+    assert finite.mismatches == 3 and finite.max_abs_error == pytest.approx(err.max())
+    assert finite.max_rel_error == pytest.approx((err / np.abs(want)).max())
+    # the same bits: nothing to measure, whatever the scale
+    same = compare(got, got.copy(), scale=np.abs(want))
+    assert same.ok and same.max_abs_error == 0.0 and same.max_rel_error == 0.0

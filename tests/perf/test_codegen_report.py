@@ -61,6 +61,31 @@ def test_instruction_kinds_are_counted_from_a_disassembly(codegen):
                                          "global ld/st": 1, "local ld/st": 1}
 
 
+def test_the_longest_loop_and_its_address_arithmetic_are_counted(codegen):
+    sass = """
+        /*0000*/                   S2R R0, SR_TID.X ;
+        /*0010*/                   MOV R2, RZ ;
+.L_x_0:
+        /*0020*/                   LEA R4, P0, R0, R6, 0x1 ;
+        /*0030*/                   LEA.HI.X R5, R0, R7, R1, 0x1, P0 ;
+        /*0040*/                   NOP ;
+        /*0050*/                   HMMA.16816.F32.BF16 R8, R12, R14, R8 ;
+        /*0060*/                   IADD3 R2, R2, 0x1, RZ ;
+        /*0070*/                   ISETP.GE.AND P1, PT, R2, R3, PT ;
+        /*0080*/              @!P1 BRA `(.L_x_0) ;
+        /*0090*/               @P2 BRA `(.L_x_1) ;
+.L_x_2:
+        /*00a0*/                   IADD3 R9, R9, 0x1, RZ ;
+        /*00b0*/                   BRA `(.L_x_2) ;
+.L_x_1:
+        /*00c0*/                   EXIT ;
+    """
+    # the loop from .L_x_0 to its branch back: six instructions (the NOP left out), two of them LEA; the forward
+    # branch to .L_x_1 is no loop, and the two-instruction spin at .L_x_2 is shorter
+    assert codegen.sass_loop(sass) == {"loop": 6, "loop_lea": 2}
+    assert codegen.sass_loop("        /*0000*/                   EXIT ;\n") == {"loop": 0, "loop_lea": 0}
+
+
 def child_env() -> dict[str, str]:
     """This environment for a script's child: the checkout first on the path, a ``pip --target`` folder kept."""
     return environments.with_path_first({k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}, ROOT)
