@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from numbakern import mode, registry
-from numbakern.kernels.collectives import MULTIPROCESSORS_ENV, multiprocessors
 
 from . import sandbox
 from .cases import smallest_sizes
@@ -102,6 +101,10 @@ def _device_facts() -> dict[str, str]:
     grid-stride launch), asked here: started in there after a candidate's runtime, the driver's start reports
     ``CUDA_ERROR_INVALID_VALUE`` from ``cuGetProcAddress`` to memcheck (seen on an H100, 2026-11-26), and the batch
     would fail on no kernel's fault. Empty where this process has no GPU to ask."""
+    # (here, not at the top: a user's project without the library never imports numbakern.kernels,
+    # tests/translate/test_api_is_the_cli.py)
+    from numbakern.kernels.collectives import MULTIPROCESSORS_ENV, multiprocessors
+
     if mode.in_simulator():  # (no device: the simulator's count would mean nothing to the child)
         return {}
     try:
