@@ -14,6 +14,7 @@ import ast
 import hashlib
 import inspect
 import json
+import marshal
 import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -82,19 +83,26 @@ class _Walker:
         self._seen: set[str] = set()
 
     def visit_function(self, fn: Any, skip: frozenset[str]) -> None:
-        node = function_tree(fn)
+        try:
+            node = function_tree(fn)
+        except (OSError, TypeError):  # no source (made by exec of a string): the global names its code reads
+            for name in fn.__code__.co_names:
+                if name in fn.__globals__ and name not in skip:
+                    self._met(ast.Name(name, ast.Load()), fn.__globals__[name])
+            return
         local = _local_names(node)
         for expr in _loads_in_order(node):
             obj = self._resolve(fn, expr, local | skip)
-            if obj is closures.MISSING:
-                continue
-            if _is_device_function(obj):
-                self._device_function(obj)
-                continue
-            if isinstance(expr, ast.Name):  # a number read through a module attribute is not a module constant
-                value = number_value(obj)
-                if value is not None:
-                    self.constants.setdefault(expr.id, value)
+            if obj is not closures.MISSING:
+                self._met(expr, obj)
+
+    def _met(self, expr: ast.expr, obj: Any) -> None:
+        if _is_device_function(obj):
+            self._device_function(obj)
+        elif isinstance(expr, ast.Name):  # a number read through a module attribute is not a module constant
+            value = number_value(obj)
+            if value is not None:
+                self.constants.setdefault(expr.id, value)
 
     def _device_function(self, dispatcher: Any) -> None:
         py = dispatcher.py_func
@@ -104,7 +112,7 @@ class _Walker:
         self._seen.add(qualname)
         self.visit_function(py, frozenset())
         self.device_functions.append(qualname)
-        self.sources[qualname] = inspect.getsource(py)
+        self.sources[qualname] = _source_text(py)
 
     @staticmethod
     def _resolve(fn: Any, expr: ast.expr, local: frozenset[str] | set[str]) -> Any:
@@ -168,18 +176,28 @@ def source_sha256(pyfunc: Any, device_functions: Iterable[str], constants: Mappi
     """sha256 of everything a generated file depends on (``translate --check`` recomputes it): the kernel's source,
     the sources of the device functions it calls (``module:qualname``), the module constants it reads, its
     compile-time constants and its code-generation options (fastmath / launch_bounds / max_registers)."""
-    parts = {"kernel": inspect.getsource(pyfunc), "device_functions": {}, "constants": dict(sorted(constants.items()))}
+    parts = {"kernel": _source_text(pyfunc), "device_functions": {}, "constants": dict(sorted(constants.items()))}
     for q in map(labelled, device_functions):
         mod, qual = q.split(":", 1)
         obj = targets.module_for(mod)  # None (an empty source, so a different hash) when not imported
         for p in qual.split("."):
             obj = getattr(obj, p, None)
         fn = getattr(obj, "py_func", obj)
-        parts["device_functions"][q] = inspect.getsource(fn) if fn is not None else ""
+        parts["device_functions"][q] = _source_text(fn) if fn is not None else ""
     parts["constants"].update({f"template:{k}": v for k, v in sorted(template_constants.items())})
     if codegen is not None:
         parts["codegen"] = codegen
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def _source_text(fn: Any) -> str:
+    """``fn``'s source, or for a function with none (made by ``exec`` of a string) a digest of its code object: it
+    changes when the string does (and with the Python version, which compiles it)."""
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        code = getattr(fn, "__code__", None)
+        return "code:" + hashlib.sha256(marshal.dumps(code)).hexdigest() if code is not None else ""
 
 
 def current_constants(pyfunc: Any, names: Iterable[str]) -> dict[str, Any]:

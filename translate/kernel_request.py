@@ -9,6 +9,7 @@ options of every instantiation and what the kernel depends on. Every refusal is 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 
@@ -21,7 +22,7 @@ from numbakern.unroll import rolled_function
 from . import cnames, options, targets
 from .codegen.arrays import indirectly_written
 from .codegen.diagnose import find_recursion, typing_error
-from .codegen.source import NoSource, parse_function
+from .codegen.source import NoSource, parse_function, rebuilt_function
 from .depends import kernel_dependencies
 from .errors import SourceInfo
 from .request import KernelRequest, ParamSpec, TranslateOptions
@@ -39,8 +40,9 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
     sig = signature or (tgt.signatures[0] if tgt.signatures else None)
     try:
         fn, src = parse_function(tgt.pyfunc)
-    except NoSource as e:  # made by exec(): located where its module binds it
-        raise targets.binding_error(tgt, str(e)) from None
+    except NoSource as e:  # made by exec(): its Python rebuilt from numba's IR, refusals located where it is bound
+        tgt = _rebuilt_target(tgt, sig, e)
+        fn, src = parse_function(tgt.pyfunc)
     names = tuple(a.arg for a in fn.args.args)
     argtypes = _argument_types(tgt, sig, names, src, fn)
     template_params, insts = _instantiations(tgt, constants, names, src, fn)
@@ -56,6 +58,29 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
         dependencies=kernel_dependencies(pyfunc, template_params), options=opts, template_params=template_params,
         instantiations=insts, kernel_cname=kernel_c,
     )
+
+
+def _rebuilt_target(tgt: targets.KernelTarget, sig, no_source: NoSource) -> targets.KernelTarget:
+    """``tgt`` with its kernel's Python rebuilt from numba's typed IR for ``sig`` (``rebuilt_function``); a refusal
+    is located where the kernel's module binds it."""
+    if sig is None:
+        raise targets.binding_error(tgt, f"{no_source}; with argument types (--signature) its Python is rebuilt "
+                                         "from numba's IR")
+    code = tgt.pyfunc.__code__
+    names = code.co_varnames[:code.co_argcount]
+    try:
+        _, argtypes = parse_signature(sig, tgt.pyfunc.__globals__)
+        if len(argtypes) != len(names):
+            raise SignatureError(f"the signature has {len(argtypes)} argument(s), the kernel takes {len(names)}")
+        return dataclasses.replace(tgt, pyfunc=rebuilt_function(tgt.pyfunc, tuple(argtypes)))
+    except SignatureError as e:
+        raise targets.binding_error(tgt, str(e)) from None
+    except NoSource as e:
+        raise targets.binding_error(tgt, str(e)) from None
+    except Exception as e:  # numba's TypingError: the kernel has no text to locate it in
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise targets.binding_error(tgt, f"numba cannot type the kernel for {signature_text(sig)}: {first}") \
+            from None
 
 
 def _argument_types(tgt: targets.KernelTarget, sig, names: tuple[str, ...], src: SourceInfo, fn) -> tuple:

@@ -97,7 +97,8 @@ def resolve(name: str, constants: dict | None = None, by_path: bool = False) -> 
         first = {k: (v[0] if isinstance(v, (list, tuple)) else v) for k, v in constants.items()}
         obj = obj(**first)
     if isinstance(obj, types.FunctionType):
-        return KernelTarget(name, obj.__name__, None, obj, _qualname(obj), None, (), {})
+        stem, qualname = _names(obj, module, attr)
+        return KernelTarget(name, stem, None, obj, qualname, None, (), {})
     kernel = obj
     pyfunc = getattr(kernel, "py_func", None)
     if pyfunc is None:
@@ -115,8 +116,20 @@ def resolve(name: str, constants: dict | None = None, by_path: bool = False) -> 
     if not signatures:  # a kernel its module declares (numbakern.declare): the types of the spec's example inputs
         declared = registry.spec_for_kernel(kernel)
         signatures = tuple(declared.signatures) if declared is not None else ()
-    return KernelTarget(name, pyfunc.__name__, kernel, pyfunc, _qualname(pyfunc), registry_name,
-                        signatures, consts, factory_of(kernel), frontend)
+    stem, qualname = _names(pyfunc, module, attr)
+    return KernelTarget(name, stem, kernel, pyfunc, qualname, registry_name, signatures, consts, factory_of(kernel),
+                        frontend)
+
+
+def _names(pyfunc, module, attr: str) -> tuple[str, str]:
+    """The file stem and ``module:qualname`` of the kernel ``module.attr``: the function's own, or for one made by
+    ``exec`` of a string (no source; its ``__name__`` is the string's, shared by every kernel made from it) the
+    names the module binds it to."""
+    try:
+        inspect.getsourcelines(pyfunc)
+    except (OSError, TypeError):
+        return attr.split(".")[-1], f"{module_label(module.__name__)}:{attr}"
+    return pyfunc.__name__, _qualname(pyfunc)
 
 
 def names_file(where: str) -> bool:

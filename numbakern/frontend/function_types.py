@@ -105,3 +105,19 @@ def _version_lines(blocks, typemap, names: set) -> dict:
                 if name in names and var.name in typemap:
                     out[name].loads.setdefault(line, []).append(unliteral(typemap[var.name]))
     return out
+
+
+def rebuilt_python(pyfunc, argtypes: tuple, return_type=None) -> str:
+    """``pyfunc``'s Python rebuilt from numba-cuda's typed IR for ``argtypes`` (``decompile``: the text the simulator
+    runs): for a function that has no source text to read -- made by ``exec`` of a string, read from stdin. The text
+    computes what numba compiles; raises numba's error if numba rejects the function, ``DecompileError`` where the IR
+    holds what Python cannot say."""
+    from .compile import CodeRegistry, tagged_locations
+    from .facts import DeviceFacts, FunctionFacts
+
+    registry = CodeRegistry()
+    with tagged_locations(registry):
+        cres = compile_function(pyfunc, argtypes, return_type)
+    facts = FunctionFacts("kernel" if return_type is None else "device", cres, registry, DeviceFacts(registry))
+    facts.collect()
+    return facts.python["text"]

@@ -116,4 +116,8 @@ EXTRA = [
        (_complex_plane(500, np.complex64), complexes((500, 4), np.complex64)), variant="complex64", rtol=1e-4),
     _e("stencil_guarded", "void(float32[:, ::1], float32[:, ::1])", L((4, 3), (16, 16)),
        (floats((53, 41), np.float32, -1, 1), floats((53, 41), np.float32))),
+    _e("made_rows_dot", "void(float32[:, ::1], float32[::1], float64[::1])", L(4, 128),
+       (floats((500, 7), np.float32, -1, 1), floats(7, np.float32, -1, 1), floats(500, np.float64))),
+    _e("calls_made_device", "void(float64[::1], float64[::1])", L(4, 128),
+       (floats(500, np.float64, -30, 30), floats(500, np.float64))),
 ]

@@ -534,3 +534,34 @@ def stencil_guarded(x, out):
     if tx >= 1 and tx < TILE - 1 and ty >= 1 and ty < TILE - 1:  # inner threads only
         if r < out.shape[0] and c < out.shape[1]:
             out[r, c] = plane[ty][tx - 1] + plane[ty][tx + 1] + plane[ty - 1][tx] + plane[ty + 1][tx]
+
+
+# Kernels made by exec() of a string, as numba-cuda's own tests and code generators make them: there is no source
+# file to read, so translate rebuilds their Python from numba's typed IR (and names them as this module binds them).
+_MADE = """
+def rows_dot(x, w, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        acc = 0.0
+        for j in range(x.shape[1]):
+            acc += {op}(x[i, j]) * w[j]
+        out[i] = acc
+
+
+def softplus(v):
+    if v < 20.0:
+        return math.log1p(math.exp(v))
+    return v
+"""
+_made: dict = {}
+exec(_MADE.format(op="abs"), {"cuda": cuda, "math": math}, _made)
+made_rows_dot = cuda.jit(_made["rows_dot"])
+made_softplus = cuda.jit(device=True)(_made["softplus"])
+
+
+@cuda.jit
+def calls_made_device(x, out):
+    """A kernel in a file calling a device function made by exec()."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = made_softplus(x[i])

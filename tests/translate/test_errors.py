@@ -88,10 +88,17 @@ def test_module_that_fails_to_import_is_located(tmp_path):
 
 
 def test_kernel_without_source_is_located_where_it_is_bound(tmp_path):
+    """A kernel made by exec() has no source: without argument types nothing can rebuild its Python from numba's
+    IR, and the refusal is located where the module binds it; a wrong signature too."""
     path = _module(tmp_path, "gen.py", "from numba import cuda\n\nns = {}\nexec('def k(x):\\n    x[0] = 1\\n', ns)\n"
                    "made = ns['k']\n")
-    e = _refusal(f"{path}:made", "void(int32[::1])")
-    assert "no Python source file" in e.message and e.line == 5 and "made" in e.source_line
+    e = _refusal(f"{path}:made", None)
+    assert "no Python source file" in e.message and "--signature" in e.message
+    assert e.line == 5 and "made" in e.source_line
+    e = _refusal(f"{path}:made", "void(int32[::1], int32)")
+    assert "2 argument(s), the kernel takes 1" in e.message and e.line == 5
+    e = _refusal(f"{path}:made", "void(int32)")
+    assert "numba cannot type the kernel" in e.message and e.line == 5
 
 
 def test_numbas_terminal_colours_are_left_out_of_the_summary():

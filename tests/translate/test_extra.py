@@ -92,6 +92,11 @@ FRAGMENTS = {
                         "plane[ty + 1][tx];", "    // the tile, zeros outside the array\n",
                         "if (tx >= 1 && tx < TILE - 1 && ty >= 1 && ty < TILE - 1) {  // inner threads only"],
     "greek_names": ["const double* mu, int64_t mu_shape0,", "double rho = (out[i] - mu[i]) / sigma[i];"],
+    # made by exec(): the Python rebuilt from numba's IR, with the string's own names
+    "made_rows_dot": ["__global__ void made_rows_dot(", "double acc = 0.0;",
+                      "for (int64_t j = 0; j < x_shape1; j++) {", "acc = acc + fabsf(x[i * x_shape1 + j]) * w[j];"],
+    "calls_made_device": ["__device__ double softplus(double v)", "return log1p(exp(v));",
+                          "out[i] = softplus(x[i]);"],
 }
 
 

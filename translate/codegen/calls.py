@@ -12,7 +12,7 @@ from numbakern.frontend.resolve import static_type
 from ..cnames import c_name
 from . import arrays
 from .cexpr import CExpr, Static, TupleVal, cast
-from .source import NoSource, parse_function
+from .source import NoSource, parse_function, rebuilt_function
 from .statics import is_static_type, needs_value
 
 
@@ -28,8 +28,12 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
     sig = tr.resolve(fnobj if fnobj is not None else pyfunc, argtypes, node)
     try:
         fn = parse_function(pyfunc)[0]
-    except NoSource as e:
-        raise tr.src.error(node, str(e)) from None
+    except NoSource:  # made by exec(): its Python rebuilt from numba's IR for these argument types
+        try:
+            pyfunc = rebuilt_function(pyfunc, tuple(sig.args), sig.return_type)
+        except NoSource as e:
+            raise tr.src.error(node, str(e)) from None
+        fn = parse_function(pyfunc)[0]
     names = [a.arg for a in fn.args.args]
     if len(names) != len(vals):
         raise tr.src.error(node, f"'{pyfunc.__name__}' takes {len(names)} arguments, {len(vals)} given")

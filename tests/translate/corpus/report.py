@@ -86,14 +86,20 @@ def table(outcomes, verified: dict | None = None) -> str:
               "| file | translated |", "|---|---|"]
     lines += [f"| `{stem}` | {done} of {total} |" for stem, (done, total) in by_file.items()]
     refused = [o for o in outcomes if not o.translated]
-    lines += ["", f"Not translated ({len(refused)}), each with the located error it gets:", "",
-              "| kernel | status | reason | at |", "|---|---|---|---|"]
-    for o in refused:
-        lines.append(f"| `{o.id}` | {o.status} | {o.reason.replace('|', '/')} | {o.location} |")
+    if refused:
+        lines += ["", f"Not translated ({len(refused)}), each with the located error it gets:", "",
+                  "| kernel | status | reason | at |", "|---|---|---|---|"]
+        lines += [f"| `{o.id}` | {o.status} | {o.reason.replace('|', '/')} | {o.location} |" for o in refused]
+    else:
+        lines += ["", "Not translated: none."]
     if verified is not None:
         failed = [o for o in outcomes if o.translated and verified.get(o.id) is False]
         if failed:
             lines += ["", "Translated but not verified:", ""] + [f"- `{o.id}`" for o in failed]
+        unrun = [o for o in outcomes if o.translated and o.id not in verified]
+        if unrun:
+            lines += ["", f"Translated, not yet run on a GPU ({len(unrun)}):", "",
+                      ", ".join(f"`{o.id}`" for o in unrun)]
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,58 @@
+"""Kernels and device functions made by exec() of a string have no source file: translate rebuilds their Python
+from numba's typed IR (the text the simulator runs), names the kernel as its module binds it, and hashes its code
+for ``translate --check``. The C of such kernels is verified on a GPU with the extra kernels (``made_rows_dot``,
+``calls_made_device`` in extra_kernels.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from translate.api import translate_kernel
+from translate.errors import TranslationError
+
+_TEMPLATE = """
+def scale(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = x[i] * {factor}
+"""
+
+
+def _module(tmp_path, body: str) -> str:
+    path = tmp_path / "made.py"
+    path.write_text("from numba import cuda\n\nns = {}\n" + body)
+    return str(path)
+
+
+def test_a_kernel_made_by_exec_is_named_where_it_is_bound(tmp_path):
+    path = _module(tmp_path, f"exec({_TEMPLATE.format(factor=3)!r}, {{'cuda': cuda}}, ns)\ntriple = ns['scale']\n")
+    r = translate_kernel(f"{path}:triple", signature="void(float32[::1], float32[::1])", write=False)
+    assert r.compile["ok"], r.compile["log"]
+    assert r.name == "triple" and 'extern "C" cudaError_t launch_triple(' in r.code
+    # numba: float32 * int64 is float64 (the factor is an integer literal)
+    assert "__global__ void triple(" in r.code and "out[i] = (double)x[i] * 3;" in r.code
+    assert r.code.count("return") == 1  # the launcher's: the IR's end of the kernel is not repeated as C
+
+
+def test_the_source_hash_follows_the_string(tmp_path):
+    """``translate --check`` hashes a function without source by its code: another string, another hash."""
+    from translate import depends
+
+    made = {}
+    for factor in (3, 3, 4):
+        ns: dict = {}
+        exec(_TEMPLATE.format(factor=factor), {}, ns)
+        made.setdefault(factor, []).append(depends.source_sha256(ns["scale"], (), {}, {}))
+    assert made[3][0] == made[3][1] != made[4][0]
+
+
+def test_a_function_defined_inside_is_refused_where_the_kernel_is_bound(tmp_path):
+    """numba inlines a function defined inside the kernel; the rebuilt Python has no names of its own for it, so
+    the C would read like no person's: refused, with where to put the kernel instead."""
+    inner = "def k(x):\n    def inner(v):\n        return v + 1\n    x[0] = inner(x[0])\n"
+    path = _module(tmp_path, f"exec({inner!r}, {{'cuda': cuda}}, ns)\nmade = ns['k']\n")
+    with pytest.raises(TranslationError) as info:
+        translate_kernel(f"{path}:made", signature="void(float32[::1])", write=False)
+    e = info.value
+    assert "defines a function inside it" in e.message and "define the kernel in a file" in e.message
+    assert e.line == 5 and "made" in e.source_line
