@@ -5,10 +5,11 @@ A script that launches kernels at its top level (numbakern's quickstart does: ``
 target and usually no GPU, so the first launch fails, and with a GPU it would run the script's work. Translation
 needs only the kernel and what it reads, so a script named by its path (``translate quickstart.py:scaled_copy``)
 is executed as its definitions: every import, then the ``def``, ``class`` and assignment statements that define
-the kernel's name and the names those read, transitively, and the call statements that read those names (a
-kernel's ``numbakern.declare(...)`` is part of its definition, an ``exec(source, namespace)`` fills a namespace it
-reads) except launches (``kernel[grid, block](...)``) and prints; loops, asserts, other kernels and the
-``if __name__ == "__main__":`` block are not run. Statements keep their file and line numbers, so an error in one
+the kernel's name and the names those read, transitively, and the statements that complete what those names hold:
+calls that read them (a kernel's ``numbakern.declare(...)`` is part of its definition, an ``exec(source,
+namespace)`` fills a namespace it reads) except launches (``kernel[grid, block](...)``) and prints, and assignments
+to their attributes and items (``config.THRESHOLD = 1e-14``). Loops, asserts, other kernels and the ``if __name__
+== "__main__":`` block are not run. Statements keep their file and line numbers, so an error in one
 points at the user's line.
 """
 
@@ -56,9 +57,12 @@ def _defines(stmt: ast.stmt) -> set[str]:
 
 
 def _prepares(stmt: ast.stmt) -> bool:
-    """A call statement that may complete what a needed name holds (``numbakern.declare(kernel, ...)``,
-    ``exec(source, namespace)``, ``table.update(...)``): any call but a kernel launch (``kernel[grid, block](...)``)
-    and ``print``."""
+    """A statement that may complete what a needed name holds: a call (``numbakern.declare(kernel, ...)``,
+    ``exec(source, namespace)``, ``table.update(...)``), any but a kernel launch (``kernel[grid, block](...)``) and
+    ``print``; or an assignment to an attribute or an item (``config.THRESHOLD = 1e-14``, ``table[0] = 1``)."""
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return all(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets)
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
         return False
     func = stmt.value.func

@@ -37,3 +37,25 @@ def test_the_kept_statements_run_and_define_what_the_kernel_reads():
     namespace = {}
     exec(compile(definitions(ast.parse(SCRIPT), ["n"]), "<script>", "exec"), namespace)
     assert namespace["n"] in (16, 1600) and "unused" not in namespace
+
+
+def test_assignments_to_attributes_of_a_needed_name_are_kept():
+    """A kernel reading ``config.THRESHOLD`` of a namespace module set up at the top level (stumpy's kernels read
+    its ``config`` module so): the attribute assignments complete what the kernel reads; others are not run."""
+    script = '''
+import types
+from numba import cuda
+config = types.ModuleType("config")
+config.THRESHOLD = 1e-14
+config.LIMITS[0] = 3
+other = types.SimpleNamespace()
+other.value = run_everything()
+
+
+@cuda.jit
+def k(x):
+    x[0] = max(x[0], config.THRESHOLD)
+'''
+    kept = _kept(script, ["k"])
+    assert "config.THRESHOLD = 1e-14" in kept and "config.LIMITS[0] = 3" in kept
+    assert "other" not in kept and "run_everything" not in kept

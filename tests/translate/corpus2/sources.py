@@ -5,6 +5,10 @@ repository at a commit, and the runner reads it from a local git copy of that re
 ``NUMBAKERN_CORPUS2_MIRRORS`` at a folder holding the copies, one per repository, named ``owner+name`` (a clone, a
 bare clone, or a folder with one of those in ``repo/``); ``git clone https://github.com/<owner>/<name>
 "$NUMBAKERN_CORPUS2_MIRRORS/<owner>+<name>"`` makes one. Without them the corpus's tests skip.
+
+The folder may instead hold an export: the files the corpus reads, at ``<owner>+<name>@<commit>/<path>``, which
+``python -m tests.translate.corpus2.sources export DIR`` writes from the git copies (a few hundred kilobytes, for
+a machine that cannot fetch the repositories, such as a GPU host).
 """
 
 from __future__ import annotations
@@ -62,13 +66,27 @@ def git_dir(repo: str) -> Path | None:
     return None
 
 
+def exported(key: str) -> Path | None:
+    """The export folder of source ``key`` at its commit (see the module doc), or None."""
+    root = mirrors()
+    source = SOURCES[key]
+    folder = root / f"{source.repo.replace('/', '+')}@{source.commit}" if root is not None else None
+    return folder if folder is not None and folder.is_dir() else None
+
+
 def available(key: str) -> bool:
-    return git_dir(SOURCES[key].repo) is not None
+    return exported(key) is not None or git_dir(SOURCES[key].repo) is not None
 
 
 def read(key: str, path: str) -> str:
     """The text of ``path`` in source ``key`` at its recorded commit."""
     source = SOURCES[key]
+    folder = exported(key)
+    if folder is not None:
+        file = folder / path
+        if not file.is_file():
+            raise FileNotFoundError(f"{source.repo}@{source.commit[:12]}:{path}: not in the export {folder}")
+        return file.read_text()
     gd = git_dir(source.repo)
     if gd is None:
         raise FileNotFoundError(f"no local copy of {source.repo} under ${MIRRORS_ENV}")
@@ -77,3 +95,30 @@ def read(key: str, path: str) -> str:
     if r.returncode:
         raise FileNotFoundError(f"{source.repo}@{source.commit[:12]}:{path}: {r.stderr.strip()}")
     return r.stdout
+
+
+def export(folder: Path) -> list[Path]:
+    """Write every file the corpus reads (its entries' files and the files they call into) from the git copies to
+    ``folder`` in the export layout; returns the files written."""
+    from .index import ENTRIES
+
+    wanted = sorted({(e.source, e.path) for e in ENTRIES} | {(e.source, p) for e in ENTRIES for p, _ in e.also})
+    written = []
+    for key, path in wanted:
+        source = SOURCES[key]
+        target = folder / f"{source.repo.replace('/', '+')}@{source.commit}" / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(read(key, path))
+        written.append(target)
+    return written
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="the second corpus's sources")
+    parser.add_argument("command", choices=["export"])
+    parser.add_argument("folder", type=Path, help="where the export goes (then NUMBAKERN_CORPUS2_MIRRORS=FOLDER)")
+    args = parser.parse_args()
+    files = export(args.folder)
+    print(f"{len(files)} files written under {args.folder}")
