@@ -318,6 +318,34 @@ def test_a_file_kernels_device_functions_are_named_by_the_file_and_their_edits_m
     assert r.returncode == 1 and "stale" in r.stdout and "dev.py:scale" in r.stdout, r.stdout + r.stderr
 
 
+def test_a_kernel_made_by_exec_translates_checks_and_goes_stale_with_its_string(tmp_path):
+    """A project kernel made by exec() of a string: translated from its Python rebuilt from numba's IR, named as the
+    module binds it, up to date for --check, stale once the string changes."""
+    (tmp_path / "pyproject.toml").write_text('[tool.numbakern]\nkernels = ["made"]\n')
+    template = textwrap.dedent('''\
+        from numba import cuda
+
+        SOURCE = """
+        def scale(x, out):
+            i = cuda.grid(1)
+            if i < x.size:
+                out[i] = x[i] * FACTOR
+        """
+        ns = {"cuda": cuda}
+        exec(SOURCE.replace("FACTOR", "2.0"), ns)
+        twice = cuda.jit(ns["scale"])
+        ''')
+    (tmp_path / "made.py").write_text(template)
+    r = translate(tmp_path, "made:twice", "--signature", "void(float32[::1], float32[::1])", "--out", "gen")
+    assert r.returncode == 0, r.stdout + r.stderr
+    code = (tmp_path / "gen" / "twice.cu").read_text()
+    assert "__global__ void twice(" in code and "out[i] = x[i] * 2.0;" in code, code
+    assert translate(tmp_path, "--check", "--out", "gen").returncode == 0
+    (tmp_path / "made.py").write_text(template.replace('"2.0"', '"3.0"'))
+    r = translate(tmp_path, "--check", "--out", "gen")
+    assert r.returncode == 1 and "stale" in r.stdout and "made:twice" in r.stdout, r.stdout + r.stderr
+
+
 VERIFY_WITHOUT_A_GPU = """
     import json
     import types
