@@ -283,8 +283,8 @@ def attention_3xtf32_launch(config: dict, batch_heads: int, lq: int) -> LaunchCo
 
 #: tile configurations per head dim (32 KiB of shared memory each): d = 64: 64 rows (4 warps) x 32 keys; d = 128:
 #: 32 rows (2 warps) x 16 keys. Chosen offline by ptxas -v (sm_90) on numba's PTX: 64 keys at d = 64 spill (372 bytes),
-#: 32 do not (254 registers); at d = 128 numba's PTX spills at every tile tried, least at these (292 bytes; the C
-#: does not spill). Not yet tuned on a GPU.
+#: 32 do not (254 registers). At d = 128 (non-causal, numba-cuda 0.30.4) this tile spills 268 bytes, 64 x 16 spills
+#: 132, 64 x 8 80 and 32 x 8 none. Not yet tuned on a GPU.
 CONFIGS = {64: {"bm": 64, "bn": 32}, 128: {"bm": 32, "bn": 16}}
 #: the simulator's: two warps, 8 or 16 keys a block, which the test sequence lengths do not divide
 SIM_CONFIGS = {64: {"bm": 32, "bn": 16}, 128: {"bm": 32, "bn": 8}}
