@@ -11,6 +11,7 @@ is looked up in the function's closure, then its module's globals (``numbakern.f
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import inspect
 import json
@@ -33,7 +34,7 @@ from . import targets
 class Dependencies:
     device_functions: tuple[str, ...] = ()  # "module:qualname", callees before their callers
     constants: dict[str, bool | int | float] = field(default_factory=dict)  # name -> value, in first-use order
-    sources: dict[str, str] = field(default_factory=dict)  # device function "module:qualname" -> its source
+    sources: dict[str, str] = field(default_factory=dict)  # device function "module:qualname" -> its source, if any
 
     def manifest(self) -> dict:
         return {"device_functions": [labelled(q) for q in self.device_functions], "constants": dict(self.constants)}
@@ -112,7 +113,8 @@ class _Walker:
         self._seen.add(qualname)
         self.visit_function(py, frozenset())
         self.device_functions.append(qualname)
-        self.sources[qualname] = _source_text(py)
+        with contextlib.suppress(OSError, TypeError):  # made by exec: no text to show (its hash digests its code)
+            self.sources[qualname] = inspect.getsource(py)
 
     @staticmethod
     def _resolve(fn: Any, expr: ast.expr, local: frozenset[str] | set[str]) -> Any:
