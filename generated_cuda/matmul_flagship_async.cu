@@ -26,7 +26,7 @@ typedef unsigned long long uint64_t;
 // have landed (others' after a barrier).
 __device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int64_t offset, bool valid) {
     unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    const float *from = src + (valid ? offset : 0);
+    const float *from = valid ? src + offset : src;
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
                  : "memory");
 }
