@@ -95,7 +95,7 @@ constexpr int64_t sj_n = 4;
 constexpr int64_t step = 2048;
 
 template <int bm, int bn, int causal, int d, int q_in_regs>
-__global__ void __launch_bounds__(256) attention_bf16_d64(
+__global__ void __launch_bounds__(256, 2) attention_bf16_d64(
     const uint16_t* q, int64_t q_shape0, int64_t q_shape1, int64_t q_shape2,
     const uint16_t* k, int64_t k_shape0, int64_t k_shape1, int64_t k_shape2,
     const uint16_t* v, int64_t v_shape0, int64_t v_shape1, int64_t v_shape2,

@@ -112,7 +112,7 @@ constexpr int64_t wm = 64;
 constexpr int64_t wn = 64;
 
 template <int bk, int bm, int bn, int group, int stages, int warps_m, int warps_n>
-__global__ void __launch_bounds__(128) matmul_bf16(
+__global__ void __launch_bounds__(128, 2) matmul_bf16(
     const uint16_t* a, int64_t a_shape0, int64_t a_shape1,
     const uint16_t* b, int64_t b_shape0, int64_t b_shape1,
     float* out, int64_t out_shape0, int64_t out_shape1)

@@ -114,7 +114,7 @@ constexpr int64_t wm = 64;
 constexpr int64_t wn = 64;
 
 template <int bk, int bm, int bn, int group, int stages, int warps_m, int warps_n>
-__global__ void __launch_bounds__(128) matmul_f16(
+__global__ void __launch_bounds__(128, 2) matmul_f16(
     const __half* a, int64_t a_shape0, int64_t a_shape1,
     const __half* b, int64_t b_shape0, int64_t b_shape1,
     float* out, int64_t out_shape0, int64_t out_shape1)

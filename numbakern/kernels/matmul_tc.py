@@ -45,8 +45,11 @@ from .matmul_tc_pipe import matmul_bf16_pipelined, matmul_f16_pipelined, tc_pipe
 #: the plain kernel's default tile configuration
 PLAIN_CONFIG = {"bm": 64, "bn": 64, "bk": 32, "warps_m": 2, "warps_n": 2}
 #: the registered (pipelined) kernels' configuration: 128x128x32 tiles, 4 warps of 64x64, 3 stages (48 KiB of
-#: static shared memory); measured on an H200 against 8-warp and 128x64 variants (docs/tensor-cores.md)
-PIPE_CONFIG = {"bm": 128, "bn": 128, "bk": 32, "warps_m": 2, "warps_n": 2, "stages": 3, "group": 8}
+#: static shared memory); measured on an H200 against 8-warp and 128x64 variants (docs/tensor-cores.md). Two
+#: resident blocks (launch_bounds (128, 2)), which the registers allow anyway, let ptxas schedule for that occupancy:
+#: 4096^3 5% faster in Numba and in C, 5120x256x5120 6-11% slower (H200; docs/tensor-cores.md)
+PIPE_CONFIG = {"bm": 128, "bn": 128, "bk": 32, "warps_m": 2, "warps_n": 2, "stages": 3, "group": 8,
+               "min_blocks": 2}
 PAD = 8  # elements added to each shared row of the plain kernel (16 bytes)
 KERNELS = ("auto", "wgmma", "pipelined", "plain")
 

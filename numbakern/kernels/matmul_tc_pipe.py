@@ -40,9 +40,11 @@ LINE = 64  # 16-bit elements in one 128-byte line of shared memory (the XOR patt
 FORMATS = {False: (np.uint16, mma_m16n8k16_bf16), True: (np.float16, mma_m16n8k16_f16)}
 
 
-def check_pipe_config(f16, bm, bn, bk, warps_m, warps_n, stages, group) -> int:
+def check_pipe_config(f16, bm, bn, bk, warps_m, warps_n, stages, group, min_blocks=1) -> int:
     """Threads per block of a configuration, or a ValueError naming the constraint it breaks."""
     what = "matmul_tc_pipelined"
+    if not isinstance(min_blocks, int) or isinstance(min_blocks, bool) or min_blocks < 1:
+        raise ValueError(f"{what}: min_blocks must be a positive int, got {min_blocks!r}")
     if not isinstance(f16, bool):
         raise ValueError(f"{what}: f16 must be True (f16 inputs) or False (bf16), got {f16!r}")
     for name, v in (("bm", bm), ("bn", bn), ("bk", bk), ("warps_m", warps_m), ("warps_n", warps_n),
@@ -87,17 +89,18 @@ def b_offset(r, c, bn):
 
 @specialize
 def matmul_bf16_pipelined(bm: int = 128, bn: int = 128, bk: int = 32, warps_m: int = 2, warps_n: int = 2,
-                          stages: int = 3, group: int = 8):
+                          stages: int = 3, group: int = 8, min_blocks: int = 1):
     """The kernel for bf16 inputs (uint16 bit patterns) and one tile configuration; launch with ``tc_pipe_launch``
-    (1-D blocks)."""
-    return _pipelined(False, bm, bn, bk, warps_m, warps_n, stages, group)
+    (1-D blocks). ``min_blocks``: the ``launch_bounds`` minimum of resident blocks per multiprocessor (1: the
+    compiler's choice)."""
+    return _pipelined(False, bm, bn, bk, warps_m, warps_n, stages, group, min_blocks)
 
 
 @specialize
 def matmul_f16_pipelined(bm: int = 128, bn: int = 128, bk: int = 32, warps_m: int = 2, warps_n: int = 2,
-                         stages: int = 3, group: int = 8):
+                         stages: int = 3, group: int = 8, min_blocks: int = 1):
     """The kernel for float16 inputs and one tile configuration; launch with ``tc_pipe_launch``."""
-    return _pipelined(True, bm, bn, bk, warps_m, warps_n, stages, group)
+    return _pipelined(True, bm, bn, bk, warps_m, warps_n, stages, group, min_blocks)
 
 
 def matmul_tc_pipelined(f16: bool = False, **config):
@@ -105,8 +108,8 @@ def matmul_tc_pipelined(f16: bool = False, **config):
     return (matmul_f16_pipelined if f16 else matmul_bf16_pipelined)(**config)
 
 
-def _pipelined(f16, bm, bn, bk, warps_m, warps_n, stages, group):
-    threads = check_pipe_config(f16, bm, bn, bk, warps_m, warps_n, stages, group)
+def _pipelined(f16, bm, bn, bk, warps_m, warps_n, stages, group, min_blocks):
+    threads = check_pipe_config(f16, bm, bn, bk, warps_m, warps_n, stages, group, min_blocks)
     elem, mma = FORMATS[f16]
     wm = bm // warps_m
     wn = bn // warps_n
@@ -129,7 +132,7 @@ def _pipelined(f16, bm, bn, bk, warps_m, warps_n, stages, group):
     ahead = stages - 1
     wait_n = stages - 2
 
-    @cuda.jit(**jit_options(threads=threads))
+    @cuda.jit(**jit_options(threads=threads, min_blocks=min_blocks if min_blocks > 1 else None))
     def matmul_tc_pipelined(a, b, out):
         tid = cuda.threadIdx.x
         lane = tid % 32

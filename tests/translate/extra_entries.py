@@ -90,6 +90,8 @@ EXTRA = [
        variant="complex64", rtol=1e-4),
     _e("loop_name_reused", "void(float64[::1], float64[::1])", L(4, 128),
        (floats(500, np.float64, -1, 1), floats(500, np.float64))),
+    _e("loop_bounds_own_name", "void(float64[::1], int64, int64, int64, float64[::1])", L(4, 128),
+       (floats(500, np.float64, -1, 1), fixed(4), fixed(3), fixed(5), floats(500, np.float64))),
     _e("histogram_optional", "void(float64[::1], int32[::1], float64, float64)", L(4, 128),
        (floats(500, np.float64, -1.5, 1.5), fixed(np.zeros(10, np.int32)), fixed(-1.0), fixed(1.0))),
     _e("chained_index", "void(float32[:, ::1], float32[:, ::1])", L((3, 4), (16, 16)),

@@ -377,6 +377,24 @@ def loop_name_reused(x, out):
         out[i] = acc + q
 
 
+def loop_bounds_own_name(x, taps, start, n, out):
+    """Range bounds that read the loop variable's own earlier value (cusignal's upfirdn: `for x_conv_idx in
+    range(x_conv_idx, x_idx + 1)`): Python computes them once, before the name is rebound."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        j = i - taps + 1
+        if j < 0:
+            j = 0
+        acc = 0.0
+        for j in range(j, i + 1):
+            acc += x[j] * (i - j + 1)
+        for n in range(n):
+            acc += n
+        for start in range(1, 2 * taps, start):
+            acc += start
+        out[i] = acc
+
+
 @numba.jit
 def bin_number(x, lo, hi, nbins):
     """The bin of x, or None outside [lo, hi) (a @numba.jit helper returning an Optional)."""

@@ -65,6 +65,10 @@ FRAGMENTS = {
     # (also for complex64: the same C functions, with the float ones of cuComplex.h)
     "complex_functions": [" r = hypot", " phi = atan2", "nk_csqrt(v)", "(nk_clog(v), cuConj", "nk_crect(r, phi)",
                           "nk_clog10(v)", "nk_cisfinite(v) - nk_cisnan(v)"],
+    # bounds read before the loop's own declaration hides the earlier value (`for (int64_t j = j; ...)` would not)
+    "loop_bounds_own_name": ["const int64_t j_start = j;", "for (int64_t j = j_start; j < i + 1; j++) {",
+                             "const int64_t n_stop = n;", "for (int64_t n = 0; n < n_stop; n++) {",
+                             "const int64_t start_step = start;", "start += start_step) {"],
     "loop_name_reused": ["for (int64_t q = 0; q < 4; q++) {", "int64_t q = 3;", "out[i] = acc + q;"],
     "histogram_optional": ["int64_t nbins, bool *present)", "*present = false;\n        return 0;",
                            "*present = true;", "bool b_present;",

@@ -520,10 +520,24 @@ class FunctionTranslator(ExprMixin):
         assigned = {n.id for s in node.body for n in ast.walk(s)
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         stop_names = {n.id for n in ast.walk(it) if isinstance(n, ast.Name)}
-        if not stop.pure or (assigned & stop_names):
+        # `for x in range(x, x + n)` reads the x declared before the loop, but in C the new x's scope begins at its
+        # own initialiser (`for (int64_t x = x; ...)` reads itself) and covers the test: such bounds are computed
+        # before the loop, as Python computes them
+        reads_own = [name in {n.id for n in ast.walk(a) if isinstance(n, ast.Name)} for a in it.args]
+        start_reads_own, stop_reads_own, step_reads_own = ([False, *reads_own, False] if len(it.args) == 1
+                                                           else reads_own + [False] * (3 - len(it.args)))
+        if start_reads_own:
+            start_var = self.temp(f"{var.rstrip('_')}_start")
+            self.emit(f"const {ctype} {start_var} = {start.code};")
+            start = CExpr(start_var, key, None)
+        if not stop.pure or (assigned & stop_names) or stop_reads_own:
             stop_var = self.temp(f"{var.rstrip('_')}_stop")
             self.emit(f"const {ctype} {stop_var} = {stop.code};")
             stop = CExpr(stop_var, key, None)
+        if step is not None and step.literal is None and step_reads_own:
+            step_var = self.temp(f"{var.rstrip('_')}_step")
+            self.emit(f"const {ctype} {step_var} = {self._bound(step, key).code};")
+            step = CExpr(step_var, key, None)
         trips = self._constant_trip_count(it)
         note = self.header_comment(node)
         if marked is not None:
