@@ -10,6 +10,7 @@ Inside a user's project (``[tool.numbakern]`` in the current folder's or a paren
 are the project's and their ``.cu`` files come from the project's folder (``numbakern.project``); results then go to
 ``bench/`` in the project (a kernel's torch equivalent is the one its declaration names, if any).
     python scripts/bench.py --render docs/bench/bench.csv     # Markdown, chart and README table from a CSV (no GPU)
+    python scripts/bench.py --merge all.csv rerun.csv --out docs/bench   # one table from several runs (no GPU)
 
 For each kernel and each of its ``bench_sizes`` (the lecture's 5120×256 @ 256×5120 and 4096³ for the matmuls), the
 three implementations run on the same device tensors: the Numba kernel, the kernel's ``.cu`` from ``generated_cuda/``
@@ -37,6 +38,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import benchkit  # this script's folder
@@ -305,6 +307,29 @@ def publish(rows, provenance: str, out: Path) -> str:
     return md
 
 
+def merge(paths: Sequence[Path]) -> tuple[list[dict], str]:
+    """One table from several runs' CSVs, in order: a later file's rows replace every earlier row of the kernels it
+    measured (a re-run of some kernels after a change), and add the kernels no earlier file has (another host's
+    shard). ``copy`` rows come from the first file that has one for that GPU: each row's share of copy bandwidth was
+    computed in its own run. The provenance names which kernels each run measured."""
+    rows: list[dict] = []
+    notes = []
+    for i, path in enumerate(paths):
+        new, provenance = benchkit.read_csv(Path(path))
+        kernels = list(dict.fromkeys(r["kernel"] for r in new if r["kernel"] != "copy"))
+        copies = {r.get("gpu") for r in rows if r["kernel"] == "copy"}
+        kept = [r for r in rows if r["kernel"] not in kernels]
+        for r in new:  # a replaced kernel's rows take the place of its first earlier row
+            if r["kernel"] == "copy" and r.get("gpu") in copies:
+                continue
+            kept.append(r)
+        order = {k: n for n, k in enumerate(dict.fromkeys(r["kernel"] for r in rows))}
+        rows = sorted(kept, key=lambda r: order.get(r["kernel"], len(order)))
+        notes.append(provenance if i == 0 else f"Then {', '.join(kernels)}, measured in a later run (their rows "
+                     f"replace any earlier ones): {provenance}")
+    return rows, " ".join(notes)
+
+
 def kernel_rows(torch, spec, budget: float, directory: Path, copy_rate: float) -> list[dict]:
     """Every benchmark size of one kernel, on this process's GPU; its share of copy bandwidth against
     ``copy_rate``, this GPU's."""
@@ -447,6 +472,8 @@ def main(argv=None) -> int:
     parser.add_argument("--shard", metavar="I/N", help="only shard I of N (from 1) of the kernels (a CI matrix, a "
                                                         "job array; the same split on every host)")
     parser.add_argument("--render", metavar="CSV", help="only rewrite bench.md/.png (and README's table) from this CSV")
+    parser.add_argument("--merge", nargs="+", metavar="CSV", help="one bench.csv (and its table) in --out from these "
+                        "runs' CSVs: a later file's rows replace the earlier rows of the kernels it measured")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # one GPU's process of --gpus N
     args = parser.parse_args(argv)
     if args.budget <= 0:
@@ -456,6 +483,18 @@ def main(argv=None) -> int:
 
     if args.render:
         print(publish(*benchkit.read_csv(Path(args.render)), Path(args.render).parent))
+        return 0
+    if args.merge:
+        if not args.out:
+            parser.error("--merge needs --out (the folder for the merged bench.csv)")
+        try:
+            rows, provenance = merge(args.merge)
+        except (OSError, ValueError) as exc:
+            parser.error(f"--merge: {exc}")
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        benchkit.write_csv(out / "bench.csv", rows, FIELDS, provenance)
+        print(publish(rows, provenance, out))
         return 0
 
     from numbakern import gpus as gpu_list

@@ -366,3 +366,24 @@ def test_bench_rejects_bad_gpu_and_shard_options(bench, capsys, monkeypatch, tmp
     with pytest.raises(SystemExit) as exc:
         bench.main([*argv, "--out", str(tmp_path)])
     assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_merge_replaces_the_rerun_kernels_rows_in_place_and_keeps_the_first_runs_copy(bench, benchkit, tmp_path):
+    def row(kernel, size, gpu, c_ms):
+        return {"kernel": kernel, "size": size, "metric": "GB/s", "gpu": gpu, "c_ms": c_ms}
+
+    fields = ["kernel", "size", "metric", "gpu", "c_ms"]
+    benchkit.write_csv(tmp_path / "all.csv", [row("copy", "1", "GPU 0", 1.0), row("a", "8", "GPU 0", 2.0),
+                                              row("a", "9", "GPU 0", 3.0), row("b", "8", "GPU 1", 4.0)],
+                       fields, "Measured on X, 2026-01-01, with `all`")
+    benchkit.write_csv(tmp_path / "again.csv", [row("copy", "1", "GPU 0", 9.0), row("a", "8", "GPU 1", 5.0),
+                                                row("c", "7", "GPU 0", 6.0)],
+                       fields, "Measured on X, 2026-01-02, with `again`")
+    rows, provenance = bench.merge([tmp_path / "all.csv", tmp_path / "again.csv"])
+    assert [(r["kernel"], r["size"], r["c_ms"]) for r in rows] == [
+        ("copy", "1", "1.0"), ("a", "8", "5.0"), ("b", "8", "4.0"), ("c", "7", "6.0")]
+    assert provenance == ("Measured on X, 2026-01-01, with `all` Then a, c, measured in a later run (their rows "
+                          "replace any earlier ones): Measured on X, 2026-01-02, with `again`")
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--merge", str(tmp_path / "all.csv")])
+    assert exc.value.code == 2
