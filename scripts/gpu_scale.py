@@ -5,8 +5,9 @@
 
 - **verify**: ``python -m translate.verify --all --sanitize`` with ``--gpus 1``, then with ``--gpus 2``, on the same
   machine in the same run (``--no-record``: both plan from the same manifest); the wall time of each, their ratio
-  (the target is at most 0.55) and the verdicts. The two-GPU run's records (with each kernel's seconds) are kept
-  for ``python -m translate.verify --apply``.
+  (the target is at most 0.55) and the verdicts, and how busy the host's CPU and each GPU were meanwhile (sampled
+  every 2 s: a run that does not halve on two GPUs waits on one or the other). The two-GPU run's records (with
+  each kernel's seconds) are kept for ``python -m translate.verify --apply``.
 - **bench**: ``scripts/bench.py`` on a subset of kernels with ``--gpus 2`` and ``--gpus 1``: the wall times, and how
   far the two runs' figures are apart row for row (the same kernels at the same sizes must time the same, within
   noise), and whether the two GPUs were found to be one model.
@@ -112,6 +113,73 @@ class GpuUse:
         return "; ".join(f"{names.get(u, u)}: {len(p)} processes" for u, p in sorted(self.seen.items())) or "none seen"
 
 
+def cpu_times(stat_line: str) -> tuple[int, int]:
+    """``(total, idle)`` jiffies of all cores from ``/proc/stat``'s first line (idle counts iowait too)."""
+    fields = [int(x) for x in stat_line.split()[1:]]
+    return sum(fields), fields[3] + (fields[4] if len(fields) > 4 else 0)
+
+
+def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of all cores' time spent busy between two ``cpu_times`` readings, in percent."""
+    total, idle = after[0] - before[0], after[1] - before[1]
+    return 100.0 * (total - idle) / total if total > 0 else float("nan")
+
+
+def gpu_utilisation(smi_text: str) -> dict[str, float]:
+    """``{"GPU 0": 61.0, ...}`` from ``nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits``."""
+    found = {}
+    for line in smi_text.splitlines():
+        index, _, util = (part.strip() for part in line.partition(","))
+        if index.isdigit() and re.fullmatch(r"\d+(\.\d+)?", util):
+            found[f"GPU {index}"] = float(util)
+    return found
+
+
+class Utilisation:
+    """The host's CPU (``/proc/stat``, all cores) and each GPU's utilisation (``nvidia-smi``: the share of time a
+    kernel was running), sampled every ``period`` seconds while a step runs: whether a step that does not scale with
+    the GPUs waits on the host or on the GPUs."""
+
+    def __init__(self, period: float = 2.0):
+        self.cpu: list[float] = []
+        self.gpus: dict[str, list[float]] = {}
+        self.period = period
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self):
+        try:
+            with open("/proc/stat") as f:
+                last = cpu_times(f.readline())
+        except (OSError, ValueError, IndexError):
+            last = None
+        while not self.stop.wait(self.period):
+            if last is not None:
+                with open("/proc/stat") as f:
+                    now = cpu_times(f.readline())
+                self.cpu.append(busy_share(last, now))
+                last = now
+            try:
+                out = subprocess.run(["nvidia-smi", "--query-gpu=index,utilization.gpu",
+                                      "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                                     timeout=20).stdout
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+            for gpu, util in gpu_utilisation(out).items():
+                self.gpus.setdefault(gpu, []).append(util)
+
+    def summary(self) -> str:
+        self.stop.set()
+        self.thread.join(timeout=30)
+        parts = []
+        if self.cpu:
+            parts.append(f"host CPU busy {statistics.mean(self.cpu):.0f}% of all cores on average "
+                         f"({sum(c >= 90 for c in self.cpu)} of {len(self.cpu)} samples at 90% or more)")
+        parts += [f"{gpu} busy {statistics.mean(u):.0f}%" for gpu, u in sorted(self.gpus.items())]
+        return "; ".join(parts) or "no utilisation samples"
+
+
 def gpu_names() -> dict[str, str]:
     """``{uuid: "GPU i"}`` from nvidia-smi."""
     out = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"], capture_output=True,
@@ -196,12 +264,14 @@ def main(argv=None) -> int:
         runs = {}
         for n in ((1, 2) if two else (1,)):
             records = out / "records.json" if n == 2 else scratch / "records-1gpu.json"
+            use = Utilisation()
             runs[n] = Run(f"verify-{n}gpu", [t, "-m", "translate.verify", "--all", "--sanitize", "--gpus", str(n),
                                              "--no-record", "--records-out", str(records),
                                              "--verify-log", str(scratch / f"verify-{n}gpu")],
                           out / f"verify-{n}gpu.log", left(f"verify-{n}gpu"), env, scratch)
             rows.append((f"translate.verify --all --sanitize --gpus {n}", f"{runs[n].seconds:.0f} s",
-                         f"{runs[n].status}; {verdicts(runs[n].text)}", plan_line(runs[n].text)))
+                         f"{runs[n].status}; {verdicts(runs[n].text)}",
+                         f"{plan_line(runs[n].text)}; {use.summary()}"))
         if two and runs[1].rc == 0 and runs[2].rc == 0:  # (a run stopped or failed times nothing comparable)
             ratio = runs[2].seconds / runs[1].seconds
             rows.append(("  2 GPUs / 1 GPU", f"{ratio:.2f}", "target <= 0.55: " + ("met" if ratio <= 0.55 else
@@ -212,6 +282,7 @@ def main(argv=None) -> int:
         timed = {}
         for n in ((2, 1) if two else (1,)):
             folder = scratch / f"bench-{n}gpu"
+            use = Utilisation()
             run = Run(f"bench-{n}gpu", [t, "scripts/bench.py", *subset, "--gpus", str(n), "--out", str(folder)],
                       scratch / f"bench-{n}gpu.log", left(f"bench-{n}gpu"), env, scratch)
             with open(out / "bench.log", "a") as log:
@@ -221,7 +292,7 @@ def main(argv=None) -> int:
             timed[n] = run
             same = re.search(r"Rows from .*? (are comparable|are NOT comparable)[^\n]*", run.text)
             rows.append((f"bench.py --gpus {n} ({len(kernels)} kernels)", f"{run.seconds:.0f} s", run.status,
-                         same.group(0)[:160] if same else ""))
+                         (same.group(0)[:160] + "; " if same else "") + use.summary()))
         if two and all(r.rc == 0 for r in timed.values()):
             rows.append(("  2 GPUs / 1 GPU", f"{timed[2].seconds / timed[1].seconds:.2f}",
                          bench_agreement(out / "bench-1gpu.csv", out / "bench-2gpu.csv"), ""))

@@ -46,6 +46,16 @@ def test_it_compares_the_two_benchmark_runs_row_for_row(scale, tmp_path):
     assert scale.bench_agreement(tmp_path / "one.csv", tmp_path / "missing.csv") == "no rows to compare"
 
 
+def test_it_reads_the_hosts_cpu_and_each_gpus_utilisation(scale):
+    before = scale.cpu_times("cpu  100 0 50 800 50 0 0 0 0 0")
+    after = scale.cpu_times("cpu  400 0 150 1100 50 0 0 0 0 0")
+    assert before == (1000, 850) and after == (1700, 1150)
+    assert scale.busy_share(before, after) == pytest.approx(100 * 400 / 700)
+    assert scale.busy_share(after, after) != scale.busy_share(after, after)  # no time passed: nan, not 0
+    assert scale.gpu_utilisation("0, 61\n1, 7\n[N/A]\n") == {"GPU 0": 61.0, "GPU 1": 7.0}
+    assert scale.gpu_utilisation("No devices were found\n") == {}
+
+
 FAKE_SMI = """#!/bin/sh
 case "$*" in
   *query-gpu=index,uuid*) printf '0, GPU-aa\\n1, GPU-bb\\n' ;;
