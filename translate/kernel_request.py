@@ -127,7 +127,9 @@ def _typed(pyfunc, argtypes: tuple, sig, src: SourceInfo, fn) -> TypedFunction:
 
 
 def _device_sources(pyfunc):
-    """For ``written_arrays``: the source of the device function a call of ``pyfunc`` reaches (by a plain name)."""
+    """For ``written_arrays``: the source of the device function a call of ``pyfunc`` reaches (by a plain name); for
+    one made by ``exec()``, the Python rebuilt for the argument types numba compiled it for while typing the kernel
+    (None, so its array arguments count as written, unless every such build writes the same parameters)."""
     def callee(node):
         if not isinstance(node.func, ast.Name):
             return None
@@ -138,8 +140,27 @@ def _device_sources(pyfunc):
         try:
             return parse_function(inner)[0], _device_sources(inner)
         except NoSource:
-            return None
+            return _rebuilt_source(obj, inner)
     return callee
+
+
+def _rebuilt_source(dispatcher, pyfunc):
+    """The rebuilt Python of an ``exec()``-made device function, when all its compiled overloads write the same
+    array parameters; else None."""
+    found, writes = None, set()
+    for result in list(getattr(dispatcher, "overloads", {}).values()):
+        sig = getattr(result, "signature", None)
+        if sig is None:
+            return None
+        try:
+            fn = parse_function(rebuilt_function(pyfunc, tuple(sig.args), sig.return_type))[0]
+        except Exception:  # noqa: BLE001 - no rebuilt text (NoSource, numba's refusal): count the arrays written
+            return None
+        params = [p.arg for p in fn.args.args]
+        sub = _device_sources(pyfunc)
+        writes.add(frozenset(written_arrays(fn, set(params), sub)))
+        found = found or (fn, sub)
+    return found if len(writes) == 1 else None
 
 
 def _launcher_params(kernel_c: str, names: tuple[str, ...], argtypes: tuple, template_params: tuple[str, ...],

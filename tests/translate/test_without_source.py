@@ -56,3 +56,33 @@ def test_a_function_defined_inside_is_refused_where_the_kernel_is_bound(tmp_path
     e = info.value
     assert "defines a function inside it" in e.message and "define the kernel in a file" in e.message
     assert e.line == 5 and "made" in e.source_line
+
+
+_ROW_FUNCTIONS = """
+def total(row, n):
+    acc = 0.0
+    for j in range(n):
+        acc += row[j]
+    return acc
+
+def scale_row(row, n, f):
+    for j in range(n):
+        row[j] *= f
+"""
+
+
+def test_an_array_passed_to_a_made_device_function_is_const_unless_it_writes_it(tmp_path):
+    """Whether a device function made by exec() writes its array parameter is read from its rebuilt Python, as for
+    any device function: the kernel's array stays `const` when the function only reads it."""
+    path = _module(tmp_path, f"exec({_ROW_FUNCTIONS!r}, {{}}, ns)\n"
+                             "total = cuda.jit(device=True)(ns['total'])\n"
+                             "scale_row = cuda.jit(device=True)(ns['scale_row'])\n\n"
+                             "@cuda.jit\ndef rows_total(x, out):\n    i = cuda.grid(1)\n    if i < x.shape[0]:\n"
+                             "        out[i] = total(x[i], x.shape[1])\n\n"
+                             "@cuda.jit\ndef rows_scale(x, f):\n    i = cuda.grid(1)\n    if i < x.shape[0]:\n"
+                             "        scale_row(x[i], x.shape[1], f[0])\n")
+    reads = translate_kernel(f"{path}:rows_total", signature="void(float64[:, ::1], float64[::1])", write=False)
+    writes = translate_kernel(f"{path}:rows_scale", signature="void(float64[:, ::1], float64[::1])", write=False)
+    assert reads.compile["ok"] and writes.compile["ok"], reads.compile["log"] + writes.compile["log"]
+    assert "const double* x, int64_t x_shape0, int64_t x_shape1," in reads.code
+    assert "__global__ void rows_scale(double* x, int64_t x_shape0, int64_t x_shape1, const double* f" in writes.code
