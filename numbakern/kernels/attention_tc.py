@@ -314,10 +314,10 @@ def attention_tc_launch(config: dict, batch_heads: int, lq: int) -> LaunchConfig
 #: on a GPU.
 CONFIGS = {64: {"bm": 128, "bn": 64, "q_in_regs": True}, 128: {"bm": 64, "bn": 64, "q_in_regs": False}}
 #: launch_bounds' minimum of resident blocks, by (head dim, causal), measured on an H200 (docs/tensor-cores.md):
-#: d = 64, 2 blocks of 256 threads: 128 registers instead of 134, twice the warps, 20-25% faster in Numba and C;
-#: d = 128 causal, 2 blocks (what its registers allow anyway): ptxas then schedules the C for that occupancy (206
-#: registers instead of 171, no spills) and it runs 16% faster, as fast as Numba's; d = 128 without the mask is
-#: fastest as the compiler chooses (its C fits 3 blocks at 168 registers)
+#: d = 64, 2 blocks of 256 threads: 128 registers instead of 134, twice the warps for 32-44 bytes of spills, 19-20%
+#: less time in Numba and 27% in C; d = 128 causal, 2 blocks (what its registers allow anyway): ptxas then schedules
+#: the C for that occupancy (206 registers instead of 171, no spills), which takes 15% less time, as little as
+#: Numba's; d = 128 without the mask is fastest as the compiler chooses (its C fits 3 blocks at 168 registers)
 MIN_BLOCKS = {(64, False): 2, (64, True): 2, (128, True): 2}
 #: the simulator's: two warps, 16 keys a block, which the test sequence lengths do not divide
 SIM_CONFIGS = {64: {"bm": 32, "bn": 16, "q_in_regs": True}, 128: {"bm": 32, "bn": 16, "q_in_regs": False}}
