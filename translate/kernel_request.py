@@ -147,6 +147,7 @@ def _device_sources(pyfunc):
 def _rebuilt_source(dispatcher, pyfunc):
     """The rebuilt Python of an ``exec()``-made device function, when all its compiled overloads write the same
     array parameters; else None."""
+    calls = _device_sources(pyfunc)
     found, writes = None, set()
     for result in list(getattr(dispatcher, "overloads", {}).values()):
         sig = getattr(result, "signature", None)
@@ -156,10 +157,8 @@ def _rebuilt_source(dispatcher, pyfunc):
             fn = parse_function(rebuilt_function(pyfunc, tuple(sig.args), sig.return_type))[0]
         except Exception:  # noqa: BLE001 - no rebuilt text (NoSource, numba's refusal): count the arrays written
             return None
-        params = [p.arg for p in fn.args.args]
-        sub = _device_sources(pyfunc)
-        writes.add(frozenset(written_arrays(fn, set(params), sub)))
-        found = found or (fn, sub)
+        writes.add(frozenset(written_arrays(fn, {p.arg for p in fn.args.args}, calls)))
+        found = found or (fn, calls)
     return found if len(writes) == 1 else None
 
 

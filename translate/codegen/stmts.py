@@ -526,18 +526,19 @@ class FunctionTranslator(ExprMixin):
         reads_own = [name in {n.id for n in ast.walk(a) if isinstance(n, ast.Name)} for a in it.args]
         start_reads_own, stop_reads_own, step_reads_own = ([False, *reads_own, False] if len(it.args) == 1
                                                            else reads_own + [False] * (3 - len(it.args)))
+
+        def before_loop(value, what):  # a bound computed once, before the loop: `const int64_t i_stop = n;`
+            temp = self.temp(f"{var.rstrip('_')}_{what}")
+            self.emit(f"const {ctype} {temp} = {value.code};")
+            return CExpr(temp, key, None)
+
         if start_reads_own:
-            start_var = self.temp(f"{var.rstrip('_')}_start")
-            self.emit(f"const {ctype} {start_var} = {start.code};")
-            start = CExpr(start_var, key, None)
+            start = before_loop(start, "start")
         if not stop.pure or (assigned & stop_names) or stop_reads_own:
-            stop_var = self.temp(f"{var.rstrip('_')}_stop")
-            self.emit(f"const {ctype} {stop_var} = {stop.code};")
-            stop = CExpr(stop_var, key, None)
-        if step is not None and step.literal is None and step_reads_own:
-            step_var = self.temp(f"{var.rstrip('_')}_step")
-            self.emit(f"const {ctype} {step_var} = {self._bound(step, key).code};")
-            step = CExpr(step_var, key, None)
+            stop = before_loop(stop, "stop")
+        step_hoisted = step is not None and step.literal is None and step_reads_own
+        if step_hoisted:
+            step = before_loop(self._bound(step, key), "step")
         trips = self._constant_trip_count(it)
         note = self.header_comment(node)
         if marked is not None:
@@ -556,10 +557,8 @@ class FunctionTranslator(ExprMixin):
                       + note)
         else:
             step = self._bound(step, key)
-            if not step.pure or (assigned & stop_names):
-                step_var = self.temp(f"{var.rstrip('_')}_step")
-                self.emit(f"const {ctype} {step_var} = {step.code};")
-                step = CExpr(step_var, key, None)
+            if not step_hoisted and (not step.pure or (assigned & stop_names)):
+                step = before_loop(step, "step")
             self.emit(f"for ({ctype} {var} = {start.code}; {paren(step, 11)} > 0 ? {var} < {paren(stop, 11)} : "
                       f"{var} > {paren(stop, 11)}; {var} += {paren(step, 3)}) {{" + note)
         self._nested(node.body)
