@@ -351,13 +351,14 @@ def row_line(r: dict) -> str:
 
 def bench_here(specs, budget: float, directory: Path, gpu: str) -> tuple[list[dict], str]:
     """Every kernel in this process, on its GPU: ``(rows, provenance)``."""
+    began = time.perf_counter()
     torch = benchkit.require_gpu(TOOL)
     provenance = (f"Measured on {benchkit.device_line(torch)}, {benchkit.today()}, with `python scripts/bench.py`; "
                   "median of CUDA-event timings, fp32, TF32 off.")
     print(provenance, flush=True)
     copy = {**copy_bandwidth(budget), "gpu": gpu}
-    print(f"copy bandwidth {copy['torch_rate']:,.0f} GB/s ({copy['torch_ms']:.4f} ms, {copy['size']} floats)",
-          flush=True)
+    print(f"copy bandwidth {copy['torch_rate']:,.0f} GB/s ({copy['torch_ms']:.4f} ms, {copy['size']} floats); "
+          f"the start (torch, the CUDA context, the yardstick) took {time.perf_counter() - began:.0f} s", flush=True)
     rows = [copy]
     for spec in specs:
         rows += [{**r, "gpu": gpu} for r in kernel_rows(torch, spec, budget, directory, copy["torch_rate"])]
@@ -368,6 +369,7 @@ def worker_main(budget: float) -> int:
     """``--worker``: one GPU's process of ``bench_spread``. Reads one kernel a line (``{"spec": spec_ref,
     "directory": ...}``) on stdin, answers each with one JSON line on stdout (its rows, and this GPU's copy row and
     device); all else it prints goes to stderr."""
+    began = time.perf_counter()
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -378,11 +380,13 @@ def worker_main(budget: float) -> int:
     for line in sys.stdin:
         try:
             job = json.loads(line)
+            start = None
             if copy is None:  # this GPU's own yardstick, measured before any of its kernels
                 copy = copy_bandwidth(budget)
+                start = time.perf_counter() - began  # numbakern, torch, the CUDA context, the yardstick
             spec = registry.from_ref(job["spec"])
             rows = kernel_rows(torch, spec, budget, Path(job["directory"]), copy["torch_rate"])
-            answer = {"rows": rows, "copy": copy, "device": benchkit.device_line(torch)}
+            answer = {"rows": rows, "copy": copy, "device": benchkit.device_line(torch), "start_seconds": start}
         except Exception as exc:  # noqa: BLE001 - the parent reports it with the kernel
             answer = {"error": f"{type(exc).__name__}: {exc}"}
         answers.write(json.dumps(answer, default=float) + "\n")  # (a numpy float32 is not JSON by itself)
@@ -428,9 +432,12 @@ def bench_spread(specs, used, budget: float, directory: Path, worker_argv=None) 
         return {"spec": registry.spec_ref(spec), "directory": str(directory)}
 
     busy: dict[int, list[float]] = {}  # each GPU's seconds per kernel, for the line on how the work was shared
+    started: dict[int, float] = {}  # each GPU's worker's own start (counted in its first kernel's seconds)
 
     def done(spec, slot, answer, seconds):
         busy.setdefault(slot.gpu.index, []).append(seconds)
+        if isinstance(answer.get("start_seconds"), (int, float)):
+            started[slot.gpu.index] = answer["start_seconds"]
         gpu = f"GPU {slot.gpu.index}"
         if "error" in answer:
             failed.append(spec.name)
@@ -443,7 +450,9 @@ def bench_spread(specs, used, budget: float, directory: Path, worker_argv=None) 
     start = time.perf_counter()
     pool.run(jobs, message, done)
     print(f"{time.perf_counter() - start:.0f} s wall; " + "; ".join(
-        f"GPU {i}: {len(t)} kernels in {sum(t):.0f} s" for i, t in sorted(busy.items())), flush=True)
+        f"GPU {i}: {len(t)} kernels in {sum(t):.0f} s"
+        + (f" (its worker's start {started[i]:.0f} s of it)" if i in started else "")
+        for i, t in sorted(busy.items())), flush=True)
     if not copies:
         raise benchkit.NoGPU(TOOL, "no GPU's worker measured anything (its errors are above)")
     _, sentence = comparable(used, devices, {i: c["torch_rate"] for i, c in copies.items()})

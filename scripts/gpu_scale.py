@@ -1,8 +1,12 @@
 #!/usr/bin/env python
 """Every GPU of the host, measured: verification, the test suite and the benchmark on one GPU and on two, in one go.
 
-    python scripts/gpu_scale.py [verify] [bench] [tests]     # default: all three, in this order
+    python scripts/gpu_scale.py [host] [verify] [bench] [tests]     # default: all four, in this order
 
+- **host**: how the host's throughput grows with processes: 1, 8, 16, ... processes at once (up to the cores), each
+  doing the same fixed host work of a verification case (a float32 array made float64, compared within a tolerance
+  and hashed; one math-library thread each): the seconds each took beside one process alone. Work that slows down
+  as processes are added is bound by something they share (memory bandwidth), not by the cores.
 - **verify**: ``python -m translate.verify --all --sanitize`` with ``--gpus 1``, then with ``--gpus 2``, on the same
   machine in the same run (``--no-record``: both plan from the same manifest); the wall time of each, their ratio
   (the target is at most 0.55) and the verdicts, and how busy the host's CPU and each GPU were meanwhile (sampled
@@ -14,11 +18,11 @@
 - **tests**: ``pytest --gpu -n auto``: every xdist worker on a GPU of its own (the header says which), the outcome,
   and which GPUs had test processes on them (``nvidia-smi``, sampled).
 
-Needs a machine with at least two GPUs (with one, the two-GPU runs are left out). Each step has a time limit, and
-the whole run a deadline (``--deadline``, default 570 s, for a 10-minute call): a step that runs over is stopped,
-its log kept, and the table says so. Writes to ``$OUT`` (default ``build/gpu_scale``), at most eight files:
-``scale.md`` (the table, printed last too), ``verify-1gpu.log``, ``verify-2gpu.log``, ``records.json``,
-``bench.log``, ``bench-1gpu.csv``, ``bench-2gpu.csv``, ``tests.log``.
+The steps but ``host`` need a machine with at least two GPUs (with one, the two-GPU runs are left out). Each step
+has a time limit, and the whole run a deadline (``--deadline``, default 570 s, for a 10-minute call): a step that
+runs over is stopped, its log kept, and the table says so. Writes to ``$OUT`` (default ``build/gpu_scale``), at most
+eight files: ``scale.md`` (the table, printed last too; the host step's figures are in it), ``verify-1gpu.log``,
+``verify-2gpu.log``, ``records.json``, ``bench.log``, ``bench-1gpu.csv``, ``bench-2gpu.csv``, ``tests.log``.
 
 On the offline GPU machine, numbakern runs from the checkout with its wheels installed beside it (see the GPU
 machine's notes): ``pip install --target /tmp/site .whl/*.whl`` and ``PYTHONPATH=/tmp/site:$PWD``; pytest loads the
@@ -41,7 +45,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS = ("verify", "bench", "tests")
+STEPS = ("host", "verify", "bench", "tests")
 #: the benchmark's subset: every kernel but the matmuls and the attentions (a Triton peer's autotuning, and SDPA's
 #: backends timed beside each attention, would take the ten minutes of a GPU call) -- 22 kernels of eight families
 BENCH_SKIP_FAMILIES = ("matmul", "attention")
@@ -180,6 +184,56 @@ class Utilisation:
         return "; ".join(parts) or "no utilisation samples"
 
 
+#: the host step's work: one array of this many float32 elements, converted, compared and hashed this many times
+HOST_ELEMENTS = 2048 * 2048
+HOST_ROUNDS = 6
+
+
+def host_case(_: int = 0) -> float:
+    """Seconds of one verification case's kind of host work, in this process: ``HOST_ROUNDS`` times an array of
+    ``HOST_ELEMENTS`` float32 made float64, compared with a copy within a tolerance and hashed."""
+    import hashlib
+
+    import numpy as np
+
+    a = np.random.default_rng(0).standard_normal(HOST_ELEMENTS).astype(np.float32)
+    t0 = time.perf_counter()
+    for _ in range(HOST_ROUNDS):
+        b = a.astype(np.float64)
+        close = np.abs(b - b * (1 + 1e-7)) <= 1e-6 + 1e-5 * np.abs(b)
+        hashlib.sha256(a.tobytes()).hexdigest()
+        assert close.all()
+    return time.perf_counter() - t0
+
+
+def host_capacity(counts: list[int]) -> list[tuple[int, float, float]]:
+    """``(processes, median seconds of each one's case, throughput in cases a second)`` for each count in
+    ``counts``: that many processes (math libraries on one thread each) each doing ``host_case`` at once."""
+    import multiprocessing
+
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = "1"
+    context = multiprocessing.get_context("spawn")
+    found = []
+    for n in counts:
+        with context.Pool(n) as pool:
+            pool.map(host_case, range(n))  # every process started and numpy imported before the timed round
+            t0 = time.perf_counter()
+            each = pool.map(host_case, range(n))
+            wall = time.perf_counter() - t0
+        found.append((n, statistics.median(each), n / wall))
+    return found
+
+
+def host_counts(cores: int) -> list[int]:
+    """1, then 8, 16, 32, ... up to ``cores``, and ``cores`` itself."""
+    counts, n = [1], 8
+    while n < cores:
+        counts.append(n)
+        n *= 2
+    return counts + ([cores] if cores > 1 else [])
+
+
 def gpu_names() -> dict[str, str]:
     """``{uuid: "GPU i"}`` from nvidia-smi."""
     out = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"], capture_output=True,
@@ -245,12 +299,14 @@ def main(argv=None) -> int:
     env.pop("OUT", None)  # the tools would write their own files into $OUT: here only the eight below go there
     env.pop("NUMBAKERN_VERIFY_LOG", None)
 
-    if shutil.which("nvidia-smi") is None:
-        print("gpu_scale.py: needs nvidia-smi and a GPU", file=sys.stderr)
+    gpus_needed = [s for s in steps if s != "host"]
+    if gpus_needed and shutil.which("nvidia-smi") is None:
+        print(f"gpu_scale.py: {', '.join(gpus_needed)} need nvidia-smi and a GPU", file=sys.stderr)
         return 2
-    names = gpu_names()
+    names = gpu_names() if gpus_needed else {}
     environment = subprocess.run(["nvidia-smi", "--query-gpu=index,name,memory.total,clocks.max.sm,driver_version",
-                                  "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+                                  "--format=csv,noheader"], capture_output=True, text=True).stdout.strip() \
+        if gpus_needed else "(no GPU step)"
     cores = len(os.sched_getaffinity(0))
     print(f"{environment}\n{cores} CPU cores", flush=True)
     two = len(names) >= 2
@@ -260,6 +316,17 @@ def main(argv=None) -> int:
 
     rows: list[tuple[str, str, str, str]] = []  # step, wall, result, notes
     t = sys.executable
+    if "host" in steps:
+        t0 = time.perf_counter()
+        found = host_capacity(host_counts(cores))
+        alone = found[0][1]
+        for n, each, rate in found:
+            print(f"host: {n} processes at once: each case {each:.2f} s ({each / alone:.2f}x one alone), "
+                  f"{rate:.1f} cases/s", flush=True)
+        rows.append(("host: one case's host work, N processes at once", f"{time.perf_counter() - t0:.0f} s",
+                     "; ".join(f"{n}: {each / alone:.2f}x" for n, each, _ in found),
+                     f"seconds of each case beside one process alone ({alone:.2f} s); {found[-1][2]:.1f} cases/s "
+                     f"with {found[-1][0]} processes, {found[0][2]:.1f} with one"))
     if "verify" in steps:
         runs = {}
         for n in ((1, 2) if two else (1,)):

@@ -67,6 +67,12 @@ esac
 """
 
 
+@pytest.mark.parametrize("cores, counts", [(1, [1]), (2, [1, 2]), (8, [1, 8]), (12, [1, 8, 12]),
+                                           (32, [1, 8, 16, 32]), (64, [1, 8, 16, 32, 64])])
+def test_the_host_step_counts_processes_up_to_the_cores(scale, cores, counts):
+    assert scale.host_counts(cores) == counts
+
+
 @pytest.mark.skipif(mode.gpu_available(), reason="a run against a stand-in nvidia-smi, on a machine without a GPU")
 def test_a_whole_run_without_a_gpu_writes_its_table_and_at_most_eight_files(tmp_path):
     bin_dir = tmp_path / "bin"
@@ -83,8 +89,11 @@ def test_a_whole_run_without_a_gpu_writes_its_table_and_at_most_eight_files(tmp_
     files = sorted(p.name for p in out.iterdir())
     assert len(files) <= 8 and "scale.md" in files and "verify-1gpu.log" in files and "tests.log" in files, files
     table = (out / "scale.md").read_text()
-    for step in ("translate.verify --all --sanitize --gpus 1", "translate.verify --all --sanitize --gpus 2",
+    for step in ("host: one case's host work",
+                 "translate.verify --all --sanitize --gpus 1", "translate.verify --all --sanitize --gpus 2",
                  "bench.py --gpus 2", "bench.py --gpus 1", "pytest --gpu -n auto"):
         assert f"| {step}" in table, table
     assert "exit 2" in table  # every tool refused: there is no GPU
+    host = next(line for line in table.splitlines() if line.startswith("| host:"))
+    assert "1: 1.00x" in host and "cases/s" in host, host  # (the host step needs no GPU: it ran)
     assert done.stdout.rstrip().endswith(table.rstrip().splitlines()[-1])  # the table is printed last

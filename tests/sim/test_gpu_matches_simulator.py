@@ -10,7 +10,8 @@ held to the kernel's tolerance instead.
 
 The GPU test needs a GPU: ``pytest --gpu tests/sim/test_gpu_matches_simulator.py``. The simulator half runs in a
 helper process (``python -m numbakern.sim.replay``), since a process that has a GPU cannot switch numba to the
-simulator.
+simulator. It is one test per kernel: all of them in one test simulated for minutes in one process, the longest
+test of ``pytest --gpu -n auto``, where one test per kernel spreads over the xdist workers.
 """
 
 from __future__ import annotations
@@ -82,10 +83,11 @@ _TENSOR_CORE = re.compile(r"\b(?:mma\.sync|wgmma\.mma_async)\b")
 
 
 @pytest.mark.gpu
-def test_the_simulator_computes_what_the_gpu_computes(tmp_path):
+@pytest.mark.parametrize("name", sorted({c["name"] for c in _cases()}))
+def test_the_simulator_computes_what_the_gpu_computes(name, tmp_path):
     from numbakern.sim.replay import spec_for
 
-    cases = _cases()
+    cases = [c for c in _cases() if c["name"] == name]
     # the GPU's own cases go to the simulator whole: a launch (and the workspace sized for it) depends on the device
     built = []
     for i, c in enumerate(cases):

@@ -90,10 +90,10 @@ def test_the_plan_spreads_over_every_gpu_with_several_workers_each():
     specs = [get(k) for k in KERNELS]
     plan = parallel.make_plan(specs, {}, gpus=fake_list("2"), seeds=3, tools=TOOLS, cpus=32)
     assert [(s.gpu.index, s.number) for s in plan.slots[:4]] == [(0, 0), (1, 0), (0, 1), (1, 1)]
-    assert len(plan.slots) == 2 * schedule.MAX_PER_GPU
+    assert len(plan.slots) == 32 // schedule.CORES_PER_WORKER == 16
     assert "2 GPUs × 8 worker processes" in plan.describe() and "16 at once" in plan.describe()
-    one = parallel.make_plan(specs, {}, gpus=fake_list("1"), seeds=3, tools=TOOLS, cpus=4)
-    assert len(one.slots) == 4 and "4 CPU cores for 1 GPU" in one.describe()
+    one = parallel.make_plan(specs, {}, gpus=fake_list("1"), seeds=3, tools=TOOLS, cpus=8)
+    assert len(one.slots) == 4 and "8 CPU cores for 1 GPU" in one.describe()
 
 
 def test_a_spread_run_puts_each_kernel_together_and_records_it(folder, fake_worker):

@@ -24,13 +24,16 @@ import shutil
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
 from translate.verify import sandbox
 
-KEY = "sk-numbakern-sandbox-test-4e1d7c9b-DO-NOT-LEAK"
+# one key per test process: under pytest-xdist the other workers' parents hold keys too, and without namespaces a
+# child run as root can read their environments (the test asks that it find no copy of *its* parent's key)
+KEY = f"sk-numbakern-sandbox-test-{uuid.uuid4().hex}-DO-NOT-LEAK"
 
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc for the stand-in library")
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (no GPU) for the isolated build")

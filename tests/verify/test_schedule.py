@@ -65,14 +65,16 @@ def test_records_without_a_usable_time_are_estimated(record):
 
 
 @pytest.mark.parametrize("cpus, gpus_used, free, requested, expected", [
-    (16, 1, 79_000, None, schedule.MAX_PER_GPU),   # an H100 machine: at most 8 a GPU
-    (32, 2, 79_000, None, schedule.MAX_PER_GPU),   # two GPUs of a 32-core host: 8 each
-    (16, 2, 79_000, None, 8),                      # two GPUs of 16 cores: 8 cores each
-    (4, 1, 79_000, None, 4),                       # a small host: one per core
+    (16, 1, 79_000, None, 8),                      # an H200 machine of 16 cores: a worker per two cores
+    (32, 2, 79_000, None, 8),                      # two GPUs of a 32-core host: 16 workers, 8 each
+    (32, 1, 79_000, None, 16),                     # one GPU of that host: the same 16 on it
+    (16, 2, 79_000, None, 4),                      # two GPUs of 16 cores: 4 each
+    (4, 1, 79_000, None, 2),                       # a small host
     (2, 4, 79_000, None, 1),                       # fewer cores than GPUs: still one a GPU
     (64, 1, 5_000, None, 2),                       # a GPU with 5 GB free: two workers of 2 GiB
     (64, 1, 1_000, None, 1),                       # never none
     (64, 1, None, None, schedule.MAX_PER_GPU),     # free memory unknown: cores and the cap decide
+    (64, 1, 79_000, None, schedule.MAX_PER_GPU),   # a large host: the cap
     (16, 1, 79_000, 3, 3),                         # --jobs-per-gpu
 ])
 def test_workers_per_gpu(cpus, gpus_used, free, requested, expected):

@@ -22,12 +22,16 @@ that attributed a finding). With one slot nothing is cut: a kernel is one job an
 run does. Jobs start largest first (LPT), each in the first free slot on any GPU.
 
 **Processes per GPU** (``per_gpu``). A verification job keeps its GPU busy for a small part of its time: the
-candidate's launches and the Numba reference take milliseconds, the host work around them seconds; a sanitizer
-job is CPU-bound in compute-sanitizer's instrumentation. So several worker processes share each GPU: one per CPU
-core the GPU's share of the host has (``cpus // GPUs``), at most ``MAX_PER_GPU`` (beyond that the GPU's time
-slices between contexts grow and the host work saturates the cores anyway), and no more than fit in the GPU's
-free memory at ``WORKER_GPU_MIB`` each (two CUDA contexts -- the worker's Numba context and its candidate child's --
-and the buffers of the largest cases). ``--jobs-per-gpu N`` overrides it.
+candidate's launches and the Numba reference take milliseconds, the host work around them seconds (on two H200s,
+2026-11-27, ``nvidia-smi`` saw each GPU busy 2-14% of a run). That host work streams arrays through memory (the
+inputs, the float64 reference, the comparisons, the outputs coming back from the sandbox), so it is the host's
+memory bandwidth, not the number of GPUs, that sets how fast the jobs go: on that 32-core host the library's
+verification took 92 s with 8 workers on one GPU and 78 s with 16, 95 s with 4 workers on each of two GPUs and 72 s
+with 8 each. So the run has one worker per ``CORES_PER_WORKER`` of the host's cores (each worker's sandboxed child,
+the builds and compute-sanitizer's own threads take the other), shared evenly between the GPUs it uses, at most
+``MAX_PER_GPU`` on one GPU, and no more than fit in the GPU's free memory at ``WORKER_GPU_MIB`` each (two CUDA
+contexts -- the worker's Numba context and its candidate child's -- and the buffers of the largest cases).
+``--jobs-per-gpu N`` overrides it.
 
 Standard library only; the specs and records are passed in.
 """
@@ -52,8 +56,10 @@ MIN_JOB_SECONDS = 12.0
 SANITIZE_SECONDS = 2.0
 SANITIZER_START_SECONDS = 8.0
 MIN_BATCH_SECONDS = 4 * SANITIZER_START_SECONDS
-#: processes per GPU: at most this many, each reserving this much of the GPU's free memory
-MAX_PER_GPU = 8
+#: one worker process per this many of the host's cores; at most this many on one GPU (16 contexts on one H200 were
+#: measured, no more), each reserving this much of the GPU's free memory
+CORES_PER_WORKER = 2
+MAX_PER_GPU = 16
 WORKER_GPU_MIB = 2048
 
 
@@ -175,12 +181,13 @@ def per_gpu(gpu: Any, gpus_used: int, cpus: int, requested: int | None = None) -
     cores; ``requested``: ``--jobs-per-gpu``. Returns the number and why, in words."""
     if requested is not None:
         return requested, "--jobs-per-gpu"
-    share = max(1, cpus // max(1, gpus_used))
+    share = max(1, cpus // CORES_PER_WORKER // max(1, gpus_used))
     free = getattr(gpu, "memory_free_mib", None)
     by_memory = free // WORKER_GPU_MIB if free is not None else None
     n = max(1, min(MAX_PER_GPU, share, by_memory if by_memory is not None else MAX_PER_GPU))
     limits = {MAX_PER_GPU: f"at most {MAX_PER_GPU} a GPU",
-              share: f"{cpus} CPU cores for {gpus_used} GPU{'s' if gpus_used != 1 else ''}"}
+              share: f"{cpus} CPU cores for {gpus_used} GPU{'s' if gpus_used != 1 else ''}, a worker per "
+                     f"{CORES_PER_WORKER}"}
     if by_memory is not None:
         limits[by_memory] = f"{free} MiB free at {WORKER_GPU_MIB} MiB each"
     return n, limits.get(n, "at least one")

@@ -150,6 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
+    # the cases' small sizes launch grids of a block or two on purpose: numba's low-occupancy warning would be one
+    # line of noise per worker in the run's output
+    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
     builds: _Builds | None = None
     for line in sys.stdin:
         if not line.strip():
