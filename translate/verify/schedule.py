@@ -23,15 +23,15 @@ run does. Jobs start largest first (LPT), each in the first free slot on any GPU
 
 **Processes per GPU** (``per_gpu``). A verification job keeps its GPU busy for a small part of its time: the
 candidate's launches and the Numba reference take milliseconds, the host work around them seconds (on two H200s,
-2026-11-27, ``nvidia-smi`` saw each GPU busy 2-14% of a run). That host work streams arrays through memory (the
+2026-11-27, ``nvidia-smi`` saw each GPU busy 2-15% of a run). That host work streams arrays through memory (the
 inputs, the float64 reference, the comparisons, the outputs coming back from the sandbox), so it is the host's
 memory bandwidth, not the number of GPUs, that sets how fast the jobs go: on that 32-core host the library's
-verification took 92 s with 8 workers on one GPU and 78 s with 16, 95 s with 4 workers on each of two GPUs and 72 s
-with 8 each. So the run has one worker per ``CORES_PER_WORKER`` of the host's cores (each worker's sandboxed child,
-the builds and compute-sanitizer's own threads take the other), shared evenly between the GPUs it uses, at most
-``MAX_PER_GPU`` on one GPU, and no more than fit in the GPU's free memory at ``WORKER_GPU_MIB`` each (two CUDA
-contexts -- the worker's Numba context and its candidate child's -- and the buffers of the largest cases).
-``--jobs-per-gpu N`` overrides it.
+verification took 92 s with 8 workers on one GPU and 71-78 s with 16, 95 s with 4 workers on each of two GPUs and
+67-72 s with 8 each (the runs' timelines). So the run has one worker per ``CORES_PER_WORKER`` of the host's cores
+(each worker's sandboxed child, the builds and compute-sanitizer's own threads take the other), shared evenly
+between the GPUs it uses, at most ``MAX_PER_GPU`` on one GPU, and no more than fit in the GPU's free memory at
+``WORKER_GPU_MIB`` each (two CUDA contexts -- the worker's Numba context and its candidate child's -- and the
+buffers of the largest cases). ``--jobs-per-gpu N`` overrides it.
 
 Standard library only; the specs and records are passed in.
 """
