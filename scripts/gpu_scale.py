@@ -211,17 +211,25 @@ def host_capacity(counts: list[int]) -> list[tuple[int, float, float]]:
     ``counts``: that many processes (math libraries on one thread each) each doing ``host_case`` at once."""
     import multiprocessing
 
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[name] = "1"
+    threads = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+    before = {name: os.environ.get(name) for name in threads}
+    os.environ.update(dict.fromkeys(threads, "1"))  # (the spawned processes inherit this environment)
     context = multiprocessing.get_context("spawn")
     found = []
-    for n in counts:
-        with context.Pool(n) as pool:
-            pool.map(host_case, range(n))  # every process started and numpy imported before the timed round
-            t0 = time.perf_counter()
-            each = pool.map(host_case, range(n))
-            wall = time.perf_counter() - t0
-        found.append((n, statistics.median(each), n / wall))
+    try:
+        for n in counts:
+            with context.Pool(n) as pool:
+                pool.map(host_case, range(n))  # every process started and numpy imported before the timed round
+                t0 = time.perf_counter()
+                each = pool.map(host_case, range(n))
+                wall = time.perf_counter() - t0
+            found.append((n, statistics.median(each), n / wall))
+    finally:  # the steps after this one start their tools with the environment they had
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return found
 
 
