@@ -2,7 +2,9 @@
 
 A "clean" environment keeps only what finds programs and packages: PATH, HOME and, where numbakern and its
 dependencies were put on the path instead of installed (the GPU machine installs wheels with ``pip --target`` and
-sets PYTHONPATH), that PYTHONPATH: dropping it would test a different Python installation, not a cleaner one.
+sets PYTHONPATH), that PYTHONPATH: dropping it would test a different Python installation, not a cleaner one. It
+keeps ``CUDA_VISIBLE_DEVICES`` too: under ``pytest --gpu -n auto`` it is how the plugin gives a worker its own GPU,
+and a child without it would compute on the first GPU, beside another worker's tests.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ def with_path_first(env: dict[str, str], *folders: os.PathLike | str) -> dict[st
 
 
 def clean(home: os.PathLike | str, **extra: str) -> dict[str, str]:
-    """PATH, HOME (``home`` when this process has none) and PYTHONPATH if set, then ``extra``."""
+    """PATH, HOME (``home`` when this process has none), PYTHONPATH and CUDA_VISIBLE_DEVICES if set, then
+    ``extra``."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(home))}
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    for kept in ("PYTHONPATH", "CUDA_VISIBLE_DEVICES"):
+        if kept in os.environ:
+            env[kept] = os.environ[kept]
     return {**env, **extra}
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import environments
 from tests.perf import test_codegen_report
 from tests.translate import test_cli_output, test_user_project
 
@@ -19,3 +20,13 @@ def test_a_child_has_the_checkout_first_and_keeps_the_pip_target_folder(monkeypa
     monkeypatch.setenv("PYTHONPATH", TARGET)
     path = child_env()["PYTHONPATH"].split(os.pathsep)
     assert path == [str(ROOT), TARGET]
+
+
+@pytest.mark.parametrize("visible", ["GPU-7f3c", "1", ""])
+def test_a_clean_child_stays_on_its_workers_gpu(monkeypatch, tmp_path, visible):
+    """``pytest --gpu -n auto`` pins each worker to a GPU by CUDA_VISIBLE_DEVICES: a child started with a clean
+    environment keeps it (and "" keeps hiding every GPU), or it would run on the first GPU beside another worker."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert environments.clean(tmp_path)["CUDA_VISIBLE_DEVICES"] == visible
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert "CUDA_VISIBLE_DEVICES" not in environments.clean(tmp_path)

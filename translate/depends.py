@@ -15,7 +15,6 @@ import contextlib
 import hashlib
 import inspect
 import json
-import marshal
 import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.cuda.dispatcher import CUDADispatcher
 
 from numbakern.frontend import closures
+from numbakern.frontend.codetext import code_text
 
 from . import targets
 
@@ -199,7 +199,7 @@ def _source_text(fn: Any) -> str:
         return inspect.getsource(fn)
     except (OSError, TypeError):
         code = getattr(fn, "__code__", None)
-        return "code:" + hashlib.sha256(marshal.dumps(code)).hexdigest() if code is not None else ""
+        return "code:" + hashlib.sha256(code_text(code).encode()).hexdigest() if code is not None else ""
 
 
 def current_constants(pyfunc: Any, names: Iterable[str]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import typer
+from .codetext import code_text
 
 #: bump when the facts a worker returns change shape or meaning (old cache entries then miss)
 FACTS_VERSION = 1
@@ -328,14 +329,13 @@ def load_payload(payload: bytes):
 def _device_key(pyfunc, options: dict) -> bytes | None:
     """A device function's code, options and the values it reads (device functions by their own keys), as bytes;
     None when a value has no bytes (then the function is compiled afresh)."""
-    import marshal
     import pickle
 
     _extract_code_globals = typer.module("cloudpickle.cloudpickle")._extract_code_globals
 
     from .closures import closure_values
 
-    parts = [marshal.dumps(pyfunc.__code__), repr(sorted(options.items())).encode()]
+    parts = [code_text(pyfunc.__code__).encode(), repr(sorted(options.items())).encode()]
     names = sorted(_extract_code_globals(pyfunc.__code__))
     if any(n not in pyfunc.__globals__ and not hasattr(builtins, n) for n in names):
         # a name the function reads is not there yet: its globals are still being unpickled (a recursive function

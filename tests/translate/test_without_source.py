@@ -46,6 +46,20 @@ def test_the_source_hash_follows_the_string(tmp_path):
     assert made[3][0] == made[3][1] != made[4][0]
 
 
+
+def test_the_source_hash_does_not_follow_reference_counts():
+    """The process that checks a kernel holds other references to its code's names and constants than the one that
+    translated it (a GPU machine's --check found an exec-made kernel stale that had not changed): the hash is of what
+    the code does, the same however many references there are."""
+    from translate import depends
+
+    ns: dict = {}
+    exec(_TEMPLATE.format(factor="2.0") + "    def inner():\n        return {'a', 'b'}\n", {}, ns)
+    before = depends.source_sha256(ns["scale"], (), {}, {})
+    code = ns["scale"].__code__
+    held = [*code.co_consts, *code.co_names, *code.co_varnames]  # noqa: F841 - the extra references are the point
+    assert depends.source_sha256(ns["scale"], (), {}, {}) == before
+
 def test_a_function_defined_inside_is_refused_where_the_kernel_is_bound(tmp_path):
     """numba inlines a function defined inside the kernel; the rebuilt Python has no names of its own for it, so
     the C would read like no person's: refused, with where to put the kernel instead."""
