@@ -52,7 +52,6 @@ def test_verified_file_survives_an_unverified_llm_translation(tmp_path, llm_env)
 
 AST_DEVICE_CODE = """
 import json
-import sys
 from numbakern import registry
 from translate import emit, kernel_request, targets
 from translate.backends import get_backend
@@ -60,40 +59,32 @@ from translate.candidates import PipelineChecks
 from translate.request import TranslateOptions
 
 out = {}
-for name in json.loads(sys.argv[1]):
-    request = kernel_request.build_request(targets.resolve(name, None), None, {}, TranslateOptions())
+for spec in registry.all_specs():
+    request = kernel_request.build_request(targets.resolve(spec.name, None), None, {}, TranslateOptions())
     device = get_backend("ast").generate(request, PipelineChecks(request))
     constants = [emit._const_decl(n, k, v) for n, (k, v) in device.constants.items()]
-    out[name] = "".join(c + "\\n" for c in constants) + device.code
+    out[spec.name] = "".join(c + "\\n" for c in constants) + device.code
 print(json.dumps(out))
 """
 
-#: the registered kernels are checked in this many shares, a test each: pytest-xdist's workers take them in parallel
-#: (as one test it was the longest of ``pytest --gpu -n auto`` on two GPUs, 105 s to set up and 217 s to run)
-SHARES = 4
 
-
-def ast_device_code_of(names: list[str]) -> dict[str, str]:
-    """The ast backend's device code of these registered kernels (with their constants): a model reply that is right.
-    Typed by numba itself, in a process of its own: this one may be the simulator's."""
+@pytest.fixture(scope="module")
+def ast_device_code() -> dict[str, str]:
+    """The ast backend's device code of every registered kernel (with its constants): a model reply that is right."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    proc = subprocess.run([sys.executable, "-c", AST_DEVICE_CODE, json.dumps(names)], capture_output=True, text=True,
-                          env=env, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", AST_DEVICE_CODE], capture_output=True, text=True, env=env,
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("share", range(SHARES))
-def test_every_registered_kernel_gets_the_same_source_hash_from_both_backends(share, llm_env):
+def test_every_registered_kernel_gets_the_same_source_hash_from_both_backends(ast_device_code, llm_env):
     from numbakern.registry import all_specs
 
-    names = sorted(s.name for s in all_specs())
-    assert len(names) >= 10
-    mine = names[share::SHARES]
-    ast_device_code = ast_device_code_of(mine)
-    assert sorted(ast_device_code) == mine
+    names = [s.name for s in all_specs()]
+    assert sorted(names) == sorted(ast_device_code) and len(names) >= 10
     with_constants = 0
-    for name in mine:
+    for name in names:
         ast = api.translate_kernel(name, write=False)
         llm_env.script(completion(f"```cuda\n{ast_device_code[name]}```"))
         llm = api.translate_kernel(name, backend="llm", write=False, backend_options=LLM)
@@ -101,10 +92,10 @@ def test_every_registered_kernel_gets_the_same_source_hash_from_both_backends(sh
         assert llm.entry["depends"] == ast.entry["depends"], name
         assert llm.entry["source_sha256"] == ast.entry["source_sha256"], name
         with_constants += bool(ast.entry["depends"]["constants"])
-    assert with_constants >= 1  # in every share, kernels whose constants the llm backend's hash used to leave out
+    assert with_constants >= 5  # the kernels whose constants the llm backend's hash used to leave out
 
 
-def test_an_unverified_llm_block_sum_does_not_replace_the_verified_one(tmp_path, llm_env):
+def test_an_unverified_llm_block_sum_does_not_replace_the_verified_one(tmp_path, ast_device_code, llm_env):
     """The review's case: block_sum reads the module constant BLOCK; a wrong llm translation was written over the
     GPU-verified file with exit 0 because its source hash left the constant out."""
     out = tmp_path / "gen"
@@ -112,9 +103,8 @@ def test_an_unverified_llm_block_sum_does_not_replace_the_verified_one(tmp_path,
     manifest.set_verification(str(out), "block_sum.cu", {"ok": True, "device": "scripted",
                                                          "file_sha256": first.entry["file_sha256"]})
     verified = (out / "block_sum.cu").read_text()
-    right = ast_device_code_of(["block_sum"])["block_sum"]
-    wrong = right.replace("+=", "-=", 1)
-    assert wrong != right
+    wrong = ast_device_code["block_sum"].replace("+=", "-=", 1)
+    assert wrong != ast_device_code["block_sum"]
     llm_env.script(completion(f"```cuda\n{wrong}```"))
     with pytest.raises(TranslationError, match="was verified on a GPU .* not written"):
         api.translate_kernel("block_sum", backend="llm", out_dir=str(out), backend_options=LLM)
