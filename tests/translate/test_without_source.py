@@ -49,16 +49,44 @@ def test_the_source_hash_follows_the_string(tmp_path):
 
 def test_the_source_hash_does_not_follow_reference_counts():
     """The process that checks a kernel holds other references to its code's names and constants than the one that
-    translated it (a GPU machine's --check found an exec-made kernel stale that had not changed): the hash is of what
-    the code does, the same however many references there are."""
+    translated it (a GPU machine's --check found an exec-made kernel stale that had not changed): the hash is of the
+    code written out as text, the same however many references there are."""
     from translate import depends
 
     ns: dict = {}
-    exec(_TEMPLATE.format(factor="2.0") + "    def inner():\n        return {'a', 'b'}\n", {}, ns)
+    exec(_TEMPLATE.format(factor="2.0") + "    def inner():\n        return 1\n", {}, ns)
     before = depends.source_sha256(ns["scale"], (), {}, {})
     code = ns["scale"].__code__
     held = [*code.co_consts, *code.co_names, *code.co_varnames]  # noqa: F841 - the extra references are the point
     assert depends.source_sha256(ns["scale"], (), {}, {}) == before
+
+
+CODE_TEXT_OF_A_SET_TEST = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("codetext", sys.argv[1])
+codetext = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(codetext)
+ns = {}
+exec("def pick(x):\\n    return x in {'add', 'max', 'min', 'or', 'xor'}\\n", ns)
+print(codetext.code_text(ns["pick"].__code__))
+"""
+
+
+def test_a_codes_text_is_the_same_whatever_the_string_hashing():
+    """A set constant is a frozenset, whose order follows string hashing (PYTHONHASHSEED, random per process)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import numbakern.frontend.codetext as codetext
+
+    texts = set()
+    for seed in ("1", "2", "3"):
+        run = subprocess.run([sys.executable, "-c", CODE_TEXT_OF_A_SET_TEST, str(Path(codetext.__file__))],
+                             capture_output=True, text=True, env={"PYTHONHASHSEED": seed}, check=True)
+        texts.add(run.stdout)
+    assert len(texts) == 1 and "frozenset(" in texts.pop()
+
 
 def test_a_function_defined_inside_is_refused_where_the_kernel_is_bound(tmp_path):
     """numba inlines a function defined inside the kernel; the rebuilt Python has no names of its own for it, so
