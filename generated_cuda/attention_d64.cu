@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
             }
         }
         // online softmax: the new row maxima, the old partial results rescaled, probabilities into p_s
-        bool masked = kb0 + bn > lk || causal && kb0 + bn - 1 > q0 + (int64_t)warp * 16;
+        bool masked = kb0 + bn > lk || causal;
         #pragma unroll
         for (int64_t rr = 0; rr < 4; rr++) {
             row = q0 + (int64_t)warp * 16 + ly + 4 * rr;
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
                 float x = s[qq * 4 + rr] * scale;
                 if (masked) {
                     int64_t key = kb0 + lx + 8 * qq;
-                    if (key >= lk || causal && key > row) {
+                    if (key >= lk || causal) {
                         x = (float)MASKED;
                     }
                 }
@@ -235,15 +235,6 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
                     o[rr * cols + c] += pf[rr] * vf[c];
                 }
             }
-        }
-        if (!kv_split && t + 1 < nkb) {  // K of the next block, once everyone is done with V
-            __syncthreads();
-            #pragma unroll
-            for (int64_t i = 0; i < kv_copies; i++) {
-                r = crow + i * rstep;
-                nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], k, kv_block + next_block + i * step, kb0 + bn + r < lk);
-            }
-            nk_async_commit();
         }
     }
     #pragma unroll

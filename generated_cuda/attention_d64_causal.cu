@@ -242,15 +242,6 @@ __global__ void __launch_bounds__(128, 4) attention_d64_causal(
                 }
             }
         }
-        if (!kv_split && t + 1 < nkb) {  // K of the next block, once everyone is done with V
-            __syncthreads();
-            #pragma unroll
-            for (int64_t i = 0; i < kv_copies; i++) {
-                r = crow + i * rstep;
-                nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], k, kv_block + next_block + i * step, kb0 + bn + r < lk);
-            }
-            nk_async_commit();
-        }
     }
     #pragma unroll
     for (int64_t rr = 0; rr < 4; rr++) {

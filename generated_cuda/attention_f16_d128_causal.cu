@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(128, 2) attention_f16_d128_causal(
         }
         #pragma unroll
         for (int64_t ks = 0; ks < ks_n; ks++) {
-            int64_t qa = q_in_regs ? ks * 4 : 0;
+            int64_t qa = 0;
             nk_ldmatrix_x4(&qf[0], &q_s[a_row][a_col ^ (ks * 16)]);
             #pragma unroll
             for (int64_t sj = 0; sj < sj_n; sj++) {

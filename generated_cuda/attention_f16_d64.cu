@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(256, 2) attention_f16_d64(
         }
         #pragma unroll
         for (int64_t ks = 0; ks < ks_n; ks++) {
-            int64_t qa = q_in_regs ? ks * 4 : 0;
+            int64_t qa = ks * 4;
             #pragma unroll
             for (int64_t sj = 0; sj < sj_n; sj++) {
                 nk_ldmatrix_x4(&kf[0], &k_s[k_row + sj * 16][k_col ^ (ks * 16)]);
@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(256, 2) attention_f16_d64(
             }
         }
         // online softmax on rows g (h = 0: c0, c1 of each tile) and g + 8 (h = 1: c2, c3)
-        bool masked = kb0 + bn > lk || causal && kb0 + bn - 1 > q0 + warp * 16;
+        bool masked = kb0 + bn > lk || causal;
         #pragma unroll
         for (int64_t h = 0; h < 2; h++) {
             // this lane's keys kb0 + 8 j + 2 t4 + e are visible while 8 j + e < end (one compare with a constant)

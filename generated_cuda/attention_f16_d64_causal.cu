@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(256, 2) attention_f16_d64_causal(
         }
         #pragma unroll
         for (int64_t ks = 0; ks < ks_n; ks++) {
-            int64_t qa = q_in_regs ? ks * 4 : 0;
+            int64_t qa = ks * 4;
             #pragma unroll
             for (int64_t sj = 0; sj < sj_n; sj++) {
                 nk_ldmatrix_x4(&kf[0], &k_s[k_row + sj * 16][k_col ^ (ks * 16)]);

@@ -109,13 +109,13 @@ __global__ void __launch_bounds__(256) layer_norm_block(
                 #pragma unroll
                 for (int64_t q = 0; q < width; q++) {
                     float v = vals[u * width + q];
-                    s += (rms ? v * v : v);
+                    s += v;
                 }
             }
         }
         if (has_tail) {
             tail = x[r * x_shape1 + (uint32_t)t];
-            s += (rms ? tail * tail : tail);
+            s += tail;
         }
         c = cache * span + lane * width;
         while (c < body) {  // the uncached rest
@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(256) layer_norm_block(
             }
             #pragma unroll
             for (int64_t q = 0; q < width; q++) {
-                s += (rms ? regs[q] * regs[q] : regs[q]);
+                s += regs[q];
             }
             c += span;
         }

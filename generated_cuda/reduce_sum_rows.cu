@@ -85,9 +85,6 @@ __global__ void __launch_bounds__(256) reduce_sum_rows(
     __shared__ uint32_t ticket[1];
     // 1. this thread's share of the row: elements c .. c + width - 1 for c = first, first + stride, ...
     float seed = 0.0f;
-    if (is_max && live) {
-        seed = x[r * x_shape1];  // an element of the row: the identity of max without -inf
-    }
     #pragma unroll
     for (int64_t q = 0; q < width; q++) {
         acc[q] = seed;

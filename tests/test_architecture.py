@@ -494,4 +494,4 @@ def test_the_front_end_package_imports_no_numba_until_typing_starts():
     assert {"numbakern.frontend.request", "numbakern.frontend.decompile"} <= reached
     found = {m: _module_level_imports_of_numba(modules()[m][0]) for m in sorted(reached)}
     assert not any(found.values()), f"module-level imports of numba: {found}"
-    assert _module_level_imports_of_numba(modules()["numbakern.frontend.resolve"][0]) == ["numba", "numba.cuda"]
+    assert "numba.cuda" in _module_level_imports_of_numba(modules()["numbakern.frontend.signatures"][0])

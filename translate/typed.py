@@ -16,7 +16,8 @@ from typing import Any
 
 from numba.cuda import types
 
-from numbakern.frontend.function_types import Versions, function_types, unliteral
+from numbakern.frontend.record import FunctionRecord, Versions
+from numbakern.frontend.record import type_function as record_function
 
 from .cnames import _INT_BITS, is_int, is_signed, scalar_key
 
@@ -33,22 +34,24 @@ class TypedFunction:
     retyped: dict[str, Versions] = field(default_factory=dict)
     #: locals numba types as a literal (a single assignment of a constant, e.g. ``N = 100``): name -> value
     literals: dict[str, Any] = field(default_factory=dict)
+    record: FunctionRecord | None = None  # numba's operations, on the function's syntax tree
 
 
 def type_function(pyfunc, argtypes: tuple, return_type=None) -> TypedFunction:
     """The front end's types of ``pyfunc`` for ``argtypes`` (``return_type`` None: a kernel), merged per name; raises
     numba's TypingError if numba rejects it."""
-    found = function_types(pyfunc, argtypes, return_type)
+    found = record_function(pyfunc, argtypes, return_type)
     merged, conflicts = {}, {}
     for name, ts in sorted(found.versions.items()):
         t = _merge(ts)
         if t is None:
-            conflicts[name] = sorted({str(unliteral(x)) for x in ts})
+            conflicts[name] = sorted({str(types.unliteral(x)) for x in ts})
             merged[name] = ts[0]
         else:
             merged[name] = t
     retyped = {name: found.retyped[name] for name in conflicts}
-    return TypedFunction(pyfunc, found.argtypes, found.return_type, merged, conflicts, retyped, found.literals)
+    return TypedFunction(pyfunc, found.argtypes, found.return_type, merged, conflicts, retyped,
+                         dict(found.literals), found)
 
 
 def _merge(ts: list):
@@ -57,7 +60,7 @@ def _merge(ts: list):
     None when the versions need separate C variables."""
     uniq = []
     for t in ts:
-        t = unliteral(t)
+        t = types.unliteral(t)
         if t not in uniq:
             uniq.append(t)
     if len(uniq) == 1:

@@ -15,10 +15,11 @@ Typing, in a process with numba's real CUDA target (the helper, or the translato
   ``mlir_typing``: its passes up to lowering, no driver), and the modules of numba's IR and types read from it;
 - ``target``: ``TYPING_CC`` and ``cuda_typing`` (the target active, the device lookup answered without a GPU);
 - ``compile``: the one call of numba-cuda's compiler, and its IR tagged by bytecode instruction;
-- ``function_types``: the typed record of one function for one signature (the translator's);
+- ``record``: the typed record of one function for one signature (the translator's): its syntax tree (``source``:
+  the author's text, or the Python ``decompile`` rebuilds where there is none) with numba's decision on every
+  operation, by the node that performs it;
 - ``facts``: what numba decided per operation (the simulator's), on the Python ``decompile`` rebuilds from the typed
   IR (no source text needed), ``rejections``: numba's reason for refusing a kernel;
-- ``resolve``: the typing context's answers about operators, calls and objects (the translator's code generator);
 - ``signatures``: ``"void(float32[::1], int64)"`` to numba types and back;
 - ``mlir_view``: a numba-cuda-mlir kernel rebound to numba-cuda, so numba-cuda types the same source.
 

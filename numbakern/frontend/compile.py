@@ -1,7 +1,7 @@
 """numba-cuda's own compiler, run without a GPU (in a process with numba's real CUDA target: the helper, or the
 translator's).
 
-``compile_function`` is the one call of numba-cuda's compiler (``function_types`` reads its typing for the
+``compile_function`` is the one call of numba-cuda's compiler (``record`` reads its typing for the
 translator); ``compile_kernel``, for the simulator's facts, also tags every IR expression with the bytecode
 instruction that made it. It is what a launch on a GPU does before anything runs: numba-cuda's front end (type
 inference) and lowering to LLVM IR for the kernel and every device function it calls, at a fixed compute
@@ -92,22 +92,44 @@ def tagged_locations(registry: CodeRegistry):
         typeinfer.utils.chain_exception = chain
 
 
+@contextlib.contextmanager
+def dead_code_kept():
+    """numba's removal of unused values after it inlined an overload (``InlineOverloads``) left out: typing is done
+    by then, so the values are typed, and a reader of the typed IR (``record``) sees every expression the function
+    computes, used or not (the C keeps what the author wrote: ``a_cols = ac < k`` in a branch that never reads it)."""
+    typed_passes = typer.module("core.typed_passes")
+
+    original = typed_passes.dead_code_elimination
+    typed_passes.dead_code_elimination = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        typed_passes.dead_code_elimination = original
+
+
+#: ``compile_function``'s return type of a device function whose return type numba infers
+INFERRED = "inferred"
+
+
 def compile_function(pyfunc, argtypes: tuple, return_type=None, cc=TYPING_CC):
-    """numba-cuda's compile of ``pyfunc`` for ``argtypes`` (a kernel: ``return_type`` None, void), its front end and
-    lowering to LLVM IR; raises numba's error if it rejects it. Where numba-cuda-mlir is the typer
-    (``typer``): its own passes up to lowering, with the same IR and types in the result (``mlir_typing``)."""
+    """numba-cuda's compile of ``pyfunc`` for ``argtypes`` (a kernel: ``return_type`` None, void; ``INFERRED``: a
+    device function, the return type numba infers), its front end and lowering to LLVM IR; raises numba's error if
+    it rejects it. Where numba-cuda-mlir is the typer (``typer``): its own passes up to lowering, with the same IR
+    and types in the result (``mlir_typing``)."""
     if typer.is_mlir():
         from .mlir_typing import compile_typed
 
         void = typer.module("types").void
+        ret = void if return_type is None else None if return_type is INFERRED else return_type
         with cuda_typing(cc):
-            return compile_typed(pyfunc, tuple(argtypes), void if return_type is None else return_type, cc)
+            return compile_typed(pyfunc, tuple(argtypes), ret, cc)
     # numba's real CUDA target, only once compiling starts (see target.cuda_typing)
     from numba.cuda import types
     from numba.cuda.compiler import compile_cuda
 
+    ret = types.void if return_type is None else None if return_type is INFERRED else return_type
     with cuda_typing(cc):
-        return compile_cuda(pyfunc, types.void if return_type is None else return_type, tuple(argtypes), cc=cc)
+        return compile_cuda(pyfunc, ret, tuple(argtypes), cc=cc)
 
 
 def compile_kernel(pyfunc, argtypes: tuple, registry: CodeRegistry, cc=TYPING_CC, ptx: bool = False):

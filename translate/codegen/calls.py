@@ -7,11 +7,12 @@ import ast
 
 from numba.cuda import types
 
-from numbakern.frontend.resolve import static_type
+from numbakern.frontend.record import inlined_signature
 
 from ..cnames import c_name
 from . import arrays
 from .cexpr import CExpr, Static, TupleVal, cast
+from .diagnose import typing_error
 from .source import NoSource, parse_function, rebuilt_function
 from .statics import is_static_type, needs_value
 
@@ -24,8 +25,7 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
                              hint="pass the arguments by position")
     vals = [tr.value(a) for a in node.args]
     vals = [arrays.row_array(tr, v, a) if isinstance(v, arrays.Row) else v for v, a in zip(vals, node.args)]
-    argtypes = [arg_type(tr, v, a) for v, a in zip(vals, node.args)]
-    sig = tr.resolve(fnobj if fnobj is not None else pyfunc, argtypes, node)
+    sig = call_signature(tr, pyfunc, vals, node)
     try:
         fn = parse_function(pyfunc)[0]
     except NoSource:  # made by exec(): its Python rebuilt from numba's IR for these argument types
@@ -91,6 +91,23 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
     rkey = tr.scalar_key(sig.return_type)
     return CExpr(f"{dev.cname}({', '.join(cargs)})", rkey, sig.return_type, pure=False)
 
+def call_signature(tr, pyfunc, vals, node):
+    """numba's signature of the call ``node`` of device function ``pyfunc`` (its arguments' values ``vals``), from
+    the typed record; for a call numba inlined (``inline="always"``), the callee typed for the arguments' types."""
+    for v, a in zip(vals, node.args):
+        if isinstance(v, arrays.ArrayInfo):
+            arg_type(tr, v, a)  # an array the C cannot pass on is refused whatever numba says
+    sig = tr.typed.record.signature(node)
+    if sig is not None:
+        return sig
+    argtypes = [arg_type(tr, v, a) for v, a in zip(vals, node.args)]
+    try:
+        return inlined_signature(pyfunc, tuple(argtypes))
+    except Exception as e:  # noqa: BLE001 - numba's typing error of the callee
+        raise typing_error(e, tr.src, node, f"numba cannot type '{pyfunc.__name__}' for "
+                           f"({', '.join(str(t) for t in argtypes)})") from None
+
+
 def arg_type(tr, v, node):
     """numba's type of an argument value."""
     if isinstance(v, arrays.ArrayInfo):
@@ -103,8 +120,8 @@ def arg_type(tr, v, node):
     if isinstance(v, TupleVal):
         items = [arg_type(tr, i, node) for i in v.items]
         return types.BaseTuple.from_types(items)
-    if isinstance(v, Static):
-        t = static_type(v.obj)
+    if isinstance(v, Static):  # a function, a dtype: the type numba gave the value it read
+        t = tr.typed.record.type_of(node)
         if t is None:
             raise tr.src.error(node, f"numba has no type for {v.obj!r} as an argument")
         return t

@@ -13,7 +13,6 @@ import numpy as np
 from numba.cuda import types
 
 from numbakern.frontend import closures
-from numbakern.frontend.resolve import resolve_call, unify_types
 
 from ..cnames import _INT_BITS, c_arith, c_name, is_float, is_int, scalar_key
 from ..errors import TranslationError
@@ -546,20 +545,36 @@ class ExprMixin:
 
     def _boolop(self, node, truth):
         op, prec = ("&&", LAND) if isinstance(node.op, ast.And) else ("||", LOR)
-        first = self.cond(node.values[0]) if truth else self.expr(node.values[0])
+        operands = self._live_operands(node)
+        if len(operands) == 1:
+            return self.cond(operands[0]) if truth else self.expr(operands[0])
+        first = self.cond(operands[0]) if truth else self.expr(operands[0])
         with self.no_hoist():  # C (and Python) evaluate the other operands only if needed
-            vals = [first] + [self.cond(v) if truth else self.expr(v) for v in node.values[1:]]
+            vals = [first] + [self.cond(v) if truth else self.expr(v) for v in operands[1:]]
         if not truth and not all(isinstance(v.nbt, types.Boolean) for v in vals):
             raise self.src.error(node, "`and`/`or` on non-boolean values return an operand in Python, not a bool",
                                  hint="use and/or on comparisons or in if/while tests")
         code = f" {op} ".join(paren(v, prec + 1) if v.prec != prec else v.code for v in vals)
         return CExpr(code, "bool", types.boolean, prec, pure=all(v.pure for v in vals))
 
+    def _live_operands(self, node):
+        """The operands of an ``and``/``or`` that numba compiles: after an operand that is a compile-time constant
+        deciding the result in every instantiation (False in `and`, True in `or`) nothing is evaluated, and numba
+        prunes it."""
+        deciding = isinstance(node.op, ast.Or)
+        for i, v in enumerate(node.values):
+            if self.static_truth(v) == deciding:
+                return node.values[:i + 1]
+        return node.values
+
     def v_IfExp(self, node):
+        known = self.static_truth(node.test)
+        if known is not None:  # numba compiles the branch a compile-time condition takes, and nothing of the other
+            return self.value(node.body if known else node.orelse)
         test = self.cond(node.test)
         with self.no_hoist():
             a, b = self.expr(node.body), self.expr(node.orelse)
-        t = unify_types(a.nbt, b.nbt)
+        t = self.typed.record.unified(node)
         key = scalar_key(t)
         if key is None:
             raise self.src.error(node, "the branches of this conditional expression have no common type")
@@ -573,16 +588,17 @@ class ExprMixin:
         return builtins.call(self, node)
 
     def resolve(self, fn, argtypes, node, kws=None):
-        try:
-            sig = resolve_call(fn, argtypes, kws)
-        except Exception as e:  # numba's typing errors are long; keep the first line
-            sig = None
-            detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        else:
-            detail = ""
+        """numba's signature for the operation ``node`` performs (read off the typed record; ``fn``, ``argtypes``
+        and ``kws`` say what the caller expects and are not typed again)."""
+        return self.signature(node)
+
+    def signature(self, node, index=0):
+        """The signature numba chose for the operation ``node`` performs (the ``index``-th of a chained
+        comparison), from the function's typed record; a located error where the record has none."""
+        sig = self.typed.record.signature(node, index)
         if sig is None:
-            names = ", ".join(str(a) for a in argtypes)
-            raise self.src.error(node, f"numba cannot type this operation on ({names}) {detail}".rstrip())
+            raise self.src.error(node, "numba's typed IR has no operation here (the code generator asked about an "
+                                 "expression numba did not compile)")
         return sig
 
     def dtype_key(self, node, where):

@@ -9,8 +9,6 @@ import operator
 
 from numba.cuda import types
 
-from numbakern.frontend.resolve import resolve_call, unify_types
-
 OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
              ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
              ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
@@ -85,12 +83,7 @@ class NodeTypes:
 
     def truth(self, test):
         """True/False for a condition that is a compile-time constant in every instantiation, else None."""
-        from ..errors import TranslationError
-
-        try:
-            return self.tr.static_condition(test)
-        except TranslationError:  # constant, but not the same in every instantiation: both branches are code
-            return None
+        return self.tr.static_truth(test)
 
     def pure(self, node) -> bool:
         obj = self.static(node.func) if isinstance(node, ast.Call) else None
@@ -135,8 +128,7 @@ class NodeTypes:
             ts = [self.typeof(v) for v in node.values]
             return types.boolean if all(isinstance(t, types.Boolean) for t in ts) else None
         if isinstance(node, ast.IfExp):
-            a, b = self.typeof(node.body), self.typeof(node.orelse)
-            return None if a is None or b is None else unify_types(types.unliteral(a), types.unliteral(b))
+            return self.tr.typed.record.unified(node)
         if isinstance(node, ast.Call) and not node.keywords:
             obj = self.static(node.func)
             if obj is None:
@@ -148,7 +140,7 @@ class NodeTypes:
         argtypes = [self.typeof(a) for a in args]
         if any(t is None for t in argtypes):
             return None
-        sig = resolve_call(fn, argtypes)
+        sig = self.tr.typed.record.signature(node)
         if sig is None:
             return None
         self._sigs[node] = sig

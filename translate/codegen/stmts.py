@@ -469,10 +469,25 @@ class FunctionTranslator(ExprMixin):
                                  "cannot hold both", hint="translate these configurations separately")
         return values.pop()
 
+    def static_truth(self, node):
+        """True/False when ``node`` is a compile-time constant of the same truth in every instantiation, else None
+        (numba prunes what such a condition rules out, and leaves it untyped)."""
+        try:
+            return self.static_condition(node)
+        except TranslationError:  # constant, but not the same in every instantiation
+            return None
+
     def _const_truth(self, node):
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             v = self._const_truth(node.operand)
             return None if v is None else not v
+        if isinstance(node, ast.BoolOp):
+            deciding = isinstance(node.op, ast.Or)  # the truth that ends the chain: True in `or`, False in `and`
+            for v in node.values:
+                known = self._const_truth(v)
+                if known is None or known == deciding:  # a run-time operand first, or the constant that decides
+                    return known
+            return not deciding
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             a, b = self.const_value(node.left), self.const_value(node.comparators[0])
             if a is None or b is None:

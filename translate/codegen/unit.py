@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..cnames import Namespace, c_name
 from ..typed import type_function
-from .calls import arg_type
+from .calls import call_signature
 from .diagnose import typing_error
 from .source import parse_function
 
@@ -124,8 +124,7 @@ class Unit:
     def return_type_of(self, tr, fnobj, node):
         """numba's return type for the call ``node`` of device function ``fnobj`` (None if it cannot be typed)."""
         try:
-            vals = [tr.value(a) for a in node.args]
-            return tr.resolve(fnobj, [arg_type(tr, v, a) for v, a in zip(vals, node.args)], node).return_type
+            return call_signature(tr, fnobj.py_func, [tr.value(a) for a in node.args], node).return_type
         except Exception:  # noqa: BLE001 - the ordinary path reports it
             return None
 

@@ -169,7 +169,7 @@ class Flow:
                 self._bind(t, s.value, state)
             return state
         if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
-            value = ast.BinOp(ast.Name(s.target.id, ast.Load()), s.op, s.value)
+            value = ast.copy_location(ast.BinOp(ast.Name(s.target.id, ast.Load()), s.op, s.value), s)
             state.assign(s.target.id, None, self._fit_name(s.target.id, self.interval(value, state)))
             return state
         if isinstance(s, ast.If):

@@ -1,0 +1,310 @@
+"""The typed record of a function: its syntax tree with what numba-cuda decided about every operation on it (in a
+process with numba's real CUDA target: the translator's; the simulator reads the same compile as ``facts``).
+
+``type_function(pyfunc, argtypes)`` compiles the function once (``compile.compile_function``, no GPU) with every IR
+expression tagged by the bytecode instruction that made it (``compile.tagged_locations``). Python 3.11 gives each
+instruction the span of the syntax node it evaluates, so each operation of numba's typed IR lands on the node of
+the function's own text that performs it: ``a[i] * 2`` on its ``BinOp`` with numba's signature ``(float32, int64)
+-> float64``, ``f(x)`` on its ``Call`` with the signature numba chose for it (a device function's compiled one),
+``x[i]`` on its ``Subscript``, ``t.x`` on its ``Attribute``; the value of a conditional expression on its branches
+(the type numba unifies them to). Consumers ask the record, never numba's typing context: whatever numba
+compiles, they see as numba typed it.
+
+The tree is the function's own source (its names, comments and layout are the author's); a function with no
+source text gets the Python rebuilt from numba's IR instead (``source.rebuilt_function``), typed the same way.
+Where Python's compiler folded an expression of constants (``2 * 3``, ``-1``, ``1 << 4``), numba saw one
+constant: the record says so (``Operation.kind == "const"``).
+
+Besides the operations, per Python name: the types of its SSA versions (``p``, ``p.1``, ...) in numba's order;
+for a name whose versions have more than one type, where each type is stored and read and where numba converts one
+version into another (by source line); the locals numba types as a literal (``N = 100``); the module and closure
+values numba read (``globals``); and whether the function needs a cooperative launch (a grid-wide sync).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import typer
+from .compile import CODE_STRIDE, INFERRED, CodeRegistry, compile_function, dead_code_kept, tagged_locations
+from .source import FunctionSource, function_source
+
+#: the kinds of IR operation a syntax node of each class performs
+KINDS = {
+    ast.BinOp: ("binop", "inplace_binop"),  # (an in-place one: a BinOp made of an AugAssign, at its position)
+    ast.AugAssign: ("inplace_binop",),
+    ast.Compare: ("binop",),
+    ast.UnaryOp: ("unary",),
+    ast.Call: ("call",),
+    ast.Subscript: ("getitem", "static_getitem", "typed_getitem"),
+    ast.Attribute: ("getattr",),
+    ast.Constant: ("const",),
+    ast.Name: ("global", "freevar"),
+    ast.For: ("getiter",),
+}
+_STORE_KINDS = ("setitem", "staticsetitem")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of numba's typed IR."""
+    kind: str                  # the IR operation: binop, inplace_binop, unary, call, getitem, setitem, getattr, ...
+    type: Any                  # numba's type of its result (None: a statement)
+    signature: Any = None      # the signature numba chose (the types it converts the operands to)
+    operands: tuple = ()       # numba's types of its operands, as they are before any conversion
+    callee: Any = None         # a call: numba's type of what is called
+    value: Any = None          # a constant's value, a global's object
+
+
+@dataclass
+class Versions:
+    """The SSA versions of one Python name, by source line (numba's IR has no columns)."""
+    types: list                                      # the distinct types, in order of their first store
+    stores: dict = field(default_factory=dict)       # line -> [type stored there], in IR order
+    loads: dict = field(default_factory=dict)        # line -> [type read there]
+    copies: dict = field(default_factory=dict)       # line -> [(from type, to type)] (phi copies), in IR order
+
+
+Span = tuple  # (line, col, end line, end col) in ``source.lines``' numbering (the tree's)
+
+
+@dataclass(frozen=True)
+class FunctionRecord:
+    pyfunc: Any
+    argtypes: tuple
+    return_type: Any
+    source: FunctionSource
+    versions: Mapping[str, list]                     # Python name -> numba types of its SSA versions, in order
+    #: locals numba types as a literal (a single assignment of a constant, e.g. ``N = 100``): name -> value
+    literals: Mapping[str, Any]
+    #: for a name whose SSA versions have more than one type: where each is stored, read and converted
+    retyped: Mapping[str, Versions]
+    globals: Mapping[str, Any]                       # the module and closure values numba read, by name
+    cooperative: bool                                # a grid-wide sync: the kernel needs a cooperative launch
+    operations_at: Mapping[Span, tuple] = field(repr=False, default_factory=dict)
+    #: the phi copies numba makes of a value, at the value's span (a conditional expression's branch): their types
+    copies_at: Mapping[Span, tuple] = field(repr=False, default_factory=dict)
+
+    @property
+    def tree(self) -> ast.FunctionDef:
+        return self.source.tree
+
+    def operations(self, node: ast.AST, kinds: tuple | None = None) -> tuple:
+        """numba's operations at ``node``'s position (of the kinds its class performs, or ``kinds``), in IR order."""
+        span = _span(node)
+        if span is None:
+            return ()
+        if kinds is None:
+            kinds = KINDS.get(type(node), ())
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                kinds = _STORE_KINDS
+        return tuple(op for op in self.operations_at.get(span, ()) if op.kind in kinds)
+
+    def operation(self, node: ast.AST, index: int = 0) -> Operation | None:
+        """The ``index``-th operation numba made of ``node`` (a chained comparison makes one per operator), or
+        None."""
+        found = self.operations(node)
+        return found[index] if index < len(found) else None
+
+    def signature(self, node: ast.AST, index: int = 0):
+        """The signature numba chose for the operation ``node`` performs (None: numba made none of it); a method
+        call's with its receiver as the first argument. An operator on constants only (``2 * 3``, ``-1``, ``32 +
+        2`` in a shape tuple) numba never sees: Python folded it into one constant, which numba types like any
+        other (``int64``, ``float64``); the signature is that type's, for the operands and the result."""
+        op = self.operation(node, index)
+        if op is not None and op.signature is not None:
+            return op.signature.as_function() if op.signature.recvr is not None else op.signature
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)) and all(
+                isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop))
+                for n in ast.walk(node)):
+            return _folded_signature(node)
+        return None
+
+    def type_of(self, node: ast.AST):
+        """numba's type of the value of expression ``node`` (None where the record has no operation of it)."""
+        if isinstance(node, ast.IfExp):
+            return self.unified(node)
+        op = self.operation(node)
+        return op.type if op is not None else None
+
+    def unified(self, node: ast.IfExp):
+        """The type numba gives a conditional expression: the one its branches are converted to (their last phi
+        copy), None where the record does not show it."""
+        found = self.copies_at.get(_span(node.body) or (), ())
+        other = self.copies_at.get(_span(node.orelse) or (), ())
+        if found and other and found[-1] == other[-1]:
+            return found[-1]
+        return None
+
+
+def _span(node) -> Span | None:
+    if getattr(node, "lineno", None) is None or getattr(node, "end_lineno", None) is None:
+        return None
+    return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
+
+
+def _folded_signature(node):
+    signature, typeof, types = (typer.module(m) for m in ("typing.templates", "typing.typeof", "types"))
+
+    try:
+        value = eval(compile(ast.Expression(node), "<folded>", "eval"), {"__builtins__": {}})  # noqa: S307
+    except Exception:  # noqa: BLE001 - Python would not fold it either (1 // 0): numba has no type for it
+        return None
+    t = types.unliteral(typeof.typeof(value))
+    return signature.signature(t, *([t] * (1 if isinstance(node, ast.UnaryOp) else 2)))
+
+
+def inlined_signature(pyfunc, argtypes: tuple):
+    """The signature of a call numba inlined (``inline="always"``: no call is left in the caller's IR): numba types
+    the inlined body with the arguments' own types, as typing the callee for them does."""
+    signature = typer.module("typing.templates").signature
+
+    return signature(type_function(pyfunc, argtypes, INFERRED).return_type, *argtypes)
+
+
+def type_function(pyfunc, argtypes: tuple, return_type=None) -> FunctionRecord:
+    """The typed record of ``pyfunc`` for ``argtypes`` (``return_type`` None: a kernel, ``compile.INFERRED``: a
+    device function whose return type numba infers); raises numba's error if numba rejects it, ``source.NoSource``
+    where the function has no text (``source.rebuilt_function`` gives one)."""
+    src = function_source(pyfunc)
+    registry = CodeRegistry()
+    with tagged_locations(registry), dead_code_kept():
+        cres = compile_function(pyfunc, tuple(argtypes), return_type)
+    return _record(pyfunc, argtypes, cres, registry, src)
+
+
+def _record(pyfunc, argtypes, cres, registry: CodeRegistry, src: FunctionSource) -> FunctionRecord:
+    ir, types = typer.module("core.ir"), typer.module("types")
+
+    typemap, calltypes = cres.fndesc.typemap, cres.fndesc.calltypes
+    versions: dict[str, list] = {}
+    for key, t in typemap.items():
+        if key.startswith("$") or key.startswith("arg."):
+            continue
+        versions.setdefault(key.split(".")[0], []).append(t)
+    several = {name for name, ts in versions.items() if len(_distinct(types, ts)) > 1}
+    retyped = _version_lines(types, cres.type_annotation.blocks, typemap, several) if several else {}
+    literals = {name: ts[0].literal_value for name, ts in versions.items()
+                if len(ts) == 1 and isinstance(ts[0], types.Literal)
+                and isinstance(ts[0].literal_value, (int, float, bool))}
+
+    code = pyfunc.__code__
+    line0, indent = src.first_line - 1, src.indent
+
+    def span(item) -> Span | None:
+        loc = getattr(item, "loc", None)
+        pos = registry.position(loc.col) if loc is not None else None
+        if pos is None or registry.codes[loc.col // CODE_STRIDE] is not code:
+            return None  # an instruction of another function's code (a device function numba inlined)
+        return pos[0] - line0, pos[1] - indent, pos[2] - line0, pos[3] - indent
+
+    ops: dict[Span, list] = {}
+    copies: dict[Span, list] = {}
+    read: dict[str, Any] = {}
+
+    def add(item, op: Operation) -> None:
+        at = span(item)
+        if at is not None:
+            ops.setdefault(at, []).append(op)
+
+    def typeof(var):
+        return typemap.get(var.name)
+
+    for block in cres.type_annotation.blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign):
+                value, target = stmt.value, typemap.get(stmt.target.name)
+                if isinstance(value, (ir.Global, ir.FreeVar)):
+                    read.setdefault(value.name, value.value)
+                    add(value, Operation("global" if isinstance(value, ir.Global) else "freevar", target,
+                                         value=value.value))
+                elif isinstance(value, ir.Const):
+                    add(value, Operation("const", target, value=value.value))
+                elif isinstance(value, ir.Var) and stmt.target.name.startswith("$phi"):
+                    at = span(stmt)
+                    if at is not None:
+                        copies.setdefault(at, []).append(target)
+                elif isinstance(value, ir.Expr):
+                    add(value, _operation(ir, value, target, typeof, calltypes))
+            elif isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
+                index = stmt.index if isinstance(stmt, ir.SetItem) else stmt.index_var
+                add(stmt, Operation("setitem" if isinstance(stmt, ir.SetItem) else "staticsetitem", None,
+                                    calltypes.get(stmt), tuple(typeof(v) if v is not None else None
+                                                               for v in (stmt.target, index, stmt.value))))
+    return FunctionRecord(
+        pyfunc, tuple(argtypes), cres.signature.return_type, src, versions, literals, retyped, read,
+        bool(getattr(cres.library, "use_cooperative", False)),
+        {k: tuple(v) for k, v in ops.items()}, {k: tuple(v) for k, v in copies.items()})
+
+
+def _operation(ir, expr, target, typeof, calltypes) -> Operation:
+    op = expr.op
+    sig = calltypes.get(expr)
+    if op in ("binop", "inplace_binop"):
+        return Operation(op, target, sig, (typeof(expr.lhs), typeof(expr.rhs)))
+    if op == "unary":
+        return Operation(op, target, sig, (typeof(expr.value),))
+    if op == "call":
+        return Operation(op, target, sig, tuple(typeof(a) for a in expr.args), typeof(expr.func))
+    if op in ("getitem", "static_getitem", "typed_getitem"):
+        index = _field(expr, "index_var") or _field(expr, "index")
+        return Operation(op, target, sig, (typeof(expr.value), typeof(index) if isinstance(index, ir.Var) else None))
+    if op == "getattr":
+        return Operation(op, target, None, (typeof(expr.value),), value=expr.attr)
+    value = _field(expr, "value")
+    return Operation(op, target, sig, (typeof(value),) if isinstance(value, ir.Var) else ())
+
+
+def _field(expr, name):
+    # ir.Expr answers a missing attribute with KeyError
+    try:
+        return getattr(expr, name)
+    except (AttributeError, KeyError):
+        return None
+
+
+def _distinct(types, ts: list) -> list:
+    uniq = []
+    for t in ts:
+        t = types.unliteral(t)
+        if t not in uniq:
+            uniq.append(t)
+    return uniq
+
+
+def _version_lines(types, blocks, typemap, names: set) -> dict:
+    """Where each SSA version of ``names`` is stored and read, by line, from numba's typed IR."""
+    out = {n: Versions([]) for n in names}
+
+    def base(var_name):
+        return var_name.split(".")[0]
+
+    for block in blocks.values():
+        for inst in block.body:
+            kind = type(inst).__name__
+            if kind == "Del":
+                continue
+            line = inst.loc.line
+            target = getattr(inst, "target", None) if kind == "Assign" else None
+            if target is not None and base(target.name) in names:
+                name = base(target.name)
+                t = types.unliteral(typemap[target.name])
+                value = inst.value
+                if type(value).__name__ == "Var" and base(value.name) == name:  # a phi copy
+                    out[name].copies.setdefault(line, []).append((types.unliteral(typemap[value.name]), t))
+                    if t not in out[name].types:
+                        out[name].types.append(t)
+                    continue
+                out[name].stores.setdefault(line, []).append(t)
+                if t not in out[name].types:
+                    out[name].types.append(t)
+            for var in inst.list_vars():
+                if target is not None and var is target:
+                    continue
+                name = base(var.name)
+                if name in names and var.name in typemap:
+                    out[name].loads.setdefault(line, []).append(types.unliteral(typemap[var.name]))
+    return out
