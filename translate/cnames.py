@@ -13,7 +13,7 @@ C_NAMES = {
     "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
     "float32": "float", "float64": "double",
-    "float16": "__half", "complex64": "cuFloatComplex", "complex128": "cuDoubleComplex",
+    "float16": "__half", "bfloat16": "__nv_bfloat16", "complex64": "cuFloatComplex", "complex128": "cuDoubleComplex",
 }
 
 _INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
@@ -27,6 +27,8 @@ def scalar_key(t) -> str | None:
         return "bool"
     if isinstance(t, (types.Integer, types.Float, types.Complex)):
         return str(t)
+    if t == types.bfloat16:  # (numba-cuda spells it __nv_bfloat16)
+        return "bfloat16"
     return None
 
 
@@ -107,7 +109,7 @@ def _promote_int(key: str) -> str:
 
 #: types whose C arithmetic is operator overloads (cuda_fp16.h, cuComplex.h), not C's conversions: mixed with
 #: another type, every operand is converted explicitly
-OVERLOADED = ("float16", "complex64", "complex128")
+OVERLOADED = ("float16", "bfloat16", "complex64", "complex128")
 
 
 def c_arith(a: str, b: str) -> str:

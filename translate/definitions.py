@@ -7,9 +7,10 @@ needs only the kernel and what it reads, so a script named by its path (``transl
 is executed as its definitions: every import, then the ``def``, ``class`` and assignment statements that define
 the kernel's name and the names those read, transitively, and the statements that complete what those names hold:
 calls that read them (a kernel's ``numbakern.declare(...)`` is part of its definition, an ``exec(source,
-namespace)`` fills a namespace it reads) except launches (``kernel[grid, block](...)``) and prints, and assignments
-to their attributes and items (``config.THRESHOLD = 1e-14``). Loops, asserts, other kernels and the ``if __name__
-== "__main__":`` block are not run. Statements keep their file and line numbers, so an error in one
+namespace)`` fills a namespace it reads) except launches (``kernel[grid, block](...)``) and prints, assignments
+to their attributes and items (``config.THRESHOLD = 1e-14``), and ``for`` loops made only of those (``setattr`` of a
+namespace in a loop). Other loops, asserts, other kernels and the ``if __name__ == "__main__":`` block are not
+run. Statements keep their file and line numbers, so an error in one
 points at the user's line.
 """
 
@@ -59,7 +60,10 @@ def _defines(stmt: ast.stmt) -> set[str]:
 def _prepares(stmt: ast.stmt) -> bool:
     """A statement that may complete what a needed name holds: a call (``numbakern.declare(kernel, ...)``,
     ``exec(source, namespace)``, ``table.update(...)``), any but a kernel launch (``kernel[grid, block](...)``) and
-    ``print``; or an assignment to an attribute or an item (``config.THRESHOLD = 1e-14``, ``table[0] = 1``)."""
+    ``print``; or an assignment to an attribute or an item (``config.THRESHOLD = 1e-14``, ``table[0] = 1``); or a
+    ``for`` loop made only of those (``for name, v in PARAMS: setattr(config, name, v)``)."""
+    if isinstance(stmt, ast.For) and not stmt.orelse:
+        return all(_prepares(s) for s in stmt.body)
     if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         return all(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets)

@@ -49,7 +49,7 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
     pyfunc = _instantiated_pyfunc(tgt, template_params, insts, src, fn) if template_params else tgt.pyfunc
     typed = _typed(pyfunc, argtypes, sig, src, fn)
     kernel_c = cnames.kernel_cname(tgt.name)
-    params = _launcher_params(kernel_c, names, argtypes, template_params, src, fn, pyfunc)
+    params = _launcher_params(kernel_c, names, argtypes, template_params, src, fn, pyfunc, typed)
     insts = insts or ({},)
     return KernelRequest(
         name=tgt.name, qualname=tgt.qualname, source="\n".join(src.lines), signature=signature_text(sig),
@@ -134,6 +134,8 @@ def _device_sources(pyfunc):
         if not isinstance(node.func, ast.Name):
             return None
         obj = closures.lookup(pyfunc, node.func.id)
+        if isinstance(obj, type) and issubclass(obj, tuple):  # a namedtuple made of the arguments: no stores
+            return _WRITES_NOTHING, None
         inner = getattr(obj, "py_func", None)
         if inner is None or not callable(inner):
             return None
@@ -142,6 +144,10 @@ def _device_sources(pyfunc):
         except NoSource:
             return _rebuilt_source(obj, inner)
     return callee
+
+
+#: what ``written_arrays`` reads as a callee that stores into none of its arguments
+_WRITES_NOTHING = ast.parse("def made(): pass").body[0]
 
 
 def _rebuilt_source(dispatcher, pyfunc):
@@ -163,11 +169,12 @@ def _rebuilt_source(dispatcher, pyfunc):
 
 
 def _launcher_params(kernel_c: str, names: tuple[str, ...], argtypes: tuple, template_params: tuple[str, ...],
-                     src: SourceInfo, fn, pyfunc=None) -> list[ParamSpec]:
+                     src: SourceInfo, fn, pyfunc=None, typed: TypedFunction | None = None) -> list[ParamSpec]:
     """The launcher ABI of each argument: C names, extents and strides; arrays the kernel never writes are const."""
     array_names = {n for n, t in zip(names, argtypes) if isinstance(t, types.Array)}
     callee = _device_sources(pyfunc) if pyfunc is not None else None
-    written = written_arrays(fn, array_names, callee) | indirectly_written(fn, array_names)
+    array_locals = {n for n, t in typed.var_types.items() if isinstance(t, types.Array)} if typed else set()
+    written = written_arrays(fn, array_names, callee) | indirectly_written(fn, array_names, array_locals)
     _, named = cnames.param_cnames(kernel_c, [(n, t.ndim if isinstance(t, types.Array) else 0,
                                               isinstance(t, types.Array) and t.layout != "C")
                                              for n, t in zip(names, argtypes)],
@@ -183,10 +190,13 @@ def _launcher_params(kernel_c: str, names: tuple[str, ...], argtypes: tuple, tem
                                     extents=extents, strides=strides, ctype=cnames.c_name(key),
                                     record=_record_layout(t.dtype)))
         elif isinstance(t, types.Array):
-            params.append(ParamSpec(n, "array", str(t.dtype), t.ndim, const=n not in written, layout=t.layout,
-                                    cname=c, extents=extents, strides=strides))
+            params.append(ParamSpec(n, "array", cnames.scalar_key(t.dtype) or str(t.dtype), t.ndim,
+                                    const=n not in written, layout=t.layout, cname=c, extents=extents,
+                                    strides=strides))
+        elif isinstance(t, types.BaseTuple) and len(t) and all(cnames.scalar_key(x) for x in t):
+            params.append(ParamSpec(n, "tuple", "tuple", cname=c, items=tuple(cnames.scalar_key(x) for x in t)))
         else:
-            params.append(ParamSpec(n, "scalar", str(t), cname=c))
+            params.append(ParamSpec(n, "scalar", cnames.scalar_key(t) or str(t), cname=c))
     return params
 
 

@@ -46,7 +46,8 @@ def translate(target: str | targets.KernelTarget, *, signature: str | None = Non
     constants = {k: list(v) for k, v in (constants or {}).items()}
     seconds: dict[str, float] = {}
     with _timed(seconds, "frontend"):
-        tgt = target if isinstance(target, targets.KernelTarget) else targets.resolve(target, constants)
+        tgt = target if isinstance(target, targets.KernelTarget) else targets.resolve(
+            target, constants, also=signature_names(signature))
         request = build_request(tgt, signature, constants, opts)
     with _timed(seconds, "backend"):
         checks = PipelineChecks(request, verify_on_gpu=opts.verify, spec=registry.spec_for_kernel(tgt.kernel))
@@ -96,6 +97,19 @@ def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
     t0 = time.perf_counter()
     yield
     seconds[stage] = time.perf_counter() - t0
+
+
+def signature_names(signature) -> tuple[str, ...]:
+    """The names a signature string reads besides numba's types (``PAIR`` of ``void(PAIR[::1])``): a script's
+    definitions-only import must define them too."""
+    import re
+
+    from numba.cuda import types
+
+    if not isinstance(signature, str):
+        return ()
+    return tuple(sorted({n for n in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", signature)
+                         if not isinstance(getattr(types, n, None), types.Type)}))
 
 
 def _header(tgt: targets.KernelTarget, request: KernelRequest) -> str:

@@ -74,8 +74,8 @@ class ParamSpec:
     (the Python name unless that collides with C/C++/CUDA or a generated name)."""
 
     name: str
-    kind: str            # "array" | "scalar"
-    dtype: str           # numba dtype name: float32, int64, ...
+    kind: str            # "array" | "scalar" | "tuple" (of numbers: one C parameter per item)
+    dtype: str           # numba dtype name: float32, int64, ... ("tuple" for a tuple)
     ndim: int = 0
     const: bool = False  # arrays the kernel never writes
     layout: str = "C"    # numba's array layout: "C", "F" or "A"
@@ -84,6 +84,7 @@ class ParamSpec:
     extents: tuple[str, ...] = ()  # C names of the extents ("" = <cname>_shape<d>)
     strides: tuple[str, ...] = ()  # C names of the strides (<cname>_stride<d>)
     record: tuple = ()   # dtype "record": (itemsize, ((field, dtype, offset), ...)); its C struct is ctype
+    items: tuple[str, ...] = ()  # a tuple: its items' dtypes (C parameters <cname>_0, <cname>_1, ...)
 
     @property
     def c(self) -> str:
@@ -101,9 +102,13 @@ class ParamSpec:
             if self.record:
                 out["record"] = {"itemsize": self.record[0], "fields": [list(f) for f in self.record[1]]}
             return out
+        if self.kind == "tuple":
+            return {"name": self.name, "kind": "tuple", "dtype": "tuple", "items": list(self.items)}
         return {"name": self.name, "kind": "scalar", "dtype": self.dtype}
 
     def c_params(self) -> list[str]:
+        if self.kind == "tuple":
+            return [f"{c_name(d)} {a}" for d, a in zip(self.items, self.c_args())]
         ctype = self.ctype or c_name(self.dtype)
         if self.kind == "array":
             ptr = f"const {ctype}* {self.c}" if self.const else f"{ctype}* {self.c}"
@@ -121,6 +126,8 @@ class ParamSpec:
     def c_args(self) -> list[str]:
         if self.kind == "array":
             return [self.c] + self.extent_names() + self.stride_names()
+        if self.kind == "tuple":
+            return [f"{self.c}_{i}" for i in range(len(self.items))]
         return [self.c]
 
 

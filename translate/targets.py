@@ -56,11 +56,13 @@ class KernelTarget:
     frontend: str = NUMBA_CUDA
 
 
-def resolve(name: str, constants: dict | None = None, by_path: bool = False) -> KernelTarget:
+def resolve(name: str, constants: dict | None = None, by_path: bool = False, also: tuple[str, ...] = ()
+            ) -> KernelTarget:
     """``name``: a registry name (``matmul_tiled``), ``package.module:kernel`` or ``path/file.py:kernel``.
     ``constants`` pick the variant of a ``@specialize`` factory. ``by_path``: a file is imported from its path even
     when its module is imported by name already (``translate --check``: the names a file kernel's labels use are
-    the ones it had when translate imported it by path)."""
+    the ones it had when translate imported it by path). ``also``: names a script's definitions must include
+    besides the kernel's (the ones a ``--signature`` names: ``void(PAIR[::1])``)."""
     if ":" not in name:
         spec = registry.get(name)
         user_target = registry.kernel_target(spec) if spec.namespace == registry.PROJECT else None
@@ -77,7 +79,7 @@ def resolve(name: str, constants: dict | None = None, by_path: bool = False) -> 
     try:
         with recording_signatures():
             if names_file(where):  # a script: its definitions only (its launches and work never run)
-                module = _import_path(where, fresh=by_path, wanted=(attr.split(".")[0],))
+                module = _import_path(where, fresh=by_path, wanted=(attr.split(".")[0], *also))
             else:
                 module = import_module(where)
     except (LookupError, ModuleNotFoundError):

@@ -15,6 +15,20 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _se
     or None where it cannot tell."""
     out = set()
     seen = set() if _seen is None else _seen
+    # names of views of the arrays (``bits = arr.view(np.int32)``, ``seg = out[a:b]``): a store into one is a
+    # store into the array. (Only names used as arrays -- indexed, or with an array's attribute -- can be views: a
+    # number read from an array, ``a = x[i]``, is not one.)
+    used_as_arrays = {n.value.id for n in ast.walk(fn) if isinstance(n, (ast.Subscript, ast.Attribute)) and
+                      isinstance(n.value, ast.Name) and (isinstance(n, ast.Subscript) or n.attr in _ARRAY_ATTRIBUTES)}
+    views = {}
+    for _ in range(2):
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                root = _root(node.value)
+                root = views.get(root, root)
+                if root in array_params:
+                    views.update((t.id, root) for t in node.targets if isinstance(t, ast.Name) and
+                                 t.id in used_as_arrays)
     for node in ast.walk(fn):
         targets = []
         if isinstance(node, ast.Assign):
@@ -23,12 +37,13 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _se
             targets = [node.target]
         for t in targets:
             for sub in ast.walk(t):
-                if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name):
-                    out.add(sub.value.id)
+                if isinstance(sub, ast.Subscript) and _root(sub.value) is not None:  # (z.real[i] = v: into z)
+                    out.add(_root(sub.value))
         if isinstance(node, ast.Call):
             f = node.func
             is_atomic = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Attribute) and f.value.attr == "atomic"
-            builtin = isinstance(f, ast.Name) and f.id in ("len", "min", "max", "abs", "range", "int", "float")
+            builtin = isinstance(f, ast.Name) and f.id in ("len", "min", "max", "abs", "range", "int", "float", "sum",
+                                                           "enumerate", "zip")
             fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
             # numbakern.vector_io / async_copy: the one argument these write
             vector_written = {"vload4": 2, "vstore4": 0, "copy_async4": 0, "copy_async16": 0,
@@ -49,7 +64,7 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _se
                 whole = isinstance(a, ast.Name)
                 while isinstance(a, ast.Subscript) and not is_atomic and vector_written is None:
                     a = a.value  # a row passed on (f(out[i])): the callee writes into the array
-                if isinstance(a, ast.Name) and a.id in array_params and (whole or not builtin):
+                if isinstance(a, ast.Name) and views.get(a.id, a.id) in array_params and (whole or not builtin):
                     if inner is not None:
                         if i in inner:
                             out.add(a.id)
@@ -58,4 +73,18 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _se
                             out.add(a.id)
                     elif (is_atomic and i == 0) or not (is_atomic or builtin):
                         out.add(a.id)
-    return out & array_params
+    return {views.get(n, n) for n in out} & array_params
+
+
+_ARRAY_ATTRIBUTES = ("shape", "size", "ndim", "T")  # (not .real, .imag, .view: numbers have them too)
+
+
+def _root(node) -> str | None:
+    """The name an expression of subscripts, attributes and method calls starts from (``out`` of ``out[a:b].T``)."""
+    while True:
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return node.id if isinstance(node, ast.Name) else None

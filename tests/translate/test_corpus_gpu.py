@@ -14,6 +14,7 @@ import os
 import pytest
 
 from .corpus.index import ENTRIES
+from .coverage_entries import COVERAGE
 from .extra_entries import EXTRA
 
 pytestmark = pytest.mark.gpu
@@ -33,11 +34,13 @@ def _verify(tmp_path_factory):
 
     work = str(tmp_path_factory.mktemp("corpus_gpu"))
     info = device_info()
-    entries = gpu.shard(ENTRIES + EXTRA)
+    entries = gpu.shard(ENTRIES + EXTRA + COVERAGE)
     prepared = gpu.prepare(entries, work, info["arch"])
     out = gpu.verify_all(entries, prepared, work)
     print("\n" + gpu.table(ENTRIES, out))
     print(gpu.table(EXTRA, out).replace("corpus on the GPU", "extra kernels (tests/translate/extra_kernels.py)"))
+    print(gpu.table(COVERAGE, out).replace("corpus on the GPU",
+                                           "coverage kernels (tests/translate/coverage_kernels.py)"))
     path = os.environ.get("NUMBAKERN_CORPUS_RESULTS")
     if path:
         with open(path, "w") as f:
@@ -46,14 +49,14 @@ def _verify(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("entry_id", [e.id for e in ENTRIES + EXTRA])
+@pytest.mark.parametrize("entry_id", [e.id for e in ENTRIES + EXTRA + COVERAGE])
 def test_corpus_kernel_matches_numba(entry_id, verdicts):
     if entry_id not in verdicts:
         pytest.skip("in another shard (NUMBAKERN_CORPUS_SHARD)")
     v = verdicts[entry_id]
     if v.stage == "refused":
         pytest.skip(f"not translated: {v.reason}")
-    gap = next(e.known_gap for e in ENTRIES + EXTRA if e.id == entry_id)
+    gap = next(e.known_gap for e in ENTRIES + EXTRA + COVERAGE if e.id == entry_id)
     if gap:
         assert not v.verified, f"{entry_id} now matches Numba: remove its known_gap ({gap})"
         pytest.xfail(f"{gap} ({v.stage}: {v.reason})")

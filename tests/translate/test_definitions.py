@@ -59,3 +59,27 @@ def k(x):
     kept = _kept(script, ["k"])
     assert "config.THRESHOLD = 1e-14" in kept and "config.LIMITS[0] = 3" in kept
     assert "other" not in kept and "run_everything" not in kept
+
+
+def test_a_loop_that_fills_a_needed_namespace_is_kept():
+    """A namespace filled by a module-level loop of ``setattr`` calls (issue 39): the loop completes what the kernel
+    reads, so it runs; a loop that does other work does not."""
+    script = '''
+import types
+from numba import cuda
+consts = types.SimpleNamespace()
+for name, value in (("A", 2), ("B", 3)):
+    setattr(consts, name, value)
+for step in range(3):
+    run_everything(step)
+
+
+@cuda.jit
+def k(x):
+    x[0] = consts.A * consts.B
+'''
+    kept = _kept(script, ["k"])
+    assert "setattr(consts, name, value)" in kept and "run_everything" not in kept
+    namespace = {}
+    exec(compile(definitions(ast.parse(script), ["k"]), "<script>", "exec"), namespace)
+    assert (namespace["consts"].A, namespace["consts"].B) == (2, 3)

@@ -80,7 +80,21 @@ def test_complex_arrays_travel_as_pointers():
     with pytest.raises(abi.AbiError, match="dtype complex128"):
         abi.call_args(launcher, [(0x40, (2, 3), np.dtype(np.complex64))], (1,), (32,))
     with pytest.raises(abi.AbiError, match="kind"):
-        abi.argtypes({"symbol": "s", "params": [{"name": "x", "kind": "tuple", "dtype": "int64"}]})
+        abi.argtypes({"symbol": "s", "params": [{"name": "x", "kind": "list", "dtype": "int64"}]})
+
+
+def test_a_tuple_travels_as_one_parameter_per_item():
+    """A ``UniTuple(int64 x 2)`` kernel argument: the launcher takes ``shape_0, shape_1``; the caller passes the
+    Python tuple."""
+    launcher = {"symbol": "launch_t", "params": [{"name": "shape", "kind": "tuple", "dtype": "tuple",
+                                                  "items": ["int64", "float32"]}]}
+    assert abi.argtypes(launcher)[:2] == [ctypes.c_int64, ctypes.c_float]
+    assert abi.call_args(launcher, [(7, 2.5)], (1,), (32,))[:2] == [7, 2.5]
+    assert "int64_t shape_0, float shape_1" in abi.c_declaration(launcher)
+    with pytest.raises(abi.AbiError, match="tuple of 2 numbers"):
+        abi.call_args(launcher, [(7,)], (1,), (32,))
+    with pytest.raises(abi.AbiError, match="items"):
+        abi.argtypes({"symbol": "s", "params": [{"name": "x", "kind": "tuple", "dtype": "tuple"}]})
 
 
 def test_a_launcher_is_selected_by_its_own_constants():

@@ -23,7 +23,8 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
     unit.file_names.reserve(request.c_name, *request.template_params)
     unit.template_params = set(request.template_params)
     consts = dict(request.instantiations[0]) if request.template_params else {}
-    params = [(p.c, tuple(p.extent_names()), tuple(p.stride_names())) for p in request.params]
+    params = [(p.c, tuple(p.c_args()) if p.kind == "tuple" else tuple(p.extent_names()), tuple(p.stride_names()))
+              for p in request.params]
     try:
         tr = FunctionTranslator(unit, request.pyfunc, request.typed, kind="kernel", name=request.name,
                                 cname=request.c_name, params=params, template_consts=consts,
@@ -48,6 +49,8 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
         unit.helpers.add("nk_dynamic_smem_bytes")
     if "__half" in text:
         unit.helpers.add("nk_fp16")
+    if "__nv_bfloat16" in text:
+        unit.helpers.add("nk_bf16")
     if "ComplexFloat" in text or "cuFloatComplex" in text or "cuDoubleComplex" in text:
         unit.helpers.add("nk_complex")
     return DeviceCode(

@@ -6,6 +6,7 @@ and 1-D slices of it are pointer views (``float *ns = shar + tw * tw;``)."""
 from __future__ import annotations
 
 import ast
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,7 +196,7 @@ def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: as
             exts.append(CExpr(str(value), "int64", types.literal(value), nonneg=True, literal=value))
     if kind == "shared" and len(exts) == 1 and exts[0].literal == 0:
         # numba's extent of the dynamic array: the launch's dynamic shared bytes (%dynamic_smem_size) / itemsize
-        extent = CExpr(f"nk_dynamic_smem_bytes() / {_itemsize(key)}", "int64", types.int64, MUL, nonneg=True)
+        extent = CExpr(f"nk_dynamic_smem_bytes() / {itemsize(key)}", "int64", types.int64, MUL, nonneg=True)
         info = ArrayInfo(name, "dynamic", key, 1, [extent], nbt)
         return f"extern __shared__ {ctype} {name}[];", info
     qual = ("__shared__ " if kind == "shared" else "") + align
@@ -203,7 +204,7 @@ def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: as
     return decl, ArrayInfo(name, kind, key, len(exts), exts, nbt)
 
 
-def _itemsize(key: str) -> int:
+def itemsize(key: str) -> int:
     import numpy as np
 
     if key.startswith("complex"):
@@ -250,30 +251,92 @@ def call_args(tr, info: ArrayInfo, want, node) -> list[str]:
 
 
 # -- arrays that name other arrays ------------------------------------------------------------------------------
-def alias_names(fn, array_locals: set) -> set:
-    """Array-typed locals that only ever name another array (``data = buf_0`` / ``data = buf_1``): a C pointer
-    with its extents, assigned where Python assigns the name."""
+def alias_names(fn, array_locals: set, dynamic: set = frozenset()) -> set:
+    """Array-typed locals that name another array or a view of one (``data = buf_0``, ``seg = out[a:b]``, ``row =
+    m[i]``, ``t = a.T``, ``bits = x.view(np.int32)``): a C pointer with its extents (and strides), assigned where
+    Python assigns the name. Not: arrays made by ``cuda.shared.array``/``local.array``/``const.array_like``, and
+    views of the dynamic shared array ``dynamic`` (``ms = shar[a:b]``: a pointer into it, its extent unknown)."""
     values: dict = {}
     for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            values.setdefault(node.targets[0].id, []).append(node.value)
-    return {n for n in array_locals if n in values and all(isinstance(v, ast.Name) for v in values[n])}
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    values.setdefault(t.id, []).append(node.value)
+    return {n for n in array_locals if n in values and all(_names_an_array(v, dynamic) for v in values[n])}
 
 
-def indirectly_written(fn, array_params: set) -> set:
+def _names_an_array(value, dynamic: set) -> bool:
+    if isinstance(value, ast.Name):
+        return True
+    if isinstance(value, ast.Call):
+        return not (isinstance(value.func, ast.Attribute) and value.func.attr in ("array", "array_like"))
+    if isinstance(value, (ast.Subscript, ast.Attribute)):
+        return _root_name(value) not in dynamic
+    return isinstance(value, ast.IfExp)
+
+
+def _root_name(node) -> str | None:
+    """The name an expression of subscripts, attributes and method calls starts from (``out`` of ``out[a:b].T``)."""
+    while True:
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return node.id if isinstance(node, ast.Name) else None
+
+
+def dynamic_names(tr, fn) -> set:
+    """The names of the dynamic shared array (``cuda.shared.array(0, T)``) and of the views of it."""
+    found: set = set()
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(fn):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+                continue
+            name, v = node.targets[0].id, node.value
+            if name in found:
+                continue
+            shape = v.args[0] if isinstance(v, ast.Call) and v.args else next(
+                (k.value for k in getattr(v, "keywords", ()) if k.arg == "shape"), None)
+            dynamic = isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "array" and \
+                isinstance(v.func.value, ast.Attribute) and v.func.value.attr == "shared" and shape is not None and \
+                tr.const_value(shape) == 0
+            if dynamic or isinstance(v, ast.Subscript) and _root_name(v) in found:
+                found.add(name)
+                changed = True
+    return found
+
+
+def indirectly_written(fn, array_params: set, array_locals: set = frozenset()) -> set:
     """Array parameters the kernel may write through another name (conservatively): those assigned to a local
-    name (``data = buf_0``) and those sliced into a call's argument (``atomic.cas(res[gid:], ...)``)."""
+    name (``data = buf_0``), those a local array names a view of (``seg = out[a:b]``, ``t = a.T``: the
+    ``array_locals``), and those sliced into a call's argument (``atomic.cas(res[gid:], ...)``)."""
     out = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in array_params and \
                 all(isinstance(t, ast.Name) for t in node.targets):
             out.add(node.value.id)
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in array_locals
+                                                for t in node.targets):
+            root = _root_name(node.value)
+            if root in array_params:
+                out.add(root)
         if isinstance(node, ast.Call):
             for a in node.args:
                 if isinstance(a, ast.Subscript) and isinstance(a.slice, ast.Slice) and \
                         isinstance(a.value, ast.Name) and a.value.id in array_params:
                     out.add(a.value.id)
+                elif isinstance(a, ast.Attribute) and a.attr in VIEW_ATTRIBUTES and isinstance(a.value, ast.Name) \
+                        and a.value.id in array_params:  # cuda.atomic.add(acc.real, 0, v)
+                    out.add(a.value.id)
     return out
+
+
+#: the attributes of an array that are views of its memory
+VIEW_ATTRIBUTES = ("T", "real", "imag")
+
 
 
 def alias_info(tr, name: str, cname: str, nbt) -> ArrayInfo:
@@ -295,13 +358,21 @@ def alias_declarations(info: ArrayInfo) -> list[str]:
     return lines
 
 
-def alias_assignment(tr, info: ArrayInfo, src: ArrayInfo, node) -> list[str]:
-    if src.extents is None or src.kind not in ("param", "alias"):
-        raise tr.src.error(node, "an array name can name a kernel argument or another such name only",
-                           hint="index the array directly")
+def alias_assignment(tr, info: ArrayInfo, src, node) -> list[str]:
+    src = as_array(tr, src, node)
+    if not isinstance(src, ArrayInfo):
+        raise tr.src.error(node, "this value is not an array", hint="an array, a slice or row of one")
+    if src.extents is None:
+        raise tr.src.error(node, "dynamic shared memory has no extent the C code knows: only `ms = shar[a:b]` "
+                           "views of it", hint="index the dynamic shared array directly")
     if src.key != info.key or src.ndim != info.ndim:
         raise tr.src.error(node, f"'{src.name}' is not an array of the same dtype and dimensions")
-    lines = [f"{info.name} = {src.name};"] + [f"{e.code} = {s.code};" for e, s in zip(info.extents, src.extents)]
+    tr.mark_written(src.owner or src.name)  # (conservatively: a view of an argument is no longer const)
+    if src.kind not in ("param", "alias") and not info.strides and src.strides:
+        raise tr.src.error(node, "numba's type of this name says its elements are contiguous, but this view's "
+                           "are not", hint="a name for each kind of view")
+    lines = [f"{info.name} = {base_pointer(src)};"] + [f"{e.code} = {s.code};"
+                                                         for e, s in zip(info.extents, src.extents)]
     if info.strides:
         strides = [s.code for s in src.strides] if src.strides else \
             [" * ".join(e.code for e in src.extents[d + 1:]) or "1" for d in range(src.ndim)]
@@ -336,6 +407,228 @@ def const_array(tr, name: str, value, node) -> ArrayInfo:
         strides = [CExpr(str(s // value.itemsize), "int64", types.int64, literal=s // value.itemsize)
                    for s in value.strides]
     return ArrayInfo(c, "const", key, value.ndim, ext, types.Array(dtype, value.ndim, layout), strides)
+
+
+# -- views: slices, rows, transposes, reinterpretations ----------------------------------------------------------------
+def base_pointer(info: ArrayInfo) -> str:
+    """A C pointer to the array's first element (a C array of arrays: its first element's address)."""
+    if info.kind in ("shared", "local", "const") and info.ndim > 1:
+        return "&" + info.name + "[0]" * info.ndim
+    return info.name
+
+
+def element_strides(info: ArrayInfo) -> list:
+    """The stride of each dimension, in elements: the array's own, or a C-contiguous array's (the product of the
+    extents after the dimension)."""
+    from numba.cuda import types
+
+    if info.strides:
+        return list(info.strides)
+    out = []
+    for d in range(info.ndim):
+        after = info.extents[d + 1:]
+        if not after:
+            out.append(CExpr("1", "int64", types.literal(1), literal=1, nonneg=True))
+        elif all(e.literal is not None for e in after):
+            n = 1
+            for e in after:
+                n *= e.literal
+            out.append(CExpr(str(n), "int64", types.literal(n), literal=n, nonneg=True))
+        else:
+            out.append(CExpr(" * ".join(paren(e, MUL) for e in after), "int64", types.int64,
+                             MUL if len(after) > 1 else after[0].prec, nonneg=True))
+    return out
+
+
+def _times(a: CExpr, b: CExpr) -> CExpr | None:
+    """``a * b`` of two int64 values (None: a zero), without the factors that are 1."""
+    from numba.cuda import types
+
+    if a.literal == 0 or b.literal == 0:
+        return None
+    if a.literal == 1:
+        return b
+    if b.literal == 1:
+        return a
+    return CExpr(f"{paren(a, MUL)} * {paren(b, MUL + 1)}", "int64", types.int64, MUL, pure=a.pure and b.pure)
+
+
+def _sum(terms: list) -> CExpr | None:
+    from numba.cuda import types
+
+    terms = [t for t in terms if t is not None]
+    if not terms:
+        return None
+    if len(terms) == 1:
+        return terms[0]
+    return CExpr(" + ".join(paren(t, ADD) for t in terms), "int64", types.int64, ADD,
+                 pure=all(t.pure for t in terms))
+
+
+def offset_view(info: ArrayInfo, offset: CExpr | None, key: str, extents: list, strides: list | None, nbt,
+                pointer: str | None = None) -> ArrayInfo:
+    """A view of ``info``: its pointer moved by ``offset`` elements, with its own extents and strides (None:
+    C-contiguous)."""
+    ptr = pointer or base_pointer(info)
+    if offset is not None:
+        ptr = f"({ptr} + {paren(offset, ADD + 1)})"
+    return ArrayInfo(ptr, "view_expr", key, len(extents), extents, nbt, strides, owner=info.owner or info.name)
+
+
+def _int64(tr, node) -> CExpr:
+    e = tr.expr(node)
+    if not is_int(e.key):
+        raise tr.src.error(node, "slice bounds and steps must be integers")
+    return cast(e, "int64") if e.key in ("uint64",) else e
+
+
+def slice_bounds(tr, sl: ast.Slice, extent: CExpr) -> tuple[CExpr, CExpr, CExpr]:
+    """The first index, the length and the step of ``a[lo:hi:step]`` along a dimension of ``extent`` elements, as
+    numba computes them (Python's ``slice.indices``: a negative bound counts from the end, bounds are clamped)."""
+    from numba.cuda import types
+
+    def const(v):
+        return CExpr(str(v), "int64", types.literal(v), literal=v, nonneg=v >= 0)
+
+    zero, one = const(0), const(1)
+    step = _int64(tr, sl.step) if sl.step is not None else one
+    n = extent.code
+    bounds = [_int64(tr, b) if b is not None else None for b in (sl.lower, sl.upper)]
+    if extent.literal is not None and all(b is None or b.literal is not None for b in bounds) and step.literal:
+        r = range(extent.literal)[slice(*(b.literal if b is not None else None for b in bounds), step.literal)]
+        return const(r.start if len(r) else 0), const(len(r)), step  # (a local array's constant extent)
+    if step.literal is not None and step.literal != 1 and bounds == [None, None]:  # x[::2], x[::-1]
+        if step.literal > 0:
+            return zero, CExpr(f"({paren(extent, ADD)} + {step.literal - 1}) / {step.literal}", "int64",
+                               types.int64, MUL, True), step
+        last = CExpr(f"{paren(extent, ADD)} - 1", "int64", types.int64, ADD)
+        if step.literal == -1:
+            return last, extent, step
+        return last, CExpr(f"({paren(extent, ADD)} + {-step.literal - 1}) / {-step.literal}", "int64",
+                           types.int64, MUL, True), step
+    if step.literal == 1:
+        lo, hi = bounds
+        if lo is not None and lo.literal == 0:
+            lo = None
+        tr.helpers.add("nk_slice")
+        if lo is None and hi is None:
+            return zero, extent, one
+        if lo is None:
+            return zero, CExpr(f"nk_bound({hi.code}, {n})", "int64", types.int64, PRIMARY, True), one
+        start = CExpr(f"nk_bound({lo.code}, {n})", "int64", types.int64, PRIMARY, True)
+        if hi is None:
+            return start, CExpr(f"{paren(extent, ADD)} - {start.code}", "int64", types.int64, ADD, True), one
+        return start, CExpr(f"nk_span({lo.code}, {hi.code}, {n})", "int64", types.int64, PRIMARY, True), one
+    if step.literal is None:
+        tr.require_hoist(sl.step)  # a step of either sign, known at run time: once, here
+        step = tr.hoist(step, "step")
+    tr.helpers.add("nk_slice")
+    lo = bounds[0].code if bounds[0] is not None else "NK_NO_BOUND"
+    hi = bounds[1].code if bounds[1] is not None else "NK_NO_BOUND"
+    start = CExpr(f"nk_slice_first({lo}, {step.code}, {n})", "int64", types.int64, PRIMARY)
+    count = CExpr(f"nk_slice_count({lo}, {hi}, {step.code}, {n})", "int64", types.int64, PRIMARY, True)
+    return start, count, step
+
+
+def subscript_view(tr, info, index: ast.AST, node) -> ArrayInfo:
+    """``a[i, lo:hi, ...]`` with at least one slice, or fewer indices than dimensions: numba's view (its type from
+    the typed record), as a pointer into the array with the view's extents and strides."""
+    if isinstance(info, Row):
+        row = info
+        info = info.array
+        fixed = list(zip(row.values, row.nodes))
+    else:
+        fixed = []
+    idx_nodes = index.elts if isinstance(index, ast.Tuple) else [index]
+    if any(isinstance(i, ast.Starred) or (isinstance(i, ast.Constant) and i.value in (None, Ellipsis))
+           for i in idx_nodes):
+        raise tr.src.error(node, "an index with None or ... makes a view the C code does not make",
+                           hint="integers and slices")
+    if info.extents is None:
+        raise tr.src.error(node, f"'{info.name}' (dynamic shared memory) has no extent the C code knows: only "
+                           "`ms = shar[a:b]` views of it", hint="slice a kernel argument, a shared or local array")
+    if len(fixed) + len(idx_nodes) > info.ndim:
+        raise tr.src.error(node, f"'{info.name}' has {info.ndim} dimension(s) but is indexed with "
+                           f"{len(fixed) + len(idx_nodes)}")
+    strides = element_strides(info)
+    offsets, extents, out_strides = [], [], []
+    d = 0
+    for value, inode in fixed:
+        offsets.append(_times(_indices(tr, info, [value], [inode])[0], strides[d]))
+        d += 1
+    with tr.c_index() if info.kind in ("shared", "local") else contextlib.nullcontext():
+        for inode in idx_nodes:
+            if isinstance(inode, ast.Slice):
+                start, length, step = slice_bounds(tr, inode, info.extents[d])
+                offsets.append(_times(start, strides[d]))
+                extents.append(length)
+                out_strides.append(_times(step, strides[d]) or step)
+            else:
+                i = tr.value(inode)
+                offsets.append(_times(_indices(tr, info, [i], [inode])[0], strides[d]))
+            d += 1
+    extents += list(info.extents[d:])
+    out_strides += strides[d:]
+    nbt = tr.typed.record.type_of(node)
+    contiguous = nbt is not None and getattr(nbt, "layout", "A") == "C"
+    return offset_view(info, _sum(offsets), info.key, extents, None if contiguous else out_strides,
+                       nbt if nbt is not None else info.nbt)
+
+
+def as_array(tr, v, node):
+    """A value that is an array as numba sees it: a row (``m[i]``, so far kept for indexing on) as its view."""
+    if isinstance(v, Row):
+        return row_array(tr, v, node)
+    return v
+
+
+def transposed(info: ArrayInfo, nbt) -> ArrayInfo:
+    """``a.T``: the same memory, the dimensions in reverse order."""
+    strides = element_strides(info)
+    return ArrayInfo(base_pointer(info), "view_expr", info.key, info.ndim, list(reversed(info.extents)), nbt,
+                     list(reversed(strides)), owner=info.owner or info.name)
+
+
+def complex_part(tr, info: ArrayInfo, part: str, nbt) -> ArrayInfo:
+    """``z.real`` / ``z.imag`` of a complex array: its floats, every other one (the imaginary parts from the
+    second), as numba's view of the same memory."""
+    from numba.cuda import types
+
+    key = "float32" if info.key == "complex64" else "float64"
+    two = CExpr("2", "int64", types.literal(2), literal=2, nonneg=True)
+    strides = [_times(two, s) for s in element_strides(info)]
+    ptr = f"(({c_name(key)}*){base_pointer(info)})"
+    if part == "imag":
+        ptr = f"({ptr} + 1)"
+    return ArrayInfo(ptr, "view_expr", key, info.ndim, list(info.extents), nbt, strides,
+                     owner=info.owner or info.name)
+
+
+def reinterpreted(tr, info: ArrayInfo, nbt, node) -> ArrayInfo:
+    """``a.view(np.int32)``: the same bytes as another type of the same size (numba's ``view`` of a C-contiguous
+    array; another size changes the last extent)."""
+    key = tr.scalar_key(nbt.dtype)
+    if key is None:
+        raise tr.src.error(node, f"a view as {nbt.dtype} has no C type")
+    old, new = itemsize(info.key), itemsize(key)
+    extents = list(info.extents)
+    if old != new:
+        from numba.cuda import types
+
+        if info.strides:
+            raise tr.src.error(node, "a view as a type of another size needs a C-contiguous array")
+        last = extents[-1]
+        extents[-1] = CExpr(f"{paren(last, MUL)} * {old} / {new}", "int64", types.int64, MUL, True)
+    ptr = f"(({c_name(key)}*){base_pointer(info)})"
+    return ArrayInfo(ptr, "view_expr", key, info.ndim, extents, nbt, info.strides,
+                     owner=info.owner or info.name)
+
+
+def plain_tail(tr, info: ArrayInfo, sl: ast.Slice) -> bool:
+    """Is ``x[start:]`` of a 1-D array with a start provably >= 0 (``slice_view``'s plain pointer, no clamping)?"""
+    if info.ndim != 1 or info.extents is None or sl.step is not None or sl.upper is not None:
+        return False
+    return sl.lower is None or tr.expr(sl.lower).nonneg
 
 
 def slice_view(tr, info: ArrayInfo, sl: ast.Slice, node) -> ArrayInfo:

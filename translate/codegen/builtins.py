@@ -18,9 +18,9 @@ import inspect
 from numba import cuda
 from numba.cuda import stubs, types
 
-from ..cnames import is_int
-from . import atomics, calls, intrinsics, mathfuncs, mma, pybuiltins, vectors
-from .cexpr import CExpr, Static, TupleVal
+from ..cnames import c_name, is_int
+from . import arrays, atomics, calls, intrinsics, mathfuncs, mma, pybuiltins, vectors
+from .cexpr import PRIMARY, CExpr, Static, TupleVal
 
 #: the modules whose ``BUILTINS`` ({object: handler}) and ``FAMILIES`` ((what, predicate, handler), ...) make the
 #: table, in the order families are tried
@@ -99,6 +99,8 @@ def _method(tr, node: ast.Call):
     if not isinstance(node.func, ast.Attribute):
         return None
     attr = node.func.attr
+    if attr == "view" and len(node.args) == 1:
+        return _view(tr, node)
     if attr not in ("bit_count", "conjugate", "sync") or node.args:
         return None
     base = tr.value(node.func.value)
@@ -112,6 +114,21 @@ def _method(tr, node: ast.Call):
     return None
 
 
+def _view(tr, node: ast.Call):
+    """``x.view(np.int32)``: an array's memory, or a number's bits, as another type (numba's ``view``)."""
+    base = arrays.as_array(tr, tr.value(node.func.value), node.func.value)
+    nbt = tr.signature(node).return_type
+    if isinstance(base, arrays.ArrayInfo):
+        return tr.viewed(arrays.reinterpreted(tr, base, nbt, node))
+    if isinstance(base, CExpr) and base.key is not None:
+        key = tr.scalar_key(nbt)
+        if key is None or arrays.itemsize(key) != arrays.itemsize(base.key):
+            raise tr.src.error(node, f"a view of {base.key} as {nbt}: numba views a number as a type of its size")
+        tr.helpers.add("nk_bits")
+        return CExpr(f"nk_bits<{c_name(key)}>({base.code})", key, nbt, PRIMARY, pure=base.pure)
+    raise tr.src.error(node, "only arrays and numbers have a view(dtype)")
+
+
 def call(tr, node: ast.Call) -> CExpr | TupleVal:
     """The C of a call in an expression."""
     method = _method(tr, node)
@@ -121,7 +138,8 @@ def call(tr, node: ast.Call) -> CExpr | TupleVal:
     if not isinstance(f, Static):
         raise tr.src.error(node.func, "only functions can be called", hint=SUPPORTED_CALLS)
     obj = f.obj
-    if node.keywords and obj is not cuda.syncwarp and not calls.is_device_function(obj):
+    if node.keywords and obj is not cuda.syncwarp and not calls.is_device_function(obj) and \
+            not pybuiltins.is_namedtuple_class(obj):
         raise tr.src.error(node, "keyword arguments are supported only in cuda.shared.array/local.array",
                            hint="pass the arguments by position")
     handler = handler_for(obj)

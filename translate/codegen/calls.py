@@ -67,6 +67,22 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
             raise tr.src.error(a, f"this argument of '{pyfunc.__name__}' has no C value",
                                  hint="numbers and arrays (functions, dtypes and constants as compile-time "
                                       "arguments)")
+    if dev.returns_array:  # the pointer, and its extents (and strides) through pointers, into new variables
+        tr.require_hoist(node)
+        rt = sig.return_type
+        stem = dev.cname.rstrip("_")
+        extents = [tr.temp(f"{stem}_shape{d}") for d in range(rt.ndim)]
+        strides = [tr.temp(f"{stem}_stride{d}") for d in range(rt.ndim)] if rt.layout != "C" else []
+        for n in (*extents, *strides):
+            tr.emit(f"int64_t {n};")
+        key = tr.scalar_key(rt.dtype)
+        ptr = tr.temp(f"{stem}_data")
+        tr.emit(f"{c_name(key)} *{ptr} = {dev.cname}({', '.join(cargs + ['&' + n for n in (*extents, *strides)])});")
+        owners = [v.owner or v.name for pname, v, _, _ in runtime if isinstance(v, arrays.ArrayInfo)]
+        return arrays.ArrayInfo(ptr, "view_expr", key, rt.ndim,
+                                [CExpr(n, "int64", types.int64, nonneg=True) for n in extents], rt,
+                                [CExpr(n, "int64", types.int64) for n in strides] or None,
+                                owner=owners[0] if len(owners) == 1 else None)
     if dev.outs:  # a tuple result: into variables of the caller (given, or new ones)
         if outs is None:
             tr.require_hoist(node)

@@ -36,6 +36,7 @@ class CExpr:
 @dataclass
 class TupleVal:
     items: list
+    fields: tuple = ()  # a namedtuple's field names (``p.x`` is the item of field ``x``)
 
 
 @dataclass

@@ -161,7 +161,8 @@ class ExprMixin:
                 return TupleVal([CExpr(v.cname, v.key, v.nbt) for v in var])
             return CExpr(var.cname, var.key, var.nbt)
         if name in self.tuple_vars:
-            return TupleVal([CExpr(v.cname, v.key, v.nbt) for v in self.tuple_vars[name]])
+            return TupleVal([CExpr(v.cname, v.key, v.nbt) for v in self.tuple_vars[name]],
+                            tuple(getattr(self.var_type(name), "fields", ())))
         if name in self.scalars:
             key = self.scalars[name]
             deps = self.facts.get(name)
@@ -244,8 +245,8 @@ class ExprMixin:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             a = self.const_value(node.operand)
             return None if a is None else -a
-        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:  # int(c), u32(c), np.int64(c)
-            f = self.value(node.func)
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and _dotted(node.func):
+            f = self.value(node.func)  # int(c), u32(c), np.int64(c)
             obj = getattr(f, "obj", None)
             if obj is int or (isinstance(obj, type) and issubclass(obj, np.integer)):
                 a = self.const_value(node.args[0])
@@ -261,6 +262,8 @@ class ExprMixin:
 
     def v_Attribute(self, node):
         base = self.value(node.value)
+        if isinstance(base, TupleVal) and node.attr in base.fields:  # a namedtuple's field
+            return base.items[base.fields.index(node.attr)]
         if isinstance(base, CExpr) and isinstance(base.nbt, types.Record):
             return self.record_field(base, node.attr, node)
         if isinstance(base, CExpr) and base.key in ("complex64", "complex128") and node.attr in ("real", "imag"):
@@ -268,6 +271,8 @@ class ExprMixin:
             part = "float32" if base.key == "complex64" else "float64"
             fname = ("cuCreal" if node.attr == "real" else "cuCimag") + f
             return CExpr(f"{fname}({base.code})", part, getattr(types, part), PRIMARY, pure=base.pure)
+        if isinstance(base, arrays.Row):
+            base = self.viewed(arrays.row_array(self, base, node.value))
         if isinstance(base, arrays.ArrayInfo):
             return self.array_attr(base, node)
         if isinstance(base, Static):
@@ -307,7 +312,19 @@ class ExprMixin:
             return CExpr(code, "int64", types.int64, PRIMARY if len(info.extents) == 1 else 13, nonneg=True)
         if node.attr == "ndim":
             return CExpr(str(info.ndim), "int32", types.literal(info.ndim), literal=info.ndim, nonneg=True)
-        raise self.src.error(node, f"array attribute '.{node.attr}' is not supported", hint=".shape, .size, .ndim")
+        if node.attr == "dtype":  # a compile-time value: the element type (cuda.local.array(n, dtype=x.dtype))
+            return Static(info.nbt.dtype if info.nbt is not None else getattr(types, info.key))
+        if node.attr in ("T", "real", "imag") and info.extents is None:
+            raise self.src.error(node, f"'.{node.attr}' of dynamic shared memory: its extent is not known to the C "
+                                 "code")
+        if node.attr == "T":
+            return self.viewed(arrays.transposed(info, self.typed.record.type_of(node)))
+        if node.attr in ("real", "imag") and info.key in ("complex64", "complex128"):
+            return self.viewed(arrays.complex_part(self, info, node.attr, self.typed.record.type_of(node)))
+        if node.attr == "real":  # of a real array: the array itself
+            return info
+        raise self.src.error(node, f"array attribute '.{node.attr}' is not supported",
+                             hint=".shape, .size, .ndim, .dtype, .T, .real, .imag")
 
     def v_Subscript(self, node):
         base = self.value(node.value)
@@ -321,11 +338,21 @@ class ExprMixin:
                 raise self.src.error(node.slice, "tuple index must be a constant within the tuple",
                                      hint="x.shape[0], t[1]")
             return base.items[i]
-        if isinstance(base, arrays.ArrayInfo) and isinstance(node.slice, ast.Slice):
-            return arrays.slice_view(self, base, node.slice, node)
+        if isinstance(base, arrays.ArrayInfo) and isinstance(node.slice, ast.Slice) and arrays.plain_tail(
+                self, base, node.slice):
+            return self.viewed(arrays.slice_view(self, base, node.slice, node))
+        index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if isinstance(base, (arrays.ArrayInfo, arrays.Row)) and any(isinstance(i, ast.Slice) for i in index):
+            return self.viewed(arrays.subscript_view(self, base, node.slice, node))
         if isinstance(base, (arrays.ArrayInfo, arrays.Row)):
             return arrays.element(self, base, node.slice, node, partial=True)
         raise self.src.error(node, "only arrays and tuples can be indexed", hint="x[i], x[r, c], x.shape[0]")
+
+    def viewed(self, view):
+        """A view of an array: stores through its pointer write the array it is part of."""
+        if isinstance(view, arrays.ArrayInfo) and view.owner is not None:
+            self.view_owners[view.name] = self.view_owners.get(view.owner, view.owner)
+        return view
 
     def _tuple_item(self, tup: TupleVal, node) -> CExpr:
         """``t[i]`` of a tuple of numbers of one type at a run-time index, as numba's switch over the items
@@ -352,8 +379,10 @@ class ExprMixin:
             raise self.src.error(node, "unsupported operator", hint="+ - * / // % ** << >> & | ^")
         return self.binop(op, fn, self.expr(node.left), self.expr(node.right), node)
 
-    def binop(self, op, fn, left: CExpr, right: CExpr, node) -> CExpr:
-        sig = self.resolve(fn, (left.nbt, right.nbt), node)
+    def binop(self, op, fn, left: CExpr, right: CExpr, node, sig=None) -> CExpr:
+        """``left op right`` as numba computes it; ``sig``: numba's signature of it (default: the record's of
+        ``node``)."""
+        sig = sig if sig is not None else self.signature(node)
         rkey = scalar_key(sig.return_type)
         akey = scalar_key(sig.args[0]) or rkey
         nonneg = left.nonneg and right.nonneg and op in ("+", "*", "//", "%", "&", "|", "^", ">>", "**")
@@ -639,6 +668,13 @@ class ExprMixin:
             if key is not None:
                 self.unit.records.setdefault(key, t)
         return key
+
+
+def _dotted(node) -> bool:
+    """A name or a chain of attributes of one (``np.int64``), not an attribute of a value (``x.view``)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
 
 
 def _homogeneous(tup: TupleVal) -> bool:

@@ -13,6 +13,9 @@ HELPERS: dict[str, str] = {
     "nk_complex": """\
 #include <cuComplex.h>
 """,
+    "nk_bf16": """\
+#include <cuda_bf16.h>
+""",
     "nk_cdiv": """\
 // complex division as numba computes it (CPython's _Py_c_quot): scaled by the larger part of the divisor; a zero
 // divisor ends the thread, as numba's ZeroDivisionError does on a GPU
@@ -404,10 +407,71 @@ __device__ __forceinline__ int64_t nk_dynamic_smem_bytes() {
 // numba's negative-index wraparound: x[-1] is the last element (used only where an index may be negative)
 __device__ __forceinline__ int64_t nk_wrap(int64_t i, int64_t extent) { return i < 0 ? i + extent : i; }
 """,
+    "nk_bits": """\
+// numba's .view(dtype) of a number: the same bits read as another type of the same size
+template <typename To, typename From>
+__device__ __forceinline__ To nk_bits(From x) {
+    To y;
+    memcpy(&y, &x, sizeof(To));
+    return y;
+}
+""",
+    "nk_slice": """\
+// numba's slices (Python's slice.indices): a[lo:hi] of an extent n starts at nk_bound(lo, n) and has
+// nk_span(lo, hi, n) elements; a negative bound counts from the end, and every bound is clamped into [0, n]
+__device__ __forceinline__ int64_t nk_bound(int64_t i, int64_t n) {
+    return i < 0 ? (i + n < 0 ? 0 : i + n) : (i > n ? n : i);
+}
+__device__ __forceinline__ int64_t nk_span(int64_t lo, int64_t hi, int64_t n) {
+    int64_t d = nk_bound(hi, n) - nk_bound(lo, n);
+    return d > 0 ? d : 0;
+}
+// a[lo:hi:step] with a step other than 1 (a bound left out is NK_NO_BOUND): the first index and the count
+#define NK_NO_BOUND INT64_MIN
+__device__ __forceinline__ int64_t nk_slice_first(int64_t lo, int64_t step, int64_t n) {
+    if (lo == NK_NO_BOUND) return step < 0 ? n - 1 : 0;
+    if (lo < 0) lo += n;
+    if (step < 0) return lo < -1 ? -1 : (lo > n - 1 ? n - 1 : lo);
+    return lo < 0 ? 0 : (lo > n ? n : lo);
+}
+__device__ __forceinline__ int64_t nk_slice_count(int64_t lo, int64_t hi, int64_t step, int64_t n) {
+    int64_t first = nk_slice_first(lo, step, n), last;
+    if (hi == NK_NO_BOUND) {
+        last = step < 0 ? -1 : n;
+    } else {
+        if (hi < 0) hi += n;
+        last = step < 0 ? (hi < -1 ? -1 : (hi > n - 1 ? n - 1 : hi)) : (hi < 0 ? 0 : (hi > n ? n : hi));
+    }
+    if (step < 0) return first > last ? (first - last - 1) / -step + 1 : 0;
+    return last > first ? (last - first - 1) / step + 1 : 0;
+}
+""",
     "nk_min": """\
 // Python's min/max: the first argument unless the second is strictly smaller / larger
 template <typename T> __device__ __forceinline__ T nk_min(T a, T b) { return b < a ? b : a; }
 template <typename T> __device__ __forceinline__ T nk_max(T a, T b) { return b > a ? b : a; }
+""",
+    "nk_reductions": """\
+// min, max and sum of a 1-D array as numba computes them: Python's algorithm over its items (min: the first,
+// replaced by each later one that is strictly smaller); sum from 0 in the result's type. min/max of no items raise
+// (numba: StopIteration), which ends the thread on a GPU
+template <typename R, typename T> __device__ R nk_min_of(const T* a, int64_t n, int64_t stride) {
+    if (n <= 0) asm volatile("exit;");
+    R m = a[0];
+    for (int64_t k = 1; k < n; k++) m = (R)a[k * stride] < m ? (R)a[k * stride] : m;
+    return m;
+}
+template <typename R, typename T> __device__ R nk_max_of(const T* a, int64_t n, int64_t stride) {
+    if (n <= 0) asm volatile("exit;");
+    R m = a[0];
+    for (int64_t k = 1; k < n; k++) m = (R)a[k * stride] > m ? (R)a[k * stride] : m;
+    return m;
+}
+template <typename R, typename T> __device__ R nk_sum_of(const T* a, int64_t n, int64_t stride) {
+    R s = 0;
+    for (int64_t k = 0; k < n; k++) s = s + (R)a[k * stride];
+    return s;
+}
 """,
     "nk_lanemask_lt": """\
 __device__ __forceinline__ uint32_t nk_lanemask_lt() { uint32_t m; asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(m)); return m; }
@@ -506,8 +570,19 @@ DEPENDS = {"nk_floordiv": tuple(f"nk_floordiv_{t}" for t in _TYPES),
            **_MMA_DEPENDS}
 
 
+#: the prefix of a used libdevice function's name (its declaration, after the fixed helpers)
+LIBDEVICE = "libdevice:"
+
+
 def render(used: set[str]) -> str:
+    from .mathfuncs import libdevice_declaration
+
     used = set(used)
     for name in list(used):
         used.update(DEPENDS.get(name, ()))
-    return "\n".join(HELPERS[name] for name in ORDER if name in used and HELPERS[name])
+    parts = [HELPERS[name] for name in ORDER if name in used and HELPERS[name]]
+    declared = sorted(n[len(LIBDEVICE):] for n in used if n.startswith(LIBDEVICE))
+    if declared:
+        parts.append("// the libdevice functions numba-cuda calls\n" +
+                     "".join(libdevice_declaration(n) + "\n" for n in declared))
+    return "\n".join(parts)

@@ -20,8 +20,10 @@ def check(src, body: list[ast.stmt]) -> tuple[set, set]:
     another value than Python."""
     loops: dict[str, list] = {}
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-            loops.setdefault(node.target.id, []).append(node)
+        if isinstance(node, ast.For):  # (for k, v in enumerate(x): each of them)
+            for t in node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]:
+                if isinstance(t, ast.Name):
+                    loops.setdefault(t.id, []).append(node)
     reused = set()
     for name, fors in loops.items():
         inside = set()

@@ -55,7 +55,43 @@ def _math(tr, obj, node):
     return e if e.key == rkey else cast(e, rkey)
 
 
+def _iterable(tr, node):
+    """The one argument of ``min``/``max``/``sum`` over an iterable: a tuple's items, or an array (1-D)."""
+    from . import arrays
+
+    v = arrays.as_array(tr, tr.value(node.args[0]), node.args[0])
+    if isinstance(v, TupleVal) and v.items and all(isinstance(x, CExpr) for x in v.items):
+        return v.items
+    if isinstance(v, arrays.ArrayInfo) and v.ndim == 1 and v.extents is not None:
+        return v
+    raise tr.src.error(node.args[0], "min/max/sum of a tuple of numbers or of a 1-D array")
+
+
+def _array_reduction(tr, helper, info, rkey, nbt):
+    """``helper(pointer, extent, stride)`` over a 1-D array (numba's loop over its items)."""
+    from . import arrays
+
+    tr.helpers.add("nk_reductions")
+    stride = arrays.element_strides(info)[0]
+    return CExpr(f"{helper}<{c_name(rkey)}>({arrays.base_pointer(info)}, {info.extents[0].code}, {stride.code})",
+                 rkey, nbt, PRIMARY)
+
+
 def _minmax(tr, obj, node):
+    if len(node.args) == 1 and not node.keywords:  # min(iterable): Python's algorithm over its items
+        items = _iterable(tr, node)
+        sig = tr.signature(node)
+        rkey = scalar_key(sig.return_type)
+        if not isinstance(items, list):
+            return _array_reduction(tr, f"nk_{obj.__name__}_of", items, rkey, sig.return_type)
+        acc = cast(items[0], rkey)
+        if len(items) > 1:
+            tr.helpers.add("nk_min")
+        for a in items[1:]:
+            b = cast(a, rkey)
+            acc = CExpr(f"nk_{obj.__name__}({acc.code}, {b.code})", rkey, sig.return_type, PRIMARY,
+                        pure=acc.pure and b.pure)
+        return acc
     args = _args(tr, node)
     if len(args) < 2:
         raise tr.src.error(node, f"{obj.__name__}() needs at least two numbers", hint="min(a, b)")
@@ -78,6 +114,26 @@ def _minmax(tr, obj, node):
         acc = CExpr(f"nk_{obj.__name__}({acc.code}, {b.code})", rkey, sig.return_type, PRIMARY, nonneg,
                     acc.pure and b.pure, acc.deps | b.deps)
     return acc
+
+
+def _sum(tr, obj, node):
+    """``sum(t)`` / ``sum(x)``: numba's ``acc = start; for v in it: acc = acc + v``, in the type its typing gives
+    the result."""
+    if node.keywords or not 1 <= len(node.args) <= 2:
+        raise tr.src.error(node, "sum(iterable[, start]) by position")
+    items = _iterable(tr, node)
+    sig = tr.signature(node)
+    rkey = scalar_key(sig.return_type)
+    if not isinstance(items, list):
+        total = _array_reduction(tr, "nk_sum_of", items, rkey, sig.return_type)
+        if len(node.args) == 2:
+            start = cast(tr.expr(node.args[1]), rkey)
+            return CExpr(f"{paren(start, 12)} + {total.code}", rkey, sig.return_type, 12)
+        return total
+    terms = [cast(tr.expr(node.args[1]), rkey)] if len(node.args) == 2 else []
+    terms += [cast(x, rkey) for x in items]
+    return CExpr(" + ".join(paren(t, 12) for t in terms), rkey, sig.return_type, 12,
+                 pure=all(t.pure for t in terms))
 
 
 def _abs(tr, obj, node):
@@ -286,7 +342,7 @@ CSQRT_THRESHOLD = {"float32": _sqrt_threshold(np.finfo(np.float32).max),
 
 # -- the table (translate.codegen.builtins merges it) -----------------------------------------------------------
 BUILTINS = {
-    _py.min: _minmax, _py.max: _minmax, _py.abs: _abs, _py.round: _round, _py.complex: _complex,
+    _py.min: _minmax, _py.max: _minmax, _py.sum: _sum, _py.abs: _abs, _py.round: _round, _py.complex: _complex,
     math.degrees: _degrees_radians, math.radians: _degrees_radians, math.modf: _modf, math.frexp: _frexp,
     cmath.phase: _phase, cmath.polar: _phase, cmath.rect: _rect,
     **{f: _cmath for f in CMATH},
@@ -302,5 +358,65 @@ def is_fp16_binding(obj) -> bool:
     return getattr(obj, "__module__", None) == FP16_BINDINGS
 
 
+# -- cuda.libdevice ------------------------------------------------------------------------------------------------
+#: the module of numba-cuda's libdevice stubs (each calls the libdevice function ``__nv_<name>``)
+LIBDEVICE = "numba.cuda.libdevice"
+
+
+def is_libdevice(obj) -> bool:
+    return getattr(obj, "__module__", None) == LIBDEVICE and callable(obj)
+
+
+def _libdevice_table() -> dict:
+    """numba-cuda's own table of libdevice functions: ``__nv_<name>`` -> (return type, [arg(name, ty, is_ptr)])."""
+    from numba.cuda.libdevicefuncs import functions
+
+    return functions
+
+
+def libdevice_declaration(name: str) -> str:
+    """The C declaration of libdevice function ``name``: the C calls the very function numba-cuda calls (NVRTC and
+    nvcc link libdevice for it, as for CUDA's own math functions)."""
+    retty, params = _libdevice_table()[name]
+    ret = "void" if str(retty) == "none" else c_name(scalar_key(retty))
+    args = ", ".join(f"{c_name(scalar_key(p.ty))}{'*' if p.is_ptr else ''} {p.name}" for p in params)
+    return f'extern "C" __device__ {ret} {name}({args});'
+
+
+def _libdevice(tr, obj, node):
+    """``libdevice.sinf(x)``: ``__nv_sinf(x)``. A function with pointer arguments returns their values after its
+    own result, as a tuple (numba-cuda's ``create_signature``): ``s, c = libdevice.sincosf(x)``."""
+    name = "__nv_" + obj.__name__
+    retty, params = _libdevice_table()[name]
+    sig = tr.signature(node)
+    values = iter(cast(tr.expr(a), scalar_key(t)) for a, t in zip(node.args, sig.args))
+    outs = [p for p in params if p.is_ptr]
+    tr.helpers.add("libdevice:" + name)
+    if not outs:
+        cargs = [next(values) for _ in params]
+        rkey = scalar_key(retty)
+        return CExpr(f"{name}({', '.join(a.code for a in cargs)})", rkey, sig.return_type, PRIMARY,
+                     pure=all(a.pure for a in cargs))
+    tr.require_hoist(node)
+    results, cargs = [], []
+    for p in params:
+        if p.is_ptr:
+            out = tr.temp(f"{obj.__name__}_{p.name}")
+            tr.emit(f"{c_name(scalar_key(p.ty))} {out};")
+            results.append(CExpr(out, scalar_key(p.ty), p.ty))
+            cargs.append("&" + out)
+        else:
+            cargs.append(next(values).code)
+    call = f"{name}({', '.join(cargs)})"
+    if str(retty) == "none":
+        tr.emit(f"{call};")
+    else:
+        value = tr.temp(f"{obj.__name__}_value")
+        tr.emit(f"const {c_name(scalar_key(retty))} {value} = {call};")
+        results.insert(0, CExpr(value, scalar_key(retty), retty))
+    return TupleVal(results)
+
+
 #: families of callables, each recognised by a predicate: (what they are, predicate, handler)
-FAMILIES = (("math.* functions", is_math_function, _math), ("cuda.fp16.* functions", is_fp16_binding, _fp16))
+FAMILIES = (("math.* functions", is_math_function, _math), ("cuda.fp16.* functions", is_fp16_binding, _fp16),
+            ("cuda.libdevice functions", is_libdevice, _libdevice))

@@ -108,6 +108,39 @@ def c_string(text: str) -> str:
     return "".join(out)
 
 
+def _divmod(tr, obj, node):
+    """``divmod(a, b)``: numba's ``(a // b, a % b)``, each as the operator computes it."""
+    import operator
+
+    from numba.cuda.typing.templates import signature
+
+    if len(node.args) != 2 or node.keywords:
+        raise tr.src.error(node, "divmod(a, b) takes two numbers")
+    a, b = (tr.expr(x) for x in node.args)
+    a = a if a.pure else tr.hoist(a, "a")
+    b = b if b.pure else tr.hoist(b, "b")
+    sig = tr.signature(node)
+    q, r = sig.return_type
+    return TupleVal([tr.binop("//", operator.floordiv, a, b, node, signature(q, *sig.args)),
+                     tr.binop("%", operator.mod, a, b, node, signature(r, *sig.args))])
+
+
+def is_namedtuple_class(obj) -> bool:
+    return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
+
+
+def _namedtuple(tr, cls, node):
+    """``Point(x, y)`` (or ``Point(x=x, y=y)``): a tuple whose items have names."""
+    values = list(node.args) + [None] * (len(cls._fields) - len(node.args))
+    for k in node.keywords:
+        if k.arg not in cls._fields or values[cls._fields.index(k.arg)] is not None:
+            raise tr.src.error(k.value, f"{cls.__name__}() has no field {k.arg!r} to set here")
+        values[cls._fields.index(k.arg)] = k.value
+    if any(v is None for v in values):
+        raise tr.src.error(node, f"{cls.__name__}() needs a value for each of {', '.join(cls._fields)}")
+    return TupleVal([tr.value(v) for v in values], tuple(cls._fields))
+
+
 def _range(tr, obj, node):
     raise tr.src.error(node, "range() is supported only as the iterable of a for loop", hint="for i in range(...):")
 
@@ -117,7 +150,7 @@ def _array_here(tr, obj, node):
                        hint="tile = cuda.shared.array((16, 16), np.float32)")
 
 
-BUILTINS = {_py.len: _len, _py.print: _print, _py.range: _range, cuda.shared.array: _array_here,
+BUILTINS = {_py.len: _len, _py.print: _print, _py.divmod: _divmod, _py.range: _range, cuda.shared.array: _array_here,
             cuda.local.array: _array_here}
 
-FAMILIES = (("number types as casts", is_number_type, _cast),)
+FAMILIES = (("number types as casts", is_number_type, _cast), ("namedtuple classes", is_namedtuple_class, _namedtuple))

@@ -25,6 +25,23 @@ import ast
 NONNEG_ATTRS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
 
 
+def sign_tested(fn: ast.FunctionDef, params: set[str]) -> set[str]:
+    """The parameters the kernel itself compares with zero or a negative number (``if beg + i >= 0:``, ``if beg <
+    0:``): their negative values are meant, so no proof may assume them non-negative (the launcher would refuse
+    what numba computes)."""
+    out = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            sides = (node.left, node.comparators[0])
+            for side, other in (sides, sides[::-1]):
+                value = other.value if isinstance(other, ast.Constant) else (
+                    -other.operand.value if isinstance(other, ast.UnaryOp) and isinstance(other.op, ast.USub)
+                    and isinstance(other.operand, ast.Constant) else None)
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+                    out |= {n.id for n in ast.walk(side) if isinstance(n, ast.Name)} & params
+    return out
+
+
 def analyze(fn: ast.FunctionDef, is_nonneg_static, int_params: set[str]) -> dict[str, frozenset]:
     """Names proven >= 0 -> the parameters that proof assumes >= 0 (greatest fixed point)."""
     assigns = assignments(fn, lambda node: ("aug", node.target.id, node.value) if isinstance(

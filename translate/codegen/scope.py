@@ -23,12 +23,14 @@ def _names_in(node, ignore=frozenset()) -> set[str]:
 
 
 def _direct_targets(stmt) -> set[str]:
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-        t = stmt.targets[0]
-        if isinstance(t, ast.Name):
-            return {t.id}
-        if isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
-            return {e.id for e in t.elts}
+    if isinstance(stmt, ast.Assign):  # (a = b = v: each of them)
+        out = set()
+        for t in stmt.targets:
+            if isinstance(t, ast.Name):
+                out.add(t.id)
+            elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
+                out |= {e.id for e in t.elts}
+        return out
     if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
         return {stmt.target.id}
     return set()

@@ -55,6 +55,7 @@ class FunctionTranslator(ExprMixin):
         self.arrays: dict = {}
         self.scalars: dict = {}
         self.written: set = set()
+        self.view_owners: dict = {}  # the C pointer expression of a view -> the C name of the array it is part of
         self.assumed: set = set()
         self.lines: list[str] = []
         self.depth = 1
@@ -102,8 +103,9 @@ class FunctionTranslator(ExprMixin):
                 self.local_c[node.id] = self.names.claim(node.id)
         array_locals = {n for n, t in self.typed.var_types.items()
                         if isinstance(t, types.Array) and n in self.local_c and n not in self.typed.conflicts}
+        dynamic = arrays.dynamic_names(self, self.fn)
         self.array_aliases = {n: arrays.alias_info(self, n, self.local_c[n], self.var_type(n))
-                              for n in sorted(arrays.alias_names(self.fn, array_locals))}
+                              for n in sorted(arrays.alias_names(self.fn, array_locals, dynamic))}
         for n, info in self.array_aliases.items():
             self.arrays[n] = info
         self.retyped: dict = {}
@@ -117,8 +119,9 @@ class FunctionTranslator(ExprMixin):
             t = types_of[name]
             if isinstance(t, types.BaseTuple) and name not in self.arrays and name not in self.scalars:
                 stem = self.param_c[name][0].rstrip("_")
-                self.tuple_vars[name] = [variables.CVar(self.names.claim(f"{stem}_{i}"), self.scalar_key(x), x)
-                                         for i, x in enumerate(t)]
+                given = self.param_c[name][1]  # the kernel's: the launcher's names of the items
+                self.tuple_vars[name] = [variables.CVar(given[i] if given else self.names.claim(f"{stem}_{i}"),
+                                                        self.scalar_key(x), x) for i, x in enumerate(t)]
         for name in self.present:
             self.present[name] = self.names.claim(f"{self.local_c[name].rstrip('_')}_present")
         self.ret_outs = None
@@ -127,6 +130,12 @@ class FunctionTranslator(ExprMixin):
         #: through a pointer
         self.ret_present = self.names.claim("present") if self.kind == "device" and isinstance(
             rt, types.Optional) and self.scalar_key(rt.type) is not None else None
+        #: a device function returning an array (one of its own: numba returns only those): the pointer as the C
+        #: result, the extents (and strides) through pointers
+        self.ret_array = None
+        if self.kind == "device" and isinstance(rt, types.Array):
+            self.ret_array = ([self.names.claim(f"ret_shape{d}") for d in range(rt.ndim)],
+                              [self.names.claim(f"ret_stride{d}") for d in range(rt.ndim)] if rt.layout != "C" else [])
         if self.kind == "device" and isinstance(rt, types.BaseTuple):
             if not all(self.scalar_key(x) for x in rt):
                 raise self.src.error(self.fn, f"'{self.name}' returns {rt}: device functions may return numbers "
@@ -178,12 +187,11 @@ class FunctionTranslator(ExprMixin):
                 self.arrays[name] = arrays.param_array(c, t, extents, strides, self)
             elif self.scalar_key(t) is not None:
                 self.scalars[name] = self.scalar_key(t)
-            elif self.kind == "device" and isinstance(t, types.BaseTuple) and all(self.scalar_key(x) for x in t):
+            elif isinstance(t, types.BaseTuple) and len(t) and all(self.scalar_key(x) for x in t):
                 pass  # a tuple of numbers: one C parameter per element (named in _name_locals)
             else:
                 raise self.src.error(self.fn, f"argument '{name}' has type {t}, which is not supported",
-                                     hint="arrays and numbers" + (", tuples of numbers for device functions"
-                                                                  if self.kind == "device" else ""))
+                                     hint="arrays, numbers and tuples of numbers")
         self.tuple_vars: dict = {}
         self.present: dict = {}  # an Optional local -> the C name of its flag (named with the other locals)
         for name, t in self.typed.var_types.items():
@@ -198,6 +206,7 @@ class FunctionTranslator(ExprMixin):
             elif isinstance(t, types.BaseTuple) and len(t) and all(self.scalar_key(x) for x in t):
                 self.tuple_vars[name] = list(t)
         int_params = {p for p in self.params if p in self.scalars and is_int(self.scalars[p])}
+        int_params -= ranges.sign_tested(self.fn, int_params)
         self.facts = ranges.analyze(self.fn, self._static_nonneg, int_params)
 
     def relational_nonneg(self, node) -> bool:
@@ -296,7 +305,7 @@ class FunctionTranslator(ExprMixin):
         return False
 
     def mark_written(self, cname):
-        self.written.add(cname)
+        self.written.add(self.view_owners.get(cname, cname))
 
     # -- output ------------------------------------------------------------------------------------------------
     def emit(self, line: str):
@@ -391,6 +400,17 @@ class FunctionTranslator(ExprMixin):
                     isinstance(node.value, ast.Constant) and node.value.value is None):
                 raise self.src.error(node.value, "kernels cannot return a value", hint="write results into an array")
             self.emit("return;")
+            return
+        if self.ret_array is not None:  # `*ret_shape0 = a_shape0; return a;`
+            info = arrays.as_array(self, self.value(node.value), node.value)
+            if not isinstance(info, arrays.ArrayInfo) or info.extents is None:
+                raise self.src.error(node.value, f"'{self.name}' returns an array: one of its array arguments")
+            self.mark_written(info.owner or info.name)  # (its caller may store into what comes back)
+            for out, e in zip(self.ret_array[0], info.extents):
+                self.emit(f"*{out} = {e.code};")
+            for out, e in zip(self.ret_array[1], arrays.element_strides(info) if self.ret_array[1] else ()):
+                self.emit(f"*{out} = {e.code};")
+            self.emit(f"return {arrays.base_pointer(info)};")
             return
         if self.ret_outs is not None:  # a tuple comes back through pointers: `*ret_0 = a; *ret_1 = b;`
             v = self.value(node.value)
@@ -518,10 +538,12 @@ class FunctionTranslator(ExprMixin):
         it = node.iter
         marked = unroll.unroll_range(self, it)  # for i in unroll(range(...)): #pragma unroll, whatever the trips
         it = marked[0] if marked is not None else it
-        f = self.value(it.func) if isinstance(it, ast.Call) else None
-        if not (isinstance(f, Static) and f.obj is range) or not isinstance(node.target, ast.Name):
-            raise self.src.error(it, "for loops must iterate over range(...) into a single name",
-                                 hint="for i in range(n) / range(a, b) / range(a, b, step)")
+        f = self.value(it.func) if isinstance(it, ast.Call) and marked is None and not it.keywords and \
+            isinstance(it.func, (ast.Name, ast.Attribute)) else None
+        if marked is None and not (isinstance(f, Static) and f.obj is range):
+            return self._for_each(node, f.obj if isinstance(f, Static) else None)
+        if not isinstance(node.target, ast.Name):
+            raise self.src.error(it, "a loop over range(...) binds a single name", hint="for i in range(n)")
         if not 1 <= len(it.args) <= 3 or it.keywords:
             raise self.src.error(it, "range takes 1 to 3 positional arguments")
         name = node.target.id
@@ -579,6 +601,89 @@ class FunctionTranslator(ExprMixin):
         self._nested(node.body)
         self.emit("}")
 
+    def _for_each(self, node, called):
+        """``for v in x`` over an array (its elements), a tuple (its items, held in a C array), ``enumerate`` and
+        ``zip`` of those: a counted C loop that reads each item where Python's iterator would."""
+        from numba.cuda import types as nt
+
+        it = node.iter
+        if called in (enumerate, zip):
+            if it.keywords or not it.args or (called is enumerate and len(it.args) > 2):
+                raise self.src.error(it, f"{called.__name__}() of arrays and tuples, by position")
+            seqs = it.args[:1] if called is enumerate else it.args
+        else:
+            seqs = [it]
+        targets = node.target.elts if isinstance(node.target, ast.Tuple) and called is not None else [node.target]
+        if called is enumerate:
+            if len(targets) != 2:
+                raise self.src.error(node.target, "enumerate() gives pairs: for k, v in enumerate(x)")
+            counter_node, targets = targets[0], targets[1:]
+        else:
+            counter_node = None
+        if len(targets) != len(seqs) or not all(isinstance(t, ast.Name) for t in targets):
+            raise self.src.error(node.target, "a loop over arrays and tuples binds one name per item",
+                                 hint="for v in x / for k, v in enumerate(x) / for a, b in zip(x, y)")
+        items, counts = [], []
+        for seq, target in zip(seqs, targets):
+            v = arrays.as_array(self, self.value(seq), seq)
+            if isinstance(v, arrays.ArrayInfo):
+                if v.extents is None:
+                    raise self.src.error(seq, "dynamic shared memory cannot be iterated: its extent is not known "
+                                         "to the C code")
+                if v.ndim != 1:
+                    raise self.src.error(seq, "a loop over the rows of an array is not supported",
+                                         hint="for r in range(m.shape[0]): row = m[r]")
+                items.append(v)
+                counts.append(v.extents[0])
+            elif isinstance(v, TupleVal) and v.items and all(isinstance(x, CExpr) for x in v.items):
+                key = scalar_key(self.var_type(target.id)) or v.items[0].key
+                held = self.temp(f"{self.cname(target.id).rstrip('_')}_items")
+                values = ", ".join(cast(x, key).code for x in v.items)
+                self.emit(f"const {c_name(key)} {held}[{len(v.items)}] = {{{values}}};")
+                items.append(arrays.ArrayInfo(held, "local", key, 1, None, None))
+                n = len(v.items)
+                counts.append(CExpr(str(n), "int64", nt.literal(n), literal=n, nonneg=True))
+            else:
+                raise self.src.error(seq, "for loops iterate over range(...), arrays, tuples of numbers, "
+                                     "enumerate() and zip() of those")
+        count = counts[0]
+        for c in counts[1:]:  # zip stops at the shortest
+            count = c if count.literal is not None and c.literal is not None and c.literal < count.literal else \
+                count if c.literal is not None and count.literal is not None else \
+                CExpr(f"{paren(count, 10)} < {paren(c, 11)} ? {paren(count, 4)} : {paren(c, 3)}", "int64",
+                      nt.int64, 3, True)
+        start = None
+        if counter_node is not None and len(it.args) == 2:
+            start = self.expr(it.args[1])
+        assigned = {n.id for s in node.body for n in ast.walk(s) if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, ast.Store)}
+        if counter_node is not None and isinstance(counter_node, ast.Name) and start is None and \
+                counter_node.id not in assigned:
+            index = self.cname(counter_node.id)  # enumerate's counter is the loop's own
+            counter_node = None
+        else:
+            index = self.temp(f"{self.cname(targets[0].id).rstrip('_')}_i")
+        if not count.pure:
+            count = CExpr(self.hoist(count, f"{index}_stop").code, "int64", nt.int64, nonneg=True)
+        note = self.header_comment(node)
+        if count.literal is not None and 1 < count.literal <= UNROLL_LIMIT:
+            self.emit("#pragma unroll")
+        self.emit(f"for (int64_t {index} = 0; {index} < {paren(count, 11)}; {index}++) {{" + note)
+        self.depth += 1
+        if counter_node is not None:
+            key = scalar_key(self.var_type(counter_node.id))
+            k = f"{index} + {paren(start, 13)}" if start is not None else index
+            self.emit(f"{c_name(key)} {self.cname(counter_node.id)} = {k};")
+        i = CExpr(index, "int64", nt.int64, nonneg=True)
+        for target, info in zip(targets, items):
+            key = scalar_key(self.var_type(target.id))
+            e = arrays.element_at(self, info, [i], node.iter) if info.extents is not None else \
+                CExpr(f"{info.name}[{index}]", info.key, None)
+            self.emit(f"{c_name(key)} {self.cname(target.id)} = {cast(e, key).code};")
+        self.block(node.body)
+        self.depth -= 1
+        self.emit("}")
+
     def _constant_trip_count(self, it: ast.Call):
         """The most iterations a ``range`` of compile-time constants makes in any instantiation, else None."""
         most = 0
@@ -610,13 +715,19 @@ class FunctionTranslator(ExprMixin):
         self._assign(node.target, node.value, node)
 
     def s_Assign(self, node):
-        if len(node.targets) != 1:
-            raise self.src.error(node, "chained assignment (a = b = ...) is not supported", hint="one target per line")
-        self._assign(node.targets[0], node.value, node)
+        if len(node.targets) == 1:
+            return self._assign(node.targets[0], node.value, node)
+        # a = b = v: v evaluated once, then stored into each target from left to right, as Python does
+        v = self.value(node.value)
+        if isinstance(v, CExpr) and not v.pure:
+            v = self.hoist(v, "value")
+        for target in node.targets:
+            self._assign(target, node.value, node, value=v)
 
-    def _assign(self, target, value_node, stmt):
+    def _assign(self, target, value_node, stmt, value=None):
+        """``target = value_node`` (``value``: its value, already evaluated)."""
         if isinstance(target, ast.Tuple):
-            return self._unpack(target, value_node, stmt)
+            return self._unpack(target, value_node, stmt, value)
         if isinstance(target, ast.Subscript) or isinstance(target, ast.Attribute):
             base = self.value(target.value)
             if isinstance(base, CExpr) and isinstance(base.nbt, types.Record):  # x[i]["s0"] = v, x[i].s0 = v
@@ -627,19 +738,21 @@ class FunctionTranslator(ExprMixin):
                     if isinstance(arr, arrays.ArrayInfo):
                         self.mark_written(arr.name)
                 lhs = self.record_field(base, field, target)
-                rhs = self.expr(value_node)
+                rhs = self.as_cexpr(value, value_node) if value is not None else self.expr(value_node)
                 self.emit(f"{lhs.code} = {self._store_value(cast(rhs, lhs.key), lhs.key).code};")
                 return
             if not isinstance(base, (arrays.ArrayInfo, arrays.Row)) or isinstance(target, ast.Attribute):
                 raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")
             self.mark_written(base.name)
             lhs = arrays.element(self, base, target.slice, target)
-            rhs = self.expr(value_node)
+            rhs = self.as_cexpr(value, value_node) if value is not None else self.expr(value_node)
+            if value is not None:
+                rhs = cast(rhs, lhs.key)
             self.emit(f"{lhs.code} = {self._store_value(rhs, lhs.key).code};")
             return
         if not isinstance(target, ast.Name):
             raise self.src.error(target, "unsupported assignment target", hint="a name, x[i], or a, b = ...")
-        self._assign_name(target.id, value_node, stmt, target)
+        self._assign_name(target.id, value_node, stmt, target, value=value)
 
     def _assign_name(self, name, value_node, stmt, target_node, value=None):
         t = self.var_type(name)
@@ -796,11 +909,11 @@ class FunctionTranslator(ExprMixin):
                              "or as a slice of the dynamic shared array",
                              hint="index the argument array directly instead of aliasing it")
 
-    def _unpack(self, target, value_node, stmt):
+    def _unpack(self, target, value_node, stmt, value=None):
         names = target.elts
         if not all(isinstance(n, (ast.Name, ast.Subscript)) for n in names):
             raise self.src.error(target, "tuple unpacking supports names and array elements", hint="a, b = ...")
-        if isinstance(value_node, ast.Tuple):
+        if isinstance(value_node, ast.Tuple) and value is None:
             if len(value_node.elts) != len(names):
                 raise self.src.error(value_node, "unpacking needs as many values as names")
             reads = {n.id for v in value_node.elts for n in ast.walk(v) if isinstance(n, ast.Name)}
@@ -827,17 +940,42 @@ class FunctionTranslator(ExprMixin):
             for n, v in zip(names, value_node.elts):
                 self._assign_name(n.id, v, stmt, n)
             return
-        direct = calls.direct_outs(self, names, value_node, stmt)
+        direct = calls.direct_outs(self, names, value_node, stmt) if value is None else None
         if direct is not None:
             f = self.value(value_node.func)
             calls.device_call(self, f.obj.py_func, value_node, f.obj, outs=direct)
             return
-        v = self.value(value_node)
+        v = value if value is not None else self.value(value_node)
+        v = arrays.as_array(self, v, value_node)
+        if isinstance(v, arrays.ArrayInfo):  # x, y, z = m[i]: its elements (or rows), after numba's length check
+            v = self._array_items(v, len(names), value_node)
         if not isinstance(v, TupleVal) or len(v.items) != len(names):
             raise self.src.error(value_node, "this value cannot be unpacked into names",
                                  hint="a, b = x, y / h, w = m.shape / c, r = cuda.grid(2)")
         for n, item in zip(names, v.items):
             self._assign_item(n, item, stmt)
+
+    def _array_items(self, info, n, node) -> TupleVal:
+        """The ``n`` items of an array being unpacked: numba raises ValueError for an array of another length,
+        which ends the thread on a GPU (so does the C)."""
+        from numba.cuda import types as nt
+
+        if info.extents is None:
+            raise self.src.error(node, "dynamic shared memory cannot be unpacked: its extent is not known to the C")
+        first = info.extents[0]
+        if first.literal is None:
+            self.emit(f"if ({paren(first, 9)} != {n}) asm volatile(\"exit;\");  // numba: ValueError (the thread "
+                      "ends)")
+        elif first.literal != n:
+            raise self.src.error(node, f"this array has {first.literal} items, not {n}: numba raises ValueError")
+        items = []
+        for k in range(n):
+            index = CExpr(str(k), "int64", nt.literal(k), literal=k, nonneg=True)
+            if info.ndim == 1:
+                items.append(arrays.element_at(self, info, [index], node))
+            else:
+                items.append(arrays.row_array(self, arrays.Row(info, [index], [node]), node))
+        return TupleVal(items)
 
     def _assign_item(self, target, value, stmt):
         """One target of an unpacking, its value already evaluated."""

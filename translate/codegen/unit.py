@@ -21,6 +21,7 @@ class DeviceFn:
     return_type: object = None
     outs: list = field(default_factory=list)   # a tuple result: (scalar key, numba type) per element, by pointer
     optional: bool = False                     # an Optional result: the value, and a flag through a last pointer
+    returns_array: bool = False                # an array result: the pointer, its extents (strides) by pointer
 
 
 class Unit:
@@ -110,13 +111,15 @@ class Unit:
         cparams += [f"{c_name(v.key)} *{v.cname}" for v in tr.ret_outs or ()]
         if tr.ret_present is not None:
             cparams.append(f"bool *{tr.ret_present}")
+        if tr.ret_array is not None:
+            cparams += [f"int64_t *{n}" for n in (*tr.ret_array[0], *tr.ret_array[1])]
         rt = typed.return_type.type if tr.ret_present is not None else typed.return_type
-        rkey = None if outs else tr.scalar_key(rt)
-        rtype = "void" if rkey is None else c_name(rkey)
+        rkey = None if outs else tr.scalar_key(rt.dtype if tr.ret_array is not None else rt)
+        rtype = "void" if rkey is None else c_name(rkey) + ("*" if tr.ret_array is not None else "")
         code = [f"__device__ {rtype} {cname}({', '.join(cparams)})", "{"] + body + ["}"]
         written = {n for n in tr.runtime_params if n in tr.arrays and tr.arrays[n].name in tr.written}
         dev = DeviceFn(cname, list(tr.runtime_params), written, code, typed.return_type, outs,
-                       tr.ret_present is not None)
+                       tr.ret_present is not None, tr.ret_array is not None)
         self.devices[key] = dev
         self.device_order.append((f"{pyfunc.__module__}:{pyfunc.__qualname__}", dev))
         return dev

@@ -149,6 +149,8 @@ class Flow:
         self._atoms: dict = {}             # an atom of the polynomials (ast.dump of its node) -> the node
         self._exits: list = []             # per loop being walked: (states at its breaks, at its continues)
         self._relating = False             # a relational lower bound is being computed
+        self._loop_floors: set = set()     # ids of the ``v >= start`` conditions of range loops (``_loop_floor``)
+        self._keep: list = []              # (those nodes, so that their ids stay theirs)
         self._quiet = 0                    # > 0 while a loop's fixed point is sought (nothing recorded)
         self._dims = _dim_floors(fn, self._atoms)      # blockIdx.x <= gridDim.x - 1, threadIdx.x <= blockDim.x - 1, ...
         self._guards(fn)
@@ -243,11 +245,18 @@ class Flow:
             entry.ranges[target] = self.range_var(s.iter, state)
         current = {n: entry.ranges.get(n) for n in names}
 
+        floor = self._loop_floor(s, names) if target is not None else None
+        if floor is not None:
+            self._loop_floors.add(id(floor))
+            self._keep.append(floor)
+
         def head(values):  # the state at the top of the body, for the given ranges of the names the body assigns
             trial = entry.copy()
             trial.ranges.update({n: v for n, v in values.items() if v is not None})
             if target is not None:
                 trial.ranges[target] = entry.ranges[target]
+            if floor is not None:
+                trial.floors.append(floor)
             if isinstance(s, ast.While):
                 trial = self.refine(trial, s.test, True)
                 trial.floors.append(s.test)
@@ -298,6 +307,23 @@ class Flow:
         if target is not None:
             after.ranges.pop(target, None)  # a loop variable is not read after its loop (loopvars checks)
         return after
+
+    @staticmethod
+    def _loop_floor(s, assigned: set):
+        """``v >= start`` for ``for v in range(start, stop[, step])`` with a positive literal step, when the body
+        assigns no name of ``start`` (range evaluates it once, before the loop)."""
+        from .unroll import range_call
+
+        it = range_call(s.iter)
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and
+                2 <= len(it.args) <= 3):
+            return None
+        step = it.args[2] if len(it.args) == 3 else ast.Constant(1)
+        if not (isinstance(step, ast.Constant) and isinstance(step.value, int) and step.value > 0):
+            return None
+        if _names(it.args[0]) & (assigned - {s.target.id}):
+            return None
+        return ast.Compare(ast.Name(s.target.id, ast.Load()), [ast.GtE()], [it.args[0]])
 
     def range_var(self, it, state: State):
         """The interval of the variable of a loop over ``it`` (``range(...)``, also under ``unroll``)."""
@@ -364,6 +390,8 @@ class Flow:
 
     def _exact_compare(self, test, state: State) -> bool:
         """Does numba compare the exact values of both sides (no operand changed by its conversion)?"""
+        if id(test) in self._loop_floors:  # a range loop's variable and its start: of one type
+            return True
         sig = self.types.signature(test)
         return sig is not None and all(self._converts(x, self.interval(x, state), t)
                                        for x, t in zip((test.left, test.comparators[0]), sig.args))
@@ -534,12 +562,17 @@ class Flow:
         if low is not None and low >= 0:
             return True
         floors = list(state.floors) + list(self.guards.get(id(node), ()))
-        for f in floors:
-            for q in self.floor_polys(f, state):
-                diff = _plus(p, {m: -c for m, c in q.items()})
-                low = self.lower(diff, state)
-                if low is not None and low >= 0:
-                    return True
+        known = [q for f in floors for q in self.floor_polys(f, state)]
+        for a, q in enumerate(known):
+            diff = _plus(p, {m: -c for m, c in q.items()})
+            low = self.lower(diff, state)
+            if low is not None and low >= 0:
+                return True
+            for b, r in enumerate(known):  # two steps: j >= beg + i (its loop's start) and beg + i >= 0 (a test)
+                if b != a:
+                    low = self.lower(_plus(diff, {m: -c for m, c in r.items()}), state)
+                    if low is not None and low >= 0:
+                        return True
         return False
 
     def floor_polys(self, test, state: State) -> list:
@@ -558,7 +591,7 @@ class Flow:
         return self._compare_polys(test.left, type(test.ops[0]), test.comparators[0], state)
 
     def _compare_polys(self, left, op, right, state: State) -> list:
-        a, b = self.poly(left, state, 0), self.poly(right, state, 0)
+        a, b = self.poly(left, state, 0, opaque=True), self.poly(right, state, 0, opaque=True)
         if a is None or b is None:
             return []
         if op in (ast.Gt, ast.GtE):
@@ -571,23 +604,25 @@ class Flow:
             q = _plus(q, {(): -1})
         return [q]
 
-    def poly(self, node, state: State, depth: int):
+    def poly(self, node, state: State, depth: int, opaque: bool = False):
         """``node`` as {monomial: coefficient} (a monomial: a sorted tuple of atoms), definitions substituted; None
-        where numba's arithmetic may wrap around (no polynomial is its value then)."""
+        where numba's arithmetic may wrap around (no polynomial is its value then), or with ``opaque`` the value
+        itself as an atom (a condition and a loop's start that compute the same ``beg + i`` know the same value)."""
         if depth > DEPTH:
             return None
         d = depth + 1
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
             return {(): int(node.value)}
         if isinstance(node, ast.Name) and node.id in state.defs:
-            return self.poly(state.defs[node.id], state, d)
+            return self.poly(state.defs[node.id], state, d, opaque)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            p = self.poly(node.operand, state, d)
+            p = self.poly(node.operand, state, d, opaque)
             return None if p is None or not self.exact(node, state) else {m: -c for m, c in p.items()}
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)) and \
+                not (opaque and not self.exact(node, state)):
             if not self.exact(node, state):
                 return None
-            a, b = self.poly(node.left, state, d), self.poly(node.right, state, d)
+            a, b = self.poly(node.left, state, d, opaque), self.poly(node.right, state, d, opaque)
             if a is None or b is None:
                 return None
             if isinstance(node.op, ast.Add):

@@ -24,6 +24,7 @@ SCALAR_CTYPES: dict[str, Any] = {
     "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
     "float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
     "float16": ctypes.c_uint16,  # a __half by value: its bits
+    "bfloat16": ctypes.c_uint16,  # a __nv_bfloat16 by value: its bits
 }
 #: element types an array parameter may have besides the scalar ones (arrays travel as pointers)
 ARRAY_ONLY_DTYPES = ("complex64", "complex128")
@@ -44,6 +45,7 @@ class Param:
     const: bool = False
     layout: str = "C"
     record: dict | None = None  # dtype "record": {"itemsize": n, "fields": [[name, dtype, offset], ...]}
+    items: tuple = ()  # kind "tuple": its items' dtypes (one C parameter each)
 
     @property
     def strided(self) -> bool:
@@ -55,6 +57,12 @@ def params_of(launcher: Mapping[str, Any]) -> list[Param]:
     for i, p in enumerate(launcher.get("params", ())):
         kind = p.get("kind")
         dtype = str(p.get("dtype"))
+        if kind == "tuple":
+            items = tuple(str(d) for d in p.get("items") or ())
+            if not items or any(d not in SCALAR_CTYPES for d in items):
+                raise AbiError(f"{launcher.get('symbol')}: tuple param {p.get('name', i)!r} has items {items!r}")
+            out.append(Param(str(p.get("name", f"arg{i}")), kind, "tuple", items=items))
+            continue
         if kind not in ("array", "scalar"):
             raise AbiError(f"{launcher.get('symbol')}: param {i} has kind {kind!r}; expected 'array' or 'scalar'")
         array_dtype = dtype in ARRAY_ONLY_DTYPES or (dtype == "record" and p.get("record"))
@@ -78,6 +86,8 @@ def argtypes(launcher: Mapping[str, Any]) -> list[Any]:
         if p.kind == "array":
             types.append(ctypes.c_void_p)
             types.extend([ctypes.c_int64] * (p.ndim * (2 if p.strided else 1)))
+        elif p.kind == "tuple":
+            types.extend(SCALAR_CTYPES[d] for d in p.items)
         else:
             types.append(SCALAR_CTYPES[p.dtype])
     return types + LAUNCH_CTYPES
@@ -86,9 +96,13 @@ def argtypes(launcher: Mapping[str, Any]) -> list[Any]:
 def c_declaration(launcher: Mapping[str, Any]) -> str:
     """The C prototype the description stands for (for reports and error messages)."""
     c_names = {"float32": "float", "float64": "double", "bool": "bool", "float16": "__half",
-               "complex64": "cuFloatComplex", "complex128": "cuDoubleComplex", "record": "struct"}
+               "bfloat16": "__nv_bfloat16", "complex64": "cuFloatComplex", "complex128": "cuDoubleComplex",
+               "record": "struct"}
     parts = []
     for p in params_of(launcher):
+        if p.kind == "tuple":
+            parts.extend(f"{c_names.get(d, f'{d}_t')} {p.name}_{i}" for i, d in enumerate(p.items))
+            continue
         ctype = c_names.get(p.dtype, f"{p.dtype}_t")
         if p.kind == "array":
             parts.append(f"{'const ' if p.const else ''}{ctype}* {p.name}")
@@ -169,7 +183,7 @@ def call_args(
                 if not _record_matches(np.dtype(dtype), p.record):
                     raise AbiError(f"{launcher['symbol']}: '{p.name}' must be a record array laid out as "
                                    f"{p.record}, got dtype {np.dtype(dtype)}")
-            elif np.dtype(dtype) != np.dtype(p.dtype):
+            elif np.dtype(dtype) != _numpy_dtype(p.dtype):
                 raise AbiError(f"{launcher['symbol']}: '{p.name}' must have dtype {p.dtype}, got {np.dtype(dtype)}")
             out.append(ctypes.c_void_p(int(address)))
             out.extend(int(s) for s in shape)
@@ -178,14 +192,30 @@ def call_args(
             elif strides is not None and tuple(strides) != c_strides(shape) and 0 not in shape:
                 raise AbiError(f"{launcher['symbol']}: '{p.name}' must be C-contiguous (the kernel's signature "
                                f"says so), got strides {tuple(strides)} (elements)")
+        elif p.kind == "tuple":
+            if not isinstance(a, tuple) or len(a) != len(p.items):
+                raise AbiError(f"{launcher['symbol']}: '{p.name}' is a tuple of {len(p.items)} numbers, got {a!r}")
+            out.extend(_scalar(launcher, p.name, d, v) for d, v in zip(p.items, a))
         else:
-            if isinstance(a, np.ndarray):
-                raise AbiError(f"{launcher['symbol']}: '{p.name}' is a scalar parameter, got an array")
-            if p.dtype == "float16":
-                out.append(int(np.array(a, dtype=np.float16).view(np.uint16)))
-            else:
-                out.append(bool(a) if p.dtype == "bool" else (float(a) if p.dtype.startswith("float") else int(a)))
+            out.append(_scalar(launcher, p.name, p.dtype, a))
     return out + [*_triple(grid), *_triple(block), int(shared_bytes), ctypes.c_void_p(int(stream) or None)]
+
+
+def _scalar(launcher, name: str, dtype: str, a):
+    if isinstance(a, np.ndarray):
+        raise AbiError(f"{launcher['symbol']}: '{name}' is a scalar parameter, got an array")
+    if dtype in ("float16", "bfloat16"):
+        return int(np.array(a, dtype=_numpy_dtype(dtype)).view(np.uint16))
+    return bool(a) if dtype == "bool" else (float(a) if dtype.startswith("float") else int(a))
+
+
+def _numpy_dtype(name: str) -> np.dtype:
+    """numpy's dtype of a contract dtype name (``bfloat16``: ml_dtypes', the one numpy arrays of it have)."""
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
 
 
 @dataclass(frozen=True)

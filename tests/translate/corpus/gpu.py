@@ -92,10 +92,11 @@ def all_entries() -> dict:
     """The corpus, the extra kernels, and the second corpus's kernels whose sources have local copies, by id."""
     from ..corpus2 import sources
     from ..corpus2.index import ENTRIES as SECOND
+    from ..coverage_entries import COVERAGE
     from ..extra_entries import EXTRA
     from .index import ENTRIES
 
-    return {e.id: e for e in ENTRIES + EXTRA + [e for e in SECOND if sources.available(e.source)]}
+    return {e.id: e for e in ENTRIES + EXTRA + COVERAGE + [e for e in SECOND if sources.available(e.source)]}
 
 
 def prepare(entries, work_dir: str, arch: str, jobs: int | None = None) -> dict[str, Prepared]:

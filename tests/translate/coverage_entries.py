@@ -1,0 +1,81 @@
+"""Launches and random inputs for coverage_kernels.py (verified against Numba on a GPU like the corpus)."""
+
+import os
+
+import ml_dtypes
+import numpy as np
+
+from .corpus.spec import Entry, Launch, complexes, custom, fixed, floats, ints
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "coverage_kernels.py")
+L = Launch.of
+
+
+def _e(kernel, sig, launch, args, **kw):
+    return Entry(HERE, kernel, sig, launch, tuple(args), **kw)
+
+
+def _starts(n, width, extent):
+    """``n`` start offsets of ``width``-long segments inside ``extent`` (some of them overlapping the end: the
+    slice is cut short there, as numba cuts it)."""
+    return custom(lambda rng: rng.integers(0, extent - 2, n).astype(np.int64))
+
+
+def _records(n):
+    from .coverage_kernels import PAIR_DTYPE
+
+    def make(rng):
+        r = np.zeros(n, PAIR_DTYPE)
+        r["a"] = rng.random(n)
+        r["b"] = rng.integers(-5, 5, n)
+        return r
+    return custom(make)
+
+
+COVERAGE = [
+    _e("slice_to_device", "void(float64[::1], float64[::1])", L(2, 64), (floats(101 * 5, np.float64), floats(
+        101, np.float64))),
+    _e("window_to_device", "void(float32[:, ::1], float64[:, ::1])", L((3, 3), (16, 16)),
+       (floats((37, 41), np.float32, -1, 1), floats((37, 41), np.float64))),
+    _e("local_slice", "void(float32[::1], float32[::1], int64[::1])", L(1, 64),
+       (floats(50, np.float32), floats(203, np.float32), _starts(50, 4, 203))),
+    _e("strided_slice", "void(float64[::1], float64[::1])", L(1, 32), (floats(37, np.float64),
+                                                                       floats(19, np.float64))),
+    _e("array_from_device", "void(float64[::1], float64[::1], float64[::1])", L(2, 64),
+       (floats(100, np.float64), floats(60, np.float64), floats(100, np.float64))),
+    _e("shared_slices", "void(float32[::1], float32[::1])", L(4, 32), (floats(111, np.float32),
+                                                                       floats(111, np.float32))),
+    _e("row_view", "void(float64[:, ::1], float64[::1])", L(2, 64), (floats((100, 3), np.float64, -1, 1),
+                                                                     floats(100, np.float64))),
+    _e("complex_parts", "void(complex128[::1], float64[::1], float64[::1], complex128[::1])", L(2, 64),
+       (complexes(99, np.complex128), floats(99, np.float64), floats(99, np.float64),
+        fixed(np.zeros(1, np.complex128))), rtol=1e-9),
+    _e("float_bits_max", "void(float32[::1], float32[::1])", L(4, 64),
+       (floats(250, np.float32, -100, 100), fixed(np.full(1, -1e30, np.float32)))),
+    _e("dtype_of", "void(float32[::1], float32[::1])", L(2, 64), (floats(99, np.float32), floats(99, np.float32))),
+    _e("transpose_view", "void(float64[:, ::1], float64[:, ::1])", L((2, 2), (16, 16)),
+       (floats((23, 29), np.float64), floats((29, 23), np.float64))),
+    _e("iterate_array", "void(int32[::1], int32[::1], int32[::1])", L(2, 64),
+       (ints(120, np.int32, 0, 10), ints(4, np.int32, 0, 10), ints(120, np.int32, 0, 1))),
+    _e("iterate_tuple", "void(float32[::1], float64[::1])", L(2, 64), (floats(99, np.float32),
+                                                                       floats(99, np.float64))),
+    _e("enumerate_zip", "void(float64[::1], float64[::1], float64[::1])", L(1, 32),
+       (floats(33, np.float64), floats(33, np.float64), floats(1, np.float64))),
+    _e("tuple_argument", "void(float64[::1], UniTuple(int64, 2), float64[::1])", L(2, 64),
+       (floats(77, np.float64), fixed((7, 11)), floats(77, np.float64))),
+    _e("namedtuple_value", "void(float64[::1], float64[::1], float64[::1])", L(2, 64),
+       (floats(99, np.float64), floats(99, np.float64), floats(99, np.float64))),
+    _e("record_scalars", "void(PAIR[::1], float64[::1])", L(2, 64), (_records(90), floats(90, np.float64))),
+    _e("chained_assignment", "void(int64[::1], int64[::1])", L(2, 64), (ints(99, np.int64, -50, 50),
+                                                                        ints(99, np.int64, 0, 1))),
+    _e("reductions", "void(float32[:, ::1], float32[:, ::1])", L(2, 64),
+       (floats((100, 3), np.float32, -1, 1), floats((100, 4), np.float32))),
+    _e("window_mask", "void(int32[::1], int64, int64, float64[::1], int64)", L(2, 64),
+       (ints(100, np.int32, 0, 2), fixed(-3), fixed(2), floats(100, np.float64), fixed(100))),
+    _e("libdevice_calls", "void(float32[::1], float32[:, ::1])", L(2, 64),
+       (floats(99, np.float32, 0.1, 2), floats((99, 4), np.float32)), rtol=1e-4),
+    _e("half_arrays", "void(float16[::1], float32[::1])", L(2, 64), (floats(99, np.float16, -2, 2),
+                                                                    floats(99, np.float32)), rtol=1e-3),
+    _e("bfloat16_arrays", "void(bfloat16[::1], bfloat16[::1], float32)", L(2, 64),
+       (floats(99, ml_dtypes.bfloat16, -2, 2), floats(99, ml_dtypes.bfloat16), fixed(np.float32(1.5))), rtol=1e-2),
+]

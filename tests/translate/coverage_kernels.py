@@ -1,0 +1,306 @@
+"""What numba-cuda compiles, construct by construct, as other people's kernels use it (issue 39's list): arrays as
+views (slices of global, shared and local arrays, passed to device functions and returned from them, row views,
+.real/.imag, .view(dtype), .dtype, .T), iteration over arrays, tuples, enumerate and zip, tuples as arguments and
+values, unpacking, chained assignment, min/max/sum over arrays and tuples, cuda.libdevice, half-precision
+signatures. Each is translated and NVRTC-compiled here (test_coverage.py) and verified against Numba on a GPU
+(test_corpus_gpu.py, the ``COVERAGE`` entries of coverage_entries.py)."""
+
+import math
+from collections import namedtuple
+
+import numpy as np
+from numba import cuda
+from numba.cuda import libdevice
+from numba.cuda.np.numpy_support import from_dtype
+
+NPTS = 5
+#: a record type, named for the signature (``void(PAIR[::1], ...)``)
+PAIR_DTYPE = np.dtype([("a", np.float64), ("b", np.int32)], align=True)
+PAIR = from_dtype(PAIR_DTYPE)
+
+
+# -- slices of global arrays passed to device functions ------------------------------------------------------------
+@cuda.jit(device=True)
+def centroid(pts):
+    """The mean of a 1-D view of NPTS values."""
+    s = 0.0
+    for k in range(pts.shape[0]):
+        s += pts[k]
+    return s / pts.shape[0]
+
+
+@cuda.jit
+def slice_to_device(xs, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = centroid(xs[i * NPTS:i * NPTS + NPTS])
+
+
+@cuda.jit(device=True)
+def box_sum(win):
+    """The sum of a 2-D window."""
+    s = 0.0
+    for a in range(win.shape[0]):
+        for b in range(win.shape[1]):
+            s += win[a, b]
+    return s
+
+
+@cuda.jit
+def window_to_device(img, out):
+    i, j = cuda.grid(2)
+    if 1 <= i < img.shape[0] - 1 and 1 <= j < img.shape[1] - 1:
+        out[i, j] = box_sum(img[i - 1:i + 2, j - 1:j + 2])
+
+
+@cuda.jit
+def local_slice(x, out, lens):
+    """``seg = out[start:end]``: a view with a name, written through it."""
+    i = cuda.grid(1)
+    if i < lens.shape[0]:
+        start = lens[i]
+        end = start + 4
+        seg = out[start:end]
+        for k in range(seg.shape[0]):
+            seg[k] = x[i] + k
+
+
+@cuda.jit
+def strided_slice(x, out):
+    """Every other element, and a reversed view."""
+    i = cuda.grid(1)
+    if i == 0:
+        evens = x[::2]
+        back = x[::-1]
+        for k in range(evens.shape[0]):
+            out[k] = evens[k] + back[k]
+
+
+@cuda.jit(device=True)
+def longer(a, b):
+    """An array returned from a device function (numba returns only arrays passed in)."""
+    if a.shape[0] >= b.shape[0]:
+        return a
+    return b
+
+
+@cuda.jit
+def array_from_device(x, y, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        t = longer(x[i:], y[:i])
+        out[i] = t[0] + t.shape[0] if t.shape[0] > 0 else -1.0
+
+
+@cuda.jit
+def shared_slices(x, out):
+    """Slices of a shared and a local array passed on."""
+    buf = cuda.shared.array((4, 32), np.float32)
+    loc = cuda.local.array(8, np.float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    for q in range(4):
+        buf[q, t] = x[i] * (q + 1) if i < x.shape[0] else 0.0
+    for q in range(8):
+        loc[q] = q
+    cuda.syncthreads()
+    if i < x.shape[0]:
+        out[i] = centroid(buf[:, t]) + centroid(loc[2:6])
+
+
+# -- rows ---------------------------------------------------------------------------------------------------------
+@cuda.jit
+def row_view(m, out):
+    i = cuda.grid(1)
+    if i < m.shape[0]:
+        row = m[i]
+        x, y, z = m[i]
+        out[i] = row[0] * x + row[1] * y + row[2] * z
+
+
+# -- complex parts, bits, dtype, transpose ---------------------------------------------------------------------------
+@cuda.jit
+def complex_parts(z, re, im, acc):
+    i = cuda.grid(1)
+    if i < z.shape[0]:
+        re[i] = z.real[i]
+        im[i] = z.imag[i]
+        cuda.atomic.add(acc.real, 0, z[i].real)
+
+
+@cuda.jit(device=True)
+def atomic_max_float(arr, v):
+    """A float max by compare-and-swap on the bits (the usual route when no float atomic max exists)."""
+    bits = arr.view(np.int32)
+    old = bits[0]
+    while True:
+        cur = old
+        if np.int32(cur).view(np.float32) >= v:
+            break
+        old = cuda.atomic.compare_and_swap(bits, cur, np.float32(v).view(np.int32))
+        if old == cur:
+            break
+
+
+@cuda.jit
+def float_bits_max(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        atomic_max_float(out, x[i])
+
+
+@cuda.jit
+def dtype_of(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        tmp = cuda.local.array(3, dtype=x.dtype)
+        for k in range(3):
+            tmp[k] = x[i] * k
+        out[i] = tmp[0] + tmp[1] + tmp[2]
+
+
+@cuda.jit
+def transpose_view(a, out):
+    i, j = cuda.grid(2)
+    t = a.T
+    if i < t.shape[0] and j < t.shape[1]:
+        out[i, j] = t[i, j]
+
+
+# -- iteration ----------------------------------------------------------------------------------------------------
+@cuda.jit
+def iterate_array(x, excludes, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        keep = 1
+        for ex in excludes:
+            if x[i] == ex:
+                keep = 0
+        out[i] = keep
+
+
+@cuda.jit
+def iterate_tuple(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        s = 0.0
+        for w in (0.25, 0.5, 0.25):
+            s += w * x[i]
+        out[i] = s
+
+
+@cuda.jit
+def enumerate_zip(x, y, out):
+    i = cuda.grid(1)
+    if i == 0:
+        s = 0.0
+        for k, v in enumerate(x):
+            s += k * v
+        for a, b in zip(x, y):
+            s += a * b
+        out[0] = s
+
+
+# -- tuples, namedtuples, records ------------------------------------------------------------------------------------
+@cuda.jit
+def tuple_argument(x, shape, out):
+    """A UniTuple(int64 x 2) argument and a tuple value."""
+    i = cuda.grid(1)
+    h, w = shape
+    if i < h * w:
+        r, c = divmod(i, w)
+        p = (r, c)
+        out[i] = x[i] * p[0] + p[1]
+
+
+Point = namedtuple("Point", ["x", "y"])
+
+
+@cuda.jit(device=True)
+def norm2(p):
+    return p.x * p.x + p.y * p.y
+
+
+@cuda.jit
+def namedtuple_value(xs, ys, out):
+    i = cuda.grid(1)
+    if i < xs.shape[0]:
+        out[i] = norm2(Point(xs[i], ys[i]))
+
+
+@cuda.jit
+def record_scalars(recs, out):
+    i = cuda.grid(1)
+    if i < recs.shape[0]:
+        r = recs[i]
+        out[i] = r.a * r.b
+
+
+# -- assignment, reductions ------------------------------------------------------------------------------------------
+@cuda.jit
+def chained_assignment(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        a = b = 0
+        c = d = x[i]
+        a += 1
+        out[i] = a + b + c + d
+
+
+@cuda.jit
+def reductions(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        row = x[i]
+        t = (row[0], row[1], row[2])
+        out[i, 0] = min(row)
+        out[i, 1] = max(t)
+        out[i, 2] = sum(t)
+        out[i, 3] = min(t[0], t[1])
+
+
+# -- libdevice, half precision --------------------------------------------------------------------------------------
+@cuda.jit
+def libdevice_calls(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        v = x[i]
+        s, c = libdevice.sincosf(v)
+        out[i, 0] = s + c
+        out[i, 1] = libdevice.expf(v) + libdevice.fast_sinf(v) + libdevice.rsqrtf(v + 1.0)
+        out[i, 2] = libdevice.fmaf(v, v, 1.0) + libdevice.hypotf(v, 2.0) + libdevice.erfcinvf(0.5)
+        m, e = libdevice.frexpf(v)
+        out[i, 3] = m + e + libdevice.popc(i) + libdevice.float2int_rn(v)
+
+
+@cuda.jit
+def half_arrays(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = x[i] * x[i] + math.sqrt(np.float32(i))
+
+
+@cuda.jit
+def bfloat16_arrays(x, out, s):
+    """bfloat16 in a signature: numba computes bf16 * float32 in float32 and stores the bf16 rounding."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = x[i] * s + x[i]
+
+
+# -- launchers refuse only what numba leaves undefined ---------------------------------------------------------------
+@cuda.jit
+def window_mask(flags, beg, end, out, n):
+    """Marks a window [beg, end) around each flagged position, wrapping past the start (a portfolio's masking, as
+    finance code writes it): ``beg`` is negative by design, and every index stays inside the array."""
+    i = cuda.grid(1)
+    if i < n:
+        if flags[i] == 1:
+            if beg + i >= 0:
+                for j in range(beg + i, min(end + i, n)):
+                    out[j] = math.nan
+            else:
+                for j in range(beg + i + n, min(end + i + n, n)):
+                    out[j] = math.nan
+                for j in range(0, min(end + i, n)):
+                    out[j] = math.nan

@@ -1,0 +1,91 @@
+"""The C of coverage_kernels.py: each construct numba compiles that the translator took in for issue 39 (views of
+arrays, iteration, tuples, chained assignment, reductions, libdevice, half precision), translated and compiled by
+NVRTC here; on a GPU each is verified against Numba (test_corpus_gpu.py runs the ``COVERAGE`` entries)."""
+
+import pytest
+
+from translate.api import translate_kernel
+
+from .coverage_entries import COVERAGE
+
+FRAGMENTS = {
+    # a slice passed on: a pointer into the array and the slice's length as numba clamps it
+    "slice_to_device": ["centroid((xs + nk_bound(i * NPTS, xs_shape0)), nk_span(i * NPTS, i * NPTS + NPTS, xs_shape0))",
+                        "__device__ double centroid(const double* pts, int64_t pts_shape0)"],
+    # a 2-D window: the row stride comes along (numba's layout A)
+    "window_to_device": ["int64_t win_shape0, int64_t win_shape1, int64_t win_stride0, int64_t win_stride1)",
+                         "s += win[a * win_stride0 + b * win_stride1];",
+                         "nk_span(i - 1, i + 2, img_shape0), nk_span(j - 1, j + 2, img_shape1), img_shape1, 1)"],
+    "local_slice": ["seg = (out + nk_bound(start, out_shape0));", "seg_shape0 = nk_span(start, end, out_shape0);",
+                    "seg[k] = (double)x[i] + k;"],
+    "strided_slice": ["evens_shape0 = (x_shape0 + 1) / 2;", "evens_stride0 = 2;", "back = (x + (x_shape0 - 1));",
+                      "back_stride0 = -1;", "out[k] = evens[k * evens_stride0] + back[k * back_stride0];"],
+    "array_from_device": ["__device__ double* longer(", "int64_t *ret_shape0)", "*ret_shape0 = a_shape0;",
+                          "double *longer_data = longer((x + i), x_shape0 - i, y, nk_bound(i, y_shape0), "
+                          "&longer_shape0);"],
+    "shared_slices": ["centroid((&buf[0][0] + t), 4, 32) + centroid_((loc + 2), 4);"],
+    "row_view": ["row = (m + i * m_shape1);", "row_shape0 = m_shape1;",
+                 "if (m_shape1 != 3) asm volatile(\"exit;\");", "double z = (m + i * m_shape1)[2];"],
+    "complex_parts": ["re[i] = ((double*)z)[i * 2];", "im[i] = (((double*)z) + 1)[i * 2];",
+                      "atomicAdd(&((double*)acc)[0], cuCreal(z[i]));"],
+    "float_bits_max": ["bits = ((int32_t*)arr);", "if (nk_bits<float>(cur) >= v) {",
+                       "old = atomicCAS(&bits[0], cur, nk_bits<int32_t>(v));"],
+    "dtype_of": ["float tmp[3];"],
+    "transpose_view": ["t_shape0 = a_shape1;", "t_stride0 = 1;", "t_stride1 = a_shape1;",
+                       "out[i * out_shape1 + j] = t[i * t_stride0 + j * t_stride1];"],
+    "iterate_array": ["for (int64_t ex_i = 0; ex_i < excludes_shape0; ex_i++) {",
+                      "int32_t ex = excludes[ex_i];"],
+    "iterate_tuple": ["const double w_items[3] = {0.25, 0.5, 0.25};", "double w = w_items[w_i];"],
+    "enumerate_zip": ["for (int64_t k = 0; k < x_shape0; k++) {", "double v = x[k];",
+                      "a_i < (x_shape0 < y_shape0 ? x_shape0 : y_shape0)", "double b = y[a_i];"],
+    "tuple_argument": ["int64_t shape_0, int64_t shape_1,", "int64_t h = shape_0;",
+                       "int64_t r = nk_floordiv(i, w);", "int64_t c = nk_floormod(i, w);"],
+    "namedtuple_value": ["__device__ double norm2(double p_0, double p_1)", "return p_0 * p_0 + p_1 * p_1;",
+                         "out[i] = norm2(xs[i], ys[i]);"],
+    "record_scalars": ["nk_record_a_b r = recs[i];", "out[i] = r.a * r.b;"],
+    "chained_assignment": ["int64_t a = 0;", "int64_t b = 0;", "int64_t c = x[i];", "int64_t d = x[i];"],
+    "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
+                   "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
+    # the very libdevice functions numba-cuda calls, declared for NVRTC and nvcc
+    # a negative start is what the kernel means (it tests beg + i >= 0): the launcher takes it, the C proves the
+    # first loop's indices from that test and wraps the second's as numba does
+    "window_mask": ["if (beg + i >= 0) {", "out[j] = ", "out[nk_wrap(j, out_shape0)] = "],
+    "libdevice_calls": ['extern "C" __device__ void __nv_sincosf(float x, float* sptr, float* cptr);',
+                        "__nv_sincosf(v, &sincosf_sptr, &sincosf_cptr);", "__nv_fast_sinf(v)",
+                        "const float frexpf_value = __nv_frexpf(v, &frexpf_b);", "__nv_float2int_rn(v)"],
+    "half_arrays": ["out[i] = (float)(x[i] * x[i]) + sqrtf((float)i);"],
+    "bfloat16_arrays": ["#include <cuda_bf16.h>", "const __nv_bfloat16* x", "out[i] = (float)x[i] * s + (float)x[i];"],
+}
+
+
+@pytest.mark.parametrize("entry", COVERAGE, ids=[e.kernel for e in COVERAGE])
+def test_coverage_kernel_c(entry):
+    r = translate_kernel(entry.target, signature=entry.signature, write=False)
+    assert r.compile["ok"], r.compile["log"]
+    for fragment in FRAGMENTS[entry.kernel]:
+        assert fragment in r.code, f"missing in {entry.kernel}.cu:\n  {fragment}\n--- got ---\n{r.code}"
+
+
+def test_every_coverage_kernel_has_fragments():
+    assert set(FRAGMENTS) == {e.kernel for e in COVERAGE}
+
+
+def test_a_bfloat16_scalar_in_a_signature_is_a_parameter_not_a_crash(tmp_path):
+    """numba-cuda spells bfloat16 ``__nv_bfloat16``: once a bare KeyError, now the C type of a parameter."""
+    path = tmp_path / "bf.py"
+    path.write_text("from numba import cuda\n\n\n@cuda.jit\ndef scale(x, out, s):\n    i = cuda.grid(1)\n"
+                    "    if i < x.shape[0]:\n        out[i] = x[i] * s\n")
+    r = translate_kernel(f"{path}:scale", signature="void(bfloat16[::1], bfloat16[::1], bfloat16)", write=False)
+    assert r.compile["ok"], r.compile["log"]
+    assert "__nv_bfloat16 s)" in r.code and "out[i] = x[i] * s;" in r.code
+    assert r.entry["launchers"][0]["params"][2] == {"name": "s", "kind": "scalar", "dtype": "bfloat16"}
+
+
+def test_a_launcher_refuses_no_value_the_kernel_means():
+    """window_mask is launched with beg = -3 (the kernel branches on beg + i >= 0): its launcher checks nothing of
+    beg (a negative index would be numba's wraparound, not undefined)."""
+    entry = next(e for e in COVERAGE if e.kernel == "window_mask")
+    r = translate_kernel(entry.target, signature=entry.signature, write=False)
+    launcher = r.code[r.code.index('extern "C" cudaError_t launch_window_mask'):]
+    assert "beg < 0" not in launcher and "cudaErrorInvalidValue" not in launcher
+    assert r.entry["launchers"][0]["nonneg_params"] == []
