@@ -32,7 +32,9 @@ def scalar_key(t) -> str | None:
     return None
 
 
-def c_name(key: str) -> str:
+def c_name(key: str | None) -> str:
+    if key is None:
+        raise ValueError("a value with no C type has no C type name")
     if key.startswith("record:"):
         return key[len("record:"):]
     return C_NAMES[key]
@@ -76,7 +78,7 @@ def record_members(t) -> list[tuple]:
 
 def record_struct(t) -> str:
     """The C struct of a numba Record (see ``record_key``), padded to numba's offsets and size."""
-    name = record_key(t)[len("record:"):]
+    name = str(record_key(t))[len("record:"):]
     lines, pad = [f"struct {name} {{"], 0
     for field, ty in record_members(t):
         if field is None:
@@ -97,8 +99,8 @@ def is_float(key: str | None) -> bool:
     return key in ("float32", "float64")
 
 
-def is_signed(key: str) -> bool:
-    return key.startswith("int")
+def is_signed(key: str | None) -> bool:
+    return key is not None and key.startswith("int")
 
 
 def _promote_int(key: str) -> str:
@@ -112,9 +114,11 @@ def _promote_int(key: str) -> str:
 OVERLOADED = ("float16", "bfloat16", "complex64", "complex128")
 
 
-def c_arith(a: str, b: str) -> str:
+def c_arith(a: str | None, b: str | None) -> str:
     """C's usual arithmetic conversions for operand types ``a`` and ``b`` (as scalar keys); ``"mixed"`` where one
     is a type with overloaded operators and the other is not the same type (the caller converts both)."""
+    if a is None or b is None:
+        raise ValueError("C arithmetic on a value with no C type")
     if a in OVERLOADED or b in OVERLOADED:
         return a if a == b else "mixed"
     if "float64" in (a, b):

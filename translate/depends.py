@@ -51,7 +51,7 @@ def kernel_dependencies(pyfunc: Any, template_params: Iterable[str] = ()) -> Dep
 def function_tree(pyfunc: Any) -> ast.FunctionDef:
     tree = ast.parse(textwrap.dedent(inspect.getsource(pyfunc)))
     node = tree.body[0]
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if not isinstance(node, ast.FunctionDef):
         raise TypeError(f"{pyfunc!r} is not a function definition")
     return node
 
@@ -209,5 +209,5 @@ def current_constants(pyfunc: Any, names: Iterable[str]) -> dict[str, Any]:
     for name in names:
         value = closures.lookup(pyfunc, name)
         value = None if value is closures.MISSING else value
-        out[name] = value.item() if hasattr(value, "item") else value
+        out[name] = value.item() if value is not None and hasattr(value, "item") else value
     return out

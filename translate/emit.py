@@ -3,6 +3,8 @@ template instantiations and one ``extern "C"`` host launcher per instantiation (
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from . import options
 from .cnames import c_name
 from .codegen import helpers as helper_lib
@@ -28,7 +30,7 @@ typedef unsigned long long uint64_t;
 """
 
 
-def launcher_symbol(name: str, consts: dict) -> str:
+def launcher_symbol(name: str, consts: Mapping) -> str:
     return "launch_" + name + "".join(f"_{k}{_value_text(v)}" for k, v in consts.items())
 
 
@@ -87,7 +89,7 @@ def _param_type(p: str) -> str:
     return p.rsplit(" ", 1)[0]
 
 
-def _launcher(request: KernelRequest, device: DeviceCode, inst: dict) -> str:
+def _launcher(request: KernelRequest, device: DeviceCode, inst: Mapping) -> str:
     groups = [spec.c_params() for spec in request.params] + [
         ["unsigned grid_x", "unsigned grid_y", "unsigned grid_z"],
         ["unsigned block_x", "unsigned block_y", "unsigned block_z"],

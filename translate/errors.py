@@ -7,7 +7,7 @@ cannot translate faithfully.
 
 from __future__ import annotations
 
-import ast
+from typing import Any
 
 
 class TranslationError(Exception):
@@ -47,7 +47,8 @@ class SourceInfo:
         self.first_line = first_line
         self.indent = indent        # columns removed by dedent
 
-    def error(self, node: ast.AST | None, message: str, hint: str = "") -> TranslationError:
+    def error(self, node: Any, message: str, hint: str = "") -> TranslationError:
+        """A located error at ``node`` (any syntax node with a position; None or one without: the function)."""
         if node is None or not hasattr(node, "lineno"):
             return TranslationError(message, filename=self.filename, line=self.first_line, hint=hint)
         lineno = node.lineno

@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from numba.cuda import types
 
@@ -46,7 +47,7 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
     names = tuple(a.arg for a in fn.args.args)
     argtypes = _argument_types(tgt, sig, names, src, fn)
     template_params, insts = _instantiations(tgt, constants, names, src, fn)
-    pyfunc = _instantiated_pyfunc(tgt, template_params, insts, src, fn) if template_params else tgt.pyfunc
+    pyfunc = _instantiated_pyfunc(tgt, template_params, insts, src, fn) if template_params else _pyfunc(tgt)
     typed = _typed(pyfunc, argtypes, sig, src, fn)
     kernel_c = cnames.kernel_cname(tgt.name)
     params = _launcher_params(kernel_c, names, argtypes, template_params, src, fn, pyfunc, typed)
@@ -60,6 +61,16 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
     )
 
 
+def _pyfunc(tgt: targets.KernelTarget) -> Any:
+    """The target's Python function (a FunctionType: as a dataclass field the type checker reads it as a method)."""
+    return tgt.pyfunc
+
+
+def _py_func(kernel) -> Any:
+    """A kernel's Python function (None: a kernel object that has none)."""
+    return getattr(kernel, "py_func", None)
+
+
 def _rebuilt_target(tgt: targets.KernelTarget, sig, no_source: NoSource) -> targets.KernelTarget:
     """``tgt`` with its kernel's Python rebuilt from numba's typed IR for ``sig`` (``rebuilt_function``); a refusal
     is located where the kernel's module binds it."""
@@ -69,7 +80,7 @@ def _rebuilt_target(tgt: targets.KernelTarget, sig, no_source: NoSource) -> targ
     code = tgt.pyfunc.__code__
     names = code.co_varnames[:code.co_argcount]
     try:
-        _, argtypes = parse_signature(sig, tgt.pyfunc.__globals__)
+        _, argtypes = parse_signature(sig, _pyfunc(tgt).__globals__)
         if len(argtypes) != len(names):
             raise SignatureError(f"the signature has {len(argtypes)} argument(s), the kernel takes {len(names)}")
         return dataclasses.replace(tgt, pyfunc=rebuilt_function(tgt.pyfunc, tuple(argtypes)))
@@ -88,7 +99,7 @@ def _argument_types(tgt: targets.KernelTarget, sig, names: tuple[str, ...], src:
         raise src.error(fn, f"no argument types for {tgt.qualname}: pass --signature \"void(float32[::1], ...)\" "
                         "(or give the kernel a signature: @cuda.jit(\"void(float32[::1], ...)\"))")
     try:
-        _, argtypes = parse_signature(sig, tgt.pyfunc.__globals__)
+        _, argtypes = parse_signature(sig, _pyfunc(tgt).__globals__)
     except SignatureError as e:
         raise src.error(fn, str(e)) from None
     if len(names) != len(argtypes):
@@ -100,7 +111,7 @@ def _instantiations(tgt: targets.KernelTarget, constants: Constants, names: tupl
                     fn) -> tuple[tuple[str, ...], tuple[dict, ...]]:
     """The compile-time constants that become template parameters (the integer closure constants given a value),
     and one ``{name: value}`` per instantiation (every combination of the values given)."""
-    freevars = closures.free_names(tgt.pyfunc)
+    freevars = closures.free_names(_pyfunc(tgt))
     values = {k: [v] for k, v in tgt.constants.items()}
     for k, v in constants.items():
         if k in names:
@@ -194,7 +205,7 @@ def _launcher_params(kernel_c: str, names: tuple[str, ...], argtypes: tuple, tem
                                     const=n not in written, layout=t.layout, cname=c, extents=extents,
                                     strides=strides))
         elif isinstance(t, types.BaseTuple) and len(t) and all(cnames.scalar_key(x) for x in t):
-            params.append(ParamSpec(n, "tuple", "tuple", cname=c, items=tuple(cnames.scalar_key(x) for x in t)))
+            params.append(ParamSpec(n, "tuple", "tuple", cname=c, items=tuple(str(cnames.scalar_key(x)) for x in t)))
         else:
             params.append(ParamSpec(n, "scalar", cnames.scalar_key(t) or str(t), cname=c))
     return params
@@ -216,12 +227,12 @@ def _instantiated_pyfunc(tgt: targets.KernelTarget, template_params: tuple[str, 
     agree across the instantiations."""
     first_values = {k: insts[0][k] for k in template_params}
     if tgt.factory is None:
-        return closures.with_closure(tgt.pyfunc, first_values)
-    funcs = [mlir_view.numba_cuda_view(rolled_function(getattr(tgt.factory(**{**tgt.constants, **inst}), "py_func",
-                                                                None)))
+        return closures.with_closure(_pyfunc(tgt), first_values)
+    factory: Any = tgt.factory
+    funcs = [mlir_view.numba_cuda_view(rolled_function(_py_func(factory(**{**tgt.constants, **inst}))))
              for inst in insts]
-    if any(f is None or f.__code__ is not tgt.pyfunc.__code__ for f in funcs):
-        return closures.with_closure(tgt.pyfunc, first_values)
+    if any(f is None or f.__code__ is not _pyfunc(tgt).__code__ for f in funcs):
+        return closures.with_closure(_pyfunc(tgt), first_values)
     first = closures.closure_values(funcs[0])
     for inst, f in zip(insts[1:], funcs[1:]):
         for name, value in closures.closure_values(f).items():

@@ -64,7 +64,7 @@ class CodegenOptions:
         return None
 
     def nvcc_flags(self) -> list[str]:
-        flags = list(FASTMATH_NVCC) if self.fastmath else []
+        flags: list[str] = list(FASTMATH_NVCC) if self.fastmath else []
         r = self._maxreg_flag()
         if r is not None:
             flags.append(f"-maxrregcount={r}")
@@ -73,7 +73,7 @@ class CodegenOptions:
         return flags
 
     def nvrtc_options(self) -> list[str]:
-        opts = list(FASTMATH_NVRTC) if self.fastmath else []
+        opts: list[str] = list(FASTMATH_NVRTC) if self.fastmath else []
         r = self._maxreg_flag()
         if r is not None:
             opts.append(f"--maxrregcount={r}")
@@ -120,13 +120,14 @@ class CodegenOptions:
             if not all(self.launch_bounds):
                 raise TranslationError(f"{request.name}: some specializations have launch_bounds and some do not; "
                                        "C++ cannot express that in one template", filename=f"{request.name}.cu")
-            arity = {len(b) for b in self.launch_bounds}
+            bounds = [b for b in self.launch_bounds if b]
+            arity = {len(b) for b in bounds}
             if len(arity) != 1:
                 raise TranslationError(f"{request.name}: the specializations' launch_bounds have different lengths",
                                        filename=f"{request.name}.cu")
             args = []
             for pos in range(arity.pop()):
-                vals = [b[pos] for b in self.launch_bounds]
+                vals = [b[pos] for b in bounds]
                 if len(set(vals)) == 1 or n == 1:
                     args.append(str(vals[0]))
                 else:

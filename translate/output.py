@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.measure import Measurement
@@ -124,9 +124,9 @@ class Report:
         self.errors = errors or sys.stderr
         self.rows: list[Row] = []
         self.terminal = self.stream is not None and is_terminal(self.stream)
-        self.console = Console(file=self.stream, highlight=False) if self.terminal else None
+        self.console: Any = Console(file=self.stream, highlight=False) if self.terminal else None
         self._progress: Progress | None = None
-        self._task = None
+        self._task: Any = None
         self._closed = False
 
     def __enter__(self) -> Report:
@@ -207,24 +207,24 @@ def print_translations(rows: list[Row], title: str, stream: TextIO | None = None
 
 def print_check(problems: list[dict], out_dir: str, stream: TextIO | None = None, what: str = "") -> None:
     """``what``: which kernels the check is about, when the user may not expect it (numbakern's library)."""
-    stream = stream or sys.stdout
+    out: Any = stream or sys.stdout
     where = f"{out_dir}/" + (f" ({what})" if what else "")
     if not problems:
         message = f"translate --check: every file in {where} is up to date"
-        if is_terminal(stream):
-            Console(file=stream, highlight=False).print(f"[green]{message}[/green]", soft_wrap=True)
+        if is_terminal(out):
+            Console(file=out, highlight=False).print(f"[green]{message}[/green]", soft_wrap=True)
         else:
-            stream.write(message + "\n")
+            out.write(message + "\n")
         return
     title = f"translate --check: {len(problems)} problem(s) in {where}"
-    if is_terminal(stream):
+    if is_terminal(out):
         table = Table(title=title)
         for col in ("file", "problem", "detail"):
             table.add_column(col, overflow="fold")
         for p in problems:
             table.add_row(p["file"], f"[red]{p['problem']}[/red]", p["detail"])
-        Console(file=stream, highlight=False).print(table)
+        Console(file=out, highlight=False).print(table)
         return
-    stream.write(title + "\n")
+    out.write(title + "\n")
     for p in problems:
-        stream.write(f"{p['problem']:<12} {p['file']}  {p['detail']}\n")
+        out.write(f"{p['problem']:<12} {p['file']}  {p['detail']}\n")

@@ -15,9 +15,12 @@ through ``translate.api``, which hands the work to the front end's helper proces
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from numba.cuda import types
 
 from numbakern import registry
 from numbakern.frontend.choice import NUMBA_CUDA
@@ -102,9 +105,6 @@ def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
 def signature_names(signature) -> tuple[str, ...]:
     """The names a signature string reads besides numba's types (``PAIR`` of ``void(PAIR[::1])``): a script's
     definitions-only import must define them too."""
-    import re
-
-    from numba.cuda import types
 
     if not isinstance(signature, str):
         return ()

@@ -83,13 +83,13 @@ def encode_error(e: Exception) -> dict:
 
 
 def decode_error(err: dict) -> Exception:
-    cls = _LOCATED.get(err.get("type"))
+    cls = _LOCATED.get(str(err.get("type")))
     if cls is not None:
         return cls(err["message"], filename=err["filename"], line=err["line"], col=err["col"],
                    source_line=err["source_line"], width=err["width"], hint=err["hint"])
     if err.get("type") == "ManifestError":
         return ManifestError(err["message"])
-    typed = _typed().get(err.get("type"))
+    typed = _typed().get(str(err.get("type")))
     if typed is not None:
         return typed(err["message"])
     return RuntimeError(err["message"])

@@ -174,14 +174,14 @@ def _import_error(where: str, e: Exception):
                                 col=max(0, (e.offset or 1) - 1), source_line=text)
     # the user's frames: not Python's, not an installed package's, not numbakern's or translate's own
     library = tuple(os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")) + \
-        tuple(os.path.dirname(os.path.realpath(m.__file__)) + os.sep for m in (registry, sys.modules[__name__]))
+        tuple(os.path.dirname(os.path.realpath(str(m.__file__))) + os.sep for m in (registry, sys.modules[__name__]))
     frames = [f for f in traceback.extract_tb(e.__traceback__) if "site-packages" not in f.filename
               and not f.filename.startswith("<") and not os.path.realpath(f.filename).startswith(library)]
     if frames:
         f = frames[-1]
-        text = linecache.getline(f.filename, f.lineno).rstrip("\n")
+        text = linecache.getline(f.filename, f.lineno or 0).rstrip("\n")
         col = len(text) - len(text.lstrip())
-        return TranslationError(message, filename=f.filename, line=f.lineno, col=col, source_line=text,
+        return TranslationError(message, filename=f.filename, line=f.lineno or 0, col=col, source_line=text,
                                 width=max(1, len(text.strip())))
     return TranslationError(message, filename=where)
 
@@ -197,7 +197,7 @@ def recording_signatures():
     device lookup answered without a driver."""
     # numba's real CUDA target, only when a module is imported for translation (this module is also imported in
     # simulator mode, where numba.cuda has no decorators module)
-    from numba import cuda
+    from numba import cuda as cuda_module
     from numba.cuda import decorators
 
     real = decorators.jit
@@ -229,6 +229,7 @@ def recording_signatures():
         return record
 
     jit._translate_recording = True
+    cuda: Any = cuda_module  # (attributes set at run time)
     with _patch_lock:
         saved = (decorators.jit, cuda.jit)
         decorators.jit = cuda.jit = jit
@@ -272,7 +273,7 @@ def module_for(label: str):
     if label.endswith(".py"):
         full = os.path.abspath(label)
         for mod in list(sys.modules.values()):
-            if getattr(mod, "__file__", None) and os.path.abspath(mod.__file__) == full:
+            if getattr(mod, "__file__", None) and os.path.abspath(str(mod.__file__)) == full:
                 return mod
         return None
     return sys.modules.get(label)
@@ -292,13 +293,15 @@ def _import_path(path: str, fresh: bool = False, wanted: tuple[str, ...] | None 
         raise LookupError(f"no such file: {path}")
     linecache.checkcache(full)
     for mod in list(sys.modules.values()) if not fresh else ():
-        if getattr(mod, "__file__", None) and os.path.abspath(mod.__file__) == full and \
+        if getattr(mod, "__file__", None) and os.path.abspath(str(mod.__file__)) == full and \
                 not mod.__name__.startswith(_PATH_MODULE_PREFIX):
             return mod  # an importable module (e.g. the library's kernels): never import it twice
     # a standalone file: imported afresh each time, so an edited kernel is seen (translate --check)
     digest = hashlib.sha256(full.encode()).hexdigest()[:10]
     modname = f"{_PATH_MODULE_PREFIX}{os.path.splitext(os.path.basename(full))[0]}_{digest}"
     spec = importlib.util.spec_from_file_location(modname, full)
+    if spec is None or spec.loader is None:
+        raise LookupError(f"{path} cannot be imported as a module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[modname] = module
     try:

@@ -148,7 +148,7 @@ def signature(text: Any):
             dims = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             if not isinstance(dtype, types.Type) or not all(isinstance(d, ast.Slice) for d in dims):
                 raise UntrustedEntry(f"the signature {text!r} has an array type numba does not write that way")
-            steps = [_slice_step(d, text) for d in dims]
+            steps = [_slice_step(d, text) for d in dims if isinstance(d, ast.Slice)]
             layout = "C" if steps[-1] == 1 else "F" if steps[0] == 1 and len(steps) > 1 else "A"
             if sum(s == 1 for s in steps) > 1:
                 raise UntrustedEntry(f"the signature {text!r} has two contiguous dimensions in one array")

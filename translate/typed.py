@@ -27,6 +27,7 @@ class TypedFunction:
     pyfunc: pytypes.FunctionType
     argtypes: tuple[types.Type, ...]
     return_type: types.Type
+    record: FunctionRecord                          # numba's operations, on the function's syntax tree
     var_types: dict[str, types.Type]                # Python name -> numba type (merged over SSA versions)
     conflicts: dict[str, list[str]] = field(default_factory=dict)  # name -> the differing types, as text
     #: for a name whose SSA versions have types that do not merge: where each type is stored and read (by source
@@ -34,7 +35,6 @@ class TypedFunction:
     retyped: dict[str, Versions] = field(default_factory=dict)
     #: locals numba types as a literal (a single assignment of a constant, e.g. ``N = 100``): name -> value
     literals: dict[str, Any] = field(default_factory=dict)
-    record: FunctionRecord | None = None  # numba's operations, on the function's syntax tree
 
 
 def type_function(pyfunc, argtypes: tuple, return_type=None) -> TypedFunction:
@@ -50,8 +50,8 @@ def type_function(pyfunc, argtypes: tuple, return_type=None) -> TypedFunction:
         else:
             merged[name] = t
     retyped = {name: found.retyped[name] for name in conflicts}
-    return TypedFunction(pyfunc, found.argtypes, found.return_type, merged, conflicts, retyped,
-                         dict(found.literals), found)
+    return TypedFunction(pyfunc, found.argtypes, found.return_type, found, merged, conflicts, retyped,
+                         dict(found.literals))
 
 
 def _merge(ts: list):
@@ -68,8 +68,8 @@ def _merge(ts: list):
     if all(isinstance(t, types.BaseTuple) for t in uniq) and len({len(t) for t in uniq}) == 1:
         items = [_merge([t[i] for t in uniq]) for i in range(len(uniq[0]))]
         return None if any(i is None for i in items) else types.BaseTuple.from_types(items)
-    keys = [scalar_key(t) for t in uniq]
-    if all(is_int(k) for k in keys):
+    keys = [k for k in (scalar_key(t) for t in uniq) if k is not None]
+    if len(keys) == len(uniq) and all(is_int(k) for k in keys):
         signed = [k for k in keys if is_signed(k)]
         unsigned = [k for k in keys if not is_signed(k)]
         widest = max(keys, key=lambda k: _INT_BITS[k])

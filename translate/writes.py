@@ -47,7 +47,7 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _se
             fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
             # numbakern.vector_io / async_copy: the one argument these write
             vector_written = {"vload4": 2, "vstore4": 0, "copy_async4": 0, "copy_async16": 0,
-                              "copy_async": 0}.get(fname)
+                              "copy_async": 0}.get(fname or "")
             if fname and fname.startswith(("mma_m16n8", "ldmatrix_x")):  # numbakern.mma: the registers they write
                 vector_written = 0
             inner = None

@@ -26,6 +26,7 @@ import ast
 import keyword
 import math
 import operator
+from typing import Any
 
 from . import closures, typer
 
@@ -71,7 +72,7 @@ CLASSES = {
 }
 
 
-def node_key(node: ast.AST) -> str:
+def node_key(node: Any) -> str:
     """The key of a node of the rebuilt text: its span there and its class (several nodes can share a span)."""
     return f"{node.lineno}:{node.col_offset}:{node.end_lineno}:{node.end_col_offset}:{type(node).__name__}"
 
@@ -155,7 +156,7 @@ class _Decompiler:
         fdef = ast.FunctionDef(name=name, args=args, body=body or [ast.Pass()], decorator_list=[],
                                returns=None, type_comment=None)
         if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
-            fdef.type_params = []
+            setattr(fdef, "type_params", [])  # noqa: B010 - a field pyright's 3.11 stubs do not have
         line = code.co_firstlineno
         self._at(fdef, None, (line, 0, None, None))
         return fdef
@@ -211,7 +212,7 @@ class _Decompiler:
         taken = set(self.pyfunc.__code__.co_names) | set(free_names(self.pyfunc)) | set(dir(builtins))
         for block in self.blocks.values():
             for stmt in block.body:
-                value = getattr(stmt, "value", None)
+                value: Any = getattr(stmt, "value", None)
                 if isinstance(value, (ir.Global, ir.FreeVar)):
                     taken.add(value.name)
         params = list(self.func_id.arg_names)
@@ -315,7 +316,7 @@ class _Decompiler:
                 for var in _operands(ir, stmt):
                     self.uses.setdefault(var.name, []).append((label, i))
 
-    def _def(self, var: str):
+    def _def(self, var: str) -> Any:
         found = self.defs.get(var)
         if not found or len(found) != 1:
             return None
@@ -330,7 +331,7 @@ class _Decompiler:
         ir = self.ir
         self.for_loops: dict[int, tuple] = {}
         self.suppressed: set[tuple[int, int]] = set()  # (label, index) of statements a for statement replaces
-        self.sunk: dict[int, tuple[str, int]] = {}  # preheader label -> (iterable var, header)
+        self.sunk: dict[int, tuple[str, int, Any]] = {}  # preheader label -> (iterable's name, header, iterable)
         loops = self.cfg.loops()
         for header, loop in loops.items():
             test = header
@@ -434,7 +435,7 @@ class _Decompiler:
         could see the difference (a write of what it reads, a call or store between a read and its use)."""
         ir = self.ir
         self.leaf: set[str] = set()
-        self.alias: dict[str, object] = {}  # a temporary that copies a variable assigned once: that variable
+        self.alias: dict[str, Any] = {}  # a temporary that copies a variable assigned once: that variable
         for var, defs in self.defs.items():
             if len(defs) != 1 or not var.startswith("$"):
                 continue
@@ -495,7 +496,7 @@ class _Decompiler:
                 late = min((b for a, b in zip(order, order[1:]) if a[1] > b[1]), key=lambda p: p[1])
                 self._demote(late, pending)
                 consumed = [p for p in pending if p[0] in names]
-            reads: set[str] = {self.pyname.get(n, n) for n in names if n not in {p[0] for p in consumed}}
+            reads: set[str] = {self.pyname.get(n) or n for n in names if n not in {p[0] for p in consumed}}
             level = self._own_level(s) if s is not None else PURE
             for p in consumed:
                 reads |= p[2]
@@ -637,7 +638,7 @@ class _Decompiler:
                 return f"{INLINED}{index}_{value.name}"
         return value.name
 
-    def _made_function(self, value) -> ast.expr | None:
+    def _made_function(self, value: Any) -> ast.expr | None:
         """``__nk_make_function(...)`` for a function defined inside this one, else None.
 
         numba's ``make_function`` (``MAKE_FUNCTION`` of the function's code constant, with the tuple of the cells
@@ -646,7 +647,7 @@ class _Decompiler:
         ``cuda.jit`` function of the nested code, its free variables' values (constants, or numba refuses) baked
         into its closure and its defaults into its signature. That global lives only in the helper, so the text
         makes the function again in the caller's process from the caller's own code constant and those values."""
-        fn = getattr(value.value, "py_func", None)
+        fn: Any = getattr(value.value, "py_func", None)
         code = getattr(fn, "__code__", None)
         if code is None or isinstance(value, self.ir.FreeVar):
             return None

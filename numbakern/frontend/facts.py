@@ -19,6 +19,7 @@ Facts are plain JSON: a type is ``{"t": "int32"}`` (``int8``..``uint64``, ``floa
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 from . import closures, typer
 from .compile import CodeRegistry
@@ -38,13 +39,14 @@ _CUDA_PACKAGES = ("numba.cuda", "numba_cuda_mlir")
 _BUILTINS = {"int", "float", "bool", "abs", "min", "max", "round", "len", "range", "pow", "divmod", "complex"}
 
 
-def describe_type(t) -> dict:
+def describe_type(t) -> dict[str, Any]:
     types = typer.module("types")
 
     lit = None
     if isinstance(t, types.Literal):
         lit = t.literal_value
         t = t.literal_type
+    out: dict[str, Any]
     if isinstance(t, types.Boolean):
         out = {"t": "bool"}
     elif isinstance(t, (types.Integer, types.Float, types.Complex)):
@@ -164,7 +166,8 @@ class FunctionFacts:
 
     def _expr_getitem(self, expr, target_type, kind="getitem") -> None:
         index = _field(expr, "index_var") or _field(expr, "index")
-        index_type = self._type(index) if hasattr(index, "name") and index.name in self.typemap else None
+        index_type = self._type(index) if index is not None and getattr(index, "name", None) in self.typemap \
+            else None
         self._record(expr, "getitem", {
             "value": describe_type(self._type(expr.value)),
             "index": describe_type(index_type) if index_type is not None else {"t": "other", "name": "static"},
@@ -279,10 +282,10 @@ class DeviceFacts:
         root = owner.cres.type_annotation.func_id.func.__code__
         for block in owner.cres.type_annotation.blocks.values():
             for stmt in block.body:
-                value = getattr(stmt, "value", None)
+                value: Any = getattr(stmt, "value", None)
                 if not isinstance(stmt, ir.Assign) or not isinstance(value, ir.Global):
                     continue
-                fn = getattr(value.value, "py_func", None)
+                fn: Any = getattr(value.value, "py_func", None)
                 code = getattr(fn, "__code__", None)
                 path = nested_code_path(root, code) if code is not None else None
                 if path is None or id(value.value) in self.nested:

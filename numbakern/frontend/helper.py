@@ -73,7 +73,8 @@ def _stop() -> None:
     proc, _proc = _proc, None
     if proc is not None and proc.poll() is None:
         try:
-            proc.stdin.close()
+            if proc.stdin is not None:
+                proc.stdin.close()
             proc.wait(timeout=10)
         except Exception:  # noqa: BLE001 - a helper that will not go quietly
             proc.kill()

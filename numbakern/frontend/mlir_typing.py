@@ -24,6 +24,7 @@ import contextlib
 import functools
 import threading
 from types import SimpleNamespace
+from typing import Any
 
 _lock = threading.RLock()
 
@@ -48,13 +49,14 @@ def missing_stages() -> str | None:
 def mlir_target_active(cc):
     """numba-cuda-mlir's target active for typing, its device lookup answered with ``cc``, device callees typed
     only (``compile_typed``)."""
-    from numba_cuda_mlir import tools
+    from numba_cuda_mlir import tools as mlir_tools
     from numba_cuda_mlir.descriptor import MLIRDispatcher, mlir_target
     from numba_cuda_mlir.lowering_utilities import context as mlir_ctx
     from numba_cuda_mlir.numba_cuda.core.target_extension import target_override
 
     with _lock:
         mlir_target.ensure_initialized()  # its typing registries (`bool`, `len`, the operators...)
+        tools: Any = mlir_tools  # (its module attributes are set at run time)
         saved_cc, saved_callee = tools._cached_cc, MLIRDispatcher.__dict__["_compile_device_callee"]
         if saved_cc is None:
             tools._cached_cc = tuple(cc)

@@ -49,7 +49,7 @@ class _Finder(importlib.abc.MetaPathFinder):
         if not any(fullname == p or fullname.startswith(p + ".") for p in rebound_packages()):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+        if spec is None or spec.origin is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
             return spec
         spec.loader = _Loader(fullname, spec.origin)
         return spec

@@ -196,8 +196,9 @@ def _record(pyfunc, argtypes, cres, registry: CodeRegistry, src: FunctionSource)
 
     def span(item) -> Span | None:
         loc = getattr(item, "loc", None)
-        pos = registry.position(loc.col) if loc is not None else None
-        if pos is None or registry.codes[loc.col // CODE_STRIDE] is not code:
+        col = getattr(loc, "col", None)
+        pos = registry.position(col)
+        if pos is None or col is None or registry.codes[col // CODE_STRIDE] is not code:
             return None  # an instruction of another function's code (a device function numba inlined)
         return pos[0] - line0, pos[1] - indent, pos[2] - line0, pos[3] - indent
 

@@ -4,6 +4,7 @@ operation (helper process: the error's traceback holds numba's IR, tagged by ``c
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from . import typer
 from .compile import CodeRegistry
@@ -49,7 +50,7 @@ def reason(message: str) -> str:
     return "\n".join(kept[:4]) if kept else message.strip().splitlines()[0] if message.strip() else ""
 
 
-def _location(e: BaseException, registry: CodeRegistry):
+def _location(e: BaseException | None, registry: CodeRegistry):
     """The innermost IR location on the way the error took (numba's own ``loc`` is often unset for CUDA)."""
     ir = typer.module("core.ir")
 
@@ -65,7 +66,7 @@ def _location(e: BaseException, registry: CodeRegistry):
             f = tb.tb_frame
             for name in ("loc", "inst", "stmt", "expr", "self"):
                 value = f.f_locals.get(name)
-                candidate = value if isinstance(value, ir.Loc) else getattr(value, "loc", None)
+                candidate: Any = value if isinstance(value, ir.Loc) else getattr(value, "loc", None)
                 if isinstance(candidate, ir.Loc) and candidate.line is not None:
                     found = candidate
                     break

@@ -163,7 +163,7 @@ def _without_tracker_ids(payload: bytes, classes: list) -> bytes | None:
 
 
 _submodules_lock = threading.Lock()
-_submodule_index: tuple[int, dict[str, list[str]]] = (-1, {})
+_submodule_index: tuple[int, dict[str, dict[str, list]]] = (-1, {})
 
 
 @contextlib.contextmanager

@@ -38,7 +38,7 @@ def function_source(pyfunc) -> FunctionSource:
     dedented = textwrap.dedent(text)
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
     tree = ast.parse(dedented)
-    fn = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
     if fn is None:
         raise NoSource(f"'{pyfunc.__name__}' is not a def (a lambda?): translate reads a kernel's source; "
                        "write it with def")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from typing import Any
 
 from . import typer
 
@@ -37,15 +38,16 @@ def cuda_typing(cc=TYPING_CC):
     class _Device:
         compute_capability = cc
 
-    saved = getattr(dispatcher, "get_current_device", None)  # None under the simulator (NUMBA_ENABLE_CUDASIM)
+    module: Any = dispatcher  # (its attributes are set at run time)
+    saved = getattr(module, "get_current_device", None)  # None under the simulator (NUMBA_ENABLE_CUDASIM)
     if saved is not None:
-        dispatcher.get_current_device = lambda: _Device()
+        module.get_current_device = lambda: _Device()
     try:
         with _debug_logging_off(), utils.numba_target_override():
             yield
     finally:
         if saved is not None:
-            dispatcher.get_current_device = saved
+            module.get_current_device = saved
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from types import ModuleType
+from typing import Any
 
 from .choice import NUMBA_CUDA, NUMBA_CUDA_MLIR, mlir_installed, numba_cuda_installed
 
@@ -37,15 +37,23 @@ def is_mlir() -> bool:
     return name() == NUMBA_CUDA_MLIR
 
 
-def module(path: str = "") -> ModuleType:
-    """The typer's module ``path`` (``"core.ir"``, ``"types"``, ``"typing.typeof"``...), or its root package."""
-    root = ROOTS[name()]
+def module(path: str = "") -> Any:
+    """The typer's module ``path`` (``"core.ir"``, ``"types"``, ``"typing.typeof"``...), or its root package (its
+    attributes are set at run time: Any to the type checker)."""
+    root = ROOTS[_installed()]
     return importlib.import_module(f"{root}.{path}" if path else root)
 
 
-def cuda_module() -> ModuleType:
+def cuda_module() -> Any:
     """The ``cuda`` module whose ``jit`` the typer compiles with."""
-    return importlib.import_module(".".join(CUDA[name()]))
+    return importlib.import_module(".".join(CUDA[_installed()]))
+
+
+def _installed() -> str:
+    found = name()
+    if found is None:
+        raise ImportError("neither numba-cuda nor numba-cuda-mlir is installed: nothing can type a kernel")
+    return found
 
 
 def version() -> str:

@@ -25,7 +25,7 @@ loop uses both.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..request import DeviceCode, KernelRequest
 
@@ -60,4 +60,5 @@ def get_backend(name: str) -> Backend:
     """The backend module for ``name``."""
     if name not in BACKENDS:
         raise ValueError(f"unknown backend '{name}'; available: {', '.join(sorted(BACKENDS))}")
-    return importlib.import_module(BACKENDS[name])
+    module: Any = importlib.import_module(BACKENDS[name])  # (a module that provides the Backend protocol)
+    return module

@@ -24,7 +24,7 @@ by the backend, so a failure can never replace a file. The API key is never part
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -127,7 +127,7 @@ class LLMBackend:
             messages=result.messages,
         )
 
-    def manifest_record(self, turns: int, usage: Usage, attempts: list[Attempt] = ()) -> dict[str, Any]:
+    def manifest_record(self, turns: int, usage: Usage, attempts: Sequence[Attempt] = ()) -> dict[str, Any]:
         """The manifest entry's ``backend`` value: model and endpoint host, never the key or the URL path; how each
         turn ended (``gate``, ``compile``, ``verify``: the reply was rejected there; ``ok``), never the reply."""
         return {"name": self.name, "tool_version": tool_version(), "model": self.model,
@@ -192,7 +192,8 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
         return None if result.ok else model_report(result, code)
 
     name = kernel_name(request)
-    with LLMBackend(**options, on_turn=lambda attempt: _tell_listeners(name, attempt)) as backend:
+    settings: dict[str, Any] = dict(options)  # (JSON values; LLMBackend checks each)
+    with LLMBackend(**settings, on_turn=lambda attempt: _tell_listeners(name, attempt)) as backend:
         # --timeout bounds a turn's request and the compile of its reply together
         result = backend.generate(request, signature=expected_signature(request), compile_fn=compile_fn,
                                   verify=verify if checks.verifies else None, turn_seconds=backend.client.timeout)

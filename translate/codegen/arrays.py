@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ class ArrayInfo:
     kind: str                  # 'param' | 'shared' | 'local' | 'dynamic' | 'view' | 'const'
     key: str                   # element type
     ndim: int
-    extents: list | None       # CExpr per dimension, or None where unknown (dynamic shared memory)
+    extents: Any               # CExpr per dimension (a list), or None where unknown (dynamic shared memory)
     nbt: Any = None
     strides: list | None = None  # CExpr per dimension (in elements) for arrays that are not C-contiguous
     owner: str | None = None     # a view: the C name of the array it is part of (written through the view)
@@ -50,10 +51,21 @@ def param_array(name: str, nbt, extents, strides, tr) -> ArrayInfo:
     return ArrayInfo(name, "param", key, nbt.ndim, ext, nbt, st)
 
 
-def element(tr, info, index: ast.AST, node: ast.AST, partial: bool = False, offset: bool = False):
+def element(tr, info, index: ast.AST, node: ast.AST, offset: bool = False) -> CExpr:
     """The C lvalue for ``info[index]`` (``index``: the subscript's AST; a name holding a tuple indexes every
-    dimension with its elements). ``info`` may be a ``Row`` (``tile[a]``, indexed on); with ``partial``, fewer
-    indices than dimensions give a ``Row``."""
+    dimension with its elements); ``info`` may be a ``Row`` (``tile[a]``, indexed on). With ``offset``: the element's
+    offset from the array's pointer."""
+    found = _indexed(tr, info, index, node, False, offset)
+    assert isinstance(found, CExpr)
+    return found
+
+
+def element_or_row(tr, info, index: ast.AST, node: ast.AST) -> CExpr | Row:
+    """``element``, or with fewer indices than dimensions a ``Row`` (``tile[a]``: indexed on as ``tile[a, b]``)."""
+    return _indexed(tr, info, index, node, True, False)
+
+
+def _indexed(tr, info, index: ast.AST, node: ast.AST, partial: bool, offset: bool) -> CExpr | Row:
     idx_nodes = index.elts if isinstance(index, ast.Tuple) else [index]
     if any(isinstance(i, ast.Slice) for i in idx_nodes):
         raise tr.src.error(node, "slicing is supported only to make a 1-D view of the dynamic shared array",
@@ -169,7 +181,7 @@ def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: as
     from numba.cuda import types
 
     key = tr.dtype_key(dtype_node, node)
-    nbt = tr.var_type(pyname or name)
+    nbt = tr.ctx.var_type(pyname or name)
     align = ""
     if alignment is not None:
         value = tr.const_value(alignment)
@@ -186,7 +198,7 @@ def declare_static(tr, kind: str, name: str, shape_node: ast.AST, dtype_node: as
                 raise tr.src.error(dnode, "shared and local array shapes must be compile-time integer constants",
                                    hint="literals, module-level constants or specialization constants (tw)")
             e = tr.expr(dnode)
-            if isinstance(dnode, ast.Name) and dnode.id in tr.typed.literals:  # a local: C needs the constant
+            if isinstance(dnode, ast.Name) and dnode.id in tr.ctx.typed.literals:  # a local: C needs the constant
                 e = CExpr(str(value), "int64", e.nbt)
             exts.append(CExpr(e.code, e.key, e.nbt, e.prec, True, literal=value))
     else:
@@ -220,7 +232,7 @@ def view(tr, name: str, base: ArrayInfo, sl: ast.Slice, node, pyname: str | None
     if sl.step is not None:
         raise tr.src.error(sl.step, "slices with a step are not supported", hint="shar[a:b]")
     ctype = c_name(base.key)
-    nbt = tr.var_type(pyname or name)
+    nbt = tr.ctx.var_type(pyname or name)
     if sl.lower is None:
         return f"{ctype} *{name} = {base.name};", ArrayInfo(name, "view", base.key, 1, None, nbt)
     lo = tr.expr(sl.lower)
@@ -251,7 +263,7 @@ def call_args(tr, info: ArrayInfo, want, node) -> list[str]:
 
 
 # -- arrays that name other arrays ------------------------------------------------------------------------------
-def alias_names(fn, array_locals: set, dynamic: set = frozenset()) -> set:
+def alias_names(fn, array_locals: set, dynamic: Collection[str] = frozenset()) -> set:
     """Array-typed locals that name another array or a view of one (``data = buf_0``, ``seg = out[a:b]``, ``row =
     m[i]``, ``t = a.T``, ``bits = x.view(np.int32)``): a C pointer with its extents (and strides), assigned where
     Python assigns the name. Not: arrays made by ``cuda.shared.array``/``local.array``/``const.array_like``, and
@@ -265,7 +277,7 @@ def alias_names(fn, array_locals: set, dynamic: set = frozenset()) -> set:
     return {n for n in array_locals if n in values and all(_names_an_array(v, dynamic) for v in values[n])}
 
 
-def _names_an_array(value, dynamic: set) -> bool:
+def _names_an_array(value, dynamic: Collection[str]) -> bool:
     if isinstance(value, ast.Name):
         return True
     if isinstance(value, ast.Call):
@@ -309,7 +321,7 @@ def dynamic_names(tr, fn) -> set:
     return found
 
 
-def indirectly_written(fn, array_params: set, array_locals: set = frozenset()) -> set:
+def indirectly_written(fn, array_params: set, array_locals: Collection[str] = frozenset()) -> set:
     """Array parameters the kernel may write through another name (conservatively): those assigned to a local
     name (``data = buf_0``), those a local array names a view of (``seg = out[a:b]``, ``t = a.T``: the
     ``array_locals``), and those sliced into a call's argument (``atomic.cas(res[gid:], ...)``)."""
@@ -345,8 +357,8 @@ def alias_info(tr, name: str, cname: str, nbt) -> ArrayInfo:
     from numba.cuda import types
 
     stem = cname.rstrip("_")
-    ext = [CExpr(tr.names.claim(f"{stem}_shape{d}"), "int64", types.int64, nonneg=True) for d in range(nbt.ndim)]
-    st = [CExpr(tr.names.claim(f"{stem}_stride{d}"), "int64", types.int64) for d in range(nbt.ndim)] \
+    ext = [CExpr(tr.out.names.claim(f"{stem}_shape{d}"), "int64", types.int64, nonneg=True) for d in range(nbt.ndim)]
+    st = [CExpr(tr.out.names.claim(f"{stem}_stride{d}"), "int64", types.int64) for d in range(nbt.ndim)] \
         if nbt.layout != "C" else None
     return ArrayInfo(cname, "alias", tr.scalar_key(nbt.dtype), nbt.ndim, ext, nbt, st)
 
@@ -400,7 +412,7 @@ def const_array(tr, name: str, value, node) -> ArrayInfo:
     if key is None:
         raise tr.src.error(node, f"constant arrays of dtype {value.dtype} (records) are not supported",
                            hint="a constant array of numbers")
-    c, layout = tr.unit.const_array(tr.pyfunc.__globals__, name, key, value)
+    c, layout = tr.unit.const_array(tr.ctx.pyfunc.__globals__, name, key, value)
     ext = [CExpr(str(n), "int64", types.literal(int(n)), nonneg=True, literal=int(n)) for n in value.shape]
     strides = None
     if layout != "C":
@@ -495,7 +507,8 @@ def slice_bounds(tr, sl: ast.Slice, extent: CExpr) -> tuple[CExpr, CExpr, CExpr]
     n = extent.code
     bounds = [_int64(tr, b) if b is not None else None for b in (sl.lower, sl.upper)]
     if extent.literal is not None and all(b is None or b.literal is not None for b in bounds) and step.literal:
-        r = range(extent.literal)[slice(*(b.literal if b is not None else None for b in bounds), step.literal)]
+        lo_hi = [b.literal if b is not None else None for b in bounds]
+        r = range(extent.literal)[slice(lo_hi[0], lo_hi[1], step.literal)]
         return const(r.start if len(r) else 0), const(len(r)), step  # (a local array's constant extent)
     if step.literal is not None and step.literal != 1 and bounds == [None, None]:  # x[::2], x[::-1]
         if step.literal > 0:
@@ -514,6 +527,7 @@ def slice_bounds(tr, sl: ast.Slice, extent: CExpr) -> tuple[CExpr, CExpr, CExpr]
         if lo is None and hi is None:
             return zero, extent, one
         if lo is None:
+            assert hi is not None
             return zero, CExpr(f"nk_bound({hi.code}, {n})", "int64", types.int64, PRIMARY, True), one
         start = CExpr(f"nk_bound({lo.code}, {n})", "int64", types.int64, PRIMARY, True)
         if hi is None:
@@ -569,7 +583,7 @@ def subscript_view(tr, info, index: ast.AST, node) -> ArrayInfo:
             d += 1
     extents += list(info.extents[d:])
     out_strides += strides[d:]
-    nbt = tr.typed.record.type_of(node)
+    nbt = tr.ctx.typed.record.type_of(node)
     contiguous = nbt is not None and getattr(nbt, "layout", "A") == "C"
     return offset_view(info, _sum(offsets), info.key, extents, None if contiguous else out_strides,
                        nbt if nbt is not None else info.nbt)

@@ -116,6 +116,7 @@ def _method(tr, node: ast.Call):
 
 def _view(tr, node: ast.Call):
     """``x.view(np.int32)``: an array's memory, or a number's bits, as another type (numba's ``view``)."""
+    assert isinstance(node.func, ast.Attribute)
     base = arrays.as_array(tr, tr.value(node.func.value), node.func.value)
     nbt = tr.signature(node).return_type
     if isinstance(base, arrays.ArrayInfo):

@@ -113,7 +113,7 @@ def call_signature(tr, pyfunc, vals, node):
     for v, a in zip(vals, node.args):
         if isinstance(v, arrays.ArrayInfo):
             arg_type(tr, v, a)  # an array the C cannot pass on is refused whatever numba says
-    sig = tr.typed.record.signature(node)
+    sig = tr.ctx.typed.record.signature(node)
     if sig is not None:
         return sig
     argtypes = [arg_type(tr, v, a) for v, a in zip(vals, node.args)]
@@ -137,7 +137,7 @@ def arg_type(tr, v, node):
         items = [arg_type(tr, i, node) for i in v.items]
         return types.BaseTuple.from_types(items)
     if isinstance(v, Static):  # a function, a dtype: the type numba gave the value it read
-        t = tr.typed.record.type_of(node)
+        t = tr.ctx.typed.record.type_of(node)
         if t is None:
             raise tr.src.error(node, f"numba has no type for {v.obj!r} as an argument")
         return t

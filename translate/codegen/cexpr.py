@@ -49,9 +49,11 @@ def paren(e: CExpr, prec: int) -> str:
     return e.code if e.prec >= prec else f"({e.code})"
 
 
-def cast(e: CExpr, key: str, nbt=None) -> CExpr:
+def cast(e: CExpr, key: str | None, nbt=None) -> CExpr:
     if e.key == key:
         return e
+    if key is None:
+        raise ValueError(f"{e.code} converted to no C type")
     if e.literal is not None and not isinstance(e.literal, bool):
         if isinstance(e.literal, int) and key in C_INT_KEYS and _fits(e.literal, key):
             # an integer literal converted: the literal cast once (never `(uint64_t)(uint32_t)11`)
@@ -115,7 +117,7 @@ def float_literal(v: float, f32: bool = False) -> str:
     return text + ("f" if f32 else "")
 
 
-def arith_casts(left: CExpr, right: CExpr, target: str) -> tuple[CExpr, CExpr]:
+def arith_casts(left: CExpr, right: CExpr, target: str | None) -> tuple[CExpr, CExpr]:
     """Cast operands (left first) until C's usual arithmetic conversions give ``target``."""
     if left.key is None or right.key is None:
         return left, right
@@ -131,7 +133,7 @@ def arith_casts(left: CExpr, right: CExpr, target: str) -> tuple[CExpr, CExpr]:
     return left, right
 
 
-def compare_casts(left: CExpr, right: CExpr, target: str) -> tuple[CExpr, CExpr]:
+def compare_casts(left: CExpr, right: CExpr, target: str | None) -> tuple[CExpr, CExpr]:
     """Casts for a comparison Numba performs in ``target``: none where C's comparison gives the same answer."""
     if left.key is None or right.key is None:
         return left, right

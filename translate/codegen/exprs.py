@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import ast
 import builtins as _builtins
-import contextlib
 import operator
 import types as pytypes
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba.cuda import types
 
 from numbakern.frontend import closures
 
-from ..cnames import _INT_BITS, c_arith, c_name, is_float, is_int, scalar_key
-from ..errors import TranslationError
+from ..cnames import _INT_BITS, c_arith, c_name, is_float, is_int, is_signed, scalar_key
+from ..errors import SourceInfo, TranslationError
 from . import arrays, builtins
 from .cexpr import (
     BINARY_PREC,
@@ -34,7 +35,9 @@ from .cexpr import (
     float_literal,
     paren,
 )
+from .context import FunctionContext
 from .diagnose import internal_error
+from .emitter import Emitter
 from .valueflow import within
 
 BINOPS = {ast.Add: ("+", operator.add), ast.Sub: ("-", operator.sub), ast.Mult: ("*", operator.mul),
@@ -52,43 +55,41 @@ _UNSUPPORTED_EXPR_HINT = ("arithmetic, comparisons, and/or/not, conditional expr
 
 
 class ExprMixin:
-    #: > 0 while evaluating an expression that C evaluates conditionally or repeatedly (an `and`/`or` operand, a
-    #: branch of a conditional expression, a while test, an elif test): no statement may be emitted before it then
-    unsafe_hoist = 0
+    """The expressions of ``stmts.FunctionTranslator``'s walk (what an operation means in C: Triton's ``semantic``)."""
 
-    #: > 0 while evaluating an index of a shared or local (C) array
-    in_c_index = 0
+    ctx: FunctionContext
+    out: Emitter
+    template_consts: Mapping
+    # the C variables of the function's names (stmts.FunctionTranslator sets them up)
+    aliases: dict
+    arrays: dict
+    scalars: dict
+    retyped: dict
+    tuple_vars: dict
+    present: dict
+    facts: dict
+    view_owners: dict
 
-    @contextlib.contextmanager
-    def c_index(self):
-        self.in_c_index += 1
-        try:
-            yield
-        finally:
-            self.in_c_index -= 1
+    if TYPE_CHECKING:  # the statements' side of the walk (stmts.FunctionTranslator)
+        def cname(self, name: str) -> str: ...
+        def static_truth(self, node: ast.AST) -> bool | None: ...
+        def flow_interval(self, node: ast.AST) -> tuple: ...
+        def flow_nonneg(self, node: ast.AST) -> bool: ...
+        def operation_ranges(self, node: ast.AST) -> tuple | None: ...
+        def bounded(self, node: ast.AST) -> bool: ...
+        def no_overflow(self, node: ast.AST) -> bool: ...
 
-    @contextlib.contextmanager
-    def no_hoist(self):
-        self.unsafe_hoist += 1
-        try:
-            yield
-        finally:
-            self.unsafe_hoist -= 1
+    @property
+    def src(self) -> SourceInfo:
+        return self.ctx.src
 
-    def require_hoist(self, node):
-        """A located error if a statement cannot be emitted before the current expression."""
-        if self.unsafe_hoist:
-            raise self.src.error(node, "this call needs a C statement before the expression, but the expression "
-                                 "is evaluated conditionally or repeatedly here",
-                                 hint="assign its result to a variable on a line of its own first")
+    @property
+    def unit(self) -> Any:
+        return self.ctx.unit
 
-    def hoist(self, e: CExpr, want: str) -> CExpr:
-        """``e`` evaluated once, now, into a new constant (for values C would otherwise evaluate twice or not at
-        all)."""
-        self.require_hoist(None)
-        name = self.temp(want)
-        self.emit(f"const {c_name(e.key)} {name} = {e.code};")
-        return CExpr(name, e.key, e.nbt, nonneg=e.nonneg, deps=e.deps)
+    @property
+    def helpers(self) -> set[str]:
+        return self.ctx.unit.helpers
 
     # -- entry -------------------------------------------------------------------------------------------------
     def expr(self, node: ast.AST) -> CExpr:
@@ -113,7 +114,7 @@ class ExprMixin:
         except TranslationError:
             raise
         except Exception as e:  # noqa: BLE001 - a bug of the code generator: located at this expression
-            raise internal_error(self.src, node, e) from e
+            raise internal_error(self.ctx.src, node, e) from e
 
     def cond(self, node: ast.AST) -> CExpr:
         """An expression used for its truth value (if/while/ternary tests): any number is fine there."""
@@ -151,8 +152,8 @@ class ExprMixin:
             return self.aliases[name]
         if name in self.arrays:
             return self.arrays[name]
-        if name in self.bound:
-            return self.literal_value(self.bound[name], node)
+        if name in self.ctx.bound:
+            return self.literal_value(self.ctx.bound[name], node)
         if name in self.retyped:
             from .variables import version_at
 
@@ -162,7 +163,7 @@ class ExprMixin:
             return CExpr(var.cname, var.key, var.nbt)
         if name in self.tuple_vars:
             return TupleVal([CExpr(v.cname, v.key, v.nbt) for v in self.tuple_vars[name]],
-                            tuple(getattr(self.var_type(name), "fields", ())))
+                            tuple(getattr(self.ctx.var_type(name), "fields", ())))
         if name in self.scalars:
             key = self.scalars[name]
             deps = self.facts.get(name)
@@ -173,7 +174,7 @@ class ExprMixin:
             elif is_int(key) and deps is None:
                 lo = self.flow_interval(node)[0]
                 deps = frozenset() if lo is not None and lo >= 0 else None
-            return CExpr(self.cname(name), key, self.var_type(name), nonneg=deps is not None or key.startswith("u"),
+            return CExpr(self.cname(name), key, self.ctx.var_type(name), nonneg=deps is not None or key.startswith("u"),
                          deps=deps or frozenset(), present=self.present.get(name))
         if name in self.template_consts:
             v = self.template_consts[name]
@@ -198,17 +199,17 @@ class ExprMixin:
         return Static(v)
 
     def global_value(self, name, obj, node):
-        g = self.pyfunc.__globals__
+        g = self.ctx.pyfunc.__globals__
         if isinstance(obj, (bool, np.bool_)):
-            c = self.unit.constant(g, name, "bool", bool(obj))
+            c = self.ctx.unit.constant(g, name, "bool", bool(obj))
             return CExpr(c, "bool", types.boolean, literal=None, nonneg=True)
         if isinstance(obj, (int, np.integer)):
-            c = self.unit.constant(g, name, "int64", int(obj))
+            c = self.ctx.unit.constant(g, name, "int64", int(obj))
             return CExpr(c, "int64", types.literal(int(obj)), nonneg=int(obj) >= 0)
         if isinstance(obj, (float, np.floating)):
             if not np.isfinite(obj):  # inf/nan have no constexpr spelling NVRTC accepts: written where used
                 return CExpr(float_literal(float(obj)), "float64", types.float64, literal=float(obj))
-            c = self.unit.constant(g, name, "float64", float(obj))
+            c = self.ctx.unit.constant(g, name, "float64", float(obj))
             return CExpr(c, "float64", types.float64, nonneg=float(obj) >= 0)
         if _number_tuple(obj):  # SM_SIZE = (TPB, TPB): numba reads its values as constants
             return TupleVal([self.literal_value(v, node) for v in obj])
@@ -221,13 +222,13 @@ class ExprMixin:
         if isinstance(node, ast.Constant) and not isinstance(node.value, str):
             return node.value
         if isinstance(node, ast.Name):
-            if node.id in self.bound:
-                v = self.bound[node.id]
+            if node.id in self.ctx.bound:
+                v = self.ctx.bound[node.id]
                 return v if isinstance(v, (int, float, bool, np.integer, np.floating, tuple)) else None
             if node.id in self.template_consts:
                 return self.template_consts[node.id]
-            if node.id in self.typed.literals and node.id not in self.params:  # `N = 100`: a constant to numba
-                return self.typed.literals[node.id]
+            if node.id in self.ctx.typed.literals and node.id not in self.ctx.params:  # `N = 100`: a constant to numba
+                return self.ctx.typed.literals[node.id]
             if node.id in self.scalars or node.id in self.arrays or node.id in self.aliases:
                 return None
             found, obj = self.lookup_global(node.id)
@@ -318,9 +319,9 @@ class ExprMixin:
             raise self.src.error(node, f"'.{node.attr}' of dynamic shared memory: its extent is not known to the C "
                                  "code")
         if node.attr == "T":
-            return self.viewed(arrays.transposed(info, self.typed.record.type_of(node)))
+            return self.viewed(arrays.transposed(info, self.ctx.typed.record.type_of(node)))
         if node.attr in ("real", "imag") and info.key in ("complex64", "complex128"):
-            return self.viewed(arrays.complex_part(self, info, node.attr, self.typed.record.type_of(node)))
+            return self.viewed(arrays.complex_part(self, info, node.attr, self.ctx.typed.record.type_of(node)))
         if node.attr == "real":  # of a real array: the array itself
             return info
         raise self.src.error(node, f"array attribute '.{node.attr}' is not supported",
@@ -345,7 +346,7 @@ class ExprMixin:
         if isinstance(base, (arrays.ArrayInfo, arrays.Row)) and any(isinstance(i, ast.Slice) for i in index):
             return self.viewed(arrays.subscript_view(self, base, node.slice, node))
         if isinstance(base, (arrays.ArrayInfo, arrays.Row)):
-            return arrays.element(self, base, node.slice, node, partial=True)
+            return arrays.element_or_row(self, base, node.slice, node)
         raise self.src.error(node, "only arrays and tuples can be indexed", hint="x[i], x[r, c], x.shape[0]")
 
     def viewed(self, view):
@@ -362,7 +363,7 @@ class ExprMixin:
         if not is_int(idx.key):
             raise self.src.error(node.slice, "a tuple index must be an integer")
         if not idx.pure:
-            idx = self.hoist(idx, "index")
+            idx = self.out.hoist(idx, "index")
         items, n = tup.items, len(tup.items)
         nonneg = idx.nonneg and not idx.deps or self.flow_nonneg(node.slice)
         code = paren(items[-1], COND)
@@ -396,7 +397,7 @@ class ExprMixin:
         if ranges is not None and ranges[2][0] is not None and ranges[2][0] >= 0:
             nonneg, deps = True, frozenset()  # the value ranges prove it, assuming nothing of the parameters
         natural = c_arith(left.key, right.key) if is_int(left.key) and is_int(right.key) else None
-        if self.in_c_index and ranges is not None and ranges[3] and op in ("+", "-", "*") and \
+        if self.out.in_c_index and ranges is not None and ranges[3] and op in ("+", "-", "*") and \
                 rkey in ("int64", "uint64") and natural in C32 and all(within(r, *C32[natural]) for r in ranges[:3]):
             # in an index of a shared or local array, 32-bit operands (threadIdx.x, an int32 local) whose values and
             # result the ranges keep in their C type: C's own arithmetic gives numba's value, no cast needed
@@ -405,7 +406,7 @@ class ExprMixin:
             return self._infix(left, op, right, natural, sig.return_type, nonneg=ranges[2][0] >= 0)
         if op == "/":
             left, right = arith_casts(left, right, rkey)
-            if rkey == "float32" and getattr(self.unit, "fastmath", False):
+            if rkey == "float32" and getattr(self.ctx.unit, "fastmath", False):
                 # numba with fastmath: float32 / is libdevice's fast_fdividef (numba_cuda mathimpl)
                 return CExpr(f"__fdividef({left.code}, {right.code})", rkey, sig.return_type, PRIMARY, False,
                              pure, deps)
@@ -422,8 +423,8 @@ class ExprMixin:
                 return self._infix(left, "/" if op == "//" else "%", right, c_arith(left.key, right.key),
                                    sig.return_type, nonneg=True, deps=deps)
             helper = "nk_floordiv" if op == "//" else "nk_floormod"
-            hk = akey if is_float(akey) else ("int64" if akey.startswith("int") else "uint64")
-            self.helpers.add(f"{helper}_{hk}")  # only the overload it calls
+            hk = akey if is_float(akey) else ("int64" if is_signed(akey) else "uint64")
+            self.ctx.unit.helpers.add(f"{helper}_{hk}")  # only the overload it calls
             if left_node is None or not self.bounded(left_node):
                 left = wrapping(left)  # numba's wraparound of the operand, not C's undefined signed overflow
             a, b = cast(left, hk), cast(right, hk)
@@ -431,7 +432,7 @@ class ExprMixin:
         if op == "**":
             bkey = scalar_key(sig.args[1])
             if is_float(akey) and is_int(bkey):  # numba: repeated squaring, not pow()
-                self.helpers.add("nk_powi")
+                self.ctx.unit.helpers.add("nk_powi")
                 a, b = cast(left, rkey), cast(right, "int64")
                 return CExpr(f"nk_powi({a.code}, {b.code})", rkey, sig.return_type, PRIMARY, False, pure, deps)
             if is_float(akey):
@@ -439,7 +440,7 @@ class ExprMixin:
                 a, b = cast(left, akey), cast(right, akey)
                 return CExpr(f"{fname}({a.code}, {b.code})", akey, sig.return_type, PRIMARY, False, pure, deps)
             if is_int(akey):
-                self.helpers.add("nk_ipow")
+                self.ctx.unit.helpers.add("nk_ipow")
                 a, b = cast(left, "int64"), cast(right, "int64")
                 e = CExpr(f"nk_ipow({a.code}, {b.code})", "int64", sig.return_type, PRIMARY, nonneg, pure, deps)
                 return e if rkey == "int64" else cast(e, rkey, sig.return_type)
@@ -448,11 +449,11 @@ class ExprMixin:
             left = cast(left, akey)
             right = cast(right, akey) if right.literal is None else right
             left_node = node.left if isinstance(node, ast.BinOp) else getattr(node, "target", None)
-            if op == "<<" and akey.startswith("int") and not (
+            if op == "<<" and is_signed(akey) and not (
                     left.nonneg and not left.deps and isinstance(node, ast.BinOp) and self.no_overflow(node)):
                 # numba shifts the bits (LLVM shl); a C left shift of a negative or overflowing signed value is
                 # undefined: shift the unsigned bits and convert back
-                ukey = "u" + akey
+                ukey = "u" + str(akey)
                 shifted = self._infix(cast(left, ukey), "<<", right, ukey, sig.return_type)
                 return CExpr(f"({c_name(akey)})({shifted.code})", akey, sig.return_type, UNARY, False, pure, deps)
             return self._infix(left, op, right, akey, sig.return_type, nonneg=nonneg, deps=deps)
@@ -461,7 +462,7 @@ class ExprMixin:
         # computes in the result type when it has the arguments' width (int64 here, as numba's typemap says).
         target = akey
         if op in ("+", "-", "*", "&", "|", "^") and rkey and is_int(akey) and is_int(rkey) and \
-                _INT_BITS.get(akey) == _INT_BITS.get(rkey):
+                _INT_BITS.get(akey or "") == _INT_BITS.get(rkey or ""):
             target = rkey
         left, right = arith_casts(left, right, target)
         return self._infix(left, op, right, c_arith(left.key, right.key), sig.return_type, nonneg=nonneg, deps=deps)
@@ -474,7 +475,7 @@ class ExprMixin:
         if op in ("+", "-", "*"):
             fname = {"+": "cuCadd", "-": "cuCsub", "*": "cuCmul"}[op] + f
         elif op == "/":
-            self.helpers.add("nk_cdiv")
+            self.ctx.unit.helpers.add("nk_cdiv")
             fname = "nk_cdiv"
         else:
             raise self.src.error(node, f"the operator {op} on complex numbers is not supported",
@@ -484,8 +485,8 @@ class ExprMixin:
     def _named_const(self, code):
         if code in self.template_consts:
             return self.template_consts[code]
-        if code in self.module_consts:
-            return self.module_consts[code][1]
+        if code in self.ctx.unit.module_consts:
+            return self.ctx.unit.module_consts[code][1]
         return None
 
     def _infix(self, left, op, right, key, nbt, nonneg=False, deps=frozenset()):
@@ -516,7 +517,7 @@ class ExprMixin:
         rkey = scalar_key(sig.return_type)
         if rkey in ("complex64", "complex128") and op == "-":  # numba negates both parts (signed zeros too)
             f, make = ("f", "make_cuFloatComplex") if rkey == "complex64" else ("", "make_cuDoubleComplex")
-            x = self.hoist(cast(e, rkey), "z") if not e.pure else cast(e, rkey)
+            x = self.out.hoist(cast(e, rkey), "z") if not e.pure else cast(e, rkey)
             return CExpr(f"{make}(-cuCreal{f}({x.code}), -cuCimag{f}({x.code}))", rkey, sig.return_type, PRIMARY,
                          pure=x.pure)
         e = cast(e, rkey) if op != "+" or e.key != rkey else e
@@ -537,7 +538,7 @@ class ExprMixin:
             if i == 0:
                 right = self.expr(right_node)
             else:
-                with self.no_hoist():
+                with self.out.no_hoist():
                     right = self.expr(right_node)
             if i + 1 < len(node.ops) and not right.pure:
                 raise self.src.error(right_node, "a chained comparison evaluates this operand twice in C",
@@ -578,7 +579,7 @@ class ExprMixin:
         if len(operands) == 1:
             return self.cond(operands[0]) if truth else self.expr(operands[0])
         first = self.cond(operands[0]) if truth else self.expr(operands[0])
-        with self.no_hoist():  # C (and Python) evaluate the other operands only if needed
+        with self.out.no_hoist():  # C (and Python) evaluate the other operands only if needed
             vals = [first] + [self.cond(v) if truth else self.expr(v) for v in operands[1:]]
         if not truth and not all(isinstance(v.nbt, types.Boolean) for v in vals):
             raise self.src.error(node, "`and`/`or` on non-boolean values return an operand in Python, not a bool",
@@ -601,9 +602,9 @@ class ExprMixin:
         if known is not None:  # numba compiles the branch a compile-time condition takes, and nothing of the other
             return self.value(node.body if known else node.orelse)
         test = self.cond(node.test)
-        with self.no_hoist():
+        with self.out.no_hoist():
             a, b = self.expr(node.body), self.expr(node.orelse)
-        t = self.typed.record.unified(node)
+        t = self.ctx.typed.record.unified(node)
         key = scalar_key(t)
         if key is None:
             raise self.src.error(node, "the branches of this conditional expression have no common type")
@@ -624,7 +625,7 @@ class ExprMixin:
     def signature(self, node, index=0):
         """The signature numba chose for the operation ``node`` performs (the ``index``-th of a chained
         comparison), from the function's typed record; a located error where the record has none."""
-        sig = self.typed.record.signature(node, index)
+        sig = self.ctx.typed.record.signature(node, index)
         if sig is None:
             raise self.src.error(node, "numba's typed IR has no operation here (the code generator asked about an "
                                  "expression numba did not compile)")
@@ -650,8 +651,8 @@ class ExprMixin:
                                  hint="np.float32, np.float64, np.int32, ... (numpy or numba types, or their names)")
         return key
 
-    def lookup_global(self, name):
-        value = closures.lookup(self.pyfunc, name)
+    def lookup_global(self, name) -> tuple[bool, Any]:
+        value = closures.lookup(self.ctx.pyfunc, name)
         if value is not closures.MISSING:
             return True, value
         if hasattr(_builtins, name):
@@ -666,7 +667,7 @@ class ExprMixin:
 
             key = record_key(t)
             if key is not None:
-                self.unit.records.setdefault(key, t)
+                self.ctx.unit.records.setdefault(key, t)
         return key
 
 

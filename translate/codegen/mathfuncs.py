@@ -140,6 +140,8 @@ def _abs(tr, obj, node):
     (a,) = _args(tr, node)
     sig = tr.resolve(_py.abs, [a.nbt], node)
     key = scalar_key(sig.return_type)
+    if key is None:
+        raise tr.src.error(node, f"abs() of {sig.return_type} has no C value")
     if a.key in COMPLEX:
         return _complex_abs(tr, a, key, sig.return_type)
     a = cast(a, key)
@@ -235,7 +237,7 @@ def parts(tr, z: CExpr) -> tuple[CExpr, CExpr]:
     if not z.pure:
         z = tr.hoist(z, "z")
     f = "f" if z.key == "complex64" else ""
-    key = part_key(z.key)
+    key = part_key(str(z.key))
     nbt = getattr(types, key)
     return (CExpr(f"cuCreal{f}({z.code})", key, nbt, PRIMARY, pure=True),
             CExpr(f"cuCimag{f}({z.code})", key, nbt, PRIMARY, pure=True))
@@ -256,7 +258,7 @@ def _complex(tr, obj, node):
     if not 1 <= len(args) <= 2 or any(a.key in COMPLEX for a in args):
         raise tr.src.error(node, "complex() takes one or two real numbers here", hint="complex(re, im)")
     sig = tr.resolve(complex, [a.nbt for a in args], node)
-    key = scalar_key(sig.return_type)
+    key = str(scalar_key(sig.return_type))
     zero = CExpr("0", "int32", types.literal(0), literal=0)
     return make_complex(key, args[0], args[1] if len(args) == 2 else zero, sig.return_type)
 
@@ -265,7 +267,7 @@ def _complex_abs(tr, z: CExpr, rkey: str, nbt) -> CExpr:
     """abs(z) is math.hypot(z.real, z.imag) in numba (numbers.py complex_abs_impl)."""
     re, im = parts(tr, z)
     fname = "hypotf" if re.key == "float32" else "hypot"
-    e = CExpr(f"{fname}({re.code}, {im.code})", re.key, getattr(types, re.key), PRIMARY, nonneg=True)
+    e = CExpr(f"{fname}({re.code}, {im.code})", re.key, getattr(types, str(re.key)), PRIMARY, nonneg=True)
     return e if e.key == rkey else cast(e, rkey, nbt)
 
 
@@ -310,10 +312,10 @@ def _phase(tr, obj, node):
         z = cast(z, scalar_key(sig.args[0]))
     re, im = parts(tr, z)
     f = "f" if re.key == "float32" else ""
-    angle = CExpr(f"atan2{f}({im.code}, {re.code})", re.key, getattr(types, re.key), PRIMARY)
+    angle = CExpr(f"atan2{f}({im.code}, {re.code})", re.key, getattr(types, str(re.key)), PRIMARY)
     if obj is cmath.phase:
         return angle
-    size = CExpr(f"hypot{f}({re.code}, {im.code})", re.key, getattr(types, re.key), PRIMARY, nonneg=True)
+    size = CExpr(f"hypot{f}({re.code}, {im.code})", re.key, getattr(types, str(re.key)), PRIMARY, nonneg=True)
     return TupleVal([size, angle])
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from typing import Any
 
 from numba.cuda import types
 
@@ -25,25 +26,28 @@ class NodeTypes:
     cast, ``pure(call)``, ``truth(test)`` of a compile-time condition, ``name_type(name)``, for the function ``tr``
     translates (its typed names, bound values, template constants and globals)."""
 
-    def __init__(self, tr):
-        self.tr = tr
+    def __init__(self, ctx, consts, lookup_global, truth):
+        self.ctx = ctx                        # the function (its typed record, bound parameters)
+        self.consts = consts                  # its template constants
+        self.lookup_global = lookup_global    # name -> (found, value) of the module and closure
+        self.truth = truth                    # test -> True/False where every instantiation agrees, else None
         self._types: dict = {}
         self._sigs: dict = {}
 
     def name_type(self, name: str):
-        tr = self.tr
-        if name in tr.bound:
-            return _value_type(tr.bound[name])
-        if name in tr.template_consts:
-            return _value_type(tr.template_consts[name])
-        if name in tr.typed.retyped or name in tr.typed.conflicts:
+        typed = self.ctx.typed
+        if name in self.ctx.bound:
+            return _value_type(self.ctx.bound[name])
+        if name in self.consts:
+            return _value_type(self.consts[name])
+        if name in typed.retyped or name in typed.conflicts:
             return None
-        if name in tr.typed.var_types:
-            return tr.typed.var_types[name]
-        found, obj = tr.lookup_global(name)
+        if name in typed.var_types:
+            return typed.var_types[name]
+        found, obj = self.lookup_global(name)
         return _value_type(obj) if found else None
 
-    def typeof(self, node):
+    def typeof(self, node) -> Any:
         if node in self._types:
             return self._types[node]
         try:
@@ -61,9 +65,9 @@ class NodeTypes:
     def static(self, node):
         """The Python object an expression names (a module's function, a number type), or None."""
         if isinstance(node, ast.Name):
-            if node.id in self.tr.typed.var_types or node.id in self.tr.bound:
+            if node.id in self.ctx.typed.var_types or node.id in self.ctx.bound:
                 return None
-            found, obj = self.tr.lookup_global(node.id)
+            found, obj = self.lookup_global(node.id)
             return obj if found else None
         if isinstance(node, ast.Attribute):
             base = self.static(node.value)
@@ -81,10 +85,6 @@ class NodeTypes:
             return None
         return self.typeof(node)
 
-    def truth(self, test):
-        """True/False for a condition that is a compile-time constant in every instantiation, else None."""
-        return self.tr.static_truth(test)
-
     def pure(self, node) -> bool:
         obj = self.static(node.func) if isinstance(node, ast.Call) else None
         if obj is None:
@@ -98,7 +98,7 @@ class NodeTypes:
         except TypeError:  # unhashable
             return False
 
-    def _typeof(self, node):
+    def _typeof(self, node) -> Any:
         if isinstance(node, ast.Constant):
             v = node.value
             if isinstance(v, bool):
@@ -128,7 +128,7 @@ class NodeTypes:
             ts = [self.typeof(v) for v in node.values]
             return types.boolean if all(isinstance(t, types.Boolean) for t in ts) else None
         if isinstance(node, ast.IfExp):
-            return self.tr.typed.record.unified(node)
+            return self.ctx.typed.record.unified(node)
         if isinstance(node, ast.Call) and not node.keywords:
             obj = self.static(node.func)
             if obj is None:
@@ -140,7 +140,7 @@ class NodeTypes:
         argtypes = [self.typeof(a) for a in args]
         if any(t is None for t in argtypes):
             return None
-        sig = self.tr.typed.record.signature(node)
+        sig = self.ctx.typed.record.signature(node)
         if sig is None:
             return None
         self._sigs[node] = sig

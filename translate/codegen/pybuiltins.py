@@ -11,7 +11,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from ..cnames import is_int, scalar_key
+from ..cnames import is_int, is_signed, scalar_key
 from . import arrays
 from .cexpr import LOR, PRIMARY, UNARY, CExpr, TupleVal, cast, paren
 
@@ -59,9 +59,10 @@ def _print(tr, obj, node):
         items = v.items if isinstance(v, TupleVal) else [v]
         parts = []
         for item in items:
-            if not isinstance(item, CExpr) or item.key is None or print_item(item) is None:
+            printed = print_item(item) if isinstance(item, CExpr) and item.key is not None else None
+            if printed is None:
                 raise tr.src.error(a, "print() takes numbers, booleans, strings and tuples of them")
-            fmt, val = print_item(item)
+            fmt, val = printed
             parts.append(fmt)
             values.append(val)
         if isinstance(v, TupleVal):
@@ -78,7 +79,7 @@ def print_item(e: CExpr) -> tuple[str, str] | None:
         return "%s", f'{paren(e, LOR)} ? "True" : "False"'
     if is_int(e.key):
         numba_key = scalar_key(types.unliteral(e.nbt)) if e.nbt is not None else None
-        if (numba_key if is_int(numba_key) else e.key).startswith("u"):  # numba's type: threadIdx.x is int32
+        if not is_signed(numba_key if is_int(numba_key) else e.key):  # numba's type: threadIdx.x is int32
             return "%llu", f"(unsigned long long){paren(e, UNARY)}"
         return "%lld", f"(long long){paren(e, UNARY)}"
     if e.key in ("float32", "float64"):

@@ -34,9 +34,10 @@ def sign_tested(fn: ast.FunctionDef, params: set[str]) -> set[str]:
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             sides = (node.left, node.comparators[0])
             for side, other in (sides, sides[::-1]):
-                value = other.value if isinstance(other, ast.Constant) else (
-                    -other.operand.value if isinstance(other, ast.UnaryOp) and isinstance(other.op, ast.USub)
-                    and isinstance(other.operand, ast.Constant) else None)
+                value = other.value if isinstance(other, ast.Constant) else None
+                if isinstance(other, ast.UnaryOp) and isinstance(other.op, ast.USub) and \
+                        isinstance(other.operand, ast.Constant) and isinstance(other.operand.value, (int, float)):
+                    value = -other.operand.value
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
                     out |= {n.id for n in ast.walk(side) if isinstance(n, ast.Name)} & params
     return out

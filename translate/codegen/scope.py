@@ -9,6 +9,7 @@ including each iteration of a loop), and otherwise just before the first stateme
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 
@@ -18,7 +19,7 @@ class Plan:
     before: dict = field(default_factory=dict)        # id(stmt) -> [names] declared (uninitialised) before it
 
 
-def _names_in(node, ignore=frozenset()) -> set[str]:
+def _names_in(node, ignore: Collection[int] = frozenset()) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in ignore}
 
 
@@ -29,14 +30,14 @@ def _direct_targets(stmt) -> set[str]:
             if isinstance(t, ast.Name):
                 out.add(t.id)
             elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
-                out |= {e.id for e in t.elts}
+                out |= {e.id for e in t.elts if isinstance(e, ast.Name)}
         return out
     if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
         return {stmt.target.id}
     return set()
 
 
-def plan(body: list[ast.stmt], names: set[str], ignore=frozenset()) -> Plan:
+def plan(body: list[ast.stmt], names: set[str], ignore: Collection[int] = frozenset()) -> Plan:
     """Where to declare ``names``; occurrences in ``ignore`` (ids of Name nodes) do not count."""
     occ: dict[str, list[tuple]] = {}
 

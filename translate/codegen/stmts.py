@@ -11,9 +11,11 @@ from numba.cuda import types
 from .. import cnames
 from ..cnames import c_name, is_int, scalar_key
 from ..errors import TranslationError
-from . import arrays, calls, comments, loopvars, nodetypes, ranges, scope, unroll, valueflow, variables, vectors
+from . import analyses, arrays, calls, comments, loopvars, scope, unroll, variables, vectors
 from .cexpr import CExpr, Static, TupleVal, cast, paren
+from .context import FunctionContext
 from .diagnose import internal_error
+from .emitter import Emitter
 from .exprs import BINOPS, ExprMixin
 from .source import parse_function
 
@@ -37,121 +39,132 @@ class FunctionTranslator(ExprMixin):
 
     def __init__(self, unit, pyfunc, typed, *, kind="kernel", name=None, cname=None, params=None, bound=None,
                  template_consts=None, all_template_consts=None):
-        self.unit = unit
-        self.pyfunc = pyfunc
-        self.typed = typed
-        self.kind = kind
-        self.name = name or pyfunc.__name__
-        self.c_function = cname or self.name
+        fn, src = parse_function(pyfunc)
+        for bad in (fn.args.vararg, fn.args.kwarg, *fn.args.kwonlyargs):
+            if bad is not None:
+                raise src.error(fn, "kernels take positional parameters only")
+        names = tuple(a.arg for a in fn.args.args)
+        bound = dict(bound or {})
+        #: the instantiation whose constants the walk reads (a static condition reads each in turn)
         self.template_consts = dict(template_consts or {})
-        # every instantiation's constants: a branch is pruned only where they all agree on it
-        self.all_template_consts = [dict(c) for c in (all_template_consts or [self.template_consts])]
-        self.bound = dict(bound or {})
-        self.fn, self.src = parse_function(pyfunc)
-        self.comments = comments.Comments(self.src.lines)
-        self.helpers = unit.helpers
-        self.module_consts = unit.module_consts
+        self.ctx = FunctionContext(
+            unit, pyfunc, typed, kind, name or pyfunc.__name__, cname or name or pyfunc.__name__, fn, src, names,
+            tuple(p for p in names if p not in bound), bound,
+            # every instantiation's constants: a branch is pruned only where they all agree on it
+            tuple(dict(c) for c in (all_template_consts or [self.template_consts])))
+        self.comments = comments.Comments(src.lines)
         self.aliases: dict = {}
         self.arrays: dict = {}
         self.scalars: dict = {}
         self.written: set = set()
         self.view_owners: dict = {}  # the C pointer expression of a view -> the C name of the array it is part of
         self.assumed: set = set()
-        self.lines: list[str] = []
-        self.depth = 1
         self.loop_vars: set = set()
-        self._flow = None
-        self.params = [a.arg for a in self.fn.args.args]
-        for bad in (self.fn.args.vararg, self.fn.args.kwarg, *self.fn.args.kwonlyargs):
-            if bad is not None:
-                raise self.src.error(self.fn, "kernels take positional parameters only")
-        self.runtime_params = [p for p in self.params if p not in self.bound]
-        self._name_params(params)
+        self.out = self._name_params(params)
         self._classify()
         self._name_locals()
 
-    # -- setup -------------------------------------------------------------------------------------------------
-    def var_type(self, name):
-        return self.typed.var_types.get(name)
+    # -- what providers use (translate.codegen.context.Translator) ------------------------------------------------
+    def emit(self, line: str):
+        self.out.emit(line)
 
-    def _name_params(self, params):
+    def temp(self, want: str) -> str:
+        """A fresh C name for a generated temporary (``ph_stop``, ``a_new``)."""
+        return self.out.temp(want)
+
+    def hoist(self, e, want: str):
+        return self.out.hoist(e, want)
+
+    def require_hoist(self, node):
+        self.out.require_hoist(node)
+
+    def no_hoist(self):
+        return self.out.no_hoist()
+
+    def c_index(self):
+        return self.out.c_index()
+
+    # -- setup -------------------------------------------------------------------------------------------------
+    def _name_params(self, params) -> Emitter:
         """The C names of the parameters (``self.param_c``: name -> (cname, extents, strides)) and the
         function's namespace, in which its locals and temporaries are claimed next."""
-        types_of = dict(zip(self.params, self.typed.argtypes))
-        taken = set(self.unit.file_names.taken) | set(self.template_consts)
-        if self.kind != "kernel":  # the kernel's template parameters are not in scope in a device function
-            taken -= self.unit.template_params - set(self.template_consts)
+        types_of = dict(zip(self.ctx.params, self.ctx.typed.argtypes))
+        taken = set(self.ctx.unit.file_names.taken) | set(self.template_consts)
+        if self.ctx.kind != "kernel":  # the kernel's template parameters are not in scope in a device function
+            taken -= self.ctx.unit.template_params - set(self.template_consts)
         if params is None:
             spec = [(p, getattr(types_of[p], "ndim", 0) if isinstance(types_of[p], types.Array) else 0,
                      isinstance(types_of[p], types.Array) and types_of[p].layout != "C")
-                    for p in self.runtime_params]
-            self.names, named = cnames.param_cnames(self.c_function, spec, reserved=taken)
+                    for p in self.ctx.runtime_params]
+            names, named = cnames.param_cnames(self.ctx.c_function, spec, reserved=taken)
         else:
-            self.names, named = cnames.Namespace(taken | {self.c_function}), list(params)
+            names, named = cnames.Namespace(taken | {self.ctx.c_function}), list(params)
             for c, extents, strides in named:
-                self.names.reserve(c, *extents, *strides)
-        self.param_c = dict(zip(self.runtime_params, named))
-        self.unit.local_names.update(self.names.taken)
+                names.reserve(c, *extents, *strides)
+        self.param_c = dict(zip(self.ctx.runtime_params, named))
+        self.ctx.unit.local_names.update(names.taken)
+        return Emitter(names, self.ctx.unit.local_names, self.ctx.src)
 
     def _name_locals(self):
         """Every Python name the body assigns gets its C name now, before any generated one (so a local named
         ``x_shape0`` cannot shadow the extent of ``x``: the extent was named first and the local gets a suffix)."""
         self.local_c: dict[str, str] = {}
-        for node in ast.walk(self.fn):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in self.params \
+        for node in ast.walk(self.ctx.fn):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in self.ctx.params \
                     and node.id not in self.local_c:
-                self.local_c[node.id] = self.names.claim(node.id)
-        array_locals = {n for n, t in self.typed.var_types.items()
-                        if isinstance(t, types.Array) and n in self.local_c and n not in self.typed.conflicts}
-        dynamic = arrays.dynamic_names(self, self.fn)
-        self.array_aliases = {n: arrays.alias_info(self, n, self.local_c[n], self.var_type(n))
-                              for n in sorted(arrays.alias_names(self.fn, array_locals, dynamic))}
+                self.local_c[node.id] = self.out.names.claim(node.id)
+        array_locals = {n for n, t in self.ctx.typed.var_types.items()
+                        if isinstance(t, types.Array) and n in self.local_c and n not in self.ctx.typed.conflicts}
+        dynamic = arrays.dynamic_names(self, self.ctx.fn)
+        self.array_aliases = {n: arrays.alias_info(self, n, self.local_c[n], self.ctx.var_type(n))
+                              for n in sorted(arrays.alias_names(self.ctx.fn, array_locals, dynamic))}
         for n, info in self.array_aliases.items():
             self.arrays[n] = info
         self.retyped: dict = {}
-        for name in self.typed.retyped:
+        for name in self.ctx.typed.retyped:
             if name in self.local_c:
-                cvars = variables.retyped_vars(self, name, self.typed.retyped[name])
+                cvars = variables.retyped_vars(self, name, self.ctx.typed.retyped[name])
                 if cvars is not None:
                     self.retyped[name] = cvars
-        types_of = dict(zip(self.params, self.typed.argtypes))
-        for name in self.runtime_params:
+        types_of = dict(zip(self.ctx.params, self.ctx.typed.argtypes))
+        for name in self.ctx.runtime_params:
             t = types_of[name]
             if isinstance(t, types.BaseTuple) and name not in self.arrays and name not in self.scalars:
                 stem = self.param_c[name][0].rstrip("_")
                 given = self.param_c[name][1]  # the kernel's: the launcher's names of the items
-                self.tuple_vars[name] = [variables.CVar(given[i] if given else self.names.claim(f"{stem}_{i}"),
+                self.tuple_vars[name] = [variables.CVar(given[i] if given else self.out.names.claim(f"{stem}_{i}"),
                                                         self.scalar_key(x), x) for i, x in enumerate(t)]
         for name in self.present:
-            self.present[name] = self.names.claim(f"{self.local_c[name].rstrip('_')}_present")
+            self.present[name] = self.out.names.claim(f"{self.local_c[name].rstrip('_')}_present")
         self.ret_outs = None
-        rt = self.typed.return_type
+        rt = self.ctx.typed.return_type
         #: a device function returning an Optional (None on some paths): its value, and whether it is there
         #: through a pointer
-        self.ret_present = self.names.claim("present") if self.kind == "device" and isinstance(
+        self.ret_present = self.out.names.claim("present") if self.ctx.kind == "device" and isinstance(
             rt, types.Optional) and self.scalar_key(rt.type) is not None else None
         #: a device function returning an array (one of its own: numba returns only those): the pointer as the C
         #: result, the extents (and strides) through pointers
         self.ret_array = None
-        if self.kind == "device" and isinstance(rt, types.Array):
-            self.ret_array = ([self.names.claim(f"ret_shape{d}") for d in range(rt.ndim)],
-                              [self.names.claim(f"ret_stride{d}") for d in range(rt.ndim)] if rt.layout != "C" else [])
-        if self.kind == "device" and isinstance(rt, types.BaseTuple):
+        if self.ctx.kind == "device" and isinstance(rt, types.Array):
+            claim = self.out.names.claim
+            self.ret_array = ([claim(f"ret_shape{d}") for d in range(rt.ndim)],
+                              [claim(f"ret_stride{d}") for d in range(rt.ndim)] if rt.layout != "C" else [])
+        if self.ctx.kind == "device" and isinstance(rt, types.BaseTuple):
             if not all(self.scalar_key(x) for x in rt):
-                raise self.src.error(self.fn, f"'{self.name}' returns {rt}: device functions may return numbers "
-                                     "and tuples of numbers")
-            self.ret_outs = [variables.CVar(self.names.claim(f"ret_{i}"), self.scalar_key(x), x)
+                raise self.src.error(self.ctx.fn, f"'{self.ctx.name}' returns {rt}: device functions may return "
+                                     "numbers and tuples of numbers")
+            self.ret_outs = [variables.CVar(self.out.names.claim(f"ret_{i}"), self.scalar_key(x), x)
                              for i, x in enumerate(rt)]
         for name, item_types in list(self.tuple_vars.items()):
-            if name in self.runtime_params:
+            if name in self.ctx.runtime_params:
                 continue
             if name not in self.local_c:
                 del self.tuple_vars[name]
                 continue
             stem = self.local_c[name].rstrip("_")
-            self.tuple_vars[name] = [variables.CVar(self.names.claim(f"{stem}_{i}"), self.scalar_key(t), t)
+            self.tuple_vars[name] = [variables.CVar(self.out.names.claim(f"{stem}_{i}"), self.scalar_key(t), t)
                                      for i, t in enumerate(item_types)]
-        self.unit.local_names.update(self.names.taken)
+        self.ctx.unit.local_names.update(self.out.names.taken)
 
     def declarations(self, name) -> list[str]:
         """The C declarations (uninitialised) of a Python local's variable(s)."""
@@ -170,17 +183,11 @@ class FunctionTranslator(ExprMixin):
             return self.local_c[name]
         if name in self.param_c:
             return self.param_c[name][0]
-        return self.names.claim(name)
-
-    def temp(self, want: str) -> str:
-        """A fresh C name for a generated temporary (``ph_stop``, ``a_new``)."""
-        name = self.names.claim(want)
-        self.unit.local_names.add(name)
-        return name
+        return self.out.names.claim(name)
 
     def _classify(self):
-        for name, t in zip(self.params, self.typed.argtypes):
-            if name in self.bound:
+        for name, t in zip(self.ctx.params, self.ctx.typed.argtypes):
+            if name in self.ctx.bound:
                 continue
             if isinstance(t, types.Array):
                 c, extents, strides = self.param_c[name]
@@ -190,12 +197,12 @@ class FunctionTranslator(ExprMixin):
             elif isinstance(t, types.BaseTuple) and len(t) and all(self.scalar_key(x) for x in t):
                 pass  # a tuple of numbers: one C parameter per element (named in _name_locals)
             else:
-                raise self.src.error(self.fn, f"argument '{name}' has type {t}, which is not supported",
+                raise self.src.error(self.ctx.fn, f"argument '{name}' has type {t}, which is not supported",
                                      hint="arrays, numbers and tuples of numbers")
         self.tuple_vars: dict = {}
         self.present: dict = {}  # an Optional local -> the C name of its flag (named with the other locals)
-        for name, t in self.typed.var_types.items():
-            if name in self.params or name in self.typed.conflicts:
+        for name, t in self.ctx.typed.var_types.items():
+            if name in self.ctx.params or name in self.ctx.typed.conflicts:
                 continue
             k = self.scalar_key(t)
             if k is not None:
@@ -205,158 +212,81 @@ class FunctionTranslator(ExprMixin):
                 self.present[name] = None
             elif isinstance(t, types.BaseTuple) and len(t) and all(self.scalar_key(x) for x in t):
                 self.tuple_vars[name] = list(t)
-        int_params = {p for p in self.params if p in self.scalars and is_int(self.scalars[p])}
-        int_params -= ranges.sign_tested(self.fn, int_params)
-        self.facts = ranges.analyze(self.fn, self._static_nonneg, int_params)
+        self.values = analyses.Values(self.ctx, self.template_consts, dict(self.scalars), self.lookup_global,
+                                      self.static_truth)
+        self.facts = self.values.facts
 
+    # -- what the value facts say at the current statement (analyses.Values) --------------------------------------
     def relational_nonneg(self, node) -> bool:
-        """Is the index ``node`` >= 0 by its loop variables' starts (``o >= -r`` so ``t + r + o >= t``)? Names it
-        relies on must be non-negative without assumptions about parameters."""
-        if not hasattr(self, "_loop_starts"):
-            self._loop_starts = ranges.loop_starts(self.fn)
-
-        def nonneg_name(name):
-            deps = self.facts.get(name)
-            return (deps is not None and not deps) or self._static_nonneg(ast.Name(name, ast.Load()))
-
-        return ranges.relational_nonneg(node, self._loop_starts, nonneg_name)
-
-    @property
-    def flow(self) -> valueflow.Flow:
-        """The value ranges along the function (built on first use)."""
-        if self._flow is None:
-            self._flow = valueflow.Flow(self.fn, self._static_interval, nodetypes.NodeTypes(self))
-        return self._flow
-
-    def flow_state(self):
-        """The value ranges where the current statement's expressions are evaluated (None: unreachable code)."""
-        return self.flow.state_for(getattr(self, "statement", None))
+        return self.values.relational_nonneg(node)
 
     def flow_nonneg(self, node) -> bool:
-        """Is the index ``node`` >= 0 by the value ranges along the function (``valueflow``)?"""
-        state = self.flow_state()
-        return state is not None and self.flow.nonneg(node, state)
-
-    def _static_interval(self, name):
-        """The range of a name the function never assigns: an unsigned parameter's type, a constant's value."""
-        if name in self.bound and isinstance(self.bound[name], int) and not isinstance(self.bound[name], bool):
-            return self.bound[name], self.bound[name]
-        if name in self.template_consts and isinstance(self.template_consts[name], int):
-            values = [c[name] for c in self.all_template_consts if isinstance(c.get(name), int)]
-            return min(values), max(values)
-        if name in self.scalars and name in self.params:
-            key = self.scalars[name]
-            return (0, 2 ** int(key[4:]) - 1) if key.startswith("uint") else None
-        if name in self.params or name in self.local_c:
-            return None
-        found, obj = self.lookup_global(name)
-        if found and isinstance(obj, (int, np.integer)) and not isinstance(obj, bool):
-            return int(obj), int(obj)
-        return None
+        return self.values.nonneg(node, getattr(self, "statement", None))
 
     def flow_interval(self, node) -> tuple:
-        """The range of the integer ``node`` in the current statement (``valueflow``); None for an unknown end."""
-        state = self.flow_state()
-        return (None, None) if state is None else self.flow.interval(node, state)
+        return self.values.interval(node, getattr(self, "statement", None))
 
     def operation_ranges(self, node):
-        """``(left, right, result, exact)`` of the integer operation ``node`` (a BinOp, or an AugAssign's) in the
-        current statement: the intervals of its operands and its result, and whether numba's result is the exact
-        one (no wraparound); None where the ranges do not know."""
-        if isinstance(node, ast.AugAssign):
-            node = ast.copy_location(ast.BinOp(node.target, node.op, node.value), node)
-        state = self.flow_state()
-        if not isinstance(node, ast.BinOp) or state is None:
-            return None
-        f = self.flow
-        return f.interval(node.left, state), f.interval(node.right, state), f.interval(node, state), \
-            f.exact(node, state)
+        return self.values.operation_ranges(node, getattr(self, "statement", None))
 
     def bounded(self, node) -> bool:
         """Does numba compute ``node`` without wrapping around past its type (its + - * cannot overflow)?"""
-        return self._flow_fits(node)
-
-    def _flow_fits(self, node) -> bool:
-        """Does numba compute every operator of ``node`` exactly (no wraparound), by the flow's ranges?"""
-        state = self.flow_state()
-        if state is None:
-            return False
-        for sub in ast.walk(node):
-            if isinstance(sub, (ast.BinOp, ast.UnaryOp)) and not isinstance(sub.op, (ast.Not, ast.UAdd)) and \
-                    not self.flow.exact(sub, state):
-                return False
-        return True
+        return self.values.fits(node, getattr(self, "statement", None))
 
     def no_overflow(self, node) -> bool:
         """Is the non-negative integer ``node`` also below 2**63 (its arithmetic never wrapped around)?"""
-        return self._flow_fits(node)
-
-    def _static_nonneg(self, node):
-        if isinstance(node, ast.Name):
-            if node.id in self.scalars:
-                return self.scalars[node.id].startswith("u")
-            if node.id in self.template_consts:
-                v = self.template_consts[node.id]
-                return isinstance(v, (int, float)) and v >= 0
-            if node.id in self.typed.var_types:
-                return str(self.typed.var_types[node.id]) == "Dim3"  # an alias of cuda.threadIdx etc.
-            found, obj = self.lookup_global(node.id)
-            return found and isinstance(obj, (int, float)) and not isinstance(obj, bool) and obj >= 0
-        return False
+        return self.values.fits(node, getattr(self, "statement", None))
 
     def mark_written(self, cname):
         self.written.add(self.view_owners.get(cname, cname))
 
     # -- output ------------------------------------------------------------------------------------------------
-    def emit(self, line: str):
-        self.lines.append("    " * self.depth + line)
-
     def translate(self) -> list[str]:
-        body = self.fn.body
+        body = self.ctx.fn.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
                 isinstance(body[0].value.value, str):
             body = body[1:]
-        self.loop_vars, reused = loopvars.check(self.src, body)
+        self.loop_vars, reused = loopvars.check(self.ctx.src, body)
         declarable = {n for n in (*self.scalars, *self.retyped, *self.tuple_vars, *self.array_aliases)
-                      if n not in self.params and (n not in self.loop_vars or n in reused)}
+                      if n not in self.ctx.params and (n not in self.loop_vars or n in reused)}
         # a name reused after its loops: declared where its other uses need it (the loops declare their own)
         in_loops = {id(n) for loop in ast.walk(ast.Module(body=body, type_ignores=[]))
                     if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id in reused
                     for n in ast.walk(loop) if isinstance(n, ast.Name) and n.id == loop.target.id}
         self.plan = scope.plan(body, declarable, ignore=in_loops)
         self.block(body)
-        for text in self.comments.before(len(self.src.lines) + 1):  # after the last statement
-            self.emit(f"// {text}")
+        for text in self.comments.before(len(self.ctx.src.lines) + 1):  # after the last statement
+            self.out.emit(f"// {text}")
         if self.ret_present is not None and not (body and isinstance(body[-1], ast.Return)):
-            self.emit(f"*{self.ret_present} = false;")  # Python returns None at the end of the function
-            self.emit("return 0;")
-        return self.lines
+            self.out.emit(f"*{self.ret_present} = false;")  # Python returns None at the end of the function
+            self.out.emit("return 0;")
+        return self.out.lines
 
     def block(self, stmts):
         for stmt in stmts:
             self.statement = stmt
             for text in self.comments.before(stmt.lineno):
-                self.emit(f"// {text}")
+                self.out.emit(f"// {text}")
             for name in self.plan.before.get(id(stmt), []):
                 self._conflict_check(name, stmt)
                 for line in self.declarations(name):
-                    self.emit(line)
+                    self.out.emit(line)
             method = getattr(self, "s_" + type(stmt).__name__, None)
             if method is None:
                 raise self.src.error(stmt, f"unsupported statement ({type(stmt).__name__})", hint=_STMT_HINT)
-            start = len(self.lines)
+            start = len(self.out.lines)
             try:
                 method(stmt)
             except TranslationError:
                 raise
             except Exception as e:  # noqa: BLE001 - a bug of the code generator: located at this statement
-                raise internal_error(self.src, stmt, e) from e
+                raise internal_error(self.ctx.src, stmt, e) from e
             if not isinstance(stmt, (ast.If, ast.For, ast.While)):
                 note = self.comments.trailing(stmt.lineno, stmt.end_lineno)
-                if note and len(self.lines) > start:
-                    self.lines[-1] += note
+                if note and len(self.out.lines) > start:
+                    self.out.lines[-1] += note
                 elif note:  # a statement with no C of its own (pass, a docstring): the comment by itself
-                    self.emit("//" + note[4:])
+                    self.out.emit("//" + note[4:])
 
     def header_comment(self, node) -> str:
         """`` // ...`` for the comments after code on a compound statement's header lines."""
@@ -364,9 +294,9 @@ class FunctionTranslator(ExprMixin):
         return self.comments.trailing(node.lineno, max(node.lineno, last))
 
     def _conflict_check(self, name, node):
-        if name in self.typed.conflicts and name not in self.retyped:
+        if name in self.ctx.typed.conflicts and name not in self.retyped:
             raise self.src.error(node, f"'{name}' takes different types in different places "
-                                 f"({', '.join(self.typed.conflicts[name])})",
+                                 f"({', '.join(self.ctx.typed.conflicts[name])})",
                                  hint="use a separate name for each type (the C variable has one type)")
 
     # -- statements --------------------------------------------------------------------------------------------
@@ -383,57 +313,59 @@ class FunctionTranslator(ExprMixin):
             vectors.emit_vector_access(self, node.value)
             return
         e = self.expr(node.value)
-        self.emit(f"{e.code};")
+        self.out.emit(f"{e.code};")
 
     def s_Break(self, node):
-        self.emit("break;")
+        self.out.emit("break;")
 
     def s_Continue(self, node):
-        self.emit("continue;")
+        self.out.emit("continue;")
 
     def s_Return(self, node):
         if self.ret_present is not None and node.value is None:
             node = ast.copy_location(ast.Return(ast.Constant(None)), node)
-        if self.ret_present is None and (self.kind == "kernel" or node.value is None or (
+        if self.ret_present is None and (self.ctx.kind == "kernel" or node.value is None or (
                 isinstance(node.value, ast.Constant) and node.value.value is None)):
-            if self.kind == "kernel" and node.value is not None and not (
+            if self.ctx.kind == "kernel" and node.value is not None and not (
                     isinstance(node.value, ast.Constant) and node.value.value is None):
                 raise self.src.error(node.value, "kernels cannot return a value", hint="write results into an array")
-            self.emit("return;")
+            self.out.emit("return;")
             return
+        value = node.value
+        assert value is not None  # (a bare return: above)
         if self.ret_array is not None:  # `*ret_shape0 = a_shape0; return a;`
-            info = arrays.as_array(self, self.value(node.value), node.value)
+            info = arrays.as_array(self, self.value(value), value)
             if not isinstance(info, arrays.ArrayInfo) or info.extents is None:
-                raise self.src.error(node.value, f"'{self.name}' returns an array: one of its array arguments")
+                raise self.src.error(value, f"'{self.ctx.name}' returns an array: one of its array arguments")
             self.mark_written(info.owner or info.name)  # (its caller may store into what comes back)
             for out, e in zip(self.ret_array[0], info.extents):
-                self.emit(f"*{out} = {e.code};")
+                self.out.emit(f"*{out} = {e.code};")
             for out, e in zip(self.ret_array[1], arrays.element_strides(info) if self.ret_array[1] else ()):
-                self.emit(f"*{out} = {e.code};")
-            self.emit(f"return {arrays.base_pointer(info)};")
+                self.out.emit(f"*{out} = {e.code};")
+            self.out.emit(f"return {arrays.base_pointer(info)};")
             return
         if self.ret_outs is not None:  # a tuple comes back through pointers: `*ret_0 = a; *ret_1 = b;`
-            v = self.value(node.value)
+            v = self.value(value)
             if not isinstance(v, TupleVal) or len(v.items) != len(self.ret_outs):
-                raise self.src.error(node.value, f"'{self.name}' returns a tuple of {len(self.ret_outs)} here")
+                raise self.src.error(value, f"'{self.ctx.name}' returns a tuple of {len(self.ret_outs)} here")
             for out, item in zip(self.ret_outs, v.items):
-                self.emit(f"*{out.cname} = {cast(self.as_cexpr(item, node.value), out.key).code};")
-            self.emit("return;")
+                self.out.emit(f"*{out.cname} = {cast(self.as_cexpr(item, value), out.key).code};")
+            self.out.emit("return;")
             return
         if self.ret_present is not None:  # an Optional result: whether it is there, through the pointer
-            if isinstance(node.value, ast.Constant) and node.value.value is None:
-                self.emit(f"*{self.ret_present} = false;")
-                self.emit("return 0;")
+            if isinstance(value, ast.Constant) and value.value is None:
+                self.out.emit(f"*{self.ret_present} = false;")
+                self.out.emit("return 0;")
                 return
-            e = self.expr(node.value)
+            e = self.expr(value)
             if e.present is not None:
-                self.emit(f"*{self.ret_present} = {e.present};")
+                self.out.emit(f"*{self.ret_present} = {e.present};")
             else:
-                self.emit(f"*{self.ret_present} = true;")
-            self.emit(f"return {cast(e, self.scalar_key(self.typed.return_type.type)).code};")
+                self.out.emit(f"*{self.ret_present} = true;")
+            self.out.emit(f"return {cast(e, self.scalar_key(self.ctx.typed.return_type.type)).code};")
             return
-        e = self.expr(node.value)
-        self.emit(f"return {e.code};")
+        e = self.expr(value)
+        self.out.emit(f"return {e.code};")
 
     def s_If(self, node, prefix="if"):
         self.statement = node  # an elif's test is evaluated where its own statement is (not at the body's end)
@@ -446,28 +378,28 @@ class FunctionTranslator(ExprMixin):
                 self.comments.drop(min(s.lineno for s in dropped) - (1 if static else 0),
                                    max(s.end_lineno for s in dropped))
             if note and static and taken:  # the condition's comment annotates the branch kept
-                self.emit("//" + note[4:])
+                self.out.emit("//" + note[4:])
             if prefix == "if":
                 self.block(taken)
             else:  # an elif chain already open: the taken branch becomes its else
-                self.emit("} else {")
+                self.out.emit("} else {")
                 self._nested(taken)
-                self.emit("}")
+                self.out.emit("}")
             return
         if prefix == "if":
             test = self.cond(node.test)
         else:
-            with self.no_hoist():  # an elif test is evaluated after the previous branch's code
+            with self.out.no_hoist():  # an elif test is evaluated after the previous branch's code
                 test = self.cond(node.test)
-        self.emit(f"{prefix} ({test.code}) {{" + self.header_comment(node))
+        self.out.emit(f"{prefix} ({test.code}) {{" + self.header_comment(node))
         self._nested(node.body)
         orelse = node.orelse
         if len(orelse) == 1 and isinstance(orelse[0], ast.If) and not self.plan.before.get(id(orelse[0])):
             return self.s_If(orelse[0], prefix="} else if")
         if orelse:
-            self.emit("} else {")
+            self.out.emit("} else {")
             self._nested(orelse)
-        self.emit("}")
+        self.out.emit("}")
 
     def static_condition(self, node):
         """True/False when ``node`` is a compile-time constant (``if vec:``, ``if group > 1:``), else None; a
@@ -475,7 +407,7 @@ class FunctionTranslator(ExprMixin):
         values = set()
         saved = self.template_consts
         try:
-            for consts in self.all_template_consts:
+            for consts in self.ctx.instantiations:
                 self.template_consts = consts
                 v = self._const_truth(node)
                 if v is None:
@@ -519,18 +451,17 @@ class FunctionTranslator(ExprMixin):
         return None if v is None else bool(v)
 
     def _nested(self, body):
-        self.depth += 1
-        self.block(body)
-        self.depth -= 1
+        with self.out.nested():
+            self.block(body)
 
     def s_While(self, node):
         if node.orelse:
             raise self.src.error(node, "while ... else is not supported", hint="a flag variable")
-        with self.no_hoist():  # evaluated before every iteration
+        with self.out.no_hoist():  # evaluated before every iteration
             test = self.cond(node.test)
-        self.emit(f"while ({test.code}) {{" + self.header_comment(node))
+        self.out.emit(f"while ({test.code}) {{" + self.header_comment(node))
         self._nested(node.body)
-        self.emit("}")
+        self.out.emit("}")
 
     def s_For(self, node):
         if node.orelse:
@@ -547,7 +478,7 @@ class FunctionTranslator(ExprMixin):
         if not 1 <= len(it.args) <= 3 or it.keywords:
             raise self.src.error(it, "range takes 1 to 3 positional arguments")
         name = node.target.id
-        key = scalar_key(self.var_type(name))
+        key = scalar_key(self.ctx.var_type(name))
         args = [self.expr(a) for a in it.args]
         start, stop, step = (CExpr("0", "int32", types.literal(0), literal=0), args[0], None) if len(args) == 1 else \
             (args[0], args[1], args[2] if len(args) == 3 else None)
@@ -565,8 +496,8 @@ class FunctionTranslator(ExprMixin):
                                                            else reads_own + [False] * (3 - len(it.args)))
 
         def before_loop(value, what):  # a bound computed once, before the loop: `const int64_t i_stop = n;`
-            temp = self.temp(f"{var.rstrip('_')}_{what}")
-            self.emit(f"const {ctype} {temp} = {value.code};")
+            temp = self.out.temp(f"{var.rstrip('_')}_{what}")
+            self.out.emit(f"const {ctype} {temp} = {value.code};")
             return CExpr(temp, key, None)
 
         if start_reads_own:
@@ -579,27 +510,27 @@ class FunctionTranslator(ExprMixin):
         trips = self._constant_trip_count(it)
         note = self.header_comment(node)
         if marked is not None:
-            self.emit(marked[1])
+            self.out.emit(marked[1])
         elif trips is not None and 1 < trips <= UNROLL_LIMIT:
-            self.emit("#pragma unroll")
+            self.out.emit("#pragma unroll")
         if step is None or step.literal == 1:
-            self.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var}++) {{" + note)
+            self.out.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var}++) {{" + note)
         elif isinstance(step.literal, int) and step.literal != 0:
             cmp = "<" if step.literal > 0 else ">"
             inc = f"{var} += {step.literal}" if step.literal > 0 else f"{var} -= {-step.literal}"
-            self.emit(f"for ({ctype} {var} = {start.code}; {var} {cmp} {paren(stop, 11)}; {inc}) {{" + note)
+            self.out.emit(f"for ({ctype} {var} = {start.code}; {var} {cmp} {paren(stop, 11)}; {inc}) {{" + note)
         elif step.nonneg:  # range rejects a zero step, so a step proven >= 0 is positive
             step = self._bound(step, key)
-            self.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var} += {paren(step, 3)}) {{"
+            self.out.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var} += {paren(step, 3)}) {{"
                       + note)
         else:
             step = self._bound(step, key)
             if not step_hoisted and (not step.pure or (assigned & stop_names)):
                 step = before_loop(step, "step")
-            self.emit(f"for ({ctype} {var} = {start.code}; {paren(step, 11)} > 0 ? {var} < {paren(stop, 11)} : "
+            self.out.emit(f"for ({ctype} {var} = {start.code}; {paren(step, 11)} > 0 ? {var} < {paren(stop, 11)} : "
                       f"{var} > {paren(stop, 11)}; {var} += {paren(step, 3)}) {{" + note)
         self._nested(node.body)
-        self.emit("}")
+        self.out.emit("}")
 
     def _for_each(self, node, called):
         """``for v in x`` over an array (its elements), a tuple (its items, held in a C array), ``enumerate`` and
@@ -620,11 +551,13 @@ class FunctionTranslator(ExprMixin):
             counter_node, targets = targets[0], targets[1:]
         else:
             counter_node = None
-        if len(targets) != len(seqs) or not all(isinstance(t, ast.Name) for t in targets):
+        names = [t for t in targets if isinstance(t, ast.Name)]
+        if len(names) != len(seqs) or len(names) != len(targets) or not (
+                counter_node is None or isinstance(counter_node, ast.Name)):
             raise self.src.error(node.target, "a loop over arrays and tuples binds one name per item",
                                  hint="for v in x / for k, v in enumerate(x) / for a, b in zip(x, y)")
         items, counts = [], []
-        for seq, target in zip(seqs, targets):
+        for seq, target in zip(seqs, names):
             v = arrays.as_array(self, self.value(seq), seq)
             if isinstance(v, arrays.ArrayInfo):
                 if v.extents is None:
@@ -636,10 +569,11 @@ class FunctionTranslator(ExprMixin):
                 items.append(v)
                 counts.append(v.extents[0])
             elif isinstance(v, TupleVal) and v.items and all(isinstance(x, CExpr) for x in v.items):
-                key = scalar_key(self.var_type(target.id)) or v.items[0].key
-                held = self.temp(f"{self.cname(target.id).rstrip('_')}_items")
+                key = scalar_key(self.ctx.var_type(target.id)) or v.items[0].key
+                assert key is not None
+                held = self.out.temp(f"{self.cname(target.id).rstrip('_')}_items")
                 values = ", ".join(cast(x, key).code for x in v.items)
-                self.emit(f"const {c_name(key)} {held}[{len(v.items)}] = {{{values}}};")
+                self.out.emit(f"const {c_name(key)} {held}[{len(v.items)}] = {{{values}}};")
                 items.append(arrays.ArrayInfo(held, "local", key, 1, None, None))
                 n = len(v.items)
                 counts.append(CExpr(str(n), "int64", nt.literal(n), literal=n, nonneg=True))
@@ -657,39 +591,38 @@ class FunctionTranslator(ExprMixin):
             start = self.expr(it.args[1])
         assigned = {n.id for s in node.body for n in ast.walk(s) if isinstance(n, ast.Name)
                     and isinstance(n.ctx, ast.Store)}
-        if counter_node is not None and isinstance(counter_node, ast.Name) and start is None and \
-                counter_node.id not in assigned:
-            index = self.cname(counter_node.id)  # enumerate's counter is the loop's own
-            counter_node = None
+        counter = counter_node if isinstance(counter_node, ast.Name) else None
+        if counter is not None and start is None and counter.id not in assigned:
+            index = self.cname(counter.id)  # enumerate's counter is the loop's own
+            counter = None
         else:
-            index = self.temp(f"{self.cname(targets[0].id).rstrip('_')}_i")
+            index = self.out.temp(f"{self.cname(names[0].id).rstrip('_')}_i")
         if not count.pure:
-            count = CExpr(self.hoist(count, f"{index}_stop").code, "int64", nt.int64, nonneg=True)
+            count = CExpr(self.out.hoist(count, f"{index}_stop").code, "int64", nt.int64, nonneg=True)
         note = self.header_comment(node)
         if count.literal is not None and 1 < count.literal <= UNROLL_LIMIT:
-            self.emit("#pragma unroll")
-        self.emit(f"for (int64_t {index} = 0; {index} < {paren(count, 11)}; {index}++) {{" + note)
-        self.depth += 1
-        if counter_node is not None:
-            key = scalar_key(self.var_type(counter_node.id))
-            k = f"{index} + {paren(start, 13)}" if start is not None else index
-            self.emit(f"{c_name(key)} {self.cname(counter_node.id)} = {k};")
-        i = CExpr(index, "int64", nt.int64, nonneg=True)
-        for target, info in zip(targets, items):
-            key = scalar_key(self.var_type(target.id))
-            e = arrays.element_at(self, info, [i], node.iter) if info.extents is not None else \
-                CExpr(f"{info.name}[{index}]", info.key, None)
-            self.emit(f"{c_name(key)} {self.cname(target.id)} = {cast(e, key).code};")
-        self.block(node.body)
-        self.depth -= 1
-        self.emit("}")
+            self.out.emit("#pragma unroll")
+        self.out.emit(f"for (int64_t {index} = 0; {index} < {paren(count, 11)}; {index}++) {{" + note)
+        with self.out.nested():
+            if counter is not None:
+                key = scalar_key(self.ctx.var_type(counter.id))
+                k = f"{index} + {paren(start, 13)}" if start is not None else index
+                self.out.emit(f"{c_name(key)} {self.cname(counter.id)} = {k};")
+            i = CExpr(index, "int64", nt.int64, nonneg=True)
+            for target, info in zip(names, items):
+                key = scalar_key(self.ctx.var_type(target.id))
+                e = arrays.element_at(self, info, [i], node.iter) if info.extents is not None else \
+                    CExpr(f"{info.name}[{index}]", info.key, None)
+                self.out.emit(f"{c_name(key)} {self.cname(target.id)} = {cast(e, key).code};")
+            self.block(node.body)
+        self.out.emit("}")
 
     def _constant_trip_count(self, it: ast.Call):
         """The most iterations a ``range`` of compile-time constants makes in any instantiation, else None."""
         most = 0
         saved = self.template_consts
         try:
-            for consts in self.all_template_consts:
+            for consts in self.ctx.instantiations:
                 self.template_consts = consts
                 bounds = [self.const_value(a) for a in it.args]
                 if not all(isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in bounds):
@@ -720,7 +653,7 @@ class FunctionTranslator(ExprMixin):
         # a = b = v: v evaluated once, then stored into each target from left to right, as Python does
         v = self.value(node.value)
         if isinstance(v, CExpr) and not v.pure:
-            v = self.hoist(v, "value")
+            v = self.out.hoist(v, "value")
         for target in node.targets:
             self._assign(target, node.value, node, value=v)
 
@@ -739,7 +672,7 @@ class FunctionTranslator(ExprMixin):
                         self.mark_written(arr.name)
                 lhs = self.record_field(base, field, target)
                 rhs = self.as_cexpr(value, value_node) if value is not None else self.expr(value_node)
-                self.emit(f"{lhs.code} = {self._store_value(cast(rhs, lhs.key), lhs.key).code};")
+                self.out.emit(f"{lhs.code} = {self._store_value(cast(rhs, lhs.key), lhs.key).code};")
                 return
             if not isinstance(base, (arrays.ArrayInfo, arrays.Row)) or isinstance(target, ast.Attribute):
                 raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")
@@ -748,15 +681,15 @@ class FunctionTranslator(ExprMixin):
             rhs = self.as_cexpr(value, value_node) if value is not None else self.expr(value_node)
             if value is not None:
                 rhs = cast(rhs, lhs.key)
-            self.emit(f"{lhs.code} = {self._store_value(rhs, lhs.key).code};")
+            self.out.emit(f"{lhs.code} = {self._store_value(rhs, lhs.key).code};")
             return
         if not isinstance(target, ast.Name):
             raise self.src.error(target, "unsupported assignment target", hint="a name, x[i], or a, b = ...")
         self._assign_name(target.id, value_node, stmt, target, value=value)
 
     def _assign_name(self, name, value_node, stmt, target_node, value=None):
-        t = self.var_type(name)
-        if isinstance(t, types.Array) and name not in self.typed.conflicts:
+        t = self.ctx.var_type(name)
+        if isinstance(t, types.Array) and name not in self.ctx.typed.conflicts:
             return self._assign_array(name, value_node, stmt, target_node)
         inline = (id(stmt), name) in self.plan.inline
         if name in self.retyped:
@@ -764,15 +697,15 @@ class FunctionTranslator(ExprMixin):
             var = self.retyped[name][stored]
             if inline:
                 for line in self.declarations(name):
-                    self.emit(line)
+                    self.out.emit(line)
             if isinstance(var, list):
                 self._assign_tuple(name, value_node, value, False, target_node, var)
             else:
                 rhs = value if value is not None else self.expr(value_node)
-                self.emit(f"{var.cname} = {self._store_value(rhs, var.key).code};")
+                self.out.emit(f"{var.cname} = {self._store_value(rhs, var.key).code};")
             for src, dst in variables.copies_after_store(self, name, target_node, stored):
                 for a, b in zip(variables.flat(src), variables.flat(dst)):
-                    self.emit(f"{b.cname} = ({c_name(b.key)}){a.cname};")
+                    self.out.emit(f"{b.cname} = ({c_name(b.key)}){a.cname};")
             return
         if name in self.present:
             return self._assign_optional(name, value_node, value, inline)
@@ -782,9 +715,9 @@ class FunctionTranslator(ExprMixin):
             key = self.scalars[name]
             rhs = self._store_value(rhs, key)
             if inline:
-                self.emit(f"{c_name(key)} {self.cname(name)} = {rhs.code};")
+                self.out.emit(f"{c_name(key)} {self.cname(name)} = {rhs.code};")
             elif rhs.code != self.cname(name):  # `x = uint64(x)` of a uint64 x is no C statement
-                self.emit(f"{self.cname(name)} = {rhs.code};")
+                self.out.emit(f"{self.cname(name)} = {rhs.code};")
             return
         if name in self.tuple_vars:
             return self._assign_tuple(name, value_node, value, inline, target_node)
@@ -802,26 +735,26 @@ class FunctionTranslator(ExprMixin):
         returns an Optional writes the flag through a pointer (``b = bin_number(x, &b_present);``)."""
         flag, key = self.present[name], self.scalars[name]
         if inline:
-            self.emit(f"bool {flag};")
+            self.out.emit(f"bool {flag};")
         decl = f"{c_name(key)} " if inline else ""
         if value is None and isinstance(value_node, ast.Constant) and value_node.value is None:
-            self.emit(f"{flag} = false;")
+            self.out.emit(f"{flag} = false;")
             if inline:
-                self.emit(f"{decl}{self.cname(name)};")
+                self.out.emit(f"{decl}{self.cname(name)};")
             return
         if value is None and isinstance(value_node, ast.Call):
             f = self.value(value_node.func)
             if isinstance(f, Static) and calls.is_device_function(f.obj):
                 rhs = calls.device_call(self, f.obj.py_func, value_node, f.obj, present=flag)
-                self.emit(f"{decl}{self.cname(name)} = {rhs.code};")
+                self.out.emit(f"{decl}{self.cname(name)} = {rhs.code};")
                 return
         rhs = self._store_value(value if value is not None else self.expr(value_node), key)
         if rhs.present is not None:
-            self.emit(f"{decl}{self.cname(name)} = {rhs.code};")
-            self.emit(f"{flag} = {rhs.present};")
+            self.out.emit(f"{decl}{self.cname(name)} = {rhs.code};")
+            self.out.emit(f"{flag} = {rhs.present};")
             return
-        self.emit(f"{decl}{self.cname(name)} = {cast(rhs, key).code};")
-        self.emit(f"{flag} = true;")
+        self.out.emit(f"{decl}{self.cname(name)} = {cast(rhs, key).code};")
+        self.out.emit(f"{flag} = true;")
 
     def _assign_tuple(self, name, value_node, value, inline, target_node, cvars=None):
         v = value if value is not None else self.value(value_node)
@@ -834,13 +767,13 @@ class FunctionTranslator(ExprMixin):
         if reads and len(cvars) > 1:  # `t = (t[1], t[0])`: every value first, as Python does
             temps = []
             for var, item in zip(cvars, items):
-                tmp = self.temp(f"{var.cname}_new")
-                self.emit(f"const {c_name(var.key)} {tmp} = {item.code};")
+                tmp = self.out.temp(f"{var.cname}_new")
+                self.out.emit(f"const {c_name(var.key)} {tmp} = {item.code};")
                 temps.append(CExpr(tmp, var.key, var.nbt))
             items = temps
         for var, item in zip(cvars, items):
             item = self._store_value(item, var.key)
-            self.emit(f"{c_name(var.key) + ' ' if inline else ''}{var.cname} = {item.code};")
+            self.out.emit(f"{c_name(var.key) + ' ' if inline else ''}{var.cname} = {item.code};")
 
     def as_cexpr(self, v, node):
         if isinstance(v, CExpr):
@@ -862,9 +795,9 @@ class FunctionTranslator(ExprMixin):
             info = self.array_aliases[name]
             if (id(stmt), name) in self.plan.inline:
                 for line in arrays.alias_declarations(info):
-                    self.emit(line)
+                    self.out.emit(line)
             for line in arrays.alias_assignment(self, info, self.value(value_node), value_node):
-                self.emit(line)
+                self.out.emit(line)
             return
         if isinstance(value_node, ast.Call):
             f = self.value(value_node.func)
@@ -878,32 +811,33 @@ class FunctionTranslator(ExprMixin):
                     return
                 src = value_node.args[0]
                 found, arr = self.lookup_global(src.id) if isinstance(src, ast.Name) else (False, None)
-                if not found:
+                if not found or not isinstance(src, ast.Name):
                     raise self.src.error(src, "cuda.const.array_like takes a numpy array defined at module level")
                 self.arrays[name] = arrays.const_array(self, src.id, arr, value_node)
                 return
             if isinstance(f, Static) and f.obj in (cuda.shared.array, cuda.local.array):
-                kw = {k.arg: k.value for k in value_node.keywords}
+                kw = {k.arg: k.value for k in value_node.keywords if k.arg is not None}
                 unknown = sorted(set(kw) - {"shape", "dtype", "alignment"})
                 if unknown:
                     raise self.src.error(value_node, f"unsupported keyword(s) {', '.join(unknown)} of a shared/local "
                                          "array", hint="shape, dtype and alignment")
-                args = list(value_node.args) + [kw.get("shape"), kw.get("dtype")][len(value_node.args):]
-                if len(args) != 2 or None in args:
+                args = [a for a in list(value_node.args) + [kw.get("shape"), kw.get("dtype")][len(value_node.args):]
+                        if a is not None]
+                if len(args) != 2:
                     raise self.src.error(value_node, "shared/local arrays need a shape and a dtype",
                                          hint="cuda.shared.array((16, 16), dtype=np.float32)")
                 kind = "shared" if f.obj is cuda.shared.array else "local"
                 decl, info = arrays.declare_static(self, kind, self.cname(name), args[0], args[1], value_node,
                                                    alignment=kw.get("alignment"), pyname=name)
                 self.arrays[name] = info
-                self.emit(decl)
+                self.out.emit(decl)
                 return
         if isinstance(value_node, ast.Subscript) and isinstance(value_node.slice, ast.Slice):
             base = self.value(value_node.value)
             if isinstance(base, arrays.ArrayInfo):
                 decl, info = arrays.view(self, self.cname(name), base, value_node.slice, value_node, pyname=name)
                 self.arrays[name] = info
-                self.emit(decl)
+                self.out.emit(decl)
                 return
         raise self.src.error(value_node, "array variables must be created by cuda.shared.array/cuda.local.array "
                              "or as a slice of the dynamic shared array",
@@ -920,7 +854,7 @@ class FunctionTranslator(ExprMixin):
             written = [n.id for n in names if isinstance(n, ast.Name)]
             subscripts = any(isinstance(n, ast.Subscript) for n in names)
             if subscripts or (reads & set(written[:-1]) and
-                              not all(isinstance(self.var_type(w), types.Array) for w in written)):
+                              not all(isinstance(self.ctx.var_type(w), types.Array) for w in written)):
                 # `a, b = b, a`: every value first, as Python does
                 items = []
                 for n, v in zip(names, value_node.elts):
@@ -931,8 +865,8 @@ class FunctionTranslator(ExprMixin):
                         items.append(e)
                         continue
                     stem = self.cname(n.id).rstrip("_") if isinstance(n, ast.Name) else "value"
-                    tmp = self.temp(f"{stem}_new")
-                    self.emit(f"const {c_name(e.key)} {tmp} = {e.code};")
+                    tmp = self.out.temp(f"{stem}_new")
+                    self.out.emit(f"const {c_name(e.key)} {tmp} = {e.code};")
                     items.append(CExpr(tmp, e.key, e.nbt))
                 for n, e in zip(names, items):
                     self._assign_item(n, e, stmt)
@@ -941,7 +875,7 @@ class FunctionTranslator(ExprMixin):
                 self._assign_name(n.id, v, stmt, n)
             return
         direct = calls.direct_outs(self, names, value_node, stmt) if value is None else None
-        if direct is not None:
+        if direct is not None and isinstance(value_node, ast.Call):
             f = self.value(value_node.func)
             calls.device_call(self, f.obj.py_func, value_node, f.obj, outs=direct)
             return
@@ -964,7 +898,7 @@ class FunctionTranslator(ExprMixin):
             raise self.src.error(node, "dynamic shared memory cannot be unpacked: its extent is not known to the C")
         first = info.extents[0]
         if first.literal is None:
-            self.emit(f"if ({paren(first, 9)} != {n}) asm volatile(\"exit;\");  // numba: ValueError (the thread "
+            self.out.emit(f"if ({paren(first, 9)} != {n}) asm volatile(\"exit;\");  // numba: ValueError (the thread "
                       "ends)")
         elif first.literal != n:
             raise self.src.error(node, f"this array has {first.literal} items, not {n}: numba raises ValueError")
@@ -986,7 +920,7 @@ class FunctionTranslator(ExprMixin):
             raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")
         self.mark_written(base.name)
         lhs = arrays.element(self, base, target.slice, target)
-        self.emit(f"{lhs.code} = {self._store_value(cast(value, lhs.key), lhs.key).code};")
+        self.out.emit(f"{lhs.code} = {self._store_value(cast(value, lhs.key), lhs.key).code};")
 
     def s_AugAssign(self, node):
         op, fn = BINOPS.get(type(node.op), (None, None))
@@ -994,13 +928,13 @@ class FunctionTranslator(ExprMixin):
             raise self.src.error(node, "unsupported augmented assignment")
         target = node.target
         if isinstance(target, ast.Name) and target.id in self.retyped:  # the version read, then the one stored
-            cur = self.v_Name(ast.copy_location(ast.Name(target.id, ast.Load()), target))
+            cur = self.as_cexpr(self.v_Name(ast.copy_location(ast.Name(target.id, ast.Load()), target)), target)
             res = self.binop(op, fn, cur, self.expr(node.value), node)
             return self._assign_name(target.id, None, node, target, value=res)
         if isinstance(target, ast.Name):
             if target.id not in self.scalars:
                 raise self.src.error(target, "augmented assignment needs a number variable")
-            cur = self.v_Name(ast.Name(target.id, ast.Load()))
+            cur = self.as_cexpr(self.v_Name(ast.Name(target.id, ast.Load())), target)
             lhs_code = self.cname(target.id)
         elif isinstance(target, ast.Subscript):
             base = self.value(target.value)
@@ -1017,9 +951,9 @@ class FunctionTranslator(ExprMixin):
         rhs = self.expr(node.value)
         res = self.binop(op, fn, cur, rhs, node)
         if res.infix is not None and res.infix[0] == lhs_code and res.infix[1] in "+-*/%&|^<<>>":
-            self.emit(f"{lhs_code} {res.infix[1]}= {res.infix[2]};")
+            self.out.emit(f"{lhs_code} {res.infix[1]}= {res.infix[2]};")
         else:
-            self.emit(f"{lhs_code} = {res.code};")
+            self.out.emit(f"{lhs_code} = {res.code};")
 
 
 def _identifiers(code: str) -> list[str]:

@@ -96,7 +96,7 @@ class Unit:
         finally:
             self.active.pop()
         cparams = []
-        for name in tr.runtime_params:
+        for name in tr.ctx.runtime_params:
             c, extents, strides = tr.param_c[name]
             if name in tr.arrays:
                 info = tr.arrays[name]
@@ -117,8 +117,8 @@ class Unit:
         rkey = None if outs else tr.scalar_key(rt.dtype if tr.ret_array is not None else rt)
         rtype = "void" if rkey is None else c_name(rkey) + ("*" if tr.ret_array is not None else "")
         code = [f"__device__ {rtype} {cname}({', '.join(cparams)})", "{"] + body + ["}"]
-        written = {n for n in tr.runtime_params if n in tr.arrays and tr.arrays[n].name in tr.written}
-        dev = DeviceFn(cname, list(tr.runtime_params), written, code, typed.return_type, outs,
+        written = {n for n in tr.ctx.runtime_params if n in tr.arrays and tr.arrays[n].name in tr.written}
+        dev = DeviceFn(cname, list(tr.ctx.runtime_params), written, code, typed.return_type, outs,
                        tr.ret_present is not None, tr.ret_array is not None)
         self.devices[key] = dev
         self.device_order.append((f"{pyfunc.__module__}:{pyfunc.__qualname__}", dev))
@@ -160,7 +160,7 @@ def _field_key(dtype) -> str:
 
     from ..cnames import scalar_key
 
-    return scalar_key(from_dtype(dtype))
+    return str(scalar_key(from_dtype(dtype)))
 
 
 def _elements(key, flat) -> str:

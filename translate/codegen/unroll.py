@@ -10,7 +10,7 @@ import ast
 def unroll_range(tr, it: ast.expr):
     """``(range call, pragma line)`` for an iterable ``unroll(range(...)[, k])``, else None."""
     inner = _marked(it)
-    if inner is None:
+    if inner is None or not isinstance(it, ast.Call):
         return None
     from numbakern.unroll import unroll
 

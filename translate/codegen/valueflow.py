@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import Any
 
 from numba.cuda import types as nt
 
@@ -397,7 +398,7 @@ class Flow:
                                        for x, t in zip((test.left, test.comparators[0]), sig.args))
 
     # -- intervals ---------------------------------------------------------------------------------------------
-    def interval(self, node, state: State, depth: int = 0) -> tuple:
+    def interval(self, node, state: State, depth: int = 0) -> Any:
         """The interval of the integer value numba computes for ``node`` in ``state``; None for an unknown end."""
         if depth > DEPTH:
             return self._whole(node)
@@ -436,7 +437,7 @@ class Flow:
         if isinstance(node, ast.Attribute):
             base = node.value
             name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
-            if (name, node.attr) in iv.ATTRIBUTE_BOUNDS:
+            if name is not None and (name, node.attr) in iv.ATTRIBUTE_BOUNDS:
                 return iv.ATTRIBUTE_BOUNDS[(name, node.attr)], True
             if node.attr in iv.NAME_BOUNDS:
                 return iv.NAME_BOUNDS[node.attr], True

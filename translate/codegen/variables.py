@@ -23,11 +23,11 @@ SUFFIX = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "i
 @dataclass
 class CVar:
     cname: str
-    key: str          # scalar key of its C type
+    key: str | None   # scalar key of its C type
     nbt: object       # numba type
 
 
-def retyped_vars(tr, name, versions) -> dict:
+def retyped_vars(tr, name, versions) -> dict | None:
     """{numba type: CVar (a scalar) or [CVar] (a tuple)} for a name stored with several types; None if some
     version is neither."""
     out = {}
@@ -35,10 +35,10 @@ def retyped_vars(tr, name, versions) -> dict:
     for i, t in enumerate(versions.types):
         key = tr.scalar_key(t)
         if key is not None:
-            out[t] = CVar(tr.local_c[name] if i == 0 else tr.names.claim(f"{stem}_{SUFFIX.get(key, key)}"), key, t)
+            out[t] = CVar(tr.local_c[name] if i == 0 else tr.out.names.claim(f"{stem}_{SUFFIX.get(key, key)}"), key, t)
         elif isinstance(t, types.BaseTuple) and len(t) and all(tr.scalar_key(x) for x in t):
-            prefix = stem if i == 0 else tr.names.claim(f"{stem}_{i + 1}")
-            out[t] = [CVar(tr.names.claim(f"{prefix}_{j}"), tr.scalar_key(x), x) for j, x in enumerate(t)]
+            prefix = stem if i == 0 else tr.out.names.claim(f"{stem}_{i + 1}")
+            out[t] = [CVar(tr.out.names.claim(f"{prefix}_{j}"), tr.scalar_key(x), x) for j, x in enumerate(t)]
         else:
             return None
     return out
@@ -51,7 +51,7 @@ def flat(v) -> list:
 def version_at(tr, name, node, kind: str):
     """The type of the version of ``name`` stored (``kind='store'``) or read (``'load'``) at ``node``'s line, or a
     located TranslationError when numba's IR does not tell one type there."""
-    versions = tr.typed.retyped[name]
+    versions = tr.ctx.typed.retyped[name]
     line = tr.src.first_line + node.lineno - 1
     found = (versions.stores if kind == "store" else versions.loads).get(line, [])
     uniq = []
@@ -68,7 +68,7 @@ def version_at(tr, name, node, kind: str):
 
 def copies_after_store(tr, name, node, stored_type) -> list[tuple]:
     """(from CVar, to CVar) for each conversion numba makes of the version stored at ``node``'s line."""
-    versions = tr.typed.retyped[name]
+    versions = tr.ctx.typed.retyped[name]
     line = tr.src.first_line + node.lineno - 1
     cvars = tr.retyped[name]
     out, current = [], {stored_type}

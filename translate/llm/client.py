@@ -243,10 +243,11 @@ class ChatClient:
             raise LLMError(f"the reply from {where} is over {self.max_reply_chars} characters")
         if not content.strip():
             raise LLMError(f"empty reply from {where}")
-        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        usage: Any = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        counts = [usage.get(k) if isinstance(usage.get(k), int) else 0
+                  for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
         return Reply(content=content,
-                     usage=Usage(*(usage.get(k) if isinstance(usage.get(k), int) else 0
-                                   for k in ("prompt_tokens", "completion_tokens", "total_tokens"))),
+                     usage=Usage(*counts),
                      finish_reason=first.get("finish_reason"),
                      model=body.get("model") if isinstance(body.get("model"), str) else None)
 

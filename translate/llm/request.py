@@ -40,7 +40,7 @@ def python_source(request: Any) -> str:
     if isinstance(src, str) and src.strip():
         return code_only(src)
     if src is not None and hasattr(src, "lines"):  # translate.errors.SourceInfo
-        return code_only("\n".join(src.lines))
+        return code_only("\n".join(getattr(src, "lines")))  # noqa: B009
     func = _first(request, "pyfunc", "py_func", "function")
     return code_only(inspect.getsource(func))
 
@@ -88,7 +88,7 @@ def spec_from_request(request: Any, *, signature: str, launcher: str | None = No
                       helpers: Mapping[str, str] | None = None, allow_printf: bool = False) -> PromptSpec:
     """The prompt spec for ``request``; ``signature`` is the emitter's exact ``__global__`` declaration."""
     typed = _first(request, "typed", "typed_function")
-    arg_names = list(_first(request, "arg_names", default=()) or ())
+    arg_names: list[str] = list(_first(request, "arg_names", default=()) or ())
     if not arg_names:
         func = _first(request, "pyfunc", "py_func", "function") or getattr(typed, "pyfunc", None)
         if func is not None:

@@ -12,6 +12,7 @@ import ast
 import io
 import textwrap
 import tokenize
+from typing import Any
 
 _SKIPPED = (tokenize.NL, tokenize.COMMENT)
 
@@ -87,6 +88,7 @@ def _next_significant(tokens: list[tokenize.TokenInfo], i: int) -> int:
 def _unparsed(source: str) -> str:
     """The fallback: the code re-written by ``ast`` (which keeps no comments), bare strings removed."""
     tree = ast.parse(source)
+    node: Any
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(body, list):

@@ -58,7 +58,8 @@ def params_of(launcher: Mapping[str, Any]) -> list[Param]:
         kind = p.get("kind")
         dtype = str(p.get("dtype"))
         if kind == "tuple":
-            items = tuple(str(d) for d in p.get("items") or ())
+            listed: Any = p.get("items") or ()
+            items = tuple(str(d) for d in listed)
             if not items or any(d not in SCALAR_CTYPES for d in items):
                 raise AbiError(f"{launcher.get('symbol')}: tuple param {p.get('name', i)!r} has items {items!r}")
             out.append(Param(str(p.get("name", f"arg{i}")), kind, "tuple", items=items))
@@ -149,10 +150,11 @@ def select_launcher(launchers: Sequence[Mapping[str, Any]],
 
 
 def _triple(dims: Sequence[int]) -> tuple[int, int, int]:
-    dims = tuple(int(d) for d in dims)
-    if not 1 <= len(dims) <= 3:
-        raise AbiError(f"launch dimensions must have 1 to 3 entries, got {dims}")
-    return (dims + (1, 1, 1))[:3]
+    given = tuple(int(d) for d in dims)
+    if not 1 <= len(given) <= 3:
+        raise AbiError(f"launch dimensions must have 1 to 3 entries, got {given}")
+    x, y, z = (given + (1, 1, 1))[:3]
+    return x, y, z
 
 
 def call_args(
@@ -212,7 +214,7 @@ def _scalar(launcher, name: str, dtype: str, a):
 def _numpy_dtype(name: str) -> np.dtype:
     """numpy's dtype of a contract dtype name (``bfloat16``: ml_dtypes', the one numpy arrays of it have)."""
     if name == "bfloat16":
-        import ml_dtypes
+        import ml_dtypes  # a test dependency, needed only for bfloat16 arrays
 
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(name)
@@ -231,7 +233,8 @@ def _record_matches(dtype: np.dtype, record: Mapping[str, Any]) -> bool:
     if dtype.names is None or dtype.itemsize != int(record.get("itemsize", -1)):
         return False
     want = {str(name): (str(t), int(off)) for name, t, off in record.get("fields", ())}
-    have = {name: (str(np.dtype(dtype.fields[name][0])), int(dtype.fields[name][1])) for name in dtype.names}
+    fields: Any = dtype.fields
+    have = {name: (str(np.dtype(fields[name][0])), int(fields[name][1])) for name in dtype.names}
     return want == have
 
 
@@ -256,7 +259,9 @@ def _array_parts(a: Any):
         return int(a[0]), tuple(a[1]), np.dtype(a[2]), (tuple(a[3]) if len(a) == 4 and a[3] is not None else None)
     if hasattr(a, "address") and hasattr(a, "shape") and hasattr(a, "dtype"):
         strides = getattr(a, "element_strides", None)
-        return int(a.address), tuple(a.shape), np.dtype(a.dtype), (tuple(strides) if strides is not None else None)
+        arg: Any = a
+        return int(arg.address), tuple(arg.shape), np.dtype(arg.dtype), \
+            (tuple(strides) if strides is not None else None)
     raise AbiError("an array argument must be (address, shape, dtype[, strides]) or have .address/.shape/.dtype, "
                    f"got {type(a).__name__}")
 

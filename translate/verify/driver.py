@@ -19,7 +19,7 @@ import numpy as np
 CUdeviceptr = ctypes.c_uint64
 
 _lock = threading.Lock()
-_lib: ctypes.CDLL | None = None
+_lib: Any = None  # ctypes.CDLL of libcuda once loaded
 _ctx: ctypes.c_void_p | None = None
 _device: int | None = None
 

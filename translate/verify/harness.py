@@ -283,7 +283,7 @@ def verify(
     (``limits``: its ``sandbox.Limits``, by default ``isolated.RUN_LIMITS``). ``only``: just these
     ``(size index, seed, dist)`` cases (``cases.cases_for``)."""
     info = device_facts(arch)
-    arch = arch or info["arch"]
+    arch = arch or str(info["arch"])
     cu = Path(candidate.cu)
     result = VerifyResult(kernel=spec.name, candidate=str(candidate.launcher.get("symbol", "")), cu=str(cu),
                           file_sha256=sha256_file(cu), ok=False, device=info, date=now())

@@ -76,7 +76,7 @@ def run_candidate(cu: str | os.PathLike, launcher: Mapping[str, Any], cases: Seq
                 entry["args"].append({"scalar": a.item() if hasattr(a, "item") else a})
         job["cases"].append(entry)
     (workdir / "job.json").write_text(json.dumps(job))
-    np.savez(workdir / "args.npz", **arrays)
+    np.savez(workdir / "args.npz", **arrays)  # pyright: ignore[reportArgumentType] - numpy's stub: arrays by name
     done = sandbox.run([sys.executable, "-m", "translate.verify.isolated", str(workdir)], workdir=workdir,
                        limits=limits_for_outputs(limits, cases, outputs),
                        read_only=[p for p in (job["cu"], job["so"]) if p])
@@ -137,8 +137,9 @@ def _read_answer(workdir: Path, cases: Sequence[Any], outputs: Sequence[int], do
         return CandidateRuns("child", f"the candidate's outputs cannot be read: {_short(str(exc), 120)}")
     with archive:
         for k, (case, run) in enumerate(zip(cases, runs)):
-            result.pairs.append(tuple(_run_result(archive, k, name, case, outputs, run.get(name)
-                                                  if isinstance(run, dict) else None) for name in ("a", "b")))
+            a, b = (_run_result(archive, k, name, case, outputs, run.get(name) if isinstance(run, dict) else None)
+                    for name in ("a", "b"))
+            result.pairs.append((a, b))
     return result
 
 
@@ -259,7 +260,7 @@ def _child_run(job: dict, workdir: Path, so: str, answer: dict) -> None:
             for i, value in run.outputs.items():
                 outputs[f"c{k}_{name}_out{i}"] = value
         runs.append(pair)
-    np.savez(workdir / "outputs.npz", **outputs)
+    np.savez(workdir / "outputs.npz", **outputs)  # pyright: ignore[reportArgumentType] - as above
     answer["runs"] = runs
 
 

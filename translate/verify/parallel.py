@@ -203,12 +203,14 @@ def verify_on_gpus(
     def finish(name: str) -> None:
         k = kernels[name]
         result = k.result
+        assert result is not None  # (its cases ran first)
         if k.sanitizer:
             result.sanitizer = {tool: k.sanitizer[tool] for tool in TOOLS if tool in k.sanitizer}
             result.ok = result.ok and all(v == "ok" for v in result.sanitizer.values())
-        result.seconds = {"cases": round(k.case_seconds, 2)}
+        seconds: dict[str, Any] = {"cases": round(k.case_seconds, 2)}
+        result.seconds = seconds
         if k.sanitize_seconds:
-            result.seconds["sanitize"] = {t: round(s, 3) for t, s in k.sanitize_seconds.items()}
+            seconds["sanitize"] = {t: round(s, 3) for t, s in k.sanitize_seconds.items()}
         results[name] = result
         if record:
             recorded[k.file_name] = manifest.store_verification(directory, k.file_name, result.to_record())

@@ -76,15 +76,17 @@ class _Worker:
         self.forward.start()
 
     def _forward(self, slot: Slot, on_stderr: Callable[[Slot, str], None]) -> None:
-        for line in self.proc.stderr:
+        for line in self.proc.stderr or ():
             on_stderr(slot, line)
 
     def ask(self, message: Mapping[str, Any]) -> dict[str, Any]:
         """Send one job, wait for its answer; ``{"error": ...}`` when the worker died on the way."""
         try:
-            self.proc.stdin.write(json.dumps(message) + "\n")
-            self.proc.stdin.flush()
-            line = self.proc.stdout.readline()
+            stdin, stdout = self.proc.stdin, self.proc.stdout
+            assert stdin is not None and stdout is not None  # (opened with PIPE)
+            stdin.write(json.dumps(message) + "\n")
+            stdin.flush()
+            line = stdout.readline()
         except (BrokenPipeError, OSError, ValueError):
             line = ""
         if not line:
@@ -104,7 +106,8 @@ class _Worker:
     def end_input(self) -> None:
         """No more jobs: the worker's loop ends when it reads the end of its input."""
         try:
-            self.proc.stdin.close()
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
         except OSError:
             pass
 

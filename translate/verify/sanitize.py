@@ -86,7 +86,7 @@ def _run_tool(tool: str, plan: list[dict[str, Any]], timeout: float, log_dir: Pa
         done = sandbox.run(command, workdir=workdir, limits=limits, env_extra={"NUMBA_ENABLE_CUDASIM": "0",
                                                                                **_device_facts()},
                            read_only=[item["so"] for item in plan])
-        rc = 124 if done.timed_out else done.returncode
+        rc = 124 if done.timed_out else (done.returncode if done.returncode is not None else -1)
         output = (f"timeout after {timeout}s\n" if done.timed_out else "") + done.stdout + done.stderr
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)

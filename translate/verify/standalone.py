@@ -56,7 +56,7 @@ def _close(got: np.ndarray, want: np.ndarray, scale, rtol: float, atol: float) -
 def run_case(path: str | Path, arch: str | None = None) -> dict[str, Any]:
     z = np.load(path)
     meta = json.loads(str(z["meta"]))
-    arch = arch or driver.device_info()["arch"]
+    arch = arch or str(driver.device_info()["arch"])
     so = build_shared_library(meta["cu"], arch=arch, extra_flags=meta.get("nvcc_flags", ()))
     fn = abi.bind(ctypes.CDLL(str(so)), meta["launcher"])
     outputs = set(meta["outputs"])

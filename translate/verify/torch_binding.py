@@ -47,7 +47,7 @@ def torch_launcher(so_path: str, launcher: Mapping[str, Any]):
             names = ", ".join(p.name for p in params)
             raise TypeError(f"{launcher['symbol']} takes {len(params)} arguments ({names}), got {len(args)}")
         conv = [TensorArg(p.name, a, p) if p.kind == "array" else a for p, a in zip(params, args)]
-        s = stream if stream is not None else torch.cuda.current_stream()
+        s: Any = stream if stream is not None else torch.cuda.current_stream()
         handle = s.cuda_stream if hasattr(s, "cuda_stream") else int(s)
         err = abi.launch(fn, launcher, conv, grid, block, shared_bytes, handle)
         if err:
