@@ -43,7 +43,16 @@ def function_source(pyfunc) -> FunctionSource:
         raise NoSource(f"'{pyfunc.__name__}' is not a def (a lambda?): translate reads a kernel's source; "
                        "write it with def")
     filename = inspect.getsourcefile(pyfunc) or "<unknown>"
-    return FunctionSource(fn, filename, dedented.splitlines(), first, indent)
+    return FunctionSource(_AnnotationsDropped().visit(fn), filename, dedented.splitlines(), first, indent)
+
+
+class _AnnotationsDropped(ast.NodeTransformer):
+    """``x: T = v`` as ``x = v``: Python does not evaluate a local's annotation, and numba ignores it."""
+
+    def visit_AnnAssign(self, node):
+        if node.value is None:
+            return node
+        return ast.copy_location(ast.Assign([node.target], node.value), node)
 
 
 #: the functions rebuilt so far, by (code object, argument types, return type)

@@ -304,3 +304,32 @@ def window_mask(flags, beg, end, out, n):
                     out[j] = math.nan
                 for j in range(0, min(end + i, n)):
                     out[j] = math.nan
+
+
+@cuda.jit
+def slice_fill(x, out):
+    """``v[:] = 0.0`` of a local array, ``out[i, :] = -1.0`` and ``out[i, 1:3] = s`` of an argument's row (numba's
+    setitem of a view with a number)."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        acc = cuda.local.array(4, np.float64)
+        acc[:] = 0.0
+        for k in range(x.shape[1]):
+            acc[k % 4] += x[i, k]
+        out[i, :] = -1.0
+        out[i, 1:3] = acc[0] + acc[1] + acc[2] + acc[3]
+
+
+IMG = np.complex64(1j)
+
+
+@cuda.jit
+def annotated_rotate(z, phase, out):
+    """A local with an annotation (``k: int = ...``, numba ignores it) and a module-level complex constant (pylops'
+    ``IMG = cp.complex64(1j)``): ``z * (c + IMG * s)``."""
+    i = cuda.grid(1)
+    k: int = i
+    if k < z.shape[0]:
+        s = math.sin(phase[k])
+        c = math.cos(phase[k])
+        out[k] = z[k] * (c + IMG * s)

@@ -46,10 +46,16 @@ FRAGMENTS = {
     "chained_assignment": ["int64_t a = 0;", "int64_t b = 0;", "int64_t c = x[i];", "int64_t d = x[i];"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
                    "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
-    # the very libdevice functions numba-cuda calls, declared for NVRTC and nvcc
+    # a number stored into a slice: a loop over the view's elements, the slice's length as numba clamps it
+    "slice_fill": ["acc[k_] = 0.0;", "(out + i * out_shape1)[k_2] = -1.0;",
+                   "k_3 < nk_span(1, 3, out_shape1); k_3++"],
+    # an annotated local is a local; a module-level complex constant is written where it is used
+    "annotated_rotate": ["int64_t k = i;",
+                         "cuCmulf(make_cuFloatComplex(0.0f, 1.0f), make_cuFloatComplex(s, 0.0f))"],
     # a negative start is what the kernel means (it tests beg + i >= 0): the launcher takes it, the C proves the
     # first loop's indices from that test and wraps the second's as numba does
     "window_mask": ["if (beg + i >= 0) {", "out[j] = ", "out[nk_wrap(j, out_shape0)] = "],
+    # the very libdevice functions numba-cuda calls, declared for NVRTC and nvcc
     "libdevice_calls": ['extern "C" __device__ void __nv_sincosf(float x, float* sptr, float* cptr);',
                         "__nv_sincosf(v, &sincosf_sptr, &sincosf_cptr);", "__nv_fast_sinf(v)",
                         "const float frexpf_value = __nv_frexpf(v, &frexpf_b);", "__nv_float2int_rn(v)"],

@@ -211,6 +211,11 @@ class ExprMixin:
                 return CExpr(float_literal(float(obj)), "float64", types.float64, literal=float(obj))
             c = self.ctx.unit.constant(g, name, "float64", float(obj))
             return CExpr(c, "float64", types.float64, nonneg=float(obj) >= 0)
+        if isinstance(obj, (complex, np.complexfloating)):  # IMG = np.complex64(1j): written where used
+            single = isinstance(obj, np.complex64)
+            make, key = ("make_cuFloatComplex", "complex64") if single else ("make_cuDoubleComplex", "complex128")
+            parts = (float_literal(float(obj.real), single), float_literal(float(obj.imag), single))
+            return CExpr(f"{make}({parts[0]}, {parts[1]})", key, types.complex64 if single else types.complex128)
         if _number_tuple(obj):  # SM_SIZE = (TPB, TPB): numba reads its values as constants
             return TupleVal([self.literal_value(v, node) for v in obj])
         if isinstance(obj, np.ndarray):  # a module-level array: numba freezes its values into the kernel

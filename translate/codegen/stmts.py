@@ -677,6 +677,11 @@ class FunctionTranslator(ExprMixin):
             if not isinstance(base, (arrays.ArrayInfo, arrays.Row)) or isinstance(target, ast.Attribute):
                 raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")
             self.mark_written(base.name)
+            index = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+            if any(isinstance(i, ast.Slice) for i in index):  # x[a:b] = v: every element of the view
+                view = self.viewed(arrays.subscript_view(self, base, target.slice, target))
+                self.mark_written(view.owner or view.name)
+                return self._fill(view, value if value is not None else self.value(value_node), value_node)
             lhs = arrays.element(self, base, target.slice, target)
             rhs = self.as_cexpr(value, value_node) if value is not None else self.expr(value_node)
             if value is not None:
@@ -686,6 +691,40 @@ class FunctionTranslator(ExprMixin):
         if not isinstance(target, ast.Name):
             raise self.src.error(target, "unsupported assignment target", hint="a name, x[i], or a, b = ...")
         self._assign_name(target.id, value_node, stmt, target, value=value)
+
+    def _fill(self, view, value, node) -> None:
+        """``x[a:b] = v`` (numba's setitem of a view): a number into every element, or an array of the view's shape
+        element by element (read before the loop, if it is a view of the same memory numba copies first: not
+        supported here)."""
+        from numba.cuda import types as nt
+
+        value = arrays.as_array(self, value, node)
+        if isinstance(value, arrays.ArrayInfo):
+            if value.ndim != view.ndim or value.extents is None:
+                raise self.src.error(node, "an array stored into a slice must have the slice's dimensions",
+                                     hint="a number, or an array of the same shape")
+        elif isinstance(value, CExpr):
+            value = cast(value, view.key)
+            if not value.pure:
+                value = self.out.hoist(value, "value")
+        else:
+            raise self.src.error(node, "this value cannot be stored into a slice", hint="a number or an array")
+        if view.strides and all(st.literal is not None for st in view.strides) and \
+                [st.literal for st in view.strides] == [st.literal for st in arrays.element_strides(
+                    arrays.ArrayInfo(view.name, view.kind, view.key, view.ndim, view.extents, None))]:
+            view = arrays.ArrayInfo(view.name, view.kind, view.key, view.ndim, view.extents, view.nbt, None,
+                                    view.owner)  # (its strides are a C-contiguous array's)
+        indices = [CExpr(self.out.temp("k" if view.ndim == 1 else f"k{d}"), "int64", nt.int64, nonneg=True)
+                   for d in range(view.ndim)]
+        for d, i in enumerate(indices):
+            self.out.emit(f"for (int64_t {i.code} = 0; {i.code} < {paren(view.extents[d], 11)}; {i.code}++) {{")
+            self.out.depth += 1
+        lhs = arrays.element_at(self, view, indices, node)
+        rhs = arrays.element_at(self, value, indices, node) if isinstance(value, arrays.ArrayInfo) else value
+        self.out.emit(f"{lhs.code} = {self._store_value(cast(rhs, lhs.key), lhs.key).code};")
+        for _ in indices:
+            self.out.depth -= 1
+            self.out.emit("}")
 
     def _assign_name(self, name, value_node, stmt, target_node, value=None):
         t = self.ctx.var_type(name)
