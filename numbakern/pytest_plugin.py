@@ -142,6 +142,10 @@ def _choose_mode(options) -> None:
     os.environ[mode.SIM_ENV] = "1" if sim else "0"
     if sim:
         os.environ.setdefault(CHECKS_ENV, "all")
+        if getattr(options, "fulltrace", False):
+            from .sim.errors import TRACEBACK_ENV
+
+            os.environ.setdefault(TRACEBACK_ENV, "full")  # the simulator's errors keep its own frames
         # numbakern itself was imported (to load this plugin) before the mode was chosen, so its import-time
         # install did not run: switch the simulator to numbakern's engine now, before any test launches a kernel.
         from . import sim as numbakern_sim

@@ -30,6 +30,7 @@ from .config import (
 from .errors import (
     BarrierDivergenceError,
     DeadlockError,
+    LaunchError,
     MisalignedAccessError,
     OutOfBoundsError,
     RaceError,
@@ -47,6 +48,7 @@ __all__ = [
     "TYPING_ENV",
     "BarrierDivergenceError",
     "DeadlockError",
+    "LaunchError",
     "MisalignedAccessError",
     "OutOfBoundsError",
     "RaceError",
