@@ -96,7 +96,8 @@ def declare(
 
     ``args(rand, **size)`` returns the kernel's arguments for a size (its parameters after ``rand`` name the size's
     dimensions; their defaults, or ``example``, are the example size). ``launch(*arguments)`` returns a
-    ``LaunchConfig`` or ``(grid, block)`` / ``(grid, block, shared_bytes)``. ``reference(*arguments)`` returns the
+    ``LaunchConfig`` or ``(grid, block)`` / ``(grid, block, shared_bytes)`` (an int for a 1-D grid or block, as
+    ``kernel[grid, block]`` takes it); the spec's ``launch(*arguments)`` answers the same. ``reference(*arguments)`` returns the
     expected output (one output) or ``{name: expected}``, computed independently (numpy, in float64).
     ``error_scale(*arguments)``: the magnitude each output element's rounding error is relative to (default
     ``|expected|``), same form. ``work(**size)``: a ``Work`` for the benchmark. ``module``: where the spec is
@@ -104,6 +105,10 @@ def declare(
     ``special_values``: the reference defines the outputs for inputs with inf, -inf, NaN, -0.0 and subnormals
     (float64 IEEE arithmetic, element by element), so verification also gives the kernel such inputs
     (``registry.SPECIAL``: ``rand`` draws them).
+
+    What cannot be right is refused here, naming the kernel and the argument: ``rtol``/``atol`` that are not finite
+    numbers >= 0 (an infinite tolerance passes any output), sizes below 1, a ``launch``, ``reference``,
+    ``error_scale`` or ``work`` that is not a function, a launch a GPU would refuse.
     """
     pyfunc = getattr(kernel, "py_func", None)
     if pyfunc is None:

@@ -513,6 +513,8 @@ def literal_index(frame, dim: int, is_tuple: bool) -> bool:
     key = (code, at, dim, is_tuple)
     found = _LITERAL.get(key)
     if found is None:
+        if len(_LITERAL) >= 1 << 12:
+            _LITERAL.clear()  # kernels come and go in a long test run: keep no code object alive for ever
         found = _LITERAL[key] = _literal_at(code, at, dim, is_tuple)
     return found
 
