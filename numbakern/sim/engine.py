@@ -157,7 +157,8 @@ class Launch:
             typed.bind(self.module, self.scheduler.spin)
             body = functools.partial(typed.kernel.function, *kernel_args)
             cooperative = typed.cooperative
-            code, names = typed.kernel.function.__code__, _code_names(f.function for f in typed.functions)
+            code = typed.kernel.function.__code__
+            names = _code_names(tuple(f.function.__code__ for f in typed.functions))
         else:
             body = functools.partial(self.fn, *kernel_args)
             names = _names_called(self.fn)
@@ -341,22 +342,23 @@ def _raising_on_division_by_zero(body):
     return run
 
 
-def _code_names(functions) -> set[str]:
-    """The names the code of ``functions`` (and of the functions they define) refers to."""
+@functools.lru_cache(maxsize=1024)
+def _code_names(codes: tuple) -> frozenset[str]:
+    """The names ``codes`` (and the functions they define) refer to (asked at every launch: kept per code)."""
     names: set[str] = set()
-    codes = [f.__code__ for f in functions]
+    codes = list(codes)
     while codes:
         code = codes.pop()
         names.update(code.co_names)
         codes += [c for c in code.co_consts if hasattr(c, "co_names")]
-    return names
+    return frozenset(names)
 
 
 def _names_called(fn, depth: int = 0) -> set[str]:
     """The names a kernel run without the front end refers to, with those of the device functions it calls: whether
     it synchronises the grid (``this_grid``: then its launch is cooperative), whether it shuffles. (Typed launches
     know the device functions from numba.)"""
-    names = _code_names([fn])
+    names = set(_code_names((fn.__code__,)))
     if depth < 8:
         for name in list(names):
             device = device_function(fn.__globals__.get(name))
