@@ -551,6 +551,7 @@ def _implementations() -> dict:
         impl[name] = fn
         impl[name + "f"] = fn
     impl.update({"saturatef": _saturate, "fmaf": numerics.fma, "ilogb": _ilogb, "ilogbf": _ilogb,
+                 "nextafterf": lambda x, y: np.nextafter(F32(x), F32(y)),  # the next float32, not float64
                  "isfinited": lambda x: int(math.isfinite(x)), "finitef": lambda x: int(math.isfinite(x)),
                  "isinfd": lambda x: int(math.isinf(x)), "isinff": lambda x: int(math.isinf(x)),
                  "isnand": lambda x: int(x != x), "isnanf": lambda x: int(x != x),
@@ -682,9 +683,18 @@ def install() -> None:
     vars(stubs)[_TABLE] = table
 
 
+def function(name: str):
+    """The simulator's ``libdevice.<name>``, typed as numba-cuda types it, without touching numba-cuda's module (the
+    GPU comparison computes its expectations with it in a GPU process)."""
+    from numba.cuda.libdevicefuncs import functions
+
+    retty, args = functions[f"__nv_{name}"]
+    return _typed(name, _implementations()[name], retty, args)
+
+
 def implemented() -> list[str]:
     """The libdevice functions numba-cuda binds that have an implementation here (every one: a test checks it)."""
     return sorted(_implementations())
 
 
-__all__ = ["implemented", "install"]
+__all__ = ["function", "implemented", "install"]

@@ -154,6 +154,7 @@ def test_special_functions_against_known_values():
     assert libdevice.tgamma(5.0) == 24.0 and math.isinf(libdevice.lgamma(0.0))
     assert libdevice.ilogb(0.0) == -(2**31) and libdevice.logb(8.0) == 3.0
     assert libdevice.rsqrtf(np.float32(4)) == np.float32(0.5) and libdevice.frsqrt_rn(np.float32(4)) == 0.5
+    assert libdevice.nextafterf(np.float32(1), np.float32(2)) == np.float32(1) + np.finfo(np.float32).eps
 
 
 def test_a_stub_imported_before_numbakern_computes_too(tmp_path):
@@ -179,3 +180,94 @@ def test_a_stub_imported_before_numbakern_computes_too(tmp_path):
     result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str([2.0, 3.0, float(np.sqrt(np.float32(2)))])
+
+
+# -- on a GPU: the functions the simulator claims to compute exactly give the GPU's bits ------------------------
+
+EXACT_ON_GPU = {
+    # name: argument dtypes (numba-cuda's: the unsigned functions take int32/int64 bit patterns)
+    "fadd_rd": "ff", "fadd_ru": "ff", "fadd_rz": "ff", "fmul_rz": "ff", "fmul_ru": "ff", "fdiv_ru": "ff",
+    "fdiv_rd": "ff", "fsub_rz": "ff", "frcp_rz": "f", "fsqrt_rd": "f", "fsqrt_ru": "f", "frsqrt_rn": "f",
+    "fmaf_rz": "fff", "fmaf_ru": "fff", "dadd_ru": "dd", "dmul_rd": "dd", "ddiv_rz": "dd", "dsqrt_ru": "d",
+    "drcp_rd": "d", "fma_rz": "ddd", "fma_rn": "ddd", "double2float_rd": "d", "double2float_ru": "d",
+    "float2int_rn": "f", "float2uint_ru": "f", "double2ll_rd": "d", "double2ull_rz": "d", "int2float_rz": "i",
+    "uint2float_ru": "i", "ll2float_rd": "l", "ull2double_ru": "l", "float2half_rn": "f", "half2float": "h",
+    "umulhi": "ii", "mulhi": "ii", "umul64hi": "ll", "byte_perm": "iii", "sad": "iii", "usad": "iii",
+    "brev": "i", "popcll": "l", "clz": "i", "ffsll": "l", "uhadd": "ii", "urhadd": "ii", "mul24": "ii",
+    "rintf": "f", "roundf": "f", "truncf": "f", "nextafterf": "ff", "fmodf": "ff", "remainderf": "ff",
+    "saturatef": "f", "fdimf": "ff", "copysignf": "ff", "ldexpf": "fi", "ilogbf": "f", "double2hiint": "d",
+}
+_DTYPES = {"f": np.float32, "d": np.float64, "i": np.int32, "l": np.int64, "h": np.int16}
+
+
+def _gpu_inputs(rng, kinds: str, n: int) -> list[np.ndarray]:
+    out = []
+    for k in kinds:
+        if k in "fd":
+            values = rng.standard_normal(n) * 10.0 ** rng.integers(-6, 7, n)
+            values[:4] = (0.5, -2.5, 1e30, 3.0)  # ties and overflow near the edge of int32
+            out.append(values.astype(_DTYPES[k]))
+        else:
+            info = np.iinfo(_DTYPES[k])
+            out.append(rng.integers(info.min, info.max, n, dtype=_DTYPES[k], endpoint=True))
+    return out
+
+
+def _gpu_kernel(name: str, arity: int):
+    namespace: dict = {}
+    params = ", ".join(f"a{j}" for j in range(arity))
+    exec(textwrap.dedent(f"""
+        from numba import cuda
+        from numba.cuda import libdevice
+
+        @cuda.jit
+        def kernel({params}, out):
+            i = cuda.grid(1)
+            if i < out.shape[0]:
+                out[i] = libdevice.{name}({", ".join(f"a{j}[i]" for j in range(arity))})
+    """), namespace)  # noqa: S102 - one kernel per function of the table above
+    return namespace["kernel"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(EXACT_ON_GPU))
+def test_the_exact_libdevice_functions_give_the_gpus_bits(name, rng):
+    kinds = EXACT_ON_GPU[name]
+    args = _gpu_inputs(rng, kinds, 1000)
+    expected_fn = sim_libdevice.function(name)
+    expected = np.array([expected_fn(*(a[i] for a in args)) for i in range(1000)])
+    out = cuda.to_device(np.zeros(1000, expected.dtype))
+    _gpu_kernel(name, len(kinds))[8, 128](*(cuda.to_device(a) for a in args), out)
+    got = out.copy_to_host()
+    differ = np.flatnonzero(~((got == expected) | (np.isnan(got) & np.isnan(expected)) if got.dtype.kind == "f"
+                              else got == expected))
+    assert differ.size == 0, [(name, [a[i] for a in args], got[i], expected[i]) for i in differ[:5]]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("grid, block", [(1, 2048), ((1, 1, 70_000), 1), (0, 32), (1, 0), ((2, -1), 32)])
+def test_the_gpu_refuses_the_launches_the_simulator_refuses(grid, block):
+    out = cuda.to_device(np.zeros(4, np.int32))
+
+    @cuda.jit
+    def count(out):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            cuda.atomic.add(out, i, 1)
+
+    with pytest.raises(Exception):  # noqa: B017, PT011 - numba-cuda's error for the driver's refusal, whatever its class
+        count[grid, block](out)
+        cuda.synchronize()
+
+
+@pytest.mark.gpu
+def test_the_gpu_refuses_more_threads_than_launch_bounds():
+    @cuda.jit(launch_bounds=128)
+    def bounded(out):
+        out[cuda.grid(1)] = 1
+
+    out = cuda.to_device(np.zeros(256, np.int32))
+    bounded[2, 128](out)
+    with pytest.raises(Exception):  # noqa: B017, PT011
+        bounded[1, 256](out)
+        cuda.synchronize()
