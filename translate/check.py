@@ -14,10 +14,17 @@ Problems, one per file:
   signature or constants that are not plain data;
 - ``unresolvable``: a trusted kernel that cannot be found or imported now;
 - ``stale``: the kernel's source, device functions, constants or front end changed since translation;
-- ``edited``: the file is not what translate wrote — for files of the deterministic backend the kernel is translated
-  again in memory and the bytes compared (so an edit is caught even when the manifest's hash was edited to match);
-  for other backends, the bytes differ from the entry's ``file_sha256``;
+- ``edited``: the file is not what translate produces for its kernel (edited by hand?): every entry's kernel is
+  translated again by the deterministic backend, in memory, and the bytes compared -- whatever the entry says
+  about its backend, so no field of the manifest decides whether this check runs;
+- ``unverifiable``: the file is not the deterministic translation and its entry says another backend (a model)
+  wrote it. Such bytes cannot be derived again, so that they are right is only the manifest's claim: a problem,
+  unless the caller accepts such claims (``translate --check --accept-unverifiable``) or verifies them on a GPU
+  (``--require-verified``). A file whose bytes also differ from the entry's ``file_sha256`` is ``edited``;
 - ``unverified``: the entry carries a GPU verification record of other bytes than the file's (void).
+
+A verification record is never evidence here: it is a claim anyone who edits the manifest can make
+(``translate.trust.record``); ``--list`` shows it as one.
 """
 
 from __future__ import annotations
@@ -32,8 +39,10 @@ from numbakern.frontend.signatures import signature_text
 from . import depends, manifest, options, pipeline, targets, trust
 from .request import TranslateOptions
 
-#: the backend whose files --check translates again and compares byte for byte
-DETERMINISTIC = "ast"
+#: the backend whose translation --check derives again for every entry and compares byte for byte
+DETERMINISTIC = trust.DETERMINISTIC_BACKEND
+#: the problem of a file only a manifest's claim vouches for (another backend's, which cannot be derived again)
+UNVERIFIABLE = "unverifiable"
 
 
 def check(out_dir: str, expected: Iterable[str] = (), project=None) -> list[dict]:
@@ -83,23 +92,35 @@ def _check_entry(out_dir, filename, entry, state, project, registry_names) -> tu
                          f"{tgt.frontend}: re-run translate")
     if sha != entry.get("source_sha256"):
         return "stale", f"{entry.get('kernel')} changed since translation: re-run translate"
-    backend = (entry.get("backend") or {}).get("name")
-    if backend == DETERMINISTIC:
-        try:
-            expected_sha = _retranslated_sha256(tgt, entry, constants)
-        except trust.UntrustedEntry as e:
-            return "untrusted", f"not checked: {e}"
-        except Exception as e:  # noqa: BLE001 - the kernel no longer translates: the file cannot be current
-            return "stale", f"{entry.get('kernel')} no longer translates ({type(e).__name__}: {e})"
-        if state.sha256 != expected_sha:
+    derived, failure = _derived_sha256(tgt, entry, constants)
+    if isinstance(failure, trust.UntrustedEntry):
+        return "untrusted", f"not checked: {failure}"
+    claimed = (entry.get("backend") or {}).get("name")
+    if state.sha256 != derived:
+        if claimed == DETERMINISTIC:
+            if failure is not None:
+                return "stale", f"{entry.get('kernel')} no longer translates ({type(failure).__name__}: {failure})"
             return "edited", "the file differs from what translate produces for its kernel (edited by hand?)"
-    elif state.sha256 != entry.get("file_sha256"):
-        return "edited", "the file differs from what translate wrote (edited by hand?)"
-    record = entry.get("verification") or {}
-    if record.get("ok") and record.get("file_sha256") != state.sha256:
+        if state.sha256 != entry.get("file_sha256"):
+            return "edited", "the file differs from what translate wrote (edited by hand?)"
+        why = "" if failure is None else f"; the deterministic translator cannot translate it ({failure})"
+        return UNVERIFIABLE, (f"the manifest says backend {trust.printable(claimed)!r} wrote it and it is not what "
+                              f"the deterministic translator produces{why}: that it is right is only the "
+                              "manifest's claim (verify it on a GPU: --require-verified, or accept such files: "
+                              "--accept-unverifiable)")
+    record = trust.record(entry.get("verification"))
+    if record is not None and record["ok"] and record["file_sha256"] != state.sha256:
         return "unverified", ("its GPU verification record is of other bytes than the file's; the record is void "
                               "(verify the file again: translate KERNEL --verify)")
     return None
+
+
+def _derived_sha256(tgt, entry, constants) -> tuple[str | None, Exception | None]:
+    """The sha256 of the deterministic translation of the entry's kernel, or None and why there is none."""
+    try:
+        return _retranslated_sha256(tgt, entry, constants), None
+    except Exception as e:  # noqa: BLE001 - the kernel does not translate now: the caller says what that means
+        return None, e
 
 
 def _vouched_registry_names(project) -> set[str]:

@@ -90,6 +90,12 @@ def build_parser(prog: str = "translate") -> argparse.ArgumentParser:
                    help="replace a GPU-verified file even when the new translation is unverified")
     p.add_argument("--check", action="store_true",
                    help="exit non-zero if a generated file is stale or was edited by hand")
+    p.add_argument("--accept-unverifiable", action="store_true",
+                   help="with --check: accept files another backend (a model) wrote, which cannot be derived again, "
+                        "when their bytes are the manifest's (listed as accepted claims; without it they fail)")
+    p.add_argument("--require-verified", action="store_true",
+                   help="with --check: also verify every file on this machine's GPU against its Numba kernel "
+                        "(manifest records are claims, not proof); refused without a GPU")
     p.add_argument("--list", action="store_true",
                    help="list the project's kernels with the state of their files (nothing is translated)")
     p.add_argument("--merge", nargs="+", metavar="DIR",
@@ -251,6 +257,9 @@ def _what_to_do_problem(args) -> str | None:
         return "use one of KERNEL / --all, --check, --list and --merge"
     if args.shard and not args.all:
         return "--shard I/N applies to --all"
+    for flag in ("accept_unverifiable", "require_verified"):
+        if getattr(args, flag) and not args.check:
+            return f"--{flag.replace('_', '-')} applies to --check"
     if args.check or args.list or args.merge:
         return None
     if args.all == bool(args.kernel):
@@ -399,9 +408,19 @@ def _show_prompt(args, name: str, constants: dict, opts) -> int:
 
 
 def _check(args, api, project) -> int:
-    """``--check`` of ``args.out`` in ``project``: what ``translate.api.check`` finds (the same rules)."""
+    """``--check`` of ``args.out`` in ``project``: what ``translate.api.check`` finds (the same rules); with
+    ``--accept-unverifiable`` another backend's files are accepted claims, with ``--require-verified`` every file is
+    also verified on this machine's GPU (nothing is recorded: a check writes nothing)."""
     from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
+    from .check import UNVERIFIABLE
 
+    if args.require_verified:
+        from .verify import cli as verify_cli
+
+        problem = verify_cli.preflight()
+        if problem:
+            return _usage(f"--check --require-verified: {problem}; nothing was verified (run it on a machine with a "
+                          "GPU, or drop the flag: --check alone derives every file from its kernel but runs none)")
     try:
         _, library = project_kernels.expected_in(project, args.out)
         problems = api.check(args.out)
@@ -411,19 +430,47 @@ def _check(args, api, project) -> int:
         raise
     except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
         return _usage(project_kernels.import_failure(project, e))
+    claims = [p for p in problems if p["problem"] == UNVERIFIABLE]
+    accepted = claims if args.accept_unverifiable or args.require_verified else []
+    problems = [p for p in problems if p not in accepted]
+    rc = 1 if problems else 0
+    if args.require_verified and not problems:
+        rc = _verify_checked(args, project)
     if args.json:
-        _print_json({"command": "check", "out": args.out, "library": library, "ok": not problems,
-                     "problems": problems})
+        _print_json({"command": "check", "out": args.out, "library": library, "ok": rc == 0,
+                     "problems": problems, **({"accepted": accepted} if accepted else {})})
     elif args.verbosity > output.QUIET or problems:
         # outside a project the library is checked: say so, a user may have expected their own kernels
         what = "numbakern's library kernels: no [tool.numbakern] in a pyproject.toml here or above" if library else ""
-        output.print_check(problems, args.out, what=what)
-    return 1 if problems else 0
+        output.print_check(problems, args.out, what=what, accepted=accepted,
+                           claims=_claims(args.out) if args.verbosity >= output.VERBOSE else None)
+    return rc
+
+
+def _verify_checked(args, project) -> int:
+    """``--require-verified``: every file of ``args.out`` verified on the GPU, nothing recorded."""
+    from .verify import cli as verify_cli
+
+    data = manifest.load(args.out)
+    names = [entry.get("registry_name") or entry.get("target") for _, entry in sorted(data["files"].items())]
+    args.record = False
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        return verify_cli.run(args, [n for n in names if isinstance(n, str)], directory=args.out, project=project,
+                              command="translate --check --require-verified")
+
+
+def _claims(out: str) -> list[str]:
+    """What the manifest's verification records claim, one line per file (``trust.claim_text``)."""
+    from . import trust
+
+    return [f"{name}: the manifest claims {trust.claim_text(entry.get('verification'))}"
+            for name, entry in sorted(manifest.load(out)["files"].items())
+            if trust.record(entry.get("verification")) is not None]
 
 
 def _list(args, api, project) -> int:
     """``--list``: the project's kernels, each with its file and the file's state (as ``--check`` finds it)."""
-    from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
+    from . import project_kernels, trust  # imports numba: only once main() has chosen its CUDA target
 
     try:
         specs = project_kernels.specs(project)
@@ -440,14 +487,17 @@ def _list(args, api, project) -> int:
             next(((f, e) for f, e in data["files"].items() if e.get("target") == name), None)
         file_name, entry = found or (f"{spec.name}.cu", {})
         problem = problems.get(file_name)
-        verification = entry.get("verification") or {}
-        verified = bool(verification.get("ok")) and verification.get("file_sha256") == entry.get("file_sha256")
+        record = trust.record(entry.get("verification"))
+        claim = record if problem is None and record is not None and record["file_sha256"] == \
+            entry.get("file_sha256") else None
         kernels.append({"kernel": spec.name, "target": name, "family": spec.family,
                         "file": os.path.join(args.out, file_name),
                         "status": problem["problem"] if problem else "up to date",
                         "detail": problem["detail"] if problem else "",
-                        "verified": f"{verification.get('device')}, {str(verification.get('date'))[:10]}"
-                        if verified else None})
+                        # a record is what the manifest claims, never shown as proof (translate.trust)
+                        "claimed_verification": {k: record.get(k) for k in ("ok", "device", "host", "date",
+                                                                            "file_sha256")} if claim else None,
+                        "claim": trust.claim_text(claim) if claim else None})
     where = f"project {project.name} ({output.display_path(str(project.pyproject))})" if not project.is_library \
         else "numbakern's library (no [tool.numbakern] in a pyproject.toml here or above)"
     if args.json:
@@ -458,7 +508,7 @@ def _list(args, api, project) -> int:
     width = max((len(k["kernel"]) for k in kernels), default=0)
     path_width = max((len(k["file"]) for k in kernels), default=0)
     for k in kernels:
-        state = k["status"] + (f", verified on {k['verified']}" if k["verified"] else "")
+        state = k["status"] + (f"; the manifest claims {k['claim']}" if k["claim"] else "")
         sys.stdout.write(f"{k['kernel']:<{width}}  {k['file']:<{path_width}}  {state}\n")
     return 0
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .errors import TranslationError
-from .trust import UntrustedEntry, check_file_name
+from .trust import DETERMINISTIC_BACKEND, UntrustedEntry, check_file_name, passed
 
 MANIFEST = "manifest.json"
 VERSION = 1
@@ -375,14 +375,18 @@ def _without_times(entry: dict) -> dict:
 
 def _verification_applies(old: dict, new: dict) -> bool:
     """An old verification still holds for a new entry that has the same kernel source and the same file bytes."""
-    record = old.get("verification") or {}
-    return bool(record) and old.get("source_sha256") == new.get("source_sha256") \
-        and record.get("file_sha256", old.get("file_sha256")) == new.get("file_sha256")
+    return passed(old.get("verification"), new.get("file_sha256")) and old.get("source_sha256") == new.get(
+        "source_sha256")
 
 
 def replaces_verified(old: dict | None, new: dict) -> bool:
-    """True when ``new`` would replace a verified file, of an unchanged kernel, with different C."""
-    if not old or not (old.get("verification") or {}).get("ok"):
+    """True when ``new``, a translation nothing can derive again (a model's), would replace a file the manifest
+    records as verified, of an unchanged kernel, with different C. The deterministic translation is never held
+    back: a record is only a claim (anyone who edits the manifest can write one), and that translation is what
+    ``translate --check`` derives for the kernel whatever the manifest says."""
+    if (new.get("backend") or {}).get("name") == DETERMINISTIC_BACKEND:
+        return False
+    if not old or not passed(old.get("verification")):
         return False
     return old.get("source_sha256") == new.get("source_sha256") and not _verification_applies(old, new)
 

@@ -282,23 +282,26 @@ def build_isolated(candidates: Sequence[Any], *, arch: str, workdir: str | os.Pa
         return {cu: so for cu, so in pool.map(one, enumerate(candidates)) if so is not None}
 
 
-def _preflight() -> str:
-    if mode.sim_requested():
-        return f"{mode.SIM_ENV}=1 is set: verification compares against the Numba kernel on the real GPU; unset it"
+def preflight() -> str:
+    """Why verification cannot run here ("" when it can): no GPU, no nvcc, or the simulator asked for by the user. (A
+    process without a GPU that imported numbakern is put on the simulator by numbakern itself: that is "no GPU".)"""
     if not driver.available():
         return "no CUDA GPU is visible (verification runs the compiled C and the Numba kernel on a GPU)"
+    if mode.sim_requested():
+        return f"{mode.SIM_ENV}=1 is set: verification compares against the Numba kernel on the real GPU; unset it"
     if not nvcc_path():
         return "nvcc is not on PATH (verification builds each .cu into a shared library with nvcc -shared)"
     return ""
 
 
 def run(args: argparse.Namespace, kernels: Sequence[str] | None, *, directory: str | os.PathLike = DEFAULT_DIR,
-        project: projects.Project | None = None) -> int:
-    """What ``translate ... --verify`` calls after translating: verify ``kernels`` (names as ``specs_named`` reads
-    them, in ``project``; None = all of the project's)."""
-    problem = _preflight()
+        project: projects.Project | None = None, command: str = "translate --verify") -> int:
+    """What ``translate ... --verify`` calls after translating (and ``translate --check --require-verified``, named
+    ``command`` in its messages): verify ``kernels`` (names as ``specs_named`` reads them, in ``project``; None = all
+    of the project's)."""
+    problem = preflight()
     if problem:
-        print(f"translate --verify: {problem}", file=sys.stderr)
+        print(f"{command}: {problem}", file=sys.stderr)
         return 2
     try:
         specs = everyone = specs_named(kernels, project)
@@ -306,10 +309,10 @@ def run(args: argparse.Namespace, kernels: Sequence[str] | None, *, directory: s
         if kernels is None and getattr(args, "shard", None):
             specs = shard_specs(everyone, shards.parse(args.shard), directory)
     except (LookupError, projects.ProjectError, ValueError, manifest.ManifestError) as e:
-        print(f"translate --verify: {e}", file=sys.stderr)
+        print(f"{command}: {e}", file=sys.stderr)
         return 2
     if not specs:
-        print(f"translate --verify: shard {args.shard} holds none of the {len(everyone)} kernels", file=sys.stderr)
+        print(f"{command}: shard {args.shard} holds none of the {len(everyone)} kernels", file=sys.stderr)
         return 0
     try:
         results = verify_kernels(
@@ -318,7 +321,7 @@ def run(args: argparse.Namespace, kernels: Sequence[str] | None, *, directory: s
             gpus=args.gpus, jobs_per_gpu=per_gpu,
         )
     except gpu_list.GpuListError as e:
-        print(f"translate --verify: {e}", file=sys.stderr)
+        print(f"{command}: {e}", file=sys.stderr)
         return 2
     return 0 if results and all(r.ok for r in results) else 1
 
