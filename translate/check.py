@@ -36,7 +36,7 @@ from numbakern import registry
 from numbakern.frontend.choice import NUMBA_CUDA
 from numbakern.frontend.signatures import signature_text
 
-from . import depends, manifest, options, pipeline, targets, trust
+from . import depends, derivations, manifest, options, pipeline, targets, trust
 from .request import TranslateOptions
 
 #: the backend whose translation --check derives again for every entry and compares byte for byte
@@ -92,10 +92,12 @@ def _check_entry(out_dir, filename, entry, state, project, registry_names) -> tu
                          f"{tgt.frontend}: re-run translate")
     if sha != entry.get("source_sha256"):
         return "stale", f"{entry.get('kernel')} changed since translation: re-run translate"
-    derived, failure = _derived_sha256(tgt, entry, constants)
+    claimed = (entry.get("backend") or {}).get("name")
+    # a remembered derivation that differs from a file said to be the deterministic one is derived afresh before
+    # the file is called edited (another backend's file is expected to differ)
+    derived, failure = _derived_sha256(tgt, entry, constants, state.sha256 if claimed == DETERMINISTIC else None)
     if isinstance(failure, trust.UntrustedEntry):
         return "untrusted", f"not checked: {failure}"
-    claimed = (entry.get("backend") or {}).get("name")
     if state.sha256 != derived:
         if claimed == DETERMINISTIC:
             if failure is not None:
@@ -115,10 +117,10 @@ def _check_entry(out_dir, filename, entry, state, project, registry_names) -> tu
     return None
 
 
-def _derived_sha256(tgt, entry, constants) -> tuple[str | None, Exception | None]:
+def _derived_sha256(tgt, entry, constants, on_disk) -> tuple[str | None, Exception | None]:
     """The sha256 of the deterministic translation of the entry's kernel, or None and why there is none."""
     try:
-        return _retranslated_sha256(tgt, entry, constants), None
+        return _retranslated_sha256(tgt, entry, constants, on_disk), None
     except Exception as e:  # noqa: BLE001 - the kernel does not translate now: the caller says what that means
         return None, e
 
@@ -135,18 +137,27 @@ def _vouched_registry_names(project) -> set[str]:
     return names
 
 
-def _retranslated_sha256(tgt: targets.KernelTarget, entry: dict, constants: dict) -> str:
+def _retranslated_sha256(tgt: targets.KernelTarget, entry: dict, constants: dict, on_disk: str | None) -> str:
     """The sha256 of what the deterministic backend writes for the entry's kernel now, translated in memory with
-    the entry's signature (read by ``trust.signature``, never evaluated), constants and architecture."""
+    the entry's signature (read by ``trust.signature``, never evaluated), constants and architecture; remembered
+    in the user's cache by the content it depends on (``translate.derivations``). ``on_disk``: the file's sha256,
+    which a remembered answer must match, else the kernel is translated afresh (None: no such confirmation)."""
     sig = entry.get("signature")
     declared = [s for s in tgt.signatures if signature_text(s) == sig]
     signature = declared[0] if declared else trust.signature(sig)
     arch = (entry.get("compile") or {}).get("arch") or "sm_90"
     if not isinstance(arch, str) or not projects.ARCH_PATTERN.match(arch):
         raise trust.UntrustedEntry(f"the architecture {arch!r} is not one NVRTC names")
-    result = pipeline.translate(tgt, signature=signature, constants=constants,
-                                opts=TranslateOptions(backend=DETERMINISTIC, arch=arch), out_dir=None, nvrtc=False)
-    return manifest.sha256_text(result.code)
+
+    def derive() -> str:
+        result = pipeline.translate(tgt, signature=signature, constants=constants,
+                                    opts=TranslateOptions(backend=DETERMINISTIC, arch=arch), out_dir=None, nvrtc=False)
+        return manifest.sha256_text(result.code)
+
+    sha, remembered = derivations.sha256(tgt, signature_text(signature), constants, arch, derive)
+    if remembered and on_disk is not None and sha != on_disk:
+        sha, _ = derivations.sha256(tgt, signature_text(signature), constants, arch, derive, fresh=True)
+    return sha
 
 
 def current_source_sha256(tgt: targets.KernelTarget, entry: dict) -> str:

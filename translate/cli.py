@@ -35,7 +35,7 @@ import time
 import traceback
 from importlib.metadata import PackageNotFoundError, version
 
-from . import manifest, output
+from . import manifest, output, trust
 from .errors import TranslationError
 from .llm import cli_args as llm_args
 from .llm.client import LLMError
@@ -412,10 +412,10 @@ def _check(args, api, project) -> int:
     ``--accept-unverifiable`` another backend's files are accepted claims, with ``--require-verified`` every file is
     also verified on this machine's GPU (nothing is recorded: a check writes nothing)."""
     from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
-    from .check import UNVERIFIABLE
+    from .check import UNVERIFIABLE  # (imports numba too)
 
     if args.require_verified:
-        from .verify import cli as verify_cli
+        from .verify import cli as verify_cli  # imports numbakern: only once main() has chosen numba's target
 
         problem = verify_cli.preflight()
         if problem:
@@ -449,7 +449,7 @@ def _check(args, api, project) -> int:
 
 def _verify_checked(args, project) -> int:
     """``--require-verified``: every file of ``args.out`` verified on the GPU, nothing recorded."""
-    from .verify import cli as verify_cli
+    from .verify import cli as verify_cli  # imports numbakern: only once main() has chosen numba's target
 
     data = manifest.load(args.out)
     names = [entry.get("registry_name") or entry.get("target") for _, entry in sorted(data["files"].items())]
@@ -461,8 +461,6 @@ def _verify_checked(args, project) -> int:
 
 def _claims(out: str) -> list[str]:
     """What the manifest's verification records claim, one line per file (``trust.claim_text``)."""
-    from . import trust
-
     return [f"{name}: the manifest claims {trust.claim_text(entry.get('verification'))}"
             for name, entry in sorted(manifest.load(out)["files"].items())
             if trust.record(entry.get("verification")) is not None]
@@ -470,7 +468,7 @@ def _claims(out: str) -> list[str]:
 
 def _list(args, api, project) -> int:
     """``--list``: the project's kernels, each with its file and the file's state (as ``--check`` finds it)."""
-    from . import project_kernels, trust  # imports numba: only once main() has chosen its CUDA target
+    from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
 
     try:
         specs = project_kernels.specs(project)
