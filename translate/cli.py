@@ -277,6 +277,11 @@ def _preflight(args, arch_label: str, out_label: str) -> str | None:
     problem = arch_problem(args.arch, arch_label)
     if problem is None and not args.show_prompt:
         problem = out_problem(args.out, out_label)
+    if problem is None and args.backend == "llm" and args.verify and not args.show_prompt:
+        from .verify.cli import preflight  # imports numbakern: only once main() has chosen numba's target
+
+        cannot = preflight()
+        problem = f"--verify: {cannot}; nothing was sent to the model" if cannot else None
     if problem is None and args.backend == "llm" and not args.show_prompt:
         try:
             llm_args.check_endpoint(args)  # model, key and URL, and that the endpoint takes a connection at all
