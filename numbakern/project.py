@@ -76,6 +76,10 @@ class Project:
         one is not importable, as ``python -m`` from the root would have it."""
         for module in self.kernel_modules:
             top = module.split(".")[0]
+            if top in sys.stdlib_module_names:
+                raise ProjectError(
+                    f"{self._where('kernels')}: '{module}' is Python's standard library module, which no project "
+                    f"declares kernels in (and which shadows a module of yours of that name): rename your module")
             if top not in sys.modules and importlib.util.find_spec(top) is None and str(self.root) not in sys.path:
                 sys.path.insert(0, str(self.root))
             try:
@@ -88,7 +92,8 @@ class Project:
                     ) from None
                 raise
             for sub in pkgutil.walk_packages(getattr(imported, "__path__", ()), prefix=module + "."):
-                importlib.import_module(sub.name)
+                if sub.name.rsplit(".", 1)[-1] != "__main__":  # a package's script (python -m), not its kernels
+                    importlib.import_module(sub.name)
 
     def specs(self) -> list[KernelSpec]:
         """The project's kernels by name: those its modules declare, and the library's if ``include-library``."""

@@ -29,6 +29,7 @@ A verification record is never evidence here: it is a claim anyone who edits the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 from numbakern import project as projects
@@ -48,8 +49,12 @@ UNVERIFIABLE = "unverifiable"
 def check(out_dir: str, expected: Iterable[str] = (), project=None) -> list[dict]:
     """A list of ``{"file", "problem", "detail"}``; empty when everything is current. ``expected``: registry names
     of kernels that must have a file in ``out_dir``; ``project``: whose kernel modules the entries may name (default:
-    the project of the current folder). Raises ``manifest.ManifestError`` for a damaged manifest."""
+    the project of the current folder). Raises ``manifest.ManifestError`` for a damaged manifest or a folder that does
+    not exist."""
     project = project if project is not None else projects.find(".")
+    if not os.path.isdir(out_dir):  # a check of nothing is no pass
+        raise manifest.ManifestError(f"{out_dir} is not a folder of generated files (it does not exist, or is a file): "
+                                     "nothing to check (translate --all writes the project's folder)")
     data, states = manifest.snapshot(out_dir)
     registry_names = _vouched_registry_names(project)
     problems = []

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import sys
 import tempfile
@@ -130,9 +131,12 @@ def parse_constants(items) -> dict:
 def _number(text):
     for conv in (int, float):
         try:
-            return conv(text)
+            value = conv(text)
         except ValueError:
-            pass
+            continue
+        if not math.isfinite(value):
+            raise ValueError(f"constant values must be finite numbers, got {text!r}")
+        return value
     if text in ("True", "False", "true", "false"):
         return text.lower() == "true"
     raise ValueError(f"constant values must be numbers, got {text!r}")
@@ -483,13 +487,16 @@ def _list(args, api, project) -> int:
         return _usage(project_kernels.import_failure(project, e))
     names = [project_kernels.target_name(s) for s in specs]
     data = manifest.load(args.out)
-    problems = {p["file"]: p for p in api.check(args.out, registry=False, expected=names)}
+    # (a folder not made yet: every kernel's file is missing)
+    problems = {p["file"]: p for p in api.check(args.out, registry=False, expected=names)} \
+        if os.path.isdir(args.out) else {}
     kernels = []
     for spec, name in zip(specs, names):
         found = manifest.entry_for(data, spec.name) if ":" not in name else \
             next(((f, e) for f, e in data["files"].items() if e.get("target") == name), None)
         file_name, entry = found or (f"{spec.name}.cu", {})
-        problem = problems.get(file_name)
+        problem = problems.get(file_name) or (None if os.path.isdir(args.out) else
+                                              {"problem": "missing", "detail": f"{args.out} does not exist"})
         record = trust.record(entry.get("verification"))
         claim = record if problem is None and record is not None and record["file_sha256"] == \
             entry.get("file_sha256") else None

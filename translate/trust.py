@@ -22,6 +22,7 @@ them). docs/translate.md says exactly that.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -204,14 +205,31 @@ def constants(value: Any) -> dict[str, list]:
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
+#: no verification record is larger, as JSON (the library's are about 700 bytes)
+MAX_RECORD_BYTES = 64 << 10
+
+
 def record(value: Any) -> dict | None:
-    """``value`` as a verification record, or None when it is not one: a table whose ``ok`` is a boolean (``"false"``
-    is text, not a verdict) and whose ``file_sha256`` names the bytes it is about."""
-    if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
-        return None
+    """``value`` as a verification record, or None when it is not one (``record_problem`` says why)."""
+    return value if record_problem(value) is None else None
+
+
+def record_problem(value: Any) -> str | None:
+    """Why ``value`` is not a verification record (None when it is one): a table whose ``ok`` is a boolean
+    (``"false"`` is text, not a verdict), whose ``file_sha256`` names the bytes it is about, and of at most 64 KiB."""
+    if not isinstance(value, dict):
+        return f"it is {type(value).__name__}, not a table"
+    if not isinstance(value.get("ok"), bool):
+        return f"its ok is {printable(repr(value.get('ok')), 40)}, not true or false"
     if not isinstance(value.get("file_sha256"), str) or not _SHA256.match(value["file_sha256"]):
-        return None
-    return value
+        return "it names no file bytes (file_sha256)"
+    try:
+        size = len(json.dumps(value))
+    except (TypeError, ValueError):
+        return "it is not JSON data"
+    if size > MAX_RECORD_BYTES:
+        return f"it is larger than {MAX_RECORD_BYTES >> 10} KiB"
+    return None
 
 
 def passed(value: Any, file_sha256: str | None = None) -> bool:

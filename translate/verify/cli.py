@@ -34,7 +34,7 @@ from numbakern import mode, registry
 from numbakern import project as projects
 from numbakern.registry import KernelSpec, all_specs, get
 
-from .. import manifest, targets
+from .. import manifest, targets, trust
 from . import driver, isolated, parallel, schedule, shards
 from .abi import select_launcher
 from .build import nvcc_path
@@ -213,6 +213,41 @@ def verify_kernels(
     return ordered
 
 
+#: no records file is larger (a record is at most 64 KiB; a library's worth is a few hundred KiB)
+MAX_RECORDS_BYTES = 64 << 20
+
+
+def read_records(path: str | os.PathLike) -> list[dict]:
+    """The ``[{"file": name, "record": {...}}, ...]`` that ``--records-out`` writes, read as data: a ``ValueError``
+    (one line) for a file that is missing, not a regular file, too large, not UTF-8 JSON, not such a list, an item
+    whose file is not a plain file name or whose record is not a well-formed verification record
+    (``translate.trust``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError("no such file" if not path.exists() else "not a regular file")
+    if path.stat().st_size > MAX_RECORDS_BYTES:
+        raise ValueError(f"larger than {MAX_RECORDS_BYTES >> 20} MiB, which no records file is")
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    if not isinstance(items, list):
+        raise ValueError(f"holds {type(items).__name__}, not the list of records --records-out writes")
+    for n, item in enumerate(items, start=1):
+        if not isinstance(item, dict) or set(item) != {"file", "record"}:
+            raise ValueError(f"item {n} is not {{\"file\": ..., \"record\": ...}}")
+        try:
+            trust.check_file_name(item["file"])
+        except trust.UntrustedEntry as e:
+            raise ValueError(f"item {n}: {e}") from None
+        problem = trust.record_problem(item["record"])
+        if problem is not None:
+            raise ValueError(f"item {n} ({trust.printable(item['file'])}): not a verification record: {problem}")
+    return items
+
+
 def _write_records(records: list[dict], records_out: str | os.PathLike | None) -> None:
     if records_out:
         Path(records_out).parent.mkdir(parents=True, exist_ok=True)
@@ -343,9 +378,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(e))
     args.dir = args.dir or os.path.relpath(project.out_dir)
     if args.apply:
-        records = json.loads(Path(args.apply).read_text())
-        for file_name, what in manifest.apply_records(args.dir, records).items():
-            print(f"{file_name}: {what}")
+        try:
+            records = read_records(args.apply)
+            outcomes = manifest.apply_records(args.dir, records)
+        except (ValueError, manifest.ManifestError) as e:
+            parser.error(f"--apply {args.apply}: {e}")
+        for file_name, what in outcomes.items():
+            print(f"{file_name}: {trust.printable(what)}")
         return 0
     if not args.kernels and not args.all:
         parser.error("name kernels to verify, or --all")
