@@ -42,6 +42,8 @@ from .request import TranslateOptions
 
 #: the backend whose translation --check derives again for every entry and compares byte for byte
 DETERMINISTIC = trust.DETERMINISTIC_BACKEND
+#: what a problem about a kernel that may be gone adds
+PRUNE_HINT = " (if the kernel was renamed or removed, translate --prune removes its file and entry)"
 #: the problem of a file only a manifest's claim vouches for (another backend's, which cannot be derived again)
 UNVERIFIABLE = "unverifiable"
 
@@ -84,13 +86,14 @@ def _check_entry(out_dir, filename, entry, state, project, registry_names) -> tu
         target = trust.kernel_target(name, project, registry_names)
         constants = trust.constants(entry.get("constants"))
     except trust.UntrustedEntry as e:
-        return "untrusted", f"not checked, nothing imported: {e}"
+        return "untrusted", f"not checked, nothing imported: {e}{PRUNE_HINT}"
     try:
         # a file target as translate imported it (by its path, whatever else imported its module by name since)
         tgt = targets.resolve(target, constants or None, by_path=True)
         sha = current_source_sha256(tgt, entry)
     except Exception as e:  # noqa: BLE001 - any failure to find the kernel is this file's problem, reported
-        return "unresolvable", f"{type(e).__name__}: {e}"
+        hint = PRUNE_HINT if isinstance(e, LookupError) else ""
+        return "unresolvable", f"{type(e).__name__}: {e}{hint}"
     recorded = (entry.get("frontend") or {}).get("source", NUMBA_CUDA)
     if recorded != tgt.frontend:
         return "stale", (f"{entry.get('kernel')} was translated from a {recorded} kernel and is now written against "
@@ -128,6 +131,41 @@ def _derived_sha256(tgt, entry, constants, on_disk) -> tuple[str | None, Excepti
         return _retranslated_sha256(tgt, entry, constants, on_disk), None
     except Exception as e:  # noqa: BLE001 - the kernel does not translate now: the caller says what that means
         return None, e
+
+
+def gone(out_dir: str, project=None) -> list[dict]:
+    """The entries of ``out_dir``'s manifest whose kernel no longer exists in ``project``, as ``{"file",
+    "kernel", "why"}``: the entry names no kernel the project vouches for (a module dropped from its kernel modules,
+    a library kernel in a project that does not include the library), or the project's module no longer has it (or
+    is gone itself). A kernel whose module fails to import for any other reason may still exist: never listed."""
+    project = project if project is not None else projects.find(".")
+    data = manifest.load(out_dir)
+    registry_names = _vouched_registry_names(project)
+    found = []
+    for filename, entry in sorted(data["files"].items()):
+        name = entry.get("target") or entry.get("registry_name") or entry.get("kernel")
+        why = _why_gone(name, project, registry_names)
+        if why is not None:
+            found.append({"file": filename, "kernel": trust.printable(name, 200), "why": why})
+    return found
+
+
+def _why_gone(name, project, registry_names) -> str | None:
+    try:
+        target = trust.kernel_target(name, project, registry_names)
+    except trust.UntrustedEntry as e:
+        return str(e)
+    try:
+        targets.resolve(target, by_path=True)
+    except ModuleNotFoundError as e:
+        module = target.rsplit(":", 1)[0]
+        return f"its module {module} no longer exists" if e.name and module.startswith(e.name) else None
+    except LookupError as e:
+        # a specialized factory asks for its constants: it exists
+        return None if "specialized kernel factory" in str(e) else str(e.args[0] if e.args else e)
+    except Exception:  # noqa: BLE001 - a module that does not import now may still hold the kernel: keep its file
+        return None
+    return None
 
 
 def _vouched_registry_names(project) -> set[str]:

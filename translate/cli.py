@@ -4,6 +4,7 @@
     translate --all [--out DIR] [--arch ARCH]
     translate --check [--out DIR]
     translate --list
+    translate --prune [--out DIR]              # remove the files of kernels that no longer exist
     translate --all --shard I/N [--verify]     # one host's share of the kernels (a CI matrix, a job array)
     translate --merge DIR... [--out DIR]       # the other hosts' verification records, into this folder
 
@@ -99,6 +100,10 @@ def build_parser(prog: str = "translate") -> argparse.ArgumentParser:
                         "(manifest records are claims, not proof); refused without a GPU")
     p.add_argument("--list", action="store_true",
                    help="list the project's kernels with the state of their files (nothing is translated)")
+    p.add_argument("--prune", action="store_true",
+                   help="remove the files and manifest entries of kernels that no longer exist in the project "
+                        "(renamed, deleted, or a library kernel the project does not include); never a file of a "
+                        "kernel that exists")
     p.add_argument("--merge", nargs="+", metavar="DIR",
                    help="merge the GPU verification records of these folders' manifests (other hosts' shards) into "
                         "the output folder's, for the same file bytes; conflicting records are refused, one line each")
@@ -187,6 +192,8 @@ def _main(argv, prog: str) -> int:
             return _merge(args)
         if args.list:
             return _list(args, api, project)
+        if args.prune:
+            return _prune(args, project)
         if args.check:
             return _check(args, api, project)
         problem = _preflight(args, arch_label, out_label)
@@ -257,17 +264,17 @@ def _merge(args) -> int:
 
 def _what_to_do_problem(args) -> str | None:
     """Options that do not make one command (None when they do)."""
-    if sum(map(bool, (args.check, args.list, args.merge, args.all or args.kernel))) > 1:
-        return "use one of KERNEL / --all, --check, --list and --merge"
+    if sum(map(bool, (args.check, args.list, args.merge, args.prune, args.all or args.kernel))) > 1:
+        return "use one of KERNEL / --all, --check, --list, --prune and --merge"
     if args.shard and not args.all:
         return "--shard I/N applies to --all"
     for flag in ("accept_unverifiable", "require_verified"):
         if getattr(args, flag) and not args.check:
             return f"--{flag.replace('_', '-')} applies to --check"
-    if args.check or args.list or args.merge:
+    if args.check or args.list or args.merge or args.prune:
         return None
     if args.all == bool(args.kernel):
-        return "name one KERNEL, or use --all, --check, --list or --merge"
+        return "name one KERNEL, or use --all, --check, --list, --prune or --merge"
     if args.all and (args.signature or args.const):
         return "--signature/--const apply to one kernel, not --all"
     if args.show_prompt and args.all:
@@ -475,6 +482,30 @@ def _claims(out: str) -> list[str]:
             if trust.record(entry.get("verification")) is not None]
 
 
+def _prune(args, project) -> int:
+    """``--prune``: the files and entries of ``args.out`` whose kernels no longer exist in ``project``, removed."""
+    from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
+
+    if not os.path.isdir(args.out):
+        return _usage(f"--prune: {args.out} is not a folder of generated files")
+    try:
+        removed = project_kernels.prune(project, args.out)
+    except ValueError as e:  # ProjectError: a clash of names
+        return _usage(str(e))
+    except ManifestError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
+        return _usage(project_kernels.import_failure(project, e))
+    if args.json:
+        _print_json({"command": "prune", "out": args.out, "removed": removed})
+        return 0
+    for r in removed if args.verbosity > output.QUIET else ():
+        why = trust.printable(r["why"])
+        sys.stdout.write(f"removed    {os.path.join(args.out, r['file'])}  {r['kernel']}: {why}\n")
+    sys.stdout.write(f"translate --prune -> {args.out}/: {len(removed)} removed\n")
+    return 0
+
+
 def _list(args, api, project) -> int:
     """``--list``: the project's kernels, each with its file and the file's state (as ``--check`` finds it)."""
     from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
@@ -508,18 +539,26 @@ def _list(args, api, project) -> int:
                         "claimed_verification": {k: record.get(k) for k in ("ok", "device", "host", "date",
                                                                             "file_sha256")} if claim else None,
                         "claim": trust.claim_text(claim) if claim else None})
+    # files of the folder whose kernels the project cannot find (renamed, removed, not its own): never hidden
+    listed = {os.path.basename(k["file"]) for k in kernels}
+    orphans = [{"file": os.path.join(args.out, f), "status": p["problem"], "detail": p["detail"]}
+               for f, p in sorted(problems.items())
+               if f not in listed and p["problem"] in ("untrusted", "unresolvable")]
     where = f"project {project.name} ({output.display_path(str(project.pyproject))})" if not project.is_library \
         else "numbakern's library (no [tool.numbakern] in a pyproject.toml here or above)"
     if args.json:
         _print_json({"command": "list", "project": project.name, "pyproject": project.pyproject and
-                     str(project.pyproject), "out": args.out, "kernels": kernels})
+                     str(project.pyproject), "out": args.out, "kernels": kernels, "orphans": orphans})
         return 0
     sys.stdout.write(f"{where}: {len(kernels)} kernels, their files in {args.out}/\n")
-    width = max((len(k["kernel"]) for k in kernels), default=0)
-    path_width = max((len(k["file"]) for k in kernels), default=0)
+    width = max((len(k["kernel"]) for k in kernels), default=len("(no kernel)"))
+    path_width = max((len(k["file"]) for k in (*kernels, *orphans)), default=0)
     for k in kernels:
         state = k["status"] + (f"; the manifest claims {k['claim']}" if k["claim"] else "")
         sys.stdout.write(f"{k['kernel']:<{width}}  {k['file']:<{path_width}}  {state}\n")
+    for o in orphans:
+        sys.stdout.write(f"{'(no kernel)':<{width}}  {o['file']:<{path_width}}  {o['status']}: "
+                         f"{trust.printable(o['detail'])}\n")
     return 0
 
 

@@ -355,6 +355,25 @@ def write_translation(out_dir: str | os.PathLike, filename: str, code: str, entr
     return new
 
 
+def remove(out_dir: str | os.PathLike, filenames: Iterable[str]) -> list[str]:
+    """Remove the entries ``filenames`` and their files from ``out_dir``, under the folder's lock: the manifest
+    without them is saved first, then the files are unlinked (a kill in between leaves only unlisted files, which
+    nothing reads). A name that holds a folder is left there. Returns the names removed."""
+    out = folder(out_dir)
+    with _locked(out):
+        data = _read(manifest_path(out), shown=manifest_path(out_dir))
+        _settle(data, out)
+        removed = [name for name in filenames if data["files"].pop(name, None) is not None]
+        if removed:
+            _save(out, data)
+        for name in removed:
+            path = os.path.join(out, name)
+            if not os.path.isdir(path) or os.path.islink(path):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+    return removed
+
+
 def merged_entry(old: dict | None, entry: dict) -> dict:
     """``entry`` as it is stored over ``old``: ``created`` kept; the verification kept while it still applies (same
     kernel source, same file bytes); a missing resource report kept for the same file; and an identical

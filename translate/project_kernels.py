@@ -20,7 +20,8 @@ from numbakern.project import Project
 from .errors import UnknownKernel
 from .targets import recording_signatures
 
-__all__ = ["UnknownKernel", "expected_in", "import_failure", "specs", "target_for", "target_name", "targets_of"]
+__all__ = ["UnknownKernel", "expected_in", "import_failure", "prune", "specs", "target_for", "target_name",
+           "targets_of"]
 
 
 def specs(project: Project) -> list:
@@ -57,6 +58,11 @@ def target_for(project: Project, name: str) -> str:
         return name  # the translation's own error names both
     except KeyError:
         raise UnknownKernel(unknown_kernel_message(name, project)) from None
+    if not (project.is_library or project.include_library):
+        # the project's tools work on the project's kernels: its folder holds nothing its --check cannot check
+        raise UnknownKernel(f"'{name}' is a kernel of numbakern's library, which project {project.name} does not "
+                            f"include (include-library = false in {project.pyproject}): set include-library = true "
+                            "to translate library kernels in this project")
     return name
 
 
@@ -105,6 +111,18 @@ def translate_kernel(target: str, *, signature, constants: dict, backend: str, o
     out = (out_dir if out_dir is not None else str(project.out_dir)) if write else None
     return pipeline.translate(target_for(project, target), signature=signature, constants=constants, opts=opts,
                               out_dir=out)
+
+
+def prune(project: Project, out_dir: str) -> list[dict]:
+    """``translate --prune``: remove from ``out_dir`` the files and entries of kernels that no longer exist in
+    ``project`` (``translate.check.gone``); a file of a kernel that still exists, verified or not, is never
+    touched. Returns what was removed, as ``gone`` lists it."""
+    from . import check as freshness  # the spine's check: only for a prune
+    from . import manifest  # (with it)
+
+    found = freshness.gone(out_dir, project)  # (file targets are relative to the current folder, as translate wrote)
+    removed = set(manifest.remove(out_dir, [g["file"] for g in found]))
+    return [g for g in found if g["file"] in removed]
 
 
 def check(*, out_dir: str | None, library_kernels: bool | None, expected, project_dir: str) -> list[dict]:
