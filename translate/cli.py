@@ -89,7 +89,7 @@ def build_parser(prog: str = "translate") -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="translate every kernel of the project (numbakern's own library "
                                                       "outside a project)")
     p.add_argument("--force", action="store_true",
-                   help="replace a GPU-verified file even when the new translation is unverified")
+                   help="replace a GPU-verified file with a model's unverified translation, or a file edited by hand")
     p.add_argument("--check", action="store_true",
                    help="exit non-zero if a generated file is stale or was edited by hand")
     p.add_argument("--accept-unverifiable", action="store_true",
