@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import typer
+from . import closures, typer
 from .codetext import code_text
 
 #: bump when the facts a worker returns change shape or meaning (old cache entries then miss)
@@ -112,12 +112,14 @@ def build_request(fn, options: dict, argtypes: tuple, recognize: Recognizer, cc=
 def _refuse_reserved_names(fn) -> None:
     """A ``ReservedName`` for a function whose code (nested functions too) names anything ``__nk_...``: the rewritten
     code would read numbakern's helper of that name instead (a wrong result, or a crash)."""
-    todo = [getattr(fn, "__code__", None)]
+    if not isinstance(fn, pytypes.FunctionType):
+        return
+    # (a nested function's free names are its enclosing code's cell names, or the kernel's own free names)
+    outer = set(closures.free_names(fn))
+    todo = [fn.__code__]
     while todo:
         code = todo.pop()
-        if code is None:
-            continue
-        found = sorted(n for n in {*code.co_names, *code.co_varnames, *code.co_freevars, *code.co_cellvars}
+        found = sorted(n for n in {*code.co_names, *code.co_varnames, *code.co_cellvars, *outer}
                        if n.startswith(RESERVED_PREFIX))
         if found:
             raise ReservedName(f"{fn.__qualname__} uses the name '{found[0]}': names beginning with "
