@@ -440,12 +440,8 @@ def _check(args, api, project) -> int:
     try:
         _, library = project_kernels.expected_in(project, args.out)
         problems = api.check(args.out)
-    except ValueError as e:  # ProjectError: a clash of names
-        return _usage(str(e))
-    except ManifestError:
-        raise
-    except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
-        return _usage(project_kernels.import_failure(project, e))
+    except Exception as e:  # noqa: BLE001 - said as _project_failure says it
+        return _project_failure(project, e)
     claims = [p for p in problems if p["problem"] == UNVERIFIABLE]
     accepted = claims if args.accept_unverifiable or args.require_verified else []
     problems = [p for p in problems if p not in accepted]
@@ -461,6 +457,19 @@ def _check(args, api, project) -> int:
         output.print_check(problems, args.out, what=what, accepted=accepted,
                            claims=_claims(args.out) if args.verbosity >= output.VERBOSE else None)
     return rc
+
+
+def _project_failure(project, e: Exception) -> int:
+    """The exit status (2) and one line for what stopped a command on ``project``'s kernels: a ``ProjectError`` (a
+    clash of names) as it is, the project's kernel modules failing to import located in them; a damaged manifest is
+    raised on (``_main`` says it)."""
+    from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
+
+    if isinstance(e, ManifestError):
+        raise e
+    if isinstance(e, ValueError):
+        return _usage(str(e))
+    return _usage(project_kernels.import_failure(project, e))
 
 
 def _verify_checked(args, project) -> int:
@@ -490,12 +499,8 @@ def _prune(args, project) -> int:
         return _usage(f"--prune: {args.out} is not a folder of generated files")
     try:
         removed = project_kernels.prune(project, args.out)
-    except ValueError as e:  # ProjectError: a clash of names
-        return _usage(str(e))
-    except ManifestError:
-        raise
-    except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
-        return _usage(project_kernels.import_failure(project, e))
+    except Exception as e:  # noqa: BLE001 - said as _project_failure says it
+        return _project_failure(project, e)
     if args.json:
         _print_json({"command": "prune", "out": args.out, "removed": removed})
         return 0
@@ -512,10 +517,8 @@ def _list(args, api, project) -> int:
 
     try:
         specs = project_kernels.specs(project)
-    except ValueError as e:  # ProjectError: a clash of names
-        return _usage(str(e))
-    except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
-        return _usage(project_kernels.import_failure(project, e))
+    except Exception as e:  # noqa: BLE001 - said as _project_failure says it
+        return _project_failure(project, e)
     names = [project_kernels.target_name(s) for s in specs]
     data = manifest.load(args.out)
     # (a folder not made yet: every kernel's file is missing)

@@ -16,6 +16,8 @@ import pytest
 from numbakern import mode
 from tests.environments import clean, with_path_first
 
+from .test_hostile_manifests import _manifest, _write_manifest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KERNEL = '''from numba import cuda
 
@@ -69,14 +71,6 @@ def project(template, tmp_path):
     dest = tmp_path / "proj"
     subprocess.run(["cp", "-r", str(template), str(dest)], check=True)
     return dest
-
-
-def _manifest(project) -> dict:
-    return json.loads((project / "gen" / "manifest.json").read_text())
-
-
-def _write_manifest(project, data) -> None:
-    (project / "gen" / "manifest.json").write_text(json.dumps(data))
 
 
 def test_list_never_runs_a_kernel_packages_main(tmp_path):
