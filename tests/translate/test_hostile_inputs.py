@@ -16,19 +16,10 @@ import pytest
 from numbakern import mode
 from tests.environments import clean, with_path_first
 
-from .test_hostile_manifests import _manifest, _write_manifest
+from . import test_hostile_manifests as hostile
+from .test_hostile_manifests import KERNEL, SIGNATURE, _manifest, _write_manifest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KERNEL = '''from numba import cuda
-
-
-@cuda.jit
-def scale(x, out):
-    i = cuda.grid(1)
-    if i < x.shape[0]:
-        out[i] = x[i] * 2
-'''
-SIGNATURE = "void(float32[::1], float32[::1])"
 DECLARED = '''
 
 import numpy as np
@@ -45,6 +36,10 @@ numbakern.declare(scale, args=scale_args, launch=lambda x, out: ((x.shape[0] + 3
 '''
 
 
+#: a copy of this module's ``template`` for each test
+project = hostile.project
+
+
 def _run(*args, cwd, module="translate.cli", timeout=300, **env):
     environ = with_path_first(clean(cwd, **env), ROOT)
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True,
@@ -57,6 +52,7 @@ def _no_traceback(r):
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
+    """A project whose kernel is declared (``--list`` lists it), translated once."""
     root = tmp_path_factory.mktemp("inputs") / "proj"
     root.mkdir()
     (root / "pyproject.toml").write_text('[tool.numbakern]\nkernels = ["mykern"]\nout = "gen"\n')
@@ -64,13 +60,6 @@ def template(tmp_path_factory):
     r = _run("mykern:scale", "--signature", SIGNATURE, cwd=root)
     assert r.returncode == 0, r.stdout + r.stderr
     return root
-
-
-@pytest.fixture
-def project(template, tmp_path):
-    dest = tmp_path / "proj"
-    subprocess.run(["cp", "-r", str(template), str(dest)], check=True)
-    return dest
 
 
 def test_list_never_runs_a_kernel_packages_main(tmp_path):
