@@ -51,12 +51,13 @@ UNVERIFIABLE = "unverifiable"
 def check(out_dir: str, expected: Iterable[str] = (), project=None) -> list[dict]:
     """A list of ``{"file", "problem", "detail"}``; empty when everything is current. ``expected``: registry names
     of kernels that must have a file in ``out_dir``; ``project``: whose kernel modules the entries may name (default:
-    the project of the current folder). Raises ``manifest.ManifestError`` for a damaged manifest or a folder that does
-    not exist."""
+    the project of the current folder). Raises ``manifest.ManifestError`` for a damaged manifest, or a folder that does
+    not exist where no file is expected (with ``expected``, each is ``missing``)."""
     project = project if project is not None else projects.find(".")
-    if not os.path.isdir(out_dir):  # a check of nothing is no pass
+    expected = list(expected)
+    if not os.path.isdir(out_dir) and not expected:  # a check of nothing is no pass (expected files are missing)
         raise manifest.ManifestError(f"{out_dir} is not a folder of generated files (it does not exist, or is a file): "
-                                     "nothing to check (translate --all writes the project's folder)")
+                                     "nothing to check")
     data, states = manifest.snapshot(out_dir)
     registry_names = _vouched_registry_names(project)
     problems = []

@@ -498,16 +498,21 @@ def _prune(args, project) -> int:
     if not os.path.isdir(args.out):
         return _usage(f"--prune: {args.out} is not a folder of generated files")
     try:
-        removed = project_kernels.prune(project, args.out)
+        removed, kept = project_kernels.prune(project, args.out)
     except Exception as e:  # noqa: BLE001 - said as _project_failure says it
         return _project_failure(project, e)
     if args.json:
-        _print_json({"command": "prune", "out": args.out, "removed": removed})
+        _print_json({"command": "prune", "out": args.out, "removed": removed, "kept": kept})
         return 0
     for r in removed if args.verbosity > output.QUIET else ():
         why = trust.printable(r["why"])
         sys.stdout.write(f"removed    {os.path.join(args.out, r['file'])}  {r['kernel']}: {why}\n")
-    sys.stdout.write(f"translate --prune -> {args.out}/: {len(removed)} removed\n")
+    for k in kept:
+        sys.stderr.write(f"translate --prune: kept {os.path.join(args.out, k['file'])}: a kernel of the project "
+                         f"writes it, though its entry names {k['kernel']} (translate the kernel again to rewrite the "
+                         "entry)\n")
+    sys.stdout.write(f"translate --prune -> {args.out}/: {len(removed)} removed" +
+                     (f", {len(kept)} kept" if kept else "") + "\n")
     return 0
 
 

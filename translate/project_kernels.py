@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import sys
 import traceback
 
 from numbakern import registry
@@ -113,16 +114,36 @@ def translate_kernel(target: str, *, signature, constants: dict, backend: str, o
                               out_dir=out)
 
 
-def prune(project: Project, out_dir: str) -> list[dict]:
+def prune(project: Project, out_dir: str) -> tuple[list[dict], list[dict]]:
     """``translate --prune``: remove from ``out_dir`` the files and entries of kernels that no longer exist in
-    ``project`` (``translate.check.gone``); a file of a kernel that still exists, verified or not, is never
-    touched. Returns what was removed, as ``gone`` lists it."""
+    ``project`` (``translate.check.gone``). A file that a kernel of the project writes now is never removed, whatever
+    its entry says (the entry is data: one could name a kernel that is gone for a file that is not). Returns
+    ``(removed, kept)``, as ``gone`` lists them."""
     from . import check as freshness  # the spine's check: only for a prune
     from . import manifest  # (with it)
 
     found = freshness.gone(out_dir, project)  # (file targets are relative to the current folder, as translate wrote)
-    removed = set(manifest.remove(out_dir, [g["file"] for g in found]))
-    return [g for g in found if g["file"] in removed]
+    current = files_of_kernels(project)
+    kept = [g for g in found if g["file"] in current]
+    removed = set(manifest.remove(out_dir, [g["file"] for g in found if g["file"] not in current]))
+    return [g for g in found if g["file"] in removed], kept
+
+
+def files_of_kernels(project: Project) -> set[str]:
+    """The file names the project's kernels write: its declared kernels' (and the library's, if it includes it),
+    and those of every ``@cuda.jit`` kernel its kernel modules bind, declared or not."""
+    found = specs(project)
+    names = {f"{spec.name}.cu" for spec in found}
+    names |= {f"{getattr(spec.kernel, 'py_func', spec.kernel).__name__}.cu" for spec in found}
+    for module in list(sys.modules.values()):
+        if not any(getattr(module, "__name__", "") == m or getattr(module, "__name__", "").startswith(m + ".")
+                   for m in project.kernel_modules):
+            continue
+        for value in vars(module).values():
+            function = getattr(value, "py_func", None)
+            if function is not None and not (getattr(value, "targetoptions", None) or {}).get("device"):
+                names.add(f"{getattr(function, '__name__', '')}.cu")
+    return names
 
 
 def check(*, out_dir: str | None, library_kernels: bool | None, expected, project_dir: str) -> list[dict]:

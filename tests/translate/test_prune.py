@@ -135,3 +135,16 @@ def test_a_library_kernel_is_not_translated_into_a_project_that_excludes_the_lib
                                             "include-library = true\n")
     assert _cli("matmul_tiled", cwd=project).returncode == 0
     assert "0 removed" in _cli("--prune", cwd=project).stdout
+
+
+def test_an_entry_that_names_a_gone_kernel_for_a_current_file_does_not_get_it_removed(project):
+    """The manifest is data: an entry of scale.cu rewritten to name a kernel outside the project would make scale.cu
+    look like the file of a kernel that is gone; scale's kernel exists and writes it, so it stays."""
+    data = json.loads((project / "gen" / "manifest.json").read_text())
+    data["files"]["scale.cu"]["target"] = "elsewhere:scale"
+    (project / "gen" / "manifest.json").write_text(json.dumps(data))
+    r = _cli("--prune", cwd=project)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout == "translate --prune -> gen/: 0 removed, 1 kept\n"
+    assert "kept gen/scale.cu: a kernel of the project writes it, though its entry names elsewhere:scale" in r.stderr
+    assert (project / "gen" / "scale.cu").exists() and _files(project) == ["saxpy_clamp.cu", "scale.cu"]
