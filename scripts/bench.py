@@ -33,9 +33,11 @@ Numba or a kernel could not be measured, 2 no GPU.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -50,6 +52,13 @@ FIELDS = ["kernel", "size", "size_keys", "metric", "numba_ms", "c_ms", "torch_ms
           "c_vs_numba", "torch_vs_c", "c_pct_copy", "c_numba_max_rel_diff", "torch_op", "triton_ms", "peers", "gpu"]
 NUMERIC = ("numba_ms", "c_ms", "torch_ms", "numba_rate", "c_rate", "torch_rate", "c_vs_numba", "torch_vs_c",
            "c_pct_copy")
+#: the columns every results row has; a kernel cell is a registered kernel's name (or ``copy``), nothing else
+REQUIRED = ("kernel", "size", "metric")
+_KERNEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")
+#: what a text cell may not hold: it goes into Markdown tables (a column break, HTML, code spans)
+_NOT_IN_CELLS = re.compile(r"[|<>`\x00-\x1f\x7f]")
+#: no results file is larger
+MAX_CSV_BYTES = 16 << 20
 #: the largest relative difference between the translated C and Numba at a benchmark size that counts as agreement
 AGREEMENT = 1e-4
 #: matmul kernels that take A transposed (their first argument is k×h): ``out = mt.T @ n``
@@ -259,7 +268,7 @@ def markdown(rows, provenance: str) -> str:
     if peers:  # Triton beside the matmuls, torch's SDPA backends beside attention
         lines += ["", "Other implementations timed in the same run:", "", "| kernel | size | torch op | timings |",
                   "|---|---|---|---|"]
-        lines += [f"| {r['kernel']} | {r['size']} | {r['torch_op']} | {r['peers']} |" for r in peers]
+        lines += [f"| {r['kernel']} | {r['size']} | {r.get('torch_op', '')} | {r['peers']} |" for r in peers]
     return "\n".join(lines) + "\n"
 
 
@@ -275,9 +284,12 @@ def readme_markdown(rows, provenance: str) -> str:
 
 
 def family_of(kernel: str) -> str:
-    """The registered family of a benchmarked kernel ("copy" for the bandwidth row, "other" if unregistered)."""
+    """The registered family of a benchmarked kernel ("copy" for the bandwidth row, "other" if unregistered). Only
+    names are looked up (the library's registry), never a module: rendering data imports nothing."""
     import numbakern
 
+    if not _KERNEL_NAME.match(kernel):
+        return "other"
     try:
         return numbakern.get(kernel).family
     except (KeyError, LookupError):
@@ -292,11 +304,57 @@ def chart(rows, path: Path, provenance: str) -> bool:
             panels.setdefault(family_of(r["kernel"]), []).append(r)
     made = []
     for family, members in panels.items():
-        series = {label: [benchkit.number(r[f"{name}_rate"]) / benchkit.number(r["torch_rate"]) for r in members]
+        series = {label: [_ratio(benchkit.number(r.get(f"{name}_rate", "")), benchkit.number(r.get("torch_rate", "")))
+                          for r in members]
                   for name, label in (("numba", "Numba"), ("c", "translated C"), ("torch", "torch/cuBLAS"))}
         made.append((family, [f"{r['kernel']} {r['size']}" for r in members], series))
     return benchkit.panel_chart(path, made, "throughput relative to torch/cuBLAS",
                                 f"python scripts/bench.py. {benchkit.where_and_when(provenance)}", log=True)
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else float("nan")
+
+
+def read_results(path: str | os.PathLike) -> tuple[list[dict], str]:
+    """``(rows, provenance)`` of a results CSV, checked as data before anything is made of it: a UTF-8 file of at
+    most 16 MiB with a provenance line, every row with the columns ``REQUIRED`` and no others than its header's,
+    a kernel cell that is a kernel's name (``matmul_tiled``: never ``module:attribute``, nothing is imported), numeric
+    cells that are numbers (or ``nan``) not below zero, and text cells with no Markdown or HTML syntax. A
+    ``ValueError`` naming the file, the row and the cell otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: not a file" if path.exists() else f"{path}: no such file")
+    if path.stat().st_size > MAX_CSV_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_CSV_BYTES >> 20} MiB, which no results file is")
+    try:
+        rows, provenance = benchkit.read_csv(path)
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
+    except csv.Error as e:
+        raise ValueError(f"{path}: not CSV ({e})") from None
+    for n, row in enumerate(rows, start=1):
+        where = f"{path}, row {n}"
+        if None in row:
+            raise ValueError(f"{where}: more cells than the header has columns")
+        missing = [k for k in REQUIRED if not row.get(k)]
+        if missing:
+            raise ValueError(f"{where}: no {', '.join(missing)} (every row has {', '.join(REQUIRED)})")
+        if not _KERNEL_NAME.match(row["kernel"]):
+            raise ValueError(f"{where}: the kernel {row['kernel']!r} is not a kernel's name (such as matmul_tiled)")
+        for key, cell in row.items():
+            if cell is None:
+                raise ValueError(f"{where}: fewer cells than the header has columns")
+            if key in NUMERIC and cell != "":
+                try:
+                    value = float(cell)
+                except ValueError:
+                    raise ValueError(f"{where}: {key} is {cell!r}, not a number") from None
+                if value < 0 or math.isinf(value):
+                    raise ValueError(f"{where}: {key} is {cell}, not a time, rate or ratio")
+            elif _NOT_IN_CELLS.search(cell):
+                raise ValueError(f"{where}: {key} {cell!r} holds a character that is not text for a table")
+    return rows, provenance
 
 
 def publish(rows, provenance: str, out: Path) -> str:
@@ -315,7 +373,7 @@ def merge(paths: Sequence[Path]) -> tuple[list[dict], str]:
     rows: list[dict] = []
     notes = []
     for i, path in enumerate(paths):
-        new, provenance = benchkit.read_csv(Path(path))
+        new, provenance = read_results(path)
         kernels = list(dict.fromkeys(r["kernel"] for r in new if r["kernel"] != "copy"))
         copies = {r.get("gpu") for r in rows if r["kernel"] == "copy"}
         kept = [r for r in rows if r["kernel"] not in kernels]
@@ -491,7 +549,11 @@ def main(argv=None) -> int:
         return worker_main(args.budget)
 
     if args.render:
-        print(publish(*benchkit.read_csv(Path(args.render)), Path(args.render).parent))
+        try:
+            rows, provenance = read_results(args.render)
+        except (OSError, ValueError) as exc:
+            parser.error(f"--render: {exc}")
+        print(publish(rows, provenance, Path(args.render).parent))
         return 0
     if args.merge:
         if not args.out:
