@@ -111,11 +111,10 @@ def _assemble(launch, configured, spec, compile: bool) -> Profile:
         total.executions += row.executions
         total.thread_executions += row.thread_executions
     blocks = math.prod(launch.grid_dim)
-    scale = blocks / len(launch.plan)
-    for label, read, written in recorder.touched.values():
+    for label, _, _, read, written in recorder.touched.values():
         most = -(-label.span // 32) + 1  # the array's sectors (one more if it does not start on a sector)
-        total.unique_bytes_read += 32.0 * min(int(read.sum()) * scale, most)
-        total.unique_bytes_written += 32.0 * min(int(written.sum()) * scale, most)
+        total.unique_bytes_read += 32.0 * min(read, most)
+        total.unique_bytes_written += 32.0 * min(written, most)
     sampling = Sampling(blocks, len(launch.plan), launch.how)
     if launch.how != "all":
         notes.append(f"sampled: {launch.how}; the bytes the kernel must move are the sample's scaled (at most each "

@@ -162,8 +162,9 @@ class Recorder:
         self._branch_keys: set[tuple[int, int]] = set()
         for code in kernel_codes:
             self._note_branches(code)
-        # per global array (id of its label): the label, and bitmaps of the sectors read and written
-        self.touched: dict[int, tuple] = {}
+        # per global array (id of its label): [label, bitmaps of the sectors read and written, and the grid's
+        # estimated number of each] (``_touch``)
+        self.touched: dict[int, list] = {}
 
     # -- the hooks -------------------------------------------------------------------------------------------------
 
@@ -328,10 +329,14 @@ class Recorder:
             found, counts = np.unique(np.stack([site[pair_group], stride]), axis=1, return_counts=True)
             for (sid, step), count in zip(found.T.tolist(), counts.tolist()):
                 self.sites[sid].strides[step] += weight * count
-        self._touch(a, label_col, is_global[a.group], kinds[a.group] % 4)
+        self._touch(a, label_col, is_global[a.group], kinds[a.group] % 4, weight)
 
-    def _touch(self, a: rules.Accesses, labels: tuple, is_global: np.ndarray, ops: np.ndarray) -> None:
-        """Mark the sectors of global arrays the rows read and wrote."""
+    def _touch(self, a: rules.Accesses, labels: tuple, is_global: np.ndarray, ops: np.ndarray,
+               weight: float) -> None:
+        """Mark the sectors of global arrays the rows read and wrote, and add those no block before touched, scaled
+        by the block's weight: over blocks that touch their own data (a copy, a stencil) that estimates the whole
+        grid's; over blocks that share data (a matmul's rows of A) it over-estimates, and the total is capped at each
+        array's size."""
         known = {id(label): label for label in labels}
         which = {key: i for i, key in enumerate(known)}
         label_of = np.array([which[id(label)] for label in labels], np.int64)
@@ -346,11 +351,14 @@ class Recorder:
             found = self.touched.get(key)
             if found is None:
                 size = label.span // rules.SECTOR + 2
-                found = self.touched[key] = (label, np.zeros(size, bool), np.zeros(size, bool))
+                found = self.touched[key] = [label, np.zeros(size, bool), np.zeros(size, bool), 0.0, 0.0]
             relative = sector[picked] - label.base // rules.SECTOR
             op = ops[row[picked]]
-            found[1][relative[(op == _LD) | (op == _LDGSTS) | (op == _ATOM)]] = True
-            found[2][relative[(op == _ST) | (op == _ATOM)]] = True
+            for side, ops_of_side in ((1, (_LD, _LDGSTS, _ATOM)), (2, (_ST, _ATOM))):
+                marked = np.unique(relative[np.isin(op, ops_of_side)])
+                bitmap = found[side]
+                found[side + 2] += weight * int(np.count_nonzero(~bitmap[marked]))
+                bitmap[marked] = True
 
     def _count_lines(self, lanes: list, weight: float) -> None:
         runs = [self._threads[t][0] for t in lanes]
@@ -619,8 +627,8 @@ def plan(grid_dim, budget: int | None) -> tuple[dict[int, tuple[float, float]], 
     proportional to its size (at least one block), spread evenly over it; a block's weight is its stratum's size
     over the blocks drawn from it, so weighted sums estimate the whole grid's.
 
-    Lines are traced in at most ``LINE_BLOCKS`` of the blocks run (at least one per stratum, evenly spread), their
-    line counts weighted up in the same way (0: not traced).
+    Lines are traced in about ``LINE_BLOCKS`` of the blocks run (a share per stratum, at least one, evenly spread),
+    their line counts weighted up in the same way (0: not traced).
     """
     gx, gy, gz = grid_dim
     total = gx * gy * gz
