@@ -466,10 +466,14 @@ class Recorder:
                 site.memory.stride = int(site.strides.most_common(1)[0][0])
             memory.add(site.memory)
         for key, branch in self.branches.items():
-            where = self._line_of(key)
-            found = row(where).branch
-            if found is None or branch.executions > found.executions:
-                row(where).branch = branch
+            # a test's line has several instructions that a line event may start at: its runs are the most
+            # frequent one's, its divergent runs those of the one the lanes leave the line from
+            r = row(self._line_of(key))
+            if r.branch is None:
+                r.branch = Branch(branch.executions, branch.divergent)
+            else:
+                r.branch.executions = max(r.branch.executions, branch.executions)
+                r.branch.divergent = max(r.branch.divergent, branch.divergent)
         for key, per_run in static_flops.items():
             if key in rows:
                 flops = {t: n * _times(runs, key, per_entry) for t, (n, per_entry) in per_run.items()}
