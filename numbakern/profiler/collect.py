@@ -54,6 +54,8 @@ _KERNEL, _SIM, _STAND_IN = 0, 1, 2
 _MAX_ACCESS = 16  # bytes: the widest access one lane makes
 _LD, _ST, _ATOM, _LDGSTS = range(4)  # offsets of a space's kinds in KINDS
 _getframe = sys._getframe
+#: a global array's addresses are its argument's own range (``engine.GLOBAL_RANGE_BITS``): ``address >> 48`` names it
+ARRAY_BITS = engine.GLOBAL_RANGE_BITS
 
 
 class ProfiledArray(CheckedArray):
@@ -67,6 +69,8 @@ class ProfiledArray(CheckedArray):
 
     def __init__(self, array, label, checks, recorder, on_write=None, on_atomic=None):
         super().__init__(array, label, checks)
+        if label.kind == "global":
+            recorder.arrays[label.base >> ARRAY_BITS] = label  # its accesses name it by their address range
         self._rec = recorder
         self._kind = 0 if label.kind == "global" else 4  # its space's first entry in KINDS
         self._item = array.itemsize
@@ -76,10 +80,9 @@ class ProfiledArray(CheckedArray):
     def _note(self, op: int, addr: int, frame) -> None:
         rec = self._rec
         if frame.f_code is rec.kernel_code:
-            rec.events.append((rec.scheduler.current, frame.f_lasti, self._kind + op, addr, self._item, self._label,
-                               None))
+            rec.events.append((rec.scheduler.current, frame.f_lasti, self._kind + op, addr, self._item))
         else:
-            rec.access(frame, self._kind + op, addr, self._item, self._label)
+            rec.access(frame, self._kind + op, addr, self._item)
 
     def __getitem__(self, idx):
         if type(idx) is int and 0 <= idx < self._len1d:
@@ -97,10 +100,9 @@ class ProfiledArray(CheckedArray):
         rec = self._rec
         frame = _getframe(1)
         if frame.f_code is rec.kernel_code:  # (``_note``, inlined: the commonest call of a profiled launch)
-            rec.events.append((rec.scheduler.current, frame.f_lasti, self._kind, addr, self._item, self._label,
-                               None))
+            rec.events.append((rec.scheduler.current, frame.f_lasti, self._kind, addr, self._item))
         else:
-            rec.access(frame, self._kind, addr, self._item, self._label)
+            rec.access(frame, self._kind, addr, self._item)
         return self._a[idx]
 
     def __setitem__(self, idx, value):
@@ -151,7 +153,9 @@ class Recorder:
         self._codes = {id(c): c for c in kernel_codes}  # (kept alive: their ids key what follows)
         self._roles: dict[int, int] = {}
         self._kept: list = []
-        self.events: list = []
+        self.events: list = []  # the kernel's own accesses: (thread, offset, kind, address, bytes)
+        self.slow_events: list = []  # the others': (thread, site, kind, address, bytes, stand-in frame or None)
+        self.arrays: dict[int, object] = {}  # global arrays' labels by address range (``ARRAY_BITS``)
         self.quiet = 0  # > 0 while a stand-in lands accesses already counted (cp.async)
         self._site_ids: dict[tuple, int] = {}
         self.sites: list[Site] = []
@@ -162,13 +166,13 @@ class Recorder:
         self._branch_keys: set[tuple[int, int]] = set()
         for code in kernel_codes:
             self._note_branches(code)
-        # per global array (id of its label): [label, bitmaps of the sectors read and written, and the grid's
+        # per global array (its address range): [label, bitmaps of the sectors read and written, and the grid's
         # estimated number of each] (``_touch``)
         self.touched: dict[int, list] = {}
 
     # -- the hooks -------------------------------------------------------------------------------------------------
 
-    def access(self, frame, kind: int, addr: int, nbytes: int, label) -> None:
+    def access(self, frame, kind: int, addr: int, nbytes: int) -> None:
         """An access from ``frame``, which is not the kernel's own: a device function's, a stand-in's (one
         instruction of several element accesses), the simulator's (``cuda.atomic``): queued at the kernel's site."""
         if self.quiet:
@@ -189,15 +193,15 @@ class Recorder:
                 role = self._role(frame.f_code)
         where = frame.f_lasti if frame.f_code is self.kernel_code else self._chain(frame)
         thread = self.scheduler.current
-        events = self.events
+        events = self.slow_events
         if stand_in is not None and events:
             # the stand-in's previous access, contiguous with this one: one wider access of one instruction
             last = events[-1]
-            if last[6] is stand_in and last[0] is thread and last[1] == where and last[2] == kind and \
+            if last[5] is stand_in and last[0] is thread and last[1] == where and last[2] == kind and \
                     last[3] + last[4] == addr and last[4] + nbytes <= _MAX_ACCESS:
-                events[-1] = last[:4] + (last[4] + nbytes,) + last[5:]
+                events[-1] = last[:4] + (last[4] + nbytes, stand_in)
                 return
-        events.append((thread, where, kind, addr, nbytes, label, stand_in))
+        events.append((thread, where, kind, addr, nbytes, stand_in))
 
     def issue(self, instruction: str, accesses, frame) -> None:
         """A stand-in issues ``instruction`` (``intrinsics.observe``): its ``(array, index, bytes, op)`` accesses,
@@ -205,7 +209,7 @@ class Recorder:
         for array, index, nbytes, _ in accesses:
             if isinstance(array, ProfiledArray):
                 addr = array._address(index) if index is not None else array._ptr
-                self.access(frame, array._kind + _LDGSTS, addr, nbytes, array._label)
+                self.access(frame, array._kind + _LDGSTS, addr, nbytes)
 
     def land(self, landing: bool) -> None:
         """A stand-in starts (``True``) or ends carrying out accesses it reported when it issued them."""
@@ -248,9 +252,10 @@ class Recorder:
     def end_blocks(self, blocks, weight: float, line_weight: float) -> None:
         """Count the finished blocks' warp instructions scaled by ``weight`` and their lines (if traced) by
         ``line_weight``, and forget their lanes."""
-        events, self.events = self.events, []
-        if events:
-            self._count_events(events, weight)
+        fast, slow = self.events, self.slow_events
+        self.events, self.slow_events = [], []
+        if fast or slow:
+            self._count_events(fast, slow, weight)
         for block in blocks:
             for warp in block.warps:
                 lanes = [t for t in warp.lanes if t in self._threads]
@@ -260,24 +265,35 @@ class Recorder:
                     self._threads.pop(t, None)
                     self._outcomes.pop(t, None)
 
-    def _count_events(self, events: list, weight: float) -> None:
+    def _count_events(self, fast: list, slow: list, weight: float) -> None:
         """The queued accesses as warp instructions: the k-th access of a lane at a site joins the k-th of every lane
-        of its warp there."""
-        threads, wheres, kinds, addrs, nbytes, labels, stand_ins = zip(*events)
-        site_ids = self._site_ids
-        sids = [site_ids.get(key) for key in zip(wheres, kinds)]
-        if None in sids:
-            for i, sid in enumerate(sids):
-                if sid is None:
-                    sids[i] = site_ids.get((wheres[i], kinds[i]))
-                    if sids[i] is None:
-                        sids[i] = self._new_site(wheres[i], kinds[i], stand_ins[i])
-        index = {t: i for i, t in enumerate(dict.fromkeys(threads))}
-        thread = np.array([index[t] for t in threads], np.int64)
-        warp_of = np.array([id(t.warp) for t in index], dtype=object)
-        lane_of = np.array([t.lane for t in index], np.int64)
-        sid = np.array(sids, np.int64)
-        # k: how many earlier accesses of the same thread at the same site (the queue is in each thread's order)
+        of its warp there (each queue is in each thread's order, and a site's accesses are all in one queue)."""
+        threads, sids, addrs, nbytes = [], [], [], []
+        if fast:
+            f_threads, offsets, kinds, f_addrs, f_bytes = zip(*fast)
+            keys = np.array(offsets, np.int64) * len(KINDS) + np.array(kinds, np.int64)
+            found, inverse = np.unique(keys, return_inverse=True)
+            site_of = np.array([self._site((int(k) // len(KINDS), int(k) % len(KINDS)), None) for k in found],
+                               np.int64)
+            threads.append(f_threads)
+            sids.append(site_of[inverse.reshape(-1)])
+            addrs.append(np.array(f_addrs, np.int64))
+            nbytes.append(np.array(f_bytes, np.int64))
+        if slow:
+            s_threads, wheres, kinds, s_addrs, s_bytes, stand_ins = zip(*slow)
+            threads.append(s_threads)
+            sids.append(np.array([self._site((w, k), s) for w, k, s in zip(wheres, kinds, stand_ins)], np.int64))
+            addrs.append(np.array(s_addrs, np.int64))
+            nbytes.append(np.array(s_bytes, np.int64))
+        all_threads = [t for part in threads for t in part]
+        ids, thread = np.unique(np.fromiter(map(id, all_threads), np.int64, len(all_threads)), return_inverse=True)
+        thread = thread.reshape(-1)
+        objects = {id(t): t for t in dict.fromkeys(all_threads)}
+        lane_of = np.array([objects[i].lane for i in ids.tolist()], np.int64)
+        warp_ids = {}
+        warp_of = np.array([warp_ids.setdefault(id(objects[i].warp), len(warp_ids)) for i in ids.tolist()], np.int64)
+        sid = np.concatenate(sids)
+        # k: how many earlier accesses of the same thread at the same site
         order = np.lexsort((np.arange(len(sid)), sid, thread))
         t_sorted, s_sorted = thread[order], sid[order]
         new = np.ones(len(order), bool)
@@ -286,17 +302,21 @@ class Recorder:
         k = np.empty(len(order), np.int64)
         k[order] = np.arange(len(order)) - starts
         # the instruction: (warp, site, k)
-        warp_index = {w: i for i, w in enumerate(dict.fromkeys(warp_of.tolist()))}
-        warp = np.array([warp_index[w] for w in warp_of.tolist()], np.int64)[thread]
         sites, runs = len(self.sites), int(k.max()) + 1
-        _, group = np.unique((warp * sites + sid) * runs + k, return_inverse=True)
+        _, group = np.unique((warp_of[thread] * sites + sid) * runs + k, return_inverse=True)
         group = group.reshape(-1)
         site = np.zeros(int(group.max()) + 1, np.int64)
         site[group] = sid
-        a = rules.Accesses(group, lane_of[thread], np.array(addrs, np.int64), np.array(nbytes, np.int64), len(site))
-        self._count_groups(site, a, labels, weight)
+        a = rules.Accesses(group, lane_of[thread], np.concatenate(addrs), np.concatenate(nbytes), len(site))
+        self._count_groups(site, a, weight)
 
-    def _count_groups(self, site: np.ndarray, a: rules.Accesses, label_col, weight: float) -> None:
+    def _site(self, key: tuple, stand_in) -> int:
+        sid = self._site_ids.get(key)
+        if sid is None:
+            sid = self._new_site(key[0], key[1], stand_in)
+        return sid
+
+    def _count_groups(self, site: np.ndarray, a: rules.Accesses, weight: float) -> None:
         """Add the instructions' counts (``a``; ``site``: each instruction's site) to their sites'."""
         n = len(self.sites)
         kinds = np.array([KINDS.index(s.kind) for s in self.sites], np.int64)[site]
@@ -329,29 +349,24 @@ class Recorder:
             found, counts = np.unique(np.stack([site[pair_group], stride]), axis=1, return_counts=True)
             for (sid, step), count in zip(found.T.tolist(), counts.tolist()):
                 self.sites[sid].strides[step] += weight * count
-        self._touch(a, label_col, is_global[a.group], kinds[a.group] % 4, weight)
+        self._touch(a, is_global[a.group], kinds[a.group] % 4, weight)
 
-    def _touch(self, a: rules.Accesses, labels: tuple, is_global: np.ndarray, ops: np.ndarray,
-               weight: float) -> None:
+    def _touch(self, a: rules.Accesses, is_global: np.ndarray, ops: np.ndarray, weight: float) -> None:
         """Mark the sectors of global arrays the rows read and wrote, and add those no block before touched, scaled
         by the block's weight: over blocks that touch their own data (a copy, a stencil) that estimates the whole
         grid's; over blocks that share data (a matmul's rows of A) it over-estimates, and the total is capped at each
         array's size."""
-        known = {id(label): label for label in labels}
-        which = {key: i for i, key in enumerate(known)}
-        label_of = np.array([which[id(label)] for label in labels], np.int64)
         row, sector = rules.sector_rows(a)
         keep = is_global[row]
         row, sector = row[keep], sector[keep]
-        for key, i in which.items():
-            picked = label_of[row] == i
-            if not picked.any():
-                continue
-            label = known[key]
-            found = self.touched.get(key)
+        array_of = a.addr[row] >> ARRAY_BITS
+        for number in np.unique(array_of).tolist():
+            label = self.arrays[number]
+            picked = array_of == number
+            found = self.touched.get(number)
             if found is None:
                 size = label.span // rules.SECTOR + 2
-                found = self.touched[key] = [label, np.zeros(size, bool), np.zeros(size, bool), 0.0, 0.0]
+                found = self.touched[number] = [label, np.zeros(size, bool), np.zeros(size, bool), 0.0, 0.0]
             relative = sector[picked] - label.base // rules.SECTOR
             op = ops[row[picked]]
             for side, ops_of_side in ((1, (_LD, _LDGSTS, _ATOM)), (2, (_ST, _ATOM))):
