@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import math
+import numbers
 from typing import Any
 
 from .model import Advice, Branch, Kernel, Line, Memory, Occupancy, Profile, Roofline, Sampling
@@ -75,9 +76,10 @@ def profile_launch(configured: Any, args, *, gpu: str = DEFAULT_GPU, sample: int
 
 def _dims(name: str, value: Any) -> tuple[int, int, int]:
     dims = tuple(value) if isinstance(value, (tuple, list)) else (value,)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims):
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 1
+                                          for d in dims):
         raise ValueError(f"profile: {name} must be a positive int or a tuple of 1 to 3 positive ints, got {value!r}")
-    return (*dims, *(1,) * (3 - len(dims)))
+    return tuple(int(d) for d in (*dims, *(1,) * (3 - len(dims))))
 
 
 def _assemble(launch, configured, spec, compile: bool) -> Profile:
