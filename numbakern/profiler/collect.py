@@ -30,6 +30,7 @@ Large grids are sampled (``plan``): counts are kept per block and scaled by the 
 from __future__ import annotations
 
 import ast
+import bisect
 import dis
 import linecache
 import os
@@ -157,6 +158,7 @@ class Recorder:
         self.slow_events: list = []  # the others': (thread, site, kind, address, bytes, stand-in frame or None)
         self.arrays: dict[int, object] = {}  # global arrays' labels by address range (``ARRAY_BITS``)
         self.quiet = 0  # > 0 while a stand-in lands accesses already counted (cp.async)
+        self.tracing = False  # whether the running block's lines are counted
         self._site_ids: dict[tuple, int] = {}
         self.sites: list[Site] = []
         self._threads: dict = {}  # SimThread -> [line runs by (code id, offset), last line key]
@@ -218,8 +220,24 @@ class Recorder:
     # -- tracing lines ---------------------------------------------------------------------------------------------
 
     def trace_calls(self, frame, event, arg):
-        """The global trace function: the kernel's own frames get the line tracer, nothing else is traced."""
-        return self._trace_lines if id(frame.f_code) in self._codes else None
+        """The global trace function while a traced thread starts or calls a device function: that frame gets the
+        line tracer, and every later call goes to ``getattr`` instead (``getattr(frame, "call", None)`` is None: a
+        C function, where this one would cost a Python call for each of the kernel's accesses)."""
+        if id(frame.f_code) in self._codes:
+            sys.settrace(getattr)
+            return self._trace_lines
+        return None
+
+    def traced_call(self, fn):
+        """``fn`` (a device function) called with its frame traced, in the blocks whose lines are counted."""
+        tracer = self.trace_calls
+
+        def call(*args, **kwargs):
+            if self.tracing:
+                sys.settrace(tracer)
+            return fn(*args, **kwargs)
+
+        return call
 
     def _trace_lines(self, frame, event, arg):
         if event == "line":
@@ -273,8 +291,8 @@ class Recorder:
             f_threads, offsets, kinds, f_addrs, f_bytes = zip(*fast)
             keys = np.array(offsets, np.int64) * len(KINDS) + np.array(kinds, np.int64)
             found, inverse = np.unique(keys, return_inverse=True)
-            site_of = np.array([self._site((int(k) // len(KINDS), int(k) % len(KINDS)), None) for k in found],
-                               np.int64)
+            site_of = np.array([self._site((self._start(self.kernel_code, int(k) // len(KINDS)),
+                                            int(k) % len(KINDS)), None) for k in found], np.int64)
             threads.append(f_threads)
             sids.append(site_of[inverse.reshape(-1)])
             addrs.append(np.array(f_addrs, np.int64))
@@ -282,7 +300,8 @@ class Recorder:
         if slow:
             s_threads, wheres, kinds, s_addrs, s_bytes, stand_ins = zip(*slow)
             threads.append(s_threads)
-            sids.append(np.array([self._site((w, k), s) for w, k, s in zip(wheres, kinds, stand_ins)], np.int64))
+            sids.append(np.array([self._site((self._where(w), k), s) for w, k, s in zip(wheres, kinds, stand_ins)],
+                                 np.int64))
             addrs.append(np.array(s_addrs, np.int64))
             nbytes.append(np.array(s_bytes, np.int64))
         all_threads = [t for part in threads for t in part]
@@ -309,6 +328,17 @@ class Recorder:
         site[group] = sid
         a = rules.Accesses(group, lane_of[thread], np.concatenate(addrs), np.concatenate(nbytes), len(site))
         self._count_groups(site, a, weight)
+
+    def _start(self, code, offset: int) -> int:
+        """The start of the instruction at ``offset``: a traced frame's ``f_lasti`` is the last of an instruction's
+        inline caches, an untraced one's the instruction itself."""
+        starts = _tables(code)[2]
+        return starts[bisect.bisect_right(starts, offset) - 1]
+
+    def _where(self, where):
+        if isinstance(where, int):
+            return self._start(self.kernel_code, where)
+        return tuple((c, self._start(self._codes[c], offset)) for c, offset in where)
 
     def _site(self, key: tuple, stand_in) -> int:
         sid = self._site_ids.get(key)
@@ -516,6 +546,7 @@ def _offset_lines(code) -> dict[int, int]:
     return _tables(code)[0]
 
 
+
 def _moves(code) -> set[int]:
     """The offsets of ``code``'s instructions in runs (consecutive instructions of one line) that only move
     variables."""
@@ -539,8 +570,9 @@ def _tables(code):
                 run = []
             if ins is not None:
                 run.append(ins)
-        found = _LINE_TABLES[id(code)] = (code, table, moves)
-    return found[1], found[2]
+        starts = [ins.offset for ins in dis.get_instructions(code)]
+        found = _LINE_TABLES[id(code)] = (code, table, moves, starts)
+    return found[1], found[2], found[3]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -585,9 +617,12 @@ class ProfiledLaunch(engine.Launch):
         def run_here():
             before = sys.gettrace()
             previous = intrinsics.install_observer(recorder)
+            devices = _trace_device_calls(typed, recorder) if typed is not None else []
             try:
                 outer.run(args)
             finally:
+                for namespace, name, value in devices:
+                    namespace[name] = value
                 intrinsics.install_observer(previous)
                 sys.settrace(before)
 
@@ -617,6 +652,7 @@ class ProfiledLaunch(engine.Launch):
     def _run(self, blocks, body) -> None:
         weight, line_weight = self.plan[blocks[0].linear] if len(blocks) == 1 else (1.0, 1.0)
         tracer = self.recorder.trace_calls if line_weight else None
+        self.recorder.tracing = bool(line_weight)
 
         def body_here():
             sys.settrace(tracer)  # each thread's greenlet: traced in the blocks whose lines are counted
@@ -626,15 +662,27 @@ class ProfiledLaunch(engine.Launch):
         self.recorder.end_blocks(blocks, weight, line_weight)
 
 
+def _trace_device_calls(typed, recorder: Recorder) -> list:
+    """Have the rewritten functions call their device functions through ``Recorder.traced_call`` (their namespaces
+    are the typed kernel's, kept across launches: the ``(namespace, name, value)`` to put back come back)."""
+    saved = []
+    for f in typed.functions:
+        for name, value in list(f.globals.items()):
+            if name.startswith(DEVICE_PREFIX) and callable(value):
+                saved.append((f.globals, name, value))
+                f.globals[name] = recorder.traced_call(value)
+    return saved
+
+
+#: the names under which a rewritten function finds the device functions it calls (``numbakern.sim.typed``)
+DEVICE_PREFIX = "__nk_device_"
+
+
 def _codes_of(code, found: list) -> None:
     found.append(code)
     for const in code.co_consts:
         if hasattr(const, "co_code"):
             _codes_of(const, found)
-
-
-#: blocks whose lines are traced at most: tracing costs more than counting memory, and line counts are averages
-LINE_BLOCKS = 8
 
 
 def plan(grid_dim, budget: int | None) -> tuple[dict[int, tuple[float, float]], str]:
@@ -646,8 +694,8 @@ def plan(grid_dim, budget: int | None) -> tuple[dict[int, tuple[float, float]], 
     proportional to its size (at least one block), spread evenly over it; a block's weight is its stratum's size
     over the blocks drawn from it, so weighted sums estimate the whole grid's.
 
-    Lines are traced in about ``LINE_BLOCKS`` of the blocks run (a share per stratum, at least one, evenly spread),
-    their line counts weighted up in the same way (0: not traced).
+    Lines are traced in one block per stratum (the middle one of those it runs; tracing costs more than all the
+    rest of a block's profile), their counts weighted by the stratum's size (0: not traced).
     """
     gx, gy, gz = grid_dim
     total = gx * gy * gz
@@ -660,18 +708,14 @@ def plan(grid_dim, budget: int | None) -> tuple[dict[int, tuple[float, float]], 
                 if size:
                     strata.append((ranges, size))
     sampled = budget is not None and total > budget
-    traced_total = min(total if not sampled else budget, LINE_BLOCKS)
     chosen: dict[int, tuple[float, float]] = {}
     for ranges, size in strata:
         take = min(size, max(1, round(budget * size / total))) if sampled else size
-        traced = min(take, max(1, round(traced_total * size / total)))
         rx, ry, rz = ranges
         for j in range(take):
             i = (2 * j + 1) * size // (2 * take) if sampled else j
             x, y, z = rx[i % len(rx)], ry[i // len(rx) % len(ry)], rz[i // (len(rx) * len(ry))]
-            # the j-th of `take` is traced if it is the first of its share of the traced ones
-            line_weight = size / traced if (j * traced) // take != ((j - 1) * traced) // take or j == 0 else 0.0
-            chosen[x + gx * (y + gy * z)] = (size / take, line_weight)
+            chosen[x + gx * (y + gy * z)] = (size / take, float(size) if j == take // 2 else 0.0)
     how = "all" if not sampled else (
         f"{len(chosen)} of {total} blocks, stratified by the grid's last row/column/layer, evenly spaced within "
         "each stratum, counts scaled by stratum size")
