@@ -184,6 +184,13 @@ def sim_metrics(p) -> dict:
     out.update({f"{kind}.{field}": get(kind, field)
                 for kind in ("shared_ld", "shared_st", "shared_atom", "shared_ldgsts")
                 for field in ("requests", "wavefronts", "conflicts")})
+    # ldmatrix apart from the other shared loads: Nsight Compute counts LDSM under a metric of its own
+    ldsm = [row.memory["shared_ld"] for row in p.lines
+            if "shared_ld" in row.memory and row.memory["shared_ld"].instruction == "ldmatrix"]
+    for field in ("requests", "wavefronts", "conflicts"):
+        key = "bank_conflicts" if field == "conflicts" else field
+        out[f"shared_ldsm.{field}"] = sum(getattr(m, key) for m in ldsm)
+        out[f"shared_lds.{field}"] = out[f"shared_ld.{field}"] - out[f"shared_ldsm.{field}"]
     out["active_lanes"] = p.kernel.active_lanes
     out["occupancy_pct"] = 100 * p.occupancy.fraction if p.occupancy else float("nan")
     out["registers"] = p.occupancy.registers if p.occupancy and p.occupancy.registers is not None else float("nan")
@@ -228,9 +235,14 @@ NCU_METRICS = {
     **{f"l1tex__t_{what}_pipe_lsu_mem_global_op_{op}.sum": f"global {op} {what}"
        for what in ("requests", "sectors") for op in ("ld", "st", "atom", "red", "ldgsts")},
     **{f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum": f"shared {op} wavefronts"
-       for op in ("ld", "st", "atom", "ldsm", "ldgsts")},
+       for op in ("ld", "st", "atom")},
     **{f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum": f"shared {op} bank conflicts"
-       for op in ("ld", "st", "atom", "ldsm", "ldgsts")},
+       for op in ("ld", "st", "atom")},
+    # the SASS-level counters (per instruction): the only ones for ldmatrix (LDSM) and cp.async's shared side
+    **{f"smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum": f"shared {op} wavefronts (SASS)"
+       for op in ("ld", "st", "ldsm", "ldgsts")},
+    **{f"smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum": f"shared {op} bank conflicts (SASS)"
+       for op in ("ld", "st", "ldsm", "ldgsts")},
     **{f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum": f"{op} (thread instructions)"
        for op in ("fadd", "fmul", "ffma", "dadd", "dmul", "dfma")},
 }
@@ -352,16 +364,24 @@ COMPARED = [
      lambda r: r.get("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"), "2%"),
     ("cp.async sectors", "global_ldgsts.sectors",
      lambda r: r.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"), "2%"),
-    ("shared ld wavefronts", "shared_ld.wavefronts",
-     lambda r: _ncu_sum(r, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-                        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum"), "2%"),
-    ("shared ld bank conflicts", "shared_ld.conflicts",
-     lambda r: _ncu_sum(r, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-                        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"), "2%"),
+    ("shared ld wavefronts", "shared_lds.wavefronts",
+     lambda r: r.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"), "2%"),
+    ("shared ld bank conflicts", "shared_lds.conflicts",
+     lambda r: r.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"), "2%"),
+    ("shared ld bank conflicts (SASS)", "shared_lds.conflicts",
+     lambda r: r.get("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"), ""),
+    ("ldmatrix wavefronts", "shared_ldsm.wavefronts",
+     lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum"), "2%"),
+    ("ldmatrix bank conflicts", "shared_ldsm.conflicts",
+     lambda r: r.get("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"), "2%"),
     ("shared st wavefronts", "shared_st.wavefronts",
      lambda r: r.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"), "2%"),
     ("shared st bank conflicts", "shared_st.conflicts",
      lambda r: r.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"), "2%"),
+    ("cp.async shared wavefronts", "shared_ldgsts.wavefronts",
+     lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"), "2%"),
+    ("cp.async shared bank conflicts", "shared_ldgsts.conflicts",
+     lambda r: r.get("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"), "2%"),
     ("theoretical occupancy %", "occupancy_pct", lambda r: r.get("sm__maximum_warps_per_active_cycle_pct"), "equal"),
     ("registers per thread", "registers", lambda r: r.get("launch__registers_per_thread"), ""),
     ("active lanes per warp instruction", "active_lanes",
