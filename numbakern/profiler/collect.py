@@ -143,10 +143,10 @@ class Site:
 class Recorder:
     """Everything one profiled launch counts.
 
-    While a block runs, element accesses are queued (``events``: thread, site, kind, address, bytes, array, the
-    stand-in's frame) and each lane's line runs counted by the line tracer; when the block is done
-    (``end_blocks``) the queue becomes warp instructions, counted by ``rules``, and the lanes' lines become warp
-    runs."""
+    While a block runs, element accesses are queued (``events``, ``slow_events``: thread, site, kind, address,
+    bytes; a global array is named by its address range) and each lane's line runs counted by the line tracer; when
+    the block is done (``end_blocks``) the queues become warp instructions, counted by ``rules``, and the lanes'
+    lines become warp runs."""
 
     def __init__(self, scheduler, kernel_codes: list, kernel_code):
         self.scheduler = scheduler
