@@ -63,3 +63,34 @@ def test_gpu_names():
     assert roofline.gpu("RTX 4090").name == "GeForce RTX 4090"
     with pytest.raises(ValueError, match="gpu: unknown GPU 'B200'"):
         roofline.gpu("B200")
+
+
+def test_the_chart_without_matplotlib_is_skipped(tmp_path, monkeypatch):
+    import builtins
+
+    from numbakern.profiler import report
+    from numbakern.profiler.model import Kernel, Profile, Sampling
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("no matplotlib here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    k = Kernel(flops={"fp32": 1e9}, unique_bytes_read=1e6)
+    p = Profile("k", (1, 1, 1), (32, 1, 1), 0, [], k, Sampling(1, 1, "all"), roofline=roofline.bound(k, H100))
+    assert report.chart([p], H100, tmp_path / "roofline.png") is None
+    assert not (tmp_path / "roofline.png").exists()
+
+
+def test_the_chart_is_drawn(tmp_path):
+    pytest.importorskip("matplotlib")
+    from numbakern.profiler import report
+    from numbakern.profiler.model import Kernel, Profile, Sampling
+
+    k = Kernel(flops={"fp32": 1e9}, unique_bytes_read=1e6)
+    p = Profile("k", (1, 1, 1), (32, 1, 1), 0, [], k, Sampling(1, 1, "all"), roofline=roofline.bound(k, H100))
+    assert report.chart([p], H100, tmp_path / "roofline.png") == str(tmp_path / "roofline.png")
+    assert (tmp_path / "roofline.png").stat().st_size > 1000
