@@ -691,8 +691,9 @@ def plan(grid_dim, budget: int | None) -> tuple[dict[int, tuple[float, float]], 
     With ``budget`` None or a grid of at most ``budget`` blocks: all of them, weight 1. Otherwise a stratified
     sample: the grid falls into up to eight strata by whether a block is the last in x, in y, in z (the blocks
     whose tiles hang over the edges of the data, which do less), and each stratum gets a share of the budget
-    proportional to its size (at least one block), spread evenly over it; a block's weight is its stratum's size
-    over the blocks drawn from it, so weighted sums estimate the whole grid's.
+    proportional to its size (at least one block), spread evenly over it (evenly spaced in linear order, each pick
+    shifted one more column along x); a block's weight is its stratum's size over the blocks drawn from it, so
+    weighted sums estimate the whole grid's.
 
     Lines are traced in one block per stratum (the middle one of those it runs; tracing costs more than all the
     rest of a block's profile), their counts weighted by the stratum's size (0: not traced).
@@ -714,7 +715,10 @@ def plan(grid_dim, budget: int | None) -> tuple[dict[int, tuple[float, float]], 
         rx, ry, rz = ranges
         for j in range(take):
             i = (2 * j + 1) * size // (2 * take) if sampled else j
-            x, y, z = rx[i % len(rx)], ry[i // len(rx) % len(ry)], rz[i // (len(rx) * len(ry))]
+            # evenly spaced in linear order, and each pick one column further along x: a spacing that is a multiple
+            # of the grid's width would otherwise pick one column only (tiles whose alignment varies with x)
+            shift = j if sampled else 0
+            x, y, z = rx[(i + shift) % len(rx)], ry[i // len(rx) % len(ry)], rz[i // (len(rx) * len(ry))]
             chosen[x + gx * (y + gy * z)] = (size / take, float(size) if j == take // 2 else 0.0)
     how = "all" if not sampled else (
         f"{len(chosen)} of {total} blocks, stratified by the grid's last row/column/layer, evenly spaced within "
