@@ -691,9 +691,9 @@ def plan(grid_dim, budget: int | None) -> tuple[dict[int, tuple[float, float]], 
     With ``budget`` None or a grid of at most ``budget`` blocks: all of them, weight 1. Otherwise a stratified
     sample: the grid falls into up to eight strata by whether a block is the last in x, in y, in z (the blocks
     whose tiles hang over the edges of the data, which do less), and each stratum gets a share of the budget
-    proportional to its size (at least one block), spread evenly over it (evenly spaced in linear order, each pick
-    shifted one more column along x); a block's weight is its stratum's size over the blocks drawn from it, so
-    weighted sums estimate the whole grid's.
+    proportional to its size (at least one block), spread evenly over it (evenly spaced in linear order; in a
+    stratum of several rows each pick shifted one more column along x); a block's weight is its stratum's size
+    over the blocks drawn from it, so weighted sums estimate the whole grid's.
 
     Lines are traced in one block per stratum (the middle one of those it runs; tracing costs more than all the
     rest of a block's profile), their counts weighted by the stratum's size (0: not traced).
@@ -713,12 +713,20 @@ def plan(grid_dim, budget: int | None) -> tuple[dict[int, tuple[float, float]], 
     for ranges, size in strata:
         take = min(size, max(1, round(budget * size / total))) if sampled else size
         rx, ry, rz = ranges
+        picked: set[tuple[int, int]] = set()
         for j in range(take):
             i = (2 * j + 1) * size // (2 * take) if sampled else j
-            # evenly spaced in linear order, and each pick one column further along x: a spacing that is a multiple
-            # of the grid's width would otherwise pick one column only (tiles whose alignment varies with x)
-            shift = j if sampled else 0
-            x, y, z = rx[(i + shift) % len(rx)], ry[i // len(rx) % len(ry)], rz[i // (len(rx) * len(ry))]
+            row, col = divmod(i, len(rx))
+            # evenly spaced in linear order, and (in a stratum of several rows) each pick one column further along
+            # x: a spacing that is a multiple of the grid's width would pick one column only (and tiles whose
+            # alignment varies along x would be misjudged); a column already picked in that row moves on
+            shift = j if sampled and len(rx) < size else 0
+            for extra in range(len(rx)):
+                col_here = (col + shift + extra) % len(rx)
+                if (row, col_here) not in picked:
+                    break
+            picked.add((row, col_here))
+            x, y, z = rx[col_here], ry[row % len(ry)], rz[row // len(ry)]
             chosen[x + gx * (y + gy * z)] = (size / take, float(size) if j == take // 2 else 0.0)
     how = "all" if not sampled else (
         f"{len(chosen)} of {total} blocks, stratified by the grid's last row/column/layer, evenly spaced within "

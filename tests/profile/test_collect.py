@@ -263,9 +263,22 @@ def test_the_sample_plan_covers_the_grid(grid, budget):
     strata = 2 ** sum(1 for g in grid if g > 1)
     assert sum(1 for _, lw in blocks.values() if lw) == strata  # lines traced in one block of each stratum
     assert all(0 <= b < total for b in blocks)
+    if budget is not None and total > budget:
+        # the picks are distinct (their weights assume it) and, where a stratum has rows, not all in one column
+        assert len(blocks) == sum(max(1, round(budget * s / total)) for s in _strata_sizes(grid))
+        interior = [b for b in blocks if b % grid[0] < grid[0] - 1 and b // grid[0] % grid[1] < grid[1] - 1]
+        if grid[1] > 2 and len(interior) > 1:
+            assert len({b % grid[0] for b in interior}) > 1
     last = (grid[0] - 1) + grid[0] * ((grid[1] - 1) + grid[1] * (grid[2] - 1))
     assert last in blocks  # the corner block, whose tiles hang over every edge, is always run
     assert (how == "all") == (budget is None or total <= budget)
+
+
+def _strata_sizes(grid):
+    sizes = []
+    for dims in ((g - 1, 1) for g in grid):
+        sizes = [a * b for a in (sizes or [1]) for b in dims if b]
+    return [s for s in sizes if s]
 
 
 def test_the_profile_is_plain_data(rng):
