@@ -53,6 +53,8 @@ COOPERATIVE_SMS, THREADS_PER_SM, BLOCKS_PER_SM = 132, 2048, 32
 
 _enabled = False
 _active: Launch | None = None  # the launch running now: device-function calls join it
+#: called as ``hook(kernel, args)`` before every launch runs (``pytest --profile`` profiles the kernels it watches)
+launch_hooks: list = []
 intrinsics.install_launch_source(lambda: _active)  # the stand-ins of GPU intrinsics reach it through this seam
 
 
@@ -103,6 +105,8 @@ def _call(kernel, *args):
     adapter = adapter_of(kernel)
     if adapter.is_device(kernel):
         return adapter.stock_call(kernel, *args)  # a device function called from host code, as the stock one allows
+    for hook in launch_hooks:
+        hook(kernel, args)
     try:
         return Launch(kernel, config.current()).run(args)
     except Exception as e:
