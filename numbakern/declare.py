@@ -98,7 +98,8 @@ def declare(
     dimensions; their defaults, or ``example``, are the example size). ``launch(*arguments)`` returns a
     ``LaunchConfig`` or ``(grid, block)`` / ``(grid, block, shared_bytes)`` (an int for a 1-D grid or block, as
     ``kernel[grid, block]`` takes it); the spec's ``launch(*arguments)`` answers the same.
-    ``reference(*arguments)`` returns the expected output (one output) or ``{name: expected}``, computed independently (numpy, in float64).
+    ``reference(*arguments)`` returns the expected output (one output) or ``{name: expected}``, computed
+    independently (numpy, in float64).
     ``error_scale(*arguments)``: the magnitude each output element's rounding error is relative to (default
     ``|expected|``), same form. ``work(**size)``: a ``Work`` for the benchmark. ``module``: where the spec is
     declared, when not the caller's module (a helper that declares on behalf of other modules).
