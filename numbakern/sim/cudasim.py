@@ -246,7 +246,8 @@ def declared_signatures(kernel) -> tuple[list, bool]:
 
 
 def patch_jit() -> None:
-    """``cuda.jit(signature)`` keeps its signatures on the kernel object it makes."""
+    """``cuda.jit(signature)`` keeps its signatures on the kernel object it makes, and ``forceinline`` (which the
+    stock simulator does not know) is accepted."""
     from numba.cuda.simulator import api
 
     if getattr(api.jit, "_numbakern_patched", False):
@@ -256,6 +257,8 @@ def patch_jit() -> None:
     @functools.wraps(stock_jit)
     def jit(func_or_sig=None, *args, **kwargs):
         from numba.cuda.core import sigutils
+
+        kwargs.pop("forceinline", None)  # numba-cuda's NVVM-level inlining: nothing to do when simulated
 
         if func_or_sig is None or callable(func_or_sig) and not isinstance(func_or_sig, (str, list)) and \
                 not sigutils.is_signature(func_or_sig):
