@@ -105,7 +105,8 @@ __device__ __forceinline__ void multiply_tile(float* acc, int64_t acc_shape0, fl
 {
     load_fragment(a_f, a_f_shape0, (int64_t)0, a_s, a_s_shape0, a_s_shape1, a_s_shape2, cur, (int64_t)0, a_base, tm, (int64_t)4, gm_);
     load_fragment(b_f, b_f_shape0, (int64_t)0, b_s, b_s_shape0, b_s_shape1, b_s_shape2, cur, (int64_t)0, b_base, tn, (int64_t)4, gn_);
-    for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)nk_floordiv(bk, (int64_t)2); k2++) {  // an unsigned counter: no wraparound select, no masking
+    #pragma unroll
+    for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)bk / (uint32_t)2; k2++) {  // an unsigned counter: no wraparound select, no masking
         uint64_t kk = k2 * (uint32_t)2;
         load_fragment(a_f, a_f_shape0, tm, a_s, a_s_shape0, a_s_shape1, a_s_shape2, cur, (int64_t)kk + 1, a_base, tm, (int64_t)4, gm_);
         load_fragment(b_f, b_f_shape0, tn, b_s, b_s_shape0, b_s_shape1, b_s_shape2, cur, (int64_t)kk + 1, b_base, tn, (int64_t)4, gn_);

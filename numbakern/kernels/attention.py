@@ -48,7 +48,6 @@ from ..specialize import specialize
 from ..unroll import unroll
 from ..vector_io import vload4, vstore4
 from .config import STATIC_SHARED_LIMIT, fits_static_shared, sizes
-from .flash import copy_rows
 from .half import to16, values
 
 #: a masked score: exp(MASKED - m) is 0 for any finite row maximum m
@@ -157,8 +156,12 @@ def flash_attention(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 3
         # `next_block` further: compile-time distances, which fold into the copies' address immediates
         q_first = (bh * lq + q0 + crow) * d + cc * 4
         kv_first = (bh * lk + crow) * d + cc * 4
-        copy_rows(q_s, q, q_first, q0, lq, crow, cc, q_copies, rstep, step, 4)
-        copy_rows(kv_s[0], k, kv_first, 0, lk, crow, cc, kv_copies, rstep, step, 4)
+        for i in unroll(range(q_copies)):
+            r = crow + i * rstep
+            copy_async4(q_s, (r, (cc ^ (r % 8)) * 4), q, q_first + i * step, q0 + r < lq)
+        for i in unroll(range(kv_copies)):
+            r = crow + i * rstep
+            copy_async4(kv_s, (0, r, (cc ^ (r % 8)) * 4), k, kv_first + i * step, r < lk)
         async_commit()
 
         for t in range(nkb):
@@ -224,7 +227,10 @@ def flash_attention(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 3
                 async_commit()
             else:  # K of the next block lands during p @ v (an empty group after the last block: the count holds)
                 if t + 1 < nkb:
-                    copy_rows(kv_s[0], k, kv_block + next_block, kb0 + bn, lk, crow, cc, kv_copies, rstep, step, 4)
+                    for i in unroll(range(kv_copies)):
+                        r = crow + i * rstep
+                        copy_async4(kv_s, (0, r, (cc ^ (r % 8)) * 4), k, kv_block + next_block + i * step,
+                                    kb0 + bn + r < lk)
                 async_commit()
             async_wait(v_wait)  # V of this block has landed ...
             cuda.syncthreads()  # ... for everyone
@@ -240,7 +246,10 @@ def flash_attention(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 3
 
             if not kv_split and t + 1 < nkb:  # K of the next block, once everyone is done with V
                 cuda.syncthreads()
-                copy_rows(kv_s[0], k, kv_block + next_block, kb0 + bn, lk, crow, cc, kv_copies, rstep, step, 4)
+                for i in unroll(range(kv_copies)):
+                    r = crow + i * rstep
+                    copy_async4(kv_s, (0, r, (cc ^ (r % 8)) * 4), k, kv_block + next_block + i * step,
+                                kb0 + bn + r < lk)
                 async_commit()
 
         for rr in range(4):

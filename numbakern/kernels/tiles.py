@@ -108,11 +108,11 @@ def thread_origin(wx, wy, warps_x, vm, vn):
 def multiply_tile(acc, a_f, b_f, a_s, b_s, cur, a_base, b_base, bk, tm, tn, vm, vn, gm, gn):
     """A thread's multiply-adds of the k-tile in stage ``cur`` of the k-major shared tiles, the fragments
     double-buffered in registers (``a_f``: 2 ``tm``, ``b_f``: 2 ``tn``): step kk + 1's shared loads are in flight
-    during step kk's multiply-adds. NVVM does not unroll the loop over k (its body is too large), so two steps are
-    spelled out in it."""
+    during step kk's multiply-adds. NVVM leaves the loop over k rolled (its body is too large), so two steps are
+    spelled out in it; nvcc unrolls it."""
     load_fragment(a_f, 0, a_s, cur, 0, a_base, tm, vm, gm)
     load_fragment(b_f, 0, b_s, cur, 0, b_base, tn, vn, gn)
-    for k2 in range(u32(bk // 2)):  # an unsigned counter: no wraparound select, no masking
+    for k2 in unroll(range(u32(bk) // u32(2))):  # an unsigned counter: no wraparound select, no masking
         kk = k2 * u32(2)
         load_fragment(a_f, tm, a_s, cur, kk + 1, a_base, tm, vm, gm)
         load_fragment(b_f, tn, b_s, cur, kk + 1, b_base, tn, vn, gn)
