@@ -51,7 +51,7 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
     if runtime and any(isinstance(t, types.Literal) for t in sig.args):
         sig = sig.replace(args=tuple(types.unliteral(t) if p not in bound else t
                                      for p, t in zip(names, sig.args)))
-    dev = tr.unit.device_function(pyfunc, sig, bound, node, tr.src)
+    dev = tr.unit.device_function(pyfunc, sig, bound, node, tr.src, forceinline=forced_inline(fnobj))
     cargs = []
     for pname, v, t, a in runtime:
         if isinstance(v, arrays.ArrayInfo):
@@ -107,6 +107,7 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
     rkey = tr.scalar_key(sig.return_type)
     return CExpr(f"{dev.cname}({', '.join(cargs)})", rkey, sig.return_type, pure=False)
 
+
 def call_signature(tr, pyfunc, vals, node):
     """numba's signature of the call ``node`` of device function ``pyfunc`` (its arguments' values ``vals``), from
     the typed record; for a call numba inlined (``inline="always"``), the callee typed for the arguments' types."""
@@ -122,6 +123,13 @@ def call_signature(tr, pyfunc, vals, node):
     except Exception as e:  # noqa: BLE001 - numba's typing error of the callee
         raise typing_error(e, tr.src, node, f"numba cannot type '{pyfunc.__name__}' for "
                            f"({', '.join(str(t) for t in argtypes)})") from None
+
+
+def forced_inline(fnobj) -> bool:
+    """Does numba inline this device function by force: ``forceinline=True`` (NVVM's ``alwaysinline``) or
+    ``inline="always"`` (numba's IR)? The C says ``__forceinline__`` then."""
+    options = getattr(fnobj, "targetoptions", None) or {}
+    return bool(options.get("forceinline")) or options.get("inline") == "always"
 
 
 def arg_type(tr, v, node):

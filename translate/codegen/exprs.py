@@ -212,7 +212,7 @@ class ExprMixin:
             c = self.ctx.unit.constant(g, name, "float64", float(obj))
             return CExpr(c, "float64", types.float64, nonneg=float(obj) >= 0)
         if isinstance(obj, (complex, np.complexfloating)):  # IMG = np.complex64(1j): written where used
-            single = isinstance(obj, np.complex64)
+            single = getattr(obj, "dtype", None) == np.dtype(np.complex64)
             make, key = ("make_cuFloatComplex", "complex64") if single else ("make_cuDoubleComplex", "complex128")
             parts = (float_literal(float(obj.real), single), float_literal(float(obj.imag), single))
             return CExpr(f"{make}({parts[0]}, {parts[1]})", key, types.complex64 if single else types.complex128)
