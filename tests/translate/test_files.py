@@ -76,6 +76,7 @@ def _cli(*args, cwd=ROOT):
                           env=env)
 
 
+@pytest.mark.slow
 def test_check_detects_hand_edit_and_kernel_edit(tmp_path):
     # a project whose kernel module is my_kernel: --check imports only a project's own kernel modules
     (tmp_path / "pyproject.toml").write_text('[tool.numbakern]\nkernels = ["my_kernel"]\nout = "gen"\n')
@@ -108,6 +109,7 @@ def test_check_detects_hand_edit_and_kernel_edit(tmp_path):
     assert [p["problem"] for p in problems] == ["untrusted"]
 
 
+@pytest.mark.slow
 def test_cli_check_passes_on_committed_files():
     r = _cli("--check")
     assert r.returncode == 0, r.stdout + r.stderr

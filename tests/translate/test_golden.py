@@ -135,6 +135,7 @@ def test_helpers_only_when_used():
     assert "nk_floordiv" not in r.code and "nk_wrap" not in r.code
 
 
+@pytest.mark.slow
 def test_lecture_kernel_reads_like_the_lecture():
     r = translate_kernel("matmul_tiled", write=False)
     for frag in [
@@ -180,6 +181,7 @@ def test_vector_access_used_as_a_value_is_a_located_error(tmp_path):
     assert "k.py:8" in str(e.value)
 
 
+@pytest.mark.slow
 def test_derived_constants_that_differ_between_instantiations_are_refused():
     from translate.errors import TranslationError
 
