@@ -24,7 +24,7 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _se
     for _ in range(2):
         for node in ast.walk(fn):
             if isinstance(node, ast.Assign):
-                root = _root(node.value)
+                root = root_name(node.value)
                 root = views.get(root, root)
                 if root in array_params:
                     views.update((t.id, root) for t in node.targets if isinstance(t, ast.Name) and
@@ -37,8 +37,8 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _se
             targets = [node.target]
         for t in targets:
             for sub in ast.walk(t):
-                if isinstance(sub, ast.Subscript) and _root(sub.value) is not None:  # (z.real[i] = v: into z)
-                    out.add(_root(sub.value))
+                if isinstance(sub, ast.Subscript) and root_name(sub.value) is not None:  # (z.real[i] = v: into z)
+                    out.add(root_name(sub.value))
         if isinstance(node, ast.Call):
             f = node.func
             is_atomic = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Attribute) and f.value.attr == "atomic"
@@ -79,7 +79,7 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _se
 _ARRAY_ATTRIBUTES = ("shape", "size", "ndim", "T")  # (not .real, .imag, .view: numbers have them too)
 
 
-def _root(node) -> str | None:
+def root_name(node) -> str | None:
     """The name an expression of subscripts, attributes and method calls starts from (``out`` of ``out[a:b].T``)."""
     while True:
         if isinstance(node, (ast.Subscript, ast.Attribute)):

@@ -8,9 +8,6 @@ path.json [more.json ...] --write-docs`."""
 
 from __future__ import annotations
 
-import json
-import os
-
 import pytest
 
 from .corpus.index import ENTRIES
@@ -41,11 +38,7 @@ def _verify(tmp_path_factory):
     print(gpu.table(EXTRA, out).replace("corpus on the GPU", "extra kernels (tests/translate/extra_kernels.py)"))
     print(gpu.table(COVERAGE, out).replace("corpus on the GPU",
                                            "coverage kernels (tests/translate/coverage_kernels.py)"))
-    path = os.environ.get("NUMBAKERN_CORPUS_RESULTS")
-    if path:
-        with open(path, "w") as f:
-            json.dump({"_device": info["device"], **{k: v.verified for k, v in out.items()},
-                       "_verdicts": {k: [v.stage, v.reason] for k, v in out.items()}}, f, indent=1)
+    gpu.write_results(info, out)
     return out
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cnames import c_name, is_int, scalar_key
+from ..writes import root_name
 from .cexpr import ADD, MUL, PRIMARY, CExpr, TupleVal, cast, paren
 
 
@@ -289,19 +290,8 @@ def _names_an_array(value, dynamic: Collection[str]) -> bool:
     if isinstance(value, ast.Call):
         return not (isinstance(value.func, ast.Attribute) and value.func.attr in ("array", "array_like"))
     if isinstance(value, (ast.Subscript, ast.Attribute)):
-        return _root_name(value) not in dynamic
+        return root_name(value) not in dynamic
     return isinstance(value, ast.IfExp)
-
-
-def _root_name(node) -> str | None:
-    """The name an expression of subscripts, attributes and method calls starts from (``out`` of ``out[a:b].T``)."""
-    while True:
-        if isinstance(node, (ast.Subscript, ast.Attribute)):
-            node = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            node = node.func.value
-        else:
-            return node.id if isinstance(node, ast.Name) else None
 
 
 def dynamic_names(tr, fn) -> set:
@@ -321,7 +311,7 @@ def dynamic_names(tr, fn) -> set:
             dynamic = isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "array" and \
                 isinstance(v.func.value, ast.Attribute) and v.func.value.attr == "shared" and shape is not None and \
                 tr.const_value(shape) == 0
-            if dynamic or isinstance(v, ast.Subscript) and _root_name(v) in found:
+            if dynamic or isinstance(v, ast.Subscript) and root_name(v) in found:
                 found.add(name)
                 changed = True
     return found
@@ -338,7 +328,7 @@ def indirectly_written(fn, array_params: set, array_locals: Collection[str] = fr
             out.add(node.value.id)
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in array_locals
                                                 for t in node.targets):
-            root = _root_name(node.value)
+            root = root_name(node.value)
             if root in array_params:
                 out.add(root)
         if isinstance(node, ast.Call):

@@ -70,6 +70,44 @@ def once_per_run(tmp_path_factory, name: str, compute) -> dict[str, Verdict]:
 
 
 # -- stage 1 ---------------------------------------------------------------------------------------------------
+def write_results(info: dict, out: dict[str, Verdict]) -> None:
+    """The verdicts, for the reports, where ``NUMBAKERN_CORPUS_RESULTS`` says (the format of verified.json)."""
+    path = os.environ.get("NUMBAKERN_CORPUS_RESULTS")
+    if path:
+        with open(path, "w") as f:
+            json.dump({"_device": info["device"], **{k: v.verified for k, v in out.items()},
+                       "_verdicts": {k: [v.stage, v.reason] for k, v in out.items()}}, f, indent=1)
+
+
+def verify_mirrored(tmp_path_factory, name: str, entries, sources, title: str) -> dict[str, Verdict]:
+    """The verdicts of a corpus read from local copies of its sources (the second and third): the entries whose
+    sources have copies, verified on this GPU; the table printed under ``title``."""
+    import pytest
+
+    from translate.verify.driver import device_info
+
+    entries = [e for e in entries if sources.available(e.source)]
+    if not entries:
+        pytest.skip(f"no local copies of the {title}'s sources (${sources.MIRRORS_ENV})")
+    work = str(tmp_path_factory.mktemp(name))
+    info = device_info()
+    out = verify_all(entries, prepare(entries, work, info["arch"]), work)
+    print("\n" + table(entries, out).replace("corpus on the GPU", f"{title} on the GPU"))
+    write_results(info, out)
+    return out
+
+
+def check_verdict(entry_id: str, verdicts: dict[str, Verdict]) -> None:
+    import pytest
+
+    if entry_id not in verdicts:
+        pytest.skip("no local copy of its source")
+    v = verdicts[entry_id]
+    if v.stage == "refused":
+        pytest.skip(f"not translated: {v.reason}")
+    assert v.verified, f"{entry_id}: {v.stage}: {v.reason}"
+
+
 def _translate_chunk(ids: list, work_dir: str) -> list[dict]:
     """Translate some entries (in a worker process): their Prepared records."""
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
