@@ -47,8 +47,9 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
     names = tuple(a.arg for a in fn.args.args)
     argtypes = _argument_types(tgt, sig, names, src, fn)
     template_params, insts = _instantiations(tgt, constants, names, src, fn)
-    pyfunc = _instantiated_pyfunc(tgt, template_params, insts, src, fn) if template_params else _pyfunc(tgt)
-    typed = _typed(pyfunc, argtypes, sig, src, fn)
+    pyfunc, *others = _instantiated_pyfuncs(tgt, template_params, insts, src, fn) if template_params else \
+        [_pyfunc(tgt)]
+    typed = _typed(pyfunc, argtypes, sig, src, fn, tuple(others))
     kernel_c = cnames.kernel_cname(tgt.name)
     params = _launcher_params(kernel_c, names, argtypes, template_params, src, fn, pyfunc, typed)
     insts = insts or ({},)
@@ -131,13 +132,14 @@ def _instantiations(tgt: targets.KernelTarget, constants: Constants, names: tupl
     return template_params, tuple(dict(zip(template_params, combo)) for combo in combos)
 
 
-def _typed(pyfunc, argtypes: tuple, sig, src: SourceInfo, fn) -> TypedFunction:
-    """The front end's types of the kernel, merged for C; its refusal located where numba says."""
+def _typed(pyfunc, argtypes: tuple, sig, src: SourceInfo, fn, others: tuple = ()) -> TypedFunction:
+    """The front end's types of the kernel (``others``: its other instantiations'), merged for C; its refusal
+    located where numba says."""
     recursion = find_recursion(pyfunc)
     if recursion is not None:
         raise recursion
     try:
-        return type_function(pyfunc, argtypes)
+        return type_function(pyfunc, argtypes, others=others)
     except Exception as e:  # numba's TypingError: its first relevant line, where it says
         raise typing_error(e, src, fn, f"numba cannot type the kernel for {signature_text(sig)}") from None
 
@@ -222,22 +224,23 @@ def _record_layout(t) -> tuple:
                                                                            key=lambda kv: kv[1].offset))
 
 
-def _instantiated_pyfunc(tgt: targets.KernelTarget, template_params: tuple[str, ...], insts: tuple[dict, ...],
-                         src: SourceInfo, fn):
-    """The kernel function for the first instantiation, with every closure constant right for it.
+def _instantiated_pyfuncs(tgt: targets.KernelTarget, template_params: tuple[str, ...], insts: tuple[dict, ...],
+                          src: SourceInfo, fn) -> list:
+    """The kernel function for each instantiation, with every closure constant right for it (numba types each: a
+    branch on a template parameter is pruned in some of them).
 
     A ``@specialize`` factory derives constants from its parameters (``la = bm * bk // threads``); overriding only
     the parameters' cells would leave the derived ones at the registered config's values. So each instantiation's
     kernel comes from the factory, and the derived constants, which the C file declares once at file scope, must
     agree across the instantiations."""
-    first_values = {k: insts[0][k] for k in template_params}
+    plain = [closures.with_closure(_pyfunc(tgt), {k: inst[k] for k in template_params}) for inst in insts]
     if tgt.factory is None:
-        return closures.with_closure(_pyfunc(tgt), first_values)
+        return plain
     factory: Any = tgt.factory
     funcs = [mlir_view.numba_cuda_view(rolled_function(_py_func(factory(**{**tgt.constants, **inst}))))
              for inst in insts]
     if any(f is None or f.__code__ is not _pyfunc(tgt).__code__ for f in funcs):
-        return closures.with_closure(_pyfunc(tgt), first_values)
+        return plain
     first = closures.closure_values(funcs[0])
     for inst, f in zip(insts[1:], funcs[1:]):
         for name, value in closures.closure_values(f).items():
@@ -247,4 +250,4 @@ def _instantiated_pyfunc(tgt: targets.KernelTarget, template_params: tuple[str, 
                                 f"the constant '{name}' derived by the factory is {first.get(name)!r} for the first "
                                 f"instantiation but {value!r} for {where}; one file declares it once",
                                 hint="translate these configurations separately (one value per --const)")
-    return funcs[0]
+    return funcs

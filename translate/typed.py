@@ -16,7 +16,7 @@ from typing import Any
 
 from numba.cuda import types
 
-from numbakern.frontend.record import FunctionRecord, Versions
+from numbakern.frontend.record import FunctionRecord, Versions, completed
 from numbakern.frontend.record import type_function as record_function
 
 from .cnames import _INT_BITS, is_int, is_signed, scalar_key
@@ -37,10 +37,13 @@ class TypedFunction:
     literals: dict[str, Any] = field(default_factory=dict)
 
 
-def type_function(pyfunc, argtypes: tuple, return_type=None) -> TypedFunction:
+def type_function(pyfunc, argtypes: tuple, return_type=None, others: tuple = ()) -> TypedFunction:
     """The front end's types of ``pyfunc`` for ``argtypes`` (``return_type`` None: a kernel), merged per name; raises
-    numba's TypingError if numba rejects it."""
+    numba's TypingError if numba rejects it. ``others``: the same kernel with the closure values of a template's
+    other instantiations, whose records complete ``pyfunc``'s where numba pruned a branch on a constant."""
     found = record_function(pyfunc, argtypes, return_type)
+    if others:
+        found = completed(found, tuple(record_function(f, argtypes, return_type) for f in others))
     merged, conflicts = {}, {}
     for name, ts in sorted(found.versions.items()):
         t = _merge(ts)

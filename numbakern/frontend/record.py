@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import typer
@@ -138,6 +138,25 @@ class FunctionRecord:
         if found and other and found[-1] == other[-1]:
             return found[-1]
         return None
+
+
+def completed(first: FunctionRecord, others: tuple) -> FunctionRecord:
+    """``first`` completed by the records of the same code for other closure values (a template's other
+    instantiations): numba prunes a branch on a constant (``flag and x[i] > 0``), so an operation one
+    instantiation never compiles is typed from one that does. What ``first`` typed stays as it is."""
+    ops, copies = dict(first.operations_at), dict(first.copies_at)
+    versions, retyped = dict(first.versions), dict(first.retyped)
+    for other in others:
+        for span, found in other.operations_at.items():
+            ops.setdefault(span, found)
+        for span, found in other.copies_at.items():
+            copies.setdefault(span, found)
+        for name, ts in other.versions.items():
+            versions.setdefault(name, ts)
+        for name, v in other.retyped.items():
+            retyped.setdefault(name, v)
+    return replace(first, operations_at=ops, copies_at=copies, versions=versions, retyped=retyped,
+                   cooperative=first.cooperative or any(o.cooperative for o in others))
 
 
 def _span(node) -> Span | None:

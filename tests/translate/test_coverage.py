@@ -95,3 +95,21 @@ def test_a_launcher_refuses_no_value_the_kernel_means():
     launcher = r.code[r.code.index('extern "C" cudaError_t launch_window_mask'):]
     assert "beg < 0" not in launcher and "cudaErrorInvalidValue" not in launcher
     assert r.entry["launchers"][0]["nonneg_params"] == []
+
+
+def test_a_branch_numba_prunes_for_one_instantiation_is_typed_from_another(tmp_path):
+    """numba prunes ``flag and x[i] > 0.5`` for flag = False, so the first instantiation's record has no comparison
+    there: the C template, shared by flag = 0 and 1, takes its types from the instantiation that keeps it (once
+    "numba's typed IR has no operation here")."""
+    path = tmp_path / "flagged.py"
+    path.write_text("from numba import cuda\n\n\ndef make(flag):\n    @cuda.jit\n    def masked(x, out, lim):\n"
+                    "        i = cuda.grid(1)\n        if i < x.shape[0]:\n"
+                    "            m = i > lim or flag and x[i] > 0.5\n"
+                    "            out[i] = 1.0 if m else 0.0\n            if not flag and i == 0:\n"
+                    "                out[i] = 7.0\n    return masked\n\n\nmasked = make(False)\n")
+    r = translate_kernel(f"{path}:masked", signature="void(float64[::1], float64[::1], int64)",
+                         constants={"flag": [False, True]}, write=False)
+    assert r.compile["ok"], r.compile["log"]
+    for fragment in ("template <int flag>", "bool m = i > lim || flag && x[i] > 0.5;", "if (!flag && i == 0) {",
+                     "template __global__ void masked<0>(", "template __global__ void masked<1>("):
+        assert fragment in r.code, f"missing: {fragment}\n--- got ---\n{r.code}"
