@@ -98,17 +98,20 @@ def read(key: str, path: str) -> str:
 
 
 def export(folder: Path) -> list[Path]:
-    """Write every file the corpus reads (its entries' files and the files they call into) from the git copies to
-    ``folder`` in the export layout; returns the files written."""
-    from .index import ENTRIES
+    """Write every file the second and third corpora read (their entries' files and the files they call into) from
+    the git copies to ``folder`` in the export layout; returns the files written."""
+    from ..corpus3.index import ENTRIES as THIRD
+    from . import sources as registry  # (the imported module, which the third corpus adds its sources to, also
+    from .index import ENTRIES as SECOND  # where this one runs as __main__)
 
+    ENTRIES = SECOND + THIRD
     wanted = sorted({(e.source, e.path) for e in ENTRIES} | {(e.source, p) for e in ENTRIES for p, _ in e.also})
     written = []
     for key, path in wanted:
-        source = SOURCES[key]
+        source = registry.SOURCES[key]
         target = folder / f"{source.repo.replace('/', '+')}@{source.commit}" / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(read(key, path))
+        target.write_text(registry.read(key, path))
         written.append(target)
     return written
 
