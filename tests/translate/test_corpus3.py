@@ -13,8 +13,15 @@ from .corpus2 import sources
 from .corpus3 import sources as sources3
 from .corpus3.index import ENTRIES
 
+#: the rotated-box kernels inline a long chain of device functions: about half a minute each here
+SLOW = {"second/nms_gpu:rotate_iou_kernel", "second/nms_gpu:rotate_nms_kernel"}
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+
+def entry_params():
+    return [pytest.param(e, id=e.id, marks=[pytest.mark.slow] if e.id in SLOW else []) for e in ENTRIES]
+
+
+@pytest.mark.parametrize("entry", entry_params())
 def test_corpus3_kernel_translates(entry):
     if not sources.available(entry.source):
         pytest.skip(f"no local copy of {sources.SOURCES[entry.source].repo} (${sources.MIRRORS_ENV})")

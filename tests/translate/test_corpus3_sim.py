@@ -15,6 +15,7 @@ from numbakern import sim
 
 from .corpus2 import sources
 from .corpus3.index import ENTRIES
+from .test_corpus3 import entry_params
 
 pytestmark = pytest.mark.sim
 
@@ -110,8 +111,7 @@ def _available(entry):
         pytest.skip(f"no local copy of {sources.SOURCES[entry.source].repo} (${sources.MIRRORS_ENV})")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+@pytest.mark.parametrize("entry", entry_params())
 def test_corpus3_kernel_runs_in_the_simulator_and_writes_its_outputs(entry):
     _available(entry)
     before, after = _run(entry)
