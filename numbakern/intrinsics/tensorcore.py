@@ -20,13 +20,14 @@ _BF16_HINT = (" (bf16 data goes to kernels as uint16 bit patterns: pass numbaker
 
 # -- mma.sync ------------------------------------------------------------------------------------------------------
 
-_MMA_DOC = """``d[d_at:d_at + 4] = A @ B + C`` for the warp's {m}x{n}x{k} tile, {operand} operands, float32 accumulators
-(``{ptx}``).
+_MMA_DOC = """``d[d_at:d_at + 4] = A @ B + C`` for the warp's {m}x{n}x{k} tile: {operand} operands, float32
+accumulators.
 
-Each lane passes its fragment registers: ``a[a_at:a_at + {a_regs}]`` and ``b[b_at:b_at + {b_regs}]`` ({regs}) and
-``c[c_at:c_at + 4]`` (float32), laid out as the PTX ISA's fragment tables (``numbakern.mma.layout``:
-``a_elements``, ``b_elements``, ``c_elements``); ``d`` may be ``c`` (accumulate in place). All 32 lanes of the
-warp must call it together, at the same line. In the simulator the product is exact and rounded once to float32.
+Each lane passes its fragment registers: ``a[a_at:a_at + {a_regs}]`` and ``b[b_at:b_at + {b_regs}]``
+({regs}), and ``c[c_at:c_at + 4]`` (float32), laid out as the PTX ISA's fragment tables
+(``numbakern.mma.layout``: ``a_elements``, ``b_elements``, ``c_elements``); ``d`` may be ``c`` (accumulate in
+place). All 32 lanes of the warp must call it together, at the same line. In the simulator the product is exact
+and rounded once to float32.
 """
 
 
@@ -50,15 +51,16 @@ MMA = {shape.name: _mma(shape) for shape in SHAPES.values()}
 
 # -- ldmatrix ------------------------------------------------------------------------------------------------------
 
-_LDMATRIX_DOC = """Load {count} 8x8 matri{ces} of 16-bit elements from shared memory into ``regs[at:at + {count}]``
-(``ldmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16``){transposed}.
+_LDMATRIX_DOC = """Load {count} 8x8 matri{ces} of 16-bit elements from shared memory into
+``regs[at:at + {count}]``{transposed}.
 
 ``index`` is the element of the shared array ``smem`` (16-bit elements such as uint16 bf16 patterns or float16,
-or 32-bit ones) where this lane's row starts: lanes 8j..8j+7 name the rows of matrix j{lanes}. Register j of lane
-``l`` receives row ``l // 4``, columns ``2 * (l % 4)`` and ``+1`` of matrix j{trans_note}: exactly an mma fragment
-register. ``regs`` is uint32, or float32 for 32-bit data (tf32 operands). Every row address must be 16-byte aligned,
-so the array needs ``alignment=16`` (or more) in ``cuda.shared.array``: numba-cuda aligns a shared array only to
-its element size otherwise. All 32 lanes must call it together, at the same line.
+or 32-bit ones) where this lane's row starts: lanes 8j..8j+7 name the rows of matrix j{lanes}.
+Register j of lane ``l`` receives row ``l // 4``, columns ``2 * (l % 4)`` and ``+1`` of matrix j{trans_note}:
+exactly an mma fragment register. ``regs`` is uint32, or float32 for 32-bit data (tf32 operands). Every row
+address must be 16-byte aligned, so the array needs ``alignment=16`` (or more) in ``cuda.shared.array``:
+numba-cuda aligns a shared array only to its element size otherwise (a row padded by 8 16-bit elements keeps rows
+16-byte apart, one padded by 4 does not). All 32 lanes must call it together, at the same line.
 """
 
 
@@ -73,7 +75,7 @@ def _ldmatrix_touches(count: int):
 def _ldmatrix(count: int, trans: bool) -> Op:
     name = f"ldmatrix_x{count}{'_trans' if trans else ''}"
     doc = _LDMATRIX_DOC.format(
-        count=count, ces="x" if count == 1 else "ces", trans=".trans" if trans else "",
+        count=count, ces="x" if count == 1 else "ces",
         transposed=", each transposed" if trans else "",
         lanes={1: " (only lanes 0-7's addresses are used)",
                2: " (only lanes 0-15's addresses are used)"}.get(count, ""),
