@@ -28,7 +28,7 @@ declared with ``alignment=16``), its last extent and the last index are multiple
 
 def _vector(name: str, mem: str, store: bool) -> Op:
     def touches(args, lane):
-        return [(args[mem], args["index"], BYTES, "st" if store else "ld")]
+        return [(mem, args["index"], BYTES, "st" if store else "ld")]
 
     effect = f"{mem}[r, c:c + 4] = regs[at:at + 4]" if store else f"regs[at:at + 4] = {mem}[r, c:c + 4]"
     doc = _VECTOR_DOC.format(effect=effect, kind="store" if store else "load", mem=mem,
@@ -59,8 +59,8 @@ def _copy_touches(nbytes: int | None):
     def touches(args, lane):
         size = nbytes if nbytes is not None else int(args["dst"].dtype.itemsize)
         valid = bool(args["valid"])
-        return [(args["src"], args["src_index"] if valid else None, size if valid else 0, "ld"),
-                (args["dst"], args["dst_index"], size, "st")]
+        return [("src", args["src_index"] if valid else None, size if valid else 0, "ld"),
+                ("dst", args["dst_index"], size, "st")]
 
     return touches
 

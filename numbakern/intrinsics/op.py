@@ -28,7 +28,7 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 # -- operands ------------------------------------------------------------------------------------------------------
 
@@ -109,6 +109,18 @@ class Immediate:
 
 Operand = Regs | Element | Data | Scalar | Immediate
 
+
+class Access(NamedTuple):
+    """One array an instruction touches for one lane: ``space`` "global" | "shared" (None: wherever the array
+    is), ``kind`` "ld" | "st" | "atom", ``index`` None with 0 ``nbytes`` when the lane takes part and moves
+    nothing."""
+
+    space: str | None
+    kind: str
+    array: Any
+    index: Any
+    nbytes: int
+
 #: how each asm type reaches the instruction: (LLVM/C constraint letter, numpy type of the value)
 ASM_TYPES = {"f32": ("f", "float32"), "b32": ("r", "uint32"), "b16": ("h", "uint16"), "b64": ("l", "uint64")}
 _ASM_OF_CAST = {"float32": "f32", "uint32": "b32", "int32": "b32", "uint64": "b64", "int64": "b64"}
@@ -148,7 +160,7 @@ class Op:
     instruction: str = ""  # the PTX mnemonic family, as a profiler names it ("ldmatrix", "cp.async", ...)
     shape: Any = None  # the variant's shape (an MmaShape for mma)
     check: Callable | None = None  # extra typing check: check(types, fail, bound argument types)
-    touches: Callable | None = None  # (bound argument values, lane) -> accesses; see ``accesses``
+    touches: Callable | None = None  # (bound argument values, lane) -> [(argument, index, bytes, kind)]
     stub: tuple[str, ...] | None = None  # for an instruction numba-cuda provides: its path under numba.cuda
     emitters: dict[str, Callable] = field(default_factory=dict)
     function: Callable | None = None
@@ -243,12 +255,22 @@ class Op:
 
     # -- memory ------------------------------------------------------------------------------------------------
 
-    def accesses(self, args, lane: int | None = None) -> tuple:
-        """What one lane's call touches in memory, for a profiler: ``(array, index, bytes, "ld" | "st" | "atom")``
-        per access (index None and 0 bytes: the lane takes part and moves nothing). Registers are not memory."""
+    def accesses(self, args, lane: int | None = None) -> tuple[Access, ...]:
+        """What one lane's call touches in memory, for a profiler (registers are not memory): an ``Access`` per
+        array, when the instruction is issued (an ``asynchronous`` one carries it out later)."""
         if self.touches is None:
             return ()
-        return tuple(self.touches(self.bind(args), lane))
+        bound = self.bind(args)
+        spaces = {o.name: o.space for o in self.operands if isinstance(o, Element)}
+        return tuple(Access(spaces.get(name) if spaces.get(name) != "any" else None, kind, bound[name], index, nbytes)
+                     for name, index, nbytes, kind in self.touches(bound, lane))
+
+    def flops(self) -> dict[str, int]:
+        """Floating-point operations per warp, as a roofline counts them (``{"tensor_bf16": 4096}`` for an
+        m16n8k16 bf16 mma: 2*m*n*k); empty for the instructions that do none."""
+        if self.family != "mma":
+            return {}
+        return {f"tensor_{self.shape.operand}": 2 * self.shape.m * self.shape.n * self.shape.k}
 
     def __repr__(self) -> str:
         return f"<Op {self.qualname}>"

@@ -67,7 +67,7 @@ numba-cuda aligns a shared array only to its element size otherwise (a row padde
 def _ldmatrix_touches(count: int):
     def touches(args, lane):
         used = lane is None or lane in ldmatrix_address_lanes(count)
-        return [(args["smem"], args["index"] if used else None, ROW_BYTES if used else 0, "ld")]
+        return [("smem", args["index"] if used else None, ROW_BYTES if used else 0, "ld")]
 
     return touches
 

@@ -48,7 +48,7 @@ WARP = (SHFL_SYNC, SHFL_UP_SYNC, SHFL_DOWN_SYNC, SHFL_XOR_SYNC, BALLOT_SYNC, ALL
 
 def _touches(args, lane):
     index = (0,) * args["array"].ndim if "index" not in args else args["index"]
-    return [(args["array"], index, int(args["array"].dtype.itemsize), "atom")]
+    return [("array", index, int(args["array"].dtype.itemsize), "atom")]
 
 
 def _atomic(name: str, ptx: str, doc: str, params=("array", "index", "val")) -> Op:
