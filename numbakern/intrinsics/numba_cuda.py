@@ -90,22 +90,11 @@ _LLVM = {"f32": lambda ir: ir.FloatType(), "b32": lambda ir: ir.IntType(32), "b1
 
 
 def inline_asm(op: Op, bound_types: dict, ret, arg_types: list):
-    """The Op's instruction as LLVM inline asm: its text with ``$n`` operands, its constraints (outputs, tied
-    inputs, inputs, the memory clobber)."""
+    """The Op's instruction as LLVM inline asm: its text with ``$n`` operands and its constraints."""
     from llvmlite import ir
 
-    outputs, inputs = op.asm_operands(bound_types)
-    out_index = {(id(o), q): i for i, (o, q, _) in enumerate(outputs)}
-    cons = [f"={_constraint(t)}" for _, _, t in outputs]
-    cons += [str(out_index[id(o), q]) if isinstance(o, Regs) and o.tied else _constraint(t) for o, q, t in inputs]
-    if op.clobbers_memory:
-        cons.append("~{memory}")
-    return ir.InlineAsm(ir.FunctionType(ret, arg_types), op.ptx_text(bound_types), ",".join(cons),
+    return ir.InlineAsm(ir.FunctionType(ret, arg_types), op.ptx_text(bound_types), op.constraints(bound_types),
                         side_effect=op.volatile)
-
-
-def _constraint(asm: str) -> str:
-    return {"f32": "f", "b32": "r", "b16": "h", "b64": "l"}[asm]
 
 
 def asm_codegen(op: Op, bound_types: dict):

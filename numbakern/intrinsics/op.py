@@ -46,8 +46,6 @@ class Regs:
     tied: bool = False  # read and written: the instruction's outputs, and the same registers as inputs
     asm: str = "b32"  # the register as the instruction sees it: "b32" or "f32"
 
-    def params(self) -> tuple[str, ...]:
-        return (self.name,) if self.at is None else (self.name, self.at)
 
 
 @dataclass(frozen=True)
@@ -66,8 +64,6 @@ class Element:
     contiguous: bool = False
     flat: bool = False
 
-    def params(self) -> tuple[str, ...]:
-        return (self.name, self.index)
 
 
 @dataclass(frozen=True)
@@ -77,8 +73,6 @@ class Data:
     name: str
     want: str = "an array"
 
-    def params(self) -> tuple[str, ...]:
-        return (self.name,)
 
 
 @dataclass(frozen=True)
@@ -90,8 +84,6 @@ class Scalar:
     cast: str = ""
     hint: str = ""  # added to the type error: what to pass instead
 
-    def params(self) -> tuple[str, ...]:
-        return (self.name,)
 
 
 @dataclass(frozen=True)
@@ -103,8 +95,6 @@ class Immediate:
     minimum: int | None = None
     why: str = ""  # why it must be known at compile time, for messages
 
-    def params(self) -> tuple[str, ...]:
-        return (self.name,)
 
 
 Operand = Regs | Element | Data | Scalar | Immediate
@@ -121,20 +111,16 @@ class Access(NamedTuple):
     index: Any
     nbytes: int
 
-#: how each asm type reaches the instruction: (LLVM/C constraint letter, numpy type of the value)
-ASM_TYPES = {"f32": ("f", "float32"), "b32": ("r", "uint32"), "b16": ("h", "uint16"), "b64": ("l", "uint64")}
+#: the inline-asm constraint letter of each asm type (LLVM's and C's)
+CONSTRAINT = {"f32": "f", "b32": "r", "b16": "h", "b64": "l"}
 _ASM_OF_CAST = {"float32": "f32", "uint32": "b32", "int32": "b32", "uint64": "b64", "int64": "b64"}
 
 
-def asm_type(operand) -> str | None:
+def asm_type(operand) -> str:
     """The asm type of a Scalar/Element/Data operand as the instruction reads it."""
     if isinstance(operand, Scalar):
         return _ASM_OF_CAST[operand.cast]
-    if isinstance(operand, Element):
-        return "b32" if operand.space == "shared" else "b64"
-    if isinstance(operand, Data):
-        return "b64"
-    return None
+    return "b32" if isinstance(operand, Element) and operand.space == "shared" else "b64"
 
 
 # -- the instruction -----------------------------------------------------------------------------------------------
@@ -232,6 +218,14 @@ class Op:
                 inputs.append((operand, None, asm_type(operand)))
         return outputs, tied + inputs
 
+    def constraints(self, bound: dict) -> str:
+        """The LLVM inline-asm constraints: outputs, tied inputs (their outputs' numbers), inputs, memory clobber."""
+        outputs, inputs = self.asm_operands(bound)
+        tied = {(id(o), q): str(i) for i, (o, q, _) in enumerate(outputs) if isinstance(o, Regs) and o.tied}
+        cons = [f"={CONSTRAINT[t]}" for _, _, t in outputs]
+        cons += [tied.get((id(o), q), CONSTRAINT[t]) for o, q, t in inputs]
+        return ",".join(cons + (["~{memory}"] if self.clobbers_memory else []))
+
     def ptx_text(self, bound: dict, style: str = "llvm") -> str:
         """The instruction text with its operands numbered: ``$0``... joined by ``,`` (LLVM inline asm), or ``%0``...
         joined by ``, `` with immediates as operands too (C inline asm, numbered after the others)."""
@@ -239,18 +233,16 @@ class Op:
         prefix, sep = ("$", ",") if style == "llvm" else ("%", ", ")
         numbers: dict[str, list[str]] = {}
         for i, (operand, _, _) in enumerate(outputs + inputs):
-            key = "result" if operand is None else operand.name
-            if i < len(outputs) or key not in numbers or not any(o is operand for o, _, _ in outputs):
-                numbers.setdefault(key, []).append(f"{prefix}{i}")
+            if i < len(outputs) or not (isinstance(operand, Regs) and operand.tied):  # tied: named by its outputs
+                numbers.setdefault("result" if operand is None else operand.name, []).append(f"{prefix}{i}")
         last = len(outputs) + len(inputs)
         for operand in self.operands:
-            if isinstance(operand, Immediate):
-                if style == "llvm":
-                    numbers[operand.name] = [str(int(getattr(bound[operand.name], "literal_value",
-                                                             bound[operand.name])))]
-                else:
-                    numbers[operand.name] = [f"%{last}"]
-                    last += 1
+            if isinstance(operand, Immediate) and style == "llvm":
+                value = bound[operand.name]
+                numbers[operand.name] = [str(int(getattr(value, "literal_value", value)))]
+            elif isinstance(operand, Immediate):
+                numbers[operand.name] = [f"%{last}"]
+                last += 1
         return re.sub(r"\$([A-Za-z_]\w*)", lambda m: sep.join(numbers[m.group(1)]), self.ptx)
 
     # -- memory ------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ NVVM operations outside a fixed set ("unsupported NVVM op"); it translates ``llv
 
 from __future__ import annotations
 
-from ..intrinsics.op import Element, Immediate, Op, Regs, Scalar, on_declare
+from ..intrinsics.op import Element, Immediate, Op, Regs, Scalar, asm_type, on_declare
 from ..intrinsics.tensorcore import F32_TO_TF32
 from .support import (
     GLOBAL,
@@ -86,12 +86,6 @@ def _bound_types(builder, op: Op, args) -> dict:
     return dict(zip(op.params, (builder.get_numba_type(a) for a in args)))
 
 
-def _constraints(op: Op, outputs, inputs) -> str:
-    letter = {"f32": "f", "b32": "r", "b16": "h", "b64": "l"}
-    cons = [f"={letter[t]}" for _, _, t in outputs] + [letter[t] for _, _, t in inputs]
-    return ",".join(cons + (["~{memory}"] if op.clobbers_memory else []))
-
-
 def _lower_template(op: Op):
     def lower(builder, args):
         values = dict(zip(op.params, args))
@@ -111,7 +105,7 @@ def _lower_template(op: Op):
                 operand_values[id(operand)] = [llvm.ptrtoint(T.i32(), ptr)]
             elif isinstance(operand, Scalar):
                 operand_values[id(operand)] = [builder.mlir_convert(builder.load_var(values[operand.name]),
-                                                                    _MLIR[_asm(operand)]())]
+                                                                    _MLIR[asm_type(operand)]())]
         taken: dict[int, int] = {}
         arguments = []
         for o, _, _ in inputs:
@@ -121,7 +115,7 @@ def _lower_template(op: Op):
         out_types = [_MLIR[t]() for _, _, t in outputs]
         result_type = None if not outputs else out_types[0] if len(outputs) == 1 else _struct(out_types[0],
                                                                                                len(outputs))
-        out = asm(result_type, arguments, op.ptx_text(tys), _constraints(op, outputs, inputs))
+        out = asm(result_type, arguments, op.ptx_text(tys), op.constraints(tys))
         results = [out] if len(outputs) == 1 else _fields(out, out_types[0], len(outputs)) if outputs else []
         result = None
         for (o, q, _), v in zip(outputs, results):
@@ -136,10 +130,6 @@ def _lower_template(op: Op):
         return result
 
     return lower
-
-
-def _asm(operand: Scalar) -> str:
-    return {"float32": "f32", "uint32": "b32", "int32": "b32", "uint64": "b64"}[operand.cast]
 
 
 # -- the instructions without a template of their own ---------------------------------------------------------------
