@@ -164,16 +164,13 @@ class Op:
         self.emitters[backend] = emitter
         return emitter
 
-    def emitter(self, backend: str) -> Callable | None:
-        return self.emitters.get(backend)
-
     # -- typing --------------------------------------------------------------------------------------------------
 
-    def bind(self, args) -> dict[str, Any]:
+    def bind(self, args, error: type[Exception] = TypeError) -> dict[str, Any]:
         """The call's arguments by parameter name (positional only, as every intrinsic takes them)."""
         if len(args) != len(self.params):
-            raise TypeError(f"{self.name} takes {len(self.params)} argument(s) ({', '.join(self.params)}), "
-                            f"got {len(args)}")
+            raise error(f"{self.name} takes {len(self.params)} argument(s) ({', '.join(self.params)}), "
+                        f"got {len(args)}")
         return dict(zip(self.params, args))
 
     def register_count(self, operand: Regs, bound: dict) -> int:
@@ -186,7 +183,7 @@ class Op:
     def typing(self, types, error: type[Exception], argtypes) -> Any:
         """The call's result type, for the numba types of its arguments, or ``error`` naming the bad argument and
         what it must be. ``types`` is the compiler's own ``types`` module (numba-cuda's or numba-cuda-mlir's)."""
-        bound = self.bind(argtypes)
+        bound = self.bind(argtypes, error)
 
         def fail(message: str):
             raise error(f"{self.name}: {message}")
