@@ -143,13 +143,7 @@ def asm_codegen(op: Op, bound_types: dict):
             elif isinstance(operand, Scalar):
                 operand_values[id(operand)] = [context.cast(builder, v, tys[operand.name],
                                                             getattr(types, operand.cast))]
-        taken: dict[int, int] = {}
-        arguments = []
-        for o, _, _ in inputs:
-            i = taken.get(id(o), 0)
-            arguments.append(operand_values[id(o)][i])
-            taken[id(o)] = i + 1
-        out = builder.call(asm, arguments)
+        out = builder.call(asm, op.asm_arguments(inputs, operand_values))
         results = [out] if len(outputs) == 1 else [builder.extract_value(out, i) for i in range(len(outputs))]
         result = None
         for (o, q, _), v in zip(outputs, results):

@@ -215,6 +215,18 @@ class Op:
                 inputs.append((operand, None, asm_type(operand)))
         return outputs, tied + inputs
 
+    @staticmethod
+    def asm_arguments(inputs: list, values: dict[int, list]) -> list:
+        """The backend's values of the ``inputs`` (``asm_operands``), in order: ``values[id(operand)]`` holds each
+        operand's, one per register."""
+        taken: dict[int, int] = {}
+        arguments = []
+        for operand, _, _ in inputs:
+            i = taken.get(id(operand), 0)
+            arguments.append(values[id(operand)][i])
+            taken[id(operand)] = i + 1
+        return arguments
+
     def constraints(self, bound: dict) -> str:
         """The LLVM inline-asm constraints: outputs, tied inputs (their outputs' numbers), inputs, memory clobber."""
         outputs, inputs = self.asm_operands(bound)

@@ -106,16 +106,10 @@ def _lower_template(op: Op):
             elif isinstance(operand, Scalar):
                 operand_values[id(operand)] = [builder.mlir_convert(builder.load_var(values[operand.name]),
                                                                     _MLIR[asm_type(operand)]())]
-        taken: dict[int, int] = {}
-        arguments = []
-        for o, _, _ in inputs:
-            i = taken.get(id(o), 0)
-            arguments.append(operand_values[id(o)][i])
-            taken[id(o)] = i + 1
         out_types = [_MLIR[t]() for _, _, t in outputs]
         result_type = None if not outputs else out_types[0] if len(outputs) == 1 else _struct(out_types[0],
                                                                                                len(outputs))
-        out = asm(result_type, arguments, op.ptx_text(tys), op.constraints(tys))
+        out = asm(result_type, op.asm_arguments(inputs, operand_values), op.ptx_text(tys), op.constraints(tys))
         results = [out] if len(outputs) == 1 else _fields(out, out_types[0], len(outputs)) if outputs else []
         result = None
         for (o, q, _), v in zip(outputs, results):

@@ -69,6 +69,17 @@ mma_tf32_registers = _from_registers(mma_m16n8k8_tf32, np.float32)
 mma_bf16_float_registers = _from_registers(mma_m16n8k16_bf16, np.float32)
 
 
+@cuda.jit(device=True)
+def _load_fragments(a_regs, b_regs, c_regs, a, b, c):
+    """This lane's A, B and C registers from its rows of the inputs."""
+    tid = cuda.threadIdx.x
+    for i in range(4):
+        a[i] = a_regs[tid, i]
+        c[i] = c_regs[tid, i]
+    for i in range(2):
+        b[i] = b_regs[tid, i]
+
+
 @cuda.jit
 def mma_half_warp(a_regs, b_regs, c_regs, d_regs):
     """Only lanes 0-15 execute the mma: a divergent warp-wide instruction."""
@@ -76,11 +87,7 @@ def mma_half_warp(a_regs, b_regs, c_regs, d_regs):
     a = cuda.local.array(4, np.uint32)
     b = cuda.local.array(2, np.uint32)
     c = cuda.local.array(4, np.float32)
-    for i in range(4):
-        a[i] = a_regs[tid, i]
-        c[i] = c_regs[tid, i]
-    for i in range(2):
-        b[i] = b_regs[tid, i]
+    _load_fragments(a_regs, b_regs, c_regs, a, b, c)
     if cuda.laneid < 16:
         mma_m16n8k16_bf16(c, 0, a, 0, b, 0, c, 0)
     for i in range(4):
@@ -101,11 +108,7 @@ def mma_or_barrier(a_regs, b_regs, c_regs, d_regs):
     a = cuda.local.array(4, np.uint32)
     b = cuda.local.array(2, np.uint32)
     c = cuda.local.array(4, np.float32)
-    for i in range(4):
-        a[i] = a_regs[tid, i]
-        c[i] = c_regs[tid, i]
-    for i in range(2):
-        b[i] = b_regs[tid, i]
+    _load_fragments(a_regs, b_regs, c_regs, a, b, c)
     if cuda.laneid < 16:
         mma_m16n8k16_bf16(c, 0, a, 0, b, 0, c, 0)
     else:
@@ -121,11 +124,7 @@ def mma_two_lines(a_regs, b_regs, c_regs, d_regs):
     a = cuda.local.array(4, np.uint32)
     b = cuda.local.array(2, np.uint32)
     c = cuda.local.array(4, np.float32)
-    for i in range(4):
-        a[i] = a_regs[tid, i]
-        c[i] = c_regs[tid, i]
-    for i in range(2):
-        b[i] = b_regs[tid, i]
+    _load_fragments(a_regs, b_regs, c_regs, a, b, c)
     if cuda.laneid < 16:
         mma_m16n8k16_bf16(c, 0, a, 0, b, 0, c, 0)
     else:
