@@ -7,8 +7,9 @@ are unrolled the offsets are constants and LLVM keeps them in registers), shared
 shared-window addresses, scalars converted to the operand's type. The few without one (bit packing, 16-byte
 vector accesses, the cp.async address selection) have their codegen here, by name.
 
-``install`` runs when numba-cuda's CUDA target is loaded (``numba.cuda.target``): in the simulator, or with
-numba-cuda-mlir alone, nothing here is imported.
+``attach`` (``import numbakern.intrinsics``) registers the instructions once numba-cuda's CUDA target is loaded
+(``numba.cuda.target``): in the simulator, or with numba-cuda-mlir alone, it never is, and this module imports
+nothing of numba.
 """
 
 from __future__ import annotations
