@@ -183,14 +183,13 @@ def _split_tf32(builder, args):
 def _vector(store: bool):
     def lower(builder, args):
         arr, index, regs, at = args
-        ptr = element_pointer(builder, arr, index, T.f32())
         if store:
             vec = llvm.mlir_undef(T.vector(4, T.f32()))
             for q in range(4):
                 vec = llvm.insertelement(vec, load_register(builder, regs, at, q), arith.constant(T.i32(), q))
-            llvm.store(vec, ptr, alignment=16)
+            llvm.store(vec, element_pointer(builder, arr, index, T.f32()), alignment=16)
         else:
-            vec = llvm.load(T.vector(4, T.f32()), ptr, alignment=16)
+            vec = llvm.load(T.vector(4, T.f32()), element_pointer(builder, arr, index, T.f32()), alignment=16)
             for q in range(4):
                 store_register(builder, regs, at, q, llvm.extractelement(vec, arith.constant(T.i32(), q)))
 
