@@ -13,11 +13,12 @@ the others). It holds whatever order the scheduler runs the threads in, so profi
 own.
 
 What a lane accesses is seen by the array proxies the simulator hands kernels (``ProfiledArray``: every element
-read, write and atomic, with its address). Some instructions are carried out by the simulator's stand-ins
-(``numbakern.vector_io``, ``numbakern.mma``'s ``ldmatrix``, ``numbakern.async_copy``) element by element: the
-elements one stand-in call touches contiguously (at most 16 bytes) are one access of that width, at the kernel's
-line that called it. ``cp.async`` moves its data when a later wait lets it land, so it is counted when issued, as
-the stand-in reports it (``numbakern.sim.intrinsics.observe``), and the landing itself is not counted again.
+read, write and atomic, with its address). Some instructions are carried out by the simulator's models of declared
+instructions (``numbakern.intrinsics``: ``vload4``/``vstore4``, ``ldmatrix``, ``cp.async``) element by element: the
+elements one call of the instruction touches contiguously (at most 16 bytes) are one access of that width, at the
+kernel's line that called it, named by the instruction's ``Op.instruction``. ``cp.async`` moves its data when a
+later wait lets it land, so it is counted when issued, as the model reports it
+(``numbakern.sim.intrinsics.observe``), and the landing itself is not counted again.
 
 Lines are counted by tracing the kernel's own frames (``sys.settrace``, line events): per lane, how many times it
 ran each line. A warp runs a line as many times as its most frequent lane (the k-th rule again); the lanes over
@@ -33,7 +34,6 @@ import ast
 import bisect
 import dis
 import linecache
-import os
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from greenlet import greenlet
 
-from .. import async_copy, vector_io
+from ..intrinsics.op import op_of_frame
 from ..sim import config, engine, intrinsics, kerneltypes
 from ..sim.checked_array import CheckedArray
 from ..sim.fakecuda import LocalMemory
@@ -49,8 +49,6 @@ from ..sim.stockapi import Dim3
 from . import rules
 from .model import KINDS, Branch, Line, Memory
 
-#: where the stand-ins live that carry out one instruction with several element accesses (and what it is)
-_STAND_INS = {os.path.abspath(vector_io.__file__): "vector", os.path.abspath(async_copy.__file__): "cp.async"}
 _KERNEL, _SIM, _STAND_IN = 0, 1, 2
 _MAX_ACCESS = 16  # bytes: the widest access one lane makes
 _LD, _ST, _ATOM, _LDGSTS = range(4)  # offsets of a space's kinds in KINDS
@@ -429,10 +427,9 @@ class Recorder:
     # -- bookkeeping -----------------------------------------------------------------------------------------------
 
     def _role(self, code) -> int:
-        filename = os.path.abspath(code.co_filename)
         if id(code) in self._codes:
             role = _KERNEL
-        elif filename in _STAND_INS or code.co_filename in intrinsics.HELPER_FILES:
+        elif code.co_filename in intrinsics.HELPER_FILES:  # an instruction's function, the models, the seam
             role = _STAND_IN
         else:
             role = _SIM  # the simulator's own frames, numpy's: up to the kernel's line
@@ -462,9 +459,8 @@ class Recorder:
         key = (id(self.kernel_code), where) if isinstance(where, int) else where[0]
         instruction = ""
         if stand_in is not None:
-            instruction = _STAND_INS.get(os.path.abspath(stand_in.f_code.co_filename), "")
-            name = stand_in.f_code.co_name
-            instruction = instruction or ("ldmatrix" if "ldmatrix" in name else name)
+            op = op_of_frame(stand_in)  # the outermost stand-in frame: the instruction's function
+            instruction = op.instruction if op is not None else stand_in.f_code.co_name
         if kind % 4 == _LDGSTS:
             instruction = "cp.async"
         self.sites.append(Site(*self._line_of(key), KINDS[kind], instruction))

@@ -15,14 +15,15 @@ once per iteration: they are marked, and counted by the runs of the header's fir
 from __future__ import annotations
 
 import ast
-import re
 
 from ..frontend.decompile import node_key
+from ..intrinsics import OPS
 
 FLOAT_TYPES = {"float16": "fp16", "float32": "fp32", "float64": "fp64"}
 _ARITHMETIC = {"+", "-", "*", "/"}
-_MMA = re.compile(r"mma_m(\d+)n(\d+)k(\d+)_(\w+)")
 WARP = 32
+#: the instructions that do floating-point operations (the tensor cores') by name: their operations per warp
+_OP_FLOPS = {op.name: op.flops() for op in OPS.values() if op.flops()}
 
 #: (file, line) -> {type: (operations per run, whether they run once per entry into a loop instead)}
 LineFlops = dict
@@ -69,11 +70,9 @@ def _operations(node: ast.AST, facts: dict):
                                                                         "isnan", "isinf", "isfinite"):
                 yield f"sfu_{kind}", 1.0
             else:
-                found = _MMA.search(name) or _MMA.search(_called_name(node))
-                if found:
-                    m, n, k, operand = found.groups()
-                    # per lane: the warp's 2mnk operations over its 32 lanes (lines are counted per lane)
-                    yield f"tensor_{operand}", 2.0 * int(m) * int(n) * int(k) / WARP
+                # per lane: the warp's operations over its 32 lanes (lines are counted per lane)
+                for kind, count in (_OP_FLOPS.get(name) or _OP_FLOPS.get(_called_name(node)) or {}).items():
+                    yield kind, count / WARP
 
 
 def _called_name(node: ast.Call) -> str:

@@ -62,7 +62,8 @@ def engine_frames_hidden() -> bool:
 
 
 def is_engine_file(filename: str) -> bool:
-    """A source file of the simulator itself, or of a stand-in for a GPU intrinsic (``intrinsics.stands_for``)."""
+    """A source file of the simulator itself, or of a declared instruction's function or model
+    (``intrinsics.HELPER_FILES``)."""
     return filename.startswith(_SIM_DIR) or filename in HELPER_FILES
 
 

@@ -1,11 +1,15 @@
-"""Python stand-ins for GPU intrinsics (``numbakern.mma`` in simulator mode), and what the simulator does with them.
+"""The seam between numbakern's declared instructions (``numbakern.intrinsics``) and the running simulator.
 
-A stand-in is registered with ``stands_for``:
+A call of an instruction's function in a simulated kernel runs ``dispatch``, which the simulator installs
+(``numbakern.sim.instructions``): the model registered on the instruction's Op, with the running launch and the
+kernel's frame.
 
-- the front end compiles the intrinsic itself where the kernel calls the stand-in (``cudasim.recognize`` sends the
-  helper process ``module.name`` instead of the Python function), so typing sees the intrinsic's real signature;
-- the checkers report the array accesses a stand-in makes on the kernel's behalf at the kernel's line that called
-  it (``errors.site_of`` skips the frames of the files in ``HELPER_FILES``).
+- The front end compiles the instruction itself where the kernel calls its function (``cudasim.recognize`` sends
+  the helper process ``module.name``, the attribute ``INTRINSIC_ATTR``), so typing sees its real signature.
+- The checkers report the array accesses a model makes on the kernel's behalf at the kernel's line that called it
+  (``errors.site_of`` skips the frames of the files in ``HELPER_FILES``).
+- A profiler is told what an asynchronous instruction touches when it is issued (``observe``), and the accesses
+  that carry it out later are not counted again (``landing``).
 """
 
 from __future__ import annotations
@@ -18,10 +22,6 @@ INTRINSIC_ATTR = "__numbakern_intrinsic__"
 
 #: source files of stand-ins: their frames are never the kernel's line
 HELPER_FILES: set[str] = set()
-
-#: the profiler's recorder while a profiled launch runs (``numbakern.profiler``), else None: told what a stand-in's
-#: instruction touches when the stand-in does not touch it there and then (``cp.async`` lands at a later wait)
-_observer = None
 
 #: where the engine keeps the launch running now (it installs itself: stand-ins, which the kernel library imports
 #: before any simulator exists, reach the running launch through this seam, not through an import of the engine)
@@ -39,15 +39,18 @@ def active_launch():
     return _launch_source() if _launch_source is not None else None
 
 
-def stands_for(module: str, name: str, filename: str):
-    """Register a function as the simulator's stand-in for ``module.name`` on a GPU, defined in ``filename``."""
-    HELPER_FILES.add(filename)
+def dispatch(op, frame, args):
+    """A kernel calls ``op``'s function: run the simulator's model of it (``model(launch, frame, *args)``)."""
+    model = op.emitters.get("sim")
+    if model is None:
+        raise NotImplementedError(f"{op.qualname}: the simulator has no model of this instruction; kernels using it "
+                                  "run on a GPU only")
+    return model(active_launch(), frame, *args)
 
-    def register(fn):
-        setattr(fn, INTRINSIC_ATTR, (module, name))
-        return fn
 
-    return register
+#: the profiler's recorder while a profiled launch runs (``numbakern.profiler``), else None: told what an
+#: instruction touches when it does not touch it there and then (``cp.async`` lands at a later wait)
+_observer = None
 
 
 def install_observer(observer):
@@ -58,11 +61,11 @@ def install_observer(observer):
     return previous
 
 
-def observe(instruction: str, accesses) -> None:
+def observe(instruction: str, accesses, frame=None) -> None:
     """The running lane issues ``instruction`` (``"cp.async"``), which touches ``accesses``: ``(array, index, bytes,
     "ld" | "st")`` per side (index None and 0 bytes: the lane takes part and moves nothing)."""
     if _observer is not None:
-        _observer.issue(instruction, accesses, sys._getframe(1))
+        _observer.issue(instruction, accesses, frame if frame is not None else sys._getframe(1))
 
 
 @contextlib.contextmanager
@@ -77,3 +80,6 @@ def landing():
         yield
     finally:
         observer.land(False)
+
+
+HELPER_FILES.add(__file__)  # dispatch's frame is never the kernel's line

@@ -12,7 +12,7 @@ from numba import cuda
 
 import numbakern
 from numbakern.async_copy import async_commit, async_wait_all, copy_async4
-from numbakern.mma import ldmatrix_x4
+from numbakern.mma import formats, ldmatrix_x4, mma_m16n8k16_bf16
 from numbakern.profiler import collect, lessons
 from numbakern.vector_io import vload4, vstore4
 
@@ -189,7 +189,7 @@ def _ldmatrix_kernel(cols):
     @cuda.jit
     def kernel(src, out):
         tid = cuda.threadIdx.x
-        tile = cuda.shared.array((32, cols), dtype=np.uint16)
+        tile = cuda.shared.array((32, cols), dtype=np.uint16, alignment=16)  # ldmatrix reads 16-byte rows
         for e in range(tid, 32 * cols, 32):
             tile[e // cols, e % cols] = src[e // cols, e % cols]
         cuda.syncthreads()
@@ -232,6 +232,35 @@ def test_operations_by_type(rng):
     # per thread: a mul and an add, then 3 iterations of exp and a mul; k / 4 is a float64 division, done once
     assert p.kernel.flops == {"fp32": n * (2 + 3), "sfu_fp32": n * 3, "fp64": n}
     assert p.roofline.flops == n * (2 + 3 + 1)
+
+
+@cuda.jit
+def mma_loop(a_bits, b_bits, out, k):
+    lane = cuda.threadIdx.x % 32
+    a = cuda.local.array(4, np.uint32)
+    b = cuda.local.array(2, np.uint32)
+    d = cuda.local.array(4, np.float32)
+    for j in range(4):
+        a[j] = a_bits[lane, j]
+        d[j] = np.float32(0.0)
+    for j in range(2):
+        b[j] = b_bits[lane, j]
+    for _ in range(k):
+        mma_m16n8k16_bf16(d, 0, a, 0, b, 0, d, 0)
+    for j in range(4):
+        out[cuda.threadIdx.x, j] = d[j]
+
+
+def test_tensor_core_operations_per_warp(rng):
+    """An m16n8k16 mma is 2 * 16 * 8 * 16 bf16 operations per warp, whichever lane's line counts them."""
+    def packed(shape):
+        bits = formats.f32_to_bf16_bits(rng.standard_normal((*shape, 2)).astype(np.float32)).astype(np.uint32)
+        return bits[..., 0] | bits[..., 1] << 16
+
+    warps, k = 2, 3
+    out = np.zeros((32 * warps, 4), np.float32)
+    p = numbakern.profile(mma_loop, 1, 32 * warps, packed((32, 4)), packed((32, 2)), out, k)
+    assert p.kernel.flops == {"tensor_bf16": warps * k * 2 * 16 * 8 * 16}
 
 
 @cuda.jit
