@@ -21,6 +21,10 @@ from .choice import CUDA_MODULES, NUMBA_CUDA, NUMBA_CUDA_MLIR
 MLIR_CUDA = CUDA_MODULES[NUMBA_CUDA_MLIR]
 
 
+#: a numba-cuda-mlir device function's options that its numba-cuda view keeps (the rest change no generated code)
+_INLINING = ("forceinline", "inline")
+
+
 def _mlir_cuda():
     return sys.modules.get(MLIR_CUDA)
 
@@ -67,7 +71,10 @@ def numba_cuda_view(pyfunc, _made: dict | None = None):
             return cuda
         device = _mlir_device_function(value)
         if device is not None:
-            return cuda.jit(device=True)(numba_cuda_view(device, made))
+            # the inlining it asks for goes with it: translate writes a forced inline as __forceinline__
+            options = getattr(value, "targetoptions", None) or {}
+            inlining = {k: options[k] for k in _INLINING if options.get(k) not in (None, False, "never")}
+            return cuda.jit(device=True, **inlining)(numba_cuda_view(device, made))
         return value
 
     globs = dict(pyfunc.__globals__)
