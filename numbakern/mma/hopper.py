@@ -3,8 +3,16 @@
 ``cp.async.bulk.tensor``) and the ``mbarrier``s that say when its copies have landed.
 
 numba-cuda 0.30 compiles for ``compute_90a`` on a 9.0 device (``CUDACodeLibrary._ensure_cc`` adds the ``a``), so
-these instructions assemble in Numba's own PTX. GPU only: the simulator does not run them (a kernel using them is
-GPU-only), and ``translate`` does not know them.
+these instructions assemble in Numba's own PTX. In simulator mode each name is a stand-in that runs the simulator's
+model of the instruction (``numbakern.sim.hopper``: asynchronous, with the pipeline's checkers).
+
+The wgmma intrinsics are named by shape: ``wgmma_m64n{N}k16_{bf16,f16}(acc, desc_a, desc_b, scale_d, trans_b)``
+(A and B from shared memory), ``wgmma_m64n{N}k16_{bf16,f16}_rs(acc, a, a_at, desc_b, scale_d, trans_b)`` (A from
+registers: four uint32 of ``a`` from ``a_at``, two 16-bit values each, in the m64k16 A-fragment layout),
+``wgmma_m64n{N}k8_tf32(acc, desc_a, desc_b, scale_d)`` and ``wgmma_m64n{N}k8_tf32_rs(acc, a, a_at, desc_b,
+scale_d)`` (tf32: both operands K-major; register A: four float32 holding tf32 values), for every N that PTX allows
+(a multiple of 8 up to 256), made the first time a kernel names them. ``numbakern.sim.hopper.layout`` has the
+register layouts and the descriptors' address formulas.
 
 Matrix descriptors (``smem_descriptor``) are plain 64-bit integers built in the kernel, as the PTX ISA lays them out
 ("Matrix Descriptor Format"): bits 0-13 the start address >> 4, 16-29 the leading dimension byte offset >> 4, 32-45
@@ -25,9 +33,55 @@ Accumulators are ``cuda.local.array(n / 2, float32)`` per thread of the warpgrou
 
 from __future__ import annotations
 
-#: wgmma shapes with their accumulator registers per thread (m64nNk16, f32 accumulators)
+import re
+from dataclasses import dataclass
+
+#: the wgmma shapes the matmul kernel uses (m64nNk16, f32 accumulators); any multiple of 8 up to 256 is valid
 WGMMA_N = (64, 128, 256)
 SWIZZLE_128B = 1
+#: a wgmma intrinsic's name: m64nNk16 for .bf16/.f16, m64nNk8 for .tf32; ``_rs``: A from registers
+WGMMA_NAME = re.compile(r"wgmma_m64n(\d+)k(16|8)_(bf16|f16|tf32)(_rs)?$")
+
+
+@dataclass(frozen=True)
+class WgmmaShape:
+    """One wgmma variant: ``m64n{n}k{k}``, its A and B format, and where A comes from (f32 accumulators)."""
+
+    n: int
+    operand: str  # "bf16", "f16" or "tf32"
+    a_registers: bool
+
+    @property
+    def element_bytes(self) -> int:
+        return 4 if self.operand == "tf32" else 2
+
+    @property
+    def k(self) -> int:
+        return 32 // self.element_bytes  # 32 bytes of k per instruction
+
+    @property
+    def name(self) -> str:
+        return f"wgmma_m64n{self.n}k{self.k}_{self.operand}{'_rs' if self.a_registers else ''}"
+
+    @property
+    def ptx(self) -> str:
+        return f"wgmma.mma_async.sync.aligned.m64n{self.n}k{self.k}.f32.{self.operand}.{self.operand}"
+
+    @property
+    def transposable(self) -> bool:
+        """Whether B may be MN-major (``trans_b``): 16-bit operands only."""
+        return self.operand != "tf32"
+
+
+def wgmma_shape(name: str) -> WgmmaShape | None:
+    """The shape a wgmma intrinsic's name stands for; None if the name is not one; ValueError for an N PTX lacks."""
+    found = WGMMA_NAME.match(name)
+    if found is None or (found[2] == "8") != (found[3] == "tf32"):
+        return None
+    n = int(found[1])
+    if n % 8 or not 8 <= n <= 256:
+        raise ValueError(f"numbakern.mma.hopper.{name}: wgmma's N must be a multiple of 8 in 8..256, got {n}")
+    return WgmmaShape(n, found[3], bool(found[4]))
 
 
 def make_intrinsics() -> dict:
@@ -210,6 +264,19 @@ def make_intrinsics() -> dict:
     out["bulk_wait_read"] = bulk_wait_read
 
     @intrinsic
+    def bulk_wait(typingctx, n):
+        """All but the n newest bulk groups of this thread have completed (their writes to global memory done)."""
+        groups = literal_int("bulk_wait", "n", n)
+
+        def codegen(context, builder, sig, args):
+            builder.call(asm(void, [], f"cp.async.bulk.wait_group {groups};", "~{memory}"), [])
+            return context.get_dummy_value()
+
+        return types.void(n), codegen
+
+    out["bulk_wait"] = bulk_wait
+
+    @intrinsic
     def named_barrier(typingctx, barrier_id, count):
         """``bar.sync id, count``: a barrier among ``count`` threads (whole warps) of the block, id 1-15 (0 is
         ``cuda.syncthreads``'s)."""
@@ -262,47 +329,95 @@ def make_intrinsics() -> dict:
 
     out["wgmma_wait"] = wgmma_wait
 
-    def wgmma_intrinsic(n_cols, f16):
-        name = f"wgmma_m64n{n_cols}k16_{'f16' if f16 else 'bf16'}"
-        nregs = n_cols // 2
-        ab = "f16" if f16 else "bf16"
-        regs = ",".join(f"${q}" for q in range(nregs))
-        text = ("{ .reg .pred p; setp.ne.b32 p, $" + str(nregs * 2 + 2) + ", 0; "
-                f"wgmma.mma_async.sync.aligned.m64n{n_cols}k16.f32.{ab}.{ab} {{{regs}}}, ${nregs * 2}, "
-                f"${nregs * 2 + 1}, p, 1, 1, 0, TRANS_B; }}")
+    def wgmma_intrinsic(shape: WgmmaShape):
+        name = shape.name
+        nregs = shape.n // 2
+        a_count = 4 if shape.a_registers else 1
+        first = 2 * nregs  # inline-asm operands: the accumulators out, the same in (tied), then A, B, scale_d
+        d = "{" + ",".join(f"${q}" for q in range(nregs)) + "}"
+        a = ("{" + ",".join(f"${first + q}" for q in range(4)) + "}") if shape.a_registers else f"${first}"
+        b, p = f"${first + a_count}", f"${first + a_count + 1}"
+        # imm-scale-a, imm-scale-b 1; imm-trans-a 0 (A K-major) where A is in shared memory; tf32 has no trans
+        tail = "p, 1, 1" + ("" if not shape.transposable else ", TRANS_B" if shape.a_registers else ", 0, TRANS_B")
+        text = "{ .reg .pred p; setp.ne.b32 p, " + p + ", 0; " + f"{shape.ptx} {d}, {a}, {b}, {tail}; }}"
+        a_type = types.float32 if shape.operand == "tf32" else types.uint32
 
-        def wgmma(typingctx, acc, desc_a, desc_b, scale_d, trans_b):
+        def check_int(arg, t):
+            if not isinstance(t, types.Integer):
+                raise TypingError(f"{name}: {arg} must be an integer, got {t}")
+
+        def build(acc, operands):
             check_acc(name, acc, nregs)
-            tb = literal_int(name, "trans_b", trans_b)
-            if tb not in (0, 1):
-                raise TypingError(f"{name}: trans_b must be 0 (B k-major) or 1 (B n-major), got {tb}")
-            for arg, t in (("desc_a", desc_a), ("desc_b", desc_b), ("scale_d", scale_d)):
-                if not isinstance(t, types.Integer):
-                    raise TypingError(f"{name}: {arg} must be an integer, got {t}")
-            cons = ",".join(["=f"] * nregs + [str(q) for q in range(nregs)] + ["l", "l", "r", "~{memory}"])
-            inline = asm(ir.LiteralStructType([f32] * nregs), [f32] * nregs + [i64, i64, i32],
+            if shape.a_registers:
+                a_arr, a_at, desc_b, scale_d, *rest = operands
+                if not isinstance(a_arr, types.Array) or a_arr.ndim != 1 or a_arr.dtype != a_type:
+                    raise TypingError(f"{name}: a must be a 1-D {a_type} cuda.local.array holding the A fragment "
+                                      f"(4 registers from a_at), got {a_arr}")
+                check_int("a_at", a_at)
+            else:
+                desc_a, desc_b, scale_d, *rest = operands
+                check_int("desc_a", desc_a)
+            check_int("desc_b", desc_b)
+            check_int("scale_d", scale_d)
+            if len(rest) != (1 if shape.transposable else 0):
+                raise TypingError(f"{name}: expected {'a trans_b argument' if shape.transposable else 'no trans_b'} "
+                                  "after scale_d")
+            tb = 0
+            if shape.transposable:
+                tb = literal_int(name, "trans_b", rest[0])
+                if tb not in (0, 1):
+                    raise TypingError(f"{name}: trans_b must be 0 (B k-major) or 1 (B n-major), got {tb}")
+            cons = ",".join(["=f"] * nregs + [str(q) for q in range(nregs)]
+                            + (["r"] * 4 if shape.a_registers else ["l"]) + ["l", "r", "~{memory}"])
+            a_types = [i32] * 4 if shape.a_registers else [i64]
+            inline = asm(ir.LiteralStructType([f32] * nregs), [f32] * nregs + a_types + [i64, i32],
                          text.replace("TRANS_B", str(tb)), cons)
 
             def codegen(context, builder, sig, args):
-                acc_v, da, db, sd = args[0], args[1], args[2], args[3]
+                acc_v = args[0]
                 ptrs = [acc_pointer(context, builder, acc, acc_v, q) for q in range(nregs)]
                 vals = [builder.load(p) for p in ptrs]
-                da = context.cast(builder, da, desc_a, types.uint64)
-                db = context.cast(builder, db, desc_b, types.uint64)
+                if shape.a_registers:
+                    arr = context.make_array(a_arr)(context, builder, args[1])
+                    at = context.cast(builder, args[2], a_at, types.intp)
+                    a_vals = []
+                    for q in range(4):
+                        ptr = cgutils.get_item_pointer(context, builder, a_arr, arr,
+                                                       [builder.add(at, ir.Constant(at.type, q))], wraparound=False)
+                        v = builder.load(ptr)
+                        a_vals.append(builder.bitcast(v, i32) if shape.operand == "tf32" else v)
+                    db, sd = args[3], args[4]
+                    db = context.cast(builder, db, desc_b, types.uint64)
+                else:
+                    a_vals = [context.cast(builder, args[1], desc_a, types.uint64)]
+                    db = context.cast(builder, args[2], desc_b, types.uint64)
+                    sd = args[3]
                 sd = context.cast(builder, sd, scale_d, types.int32)
-                res = builder.call(inline, vals + [da, db, sd])
+                res = builder.call(inline, vals + a_vals + [db, sd])
                 for q, p in enumerate(ptrs):
                     builder.store(builder.extract_value(res, q), p)
                 return context.get_dummy_value()
 
-            return types.void(acc, desc_a, desc_b, scale_d, trans_b), codegen
+            return types.void(acc, *operands), codegen
+
+        # (numba's intrinsics take fixed arguments: one typing function per form)
+        if shape.a_registers and shape.transposable:
+            def wgmma(typingctx, acc, a, a_at, desc_b, scale_d, trans_b):
+                return build(acc, (a, a_at, desc_b, scale_d, trans_b))
+        elif shape.a_registers:
+            def wgmma(typingctx, acc, a, a_at, desc_b, scale_d):
+                return build(acc, (a, a_at, desc_b, scale_d))
+        elif shape.transposable:
+            def wgmma(typingctx, acc, desc_a, desc_b, scale_d, trans_b):
+                return build(acc, (desc_a, desc_b, scale_d, trans_b))
+        else:
+            def wgmma(typingctx, acc, desc_a, desc_b, scale_d):
+                return build(acc, (desc_a, desc_b, scale_d))
 
         wgmma.__name__ = wgmma.__qualname__ = name
         return intrinsic(wgmma)
 
-    for n_cols in WGMMA_N:
-        for f16 in (False, True):
-            out[f"wgmma_m64n{n_cols}k16_{'f16' if f16 else 'bf16'}"] = wgmma_intrinsic(n_cols, f16)
+    out["wgmma"] = wgmma_intrinsic
 
     # -- register reallocation between warpgroups ----------------------------------------------------------------
 
@@ -331,29 +446,13 @@ def make_intrinsics() -> dict:
 
 
 def tensor_map_2d(address: int, rows: int, cols: int, row_bytes: int, box_rows: int, box_cols: int,
-                  element_bytes: int = 2):
-    """The 128-byte ``CUtensorMap`` of a row-major ``rows``×``cols`` matrix at device ``address`` (rows
-    ``row_bytes`` apart), copied in boxes of ``box_rows``×``box_cols`` with the 128-byte swizzle, elements past the
-    edges read as zeros; as 16 ``uint64`` (host memory: copy it to the device for ``tma_load_2d``)."""
-    import numpy as np
-    from cuda.bindings import driver as cu
+                  element_bytes: int = 2, swizzle: int = 128):
+    """``numbakern.tensormap.tensor_map_2d``: the tensor map of a row-major matrix at device ``address``, copied in
+    ``box_rows``×``box_cols`` boxes with a ``swizzle``-byte swizzle (on a GPU a CUtensorMap, in the simulator its
+    simulated form)."""
+    from ..tensormap import tensor_map_2d as make
 
-    kinds = {2: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT16,
-             4: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}
-    if box_cols * element_bytes > 128:
-        raise ValueError(f"tensor_map_2d: a box row of {box_cols} elements is more than the 128 bytes the 128-byte "
-                         "swizzle allows")
-    u64, u32 = cu.cuuint64_t, cu.cuuint32_t
-    err, tmap = cu.cuTensorMapEncodeTiled(
-        kinds[element_bytes], 2, address, [u64(cols), u64(rows)], [u64(row_bytes)], [u32(box_cols), u32(box_rows)],
-        [u32(1), u32(1)],
-        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if err != cu.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"tensor_map_2d: cuTensorMapEncodeTiled failed ({err}) for a {rows}x{cols} matrix, "
-                           f"{row_bytes}-byte rows, {box_rows}x{box_cols} boxes")
-    return np.array([int(x) for x in tmap.opaque], dtype=np.uint64)
+    return make(address, rows, cols, row_bytes, box_rows, box_cols, element_bytes, swizzle)
 
 
 def allow_dynamic_shared(kernel, nbytes: int) -> None:
@@ -367,30 +466,37 @@ def allow_dynamic_shared(kernel, nbytes: int) -> None:
         driver.cuKernelSetAttribute(attr, int(nbytes), cufunc.handle, cufunc.device.id)
 
 
-def _gpu_only(name: str):
-    def unavailable(*args, **kwargs):
-        raise NotImplementedError(f"numbakern.mma.hopper.{name}: a Hopper (sm_90a) instruction with no simulator "
-                                  "model; kernels using it run on a GPU of compute capability 9.0 only")
-
-    unavailable.__name__ = name
-    return unavailable
-
-
 NAMES = ("shared_address", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_try_wait",
          "fence_barrier_init", "fence_proxy_async", "tma_load_2d", "tma_store_2d", "bulk_commit", "bulk_wait_read",
-         "named_barrier", "wgmma_fence", "wgmma_commit", "wgmma_wait",
-         "setmaxnreg_inc", "setmaxnreg_dec",
-         *(f"wgmma_m64n{n}k16_{t}" for n in WGMMA_N for t in ("bf16", "f16")))
+         "bulk_wait", "named_barrier", "wgmma_fence", "wgmma_commit", "wgmma_wait",
+         "setmaxnreg_inc", "setmaxnreg_dec")
+_make_wgmma = None  # shape -> the wgmma intrinsic (or stand-in) of this mode
+
+
+def __getattr__(name: str):
+    """The wgmma intrinsics, one per shape, made when a kernel first names one."""
+    shape = wgmma_shape(name)
+    if shape is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    made = globals()[name] = _make_wgmma(shape)
+    return made
 
 
 def _install() -> None:
+    global _make_wgmma
     from .. import mode
     from ..frontend.choice import numba_cuda_installed
 
     if mode.in_simulator() or not numba_cuda_installed():
-        globals().update({name: _gpu_only(name) for name in NAMES})
+        # the simulator's stand-ins (numba-cuda-mlir alone on a GPU does not lower these instructions yet)
+        from ..sim.intrinsics import simulated
+
+        globals().update({name: simulated(__name__, name) for name in NAMES})
+        _make_wgmma = lambda shape: simulated(__name__, shape.name)  # noqa: E731
     else:
-        globals().update(make_intrinsics())
+        made = make_intrinsics()
+        _make_wgmma = made.pop("wgmma")
+        globals().update(made)
 
 
 _install()

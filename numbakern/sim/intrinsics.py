@@ -10,6 +10,8 @@ A stand-in is registered with ``stands_for``:
 
 from __future__ import annotations
 
+import sys
+
 #: the attribute naming the GPU intrinsic a stand-in simulates: ``(module, name)``
 INTRINSIC_ATTR = "__numbakern_intrinsic__"
 
@@ -41,3 +43,43 @@ def stands_for(module: str, name: str, filename: str):
         return fn
 
     return register
+
+
+#: ``(module, name)`` -> the simulator's model of a GPU intrinsic, ``model(launch, frame, *args)``: registered by the
+#: simulator stage (``numbakern.sim.hopper``) for the stand-ins ``simulated`` makes
+MODELS: dict[tuple[str, str], object] = {}
+#: module -> ``factory(name)``: the model of an intrinsic that module makes on demand (one per wgmma shape), or None
+MODEL_FACTORIES: dict[str, object] = {}
+
+
+def register_model(module: str, name: str, model) -> None:
+    MODELS[(module, name)] = model
+
+
+def model_of(module: str, name: str):
+    model = MODELS.get((module, name))
+    if model is None and module in MODEL_FACTORIES:
+        model = MODELS[(module, name)] = MODEL_FACTORIES[module](name)
+    return model
+
+
+def simulated(module: str, name: str):
+    """The simulator's stand-in for ``module.name`` on a GPU when its model lives in the simulator stage: a call
+    runs ``MODELS[(module, name)]`` on the running launch, with the caller's frame (the kernel's line)."""
+
+    def stand_in(*args):
+        launch = active_launch()
+        model = model_of(module, name)
+        if launch is None or model is None:
+            raise RuntimeError(f"{module}.{name}: this intrinsic runs only inside a kernel launched on numbakern's "
+                               "simulator engine (not from host code, and not on the stock simulator: "
+                               "NUMBAKERN_SIM_ENGINE=stock)")
+        return model(launch, sys._getframe(1), *args)
+
+    stand_in.__name__ = stand_in.__qualname__ = name
+    stand_in.__module__ = module
+    setattr(stand_in, INTRINSIC_ATTR, (module, name))
+    return stand_in
+
+
+HELPER_FILES.add(__file__)  # a stand-in's frame is never the kernel's line

@@ -42,6 +42,9 @@ class SharedMemoryTracker:
         self.epoch_accesses: dict[int, list] = {}  # TrackedArray reads it directly
         self._pending: dict[int, tuple] = {}  # reads of unwritten elements, this epoch: addr -> what to report
         self._quiet_marks: list[tuple[bytearray, bytes]] = []  # TrackedArray._quiet of the kept arrays
+        # numbakern.sim.hopper's block state once the block uses TMA or wgmma: it sees every plain load and store
+        # (bytes the copy engine wrote are its to check, not this tracker's)
+        self.async_proxy = None
 
     def keep_quiet_marks(self, marks: bytearray) -> None:
         """A TrackedArray's marks of quiet elements (see there), to be unmarked when they stop being quiet."""
@@ -65,6 +68,9 @@ class SharedMemoryTracker:
 
     def read(self, array_, addr: int, idx) -> None:
         thread = self._scheduler.current
+        if self.async_proxy is not None and self.async_proxy.plain_read(thread, addr, array_._a.itemsize,
+                                                                        sys._getframe(2)):
+            return
         seen = self.epoch_accesses.get(addr)
         if seen is None:
             # seen this epoch implies written or already pending: it was either written, or read after this check
@@ -84,6 +90,8 @@ class SharedMemoryTracker:
     def write(self, array_, addr: int, idx) -> None:
         self._written.add(addr)
         thread = self._scheduler.current
+        if self.async_proxy is not None:
+            self.async_proxy.plain_write(thread, addr, array_._a.itemsize, sys._getframe(2))
         pending = self._pending.get(addr)
         if pending is not None and pending[3][0] is not thread and _unordered(pending[3], thread):
             # another thread of this interval writes what was read unwritten: not an uninitialised read but a race

@@ -1,0 +1,191 @@
+"""Tensor maps: the host-side description of a 2-D tensor that the bulk tensor copy engine (TMA, Hopper's
+``cp.async.bulk.tensor``) copies boxes of, between global and shared memory.
+
+A kernel receives a tensor map as a device array of 16 ``uint64`` (the 128-byte ``CUtensorMap``) and names it in
+``numbakern.mma.hopper.tma_load_2d`` / ``tma_store_2d``. What it says::
+
+    global tensor:  rows x cols elements of element_bytes each, row r starting row_bytes * r bytes after address
+    box:            box_rows x box_cols elements, copied as one unit; in shared memory the box is dense
+                    (box_cols * element_bytes bytes per row), and with a swizzle of 32, 64 or 128 bytes the 16-byte
+                    chunks of each row are permuted as ``swizzle_address`` says
+    out of bounds:  a load fills the elements of the box outside the tensor with zeros (and still counts their bytes
+                    on the mbarrier); a store does not write them
+
+``tensor_map_2d`` makes one: on a GPU with ``cuTensorMapEncodeTiled`` (cuda-python), in the simulator as a plain
+host-side record of the same fields (``SimulatedTensorMap``), which the simulator reads back when a kernel copies.
+
+**The swizzle** (``swizzle_address``) is a function of the shared-memory *address*, not of the offset in the box:
+bits 4..6 of the byte address (the 16-byte chunk within a 128-byte row) are XORed with bits 7..9 (the row within
+a 1024-byte pattern) for the 128-byte swizzle; bits 4..5 with 7..8 for 64 bytes (a 512-byte pattern); bit 4 with
+bit 7 for 32 bytes (256 bytes). A box is written by the copy engine and read by ``wgmma``'s matrix descriptors
+with the same function, so both agree wherever the tile starts on its pattern's boundary (1024 bytes for the
+128-byte swizzle), which the simulator checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: the swizzles a tensor map (and a wgmma matrix descriptor) can apply: bytes of one swizzled row; 0 is none
+SWIZZLES = (0, 32, 64, 128)
+#: the first word of a simulated tensor map ("NKTMAP2D"): a real CUtensorMap never starts with it by chance in a test
+SIM_MAGIC = 0x4E4B544D41503244
+#: the largest box extent cuTensorMapEncodeTiled accepts per dimension
+MAX_BOX = 256
+
+
+def swizzle_address(address, swizzle: int):
+    """The shared-memory byte address where the byte at logical ``address`` lies under a ``swizzle``-byte swizzle
+    (ints or numpy integer arrays); the identity for ``swizzle == 0``."""
+    if swizzle == 0:
+        return address
+    bits = {32: 1, 64: 2, 128: 3}[swizzle]
+    return address ^ (((address >> 7) & ((1 << bits) - 1)) << 4)
+
+
+def pattern_bytes(swizzle: int) -> int:
+    """Bytes after which a swizzle's pattern repeats (8 rows of ``swizzle`` bytes); 16 without a swizzle."""
+    return 8 * swizzle if swizzle else 16
+
+
+@dataclass(frozen=True)
+class SimulatedTensorMap:
+    """A 2-D tensor map as the simulator keeps it (the fields ``cuTensorMapEncodeTiled`` takes)."""
+
+    address: int
+    rows: int
+    cols: int
+    row_bytes: int
+    box_rows: int
+    box_cols: int
+    element_bytes: int
+    swizzle: int
+
+    def encode(self) -> np.ndarray:
+        words = [SIM_MAGIC, self.address, self.rows, self.cols, self.row_bytes, self.box_rows, self.box_cols,
+                 self.element_bytes, self.swizzle]
+        return np.array(words + [0] * (16 - len(words)), dtype=np.uint64)
+
+    @classmethod
+    def decode(cls, words) -> SimulatedTensorMap | None:
+        """The map a 16-word array holds, or None if it is not one the simulator made."""
+        words = [int(w) for w in words]
+        if len(words) != 16 or words[0] != SIM_MAGIC:
+            return None
+        return cls(*words[1:9])
+
+    @property
+    def box_row_bytes(self) -> int:
+        return self.box_cols * self.element_bytes
+
+    @property
+    def box_bytes(self) -> int:
+        """The bytes one copy moves (and completes on its mbarrier), out-of-bounds fill included."""
+        return self.box_rows * self.box_row_bytes
+
+
+def check_tensor_map(rows: int, cols: int, row_bytes: int, box_rows: int, box_cols: int, element_bytes: int,
+                     swizzle: int, address: int) -> None:
+    """The requirements ``cuTensorMapEncodeTiled`` puts on a 2-D map, as ``ValueError``s naming the argument."""
+    if element_bytes not in (1, 2, 4, 8):
+        raise ValueError(f"tensor_map_2d: element_bytes must be 1, 2, 4 or 8, got {element_bytes}")
+    if swizzle not in SWIZZLES:
+        raise ValueError(f"tensor_map_2d: swizzle must be one of {SWIZZLES} (bytes), got {swizzle}")
+    if address % 16:
+        raise ValueError(f"tensor_map_2d: the tensor's address must be 16-byte aligned, got {address:#x}")
+    if rows < 1 or cols < 1:
+        raise ValueError(f"tensor_map_2d: the tensor must have at least one row and column, got {rows}x{cols}")
+    if row_bytes % 16 or row_bytes < cols * element_bytes:
+        raise ValueError(f"tensor_map_2d: row_bytes must be a multiple of 16 and hold a row of {cols} elements "
+                         f"({cols * element_bytes} bytes), got {row_bytes}")
+    for name, extent in (("box_rows", box_rows), ("box_cols", box_cols)):
+        if not 1 <= extent <= MAX_BOX:
+            raise ValueError(f"tensor_map_2d: {name} must be in 1..{MAX_BOX}, got {extent}")
+    if (box_cols * element_bytes) % 16:
+        raise ValueError(f"tensor_map_2d: a box row ({box_cols} elements of {element_bytes} bytes) must be a "
+                         "multiple of 16 bytes")
+    if swizzle and box_cols * element_bytes != swizzle:
+        raise ValueError(f"tensor_map_2d: with the {swizzle}-byte swizzle a box row must be {swizzle} bytes "
+                         f"({swizzle // element_bytes} elements), got {box_cols * element_bytes} (narrower rows "
+                         "are allowed by the driver, but numbakern's simulator does not model them)")
+
+
+def tensor_map_2d(address: int, rows: int, cols: int, row_bytes: int, box_rows: int, box_cols: int,
+                  element_bytes: int = 2, swizzle: int = 128) -> np.ndarray:
+    """The 128-byte tensor map of a row-major ``rows``×``cols`` matrix at device ``address`` (rows ``row_bytes``
+    apart), copied in boxes of ``box_rows``×``box_cols`` with a ``swizzle``-byte swizzle (0, 32, 64, 128),
+    elements past the edges read as zeros; as 16 ``uint64`` in host memory (copy it to the device for the kernel).
+
+    In the simulator ``address`` is the data pointer of an array the kernel is launched with (``device_address``
+    gives it for numpy arrays and the simulator's device arrays alike)."""
+    from . import mode
+
+    check_tensor_map(rows, cols, row_bytes, box_rows, box_cols, element_bytes, swizzle, address)
+    if mode.in_simulator():
+        return SimulatedTensorMap(address, rows, cols, row_bytes, box_rows, box_cols, element_bytes,
+                                  swizzle).encode()
+    return _encode_tiled(address, rows, cols, row_bytes, box_rows, box_cols, element_bytes, swizzle)
+
+
+def tensor_map(array, box_rows: int, box_cols: int, swizzle: int = 128) -> np.ndarray:
+    """``tensor_map_2d`` of a 2-D array (a device array, a torch or CuPy CUDA tensor; in the simulator also a numpy
+    array the kernel is launched with): its shape, row stride and element size."""
+    shape = tuple(int(s) for s in array.shape)
+    if len(shape) != 2:
+        raise ValueError(f"tensor_map: the array must be 2-D, got shape {shape}")
+    itemsize, row_bytes = _itemsize_and_row_stride(array)
+    return tensor_map_2d(device_address(array), shape[0], shape[1], row_bytes, box_rows, box_cols, itemsize,
+                         swizzle)
+
+
+def device_address(array) -> int:
+    """The data pointer of a device array (``__cuda_array_interface__``), or in the simulator of a numpy array or
+    the simulator's device array (which keeps its numpy buffer as ``_ary``)."""
+    cai = getattr(array, "__cuda_array_interface__", None)
+    if cai is not None:
+        return int(cai["data"][0])
+    host = getattr(array, "_ary", array)  # numba-cuda's simulated device array keeps its buffer there
+    if isinstance(host, np.ndarray):
+        return int(host.__array_interface__["data"][0])
+    raise TypeError(f"device_address: expected a device array or (in the simulator) a numpy array, got "
+                    f"{type(array).__module__}.{type(array).__qualname__}")
+
+
+def _itemsize_and_row_stride(array) -> tuple[int, int]:
+    cai = getattr(array, "__cuda_array_interface__", None)
+    if cai is not None:
+        itemsize = np.dtype(cai["typestr"]).itemsize
+        strides = cai.get("strides")
+        return itemsize, int(strides[0]) if strides else int(cai["shape"][1]) * itemsize
+    host = getattr(array, "_ary", array)
+    return int(host.itemsize), int(host.strides[0])
+
+
+def _encode_tiled(address, rows, cols, row_bytes, box_rows, box_cols, element_bytes, swizzle) -> np.ndarray:
+    from cuda.bindings import driver as cu
+
+    kinds = {1: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8,
+             2: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT16,
+             4: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT32,
+             8: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT64}
+    swizzles = {0: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
+                32: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_32B,
+                64: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B,
+                128: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B}
+    u64, u32 = cu.cuuint64_t, cu.cuuint32_t
+    err, tmap = cu.cuTensorMapEncodeTiled(
+        kinds[element_bytes], 2, address, [u64(cols), u64(rows)], [u64(row_bytes)], [u32(box_cols), u32(box_rows)],
+        [u32(1), u32(1)],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzles[swizzle],
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"tensor_map_2d: cuTensorMapEncodeTiled failed ({err}) for a {rows}x{cols} matrix, "
+                           f"{row_bytes}-byte rows, {box_rows}x{box_cols} boxes, {swizzle}-byte swizzle")
+    return np.array([int(x) for x in tmap.opaque], dtype=np.uint64)
+
+
+__all__ = ["SWIZZLES", "SimulatedTensorMap", "check_tensor_map", "device_address", "pattern_bytes",
+           "swizzle_address", "tensor_map", "tensor_map_2d"]
