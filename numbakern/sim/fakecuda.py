@@ -194,6 +194,14 @@ class BlockSharedMemory:
                 found.append((_name_at(key), value, None))
         return found
 
+    def tracker(self):
+        """The block's shared-memory tracker (checks on and some shared array made), else None."""
+        for value in (*self._static.values(), *self._dynamic_views.values()):
+            found = getattr(value, "_tracker", None)
+            if found is not None:
+                return found
+        return None
+
     def _label(self, key, kind: str, raw: np.ndarray) -> ArrayLabel:
         # the dynamic buffer is one root whatever dtype it is viewed as, so its views share one range
         base = 0 if kind == "dynamic shared" else (1 + self._roots) << SHARED_RANGE_BITS

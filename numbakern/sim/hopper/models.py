@@ -21,8 +21,7 @@ def _here(launch, frame, *arrays):
     thread = launch.scheduler.current
     machine = launch.extension("hopper", Machine)
     state = machine.state(thread)
-    for array in arrays:
-        state.attach_tracker(array)
+    state.attach_tracker()
     return state, thread, site_of(frame)
 
 

@@ -115,10 +115,11 @@ class BarrierWait:
 
     def __init__(self, state: BlockState, barrier: MBarrier, parity: int):
         self.state, self.barrier, self.parity = state, barrier, parity
+        self.phase = barrier.phase  # a parked thread sees the next completion, however many follow before it runs
 
     def ready(self, t) -> bool:
         self.state.land(self.barrier)
-        if self.barrier.phase % 2 == self.parity:
+        if self.barrier.phase % 2 == self.parity and self.barrier.phase == self.phase:
             return False
         join(self.state.clock(t), self.barrier.completed)
         t.resume = True
@@ -197,7 +198,7 @@ class BlockState:
         live = [t for t in self.block.threads if not t.finished]
         everything: dict = {}
         for t in live:
-            join(everything, self.clock(t))
+            join(everything, self.release(t))
         for t in live:
             self.clocks[t.linear] = dict(everything)
 
@@ -211,11 +212,13 @@ class BlockState:
 
     # -- the shared-memory tracker's view of plain loads and stores ----------------------------------------------
 
-    def attach_tracker(self, array) -> None:
-        """Have the block's shared-memory tracker report plain loads and stores to us (when checks are on); what
-        it saw written before now counts as written."""
-        tracker = getattr(array, "_tracker", None)
-        if tracker is None or self.tracker is not None:
+    def attach_tracker(self) -> None:
+        """Have the block's shared-memory tracker report plain loads and stores to us (when checks are on and the
+        block has shared arrays); what it saw written before now counts as written."""
+        if self.tracker is not None:
+            return
+        tracker = self.block.shared.tracker()
+        if tracker is None:
             return
         self.tracker = tracker
         tracker.async_proxy = self
@@ -233,6 +236,8 @@ class BlockState:
             return False
         ops = self.tags.tma[at:at + itemsize]
         if ops[0] < 0 and ops[-1] < 0:
+            self.tags.reader[at] = thread.linear
+            self.tags.reader_releases[at] = self.clock(thread).get(("t", thread.linear), 0)
             return False
         if "race" in self.checks:
             for op_id in set(ops.tolist()) - {-1}:
@@ -269,12 +274,42 @@ class BlockState:
         tracker.forget_quiet()
 
     def _store_record(self, thread, site) -> int:
-        key = (thread.linear, self.clock(thread).get(("fence", thread.linear), 0), site)
+        clock = self.clock(thread)
+        key = (thread.linear, clock.get(("fence", thread.linear), 0), clock.get(("t", thread.linear), 0), site)
         index = self._store_index.get(key)
         if index is None:
             index = self._store_index[key] = len(self.stores)
-            self.stores.append((thread, key[1], site))
+            self.stores.append((thread, key[1], site, key[2]))
         return index
+
+    def release(self, thread) -> dict:
+        """``thread`` publishes what it has done so far (an arrival, a copy it issues, a barrier): its own count
+        moves on, so that what it does later is not ordered by this release. Returns its clock."""
+        clock = self.clock(thread)
+        key = ("t", thread.linear)
+        clock[key] = clock.get(key, 0) + 1
+        return clock
+
+    def ordered(self, tracker_address: int, first, first_did: str, thread) -> bool:
+        """For the race checker: whether ``first`` (a plain access the tracker holds: thread, site, ...) is ordered
+        before ``thread``'s access now by the releases and acquires this state follows (mbarriers, named barriers)."""
+        at = self.window.tracked_address(tracker_address)
+        if at is None:
+            return False
+        other = first[0]
+        # no record of the access: it came before this state saw the block's plain accesses (before its first
+        # Hopper instruction), when no thread had released anything yet
+        if first_did == "wrote":
+            index = int(self.tags.generic[at])
+            if index >= 0 and self.stores[index][0] is not other:
+                return False
+            releases = self.stores[index][3] if index >= 0 else 0
+        else:
+            reader = int(self.tags.reader[at])
+            if reader >= 0 and reader != other.linear:
+                return False
+            releases = int(self.tags.reader_releases[at]) if reader >= 0 else 0
+        return self.clock(thread).get(("t", other.linear), 0) > releases
 
     # -- the checks ----------------------------------------------------------------------------------------------
 
@@ -342,7 +377,7 @@ class BlockState:
         if self.seen_plain_stores:
             writers: dict = {}
             for index in _ids(tags.generic[addresses]):
-                thread, fences, store_site = self.stores[index]
+                thread, fences, store_site, _ = self.stores[index]
                 if writers.get(thread.linear, (-1,))[0] < fences:
                     writers[thread.linear] = (fences, thread, store_site)
             for linear, (fences, thread, store_site) in writers.items():
@@ -400,12 +435,21 @@ class BlockState:
         self.clock(thread)[("init", address)] = 1
         self.machine.progress += 1
 
+    def catch_up(self, barrier: MBarrier) -> None:
+        """A new arrival or copy on ``barrier`` whose phase in progress has all its arrivals and exactly the bytes
+        in flight that it still expects can only be for the next phase: those copies land first (on a GPU they
+        would have long finished; landing them later would count the new one in the wrong phase)."""
+        if barrier.queued and barrier.pending == 0 and barrier.tx == sum(op.info[0].map.box_bytes
+                                                                         for op in barrier.queued):
+            self.land(barrier)
+
     def arrive(self, thread, barrier: MBarrier, site, tx: int = 0) -> None:
+        self.catch_up(barrier)
         if tx:
             barrier.tx += tx
             barrier.expected += tx
             barrier.expect_sites.append(site)
-        join(barrier.accum, self.clock(thread))
+        join(barrier.accum, self.release(thread))
         if barrier.pending == 0:
             raise SimulationError(
                 f"in kernel '{self.machine.name}': {describe_thread(thread)} arrives on mbarrier {barrier.name} at "
@@ -438,6 +482,11 @@ class BlockState:
         barrier.expected, barrier.landed, barrier.expect_sites = 0, 0, []
 
     def try_wait(self, thread, barrier: MBarrier, parity: int, site) -> bool:
+        """True at once if the phase of that parity has completed (the phase in progress has the other parity);
+        else the copies in flight land and the thread waits until the phase in progress completes."""
+        if barrier.phase % 2 != parity:
+            join(self.clock(thread), barrier.completed)
+            return True
         wait = BarrierWait(self, barrier, parity)
         if wait.ready(thread):
             thread.resume = None
@@ -492,7 +541,7 @@ class BlockState:
         else:
             everything: dict = {}
             for t in arrived:
-                join(everything, self.clock(t))
+                join(everything, self.release(t))
             for t in arrived:
                 self.clocks[t.linear] = dict(everything)
         return None

@@ -85,9 +85,10 @@ def load(state: BlockState, thread, site, dst, dst_index, tensor_map, c0: int, c
     _check_written(state, target, int(c0), int(c1), site)
     if "race" in state.checks:
         state.check_overwrite(thread, addresses, site, "writes",
-                              by=f"the tma_load_2d at {describe_site(site)} issued by {describe_thread(thread)}")
+                              by=f"the tma_load_2d issued by {describe_thread(thread)}")
+    state.catch_up(barrier)
     op = Op("tma_load_2d", site, thread, barrier=barrier, phase=barrier.phase, swizzle=tmap.swizzle,
-            info=(target, int(c0), int(c1), addresses), clock=dict(state.clock(thread)))
+            info=(target, int(c0), int(c1), addresses), clock=dict(state.release(thread)))
     op.id = len(state.ops)
     state.ops.append(op)
     state.tags.tma[addresses] = op.id

@@ -148,6 +148,8 @@ class Tags:
         self.generic = np.full(size, -1, np.int32)  # the last plain store's record (machine.stores); -1: none
         self.store = np.full(size, -1, np.int32)  # the last TMA store (op id) that reads the byte
         self.written = np.zeros(size, np.bool_)
+        self.reader = np.full(size, -1, np.int32)  # the last thread that read the byte with a plain load
+        self.reader_releases = np.zeros(size, np.int32)  # how many releases that thread had made then
         self.wgmma: dict[int, np.ndarray] = {}  # warpgroup -> op id of its last wgmma reading the byte (-1: none)
 
     def wgmma_reads(self, warpgroup: int) -> np.ndarray:
