@@ -1,5 +1,6 @@
 """Tensor maps: the host-side description of a 2-D tensor that the bulk tensor copy engine (TMA, Hopper's
-``cp.async.bulk.tensor``) copies boxes of, between global and shared memory.
+``cp.async.bulk.tensor``) copies boxes of, between global and shared memory; and what a launch of a kernel that
+takes them needs (``tensor_map_params``, ``launch_arguments``).
 
 A kernel receives a tensor map as a device array of 16 ``uint64`` (the 128-byte ``CUtensorMap``) and names it in
 ``numbakern.mma.hopper.tma_load_2d`` / ``tma_store_2d``. What it says::
@@ -187,5 +188,83 @@ def _encode_tiled(address, rows, cols, row_bytes, box_rows, box_cols, element_by
     return np.array([int(x) for x in tmap.opaque], dtype=np.uint64)
 
 
-__all__ = ["SWIZZLES", "SimulatedTensorMap", "check_tensor_map", "device_address", "pattern_bytes",
-           "swizzle_address", "tensor_map", "tensor_map_2d"]
+# -- kernels that take tensor maps --------------------------------------------------------------------------------
+
+#: the attribute ``tensor_map_params`` sets on a kernel
+PARAMS_ATTR = "__numbakern_tensor_maps__"
+#: dynamic shared memory a launch gets without raising the kernel's limit
+DEFAULT_SHARED_LIMIT = 48 * 1024
+
+
+@dataclass(frozen=True)
+class TensorMapParam:
+    """A kernel parameter that is the tensor map of another (2-D array) parameter, ``source``, in boxes of
+    ``box_rows``×``box_cols`` with a ``swizzle``-byte swizzle: what a launcher makes from that array's device
+    pointer (``launch_arguments`` for Numba, the ``extern "C"`` launcher of its translation)."""
+
+    source: str
+    box_rows: int
+    box_cols: int
+    swizzle: int = 128
+
+    def __post_init__(self):
+        if self.swizzle not in SWIZZLES:
+            raise ValueError(f"TensorMapParam: swizzle must be one of {SWIZZLES}, got {self.swizzle}")
+
+    def make(self, array) -> np.ndarray:
+        return tensor_map(array, self.box_rows, self.box_cols, self.swizzle)
+
+
+def tensor_map_params(kernel, **params: TensorMapParam):
+    """Declare which of ``kernel``'s parameters are tensor maps of which others (``tmap_a=TensorMapParam("a", 128,
+    64)``); returns the kernel. The registry's launches, verification, the benchmark and ``translate`` read it."""
+    for name, param in params.items():
+        if not isinstance(param, TensorMapParam):
+            raise TypeError(f"tensor_map_params: {name} must be a TensorMapParam, got {param!r}")
+    setattr(kernel, PARAMS_ATTR, {**getattr(kernel, PARAMS_ATTR, {}), **params})
+    return kernel
+
+
+def declared_tensor_maps(kernel) -> dict[str, TensorMapParam]:
+    return dict(getattr(kernel, PARAMS_ATTR, {}))
+
+
+def launch_arguments(kernel, names, args, shared_bytes: int = 0, upload=None) -> list:
+    """``args`` (in the order of the parameter ``names``) ready for ``kernel[grid, block, 0, shared_bytes]``: each
+    declared tensor-map parameter made from its array (passed through ``upload``, e.g. numba's ``cuda.to_device``,
+    when the arrays are on a GPU); on a GPU the kernel's dynamic shared-memory limit raised to ``shared_bytes`` when
+    that is more than 48 KiB."""
+    from . import mode
+
+    params = declared_tensor_maps(kernel)
+    out = list(args)
+    if params:
+        index = {n: i for i, n in enumerate(names)}
+        for name, param in params.items():
+            if name not in index or param.source not in index:
+                raise ValueError(f"launch_arguments: the kernel declares tensor map {name!r} of {param.source!r}, "
+                                 f"but its parameters are {tuple(names)}")
+            made = param.make(out[index[param.source]])
+            out[index[name]] = upload(made) if upload is not None else made
+    if shared_bytes > DEFAULT_SHARED_LIMIT and not mode.in_simulator():
+        from numba import typeof
+
+        kernel.compile(tuple(typeof(a) for a in out))
+        allow_dynamic_shared(kernel, shared_bytes)
+    return out
+
+
+def allow_dynamic_shared(kernel, nbytes: int) -> None:
+    """Let every compiled version of numba-cuda ``kernel`` launch with ``nbytes`` of dynamic shared memory (past the
+    48 KiB a launch gets without asking: ``cudaFuncAttributeMaxDynamicSharedMemorySize``)."""
+    from numba.cuda.cudadrv.driver import binding, driver
+
+    attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    for compiled in kernel.overloads.values():
+        cufunc = compiled._codelibrary.get_cufunc()
+        driver.cuKernelSetAttribute(attr, int(nbytes), cufunc.handle, cufunc.device.id)
+
+
+__all__ = ["DEFAULT_SHARED_LIMIT", "SWIZZLES", "SimulatedTensorMap", "TensorMapParam", "allow_dynamic_shared",
+           "check_tensor_map", "declared_tensor_maps", "device_address", "launch_arguments", "pattern_bytes",
+           "swizzle_address", "tensor_map", "tensor_map_2d", "tensor_map_params"]

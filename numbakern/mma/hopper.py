@@ -36,6 +36,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# the host side of a launch (the tensor maps, the shared-memory limit): numbakern.tensormap's, named here too
+from ..tensormap import allow_dynamic_shared, tensor_map_2d  # noqa: F401
+
 #: the wgmma shapes the matmul kernel uses (m64nNk16, f32 accumulators); any multiple of 8 up to 256 is valid
 WGMMA_N = (64, 128, 256)
 SWIZZLE_128B = 1
@@ -443,27 +446,6 @@ def make_intrinsics() -> dict:
 
     out.update(setmaxnreg_inc=setmaxnreg_inc, setmaxnreg_dec=setmaxnreg_dec)
     return out
-
-
-def tensor_map_2d(address: int, rows: int, cols: int, row_bytes: int, box_rows: int, box_cols: int,
-                  element_bytes: int = 2, swizzle: int = 128):
-    """``numbakern.tensormap.tensor_map_2d``: the tensor map of a row-major matrix at device ``address``, copied in
-    ``box_rows``×``box_cols`` boxes with a ``swizzle``-byte swizzle (on a GPU a CUtensorMap, in the simulator its
-    simulated form)."""
-    from ..tensormap import tensor_map_2d as make
-
-    return make(address, rows, cols, row_bytes, box_rows, box_cols, element_bytes, swizzle)
-
-
-def allow_dynamic_shared(kernel, nbytes: int) -> None:
-    """Let every compiled version of numba-cuda ``kernel`` launch with ``nbytes`` of dynamic shared memory (past the
-    48 KiB a launch gets without asking: ``cudaFuncAttributeMaxDynamicSharedMemorySize``)."""
-    from numba.cuda.cudadrv.driver import binding, driver
-
-    attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    for compiled in kernel.overloads.values():
-        cufunc = compiled._codelibrary.get_cufunc()
-        driver.cuKernelSetAttribute(attr, int(nbytes), cufunc.handle, cufunc.device.id)
 
 
 NAMES = ("shared_address", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_try_wait",

@@ -1,0 +1,89 @@
+"""The Hopper matmuls in the registry: ``matmul_wgmma`` (``numbakern/kernels/matmul_wgmma.py``) in its launcher's
+default configuration, for bf16 and f16 inputs with fp32 output (``matmul_wgmma_bf16``, ``matmul_wgmma_f16``) and
+for f16 with f16 output (``matmul_wgmma_f16_out16``).
+
+The kernel takes its three tensor maps as arguments; a case holds placeholders for them, and every launch makes
+them from the arrays it launches with (``numbakern.tensormap.launch_arguments``: the registry, verification, the
+benchmark; the translated C's ``extern "C"`` launcher makes its own with ``cuTensorMapEncodeTiled``). It needs
+more than 48 KiB of dynamic shared memory (the same helper raises the limit on a GPU). bf16 output is not
+registered: the registry compares integer outputs (bf16 is held as uint16 bits) exactly, and a 16-bit rounding of
+an fp32 sum is not reproducible bit for bit by a reference; ``tests/hopper`` checks it in the simulator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..launch import LaunchConfig
+from ..registry import Case, KernelSpec, register
+from .matmul_tc import BENCH_SIZES, VERIFY_SIZES, _cublas, _error_scale, _matrix, _reference, _work
+from .matmul_wgmma import DEFAULT_CONFIG, matmul_wgmma, wgmma_grid, wgmma_shared_bytes
+
+#: multiprocessors the registered launches assume (an H100's and H200's): the kernel is persistent, each block
+#: walks output tiles, so any count computes the same
+MULTIPROCESSORS = 132
+#: sizes for the simulator: k and w multiples of 8 (the tensor maps' 16-byte rows); h and w not multiples of the
+#: 128×256 tile, k not of the 64-deep stage; and a single row
+TEST_SIZES = ({"h": 70, "k": 72, "w": 264}, {"h": 1, "k": 8, "w": 8})
+PLACEHOLDER = 16  # a tensor map's 16 uint64: made at launch from the arrays
+
+
+def _signature(f16: bool, out16: bool) -> str:
+    t = "float16" if f16 else "uint16"
+    out = t if out16 else "float32"
+    return f"void({t}[:, ::1], {t}[:, ::1], {out}[:, ::1], uint64[::1], uint64[::1], uint64[::1])"
+
+
+def _launch(config: dict, h: int, w: int) -> LaunchConfig:
+    grid = wgmma_grid(h, w, config["bn"], config["consumers"], MULTIPROCESSORS)
+    shared = wgmma_shared_bytes(config["bn"], config["stages"], config["consumers"], config.get("tma_store", False))
+    return LaunchConfig((grid,), (128 * (config["consumers"] + 1),), shared)
+
+
+def _case_maker(f16: bool, out16: bool, config: dict):
+    def make_case(size, rng, dist="uniform"):
+        h, k, w = size["h"], size["k"], size["w"]
+        a = _matrix(rng, (h, k), dist, f16)
+        b = _matrix(rng, (k, w), dist, f16)
+        out = np.zeros((h, w), np.float16 if out16 else np.float32)
+        maps = [np.zeros(PLACEHOLDER, np.uint64) for _ in range(3)]
+        return Case((a, b, out, *maps), _launch(config, h, w), dict(size))
+
+    return make_case
+
+
+def _reference6(a, b, out, *maps):
+    return _reference(a, b, out)
+
+
+def _error_scale6(a, b, out, *maps):
+    return _error_scale(a, b, out)
+
+
+for _f16, _out16 in ((False, False), (True, False), (True, True)):
+    _fmt = "f16" if _f16 else "bf16"
+    _config = {**DEFAULT_CONFIG, "f16": _f16, **({"out16": True} if _out16 else {})}
+    register(KernelSpec(
+        name=f"matmul_wgmma_{_fmt}{'_out16' if _out16 else ''}",
+        family="matmul",
+        kernel=matmul_wgmma(**_config),
+        signatures=(_signature(_f16, _out16),),
+        make_case=_case_maker(_f16, _out16, _config),
+        reference=_reference6,
+        error_scale=_error_scale6,
+        outputs=(2,),
+        test_sizes=TEST_SIZES,
+        verify_sizes=VERIFY_SIZES,
+        bench_sizes=BENCH_SIZES,
+        # fp32 accumulation of exact 16-bit products (as matmul_bf16's); with f16 output its rounding on top
+        rtol=2.0**-10 if _out16 else 1e-5,
+        constants=dict(_config),
+        size_multiples={"k": 8, "w": 8},
+        work=_work,
+        baseline=_cublas,
+        description=f"{_fmt} inputs, fp32 accumulation, {'f16' if _out16 else 'fp32'} output on Hopper: a "
+                    "persistent warp-specialised kernel, TMA loads into a 4-stage ring guarded by mbarriers, "
+                    "wgmma m64n256k16 from shared memory, a TMA-store epilogue",
+    ))
+
+__all__ = ["MULTIPROCESSORS", "TEST_SIZES"]
