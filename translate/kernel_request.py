@@ -49,7 +49,8 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
     pyfunc = _instantiated_pyfunc(tgt, template_params, insts, src, fn) if template_params else tgt.pyfunc
     typed = _typed(pyfunc, argtypes, sig, src, fn)
     kernel_c = cnames.kernel_cname(tgt.name)
-    params = _launcher_params(kernel_c, names, argtypes, template_params, src, fn, pyfunc)
+    params = _with_tensor_maps(_launcher_params(kernel_c, names, argtypes, template_params, src, fn, pyfunc),
+                               tgt.kernel, src, fn)
     insts = insts or ({},)
     return KernelRequest(
         name=tgt.name, qualname=tgt.qualname, source="\n".join(src.lines), signature=signature_text(sig),
@@ -58,6 +59,30 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
         dependencies=kernel_dependencies(pyfunc, template_params), options=opts, template_params=template_params,
         instantiations=insts, kernel_cname=kernel_c,
     )
+
+
+def _with_tensor_maps(params: list[ParamSpec], kernel, src: SourceInfo, fn) -> list[ParamSpec]:
+    """The parameters the kernel declares tensor maps (``numbakern.tensormap.tensor_map_params``), marked so: the
+    launcher makes them from their arrays."""
+    from numbakern.tensormap import declared_tensor_maps
+
+    declared = declared_tensor_maps(kernel)
+    by_name = {p.name: p for p in params}
+    sources = {d.source for d in declared.values()}
+    out = []
+    for p in params:
+        if p.name in sources:  # a TMA store may write it through its map: never const
+            p = dataclasses.replace(p, const=False)
+        found = declared.get(p.name)
+        if found is not None:
+            source = by_name.get(found.source)
+            if p.kind != "array" or p.ndim != 1 or p.dtype != "uint64" or source is None or source.kind != "array" \
+                    or source.ndim != 2:
+                raise src.error(fn, f"the kernel declares '{p.name}' the tensor map of '{found.source}': it must be a "
+                                "uint64[::1] array of 16 words and '{found.source}' a 2-D array argument")
+            p = dataclasses.replace(p, tensor_map=(found.source, found.box_rows, found.box_cols, found.swizzle))
+        out.append(p)
+    return out
 
 
 def _rebuilt_target(tgt: targets.KernelTarget, sig, no_source: NoSource) -> targets.KernelTarget:

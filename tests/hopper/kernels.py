@@ -138,3 +138,10 @@ def register_budgets(out):
     else:
         hopper.setmaxnreg_inc(232)
     out[tid] = tid
+
+
+# module-level variants, for the translation tests (translate names a kernel as module:name)
+wgmma_ss_bf16 = wgmma_from_image("wgmma_m64n64k16_bf16", 64, 0)
+wgmma_rs_bf16 = wgmma_from_image("wgmma_m64n64k16_bf16_rs", 64, 1)
+wgmma_ss_tf32 = wgmma_from_image("wgmma_m64n32k8_tf32", 32)
+wgmma_rs_tf32 = wgmma_from_image("wgmma_m64n16k8_tf32_rs", 16)
