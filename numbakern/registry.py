@@ -194,13 +194,14 @@ KERNEL_MODULES = (
     "numbakern.kernels.matmul_3xtf32",
     "numbakern.kernels.attention_tc",
     "numbakern.kernels.attention_3xtf32",
+    "numbakern.kernels.matmul_hopper",
 )
 
 
 #: library kernels not yet in every tool's reach: ``get`` finds them (their tests, the benchmark), ``all_specs`` and
 #: the tools that walk it (translate, verification, the LLM backend's checks) leave them out until ``translate``
 #: knows their intrinsics (numbakern.mma's tensor-core instructions)
-PREVIEW_MODULES: tuple[str, ...] = ("numbakern.kernels.matmul_hopper",)
+PREVIEW_MODULES: tuple[str, ...] = ()
 
 
 class AmbiguousKernelName(LookupError):
