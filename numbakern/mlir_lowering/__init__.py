@@ -28,7 +28,7 @@ from .. import mode
 from ..frontend.choice import CUDA_MODULES, NUMBA_CUDA_MLIR, mlir_installed
 
 MLIR_CUDA = CUDA_MODULES[NUMBA_CUDA_MLIR]
-FAMILIES = ("vector_io", "async_copy", "mma", "unroll", "fences")
+FAMILIES = ("vector_io", "async_copy", "mma", "hopper", "unroll", "fences")
 
 #: registrations waiting for numba-cuda-mlir to be imported: (family, objects)
 _pending: list[tuple[str, dict]] = []

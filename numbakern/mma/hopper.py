@@ -36,6 +36,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .. import mlir_lowering
+
 # the host side of a launch (the tensor maps, the shared-memory limit): numbakern.tensormap's, named here too
 from ..tensormap import allow_dynamic_shared, tensor_map_2d  # noqa: F401
 
@@ -461,6 +463,7 @@ def __getattr__(name: str):
     if shape is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     made = globals()[name] = _make_wgmma(shape)
+    mlir_lowering.register("hopper", **{name: made})  # numba-cuda-mlir types and lowers this same object
     return made
 
 
@@ -479,6 +482,7 @@ def _install() -> None:
         made = make_intrinsics()
         _make_wgmma = made.pop("wgmma")
         globals().update(made)
+    mlir_lowering.register("hopper", **{name: globals()[name] for name in NAMES})
 
 
 _install()

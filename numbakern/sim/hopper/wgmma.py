@@ -236,7 +236,8 @@ def _operands(state: BlockState, shape: WgmmaShape, site, desc_a, desc_b, scale_
 
 def _descriptor_addresses(state: BlockState, shape: WgmmaShape, site, which: str, desc: MatrixDescriptor,
                           rows: int, mn_major: bool) -> np.ndarray:
-    where = f"{shape.name} at {describe_site(site)}: the {which} descriptor ({desc})"
+    where = (f"in kernel '{state.machine.name}': {shape.name} at {describe_site(site)}: the {which} descriptor "
+             f"({desc})")
     if desc.base_offset:
         raise SimulationError(f"{where} has a base offset; the simulator models descriptors of tiles that start on "
                               "their swizzle pattern's boundary (base offset 0)")
@@ -252,7 +253,7 @@ def _descriptor_addresses(state: BlockState, shape: WgmmaShape, site, which: str
     lo, hi = int(addresses.min()), int(addresses.max()) + shape.element_bytes
     if state.window.root_at(lo, hi - lo) is None:
         raise OutOfBoundsError(
-            f"in kernel '{state.machine.name}': {where} reads shared-memory bytes {lo:#x}..{hi:#x}, which are not "
+            f"{where} reads shared-memory bytes {lo:#x}..{hi:#x}, which are not "
             f"inside one shared allocation (the block's: {state.window.describe()})")
     return addresses
 
