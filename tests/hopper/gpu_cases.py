@@ -84,20 +84,50 @@ def build(name: str):
     raise KeyError(name)
 
 
-def _wgmma(rng, instruction, n, trans_b, a_swizzle, b_swizzle, integers):
-    from tests.hopper.test_wgmma import A_AT, B_AT, _place, _values
+A_AT, B_AT = 0, 16384  # where a wgmma case's operands lie in its image (bytes from its 1024-aligned start)
 
+
+def operand_values(rng, shape, operand: str, integers: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Random operand values: (bits as the hardware reads them, float64 values)."""
+    x = rng.integers(-8, 9, shape).astype(np.float32) if integers else rng.standard_normal(shape).astype(np.float32)
+    if operand == "bf16":
+        bits = formats.f32_to_bf16_bits(x)
+        return bits.astype(np.uint32), formats.bf16_bits_to_f32(bits).astype(np.float64)
+    if operand == "f16":
+        bits = formats.f32_to_f16_bits(x)
+        return bits.astype(np.uint32), formats.f16_bits_to_f32(bits).astype(np.float64)
+    t = formats.f32_to_tf32(x)
+    return t.view(np.uint32), t.astype(np.float64)
+
+
+def place(image, at, bits, eb, swizzle, mn_major) -> tuple[int, int]:
+    """The operand (mn × k) at ``at`` of the image, laid out by ``canonical``; returns its (lbo, sbo)."""
+    view = image[at:]
+    if mn_major:
+        assert bits.shape[0] % (max(swizzle, 16) // eb) == 0
+        lbo = 8 * max(swizzle, 16) * 2 if swizzle else 512
+        sbo = 8 * swizzle if swizzle else 128
+        canonical.mn_major(view, bits, eb, swizzle, sbo, lbo)
+    else:
+        lbo, sbo = 256, (8 * swizzle if swizzle else 512)
+        canonical.k_major(view, bits, eb, swizzle, sbo, lbo)
+    return lbo, sbo
+
+
+def wgmma_operands(rng, instruction, n, trans_b, a_swizzle, b_swizzle, integers):
+    """One wgmma's operands: ``[image (uint32 words), descriptors, A registers, C registers, D]`` for
+    ``kernels.wgmma_from_image``, and A, B, C as float64 matrices."""
     operand = instruction.split("_")[2]
     eb = 4 if operand == "tf32" else 2
     k = 32 // eb
-    a_bits, _ = _values(rng, (64, k), operand, integers)
-    b_bits, _ = _values(rng, (k, n), operand, integers)
+    a_bits, a = operand_values(rng, (64, k), operand, integers)
+    b_bits, b = operand_values(rng, (k, n), operand, integers)
     c = (rng.integers(-64, 65, (64, n)) if integers else rng.standard_normal((64, n))).astype(np.float32)
     image = np.zeros(32768, np.uint8)
     descs = np.zeros(2, np.uint64)
     if a_swizzle is not None:
-        descs[0] = canonical.descriptor(A_AT, *_place(image, A_AT, a_bits, eb, a_swizzle, False), a_swizzle)
-    descs[1] = canonical.descriptor(B_AT, *_place(image, B_AT, b_bits.T, eb, b_swizzle, bool(trans_b)), b_swizzle)
+        descs[0] = canonical.descriptor(A_AT, *place(image, A_AT, a_bits, eb, a_swizzle, False), a_swizzle)
+    descs[1] = canonical.descriptor(B_AT, *place(image, B_AT, b_bits.T, eb, b_swizzle, bool(trans_b)), b_swizzle)
     tf32 = operand == "tf32"
     a_in = np.zeros((128, 4), np.float32 if tf32 else np.uint32)
     for t in range(128):
@@ -105,9 +135,14 @@ def _wgmma(rng, instruction, n, trans_b, a_swizzle, b_swizzle, integers):
         a_in[t] = np.array(held, np.uint32).view(np.float32) if tf32 else \
             [held[2 * i] | (held[2 * i + 1] << 16) for i in range(4)]
     c_in = np.array([[c[r, col] for r, col in canonical.d_positions(t, n)] for t in range(128)], np.float32)
+    args = [image.view(np.uint32), descs, a_in, c_in, np.zeros((128, n // 2), np.float32)]
+    return args, a, b, c.astype(np.float64)
+
+
+def _wgmma(rng, instruction, n, trans_b, a_swizzle, b_swizzle, integers):
+    args, *_ = wgmma_operands(rng, instruction, n, trans_b, a_swizzle, b_swizzle, integers)
     kernel = kernels.wgmma_from_image(instruction, n, trans_b)
-    args = [image.view(np.uint32), descs, a_in, c_in, np.zeros((128, n // 2), np.float32), 1]
-    return kernel, 1, 128, image.size + 2048, args, {}, (4,)
+    return kernel, 1, 128, args[0].nbytes + 2048, [*args, 1], {}, (4,)
 
 
 def run(name: str) -> dict[int, np.ndarray]:
