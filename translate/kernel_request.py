@@ -17,6 +17,7 @@ from numba.cuda import types
 
 from numbakern.frontend import closures, mlir_view
 from numbakern.frontend.signatures import SignatureError, parse_signature, signature_text
+from numbakern.tensormap import declared_tensor_maps
 from numbakern.unroll import rolled_function
 
 from . import cnames, options, targets
@@ -64,8 +65,6 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
 def _with_tensor_maps(params: list[ParamSpec], kernel, src: SourceInfo, fn) -> list[ParamSpec]:
     """The parameters the kernel declares tensor maps (``numbakern.tensormap.tensor_map_params``), marked so: the
     launcher makes them from their arrays."""
-    from numbakern.tensormap import declared_tensor_maps
-
     declared = declared_tensor_maps(kernel)
     by_name = {p.name: p for p in params}
     sources = {d.source for d in declared.values()}
