@@ -64,7 +64,7 @@ def assemble(request: KernelRequest, device: DeviceCode, header: str) -> str:
     ``__global__`` kernel."""
     prelude, attrs = request.build.attributes(request)
     parts = [header.rstrip() + "\n", PREAMBLE]
-    helper_text = helper_lib.render(set(device.helpers))
+    helper_text = helper_lib.render(set(device.helpers) | hopper.launcher_helpers(request))
     if helper_text:
         parts.append(helper_text)
     if device.constants:

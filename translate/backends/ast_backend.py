@@ -22,8 +22,6 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
     unit = Unit(fastmath=request.fastmath)
     # tensor-map parameters are __grid_constant__ values in C (translate/codegen/hopper.py), made by the launcher
     unit.tensor_maps = {p.c for p in request.params if p.tensor_map}
-    if unit.tensor_maps:
-        unit.helpers.add("nk_encode_tensor_map")
     unit.file_names.reserve(request.c_name, *request.template_params)
     unit.template_params = set(request.template_params)
     consts = dict(request.instantiations[0]) if request.template_params else {}

@@ -192,6 +192,11 @@ HELPERS = _Helpers({MARK: BASE, "nk_encode_tensor_map": ENCODE})
 DEPENDS = {"nk_encode_tensor_map": (MARK,)}
 
 
+def made_helper(name: str) -> bool:
+    """Whether ``name`` is one of the helpers made per wgmma shape or wait width (``nk_wgmma_m64n64k16_bf16``)."""
+    return name.startswith(("nk_wgmma_m64", "nk_wgmma_wait_")) and name in HELPERS
+
+
 def depends(name: str) -> tuple[str, ...]:
     return (MARK,) if name.startswith(("nk_wgmma_m64", "nk_wgmma_wait_")) else DEPENDS.get(name, ())
 
@@ -384,6 +389,12 @@ def file_arch(arch: str, helpers) -> str:
         raise ValueError(f"the kernel uses Hopper's wgmma/TMA instructions, which need sm_90a; --arch {arch} cannot "
                          "run them")
     return HOPPER_ARCH[arch]
+
+
+def launcher_helpers(request) -> set[str]:
+    """The helpers the launcher needs, whatever backend wrote the device code: the map encoder where the kernel
+    takes tensor maps."""
+    return {"nk_encode_tensor_map"} if any(p.tensor_map for p in request.params) else set()
 
 
 def launcher_lines(request, device, kernel: str) -> list[str]:
