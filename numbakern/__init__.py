@@ -32,6 +32,7 @@ from .specialize import constants_of, specialize
 
 if mode.in_simulator():
     from . import sim
+    from .sim import hopper as _hopper_models  # noqa: F401 - the models of numbakern.mma.hopper's instructions
 
     sim.install()
 
@@ -40,9 +41,11 @@ from .frontend import rebind as _rebind
 
 _rebind.install()
 
-# numba-cuda-mlir 0.6 types cuda.threadfence() and its kin but has no lowering for them: numbakern adds one
+# numba-cuda-mlir compiles numbakern's instructions; 0.6 types cuda.threadfence() and its kin but has no lowering
+# for them: numbakern adds one
 from . import mlir_lowering as _mlir_lowering
 
+_mlir_lowering.register("instructions")
 _mlir_lowering.register("fences")
 
 __all__ = [

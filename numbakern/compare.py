@@ -24,7 +24,7 @@ class Comparison:
     def __str__(self) -> str:
         if self.ok:
             return f"{self.name}: ok (max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g})"
-        differ = f"{self.mismatches} elements differ"
+        differ = f"{self.mismatches} element{'s differ' if self.mismatches != 1 else ' differs'}"
         if self.never_written:
             differ += (f", {'all' if self.never_written == self.mismatches else self.never_written} of them never "
                        "written by the kernel")

@@ -1,19 +1,22 @@
-"""Tensor maps: the host-side description of a 2-D tensor that the bulk tensor copy engine (TMA, Hopper's
+"""Tensor maps: the host-side description of a tensor (2-D to 5-D) that the bulk tensor copy engine (TMA, Hopper's
 ``cp.async.bulk.tensor``) copies boxes of, between global and shared memory; and what a launch of a kernel that
 takes them needs (``tensor_map_params``, ``launch_arguments``).
 
 A kernel receives a tensor map as a device array of 16 ``uint64`` (the 128-byte ``CUtensorMap``) and names it in
-``numbakern.mma.hopper.tma_load_2d`` / ``tma_store_2d``. What it says::
+``numbakern.mma.hopper.tma_load_2d`` / ``tma_load_3d`` / ``tma_store_2d``. What it says, dimensions innermost
+first as ``cuTensorMapEncodeTiled`` takes them::
 
-    global tensor:  rows x cols elements of element_bytes each, row r starting row_bytes * r bytes after address
-    box:            box_rows x box_cols elements, copied as one unit; in shared memory the box is dense
-                    (box_cols * element_bytes bytes per row), and with a swizzle of 32, 64 or 128 bytes the 16-byte
+    global tensor:  dims[0] x dims[1] x ... elements of element_bytes each; dimension i > 0 strides[i - 1] bytes
+                    apart (the innermost is dense)
+    box:            box[0] x box[1] x ... elements, copied as one unit; in shared memory the box is dense
+                    (box[0] * element_bytes bytes per row), and with a swizzle of 32, 64 or 128 bytes the 16-byte
                     chunks of each row are permuted as ``swizzle_address`` says
     out of bounds:  a load fills the elements of the box outside the tensor with zeros (and still counts their bytes
                     on the mbarrier); a store does not write them
 
-``tensor_map_2d`` makes one: on a GPU with ``cuTensorMapEncodeTiled`` (cuda-python), in the simulator as a plain
-host-side record of the same fields (``SimulatedTensorMap``), which the simulator reads back when a kernel copies.
+``tensor_map`` makes one (``tensor_map_2d``: of a row-major matrix, ``tensor_map_of``: of a 2-D array): on a GPU
+with ``cuTensorMapEncodeTiled`` (cuda-python), in the simulator as a plain host-side record of the same fields
+(``SimulatedTensorMap``), which the simulator reads back when a kernel copies.
 
 **The swizzle** (``swizzle_address``) is a function of the shared-memory *address*, not of the offset in the box:
 bits 4..6 of the byte address (the 16-byte chunk within a 128-byte row) are XORed with bits 7..9 (the row within
@@ -25,16 +28,19 @@ with the same function, so both agree wherever the tile starts on its pattern's 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 #: the swizzles a tensor map (and a wgmma matrix descriptor) can apply: bytes of one swizzled row; 0 is none
 SWIZZLES = (0, 32, 64, 128)
-#: the first word of a simulated tensor map ("NKTMAP2D"): a real CUtensorMap never starts with it by chance in a test
-SIM_MAGIC = 0x4E4B544D41503244
+#: the first word of a simulated tensor map ("NKTMAPND"): a real CUtensorMap never starts with it by chance in a test
+SIM_MAGIC = 0x4E4B544D41504E44
 #: the largest box extent cuTensorMapEncodeTiled accepts per dimension
 MAX_BOX = 256
+#: the ranks a tiled tensor map may have (cuTensorMapEncodeTiled: 1 to 5; the copies numbakern declares: 2 and 3)
+RANKS = (2, 3, 4, 5)
 
 
 def swizzle_address(address, swizzle: int):
@@ -53,20 +59,19 @@ def pattern_bytes(swizzle: int) -> int:
 
 @dataclass(frozen=True)
 class SimulatedTensorMap:
-    """A 2-D tensor map as the simulator keeps it (the fields ``cuTensorMapEncodeTiled`` takes)."""
+    """A tensor map as the simulator keeps it (the fields ``cuTensorMapEncodeTiled`` takes), dimensions innermost
+    first; ``strides[i]`` is dimension ``i + 1``'s, in bytes."""
 
     address: int
-    rows: int
-    cols: int
-    row_bytes: int
-    box_rows: int
-    box_cols: int
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    box: tuple[int, ...]
     element_bytes: int
     swizzle: int
 
     def encode(self) -> np.ndarray:
-        words = [SIM_MAGIC, self.address, self.rows, self.cols, self.row_bytes, self.box_rows, self.box_cols,
-                 self.element_bytes, self.swizzle]
+        words = [SIM_MAGIC, self.address, self.rank, self.element_bytes, self.swizzle, *self.dims, *self.strides,
+                 *self.box]
         return np.array(words + [0] * (16 - len(words)), dtype=np.uint64)
 
     @classmethod
@@ -75,67 +80,117 @@ class SimulatedTensorMap:
         words = [int(w) for w in words]
         if len(words) != 16 or words[0] != SIM_MAGIC:
             return None
-        return cls(*words[1:9])
+        address, rank, element_bytes, swizzle = words[1:5]
+        rest = words[5:]
+        dims, strides, box = rest[:rank], rest[rank:2 * rank - 1], rest[2 * rank - 1:3 * rank - 1]
+        return cls(address, tuple(dims), tuple(strides), tuple(box), element_bytes, swizzle)
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
 
     @property
     def box_row_bytes(self) -> int:
-        return self.box_cols * self.element_bytes
+        return self.box[0] * self.element_bytes
+
+    @property
+    def box_rows(self) -> int:
+        """Rows of the box as shared memory holds it: every dimension but the innermost, flattened."""
+        return int(np.prod(self.box[1:]))
 
     @property
     def box_bytes(self) -> int:
         """The bytes one copy moves (and completes on its mbarrier), out-of-bounds fill included."""
         return self.box_rows * self.box_row_bytes
 
+    @property
+    def extent_bytes(self) -> int:
+        """Bytes from the tensor's first element to just past its last."""
+        return sum((d - 1) * s for d, s in zip(self.dims[1:], self.strides)) + self.dims[0] * self.element_bytes
 
-def check_tensor_map(rows: int, cols: int, row_bytes: int, box_rows: int, box_cols: int, element_bytes: int,
-                     swizzle: int, address: int) -> None:
-    """The requirements ``cuTensorMapEncodeTiled`` puts on a 2-D map, as ``ValueError``s naming the argument."""
+    def rows(self, coords):
+        """The box's rows at tensor coordinates ``coords`` (innermost first), in shared-memory order:
+        ``(row, byte offset of its first element inside the tensor, first, last)`` for each row with elements inside
+        the tensor, ``first:last`` the box's elements along the innermost dimension that are."""
+        c0 = coords[0]
+        k0, k1 = max(0, -c0), min(self.box[0], self.dims[0] - c0)
+        if k1 <= k0:
+            return
+        outer = [range(b) for b in reversed(self.box[1:])]  # outermost first: shared memory's row order
+        for row, index in enumerate(itertools.product(*outer)):
+            at = (c0 + k0) * self.element_bytes
+            inside = True
+            for j, c, dim, stride in zip(reversed(index), coords[1:], self.dims[1:], self.strides):
+                if not 0 <= c + j < dim:
+                    inside = False
+                    break
+                at += (c + j) * stride
+            if inside:
+                yield row, at, k0, k1
+
+
+def check_tensor_map(dims, strides, box, element_bytes: int, swizzle: int, address: int,
+                     what: str = "tensor_map") -> None:
+    """The requirements ``cuTensorMapEncodeTiled`` puts on a map, as ``ValueError``s naming the argument."""
+    if len(dims) not in RANKS:
+        raise ValueError(f"{what}: dims must have 2 to 5 sizes (innermost first), got {tuple(dims)}")
+    if len(strides) != len(dims) - 1 or len(box) != len(dims):
+        raise ValueError(f"{what}: a {len(dims)}-D map takes {len(dims) - 1} strides (bytes, of every dimension but "
+                         f"the innermost) and {len(dims)} box sizes, got strides {tuple(strides)} and box "
+                         f"{tuple(box)}")
     if element_bytes not in (1, 2, 4, 8):
-        raise ValueError(f"tensor_map_2d: element_bytes must be 1, 2, 4 or 8, got {element_bytes}")
+        raise ValueError(f"{what}: element_bytes must be 1, 2, 4 or 8, got {element_bytes}")
     if swizzle not in SWIZZLES:
-        raise ValueError(f"tensor_map_2d: swizzle must be one of {SWIZZLES} (bytes), got {swizzle}")
+        raise ValueError(f"{what}: swizzle must be one of {SWIZZLES} (bytes), got {swizzle}")
     if address % 16:
-        raise ValueError(f"tensor_map_2d: the tensor's address must be 16-byte aligned, got {address:#x}")
-    if rows < 1 or cols < 1:
-        raise ValueError(f"tensor_map_2d: the tensor must have at least one row and column, got {rows}x{cols}")
-    if row_bytes % 16 or row_bytes < cols * element_bytes:
-        raise ValueError(f"tensor_map_2d: row_bytes must be a multiple of 16 and hold a row of {cols} elements "
-                         f"({cols * element_bytes} bytes), got {row_bytes}")
-    for name, extent in (("box_rows", box_rows), ("box_cols", box_cols)):
+        raise ValueError(f"{what}: the tensor's address must be 16-byte aligned, got {address:#x}")
+    if any(d < 1 for d in dims):
+        raise ValueError(f"{what}: every dimension must have at least one element, got dims {tuple(dims)}")
+    if any(s % 16 for s in strides) or strides[0] < dims[0] * element_bytes:
+        raise ValueError(f"{what}: strides must be multiples of 16 bytes and the first must hold a row of {dims[0]} "
+                         f"elements ({dims[0] * element_bytes} bytes), got {tuple(strides)}")
+    for i, extent in enumerate(box):
         if not 1 <= extent <= MAX_BOX:
-            raise ValueError(f"tensor_map_2d: {name} must be in 1..{MAX_BOX}, got {extent}")
-    if (box_cols * element_bytes) % 16:
-        raise ValueError(f"tensor_map_2d: a box row ({box_cols} elements of {element_bytes} bytes) must be a "
-                         "multiple of 16 bytes")
-    if swizzle and box_cols * element_bytes != swizzle:
-        raise ValueError(f"tensor_map_2d: with the {swizzle}-byte swizzle a box row must be {swizzle} bytes "
-                         f"({swizzle // element_bytes} elements), got {box_cols * element_bytes} (narrower rows "
+            raise ValueError(f"{what}: box[{i}] must be in 1..{MAX_BOX}, got {extent}")
+    if (box[0] * element_bytes) % 16:
+        raise ValueError(f"{what}: a box row ({box[0]} elements of {element_bytes} bytes) must be a multiple of 16 "
+                         "bytes")
+    if swizzle and box[0] * element_bytes != swizzle:
+        raise ValueError(f"{what}: with the {swizzle}-byte swizzle a box row must be {swizzle} bytes "
+                         f"({swizzle // element_bytes} elements), got {box[0] * element_bytes} (narrower rows "
                          "are allowed by the driver, but numbakern's simulator does not model them)")
 
 
-def tensor_map_2d(address: int, rows: int, cols: int, row_bytes: int, box_rows: int, box_cols: int,
-                  element_bytes: int = 2, swizzle: int = 128) -> np.ndarray:
-    """The 128-byte tensor map of a row-major ``rows``×``cols`` matrix at device ``address`` (rows ``row_bytes``
-    apart), copied in boxes of ``box_rows``×``box_cols`` with a ``swizzle``-byte swizzle (0, 32, 64, 128),
-    elements past the edges read as zeros; as 16 ``uint64`` in host memory (copy it to the device for the kernel).
+def tensor_map(address: int, dims, strides, box, element_bytes: int = 2, swizzle: int = 128) -> np.ndarray:
+    """The 128-byte tensor map of a tensor at device ``address``: ``dims`` its sizes innermost first, ``strides``
+    the byte strides of every dimension but the innermost, ``box`` the copied box innermost first, a
+    ``swizzle``-byte swizzle (0, 32, 64, 128), elements past the edges read as zeros; as 16 ``uint64`` in host
+    memory (copy it to the device for the kernel).
 
     In the simulator ``address`` is the data pointer of an array the kernel is launched with (``device_address``
     gives it for numpy arrays and the simulator's device arrays alike)."""
     from . import mode
 
-    check_tensor_map(rows, cols, row_bytes, box_rows, box_cols, element_bytes, swizzle, address)
+    dims, strides, box = (tuple(int(x) for x in v) for v in (dims, strides, box))
+    check_tensor_map(dims, strides, box, element_bytes, swizzle, address)
     if mode.in_simulator():
-        return SimulatedTensorMap(address, rows, cols, row_bytes, box_rows, box_cols, element_bytes,
-                                  swizzle).encode()
-    return _encode_tiled(address, rows, cols, row_bytes, box_rows, box_cols, element_bytes, swizzle)
+        return SimulatedTensorMap(address, dims, strides, box, element_bytes, swizzle).encode()
+    return _encode_tiled(address, dims, strides, box, element_bytes, swizzle)
 
 
-def tensor_map(array, box_rows: int, box_cols: int, swizzle: int = 128) -> np.ndarray:
+def tensor_map_2d(address: int, rows: int, cols: int, row_bytes: int, box_rows: int, box_cols: int,
+                  element_bytes: int = 2, swizzle: int = 128) -> np.ndarray:
+    """``tensor_map`` of a row-major ``rows``×``cols`` matrix at device ``address`` (rows ``row_bytes`` apart),
+    copied in boxes of ``box_rows``×``box_cols``."""
+    return tensor_map(address, (cols, rows), (row_bytes,), (box_cols, box_rows), element_bytes, swizzle)
+
+
+def tensor_map_of(array, box_rows: int, box_cols: int, swizzle: int = 128) -> np.ndarray:
     """``tensor_map_2d`` of a 2-D array (a device array, a torch or CuPy CUDA tensor; in the simulator also a numpy
     array the kernel is launched with): its shape, row stride and element size."""
     shape = tuple(int(s) for s in array.shape)
     if len(shape) != 2:
-        raise ValueError(f"tensor_map: the array must be 2-D, got shape {shape}")
+        raise ValueError(f"tensor_map_of: the array must be 2-D, got shape {shape}")
     itemsize, row_bytes = _itemsize_and_row_stride(array)
     return tensor_map_2d(device_address(array), shape[0], shape[1], row_bytes, box_rows, box_cols, itemsize,
                          swizzle)
@@ -164,7 +219,7 @@ def _itemsize_and_row_stride(array) -> tuple[int, int]:
     return int(host.itemsize), int(host.strides[0])
 
 
-def _encode_tiled(address, rows, cols, row_bytes, box_rows, box_cols, element_bytes, swizzle) -> np.ndarray:
+def _encode_tiled(address, dims, strides, box, element_bytes, swizzle) -> np.ndarray:
     from cuda.bindings import driver as cu
 
     kinds = {1: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8,
@@ -177,14 +232,14 @@ def _encode_tiled(address, rows, cols, row_bytes, box_rows, box_cols, element_by
                 128: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B}
     u64, u32 = cu.cuuint64_t, cu.cuuint32_t
     err, tmap = cu.cuTensorMapEncodeTiled(
-        kinds[element_bytes], 2, address, [u64(cols), u64(rows)], [u64(row_bytes)], [u32(box_cols), u32(box_rows)],
-        [u32(1), u32(1)],
+        kinds[element_bytes], len(dims), address, [u64(x) for x in dims], [u64(x) for x in strides],
+        [u32(x) for x in box], [u32(1)] * len(dims),
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzles[swizzle],
         cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if err != cu.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"tensor_map_2d: cuTensorMapEncodeTiled failed ({err}) for a {rows}x{cols} matrix, "
-                           f"{row_bytes}-byte rows, {box_rows}x{box_cols} boxes, {swizzle}-byte swizzle")
+        raise RuntimeError(f"tensor_map: cuTensorMapEncodeTiled failed ({err}) for a tensor of sizes {dims} "
+                           f"(innermost first), strides {strides} bytes, boxes {box}, {swizzle}-byte swizzle")
     return np.array([int(x) for x in tmap.opaque], dtype=np.uint64)
 
 
@@ -212,7 +267,7 @@ class TensorMapParam:
             raise ValueError(f"TensorMapParam: swizzle must be one of {SWIZZLES}, got {self.swizzle}")
 
     def make(self, array) -> np.ndarray:
-        return tensor_map(array, self.box_rows, self.box_cols, self.swizzle)
+        return tensor_map_of(array, self.box_rows, self.box_cols, self.swizzle)
 
 
 def tensor_map_params(kernel, **params: TensorMapParam):
@@ -267,4 +322,4 @@ def allow_dynamic_shared(kernel, nbytes: int) -> None:
 
 __all__ = ["DEFAULT_SHARED_LIMIT", "SWIZZLES", "SimulatedTensorMap", "TensorMapParam", "allow_dynamic_shared",
            "check_tensor_map", "declared_tensor_maps", "device_address", "launch_arguments", "pattern_bytes",
-           "swizzle_address", "tensor_map", "tensor_map_2d", "tensor_map_params"]
+           "swizzle_address", "tensor_map", "tensor_map_2d", "tensor_map_of", "tensor_map_params"]

@@ -49,6 +49,8 @@ import numpy as np
 
 from . import mlir_lowering, mode
 from .frontend import closures
+from .intrinsics import numba_cuda
+from .intrinsics.op import when_imported
 
 #: the attribute of an expanded function that holds the original one (read by the translator)
 ROLLED_ATTR = "__numbakern_rolled__"
@@ -61,12 +63,6 @@ def _py_unroll(r, times=None):
     """Marks ``for i in unroll(range(C)):`` for full unrolling (``unroll(range(C), k)``: k copies of the body per
     iteration); in plain Python it returns the range."""
     return r
-
-
-def _numba_cuda_installed() -> bool:
-    from .frontend.choice import numba_cuda_installed
-
-    return numba_cuda_installed()
 
 
 def _register_overload():
@@ -86,8 +82,7 @@ def _register_overload():
 
 
 unroll = _py_unroll
-if not mode.in_simulator() and _numba_cuda_installed():  # numba-cuda-mlir alone has no numba overloads
-    _register_overload()
+when_imported(numba_cuda.TARGET, _register_overload)  # numba-cuda's typing of it, once its CUDA target is loaded
 mlir_lowering.register("unroll", unroll=_py_unroll)  # and numba-cuda-mlir's typing of it (numbakern.mlir_lowering)
 _UNROLL_OBJECTS = {id(_py_unroll)}
 

@@ -1,7 +1,10 @@
 """The import structure of ``numbakern/`` and ``translate/``, read from the source (every ``import`` statement: at
 module level, inside functions and under ``TYPE_CHECKING``):
 
-- no import circle, in either package or between them;
+- no import circle, in either package or between them, between modules or between packages (a package: a
+  folder with an ``__init__.py``; a module right under ``numbakern/`` or ``translate/`` is a package of its own);
+- the code generator (``translate.codegen``) reaches nothing of the simulator (``numbakern.sim``), by any chain of
+  imports: an instruction's C emitter and its simulator model meet only in its declaration (``numbakern.intrinsics``);
 - each package's stages go forward (``docs/design/stages.md``): no stage imports a later one (a backend gets the
   later stages as callbacks), and every module is in a stage;
 - numbakern, the authoring side, knows nothing of translate;
@@ -216,6 +219,84 @@ def test_no_import_circles():
     assert not circles, "import circles:\n" + "\n".join(circles)
 
 
+# -- packages ------------------------------------------------------------------------------------------------------
+
+
+def package_of(src: Source, module: str) -> str:
+    """The package ``module`` belongs to: its folder's (``numbakern.sim.engine`` -> ``numbakern.sim``). A module right
+    under a top package (``numbakern/launch.py``) is a package of its own, as that package's ``__init__`` is: the top
+    packages are flat rows of stages; their sub-packages are the units that must not import each other around."""
+    path, is_pkg = src.modules[module]
+    package = module if is_pkg else module.rpartition(".")[0]
+    return module if package in PACKAGES else package
+
+
+def package_imports(src: Source) -> dict[tuple[str, str], list[Import]]:
+    """(importing package, imported package) -> the imports between them, for packages that differ."""
+    found: dict[tuple[str, str], list[Import]] = {}
+    for imp in src.imports:
+        edge = (package_of(src, imp.source), package_of(src, imp.target))
+        if edge[0] != edge[1]:
+            found.setdefault(edge, []).append(imp)
+    return found
+
+
+def package_circle_report(src: Source) -> list[str]:
+    """Each circle of packages, with an import that makes each of its steps."""
+    between = package_imports(src)
+    edges: dict[str, set[str]] = {}
+    for a, b in between:
+        edges.setdefault(a, set()).add(b)
+    return ["  " + " -> ".join(c) + "\n" + "\n".join(f"      {between[a, b][0]}" for a, b in zip(c, c[1:]))
+            for c in import_circles(edges)]
+
+
+#: (importer, imported, why): no module under the first may reach one under the second by any chain of imports
+FORBIDDEN = (
+    ("translate.codegen", "numbakern.sim", "the code generator writes C from the typed kernel and each instruction's "
+     "declaration (numbakern.intrinsics); the simulator is not part of it"),
+)
+
+
+def forbidden_reach(src: Source, rules=FORBIDDEN) -> list[str]:
+    """Each forbidden reach, with the chain of imports that makes it (imports under ``TYPE_CHECKING`` aside)."""
+    edges: dict[str, list[Import]] = {}
+    for imp in src.imports:
+        if not imp.type_only:
+            edges.setdefault(imp.source, []).append(imp)
+    found = []
+    for importer, imported, why in rules:
+        start = sorted(m for m in src.modules if m == importer or m.startswith(importer + "."))
+        via: dict[str, Import | None] = dict.fromkeys(start)
+        todo = list(start)
+        while todo:
+            module = todo.pop(0)
+            for imp in edges.get(module, ()):
+                if imp.target not in via:
+                    via[imp.target] = imp
+                    todo.append(imp.target)
+        for module in sorted(via):
+            if module == imported or module.startswith(imported + "."):
+                chain = []
+                while via[module] is not None:
+                    chain.append(via[module])
+                    module = via[module].source
+                found.append(f"  {importer} reaches {imported} ({why}):\n" +
+                             "\n".join(f"      {imp}" for imp in reversed(chain)))
+                break
+    return found
+
+
+def test_no_package_circles():
+    circles = package_circle_report(source())
+    assert not circles, "packages that import each other around a circle:\n" + "\n".join(circles)
+
+
+def test_no_forbidden_reach():
+    found = forbidden_reach(source())
+    assert not found, "\n".join(found)
+
+
 # -- the stage table -----------------------------------------------------------------------------------------------
 
 
@@ -415,7 +496,36 @@ def test_an_unchanged_copy_passes_every_check(tmp_path):
     src = _copy(tmp_path, {})
     assert len(src.modules) == len(modules()) and len(src.imports) == len(imports())
     assert not (unplaced_modules(src, stages()) or stale_entries(src, stages()) or backward_imports(src, stages())
-                or circle_report(src) or numbakern_imports_of_translate(src))
+                or circle_report(src) or numbakern_imports_of_translate(src) or package_circle_report(src)
+                or forbidden_reach(src))
+
+
+def test_a_planted_package_circle_is_reported(tmp_path):
+    """The simulator imports the instructions' declarations (its models register on them); a declaration module
+    importing a simulator module that imports nothing back closes no circle of modules, but one of packages."""
+    src = _copy(tmp_path, {"numbakern/intrinsics/formats.py": "def later():\n    from ..sim import config"})
+    assert not circle_report(src)
+    circles = package_circle_report(src)
+    assert any("numbakern.intrinsics -> numbakern.sim -> numbakern.intrinsics" in c for c in circles), circles
+    assert any("numbakern.intrinsics.formats -> numbakern.sim.config" in c for c in circles), circles
+
+
+def test_a_planted_package_circle_between_translates_packages_is_reported(tmp_path):
+    src = _copy(tmp_path, {"translate/llm/cli_args.py":
+                           "def later():\n    from translate.backends.llm import LLMBackend"})
+    assert any("translate.backends -> translate.llm -> translate.backends" in c for c in package_circle_report(src))
+
+
+def test_a_planted_import_of_the_simulator_in_the_code_generator_is_reported(tmp_path):
+    direct = _copy(tmp_path / "direct", {"translate/codegen/mma.py":
+                                         "def later():\n    from numbakern.sim import config"})
+    assert [f.splitlines()[1].strip() for f in forbidden_reach(direct)] == [
+        f"translate.codegen.mma -> numbakern.sim.config (codegen/mma.py:"
+        f"{len((ROOT / 'translate/codegen/mma.py').read_text().splitlines()) + 3}, function-level)"]
+    # through another package: the code generator imports the declarations, which would import the simulator
+    chained = _copy(tmp_path / "chained", {"numbakern/intrinsics/op.py": "def later():\n    from ..sim import errors"})
+    found = forbidden_reach(chained)
+    assert len(found) == 1 and "numbakern.intrinsics.op -> numbakern.sim.errors" in found[0], found
 
 
 def test_a_planted_backward_import_is_reported_in_either_package(tmp_path):

@@ -269,11 +269,23 @@ def _preflight(args, arch_label: str, out_label: str) -> str | None:
     if problem is None and not args.show_prompt:
         problem = out_problem(args.out, out_label)
     if problem is None and args.backend == "llm" and not args.show_prompt:
+        # the backend imports translate's data model and numba with it: only once the CLI has chosen numba's target
+        from .backends import llm as llm_backend
+
         try:
-            llm_args.check_endpoint(args)  # model, key and URL, and that the endpoint takes a connection at all
+            llm_backend.check_endpoint(args)  # model, key and URL, and that the endpoint takes a connection at all
         except LLMError as e:
             problem = str(e)
     return problem
+
+
+def _turn_notes(args, note):
+    """With ``--backend llm``: ``note(line)`` after each turn of each kernel's repair loop, as it ends."""
+    if args.backend != "llm":
+        return contextlib.nullcontext()
+    from .backends import llm as llm_backend  # imports numba: only once the CLI has chosen its target
+
+    return llm_backend.turn_notes(args, note)
 
 
 def arch_problem(arch: str, label: str = "--arch") -> str | None:
@@ -340,7 +352,7 @@ def _translate(args, api, names: list[str], opts, constants: dict) -> int:
     records: list[dict] = []
     report = output.Report(title, len(names), silent=args.json, verbosity=args.verbosity)
     try:
-        with report, llm_args.turn_notes(args, report.note):
+        with report, _turn_notes(args, report.note):
             for name in names:
                 report.start(name)
                 t0 = time.perf_counter()

@@ -110,8 +110,9 @@ def _plain(f16, bm, bn, bk, warps_m, warps_n):
         wrow = (warp // warps_n % warps_m) * wm  # the warp tile's place in the block tile
         wcol = (warp % warps_n) * wn
 
-        a_s = cuda.shared.array((bm, a_cols), dtype=elem)
-        b_s = cuda.shared.array((bk, b_cols), dtype=elem)
+        # 16-byte aligned: ldmatrix reads their rows (numba-cuda aligns a 16-bit array to 2 bytes otherwise)
+        a_s = cuda.shared.array((bm, a_cols), dtype=elem, alignment=16)
+        b_s = cuda.shared.array((bk, b_cols), dtype=elem, alignment=16)
         af = cuda.local.array(a_regs, np.uint32)
         bf = cuda.local.array(b_regs, np.uint32)
         acc = cuda.local.array(acc_regs, np.float32)

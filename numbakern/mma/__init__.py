@@ -36,54 +36,31 @@ Scalars (inside kernels; on the host use ``numbakern.mma.formats``, the same rou
 
 bf16 has no numpy dtype: kernels hold bf16 data as ``uint16`` bit patterns (see docs/tensor-cores.md).
 
-How each backend sees them:
+Each function is declared once, with its PTX, typing rule and fragment layout, in
+``numbakern.intrinsics.tensorcore``; ``docs/mma-api.md`` lists them with their documentation. How each backend sees
+them:
 
-- **GPU (numba-cuda):** ``@intrinsic``s emitting the PTX as inline assembly (``numbakern.mma.lowering``):
+- **GPU (numba-cuda):** the PTX as inline assembly (``numbakern.intrinsics.numba_cuda``):
   ``mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32``, ``ldmatrix.sync.aligned.m8n8.x4.shared.b16``,
   ``cvt.rn.bf16x2.f32``, ``cvt.rna.tf32.f32``, ... They need compute capability 8.0 or newer.
-- **Simulator:** ``numbakern.mma.sim``: each lane's registers as the PTX ISA lays them out, the product computed
-  from all 32 lanes' fragments together (``numbakern.sim.tensorcore``: exact products and sum, rounded once to
-  float32), with the divergence, alignment, bounds and uninitialised-register checks.
-- **GPU (numba-cuda-mlir):** the same objects, typed and lowered by numba-cuda-mlir (``numbakern.mlir_lowering.mma``):
+- **GPU (numba-cuda-mlir):** the same functions, typed and lowered by numba-cuda-mlir (``numbakern.mlir_lowering``):
   the same PTX, as inline PTX.
+- **Simulator:** ``numbakern.sim.tensorcore``: each lane's registers as the PTX ISA lays them out, the product
+  computed from all 32 lanes' fragments together (exact products and sum, rounded once to float32), with the
+  divergence, alignment, bounds and uninitialised-register checks.
 - **translate:** each becomes the same PTX in a small inline helper, or the CUDA headers' conversion that gives the
   same bits (``translate/codegen/mma.py``).
 """
 
 from __future__ import annotations
 
-from .. import mlir_lowering, mode
-from . import formats, layout
-
-NAMES = (
-    "mma_m16n8k16_bf16", "mma_m16n8k16_f16", "mma_m16n8k8_tf32",
-    "ldmatrix_x1", "ldmatrix_x2", "ldmatrix_x4", "ldmatrix_x1_trans", "ldmatrix_x2_trans", "ldmatrix_x4_trans",
-    "pack_bf16x2", "pack_f16x2", "pack_b16x2", "unpack_bf16x2", "unpack_f16x2", "unpack_b16x2",
-    "f32_to_bf16", "bf16_to_f32", "f32_to_f16", "f16_to_f32", "f32_to_tf32", "split_tf32",
-)
-
-
-def _numba_cuda_installed() -> bool:
-    from ..frontend.choice import numba_cuda_installed
-
-    return numba_cuda_installed()
-
-
-if mode.in_simulator() or not _numba_cuda_installed():
-    # the simulator, or numba-cuda-mlir alone on a GPU (which types and lowers these same functions, below)
-    from . import sim as _impl
-
-    _functions = {name: getattr(_impl, name) for name in NAMES}
-else:
-    from .lowering import make_intrinsics
-
-    _functions = make_intrinsics()
-mlir_lowering.register("mma", **_functions)  # numba-cuda-mlir compiles calls of these same objects
+from ..intrinsics import formats, layout
+from ..intrinsics.tensorcore import NAMES, OPS
 
 (
     mma_m16n8k16_bf16, mma_m16n8k16_f16, mma_m16n8k8_tf32, ldmatrix_x1, ldmatrix_x2, ldmatrix_x4,
     ldmatrix_x1_trans, ldmatrix_x2_trans, ldmatrix_x4_trans, pack_bf16x2, pack_f16x2, pack_b16x2, unpack_bf16x2,
     unpack_f16x2, unpack_b16x2, f32_to_bf16, bf16_to_f32, f32_to_f16, f16_to_f32, f32_to_tf32, split_tf32,
-) = (_functions[name] for name in NAMES)
+) = (op.function for op in OPS)
 
 __all__ = [*NAMES, "formats", "layout"]

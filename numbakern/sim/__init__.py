@@ -75,8 +75,9 @@ def install() -> None:
     dtypes); numba-cuda-mlir kernels have no other engine than numbakern's.
     """
     from ..frontend.choice import numba_cuda_installed
-    from . import engine, stock_patch
+    from . import engine, instructions, stock_patch
 
+    instructions.install()  # numbakern's instructions run their models here
     if numba_cuda_installed():
         stock_patch.apply()
     if os.environ.get(ENGINE_ENV, "numbakern").strip().lower() == "stock":

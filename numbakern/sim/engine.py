@@ -60,7 +60,6 @@ def max_cooperative_blocks(block_dim) -> int:
 def enable() -> None:
     global _enabled
     from ..frontend.choice import mlir_installed, numba_cuda_installed
-    from . import hopper  # noqa: F401 - registers the models of numbakern.mma.hopper's intrinsics
 
     if numba_cuda_installed():
         from . import cudasim

@@ -18,6 +18,7 @@ from . import numerics
 from .checked_array import ArrayLabel, CheckedArray
 from .dtypes import as_dtype
 from .errors import frame_site, site_of
+from .memory_ops import placed
 from .stockapi import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule, vector_type_names
 from .warp import FULL_MASK
 
@@ -176,7 +177,7 @@ class BlockSharedMemory:
             return res
         res = self._static.get(key)
         if res is None:
-            raw = np.empty(shape, as_dtype(dtype))
+            raw = placed(shape, as_dtype(dtype), alignment)  # aligned as compiled: no more than declared
             res = raw if self._wrap is None else self._wrap(raw, self._label(key, "shared", raw))
             self._static[key] = res
         return res

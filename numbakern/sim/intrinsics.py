@@ -1,15 +1,20 @@
-"""Python stand-ins for GPU intrinsics (``numbakern.mma`` in simulator mode), and what the simulator does with them.
+"""The seam between numbakern's declared instructions (``numbakern.intrinsics``) and the running simulator.
 
-A stand-in is registered with ``stands_for``:
+A call of an instruction's function in a simulated kernel runs ``dispatch``, which the simulator installs
+(``numbakern.sim.instructions``): the model registered on the instruction's Op, with the running launch and the
+kernel's frame.
 
-- the front end compiles the intrinsic itself where the kernel calls the stand-in (``cudasim.recognize`` sends the
-  helper process ``module.name`` instead of the Python function), so typing sees the intrinsic's real signature;
-- the checkers report the array accesses a stand-in makes on the kernel's behalf at the kernel's line that called
-  it (``errors.site_of`` skips the frames of the files in ``HELPER_FILES``).
+- The front end compiles the instruction itself where the kernel calls its function (``cudasim.recognize`` sends
+  the helper process ``module.name``, the attribute ``INTRINSIC_ATTR``), so typing sees its real signature.
+- The checkers report the array accesses a model makes on the kernel's behalf at the kernel's line that called it
+  (``errors.site_of`` skips the frames of the files in ``HELPER_FILES``).
+- A profiler is told what an asynchronous instruction touches when it is issued (``observe``), and the accesses
+  that carry it out later are not counted again (``landing``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 #: the attribute naming the GPU intrinsic a stand-in simulates: ``(module, name)``
@@ -34,52 +39,47 @@ def active_launch():
     return _launch_source() if _launch_source is not None else None
 
 
-def stands_for(module: str, name: str, filename: str):
-    """Register a function as the simulator's stand-in for ``module.name`` on a GPU, defined in ``filename``."""
-    HELPER_FILES.add(filename)
-
-    def register(fn):
-        setattr(fn, INTRINSIC_ATTR, (module, name))
-        return fn
-
-    return register
+def dispatch(op, frame, args):
+    """A kernel calls ``op``'s function: run the simulator's model of it (``model(launch, frame, *args)``)."""
+    model = op.emitters.get("sim")
+    if model is None:
+        raise NotImplementedError(f"{op.qualname}: the simulator has no model of this instruction; kernels using it "
+                                  "run on a GPU only")
+    return model(active_launch(), frame, *args)
 
 
-#: ``(module, name)`` -> the simulator's model of a GPU intrinsic, ``model(launch, frame, *args)``: registered by the
-#: simulator stage (``numbakern.sim.hopper``) for the stand-ins ``simulated`` makes
-MODELS: dict[tuple[str, str], object] = {}
-#: module -> ``factory(name)``: the model of an intrinsic that module makes on demand (one per wgmma shape), or None
-MODEL_FACTORIES: dict[str, object] = {}
+#: the profiler's recorder while a profiled launch runs, else None: told what an instruction touches when it does
+#: not touch it there and then (``cp.async`` lands at a later wait)
+_observer = None
 
 
-def register_model(module: str, name: str, model) -> None:
-    MODELS[(module, name)] = model
+def install_observer(observer):
+    """Make ``observer`` (``issue(instruction, accesses, frame)``, ``land(bool)``) the one told of instructions, or
+    None; returns the one before."""
+    global _observer
+    previous, _observer = _observer, observer
+    return previous
 
 
-def model_of(module: str, name: str):
-    model = MODELS.get((module, name))
-    if model is None and module in MODEL_FACTORIES:
-        model = MODELS[(module, name)] = MODEL_FACTORIES[module](name)
-    return model
+def observe(instruction: str, accesses, frame=None) -> None:
+    """The running lane issues ``instruction`` (``"cp.async"``), which touches ``accesses``: ``(array, index, bytes,
+    "ld" | "st")`` per side (index None and 0 bytes: the lane takes part and moves nothing)."""
+    if _observer is not None:
+        _observer.issue(instruction, accesses, frame if frame is not None else sys._getframe(1))
 
 
-def simulated(module: str, name: str):
-    """The simulator's stand-in for ``module.name`` on a GPU when its model lives in the simulator stage: a call
-    runs ``MODELS[(module, name)]`` on the running launch, with the caller's frame (the kernel's line)."""
-
-    def stand_in(*args):
-        launch = active_launch()
-        model = model_of(module, name)
-        if launch is None or model is None:
-            raise RuntimeError(f"{module}.{name}: this intrinsic runs only inside a kernel launched on numbakern's "
-                               "simulator engine (not from host code, and not on the stock simulator: "
-                               "NUMBAKERN_SIM_ENGINE=stock)")
-        return model(launch, sys._getframe(1), *args)
-
-    stand_in.__name__ = stand_in.__qualname__ = name
-    stand_in.__module__ = module
-    setattr(stand_in, INTRINSIC_ATTR, (module, name))
-    return stand_in
+@contextlib.contextmanager
+def landing():
+    """The accesses inside carry out instructions already observed when issued: not counted again."""
+    if _observer is None:
+        yield
+        return
+    observer = _observer
+    observer.land(True)
+    try:
+        yield
+    finally:
+        observer.land(False)
 
 
-HELPER_FILES.add(__file__)  # a stand-in's frame is never the kernel's line
+HELPER_FILES.add(__file__)  # dispatch's frame is never the kernel's line

@@ -75,11 +75,11 @@ def inputs_checksum(case) -> np.ndarray:
 def spec_for(c: dict):
     import importlib
 
-    import numbakern
+    from numbakern import registry
 
     if c.get("module"):
         return importlib.import_module(c["module"]).SPECS[c["name"]]
-    return numbakern.get(c["name"])
+    return registry.get(c["name"])
 
 
 def kernel_for(spec, constants: dict | None):
@@ -93,14 +93,14 @@ def kernel_for(spec, constants: dict | None):
 
 
 def run(cases: list[dict], out_path: str) -> None:
-    import numbakern
+    from numbakern import registry
 
     results = {}
     for i, c in enumerate(cases):
         spec = spec_for(c)
         case = load_case(c["args"]) if c.get("args") else case_for(spec, c["size"], c["seed"], c["dist"])
         results[f"{i}:inputs"] = inputs_checksum(case)
-        for j, value in numbakern.run_case(spec, case, kernel_for(spec, c.get("constants"))).items():
+        for j, value in registry.run_case(spec, case, kernel_for(spec, c.get("constants"))).items():
             results[f"{i}:{j}"] = np.asarray(value)
     tmp = out_path + ".tmp.npz"
     np.savez(tmp, **results)

@@ -351,11 +351,15 @@ class Scheduler:
                 # lanes named in a warp intrinsic's mask wait at a block barrier instead: on a GPU, a hang
                 at_warp = [t for t in waiting if t.wait[0] is WARP]
                 at_barrier = [t for t in waiting if t.wait[0] is BARRIER]
+                kind = at_warp[0].wait[2]
+                # mma and ldmatrix take no mask: all 32 lanes of the warp execute them together
+                what, waits_for = (kind, ", which every lane of the warp must execute together,") if \
+                    kind.startswith(WHOLE_WARP_PREFIXES) else ("a warp intrinsic", " for lanes named in its mask,")
                 raise BarrierDivergenceError(
                     f"in kernel '{self._kernel_name}', block {tuple(block.blockIdx)}: {describe_threads(at_warp)} "
-                    f"wait at a warp intrinsic at {describe_site(at_warp[0].wait[1])} for lanes named in its mask, "
-                    f"but {describe_threads(at_barrier)} wait at syncthreads() at "
-                    f"{describe_site(at_barrier[0].wait[1])}"
+                    f"wait at {what} at {describe_site(at_warp[0].wait[1])}{waits_for} but "
+                    f"{describe_threads(at_barrier)} "
+                    f"wait at syncthreads() at {describe_site(at_barrier[0].wait[1])}"
                 )
             elif GRID in kinds:
                 at_g = [t for t in waiting if t.wait[0] is GRID]

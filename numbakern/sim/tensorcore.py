@@ -1,8 +1,14 @@
-"""The warp-level tensor-core instructions, once all 32 lanes have arrived: ``mma.sync`` and ``ldmatrix``.
+"""The simulator's models of the tensor-core instructions (``numbakern.intrinsics.tensorcore``): ``mma.sync`` and
+``ldmatrix``, and the packing and conversion helpers.
 
-The scheduler hands these functions the warp's lanes (in lane order) and what each lane brought (its fragment
-registers, or the shared-memory row its address names) and gives each lane back its part of the result, laid out
-as the PTX ISA lays out fragments (``numbakern.mma.layout``).
+Each lane reads its own fragment registers (its ``cuda.local.array`` elements, through the simulator's array
+proxies: an element it never wrote is an ``UninitializedReadError`` at the kernel's line) or, for ``ldmatrix``, the
+shared-memory row its address names (checked for alignment and bounds, and seen by the race and initialisation
+checkers), then waits at a warp collective. When all 32 lanes of the warp are there, at the same line, the
+scheduler hands the completion functions below the warp's lanes (in lane order) and what each brought, and gives
+each lane back its part of the result, laid out as the PTX ISA lays out fragments
+(``numbakern.intrinsics.layout``). The scalar helpers are plain functions on canonical values (Python ints for the
+integer types, ``np.float32`` for float32), with ``numbakern.intrinsics.formats``' roundings.
 
 **Rounding model of mma.** ``D[i, j] = round_f32(C[i, j] + sum_k A[i, k] * B[k, j])``: every product is exact, the
 k products and C are added exactly, and the sum is rounded once to float32, to nearest with ties to even. The
@@ -23,10 +29,14 @@ from functools import cache
 
 import numpy as np
 
-from ..mma import formats
-from ..mma.layout import SHAPES, MmaShape, a_elements, b_elements, c_elements, ldmatrix_elements
+from ..intrinsics import formats
+from ..intrinsics.layout import SHAPES, MmaShape, a_elements, b_elements, c_elements, ldmatrix_elements
+from ..intrinsics.tensorcore import ROW_BYTES
+from .errors import MisalignedAccessError, OutOfBoundsError, describe_site, site_of
+from .memory_ops import misalignment
 
 WARP = 32
+FULL_MASK = 0xFFFFFFFF
 _NAN32 = np.uint32(0x7FFFFFFF).view(np.float32)
 _F32_MAX = float(np.finfo(np.float32).max)
 _F32_TOP = 2.0**128  # where the float32 range ends: the rounding boundary past FLT_MAX is its midpoint with this
@@ -162,4 +172,115 @@ COLLECTIVES = {
     **{f"mma.{name}": mma_collective(name) for name in SHAPES},
     **{f"ldmatrix.x{n}{'.trans' if trans else ''}": ldmatrix_collective(n, trans)
        for n in (1, 2, 4) for trans in (False, True)},
+}
+
+
+# -- one lane's part -----------------------------------------------------------------------------------------------
+
+
+def _scheduler(launch):
+    if launch is None:
+        raise RuntimeError(
+            "numbakern.mma: tensor-core intrinsics run only inside a kernel launched on numbakern's simulator engine "
+            "(not from host code, and not on the stock simulator: NUMBAKERN_SIM_ENGINE=stock)")
+    return launch.scheduler
+
+
+def mma_model(shape: MmaShape):
+    kind = f"mma.{shape.name}"
+
+    def model(launch, frame, d, d_at, a, a_at, b, b_at, c, c_at):
+        scheduler = _scheduler(launch)
+        a_regs = [a[int(a_at) + i] for i in range(shape.a_regs)]  # each read through the array: checked
+        b_regs = [b[int(b_at) + i] for i in range(shape.b_regs)]
+        c_regs = [np.float32(c[int(c_at) + i]) for i in range(shape.c_regs)]
+        if shape.packed:
+            a_regs = [int(x) & 0xFFFFFFFF for x in a_regs]
+            b_regs = [int(x) & 0xFFFFFFFF for x in b_regs]
+        else:
+            a_regs = [np.float32(x) for x in a_regs]
+            b_regs = [np.float32(x) for x in b_regs]
+        result = scheduler.warp_collective(site_of(frame), kind, FULL_MASK, (a_regs, b_regs, c_regs))
+        for i, value in enumerate(result):
+            d[int(d_at) + i] = np.float32(value)
+
+    return model
+
+
+def ldmatrix_model(count: int, trans: bool):
+    kind = f"ldmatrix.x{count}{'.trans' if trans else ''}"
+
+    def model(launch, frame, regs, at, smem, index):
+        scheduler = _scheduler(launch)
+        # only the address lanes' rows are read
+        row = _read_row(smem, index, frame) if scheduler.module.laneid < 8 * count else None
+        result = scheduler.warp_collective(site_of(frame), kind, FULL_MASK, row)
+        as_float = np.dtype(regs.dtype) == np.float32  # 32-bit data (tf32 operands): the registers' bits as float32
+        for j, value in enumerate(result):
+            regs[int(at) + j] = np.uint32(value).view(np.float32) if as_float else value
+
+    return model
+
+
+def _read_row(smem, index, frame) -> list[int]:
+    """The 16 bytes at ``&smem[index]`` as eight 16-bit patterns (the lane's row of an ldmatrix)."""
+    idx = tuple(int(i) for i in index) if isinstance(index, tuple) else (int(index),)
+    shape = tuple(int(s) for s in smem.shape)
+    itemsize = int(smem.dtype.itemsize)
+    if len(idx) != len(shape) or itemsize not in (2, 4):
+        raise TypeError(f"ldmatrix: the index must have one integer per dimension of a shared array of 16- or "
+                        f"32-bit elements, got index {idx} into shape {shape} of {smem.dtype}")
+    flat = 0
+    for i, n in zip(idx, shape):
+        flat = flat * n + i
+    per_row = ROW_BYTES // itemsize
+    where = describe_site(site_of(frame))
+    why = misalignment(smem, flat, ROW_BYTES)
+    if why:
+        raise MisalignedAccessError(
+            f"ldmatrix: the row address of element {idx} of a shared array of shape {shape} ({smem.dtype}) {why}, "
+            f"at {where} (every row address of ldmatrix must be 16-byte aligned)")
+    total = int(np.prod(shape))
+    if not all(0 <= i < n for i, n in zip(idx, shape)) or flat + per_row > total:
+        raise OutOfBoundsError(
+            f"ldmatrix: the 16-byte row at element {idx} of a shared array of shape {shape} ({smem.dtype}) reaches "
+            f"past its end, at {where}")
+    values = []
+    dtype = np.dtype(smem.dtype)
+    bits = np.dtype(f"u{itemsize}")
+    for q in range(per_row):
+        element = np.unravel_index(flat + q, shape)
+        v = smem[tuple(int(e) for e in element) if len(shape) > 1 else int(element[0])]
+        # the element's bits, whatever its type (float16 values, bf16 patterns in uint16, float32 or uint32 words)
+        values.append(int(np.asarray(v, dtype=dtype).view(bits)))
+    if itemsize == 4:  # a 32-bit array: two 16-bit elements per word, the lower address in the lower half
+        values = [half for v in values for half in (v & 0xFFFF, (v >> 16) & 0xFFFF)]
+    return [v & 0xFFFF for v in values]
+
+
+def _halves(packed) -> tuple[int, int]:
+    p = int(packed)
+    return p & 0xFFFF, (p >> 16) & 0xFFFF
+
+
+def _scalar(fn):
+    return lambda launch, frame, *args: fn(*args)
+
+
+#: the scalar helpers' models, by name: canonical values in, canonical values out
+SCALARS = {
+    "pack_bf16x2": _scalar(lambda lo, hi: int(formats.pack_b16x2(formats.f32_to_bf16_bits(np.float32(lo)),
+                                                                 formats.f32_to_bf16_bits(np.float32(hi))))),
+    "pack_f16x2": _scalar(lambda lo, hi: int(formats.pack_b16x2(formats.f32_to_f16_bits(np.float32(lo)),
+                                                                formats.f32_to_f16_bits(np.float32(hi))))),
+    "pack_b16x2": _scalar(lambda lo, hi: (int(lo) & 0xFFFF) | ((int(hi) & 0xFFFF) << 16)),
+    "unpack_bf16x2": _scalar(lambda p: tuple(formats.bf16_bits_to_f32(h) for h in _halves(p))),
+    "unpack_f16x2": _scalar(lambda p: tuple(formats.f16_bits_to_f32(h) for h in _halves(p))),
+    "unpack_b16x2": _scalar(_halves),
+    "f32_to_bf16": _scalar(lambda x: int(formats.f32_to_bf16_bits(np.float32(x)))),
+    "bf16_to_f32": _scalar(lambda bits: formats.bf16_bits_to_f32(int(bits) & 0xFFFF)),
+    "f32_to_f16": _scalar(lambda x: int(formats.f32_to_f16_bits(np.float32(x)))),
+    "f16_to_f32": _scalar(lambda bits: formats.f16_bits_to_f32(int(bits) & 0xFFFF)),
+    "f32_to_tf32": _scalar(lambda x: formats.f32_to_tf32(np.float32(x))),
+    "split_tf32": _scalar(lambda x: formats.split_tf32(np.float32(x))),
 }

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from numbakern.mma import formats
-from numbakern.tensormap import tensor_map
+from numbakern.tensormap import tensor_map_of
 from tests.hopper import canonical, kernels, stage
 
 SEED = 20261129
@@ -162,7 +162,7 @@ def run(name: str) -> dict[int, np.ndarray]:
         args = launch_arguments(kernel, names, args, shared, cuda.to_device if gpu else None)
     else:
         for i, (source, rows, cols, swizzle) in maps.items():
-            made = tensor_map(args[source], rows, cols, swizzle)
+            made = tensor_map_of(args[source], rows, cols, swizzle)
             args[i] = cuda.to_device(made) if gpu else made
     kernel[grid, block, 0, shared](*args)
     if gpu:

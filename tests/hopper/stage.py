@@ -98,6 +98,6 @@ def one_stage(a, b, out, tmap_a, tmap_b, tmap_out, bug):
 
 def tensor_maps(a, b, out):
     """The three tensor maps: A and B in 64x64 boxes with the 128-byte swizzle, out in 64x32 boxes of float32."""
-    from numbakern.tensormap import tensor_map
+    from numbakern.tensormap import tensor_map_of
 
-    return tensor_map(a, 64, 64), tensor_map(b, 64, 64), tensor_map(out, 64, 32, swizzle=0)
+    return tensor_map_of(a, 64, 64), tensor_map_of(b, 64, 64), tensor_map_of(out, 64, 32, swizzle=0)

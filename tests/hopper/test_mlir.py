@@ -1,4 +1,4 @@
-"""numbakern.mma.hopper on numba-cuda-mlir (``numbakern/mlir_lowering/hopper.py``), no GPU: the registered wgmma
+"""numbakern.mma.hopper on numba-cuda-mlir (``numbakern/mlir_lowering/instructions.py``), no GPU: the registered wgmma
 matmul and the register-A wgmma kernels are typed and lowered by numba-cuda-mlir, their MLIR holding each
 instruction's inline PTX; and
 what numba-cuda-mlir 0.6 lacks is pinned down: it compiles for sm_90, never sm_90a, so that PTX does not assemble.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numbakern.tensormap import SimulatedTensorMap, tensor_map, tensor_map_2d
+from numbakern.tensormap import SimulatedTensorMap, tensor_map_2d, tensor_map_of
 from tests.hopper import canonical, kernels
 
 pytestmark = pytest.mark.sim
@@ -40,7 +40,7 @@ def test_tma_load_lands_the_box_swizzled_with_zeros_outside(dtype, swizzle, rows
         rng.standard_normal((45, 40)).astype(dtype)
     nbytes = rows * cols * eb
     out = np.zeros(nbytes, np.uint8)
-    tmap = tensor_map(x, rows, cols, swizzle)
+    tmap = tensor_map_of(x, rows, cols, swizzle)
     kernels.tma_box[1, 64, 0, nbytes + 2048](x, out, tmap, c0, c1, nbytes)
     box = _box(x, c0, c1, rows, cols)
     expected = canonical.box_image(box.view(np.uint16 if eb == 2 else np.uint32), eb, swizzle)
@@ -55,7 +55,7 @@ def test_tma_store_writes_the_part_of_the_box_inside_the_tensor(swizzle, c0, c1,
     before = y.copy()
     box = rng.integers(1, 2**15, (rows, cols)).astype(np.uint16)
     image = canonical.box_image(box, eb, swizzle)
-    kernels.tma_store_box[1, 64, 0, image.size + 2048](image, y, tensor_map(y, rows, cols, swizzle), c0, c1)
+    kernels.tma_store_box[1, 64, 0, image.size + 2048](image, y, tensor_map_of(y, rows, cols, swizzle), c0, c1)
     expected = before.copy()
     for r in range(rows):
         for c in range(cols):
@@ -66,8 +66,8 @@ def test_tma_store_writes_the_part_of_the_box_inside_the_tensor(swizzle, c0, c1,
 
 def test_the_tensor_map_records_the_encode_arguments():
     tmap = tensor_map_2d(4096, 100, 72, 160, 64, 64, 2, 128)
-    assert SimulatedTensorMap.decode(tmap) == SimulatedTensorMap(4096, 100, 72, 160, 64, 64, 2, 128)
-    with pytest.raises(ValueError, match="row_bytes"):
+    assert SimulatedTensorMap.decode(tmap) == SimulatedTensorMap(4096, (72, 100), (160,), (64, 64), 2, 128)
+    with pytest.raises(ValueError, match="strides"):
         tensor_map_2d(4096, 100, 72, 100, 64, 64)
     with pytest.raises(ValueError, match="box row"):
         tensor_map_2d(4096, 100, 72, 160, 64, 32, 2, 128)

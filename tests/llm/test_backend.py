@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from translate.backends.llm import LLMBackend
-from translate.llm.cli_args import add_arguments, make_backend
+from translate.backends.llm import LLMBackend, make_backend
+from translate.llm.cli_args import add_arguments
 from translate.llm.client import LLMError
 from translate.llm.repair import RepairFailed
 from translate.llm.source import code_only

@@ -69,6 +69,17 @@ mma_tf32_registers = _from_registers(mma_m16n8k8_tf32, np.float32)
 mma_bf16_float_registers = _from_registers(mma_m16n8k16_bf16, np.float32)
 
 
+@cuda.jit(device=True)
+def _load_fragments(a_regs, b_regs, c_regs, a, b, c):
+    """This lane's A, B and C registers from its rows of the inputs."""
+    tid = cuda.threadIdx.x
+    for i in range(4):
+        a[i] = a_regs[tid, i]
+        c[i] = c_regs[tid, i]
+    for i in range(2):
+        b[i] = b_regs[tid, i]
+
+
 @cuda.jit
 def mma_half_warp(a_regs, b_regs, c_regs, d_regs):
     """Only lanes 0-15 execute the mma: a divergent warp-wide instruction."""
@@ -76,13 +87,32 @@ def mma_half_warp(a_regs, b_regs, c_regs, d_regs):
     a = cuda.local.array(4, np.uint32)
     b = cuda.local.array(2, np.uint32)
     c = cuda.local.array(4, np.float32)
-    for i in range(4):
-        a[i] = a_regs[tid, i]
-        c[i] = c_regs[tid, i]
-    for i in range(2):
-        b[i] = b_regs[tid, i]
+    _load_fragments(a_regs, b_regs, c_regs, a, b, c)
     if cuda.laneid < 16:
         mma_m16n8k16_bf16(c, 0, a, 0, b, 0, c, 0)
+    for i in range(4):
+        d_regs[tid, i] = c[i]
+
+
+@cuda.jit
+def pack_halves(x, out):
+    """Packs two 16-bit floats' values (not their bits) with pack_b16x2: refused, pointing at the bit patterns."""
+    i = cuda.grid(1)
+    out[i] = pack_b16x2(x[2 * i], x[2 * i + 1])
+
+
+@cuda.jit
+def mma_or_barrier(a_regs, b_regs, c_regs, d_regs):
+    """Lanes 0-15 execute the mma, lanes 16-31 wait at a block barrier instead."""
+    tid = cuda.threadIdx.x
+    a = cuda.local.array(4, np.uint32)
+    b = cuda.local.array(2, np.uint32)
+    c = cuda.local.array(4, np.float32)
+    _load_fragments(a_regs, b_regs, c_regs, a, b, c)
+    if cuda.laneid < 16:
+        mma_m16n8k16_bf16(c, 0, a, 0, b, 0, c, 0)
+    else:
+        cuda.syncthreads()
     for i in range(4):
         d_regs[tid, i] = c[i]
 
@@ -94,11 +124,7 @@ def mma_two_lines(a_regs, b_regs, c_regs, d_regs):
     a = cuda.local.array(4, np.uint32)
     b = cuda.local.array(2, np.uint32)
     c = cuda.local.array(4, np.float32)
-    for i in range(4):
-        a[i] = a_regs[tid, i]
-        c[i] = c_regs[tid, i]
-    for i in range(2):
-        b[i] = b_regs[tid, i]
+    _load_fragments(a_regs, b_regs, c_regs, a, b, c)
     if cuda.laneid < 16:
         mma_m16n8k16_bf16(c, 0, a, 0, b, 0, c, 0)
     else:
@@ -128,7 +154,7 @@ def _ldmatrix_kernel(load, count):
     def kernel(src, rows, cols, out):
         """Copy ``src`` (uint16) into a shared tile, then each lane loads from (rows[lane], cols[lane])."""
         tid = cuda.threadIdx.x
-        tile = cuda.shared.array((16, 24), dtype=np.uint16)
+        tile = cuda.shared.array((16, 24), dtype=np.uint16, alignment=16)
         for e in range(tid, 16 * 24, 32):
             tile[e // 24, e % 24] = src[e // 24, e % 24]
         cuda.syncthreads()
@@ -138,6 +164,24 @@ def _ldmatrix_kernel(load, count):
             out[tid, j] = regs[j]
 
     return kernel
+
+
+@cuda.jit
+def ldmatrix_of_an_unaligned_tile(src, out):
+    """ldmatrix from a tile declared without ``alignment``: numba-cuda aligns a uint16 array to 2 bytes, so no row
+    address is 16-byte aligned as compiled, whatever its offset."""
+    tid = cuda.threadIdx.x
+    pad = cuda.shared.array(3, dtype=np.uint16)  # another array, as a kernel has: the tile may land after it
+    tile = cuda.shared.array((16, 16), dtype=np.uint16)
+    for e in range(tid, 16 * 16, 32):
+        tile[e // 16, e % 16] = src[e // 16, e % 16]
+    if tid < 3:
+        pad[tid] = 0
+    cuda.syncthreads()
+    regs = cuda.local.array(4, np.uint32)
+    ldmatrix_x4(regs, 0, tile, (tid % 16, (tid // 16) * 8))
+    for j in range(4):
+        out[tid, j] = regs[j]
 
 
 ldmatrix_kernels = {

@@ -73,6 +73,16 @@ def test_misaligned_row_address_is_reported(rng):
         kernels.ldmatrix_kernels[(4, False)][1, LANES](src, rows, cols, np.zeros((LANES, 4), np.uint32))
 
 
+def test_a_tile_aligned_only_by_chance_is_reported(rng):
+    """Issue 41: row offsets that are multiples of 16 bytes are not enough when the array itself is declared without
+    ``alignment=16`` (numba-cuda and translate's C align a uint16 array to 2 bytes): the simulator places it as
+    compiled and names the declaration to fix."""
+    src = rng.integers(1, 2**16, (16, 16), dtype=np.uint16)
+    with pytest.raises(sim.MisalignedAccessError, match=r"ldmatrix: the row address of element \(\d+, [08]\) .* "
+                       r"only 2-byte aligned .*cuda\.shared\.array\(\.\.\., alignment=16\)"):
+        kernels.ldmatrix_of_an_unaligned_tile[1, LANES](src, np.zeros((LANES, 4), np.uint32))
+
+
 def test_row_past_the_end_is_out_of_bounds(rng):
     src = rng.integers(1, 2**16, (16, 24), dtype=np.uint16)
     rows, cols = _addresses(rng, 2)
@@ -99,6 +109,17 @@ def test_mma_skipped_by_half_the_warp_is_a_divergence_error(rng):
                                           match=r"execute mma\.m16n8k16\.bf16 at kernels\.py:\d+ \(mma_half_warp\): "
                                                 r"mma_m16n8k16_bf16\(c, 0, a.*threads \(16, 0, 0\).* already exited"):
         kernels.mma_half_warp[1, LANES](*_mma_inputs(rng))
+
+
+def test_mma_against_a_barrier_says_the_whole_warp_not_a_mask(rng):
+    """Issue 41: the message said "for lanes named in its mask", but mma takes no mask."""
+    with sim.checks("all"), pytest.raises(sim.BarrierDivergenceError) as caught:
+        kernels.mma_or_barrier[1, LANES](*_mma_inputs(rng))
+    message = str(caught.value)
+    assert "mask" not in message, message
+    assert "wait at mma.m16n8k16.bf16 at kernels.py:" in message
+    assert "which every lane of the warp must execute together, but threads (16, 0, 0)" in message
+    assert "wait at syncthreads() at kernels.py:" in message
 
 
 def test_mma_at_two_lines_is_a_divergence_error(rng):

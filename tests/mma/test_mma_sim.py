@@ -208,3 +208,11 @@ def test_a_bad_argument_is_numba_cuda_s_typing_error():
     regs = [np.ones((LANES, n), np.float32) for n in (4, 2, 4, 4)]
     with pytest.raises(sim.TypingError, match=r"mma_m16n8k16_bf16: a must be a 1-D uint32 array"):
         kernels.mma_bf16_float_registers[1, LANES](*regs)
+
+
+def test_packing_16_bit_floats_instead_of_their_bits_names_the_fix():
+    """Issue 41: pack_b16x2 of float16 (or bf16) values said only "must be an integer"; it now says how 16-bit
+    data reaches a kernel as bit patterns."""
+    with pytest.raises(sim.TypingError, match=r"pack_b16x2: lo must be an integer, got float16 \(.*to_kernel_arg.*"
+                       r"view\(np\.uint16\)"):
+        kernels.pack_halves[1, 4](np.ones(8, np.float16), np.zeros(4, np.uint32))

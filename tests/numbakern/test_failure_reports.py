@@ -34,7 +34,7 @@ def test_a_never_written_int64_element_is_reported_as_never_written_in_its_outpu
     (result,) = spec.check(case, numbakern.run_case(spec, case)).values()
     text = str(result)
     assert not result.ok and result.mismatches == 1 and result.never_written == 1
-    assert text.startswith("row_argmax_skips_last: output 'out': 1 elements differ, all of them never written"), text
+    assert text.startswith("row_argmax_skips_last: output 'out': 1 element differs, all of them never written"), text
     expected = int(np.argmax(case.args[0][rows - 1]))
     assert f"at ({rows - 1},): never written (still " in text and f"expected {expected}" in text, text
     assert "arg 1" not in text

@@ -35,7 +35,7 @@ from ..llm.client import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, ChatClient, LLMEr
 from ..llm.feedback import compiler_feedback, mark_candidate
 from ..llm.gate import check_reply
 from ..llm.prompt import build_messages
-from ..llm.repair import DEFAULT_MAX_TURNS, Attempt, RepairResult, run_repair_loop
+from ..llm.repair import DEFAULT_MAX_TURNS, Attempt, RepairResult, describe, run_repair_loop
 from ..llm.request import kernel_name, spec_from_request
 from ..request import DeviceCode, KernelRequest, kernel_declaration
 from . import CandidateChecks, CompileReport
@@ -161,6 +161,37 @@ def observe_turns(listener: Callable[[str, Attempt], None]) -> Iterator[None]:
 def _tell_listeners(name: str, attempt: Attempt) -> None:
     for listener in list(_turn_listeners):
         listener(name, attempt)
+
+
+# -- the backend the translate command's options make (translate/llm/cli_args.py declares the options) --------------
+
+
+def make_backend(args, *, environ: Mapping[str, str] | None = None,
+                 on_turn: Callable[[Any], None] | None = None) -> LLMBackend:
+    """The ``LLMBackend`` the options describe; the client checks model, endpoint and key when it is made."""
+    if not getattr(args, "model", None):
+        raise LLMError("--backend llm needs --model NAME (the model the endpoint serves)")
+    return LLMBackend(model=args.model, base_url=args.base_url, max_turns=args.max_turns, timeout=args.timeout,
+                      max_retries=args.max_retries, environ=environ, on_turn=on_turn)
+
+
+def check_endpoint(args, *, environ: Mapping[str, str] | None = None) -> None:
+    """``LLMError`` unless model, key and URL are usable and the endpoint accepts a connection (nothing is sent)."""
+    backend = make_backend(args, environ=environ)
+    try:
+        backend.client.probe()
+    finally:
+        backend.close()
+
+
+@contextmanager
+def turn_notes(args, note: Callable[[str], None]) -> Iterator[None]:
+    """With ``--backend llm``: ``note(line)`` after each turn of each kernel's repair loop, as it ends."""
+    if getattr(args, "backend", None) != "llm":
+        yield
+        return
+    with observe_turns(lambda kernel, attempt: note(f"{kernel}: llm {describe(attempt)}")):
+        yield
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 from numba import cuda
 
+from numbakern.intrinsics import warp
+
 from ..cnames import c_name, is_float
 from . import arrays
 from .cexpr import PRIMARY, UNARY, CExpr, cast, paren
-
-ATOMICS = {cuda.atomic.add: "add", cuda.atomic.sub: "sub", cuda.atomic.max: "max", cuda.atomic.min: "min",
-           cuda.atomic.nanmax: "nanmax", cuda.atomic.nanmin: "nanmin", cuda.atomic.exch: "exch",
-           cuda.atomic.cas: "cas", cuda.atomic.compare_and_swap: "compare_and_swap", cuda.atomic.inc: "inc",
-           cuda.atomic.dec: "dec", cuda.atomic.and_: "and", cuda.atomic.or_: "or", cuda.atomic.xor: "xor"}
+from .sites import Site, call_op
 
 _INTS = {"int32", "uint32", "int64", "uint64"}
 _SUPPORTED = {"add": _INTS | {"float32", "float64"}, "sub": _INTS | {"float32", "float64"},
@@ -39,33 +37,33 @@ _VIA = {"int64": "unsigned long long", "uint64": "unsigned long long"}
 _SIGNED_VIA = {"int64": "long long", "uint64": "unsigned long long"}  # max/min compare signed/unsigned
 
 
-def atomic(tr, obj, node) -> CExpr:
-    kind = ATOMICS[obj]
-    nargs = {"cas": 4, "compare_and_swap": 3}.get(kind, 3)
-    if len(node.args) != nargs or node.keywords:
-        raise tr.src.error(node, f"cuda.atomic.{kind} takes {nargs} arguments by position")
-    arr = tr.value(node.args[0])
+def atomic(site: Site) -> CExpr:
+    kind = site.op.stub[1].rstrip("_")  # and_, or_: C's and, or
+    nargs = len(site.op.params)
+    if site.nargs != nargs or site.keywords:
+        raise site.error(None, f"cuda.atomic.{kind} takes {nargs} arguments by position")
+    arr = site.value(0)
     if not isinstance(arr, arrays.ArrayInfo):
-        raise tr.src.error(node.args[0], "the first argument of an atomic must be an array")
+        raise site.error(0, "the first argument of an atomic must be an array")
     key = arr.key
     if key not in _SUPPORTED[kind]:
-        raise tr.src.error(node, f"cuda.atomic.{kind} on {key} arrays is not supported (numba supports "
-                           f"{', '.join(sorted(_SUPPORTED[kind]))})")
-    tr.mark_written(arr.name)
+        raise site.error(None, f"cuda.atomic.{kind} on {key} arrays is not supported (numba supports "
+                         f"{', '.join(sorted(_SUPPORTED[kind]))})")
+    site.writes(0)
     if kind == "compare_and_swap":  # the first element of the array
-        elem = arrays.element_at(tr, arr, [CExpr("0", "int32", None, literal=0, nonneg=True)], node)
-        vals = [tr.expr(a) for a in node.args[1:]]
+        elem = site.element(0)
+        vals = [site.expr(i) for i in range(1, nargs)]
     else:
-        elem = arrays.element(tr, arr, node.args[1], node)
-        vals = [tr.expr(a) for a in node.args[2:]]
+        elem = site.element(0, 1)
+        vals = [site.expr(i) for i in range(2, nargs)]
     vals = [cast(v, key) for v in vals]
     ptr = f"&{elem.code}"
     rtype = arr.nbt.dtype if arr.nbt is not None else None
     if is_float(key) and kind in ("max", "min", "nanmax", "nanmin"):
-        tr.helpers.add("nk_atomic_fminmax" if kind in ("max", "min") else "nk_atomic_nanminmax")
+        site.helper("nk_atomic_fminmax" if kind in ("max", "min") else "nk_atomic_nanminmax")
         return CExpr(f"nk_atomic_{kind}({ptr}, {vals[0].code})", key, rtype, PRIMARY, pure=False)
     if kind in ("inc", "dec") and key in ("int64", "uint64"):
-        tr.helpers.add("nk_atomic_incdec64")
+        site.helper("nk_atomic_incdec64")
         via = "unsigned long long"
         code = f"({c_name(key)})nk_atomic_{kind}64(({via} *){ptr}, ({via}){paren(vals[0], UNARY)})"
         return CExpr(code, key, rtype, UNARY, pure=False)
@@ -85,4 +83,7 @@ def atomic(tr, obj, node) -> CExpr:
     return CExpr(f"({c_name(key)}){func}(({via} *){ptr}, {vs})", key, rtype, UNARY, pure=False)
 
 
-BUILTINS = {obj: atomic for obj in ATOMICS}
+for _op in warp.ATOMIC:
+    _op.register("c", atomic)
+
+BUILTINS = {getattr(cuda.atomic, op.stub[1]): call_op for op in warp.ATOMIC}

@@ -6,6 +6,8 @@ from __future__ import annotations
 from . import hopper as _hopper
 from .mma import DEPENDS as _MMA_DEPENDS
 from .mma import HELPERS as _MMA_HELPERS
+from .vectors import DEPENDS as _VECTOR_DEPENDS
+from .vectors import HELPERS as _VECTOR_HELPERS
 
 HELPERS: dict[str, str] = {
     "nk_fp16": """\
@@ -242,45 +244,7 @@ __device__ __forceinline__ bool nk_cisfinite(cuDoubleComplex z) { return isfinit
 // cuda.cg.this_grid().sync(): a barrier across the whole grid (the launcher launches the kernel cooperatively)
 __device__ __forceinline__ void nk_grid_sync() { cooperative_groups::this_grid().sync(); }
 """,
-    "nk_cp_async": """\
-// cp.async (sm_80+): a 16-byte global -> shared copy of src[offset] that lands in the background; valid == false
-// reads nothing (from the array's start) and fills the 16 bytes with zeros. nk_async_wait_all: this thread's copies
-// have landed (others' after a barrier).
-__device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int64_t offset, bool valid) {
-    unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    const float *from = valid ? src + offset : src;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
-                 : "memory");
-}
-__device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-""",
-    "nk_cp_async16": """\
-// cp.async of 16 bytes of any element type (8 bf16/f16 values, 4 floats, ...) from src[offset]: the same
-// instruction as nk_copy_async4
-template <typename D, typename S>
-__device__ __forceinline__ void nk_copy_async16(D *dst, const S *src, int64_t offset, bool valid) {
-    unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    const S *from = valid ? src + offset : src;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
-                 : "memory");
-}
-""",
-    "nk_cp_async1": """\
-// cp.async of one float (4 bytes, through L1: .ca is the only mode for copies under 16 bytes); any alignment
-__device__ __forceinline__ void nk_copy_async(float *dst, const float *src, int64_t offset, bool valid) {
-    unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    const float *from = valid ? src + offset : src;
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 4 : 0)
-                 : "memory");
-}
-""",
-    "nk_cp_async_wait": """\
-// cp.async.wait_group N: all but this thread's N most recent groups of copies have landed (N an immediate)
-template <int N> __device__ __forceinline__ void nk_async_wait() {
-    asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-""",
+    **_VECTOR_HELPERS,  # cp.async (translate/codegen/vectors.py)
     # every overload at once, for a caller that does not say which it calls (the LLM backend's code)
     "nk_floordiv": "",
     "nk_floormod": "",
@@ -504,8 +468,8 @@ _TYPES = ("int64", "uint64", "float64", "float32")
 #: helpers that call other helpers (or stand for a group of them)
 DEPENDS = {"nk_floordiv": tuple(f"nk_floordiv_{t}" for t in _TYPES),
            "nk_floormod": tuple(f"nk_floormod_{t}" for t in _TYPES), "nk_round_ndigits": ("nk_powi",),
-           "nk_cdiv": ("nk_complex",), "nk_cmath": ("nk_complex",), "nk_cp_async16": ("nk_cp_async",),
-           **_MMA_DEPENDS}
+           "nk_cdiv": ("nk_complex",), "nk_cmath": ("nk_complex",),
+           **_VECTOR_DEPENDS, **_MMA_DEPENDS}
 
 
 def render(used: set[str]) -> str:

@@ -1,13 +1,14 @@
-"""``numbakern.mma.hopper`` (Hopper's asynchronous units, ``sm_90a``) in C: each intrinsic becomes the PTX Numba emits,
-in a small inline helper (``asm volatile``, ordered with memory as Numba's are)::
+"""``numbakern.mma.hopper`` (Hopper's asynchronous units, ``sm_90a``) in C: each instruction's C emitter, registered on
+its Op (``numbakern.intrinsics.hopper``), writes a call of a small inline helper whose ``asm volatile`` is the Op's
+PTX template (``op.ptx_text(..., "c")``: the PTX Numba emits, ordered with memory as Numba's is)::
 
     shared_address(smem, i)                  ->  nk_smem(&smem[i])                  (__cvta_generic_to_shared)
     mbarrier_init(bars, i, n)                ->  nk_mbarrier_init(&bars[i], n);     (arrive, arrive_expect_tx alike)
     mbarrier_try_wait(bars, i, parity)       ->  nk_mbarrier_try_wait(&bars[i], parity)
-    tma_load_2d(dst, i, tmap, c0, c1, bars, j) -> nk_tma_load_2d(&dst[i], &tmap, c0, c1, &bars[j]);
+    tma_load_2d(dst, i, tmap, c0, c1, bars, j) -> nk_tma_load_2d(&dst[i], &tmap, c0, c1, &bars[j]);  (tma_load_3d)
     tma_store_2d(tmap, c0, c1, src, i)       ->  nk_tma_store_2d(&tmap, c0, c1, &src[i]);
     bulk_commit(); bulk_wait_read(n)         ->  nk_bulk_commit(); nk_bulk_wait_read<n>();
-    named_barrier(id, n)                     ->  nk_named_barrier(id, n);
+    named_barrier(id, n)                     ->  nk_named_barrier(id, n);           (named_barrier_arrive alike)
     wgmma_fence(); wgmma_commit()            ->  nk_wgmma_fence(); nk_wgmma_commit();
     wgmma_wait(n, acc, count)                ->  nk_wgmma_wait_<count><n>(acc);    (the accumulators tied through)
     setmaxnreg_inc(c)                        ->  nk_setmaxnreg_inc<c>();
@@ -22,80 +23,99 @@ that uses these instructions compiles for ``sm_90a`` (``HOPPER_ARCH``).
 
 from __future__ import annotations
 
-import ast
-
 from numba.cuda import types
 
-from .arrays import ArrayInfo, element
+from numbakern.intrinsics import hopper as hp
+from numbakern.intrinsics import op_of
+from numbakern.intrinsics.op import Op, on_declare
+
+from .arrays import ArrayInfo
 from .cexpr import PRIMARY, CExpr
+from .sites import call_op
 
 #: the helper every file that uses these instructions carries (and the sign that it needs sm_90a)
 MARK = "nk_hopper"
-FIXED = ("shared_address", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_try_wait",
-         "fence_barrier_init", "fence_proxy_async", "tma_load_2d", "tma_store_2d", "bulk_commit", "bulk_wait_read",
-         "bulk_wait", "named_barrier", "wgmma_fence", "wgmma_commit", "wgmma_wait", "setmaxnreg_inc",
-         "setmaxnreg_dec")
+#: the instructions with no operands: the instruction alone (``nk_<name>()``)
+_SIMPLE = (hp.FENCE_BARRIER_INIT, hp.FENCE_PROXY_ASYNC, hp.BULK_COMMIT, hp.WGMMA_FENCE, hp.WGMMA_COMMIT)
 
-_SIMPLE = {  # no operands: the instruction alone
-    "fence_barrier_init": "fence.mbarrier_init.release.cluster;",
-    "fence_proxy_async": "fence.proxy.async.shared::cta;",
-    "bulk_commit": "cp.async.bulk.commit_group;",
-    "wgmma_fence": "wgmma.fence.sync.aligned;",
-    "wgmma_commit": "wgmma.commit_group.sync.aligned;",
-}
 
-BASE = """\
+def _asm(op: Op, bound: dict | None = None) -> str:
+    """The Op's PTX as a C string literal for ``asm volatile`` (split before its first operand where it is long)."""
+    text = op.ptx_text(bound or {}, "c")
+    if len(text) > 100 and " [" in text:
+        first, rest = text.split(" [", 1)
+        return f'"{first} "\n                 "[{rest}"'
+    return f'"{text}"'
+
+
+def _tma_load_helper(op: Op, dims: int) -> str:
+    params = ", ".join(f"int c{i}" for i in range(dims))
+    ins = ", ".join(f'"r"(c{i})' for i in range(dims))
+    axes = ", ".join(f"c{i}" for i in range(dims)).replace("c0", "c0 innermost", 1)
+    return (f"// the box at ({axes}) of the tensor `tmap` describes, to shared memory; its bytes complete on `bar`\n"
+            f"__device__ __forceinline__ void nk_{op.name}(void *dst, const void *tmap, {params}, const void *bar) {{\n"
+            f"    asm volatile({_asm(op)}\n"
+            f'                 :: "r"(nk_smem(dst)), "l"(reinterpret_cast<unsigned long long>(tmap)), {ins},\n'
+            f'                    "r"(nk_smem(bar)) : "memory");\n}}\n')
+
+
+BASE = f"""\
 // Hopper (sm_90a): the 128-byte tensor map (CUtensorMap) a kernel receives by value, and shared-state addresses
-struct __align__(64) nk_tensor_map { unsigned long long opaque[16]; };
-__device__ __forceinline__ unsigned nk_smem(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void nk_mbarrier_init(const void *bar, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(nk_smem(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void nk_mbarrier_arrive(const void *bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(nk_smem(bar)) : "memory");
-}
-__device__ __forceinline__ void nk_mbarrier_arrive_expect_tx(const void *bar, unsigned nbytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(nk_smem(bar)), "r"(nbytes)
+struct __align__(64) nk_tensor_map {{ unsigned long long opaque[16]; }};
+__device__ __forceinline__ unsigned nk_smem(const void *p) {{ return (unsigned)__cvta_generic_to_shared(p); }}
+__device__ __forceinline__ void nk_mbarrier_init(const void *bar, unsigned count) {{
+    asm volatile({_asm(hp.MBARRIER_INIT)} :: "r"(nk_smem(bar)), "r"(count) : "memory");
+}}
+__device__ __forceinline__ void nk_mbarrier_arrive(const void *bar) {{
+    asm volatile({_asm(hp.MBARRIER_ARRIVE)} :: "r"(nk_smem(bar)) : "memory");
+}}
+__device__ __forceinline__ void nk_mbarrier_arrive_expect_tx(const void *bar, unsigned nbytes) {{
+    asm volatile({_asm(hp.MBARRIER_ARRIVE_EXPECT_TX)} :: "r"(nk_smem(bar)), "r"(nbytes)
                  : "memory");
-}
+}}
 // true once the phase of parity `parity` has completed (the hardware waits a while first)
-__device__ __forceinline__ bool nk_mbarrier_try_wait(const void *bar, unsigned parity) {
+__device__ __forceinline__ bool nk_mbarrier_try_wait(const void *bar, unsigned parity) {{
     unsigned done;
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+    asm volatile({_asm(hp.MBARRIER_TRY_WAIT)}
                  : "=r"(done) : "r"(nk_smem(bar)), "r"(parity) : "memory");
     return done != 0;
-}
-// the box at (c0 innermost, c1) of the tensor `tmap` describes, to shared memory; its bytes complete on `bar`
-__device__ __forceinline__ void nk_tma_load_2d(void *dst, const void *tmap, int c0, int c1, const void *bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-                 "[%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(nk_smem(dst)), "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(c0), "r"(c1),
-                    "r"(nk_smem(bar)) : "memory");
-}
+}}
+{_tma_load_helper(hp.TMA_LOAD_2D, 2)}\
 // a box of shared memory to the tensor at (c0, c1), elements past its edges not written: a bulk group
-__device__ __forceinline__ void nk_tma_store_2d(const void *tmap, int c0, int c1, const void *src) {
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+__device__ __forceinline__ void nk_tma_store_2d(const void *tmap, int c0, int c1, const void *src) {{
+    asm volatile({_asm(hp.TMA_STORE_2D)}
                  :: "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(c0), "r"(c1), "r"(nk_smem(src))
                  : "memory");
-}
-template <int N> __device__ __forceinline__ void nk_bulk_wait_read() {
-    asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
-}
-template <int N> __device__ __forceinline__ void nk_bulk_wait() {
-    asm volatile("cp.async.bulk.wait_group %0;" :: "n"(N) : "memory");
-}
+}}
+template <int N> __device__ __forceinline__ void nk_bulk_wait_read() {{
+    asm volatile({_asm(hp.BULK_WAIT_READ)} :: "n"(N) : "memory");
+}}
+template <int N> __device__ __forceinline__ void nk_bulk_wait() {{
+    asm volatile({_asm(hp.BULK_WAIT)} :: "n"(N) : "memory");
+}}
 // bar.sync id, count: a barrier of `count` threads (whole warps), id 1-15 (0 is __syncthreads()'s)
-__device__ __forceinline__ void nk_named_barrier(unsigned id, unsigned count) {
-    asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(count) : "memory");
+__device__ __forceinline__ void nk_named_barrier(unsigned id, unsigned count) {{
+    asm volatile({_asm(hp.NAMED_BARRIER)} :: "r"(id), "r"(count) : "memory");
+}}
+template <int C> __device__ __forceinline__ void nk_setmaxnreg_inc() {{
+    asm volatile({_asm(hp.SETMAXNREG_INC)} :: "n"(C));
+}}
+template <int C> __device__ __forceinline__ void nk_setmaxnreg_dec() {{
+    asm volatile({_asm(hp.SETMAXNREG_DEC)} :: "n"(C));
+}}
+""" + "".join(f"__device__ __forceinline__ void nk_{op.name}() {{ asm volatile({_asm(op)} ::: \"memory\"); }}\n"
+              for op in _SIMPLE)
+
+#: helpers only some kernels use, beside BASE: by name
+EXTRA = {
+    "nk_tma_load_3d": _tma_load_helper(hp.TMA_LOAD_3D, 3),
+    "nk_named_barrier_arrive": f"""\
+// bar.arrive id, count: this thread's warp counted at named barrier `id` of `count` threads, without waiting
+__device__ __forceinline__ void nk_named_barrier_arrive(unsigned id, unsigned count) {{
+    asm volatile({_asm(hp.NAMED_BARRIER_ARRIVE)} :: "r"(id), "r"(count) : "memory");
+}}
+""",
 }
-template <int C> __device__ __forceinline__ void nk_setmaxnreg_inc() {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(C));
-}
-template <int C> __device__ __forceinline__ void nk_setmaxnreg_dec() {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(C));
-}
-""" + "".join(f"__device__ __forceinline__ void nk_{name}() {{ asm volatile(\"{ptx}\" ::: \"memory\"); }}\n"
-              for name, ptx in _SIMPLE.items())
 
 ENCODE = """\
 #ifndef __CUDACC_RTC__
@@ -130,14 +150,10 @@ static cudaError_t nk_encode_tensor_map(nk_tensor_map *map, const void *data, lo
 """
 
 
-def _wgmma_helper(shape) -> str:
+def _wgmma_helper(op: Op) -> str:
     """``nk_<name><TRANS_B>(d, a or desc_a, desc_b, scale_d)``: the accumulators in and out through the asm."""
+    shape = op.shape
     nregs = shape.n // 2
-    a_count = 4 if shape.a_registers else 1
-    d = ", ".join(f"%{q}" for q in range(nregs))
-    a = ("{" + ", ".join(f"%{nregs + q}" for q in range(4)) + "}") if shape.a_registers else f"%{nregs}"
-    b, p, t = nregs + a_count, nregs + a_count + 1, nregs + a_count + 2
-    tail = "p, 1, 1" + ("" if not shape.transposable else f", %{t}" if shape.a_registers else f", 0, %{t}")
     outs = ", ".join(f'"+f"(d[{q}])' for q in range(nregs))
     if shape.a_registers:
         reg = "__float_as_uint(a[{}])" if shape.operand == "tf32" else "a[{}]"
@@ -150,7 +166,7 @@ def _wgmma_helper(shape) -> str:
     return (f"// {shape.ptx}: d (64 x {shape.n}, {nregs} float32 a thread) += A @ B, asynchronously (wgmma_wait)\n"
             f"{head}__device__ __forceinline__ void nk_{shape.name}(float *d, {a_param}, "
             f"unsigned long long desc_b, int scale_d) {{\n"
-            f'    asm volatile("{{ .reg .pred p; setp.ne.b32 p, %{p}, 0; {shape.ptx} {{{d}}}, {a}, %{b}, {tail}; }}"\n'
+            f"    asm volatile({_asm(op)}\n"
             f"                 : {outs}\n"
             f"                 : {ins} : \"memory\");\n}}\n")
 
@@ -159,22 +175,20 @@ def _wait_helper(count: int) -> str:
     outs = ", ".join(f'"+f"(acc[{q}])' for q in range(count))
     return (f"// wgmma.wait_group: the {count} accumulators go through it, so no access to them moves across\n"
             f"template <int N> __device__ __forceinline__ void nk_wgmma_wait_{count}(float *acc) {{\n"
-            f'    asm volatile("wgmma.wait_group.sync.aligned %{count};" : {outs} : "n"(N) : "memory");\n}}\n')
+            f'    asm volatile({_asm(hp.WGMMA_WAIT, {"count": count})} : {outs} : "n"(N) : "memory");\n}}\n')
 
 
 class _Helpers(dict):
     """The file's helpers: the fixed ones, and one per wgmma shape and per wait width, made when first used."""
 
     def __missing__(self, key: str):
-        from numbakern.mma.hopper import wgmma_shape
-
         if key.startswith("nk_wgmma_wait_"):
             text = _wait_helper(int(key.rsplit("_", 1)[1]))
         else:
-            shape = wgmma_shape(key[3:]) if key.startswith("nk_wgmma_m64") else None
+            shape = hp.wgmma_shape(key[3:]) if key.startswith("nk_wgmma_m64") else None
             if shape is None:
                 raise KeyError(key)
-            text = _wgmma_helper(shape)
+            text = _wgmma_helper(hp.wgmma(shape))
         self[key] = text
         return text
 
@@ -188,8 +202,8 @@ class _Helpers(dict):
         return True
 
 
-HELPERS = _Helpers({MARK: BASE, "nk_encode_tensor_map": ENCODE})
-DEPENDS = {"nk_encode_tensor_map": (MARK,)}
+HELPERS = _Helpers({MARK: BASE, **EXTRA, "nk_encode_tensor_map": ENCODE})
+DEPENDS = {"nk_encode_tensor_map": (MARK,), **{name: (MARK,) for name in EXTRA}}
 
 
 def made_helper(name: str) -> bool:
@@ -201,179 +215,168 @@ def depends(name: str) -> tuple[str, ...]:
     return (MARK,) if name.startswith(("nk_wgmma_m64", "nk_wgmma_wait_")) else DEPENDS.get(name, ())
 
 
-# -- which objects --------------------------------------------------------------------------------------------------
-
-def _module():
-    import numbakern.mma.hopper as hopper
-
-    return hopper
-
-
-def name_of(obj) -> str | None:
-    """The intrinsic's name if ``obj`` is one of ``numbakern.mma.hopper``'s (as the kernel's module sees it)."""
-    hopper = _module()
-    for name, value in vars(hopper).items():
-        if value is obj and (name in FIXED or hopper.WGMMA_NAME.match(name)):
-            return name
-    return None
-
-
-def is_hopper(obj) -> bool:
-    return callable(obj) and name_of(obj) is not None
-
-
-def call(tr, obj, node: ast.Call):
-    name = name_of(obj)
-    if node.keywords:
-        raise tr.src.error(node, f"{name} takes its arguments by position")
-    tr.helpers.add(MARK)
-    if name in _SIMPLE:
-        _count(tr, name, node, 0)
-        return _void(f"nk_{name}()")
-    handler = _HANDLERS.get(name)
-    if handler is not None:
-        return handler(tr, name, node)
-    return _wgmma(tr, name, node)
+# -- the emitters ----------------------------------------------------------------------------------------------------
 
 
 def _void(code: str) -> CExpr:
     return CExpr(code, None, types.none, PRIMARY, pure=False)
 
 
-def _count(tr, name, node, n):
-    if len(node.args) != n:
-        raise tr.src.error(node, f"{name} takes {n} argument{'s' if n != 1 else ''}")
-    return node.args
-
-
-def _address(tr, name, node, array_node, index_node, what: str, written: bool = False) -> str:
-    info = tr.value(array_node)
+def _address(site, array: int, index: int, what: str, written: bool = False) -> str:
+    info = site.value(array)
     if not isinstance(info, ArrayInfo) or info.kind not in ("shared", "dynamic", "view"):
-        raise tr.src.error(array_node, f"{name}: {what} must be a shared array (cuda.shared.array)")
+        raise site.error(array, f"{site.op.name}: {what} must be a shared array (cuda.shared.array)")
     if written:
-        tr.mark_written(info.name)
-    return f"&{element(tr, info, index_node, node).code}"
+        site.writes(array)
+    return f"&{site.element(array, index).code}"
 
 
-def _tensor_map(tr, name, node) -> str:
-    info = tr.value(node)
+def _tensor_map(site, i: int) -> str:
+    info = site.value(i)
     if not isinstance(info, ArrayInfo) or info.kind != "param":
-        raise tr.src.error(node, f"{name}: the tensor map must be a parameter of the kernel")
-    if info.name in getattr(tr.unit, "tensor_maps", ()):
+        raise site.error(i, f"{site.op.name}: the tensor map must be a parameter of the kernel")
+    if info.name in getattr(site.unit, "tensor_maps", ()):
         return f"&{info.name}"  # a __grid_constant__ nk_tensor_map the launcher made
     return info.name  # a device array holding the map, made by the caller
 
 
-def _int(tr, node, key="uint32") -> str:
-    e = tr.expr(node)
+def _int(site, i: int, key: str = "uint32") -> str:
+    e = site.expr(i)
     if not (e.key or "").startswith(("int", "uint", "bool")):
-        raise tr.src.error(node, "expected an integer")
+        raise site.error(i, "expected an integer")
     return e.code if e.key == key else f"({'unsigned' if key == 'uint32' else 'int'})({e.code})"
 
 
-def _immediate(tr, name, node, what: str) -> int:
-    value = tr.const_value(node)
+def _immediate(site, i: int, what: str) -> int:
+    value = site.constant(i)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise tr.src.error(node, f"{name}: {what} must be a compile-time integer (a literal or a factory's constant)")
+        raise site.error(i, f"{site.op.name}: {what} must be a compile-time integer (a literal or a factory's "
+                         "constant)")
     return value
 
 
-def _shared_address(tr, name, node):
-    arr, idx = _count(tr, name, node, 2)
-    return CExpr(f"nk_smem({_address(tr, name, node, arr, idx, 'the array')})", "uint32", types.uint32, PRIMARY)
+def _start(site) -> None:
+    """The call's arguments as the Op takes them (by position), and the file's Hopper helpers."""
+    site.args(len(site.op.params), f"{len(site.op.params)} argument(s) ({', '.join(site.op.params)})")
+    site.helper(MARK)
 
 
-def _mbarrier(tr, name, node):
-    n = {"mbarrier_init": 3, "mbarrier_arrive": 2, "mbarrier_arrive_expect_tx": 3, "mbarrier_try_wait": 3}[name]
-    args = _count(tr, name, node, n)
-    bar = _address(tr, name, node, args[0], args[1], "the mbarrier array", written=True)
-    extra = [_int(tr, a) for a in args[2:]]
-    code = f"nk_{name}({', '.join([bar, *extra])})"
-    if name == "mbarrier_try_wait":
+def _simple(site):
+    _start(site)
+    return _void(f"nk_{site.op.name}()")
+
+
+def _shared_address(site):
+    _start(site)
+    return CExpr(f"nk_smem({_address(site, 0, 1, 'the array')})", "uint32", types.uint32, PRIMARY)
+
+
+def _mbarrier(site):
+    _start(site)
+    bar = _address(site, 0, 1, "the mbarrier array", written=True)
+    extra = [_int(site, i) for i in range(2, site.nargs)]
+    code = f"nk_{site.op.name}({', '.join([bar, *extra])})"
+    if site.op is hp.MBARRIER_TRY_WAIT:
         return CExpr(code, "bool", types.boolean, PRIMARY, pure=False)
     return _void(code)
 
 
-def _tma_load(tr, name, node):
-    dst, di, tmap, c0, c1, bars, bi = _count(tr, name, node, 7)
-    d = _address(tr, name, node, dst, di, "the destination", written=True)
-    b = _address(tr, name, node, bars, bi, "the mbarrier array", written=True)
-    return _void(f"nk_tma_load_2d({d}, {_tensor_map(tr, name, tmap)}, {_int(tr, c0, 'int32')}, "
-                 f"{_int(tr, c1, 'int32')}, {b})")
+def _tma_load(site):
+    _start(site)
+    dims = site.nargs - 5  # dst, dst_index, tensor_map, c0.., bars, bar_index
+    if site.op is hp.TMA_LOAD_3D:
+        site.helper("nk_tma_load_3d")
+    d = _address(site, 0, 1, "the destination", written=True)
+    tmap = _tensor_map(site, 2)
+    coords = [_int(site, 3 + i, "int32") for i in range(dims)]
+    b = _address(site, 3 + dims, 4 + dims, "the mbarrier array", written=True)
+    return _void(f"nk_{site.op.name}({d}, {tmap}, {', '.join(coords)}, {b})")
 
 
-def _tma_store(tr, name, node):
-    tmap, c0, c1, src, si = _count(tr, name, node, 5)
-    s = _address(tr, name, node, src, si, "the source")
-    return _void(f"nk_tma_store_2d({_tensor_map(tr, name, tmap)}, {_int(tr, c0, 'int32')}, {_int(tr, c1, 'int32')}, "
-                 f"{s})")
+def _tma_store(site):
+    _start(site)
+    tmap = _tensor_map(site, 0)
+    c0, c1 = _int(site, 1, "int32"), _int(site, 2, "int32")
+    return _void(f"nk_tma_store_2d({tmap}, {c0}, {c1}, {_address(site, 3, 4, 'the source')})")
 
 
-def _wait_n(tr, name, node):
-    (n,) = _count(tr, name, node, 1)
-    return _void(f"nk_{name}<{_immediate(tr, name, n, 'n')}>()")
+def _wait_n(site):
+    _start(site)
+    return _void(f"nk_{site.op.name}<{_immediate(site, 0, 'n')}>()")
 
 
-def _named_barrier(tr, name, node):
-    i, n = _count(tr, name, node, 2)
-    return _void(f"nk_named_barrier({_int(tr, i)}, {_int(tr, n)})")
+def _named_barrier(site):
+    _start(site)
+    if site.op is hp.NAMED_BARRIER_ARRIVE:
+        site.helper("nk_named_barrier_arrive")
+    return _void(f"nk_{site.op.name}({_int(site, 0)}, {_int(site, 1)})")
 
 
-def _setmaxnreg(tr, name, node):
-    (c,) = _count(tr, name, node, 1)
-    return _void(f"nk_{name}<{_immediate(tr, name, c, 'count')}>()")
+def _setmaxnreg(site):
+    _start(site)
+    return _void(f"nk_{site.op.name}<{_immediate(site, 0, 'count')}>()")
 
 
-def _accumulators(tr, name, node) -> ArrayInfo:
-    info = tr.value(node)
+def _accumulators(site, i: int) -> ArrayInfo:
+    info = site.value(i)
     if not isinstance(info, ArrayInfo) or info.kind != "local" or info.ndim != 1 or info.key != "float32":
-        raise tr.src.error(node, f"{name}: acc must be a 1-D float32 cuda.local.array")
-    tr.mark_written(info.name)
+        raise site.error(i, f"{site.op.name}: acc must be a 1-D float32 cuda.local.array")
+    site.writes(i)
     return info
 
 
-def _wgmma_wait(tr, name, node):
-    n, acc, count = _count(tr, name, node, 3)
-    info = _accumulators(tr, name, acc)
-    width = _immediate(tr, name, count, "count")
-    tr.helpers.add(f"nk_wgmma_wait_{width}")
-    return _void(f"nk_wgmma_wait_{width}<{_immediate(tr, name, n, 'n')}>({info.name})")
+def _wgmma_wait(site):
+    _start(site)
+    info = _accumulators(site, 1)
+    width = _immediate(site, 2, "count")
+    site.helper(f"nk_wgmma_wait_{width}")
+    return _void(f"nk_wgmma_wait_{width}<{_immediate(site, 0, 'n')}>({info.name})")
 
 
-def _wgmma(tr, name, node):
-    from numbakern.mma.hopper import wgmma_shape
-
-    shape = wgmma_shape(name)
-    args = node.args
-    want = (3 if shape.a_registers else 2) + 2 + (1 if shape.transposable else 0)
-    if len(args) != want:
-        raise tr.src.error(node, f"{name} takes {want} arguments")
-    acc = _accumulators(tr, name, args[0])
+def _wgmma(site):
+    _start(site)
+    shape = site.op.shape
+    acc = _accumulators(site, 0)
     if shape.a_registers:
-        a = tr.value(args[1])
+        a = site.value(1)
         if not isinstance(a, ArrayInfo) or a.kind != "local" or a.ndim != 1:
-            raise tr.src.error(args[1], f"{name}: a must be a 1-D cuda.local.array (the A fragment's registers)")
-        first = f"&{a.name}[{tr.expr(args[2]).code}]"
-        rest = args[3:]
+            raise site.error(1, f"{site.op.name}: a must be a 1-D cuda.local.array (the A fragment's registers)")
+        first, rest = f"&{a.name}[{site.expr(2).code}]", 3
     else:
-        first = tr.expr(args[1]).code
-        rest = args[2:]
-    desc_b, scale = tr.expr(rest[0]).code, _int(tr, rest[1], "int32")
-    targs = f"<{_immediate(tr, name, rest[2], 'trans_b')}>" if shape.transposable else ""
-    tr.helpers.add(f"nk_{name}")
-    return _void(f"nk_{name}{targs}({acc.name}, {first}, {desc_b}, {scale})")
+        first, rest = site.expr(1).code, 2
+    desc_b, scale = site.expr(rest).code, _int(site, rest + 1, "int32")
+    targs = f"<{_immediate(site, rest + 2, 'trans_b')}>" if shape.transposable else ""
+    site.helper(f"nk_{site.op.name}")
+    return _void(f"nk_{site.op.name}{targs}({acc.name}, {first}, {desc_b}, {scale})")
 
 
-_HANDLERS = {
-    "shared_address": _shared_address, "mbarrier_init": _mbarrier, "mbarrier_arrive": _mbarrier,
-    "mbarrier_arrive_expect_tx": _mbarrier, "mbarrier_try_wait": _mbarrier, "tma_load_2d": _tma_load,
-    "tma_store_2d": _tma_store, "bulk_wait_read": _wait_n, "bulk_wait": _wait_n, "named_barrier": _named_barrier,
-    "setmaxnreg_inc": _setmaxnreg, "setmaxnreg_dec": _setmaxnreg, "wgmma_wait": _wgmma_wait,
+EMITTERS = {
+    hp.SHARED_ADDRESS: _shared_address, hp.MBARRIER_INIT: _mbarrier, hp.MBARRIER_ARRIVE: _mbarrier,
+    hp.MBARRIER_ARRIVE_EXPECT_TX: _mbarrier, hp.MBARRIER_TRY_WAIT: _mbarrier, hp.TMA_LOAD_2D: _tma_load,
+    hp.TMA_LOAD_3D: _tma_load, hp.TMA_STORE_2D: _tma_store, hp.BULK_WAIT_READ: _wait_n, hp.BULK_WAIT: _wait_n,
+    hp.NAMED_BARRIER: _named_barrier, hp.NAMED_BARRIER_ARRIVE: _named_barrier, hp.SETMAXNREG_INC: _setmaxnreg,
+    hp.SETMAXNREG_DEC: _setmaxnreg, hp.WGMMA_WAIT: _wgmma_wait, **{op: _simple for op in _SIMPLE},
 }
 
-#: this module's entry in the builtins table (``translate/codegen/builtins.py``): the wgmma intrinsics are made per
-#: shape on demand, so the whole family is recognised by name
-FAMILIES = (("numbakern.mma.hopper's intrinsics", is_hopper, call),)
+
+def _register(op: Op) -> None:
+    """Each Hopper instruction's emitter on its Op; each wgmma shape's as it is declared."""
+    if op.module != hp.MODULE:
+        return
+    op.register("c", EMITTERS.get(op) or _wgmma)
+
+
+on_declare(_register)
+
+
+def is_hopper(obj) -> bool:
+    found = op_of(obj)
+    return found is not None and found.module == hp.MODULE
+
+
+#: this module's entry in the builtins table (``translate/codegen/builtins.py``): the wgmma instructions are declared
+#: per shape on demand, so the family is recognised by its Ops' module
+FAMILIES = (("numbakern.mma.hopper's instructions", is_hopper, call_op),)
 
 # -- the launcher ----------------------------------------------------------------------------------------------------
 

@@ -19,8 +19,12 @@ from __future__ import annotations
 from numba import cuda
 from numba.cuda import types
 
+from numbakern.intrinsics import op_of, warp
+from numbakern.intrinsics.op import stubs
+
 from ..cnames import c_name, is_int
 from .cexpr import COND, PRIMARY, CExpr, Static, TupleVal, cast, paren
+from .sites import Site, call_op
 
 SIMPLE = {  # cuda function -> C function; result type from numba
     cuda.syncthreads: "__syncthreads", cuda.syncthreads_count: "__syncthreads_count",
@@ -40,33 +44,35 @@ _BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32"
 
 
 def is_intrinsic(obj) -> bool:
-    return obj in SIMPLE or obj in _CALLS
+    return obj in BUILTINS
 
 
 def call(tr, obj, node):
-    if obj in SIMPLE:
-        return _simple(tr, obj, node)
-    return _CALLS[obj](tr, obj, node)
+    return BUILTINS[obj](tr, obj, node)
 
 
 def _simple(tr, obj, node):
-    args = [tr.expr(a) for a in node.args]
+    return _simple_c(Site(tr, op_of(obj), node), obj)
+
+
+def _simple_c(site: Site, obj):
+    args = [site.expr(i) for i in range(site.nargs)]
     if obj is cuda.syncwarp and not args:
         args = [CExpr("0xffffffff", "uint32", types.uint32)]
     if obj in STUB_RESULTS:  # stub classes: numba typed them with the kernel; fixed results
         rt = STUB_RESULTS[obj]
         code = f"{SIMPLE[obj]}({', '.join(cast(a, 'uint32').code for a in args)})"
-        return CExpr(code, tr.scalar_key(rt) if rt is not None else None, rt if rt is not None else types.none,
+        return CExpr(code, site.scalar_key(rt) if rt is not None else None, rt if rt is not None else types.none,
                      PRIMARY, pure=False)
-    sig = tr.resolve(obj, [a.nbt for a in args], node)
-    args = [cast(a, tr.scalar_key(t)) if tr.scalar_key(t) and a.key != tr.scalar_key(t) and not
-            (is_int(a.key) and is_int(tr.scalar_key(t)) and a.literal is not None) else a
+    sig = site.signature(obj, [a.nbt for a in args])
+    args = [cast(a, site.scalar_key(t)) if site.scalar_key(t) and a.key != site.scalar_key(t) and not
+            (is_int(a.key) and is_int(site.scalar_key(t)) and a.literal is not None) else a
             for a, t in zip(args, sig.args)]
     if obj in _VOTES and args[-1].key in ("int64", "uint64"):
         # numba votes on `predicate != 0` of the whole value; C's int parameter would drop the high 32 bits
         args[-1] = CExpr(f"{paren(args[-1], 10)} != 0", "bool", types.boolean, 9, pure=args[-1].pure)
     code = f"{SIMPLE[obj]}({', '.join(a.code for a in args)})"
-    return CExpr(code, tr.scalar_key(sig.return_type), sig.return_type, PRIMARY, pure=False)
+    return CExpr(code, site.scalar_key(sig.return_type), sig.return_type, PRIMARY, pure=False)
 
 
 def _typed_args(tr, obj, node):
@@ -136,15 +142,15 @@ def _lanemask_lt(tr, obj, node):
     return CExpr("nk_lanemask_lt()", "uint32", types.uint32, PRIMARY, nonneg=True)
 
 
-def _match_all(tr, obj, node):
-    args = [tr.expr(a) for a in node.args]
-    sig = tr.resolve(obj, [a.nbt for a in args], node)
-    mask, value = (cast(a, tr.scalar_key(t)) for a, t in zip(args, sig.args))
-    result = tr.temp("match")
-    pred = tr.temp("match_pred")
-    tr.require_hoist(node)
-    tr.emit(f"int {pred};")
-    tr.emit(f"const uint32_t {result} = __match_all_sync({mask.code}, {value.code}, &{pred});")
+def _match_all(site: Site):
+    args = [site.expr(i) for i in range(site.nargs)]
+    sig = site.signature(cuda.match_all_sync, [a.nbt for a in args])
+    mask, value = (cast(a, site.scalar_key(t)) for a, t in zip(args, sig.args))
+    result = site.temp("match")
+    pred = site.temp("match_pred")
+    site.need_statement()
+    site.emit(f"int {pred};")
+    site.emit(f"const uint32_t {result} = __match_all_sync({mask.code}, {value.code}, &{pred});")
     rtype = sig.return_type
     return TupleVal([CExpr(result, "uint32", rtype[0]), CExpr(f"{pred} != 0", "bool", types.boolean, 9)])
 
@@ -179,7 +185,12 @@ def _grid(tr, obj, node):
 
 
 _CALLS = {cuda.popc: _bits, cuda.clz: _bits, cuda.ffs: _bits, cuda.brev: _bits, cuda.fma: _fma, cuda.cbrt: _cbrt,
-          cuda.selp: _selp, cuda.lanemask_lt: _lanemask_lt, cuda.match_all_sync: _match_all,
-          cuda.cg.this_grid: _this_grid, cuda.grid: _grid, cuda.gridsize: _grid}
+          cuda.selp: _selp, cuda.lanemask_lt: _lanemask_lt, cuda.cg.this_grid: _this_grid, cuda.grid: _grid,
+          cuda.gridsize: _grid}
 
-BUILTINS = {**{obj: _simple for obj in SIMPLE}, **_CALLS}
+# the declared warp instructions (numbakern.intrinsics.warp): their emitters registered on them
+_DECLARED = {stub: op for stub, op in stubs().items() if op.family == "warp"}
+for _stub, _op in _DECLARED.items():
+    _op.register("c", _match_all if _op is warp.MATCH_ALL_SYNC else lambda site, stub=_stub: _simple_c(site, stub))
+
+BUILTINS = {**{obj: _simple for obj in SIMPLE if obj not in _DECLARED}, **_CALLS, **dict.fromkeys(_DECLARED, call_op)}

@@ -20,65 +20,99 @@ ptxas allocated registers across worse than Numba's straight line (the attention
 
 The register side stays four scalar accesses (so the local array stays in registers); the 16-byte alignment of the
 memory side is the kernel's precondition, as in Numba (``numbakern/vector_io.py``, ``numbakern/async_copy.py``).
+Each emitter is registered on its instruction's Op (``numbakern.intrinsics.memory``); the helpers' PTX is the Op's.
 """
 
 from __future__ import annotations
 
 import ast
 
-from .arrays import ArrayInfo, element
+from numbakern.intrinsics import memory, op_of
+
+from .arrays import ArrayInfo
 from .cexpr import ADD, CExpr, Static, paren
+from .sites import Site
 
 LANES = ("x", "y", "z", "w")
 _HINT = "vload4(src, (r, c), regs, i) / vstore4(dst, (r, c), regs, i) with regs a 1-D cuda.local.array"
 
 
-def _vector_functions():
-    from numbakern import vector_io
+def _copy_helper(name: str, op, dst: str, src: str, comment: str, template: str = "") -> str:
+    nbytes = op.shape
+    return f"""\
+{comment}{template}
+__device__ __forceinline__ void {name}({dst} *dst, const {src} *src, int64_t offset, bool valid) {{
+    unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
+    const {src} *from = valid ? src + offset : src;
+    asm volatile("{op.ptx_text({}, "c")}" :: "r"(shared_addr), "l"(from), "r"(valid ? {nbytes} : 0)
+                 : "memory");
+}}
+"""
 
-    return vector_io.vload4, vector_io.vstore4
+
+def _group_helper(name: str, op) -> str:
+    return f'__device__ __forceinline__ void {name}() {{ asm volatile("{op.ptx_text({}, "c")}" ::: "memory"); }}\n'
 
 
-def _async_functions():
-    from numbakern import async_copy
+#: the cp.async helpers, in the order they are emitted (``translate/codegen/helpers.py`` includes them)
+HELPERS = {
+    "nk_cp_async": _copy_helper(
+        "nk_copy_async4", memory.COPY_ASYNC4, "float", "float",
+        "// cp.async (sm_80+): a 16-byte global -> shared copy of src[offset] that lands in the background; valid == "
+        "false\n// reads nothing (from the array's start) and fills the 16 bytes with zeros. nk_async_wait_all: this "
+        "thread's copies\n// have landed (others' after a barrier).")
+    + _group_helper("nk_async_commit", memory.ASYNC_COMMIT) + _group_helper("nk_async_wait_all", memory.ASYNC_WAIT_ALL),
+    "nk_cp_async16": _copy_helper(
+        "nk_copy_async16", memory.COPY_ASYNC16, "D", "S",
+        "// cp.async of 16 bytes of any element type (8 bf16/f16 values, 4 floats, ...) from src[offset]: the same\n"
+        "// instruction as nk_copy_async4", "\ntemplate <typename D, typename S>"),
+    "nk_cp_async1": _copy_helper(
+        "nk_copy_async", memory.COPY_ASYNC, "float", "float",
+        "// cp.async of one float (4 bytes, through L1: .ca is the only mode for copies under 16 bytes); any alignment"),
+    "nk_cp_async_wait": f"""\
+// cp.async.wait_group N: all but this thread's N most recent groups of copies have landed (N an immediate)
+template <int N> __device__ __forceinline__ void nk_async_wait() {{
+    asm volatile("{memory.ASYNC_WAIT.ptx_text({}, "c")}" :: "n"(N) : "memory");
+}}
+""",
+}
+DEPENDS = {"nk_cp_async16": ("nk_cp_async",)}
 
-    return {async_copy.copy_async4: "copy", async_copy.copy_async16: "copy16", async_copy.copy_async: "copy1",
-            async_copy.async_commit: "nk_async_commit",
-            async_copy.async_wait_all: "nk_async_wait_all", async_copy.async_wait: "nk_async_wait"}
+_OPS = (memory.VLOAD4, memory.VSTORE4, memory.COPY_ASYNC4, memory.COPY_ASYNC16, memory.COPY_ASYNC,
+        memory.ASYNC_COMMIT, memory.ASYNC_WAIT_ALL, memory.ASYNC_WAIT)
 
 
 def is_vector_access(f) -> bool:
-    return isinstance(f, Static) and (any(f.obj is v for v in _vector_functions()) or
-                                      any(f.obj is v for v in _async_functions()))
+    return isinstance(f, Static) and op_of(f.obj) in _OPS
 
 
 def emit_vector_access(tr, call: ast.Call) -> None:
-    vload4, _ = _vector_functions()
-    obj = tr.value(call.func).obj
-    for fn, helper in _async_functions().items():
-        if obj is fn:
-            return _emit_async(tr, call, helper)
-    what = "vload4" if obj is vload4 else "vstore4"
-    if len(call.args) != 4 or call.keywords:
-        raise tr.src.error(call, f"{what} takes four arguments by position", hint=_HINT)
-    mem_node, index_node, regs_node, at_node = call.args
-    mem, regs = tr.value(mem_node), tr.value(regs_node)
+    """A statement that is a call of one of these instructions."""
+    op = op_of(tr.value(call.func).obj)
+    op.emitters["c"](Site(tr, op, call))
+
+
+def _vector(site) -> None:
+    what = site.op.name
+    if site.nargs != 4 or site.keywords:
+        raise site.error(None, f"{what} takes four arguments by position", hint=_HINT)
+    mem, regs = site.value(0), site.value(2)
     if not isinstance(mem, ArrayInfo) or mem.key != "float32":
-        raise tr.src.error(mem_node, f"{what}: the first argument must be a float32 array", hint=_HINT)
+        raise site.error(0, f"{what}: the first argument must be a float32 array", hint=_HINT)
     if not isinstance(regs, ArrayInfo) or regs.kind != "local" or regs.ndim != 1:
-        raise tr.src.error(regs_node, f"{what}: the register argument must be a 1-D cuda.local.array", hint=_HINT)
-    at = tr.expr(at_node)
+        raise site.error(2, f"{what}: the register argument must be a 1-D cuda.local.array", hint=_HINT)
+    at = site.expr(3)
     slots = [_slot(regs, at, q) for q in range(len(LANES))]
-    address = f"&{element(tr, mem, index_node, call).code}"
+    address = f"&{site.element(0, 1).code}"
     if what == "vload4":
-        tr.mark_written(regs.name)
-        tr.emit("{")
-        tr.emit(f"    const float4 nk_v = *reinterpret_cast<const float4 *>({address});")
-        tr.emit("    " + " ".join(f"{s} = nk_v.{lane};" for s, lane in zip(slots, LANES)))
-        tr.emit("}")
+        site.writes(2)
+        site.emit("{")
+        site.emit(f"    const float4 nk_v = *reinterpret_cast<const float4 *>({address});")
+        site.emit("    " + " ".join(f"{s} = nk_v.{lane};" for s, lane in zip(slots, LANES)))
+        site.emit("}")
     else:
-        tr.mark_written(mem.name)
-        tr.emit(f"*reinterpret_cast<float4 *>({address}) = make_float4({', '.join(slots)});")
+        site.writes(0)
+        site.emit(f"*reinterpret_cast<float4 *>({address}) = make_float4({', '.join(slots)});")
 
 
 def _slot(regs: ArrayInfo, at: CExpr, q: int) -> str:
@@ -87,52 +121,63 @@ def _slot(regs: ArrayInfo, at: CExpr, q: int) -> str:
     return f"{regs.name}[{at.code}]" if q == 0 else f"{regs.name}[{paren(at, ADD)} + {q}]"
 
 
-def _emit_async(tr, call: ast.Call, helper: str) -> None:
-    tr.helpers.add("nk_cp_async")
-    if helper == "nk_async_wait":  # cp.async.wait_group takes an immediate: a template argument in C++
-        tr.helpers.add("nk_cp_async_wait")
-        n = tr.const_value(call.args[0]) if len(call.args) == 1 and not call.keywords else None
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise tr.src.error(call, "async_wait takes one compile-time integer (groups left in flight)",
-                               hint="async_wait(wait_n) with wait_n a literal or a factory's constant")
-        tr.emit(f"nk_async_wait<{tr.expr(call.args[0]).code}>();")
-        return
-    if helper not in ("copy", "copy16", "copy1"):
-        if call.args or call.keywords:
-            raise tr.src.error(call, f"{helper[3:]}() takes no arguments")
-        tr.emit(f"{helper}();")
-        return
-    what = {"copy": "copy_async4", "copy16": "copy_async16", "copy1": "copy_async"}[helper]
-    if len(call.args) != 5 or call.keywords:
-        raise tr.src.error(call, f"{what} takes five arguments by position",
-                           hint=f"{what}(shared, (s, r, c), global, (r, c), valid)")
-    dst_node, dst_index, src_node, src_index, valid_node = call.args
-    dst, src = tr.value(dst_node), tr.value(src_node)
-    if helper == "copy16":  # any element type, the same size on both sides
+def _group(site) -> None:
+    site.helper("nk_cp_async")
+    if site.nargs or site.keywords:
+        raise site.error(None, f"{site.op.name}() takes no arguments")
+    site.emit(f"nk_{site.op.name}();")
+
+
+def _wait(site) -> None:
+    site.helper("nk_cp_async")
+    site.helper("nk_cp_async_wait")  # cp.async.wait_group takes an immediate: a template argument in C++
+    n = site.constant(0) if site.nargs == 1 and not site.keywords else None
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise site.error(None, "async_wait takes one compile-time integer (groups left in flight)",
+                         hint="async_wait(wait_n) with wait_n a literal or a factory's constant")
+    site.emit(f"nk_async_wait<{site.expr(0).code}>();")
+
+
+_COPIES = {"copy_async4": ("nk_copy_async4", None), "copy_async16": ("nk_copy_async16", "nk_cp_async16"),
+           "copy_async": ("nk_copy_async", "nk_cp_async1")}
+
+
+def _copy(site) -> None:
+    what = site.op.name
+    site.helper("nk_cp_async")
+    if site.nargs != 5 or site.keywords:
+        raise site.error(None, f"{what} takes five arguments by position",
+                         hint=f"{what}(shared, (s, r, c), global, (r, c), valid)")
+    dst, src = site.value(0), site.value(2)
+    if what == "copy_async16":  # any element type, the same size on both sides
         if not isinstance(dst, ArrayInfo) or dst.kind != "shared":
-            raise tr.src.error(dst_node, f"{what}: the destination must be a cuda.shared.array")
+            raise site.error(0, f"{what}: the destination must be a cuda.shared.array")
         if not isinstance(src, ArrayInfo) or src.kind != "param":
-            raise tr.src.error(src_node, f"{what}: the source must be an array argument (global memory)")
+            raise site.error(2, f"{what}: the source must be an array argument (global memory)")
     else:
         if not isinstance(dst, ArrayInfo) or dst.kind != "shared" or dst.key != "float32":
-            raise tr.src.error(dst_node, f"{what}: the destination must be a float32 cuda.shared.array")
+            raise site.error(0, f"{what}: the destination must be a float32 cuda.shared.array")
         if not isinstance(src, ArrayInfo) or src.kind != "param" or src.key != "float32":
-            raise tr.src.error(src_node, f"{what}: the source must be a float32 array argument (global memory)")
-    tr.mark_written(dst.name)
-    valid = tr.cond(valid_node)
+            raise site.error(2, f"{what}: the source must be a float32 array argument (global memory)")
+    site.writes(0)
+    valid = site.cond(4)
     if not valid.pure:
-        raise tr.src.error(valid_node, f"{what}: valid is used twice in the C; it must have no side effects")
-    d = element(tr, dst, dst_index, call).code
-    if src.ndim > 1 and not isinstance(src_index, ast.Tuple):  # a flat element offset into the source
-        off = tr.expr(src_index)
+        raise site.error(4, f"{what}: valid is used twice in the C; it must have no side effects")
+    d = site.element(0, 1).code
+    if src.ndim > 1 and not site.is_tuple(3):  # a flat element offset into the source
+        off = site.expr(3)
     else:
-        off = element(tr, src, src_index, call, offset=True)
-    if helper == "copy1":
-        tr.helpers.add("nk_cp_async1")
-    if helper == "copy16":
-        tr.helpers.add("nk_cp_async16")
-    fn = {"copy": "nk_copy_async4", "copy16": "nk_copy_async16", "copy1": "nk_copy_async"}[helper]
-    tr.emit(f"{fn}(&{d}, {src.name}, {off.code}, {valid.code});")
+        off = site.element(2, 3, offset=True)
+    fn, helper = _COPIES[what]
+    if helper:
+        site.helper(helper)
+    site.emit(f"{fn}(&{d}, {src.name}, {off.code}, {valid.code});")
+
+
+for _op, _emitter in ((memory.VLOAD4, _vector), (memory.VSTORE4, _vector), (memory.COPY_ASYNC4, _copy),
+                      (memory.COPY_ASYNC16, _copy), (memory.COPY_ASYNC, _copy), (memory.ASYNC_COMMIT, _group),
+                      (memory.ASYNC_WAIT_ALL, _group), (memory.ASYNC_WAIT, _wait)):
+    _op.register("c", _emitter)
 
 
 def _statement_only(tr, obj, node):
@@ -140,8 +185,4 @@ def _statement_only(tr, obj, node):
                        hint=f"{obj.__name__}(array, (r, c), regs, i) on a line of its own")
 
 
-def _statement_functions() -> tuple:
-    return (*_vector_functions(), *_async_functions())
-
-
-BUILTINS = {obj: _statement_only for obj in _statement_functions()}
+BUILTINS = {op.function: _statement_only for op in _OPS}

@@ -1,22 +1,21 @@
-"""The ``translate`` CLI's options for ``--backend llm``, the backend they make, and what the command says about
-the backend's work on the terminal.
+"""The ``translate`` CLI's options for ``--backend llm``, and what the command says about the backend's work on the
+terminal.
 
 ``translate/cli.py`` calls ``add_arguments(parser)`` once, and, when ``args.backend == "llm"``,
-``check_endpoint(args)`` (which raises ``LLMError`` for a missing model or key, a bad URL or an endpoint that accepts
-no connection, before any work) and ``backend_options(args)`` (what the pipeline's request carries to the backend).
-While it translates, ``turn_notes(args, note)`` has each turn of the repair loop told as it ends, and
-``summary(name, entry)`` is the line after a kernel: model, endpoint, turns, tokens, and whether the file is verified.
+``backend_options(args)`` (what the pipeline's request carries to the backend); the backend the options make, and
+its checks before any work, are the backend's (``translate.backends.llm.make_backend``, ``check_endpoint``,
+``turn_notes``). ``summary(name, entry)`` is the line after a kernel: model, endpoint, turns, tokens, and whether the
+file is verified.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from .client import BASE_URL_ENV, DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, KEY_ENV, LLMError
-from .repair import DEFAULT_MAX_TURNS, describe
+from .repair import DEFAULT_MAX_TURNS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -48,40 +47,6 @@ def backend_options(args: argparse.Namespace) -> dict[str, Any]:
         raise LLMError("--backend llm needs --model NAME (the model the endpoint serves)")
     return {"model": args.model, "base_url": args.base_url, "max_turns": args.max_turns, "timeout": args.timeout,
             "max_retries": args.max_retries}
-
-
-def make_backend(args: argparse.Namespace, *, environ: Mapping[str, str] | None = None,
-                 on_turn: Callable[[Any], None] | None = None):
-    """The ``LLMBackend`` the options describe; the client checks model, endpoint and key when it is made."""
-    # the backend imports translate's data model and numba with it: not at the CLI's import, before it has chosen
-    # numba's CUDA target
-    from translate.backends.llm import LLMBackend
-
-    if not getattr(args, "model", None):
-        raise LLMError("--backend llm needs --model NAME (the model the endpoint serves)")
-    return LLMBackend(model=args.model, base_url=args.base_url, max_turns=args.max_turns, timeout=args.timeout,
-                      max_retries=args.max_retries, environ=environ, on_turn=on_turn)
-
-
-def check_endpoint(args: argparse.Namespace, *, environ: Mapping[str, str] | None = None) -> None:
-    """``LLMError`` unless model, key and URL are usable and the endpoint accepts a connection (nothing is sent)."""
-    backend = make_backend(args, environ=environ)
-    try:
-        backend.client.probe()
-    finally:
-        backend.close()
-
-
-@contextlib.contextmanager
-def turn_notes(args: argparse.Namespace, note: Callable[[str], None]) -> Iterator[None]:
-    """With ``--backend llm``: ``note(line)`` after each turn of each kernel's repair loop, as it ends."""
-    if getattr(args, "backend", None) != "llm":
-        yield
-        return
-    from translate.backends.llm import observe_turns  # imports numba: only once the CLI has chosen its target
-
-    with observe_turns(lambda kernel, attempt: note(f"{kernel}: llm {describe(attempt)}")):
-        yield
 
 
 def summary(kernel: str, entry: Mapping[str, Any], out: str | None = None) -> str:

@@ -1,5 +1,6 @@
-"""The simulator's model of each Hopper intrinsic of ``numbakern.mma.hopper``: one function per instruction,
-``model(launch, frame, *the kernel's arguments)``, registered under the intrinsic's name (``register``).
+"""The simulator's model of each Hopper instruction (``numbakern.intrinsics.hopper``): one function per instruction,
+``model(launch, frame, *the kernel's arguments)``, registered on its Op (``register``: ``op.register("sim", model)``;
+each wgmma shape's as it is declared).
 
 Each finds the running thread, its block's ``BlockState`` and the kernel's line, and hands over to the state
 (mbarriers, named barriers, setmaxnreg), to ``tma`` or to ``wgmma``.
@@ -7,17 +8,20 @@ Each finds the running thread, its block's ``BlockState`` and the kernel's line,
 
 from __future__ import annotations
 
-from ...mma.hopper import WgmmaShape, wgmma_shape
+from ...intrinsics import hopper as declared
+from ...intrinsics.hopper import WgmmaShape
+from ...intrinsics.op import Op, on_declare
 from ..checked_array import CheckedArray
 from ..errors import site_of
-from ..intrinsics import MODEL_FACTORIES, register_model
 from . import tma, wgmma
 from .state import Machine
 
-MODULE = "numbakern.mma.hopper"
-
 
 def _here(launch, frame, *arrays):
+    if launch is None:
+        raise RuntimeError("numbakern.mma.hopper's instructions run only inside a kernel launched on numbakern's "
+                           "simulator engine (not from host code, and not on the stock simulator: "
+                           "NUMBAKERN_SIM_ENGINE=stock)")
     thread = launch.scheduler.current
     machine = launch.extension("hopper", Machine)
     state = machine.state(thread)
@@ -79,12 +83,18 @@ def fence_proxy_async(launch, frame):
 def tma_load_2d(launch, frame, dst, dst_index, tensor_map, c0, c1, bars, bar_index):
     state, thread, site = _here(launch, frame, dst, bars)
     barrier = _barrier(state, thread, bars, bar_index, site, "tma_load_2d")
-    tma.load(state, thread, site, dst, dst_index, tensor_map, int(c0), int(c1), barrier)
+    tma.load(state, thread, site, "tma_load_2d", dst, dst_index, tensor_map, (int(c0), int(c1)), barrier)
+
+
+def tma_load_3d(launch, frame, dst, dst_index, tensor_map, c0, c1, c2, bars, bar_index):
+    state, thread, site = _here(launch, frame, dst, bars)
+    barrier = _barrier(state, thread, bars, bar_index, site, "tma_load_3d")
+    tma.load(state, thread, site, "tma_load_3d", dst, dst_index, tensor_map, (int(c0), int(c1), int(c2)), barrier)
 
 
 def tma_store_2d(launch, frame, tensor_map, c0, c1, src, src_index):
     state, thread, site = _here(launch, frame, src)
-    tma.store(state, thread, site, tensor_map, int(c0), int(c1), src, src_index)
+    tma.store(state, thread, site, "tma_store_2d", tensor_map, (int(c0), int(c1)), src, src_index)
 
 
 def bulk_commit(launch, frame):
@@ -105,6 +115,11 @@ def bulk_wait(launch, frame, n):
 def named_barrier(launch, frame, barrier_id, count):
     state, thread, site = _here(launch, frame)
     return state.named_barrier(thread, int(barrier_id), int(count), site)
+
+
+def named_barrier_arrive(launch, frame, barrier_id, count):
+    state, thread, site = _here(launch, frame)
+    state.named_barrier(thread, int(barrier_id), int(count), site, wait=False)
 
 
 def wgmma_fence(launch, frame):
@@ -155,16 +170,19 @@ def wgmma_model(shape: WgmmaShape):
 
 
 FIXED = (shared_address, mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_try_wait,
-         fence_barrier_init, fence_proxy_async, tma_load_2d, tma_store_2d, bulk_commit, bulk_wait_read, bulk_wait,
-         named_barrier, wgmma_fence, wgmma_commit, wgmma_wait, setmaxnreg_inc, setmaxnreg_dec)
+         fence_barrier_init, fence_proxy_async, tma_load_2d, tma_load_3d, tma_store_2d, bulk_commit, bulk_wait_read,
+         bulk_wait, named_barrier, named_barrier_arrive, wgmma_fence, wgmma_commit, wgmma_wait, setmaxnreg_inc,
+         setmaxnreg_dec)
 
 
-def _made_model(name: str):
-    shape = wgmma_shape(name)
-    return None if shape is None else wgmma_model(shape)
+def _wgmma_declared(op: Op) -> None:
+    if op.module == declared.MODULE and isinstance(op.shape, WgmmaShape):
+        op.register("sim", wgmma_model(op.shape))
 
 
 def register() -> None:
-    for model in FIXED:
-        register_model(MODULE, model.__name__, model)
-    MODEL_FACTORIES[MODULE] = _made_model
+    """Each fixed instruction's model on its Op, and each wgmma shape's as it is declared (now and later)."""
+    models = {model.__name__: model for model in FIXED}
+    for op in declared.FIXED:
+        op.register("sim", models[op.name])
+    on_declare(_wgmma_declared)

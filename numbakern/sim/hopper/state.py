@@ -500,12 +500,16 @@ class BlockState:
 
     # -- named barriers ---------------------------------------------------------------------------------------------
 
-    def named_barrier(self, thread, barrier_id: int, count: int, site) -> None:
+    def named_barrier(self, thread, barrier_id: int, count: int, site, wait: bool = True) -> None:
+        """``bar.sync`` (``wait``) or ``bar.arrive``: ``thread`` counts towards the barrier's ``count`` threads; the
+        generation completes when they have all arrived, and releases the threads that wait (arrivals publish what
+        their thread knows, and do not wait: a warpgroup signals another's turn)."""
+        what = "named_barrier" if wait else "named_barrier_arrive"
         if not 1 <= barrier_id <= 15:
-            raise ValueError(f"named_barrier: barrier_id must be in 1..15 (0 is cuda.syncthreads()'s), got "
+            raise ValueError(f"{what}: barrier_id must be in 1..15 (0 is cuda.syncthreads()'s), got "
                              f"{barrier_id}, at {describe_site(site)}")
         if count <= 0 or count % 32 or count > self.block.size:
-            raise ValueError(f"named_barrier: count must be a positive multiple of 32 (whole warps), at most the "
+            raise ValueError(f"{what}: count must be a positive multiple of 32 (whole warps), at most the "
                              f"block's {self.block.size} threads, got {count}, at {describe_site(site)}")
         record = self.named.get(barrier_id)
         if record is None:
@@ -517,24 +521,24 @@ class BlockState:
                 f"{record.values[0][0]} by {describe_thread(first)} at {describe_site(record.values[0][1])} and "
                 f"with count {count} by {describe_thread(thread)} at {describe_site(site)}")
         record.arrived.append(thread)
-        record.values.append((count, site))
+        record.values.append((count, site, wait))
         record.what = (f"named barrier {barrier_id} ({len(record.arrived)} of {count} threads arrived, at "
                        f"{describe_site(record.values[0][1])})")
         self.machine.progress += 1
         if len(record.arrived) < count:
-            return record.park(self.scheduler, site)
-        arrived = record.arrived
+            return record.park(self.scheduler, site) if wait else None
+        arrived, waited = record.arrived, [t for t, v in zip(record.arrived, record.values) if v[2]]
         warps = {t.warp for t in arrived}
         for warp in warps:
             missing = [t for t in warp.lanes if t not in arrived and not t.finished]
             if missing:
                 raise BarrierDivergenceError(
                     f"in kernel '{self.machine.name}': named barrier {barrier_id} at {describe_site(site)} completes "
-                    f"with part of warp {warp.index}: {describe_threads(missing)} did not arrive (bar.sync counts "
-                    "whole warps: every lane of a warp must reach it)")
+                    f"with part of warp {warp.index}: {describe_threads(missing)} did not arrive (bar.sync and "
+                    "bar.arrive count whole warps: every lane of a warp must reach them)")
         live = [t for t in self.block.threads if not t.finished]
         record.done()
-        if len(arrived) == len(live):  # the whole block: a block barrier (the race checker's new epoch too)
+        if len(waited) == len(live):  # the whole block waited: a block barrier (the race checker's new epoch too)
             self.block.epoch += 1
             for hook in self.block.barrier_hooks:
                 hook()
@@ -542,7 +546,7 @@ class BlockState:
             everything: dict = {}
             for t in arrived:
                 join(everything, self.release(t))
-            for t in arrived:
+            for t in waited:
                 self.clocks[t.linear] = dict(everything)
         return None
 

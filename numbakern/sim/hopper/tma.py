@@ -1,5 +1,5 @@
-"""The bulk tensor copy engine (TMA) in the simulator: ``tma_load_2d`` and ``tma_store_2d`` through tensor maps
-(``numbakern.tensormap``), with their bulk groups.
+"""The bulk tensor copy engine (TMA) in the simulator: ``tma_load_2d``, ``tma_load_3d`` and ``tma_store_2d`` through
+tensor maps (``numbakern.tensormap``), with their bulk groups.
 
 A tensor map names its tensor by device address: the simulator finds the launch argument (or the host array that
 argument was copied from) whose memory holds the whole tensor. A load's box is written to shared memory as the
@@ -29,15 +29,18 @@ class Target:
         self.map, self.u8, self.offset, self.array = tmap, u8, offset, array
 
 
-def resolve(state: BlockState, tensor_map, what: str, site) -> Target:
+def resolve(state: BlockState, tensor_map, what: str, site, rank: int) -> Target:
     words = raw(tensor_map)
     tmap = SimulatedTensorMap.decode(words) if getattr(words, "size", 0) == 16 else None
     where = f"in kernel '{state.machine.name}': {what} at {describe_site(site)}"
     if tmap is None:
-        raise TypeError(f"{where}: the tensor map must be the 16 uint64 that numbakern.tensormap.tensor_map_2d "
+        raise TypeError(f"{where}: the tensor map must be the 16 uint64 that numbakern.tensormap.tensor_map "
                         "made in simulator mode (copied to the device), got an array of shape "
                         f"{getattr(words, 'shape', None)}")
-    last = tmap.address + (tmap.rows - 1) * tmap.row_bytes + tmap.cols * tmap.element_bytes
+    if tmap.rank != rank:
+        raise TypeError(f"{where}: the tensor map is {tmap.rank}-D (sizes {tmap.dims}, innermost first), but "
+                        f"{what} copies boxes of a {rank}-D one")
+    last = tmap.address + tmap.extent_bytes
     for original, value in state.machine.launch.arguments:
         buffer = raw(value)
         if not isinstance(buffer, np.ndarray):
@@ -50,9 +53,9 @@ def resolve(state: BlockState, tensor_map, what: str, site) -> Target:
                 u8 = buffer.reshape(-1).view(np.uint8)
                 return Target(tmap, u8, tmap.address - ptr, value)
     raise OutOfBoundsError(
-        f"{where}: the tensor map's tensor ({tmap.rows}x{tmap.cols} elements of {tmap.element_bytes} bytes at "
-        f"{tmap.address:#x}, rows {tmap.row_bytes} bytes apart) is not inside any array the kernel was launched "
-        "with: build tensor maps on the arrays you pass to the kernel")
+        f"{where}: the tensor map's tensor ({'x'.join(map(str, tmap.dims))} elements of {tmap.element_bytes} bytes, "
+        f"innermost first, at {tmap.address:#x}, strides {tmap.strides} bytes) is not inside any array the kernel "
+        "was launched with: build tensor maps on the arrays you pass to the kernel")
 
 
 def _shared_box(state: BlockState, array, index, tmap: SimulatedTensorMap, what: str, site) -> np.ndarray:
@@ -71,24 +74,16 @@ def _shared_box(state: BlockState, array, index, tmap: SimulatedTensorMap, what:
     return swizzle_address(start + np.arange(tmap.box_bytes), tmap.swizzle)
 
 
-def _inside(tmap: SimulatedTensorMap, c0: int, c1: int):
-    """The box's rows and columns inside the tensor: ``(r0, r1, k0, k1)`` box-relative, possibly empty."""
-    r0, r1 = max(0, -c1), min(tmap.box_rows, tmap.rows - c1)
-    k0, k1 = max(0, -c0), min(tmap.box_cols, tmap.cols - c0)
-    return r0, max(r0, r1), k0, max(k0, k1)
-
-
-def load(state: BlockState, thread, site, dst, dst_index, tensor_map, c0: int, c1: int, barrier) -> None:
-    target = resolve(state, tensor_map, "tma_load_2d", site)
+def load(state: BlockState, thread, site, what: str, dst, dst_index, tensor_map, coords: tuple, barrier) -> None:
+    target = resolve(state, tensor_map, what, site, len(coords))
     tmap = target.map
-    addresses = _shared_box(state, dst, dst_index, tmap, "tma_load_2d", site)
-    _check_written(state, target, int(c0), int(c1), site)
+    addresses = _shared_box(state, dst, dst_index, tmap, what, site)
+    _check_written(state, target, coords, site, what)
     if "race" in state.checks:
-        state.check_overwrite(thread, addresses, site, "writes",
-                              by=f"the tma_load_2d issued by {describe_thread(thread)}")
+        state.check_overwrite(thread, addresses, site, "writes", by=f"the {what} issued by {describe_thread(thread)}")
     state.catch_up(barrier)
-    op = Op("tma_load_2d", site, thread, barrier=barrier, phase=barrier.phase, swizzle=tmap.swizzle,
-            info=(target, int(c0), int(c1), addresses), clock=dict(state.release(thread)))
+    op = Op(what, site, thread, barrier=barrier, phase=barrier.phase, swizzle=tmap.swizzle,
+            info=(target, coords, addresses), clock=dict(state.release(thread)))
     op.id = len(state.ops)
     state.ops.append(op)
     state.tags.tma[addresses] = op.id
@@ -102,27 +97,25 @@ def load(state: BlockState, thread, site, dst, dst_index, tensor_map, c0: int, c
 
 def land(state: BlockState, op: Op) -> None:
     """The copy happens: the box's bytes into shared memory, its transaction bytes onto its mbarrier."""
-    target, c0, c1, addresses = op.info
+    target, coords, addresses = op.info
     tmap = target.map
     eb = tmap.element_bytes
     box = np.zeros((tmap.box_rows, tmap.box_row_bytes), np.uint8)
-    r0, r1, k0, k1 = _inside(tmap, c0, c1)
-    for r in range(r0, r1):
-        at = target.offset + (c1 + r) * tmap.row_bytes + (c0 + k0) * eb
+    for r, at, k0, k1 in tmap.rows(coords):
+        at += target.offset
         box[r, k0 * eb:k1 * eb] = target.u8[at:at + (k1 - k0) * eb]
     state.window.write(addresses, box.reshape(-1))
     state.complete_tx(op, tmap.box_bytes)
 
 
-def store(state: BlockState, thread, site, tensor_map, c0: int, c1: int, src, src_index) -> None:
-    target = resolve(state, tensor_map, "tma_store_2d", site)
+def store(state: BlockState, thread, site, what: str, tensor_map, coords: tuple, src, src_index) -> None:
+    target = resolve(state, tensor_map, what, site, len(coords))
     tmap = target.map
-    addresses = _shared_box(state, src, src_index, tmap, "tma_store_2d", site)
-    needs = state.async_read_requirements(addresses, site, "tma_store_2d", tmap.swizzle)
-    state.require(thread, needs, site, "tma_store_2d")
+    addresses = _shared_box(state, src, src_index, tmap, what, site)
+    needs = state.async_read_requirements(addresses, site, what, tmap.swizzle)
+    state.require(thread, needs, site, what)
     open_ops, groups, retired = bulk(state, thread)
-    op = Op("tma_store_2d", site, thread, group=retired + len(groups), swizzle=tmap.swizzle,
-            info=(target, int(c0), int(c1), addresses))
+    op = Op(what, site, thread, group=retired + len(groups), swizzle=tmap.swizzle, info=(target, coords, addresses))
     op.id = len(state.ops)
     state.ops.append(op)
     state.tags.store[addresses] = op.id
@@ -157,13 +150,12 @@ def wait(state: BlockState, thread, n: int) -> None:
 
 
 def _carry_out(state: BlockState, op: Op) -> None:
-    target, c0, c1, addresses = op.info
+    target, coords, addresses = op.info
     tmap = target.map
     eb = tmap.element_bytes
     box = state.window.read(addresses).reshape(tmap.box_rows, tmap.box_row_bytes)
-    r0, r1, k0, k1 = _inside(tmap, c0, c1)
-    for r in range(r0, r1):
-        at = target.offset + (c1 + r) * tmap.row_bytes + (c0 + k0) * eb
+    for r, at, k0, k1 in tmap.rows(coords):
+        at += target.offset
         target.u8[at:at + (k1 - k0) * eb] = box[r, k0 * eb:k1 * eb]
         _mark_written(target, at, (k1 - k0) * eb)
 
@@ -179,19 +171,18 @@ def _mark_written(target: Target, at: int, nbytes: int) -> None:
         label.mask[label.mask_first + at // itemsize:label.mask_first + (at + nbytes) // itemsize] = True
 
 
-def _check_written(state: BlockState, target: Target, c0: int, c1: int, site) -> None:
+def _check_written(state: BlockState, target: Target, coords: tuple, site, what: str) -> None:
     """A load of elements of a device allocation that were never written (``cuda.device_array``)."""
     label, itemsize = _mask(target)
     if label is None or "uninit" not in state.checks:
         return
     tmap = target.map
     eb = tmap.element_bytes
-    r0, r1, k0, k1 = _inside(tmap, c0, c1)
-    for r in range(r0, r1):
-        at = target.offset + (c1 + r) * tmap.row_bytes + (c0 + k0) * eb
+    for r, at, k0, k1 in tmap.rows(coords):
+        at += target.offset
         seen = label.mask[label.mask_first + at // itemsize:label.mask_first + (at + (k1 - k0) * eb) // itemsize]
         if not seen.all():
             raise UninitializedReadError(
-                f"in kernel '{state.machine.name}': tma_load_2d at {describe_site(site)} reads elements of "
+                f"in kernel '{state.machine.name}': {what} at {describe_site(site)} reads elements of "
                 f"{label} that were allocated without data (cuda.device_array) and never written (box row "
-                f"{r} at tensor coordinates ({c0}, {c1}))")
+                f"{r} at tensor coordinates {coords})")

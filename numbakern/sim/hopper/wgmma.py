@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...intrinsics.hopper import WgmmaShape
 from ...mma import formats
-from ...mma.hopper import WgmmaShape
 from ...tensormap import pattern_bytes
 from ..errors import (
     BarrierDivergenceError,

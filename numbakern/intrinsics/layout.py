@@ -59,10 +59,12 @@ WARP = 32
 
 
 def group_id(lane: int) -> int:
+    """The PTX ISA's ``groupID = laneid >> 2`` (0..7): the row of a lane's first A and C elements."""
     return lane >> 2
 
 
 def thread_id_in_group(lane: int) -> int:
+    """The PTX ISA's ``threadID_in_group = laneid % 4`` (0..3): which column pair of A and C a lane holds."""
     return lane % 4
 
 
