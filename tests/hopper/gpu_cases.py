@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from numbakern.mma import formats
-from numbakern.tensormap import tensor_map_of
+from numbakern.tensormap import device_address, tensor_map, tensor_map_of
 from tests.hopper import canonical, kernels, stage
 
 SEED = 20261129
@@ -30,11 +30,16 @@ TMA = {  # name -> (dtype, swizzle, box rows, c0, c1)
     "tma_32_before": (np.float32, 32, 8, -3, -5), "tma_128_f32": (np.float32, 128, 16, 20, 3),
     "tma_none_outside": (np.uint16, 0, 8, 72, 1),
 }
+TMA_3D = {  # name -> (dtype, swizzle, box (cols, rows, batch), c0, c1, c2): tests/hopper/test_tma.py's
+    "tma3d_128": (np.uint16, 128, (64, 16, 1), 0, 20, 2), "tma3d_64": (np.uint16, 64, (32, 8, 2), 16, -3, 4),
+    "tma3d_32_f32": (np.float32, 32, (8, 8, 3), 4, 30, -1),
+}
 #: cases whose outputs must be bit-identical (integer data, or sums exact in float32); the others are held to a
 #: tolerance (the tensor cores' internal order and width are not documented)
-EXACT = {*TMA, "tma_store", *(f"wgmma_{k}_int" for k in WGMMA), "stage_int", "matmul_wgmma_bf16_int"}
-NAMES = (*TMA, "tma_store", *(f"wgmma_{k}_{v}" for k in WGMMA for v in ("int", "normal")), "stage_int",
-         "stage_normal", "matmul_wgmma_bf16_int")
+EXACT = {*TMA, *TMA_3D, "tma_store", "turns", *(f"wgmma_{k}_int" for k in WGMMA), "stage_int",
+         "matmul_wgmma_bf16_int"}
+NAMES = (*TMA, *TMA_3D, "tma_store", "turns", *(f"wgmma_{k}_{v}" for k in WGMMA for v in ("int", "normal")),
+         "stage_int", "stage_normal", "matmul_wgmma_bf16_int")
 
 
 def _rng(name: str) -> np.random.Generator:
@@ -48,7 +53,8 @@ def _bf16(rng, shape, integers: bool) -> np.ndarray:
 
 def build(name: str):
     """``(kernel, grid, block, shared bytes, args, maps, outputs)``: ``maps`` {argument: (array argument, box rows,
-    box cols, swizzle)} are made at launch from the arrays launched with."""
+    box cols, swizzle)} (a 2-D map), or {argument: (array argument, box innermost first, swizzle)} (a map of the
+    array's every dimension) are made at launch from the arrays launched with."""
     rng = _rng(name)
     if name in TMA:
         dtype, swizzle, rows, c0, c1 = TMA[name]
@@ -59,6 +65,15 @@ def build(name: str):
         nbytes = rows * cols * eb
         args = [x, np.zeros(nbytes, np.uint8), None, c0, c1, nbytes]
         return kernels.tma_box, 1, 64, nbytes + 2048, args, {2: (0, rows, cols, swizzle)}, (1,)
+    if name in TMA_3D:
+        dtype, swizzle, box, c0, c1, c2 = TMA_3D[name]
+        x = rng.integers(1, 2**15, (5, 27, 72)).astype(dtype) if dtype == np.uint16 else \
+            rng.standard_normal((5, 27, 72)).astype(dtype)
+        nbytes = int(np.prod(box)) * np.dtype(dtype).itemsize
+        args = [x, np.zeros(nbytes, np.uint8), None, c0, c1, c2, nbytes]
+        return kernels.tma_box_3d, 1, 64, nbytes + 2048, args, {2: (0, box, swizzle)}, (1,)
+    if name == "turns":
+        return kernels.turns, 1, 64, 0, [np.zeros((4, 32), np.int32), 4, 0], {}, (0,)
     if name == "tma_store":
         y = rng.integers(1, 2**15, (40, 56)).astype(np.uint16)
         image = canonical.box_image(rng.integers(1, 2**15, (16, 64)).astype(np.uint16), 2, 128)
@@ -161,14 +176,21 @@ def run(name: str) -> dict[int, np.ndarray]:
         names = kernel.py_func.__code__.co_varnames[:kernel.py_func.__code__.co_argcount]
         args = launch_arguments(kernel, names, args, shared, cuda.to_device if gpu else None)
     else:
-        for i, (source, rows, cols, swizzle) in maps.items():
-            made = tensor_map_of(args[source], rows, cols, swizzle)
+        for i, spec in maps.items():
+            made = tensor_map_of(args[spec[0]], *spec[1:]) if len(spec) == 4 else _map_of_every_dimension(
+                args[spec[0]], *spec[1:])
             args[i] = cuda.to_device(made) if gpu else made
     kernel[grid, block, 0, shared](*args)
     if gpu:
         cuda.synchronize()
         return {i: args[i].copy_to_host() for i in outputs}
     return {i: np.asarray(args[i]) for i in outputs}
+
+
+def _map_of_every_dimension(array, box, swizzle):
+    itemsize = np.dtype(array.dtype).itemsize
+    return tensor_map(device_address(array), tuple(array.shape)[::-1], tuple(array.strides)[::-1][1:], box, itemsize,
+                      swizzle)
 
 
 def main(argv) -> int:

@@ -32,6 +32,27 @@ def tma_box(x, out, tmap, c0, c1, nbytes):
 
 
 @cuda.jit
+def tma_box_3d(x, out, tmap, c0, c1, c2, nbytes):
+    """``tma_box`` through a 3-D tensor map: the box at (c0 innermost, c1, c2) of ``x``'s (batch, rows, cols)."""
+    smem = cuda.shared.array(0, dtype=np.uint8)
+    bars = cuda.shared.array(1, dtype=np.uint64)
+    tid = cuda.threadIdx.x
+    base = hopper.shared_address(smem, 0)
+    pad = (ALIGN - base % ALIGN) % ALIGN
+    if tid == 0:
+        hopper.mbarrier_init(bars, 0, 1)
+        hopper.fence_barrier_init()
+    cuda.syncthreads()
+    if tid == 0:
+        hopper.mbarrier_arrive_expect_tx(bars, 0, nbytes)
+        hopper.tma_load_3d(smem, pad, tmap, c0, c1, c2, bars, 0)
+    while not hopper.mbarrier_try_wait(bars, 0, 0):
+        pass
+    for i in range(tid, nbytes, cuda.blockDim.x):
+        out[i] = smem[pad + i]
+
+
+@cuda.jit
 def tma_store_box(image, y, tmap, c0, c1):
     """``image`` (the box's bytes as shared memory holds them) written to shared memory by the threads, fenced for
     the async proxy, and stored by one TMA store to the box at (c0, c1) of ``y``."""
@@ -127,6 +148,31 @@ def named_barriers(out):
     out[tid, 0] = s[(tid + 32) % 64 + (tid // 64) * 64]
     hopper.named_barrier(3, 128)
     out[tid, 1] = s[127 - tid]
+
+
+@cuda.jit
+def turns(out, rounds, bug):
+    """Two warps take turns through named barriers, as FA3's warpgroups do: warp 0 writes a round and arrives at
+    barrier 1 (``bar.arrive``: it does not wait), warp 1 waits there (``bar.sync``), reads another lane's value and
+    arrives at barrier 2, which warp 0 waits at before it writes the next round. ``bug`` 1: warp 0 writes again
+    after it arrives (the arrival does not wait for the reader); 2: warp 1 does not wait for the writer."""
+    box = cuda.shared.array(32, dtype=np.int32)
+    tid = cuda.threadIdx.x
+    lane = tid % 32
+    for r in range(rounds):
+        if tid < 32:
+            if r > 0:
+                hopper.named_barrier_sync(2, 64)  # the reader has read the last round
+            box[lane] = r * 100 + lane
+            hopper.named_barrier_arrive(1, 64)  # the round is written: the reader's turn
+            if bug == 1:
+                box[lane] = -1
+        else:
+            if bug != 2:
+                hopper.named_barrier_sync(1, 64)
+            out[r, lane] = box[(lane + 1) % 32]
+            if r < rounds - 1:
+                hopper.named_barrier_arrive(2, 64)
 
 
 @cuda.jit

@@ -22,6 +22,15 @@ CASES = {
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
         "mbarrier.try_wait.parity.shared::cta.b64", "fence.mbarrier_init.release.cluster;",
     ]),
+    f"{KERNELS}:tma_box_3d": (f"void(uint16[:, :, ::1], uint8[::1], {U64}, int64, int64, int64, int64)", [
+        "nk_tma_load_3d(&smem[pad], tmap, (int)(c0), (int)(c1), (int)(c2), &bars[0]);",
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes ",
+        '"[%0], [%1, {%2, %3, %4}], [%5];"',
+    ]),
+    f"{KERNELS}:turns": ("void(int32[:, ::1], int64, int64)", [
+        "nk_named_barrier((unsigned)(2), (unsigned)(64));", "nk_named_barrier_arrive((unsigned)(1), (unsigned)(64));",
+        "bar.arrive %0, %1;", "bar.sync %0, %1;",
+    ]),
     f"{KERNELS}:tma_store_box": (f"void(uint8[::1], uint16[:, ::1], {U64}, int64, int64)", [
         "nk_fence_proxy_async();", "nk_tma_store_2d(tmap, (int)(c0), (int)(c1), &smem[pad]);", "nk_bulk_commit();",
         "nk_bulk_wait_read<0>();", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",

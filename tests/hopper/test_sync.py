@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numbakern.sim.errors import BarrierDivergenceError, SimulationError
+from numbakern.sim.errors import BarrierDivergenceError, RaceError, SimulationError
 from tests.hopper import kernels
 
 pytestmark = pytest.mark.sim
@@ -28,6 +28,31 @@ def test_named_barriers_synchronise_their_warps():
     t = np.arange(128)
     np.testing.assert_array_equal(out[:, 0], ((t + 32) % 64 + (t // 64) * 64) * 3)
     np.testing.assert_array_equal(out[:, 1], (127 - t) * 3)
+
+
+def test_named_barrier_arrive_hands_turns_between_warps():
+    """``bar.arrive`` and ``bar.sync`` in pairs order each round's writes before the other warp's reads (no race
+    reported) without the arriving warp waiting; every read sees the round's value of the next lane."""
+    rounds = 4
+    out = np.zeros((rounds, 32), np.int32)
+    kernels.turns[1, 64](out, rounds, 0)
+    expected = np.array([[r * 100 + (lane + 1) % 32 for lane in range(32)] for r in range(rounds)])
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("bug, words", [(1, r"wrote it at .*box\[lane\] = -1"),
+                                        (2, r"wrote it at .*box\[lane\] = r \* 100 \+ lane")])
+def test_a_missing_turn_is_a_race(bug, words):
+    """A write after the writer's arrival (1) may land before or after the reader's read; without the reader's wait
+    (2) it reads what the writer may not have written: an arrival orders what came before it, for the waiters."""
+    with pytest.raises(RaceError, match=words):
+        kernels.turns[1, 64](np.zeros((4, 32), np.int32), 4, bug)
+
+
+def test_named_barrier_arrive_counts_towards_the_same_barrier():
+    """An arrival and a wait with other counts at one barrier are the divergence bar.sync's would be."""
+    with pytest.raises(ValueError, match="multiple of 32"):
+        kernels.turns[1, 48](np.zeros((2, 32), np.int32), 2, 0)
 
 
 def test_setmaxnreg_moves_registers_between_warpgroups():

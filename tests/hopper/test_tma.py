@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from numbakern.tensormap import SimulatedTensorMap, tensor_map_2d, tensor_map_of
+from numbakern.tensormap import SimulatedTensorMap, device_address, tensor_map, tensor_map_2d, tensor_map_of
 from tests.hopper import canonical, kernels
 
 pytestmark = pytest.mark.sim
@@ -47,6 +47,41 @@ def test_tma_load_lands_the_box_swizzled_with_zeros_outside(dtype, swizzle, rows
     np.testing.assert_array_equal(out, expected)
 
 
+CASES_3D = [  # (dtype, swizzle, box (cols, rows, batch), c0, c1, c2): rows past a batch entry's end zero-filled
+    (np.uint16, 128, (64, 16, 1), 0, 20, 2),
+    (np.uint16, 64, (32, 8, 2), 16, -3, 4),
+    (np.float32, 32, (8, 8, 3), 4, 30, -1),
+]
+
+
+@pytest.mark.parametrize("dtype, swizzle, box, c0, c1, c2", CASES_3D)
+def test_tma_load_3d_never_reads_into_the_next_batch_entry(dtype, swizzle, box, c0, c1, c2, rng):
+    """A (batch, rows, cols) tensor: each box row inside the tensor is the entry's row, each outside zeros (rows past
+    an entry's last, entries past the last), where a 2-D map of the same memory would read the next entry's rows."""
+    eb = np.dtype(dtype).itemsize
+    x = rng.integers(1, 2**15, (5, 27, 72)).astype(dtype) if dtype == np.uint16 else \
+        rng.standard_normal((5, 27, 72)).astype(dtype)
+    cols, rows, batch = box
+    nbytes = cols * rows * batch * eb
+    out = np.zeros(nbytes, np.uint8)
+    tmap = tensor_map(device_address(x), x.shape[::-1], x.strides[::-1][1:], box, eb, swizzle)
+    kernels.tma_box_3d[1, 64, 0, nbytes + 2048](x, out, tmap, c0, c1, c2, nbytes)
+    expected = np.zeros((batch, rows, cols), dtype)
+    for j in range(batch):
+        if 0 <= c2 + j < x.shape[0]:
+            expected[j] = _box(x[c2 + j], c0, c1, rows, cols)
+    image = canonical.box_image(expected.reshape(batch * rows, cols).view(np.uint16 if eb == 2 else np.uint32), eb,
+                                swizzle)
+    np.testing.assert_array_equal(out, image)
+
+
+def test_a_2d_copy_through_a_3d_map_is_an_error(rng):
+    x = rng.integers(1, 2**15, (2, 16, 64)).astype(np.uint16)
+    tmap = tensor_map(device_address(x), (64, 16, 2), (128, 2048), (64, 8, 1))
+    with pytest.raises(TypeError, match="3-D"):
+        kernels.tma_box[1, 64, 0, 4096](x, np.zeros(1024, np.uint8), tmap, 0, 0, 1024)
+
+
 @pytest.mark.parametrize("swizzle, c0, c1", [(128, 8, 30), (64, -4, 2), (0, 0, 0)])
 def test_tma_store_writes_the_part_of_the_box_inside_the_tensor(swizzle, c0, c1, rng):
     rows, eb = 16, 2
@@ -67,6 +102,10 @@ def test_tma_store_writes_the_part_of_the_box_inside_the_tensor(swizzle, c0, c1,
 def test_the_tensor_map_records_the_encode_arguments():
     tmap = tensor_map_2d(4096, 100, 72, 160, 64, 64, 2, 128)
     assert SimulatedTensorMap.decode(tmap) == SimulatedTensorMap(4096, (72, 100), (160,), (64, 64), 2, 128)
+    three = tensor_map(8192, (64, 27, 5), (128, 3456), (64, 16, 1), 2, 128)
+    assert SimulatedTensorMap.decode(three) == SimulatedTensorMap(8192, (64, 27, 5), (128, 3456), (64, 16, 1), 2, 128)
+    with pytest.raises(ValueError, match="takes 2 strides"):
+        tensor_map(8192, (64, 27, 5), (128,), (64, 16, 1))
     with pytest.raises(ValueError, match="strides"):
         tensor_map_2d(4096, 100, 72, 100, 64, 64)
     with pytest.raises(ValueError, match="box row"):
