@@ -30,7 +30,10 @@ from tests.hopper import kernels
 regs = "void(uint32[::1], uint64[::1], {}[:, ::1], float32[:, ::1], float32[:, ::1], int64)"
 out = {"mlir": cuda.compile_mlir(mw.matmul_wgmma(**mw.DEFAULT_CONFIG).py_func, mw.SIGNATURE)
                + cuda.compile_mlir(kernels.wgmma_rs_bf16.py_func, regs.format("uint32"))
-               + cuda.compile_mlir(kernels.wgmma_rs_tf32.py_func, regs.format("float32"))}
+               + cuda.compile_mlir(kernels.wgmma_rs_tf32.py_func, regs.format("float32"))
+               + cuda.compile_mlir(kernels.tma_box_3d.py_func,
+                                   "void(uint16[:, :, ::1], uint8[::1], uint64[::1], int64, int64, int64, int64)")
+               + cuda.compile_mlir(kernels.turns.py_func, "void(int32[:, ::1], int64, int64)")}
 try:
     cuda.compile_ptx(kernels.wgmma_rs_bf16.py_func, regs.format("uint32"), cc=(9, 0, "a"))
     out["ptx"] = "compiled"
@@ -38,13 +41,14 @@ except Exception as e:
     out["ptx"] = str(e)
 json.dump(out, sys.stdout)
 """
-INSTRUCTIONS = (  # the registered matmul's, and the register-A forms'
+INSTRUCTIONS = (  # the registered matmul's, the register-A forms', the 3-D copy's and bar.arrive's
     "mbarrier.init.shared::cta.b64", "mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.try_wait.parity",
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
     "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.wait_group.read 0",
     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "wgmma.wait_group.sync.aligned 1", "wgmma.fence",
     "setmaxnreg.inc.sync.aligned.u32 232", "setmaxnreg.dec.sync.aligned.u32 40", "bar.sync", "fence.proxy.async",
     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32",
+    "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", "bar.arrive",
 )
 
 
