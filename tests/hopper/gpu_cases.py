@@ -63,7 +63,7 @@ def build(name: str):
         x = rng.integers(1, 2**15, (45, 40)).astype(dtype) if dtype == np.uint16 else \
             rng.standard_normal((45, 40)).astype(dtype)
         nbytes = rows * cols * eb
-        args = [x, np.zeros(nbytes, np.uint8), None, c0, c1, nbytes]
+        args = [x, np.zeros(nbytes, np.uint8), None, c0, c1, 0, nbytes]
         return kernels.tma_box, 1, 64, nbytes + 2048, args, {2: (0, rows, cols, swizzle)}, (1,)
     if name in TMA_3D:
         dtype, swizzle, box, c0, c1, c2 = TMA_3D[name]
@@ -71,7 +71,7 @@ def build(name: str):
             rng.standard_normal((5, 27, 72)).astype(dtype)
         nbytes = int(np.prod(box)) * np.dtype(dtype).itemsize
         args = [x, np.zeros(nbytes, np.uint8), None, c0, c1, c2, nbytes]
-        return kernels.tma_box_3d, 1, 64, nbytes + 2048, args, {2: (0, box, swizzle)}, (1,)
+        return kernels.tma_box, 1, 64, nbytes + 2048, args, {2: (0, box, swizzle)}, (1,)
     if name == "turns":
         return kernels.turns, 1, 64, 0, [np.zeros((4, 32), np.int32), 4, 0], {}, (0,)
     if name == "tma_store":

@@ -10,9 +10,10 @@ ALIGN = 1024  # the 128-byte swizzle's pattern: each swizzled tile starts on suc
 
 
 @cuda.jit
-def tma_box(x, out, tmap, c0, c1, nbytes):
-    """One TMA load of the box at (c0, c1) of the tensor ``tmap`` describes (``x``'s memory) into shared memory,
-    waited for on an mbarrier; the shared bytes as they landed, copied to ``out``."""
+def tma_box(x, out, tmap, c0, c1, c2, nbytes):
+    """One TMA load of the box at (c0 innermost, c1) of the tensor ``tmap`` describes (``x``'s memory; 3-D ``x``: at
+    (c0, c1, c2) through a 3-D map) into shared memory, waited for on an mbarrier; the shared bytes as they landed,
+    copied to ``out``."""
     smem = cuda.shared.array(0, dtype=np.uint8)
     bars = cuda.shared.array(1, dtype=np.uint64)
     tid = cuda.threadIdx.x
@@ -24,28 +25,10 @@ def tma_box(x, out, tmap, c0, c1, nbytes):
     cuda.syncthreads()
     if tid == 0:
         hopper.mbarrier_arrive_expect_tx(bars, 0, nbytes)
-        hopper.tma_load_2d(smem, pad, tmap, c0, c1, bars, 0)
-    while not hopper.mbarrier_try_wait(bars, 0, 0):
-        pass
-    for i in range(tid, nbytes, cuda.blockDim.x):
-        out[i] = smem[pad + i]
-
-
-@cuda.jit
-def tma_box_3d(x, out, tmap, c0, c1, c2, nbytes):
-    """``tma_box`` through a 3-D tensor map: the box at (c0 innermost, c1, c2) of ``x``'s (batch, rows, cols)."""
-    smem = cuda.shared.array(0, dtype=np.uint8)
-    bars = cuda.shared.array(1, dtype=np.uint64)
-    tid = cuda.threadIdx.x
-    base = hopper.shared_address(smem, 0)
-    pad = (ALIGN - base % ALIGN) % ALIGN
-    if tid == 0:
-        hopper.mbarrier_init(bars, 0, 1)
-        hopper.fence_barrier_init()
-    cuda.syncthreads()
-    if tid == 0:
-        hopper.mbarrier_arrive_expect_tx(bars, 0, nbytes)
-        hopper.tma_load_3d(smem, pad, tmap, c0, c1, c2, bars, 0)
+        if x.ndim == 2:
+            hopper.tma_load_2d(smem, pad, tmap, c0, c1, bars, 0)
+        else:
+            hopper.tma_load_3d(smem, pad, tmap, c0, c1, c2, bars, 0)
     while not hopper.mbarrier_try_wait(bars, 0, 0):
         pass
     for i in range(tid, nbytes, cuda.blockDim.x):

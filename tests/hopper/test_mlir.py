@@ -31,7 +31,7 @@ regs = "void(uint32[::1], uint64[::1], {}[:, ::1], float32[:, ::1], float32[:, :
 out = {"mlir": cuda.compile_mlir(mw.matmul_wgmma(**mw.DEFAULT_CONFIG).py_func, mw.SIGNATURE)
                + cuda.compile_mlir(kernels.wgmma_rs_bf16.py_func, regs.format("uint32"))
                + cuda.compile_mlir(kernels.wgmma_rs_tf32.py_func, regs.format("float32"))
-               + cuda.compile_mlir(kernels.tma_box_3d.py_func,
+               + cuda.compile_mlir(kernels.tma_box.py_func,
                                    "void(uint16[:, :, ::1], uint8[::1], uint64[::1], int64, int64, int64, int64)")
                + cuda.compile_mlir(kernels.turns.py_func, "void(int32[:, ::1], int64, int64)")}
 try:

@@ -16,7 +16,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 U64, F2 = "uint64[::1]", "float32[:, ::1]"
 SIGNATURES = {
-    "tma_box_3d": f"void(uint16[:, :, ::1], uint8[::1], {U64}, int64, int64, int64, int64)",
+    "tma_box": f"void(uint16[:, :, ::1], uint8[::1], {U64}, int64, int64, int64, int64)",
     "tma_store_box": f"void(uint8[::1], uint16[:, ::1], {U64}, int64, int64)",
     "turns": "void(int32[:, ::1], int64, int64)",
     "register_budgets": "void(int32[::1])",
@@ -40,7 +40,7 @@ def _regs(kind: str, n: int) -> str:
 
 
 EXPECTED = {  # kernel -> the statements its PTX must hold, as regular expressions
-    "tma_box_3d": [rf"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes "
+    "tma_box": [rf"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes "
                    rf"\[{R}\], \[{RD}, \{{{R}, {R}, {R}\}}\], \[{R}\];",
                    rf"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[{R}\], {R};",
                    rf"mbarrier\.try_wait\.parity\.shared::cta\.b64 p, \[{R}\], {R}; selp\.u32 {R}, 1, 0, p; \}}",

@@ -41,7 +41,7 @@ def test_tma_load_lands_the_box_swizzled_with_zeros_outside(dtype, swizzle, rows
     nbytes = rows * cols * eb
     out = np.zeros(nbytes, np.uint8)
     tmap = tensor_map_of(x, rows, cols, swizzle)
-    kernels.tma_box[1, 64, 0, nbytes + 2048](x, out, tmap, c0, c1, nbytes)
+    kernels.tma_box[1, 64, 0, nbytes + 2048](x, out, tmap, c0, c1, 0, nbytes)
     box = _box(x, c0, c1, rows, cols)
     expected = canonical.box_image(box.view(np.uint16 if eb == 2 else np.uint32), eb, swizzle)
     np.testing.assert_array_equal(out, expected)
@@ -65,7 +65,7 @@ def test_tma_load_3d_never_reads_into_the_next_batch_entry(dtype, swizzle, box, 
     nbytes = cols * rows * batch * eb
     out = np.zeros(nbytes, np.uint8)
     tmap = tensor_map(device_address(x), x.shape[::-1], x.strides[::-1][1:], box, eb, swizzle)
-    kernels.tma_box_3d[1, 64, 0, nbytes + 2048](x, out, tmap, c0, c1, c2, nbytes)
+    kernels.tma_box[1, 64, 0, nbytes + 2048](x, out, tmap, c0, c1, c2, nbytes)
     expected = np.zeros((batch, rows, cols), dtype)
     for j in range(batch):
         if 0 <= c2 + j < x.shape[0]:
@@ -76,10 +76,10 @@ def test_tma_load_3d_never_reads_into_the_next_batch_entry(dtype, swizzle, box, 
 
 
 def test_a_2d_copy_through_a_3d_map_is_an_error(rng):
-    x = rng.integers(1, 2**15, (2, 16, 64)).astype(np.uint16)
+    x = rng.integers(1, 2**15, (32, 64)).astype(np.uint16)
     tmap = tensor_map(device_address(x), (64, 16, 2), (128, 2048), (64, 8, 1))
     with pytest.raises(TypeError, match="3-D"):
-        kernels.tma_box[1, 64, 0, 4096](x, np.zeros(1024, np.uint8), tmap, 0, 0, 1024)
+        kernels.tma_box[1, 64, 0, 4096](x, np.zeros(1024, np.uint8), tmap, 0, 0, 0, 1024)
 
 
 @pytest.mark.parametrize("swizzle, c0, c1", [(128, 8, 30), (64, -4, 2), (0, 0, 0)])

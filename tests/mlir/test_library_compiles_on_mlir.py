@@ -23,8 +23,9 @@ def compiled() -> dict:
     return offline_compile("library")
 
 
-#: the Hopper matmuls: numba-cuda-mlir types and lowers their instructions (numbakern.mlir_lowering.hopper), but 0.6
-#: compiles for sm_90, never sm_90a, so its PTX (wgmma, TMA, setmaxnreg) does not assemble (docs/tensor-cores.md)
+#: the Hopper matmuls: numba-cuda-mlir types and lowers their instructions (numbakern.mlir_lowering.instructions),
+#: but 0.6 compiles for sm_90, never sm_90a, so its PTX (wgmma, TMA, setmaxnreg) does not assemble
+#: (docs/tensor-cores.md)
 NEEDS_SM_90A = {"matmul_wgmma_bf16", "matmul_wgmma_f16", "matmul_wgmma_f16_out16"}
 
 
