@@ -167,6 +167,15 @@ constexpr int64_t staging = 16384;
 constexpr int64_t tx_bytes = 49152;
 constexpr bool warp_arrive = false;
 
+__device__ __forceinline__ void grouped_tile(int64_t lin, int64_t band, int64_t group_, int64_t num_m, int64_t *ret_0, int64_t *ret_1)
+{
+    int64_t first = nk_floordiv(lin, band) * group_;
+    int64_t rows = nk_min(num_m - first, group_);
+    *ret_0 = first + nk_floormod(nk_floormod(lin, band), rows);
+    *ret_1 = nk_floordiv(nk_floormod(lin, band), rows);
+    return;
+}
+
 template <int bn, int inflight, int out16, int stages, int tma_store>
 __global__ void __launch_bounds__(384, 1) matmul_wgmma_f16_out16(
     __half* a, int64_t a_shape0, int64_t a_shape1,
@@ -202,9 +211,7 @@ __global__ void __launch_bounds__(384, 1) matmul_wgmma_f16_out16(
     int64_t ktiles = (k + BK - 1) / BK;
     int64_t band = group * num_n;
     int64_t wg = (int64_t)tid / 128;
-    int64_t first;
     int64_t it;
-    int64_t rows;
     int64_t s;
     int64_t tm;
     int64_t tn;
@@ -213,10 +220,7 @@ __global__ void __launch_bounds__(384, 1) matmul_wgmma_f16_out16(
         if (tid == 0) {
             it = 0;
             for (int64_t tile = (int64_t)blockIdx.x; tile < ntiles; tile += (int64_t)gridDim.x) {
-                first = nk_floordiv(tile, band) * group;
-                rows = nk_min(num_m - first, group);
-                tm = first + nk_floormod(nk_floormod(tile, band), rows);
-                tn = nk_floordiv(nk_floormod(tile, band), rows);
+                grouped_tile(tile, band, group, num_m, &tm, &tn);
                 for (int64_t kt = 0; kt < ktiles; kt++) {
                     s = it % stages;
                     while (!nk_mbarrier_try_wait(&bars[stages + s], (unsigned)((it / stages + 1) % 2))) {
@@ -242,10 +246,7 @@ __global__ void __launch_bounds__(384, 1) matmul_wgmma_f16_out16(
         bool arriver = !warp_arrive || t % 32 == 0;
         it = 0;
         for (int64_t tile = (int64_t)blockIdx.x; tile < ntiles; tile += (int64_t)gridDim.x) {
-            first = nk_floordiv(tile, band) * group;
-            rows = nk_min(num_m - first, group);
-            tm = first + nk_floormod(nk_floormod(tile, band), rows);
-            tn = nk_floordiv(nk_floormod(tile, band), rows);
+            grouped_tile(tile, band, group, num_m, &tm, &tn);
             #pragma unroll
             for (int64_t i = 0; i < nacc; i++) {
                 acc[i] = 0.0f;

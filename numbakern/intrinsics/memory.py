@@ -38,7 +38,7 @@ def _vector(name: str, mem: str, store: bool) -> Op:
         operands=(Element(mem, "index", "any", label="the array", want="a C-contiguous float32 array",
                           dtypes=("float32",), contiguous=True),
                   Regs("regs", ("float32",), WIDTH, at="at", out=not store, asm="f32")),
-        family="vector", instruction="st.v4" if store else "ld.v4", touches=touches))
+        family="vector", instruction="vector", touches=touches))
 
 
 VLOAD4 = _vector("vload4", "src", store=False)

@@ -143,7 +143,7 @@ class Op:
     sync: str | None = None  # "warp": all 32 lanes together, at one instruction (.sync.aligned); "mask"
     asynchronous: bool = False  # its memory effects land at a later wait (cp.async)
     family: str = ""  # "mma", "ldmatrix", "cvt", "copy", "vector", "hopper", "warp", "atomic"
-    instruction: str = ""  # the PTX mnemonic family, as a profiler names it ("ldmatrix", "cp.async", ...)
+    instruction: str = ""  # the instruction as a profiler names it ("ldmatrix", "cp.async", "vector", ...)
     shape: Any = None  # the variant's shape (an MmaShape for mma)
     check: Callable | None = None  # extra typing check: check(types, fail, bound argument types)
     touches: Callable | None = None  # (bound argument values, lane) -> [(argument, index, bytes, kind)]
@@ -365,6 +365,11 @@ def _make_function(op: Op) -> Callable:
     fn.__module__, fn.__qualname__, fn.__doc__ = op.module, op.name, op.doc
     fn.__numbakern_op__ = op
     return fn
+
+
+def op_of_frame(frame) -> Op | None:
+    """The Op whose function ``frame`` runs (for a walk up a simulated lane's stack), or None."""
+    return frame.f_globals.get("_op") if frame.f_code.co_filename == FUNCTION_FILE else None
 
 
 def op_of(obj) -> Op | None:

@@ -16,7 +16,10 @@ import numpy as np
 
 from ..launch import LaunchConfig
 from ..registry import Case, KernelSpec, register
-from .matmul_tc import BENCH_SIZES, VERIFY_SIZES, _cublas, _error_scale, _matrix, _reference, _work
+from .config import sizes
+from .half import random16
+from .matmul import matmul_reference, matmul_work
+from .matmul_tc import _cublas
 from .matmul_wgmma import DEFAULT_CONFIG, matmul_wgmma, wgmma_grid, wgmma_shared_bytes
 
 #: multiprocessors the registered launches assume (an H100's and H200's): the kernel is persistent, each block
@@ -44,13 +47,16 @@ def _launch(config: dict, h: int, w: int) -> LaunchConfig:
 def _case_maker(f16: bool, out16: bool, config: dict):
     def make_case(size, rng, dist="uniform"):
         h, k, w = size["h"], size["k"], size["w"]
-        a = _matrix(rng, (h, k), dist, f16)
-        b = _matrix(rng, (k, w), dist, f16)
+        a = random16(rng, (h, k), dist, f16)
+        b = random16(rng, (k, w), dist, f16)
         out = np.zeros((h, w), np.float16 if out16 else np.float32)
         maps = [PLACEHOLDER.copy() for _ in range(3)]
         return Case((a, b, out, *maps), _launch(config, h, w), dict(size))
 
     return make_case
+
+
+_reference, _error_scale = matmul_reference()
 
 
 def _reference6(a, b, out, *maps):
@@ -59,10 +65,6 @@ def _reference6(a, b, out, *maps):
         with np.errstate(over="ignore"):
             expected[2] = expected[2].astype(np.float16).astype(np.float64)
     return expected
-
-
-def _error_scale6(a, b, out, *maps):
-    return _error_scale(a, b, out)
 
 
 for _f16, _out16 in ((False, False), (True, False), (True, True)):
@@ -75,20 +77,22 @@ for _f16, _out16 in ((False, False), (True, False), (True, True)):
         signatures=(_signature(_f16, _out16),),
         make_case=_case_maker(_f16, _out16, _config),
         reference=_reference6,
-        error_scale=_error_scale6,
+        error_scale=_error_scale,
         outputs=(2,),
         test_sizes=TEST_SIZES,
-        verify_sizes=VERIFY_SIZES,
-        bench_sizes=BENCH_SIZES,
+        # k and w multiples of 8 (the tensor maps' 16-byte rows), none a multiple of the tiles
+        verify_sizes=sizes("h k w", (1, 8, 8), (37, 72, 40), (127, 136, 264), (256, 256, 256), (7, 1024, 8),
+                           (509, 264, 384)),
+        bench_sizes=sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120)),
         # fp32 accumulation of exact 16-bit products (as matmul_bf16's); with f16 output its rounding on top
         rtol=2.0**-10 if _out16 else 1e-5,
         constants=dict(_config),
         size_multiples={"k": 8, "w": 8},
-        work=_work,
+        work=matmul_work(2),
         baseline=_cublas,
         description=f"{_fmt} inputs, fp32 accumulation, {'f16' if _out16 else 'fp32'} output on Hopper: a "
-                    "persistent warp-specialised kernel, TMA loads into a 4-stage ring guarded by mbarriers, "
-                    "wgmma m64n256k16 from shared memory, a TMA-store epilogue",
+                    "persistent warp-specialised kernel, TMA loads into a 4-stage ring guarded by mbarriers, wgmma "
+                    "m64n256k16 from shared memory, a TMA-store epilogue",
     ))
 
 __all__ = ["MULTIPROCESSORS", "TEST_SIZES"]

@@ -48,8 +48,8 @@ def dispatch(op, frame, args):
     return model(active_launch(), frame, *args)
 
 
-#: the profiler's recorder while a profiled launch runs, else None: told what an instruction touches when it does
-#: not touch it there and then (``cp.async`` lands at a later wait)
+#: the profiler's recorder while a profiled launch runs (``numbakern.profiler``), else None: told what an
+#: instruction touches when it does not touch it there and then (``cp.async`` lands at a later wait)
 _observer = None
 
 

@@ -89,8 +89,8 @@ DEPENDS = {**{f"nk_{op.name}": ("nk_mma_headers",) for op in (*tc.MMA.values(), 
 
 
 def _regs(site, i, what, dtypes) -> ArrayInfo:
-    info = site.value(i)
-    if not isinstance(info, ArrayInfo) or info.kind != "local" or info.ndim != 1 or info.key not in dtypes:
+    info = site.array(i, "local")
+    if info is None or info.ndim != 1 or info.key not in dtypes:
         raise site.error(i, f"{site.op.name}: {what} must be a 1-D {' or '.join(dtypes)} cuda.local.array")
     return info
 
@@ -122,8 +122,7 @@ def _ldmatrix(site):
     site.args(4, "four arguments: regs, at, smem, index")
     regs = _regs(site, 0, "regs", ("uint32", "float32"))
     at = site.expr(1)
-    smem = site.value(2)
-    if not isinstance(smem, ArrayInfo) or smem.kind not in ("shared", "dynamic", "view"):
+    if site.array(2, "shared", "dynamic", "view") is None:
         raise site.error(2, f"{name}: smem must be a shared array")
     row = site.element(2, 3)
     site.writes(0)

@@ -62,6 +62,12 @@ class Site:
         """The i-th argument's compile-time value, else None."""
         return self._tr.const_value(self._node.args[i])
 
+    def array(self, i: int, *kinds: str):
+        """The i-th argument if it is an array of one of ``kinds`` (``ArrayInfo.kind``), or an array parameter of a
+        device function (whatever array its caller passes: a shared tile, a register array), else None."""
+        info = self.value(i)
+        return info if arrays.is_kind(self._tr, info, *kinds) else None
+
     def is_tuple(self, i: int) -> bool:
         """Whether the i-th argument is written as a tuple (an index of one integer per dimension)."""
         return isinstance(self._node.args[i], ast.Tuple)

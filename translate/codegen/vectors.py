@@ -99,7 +99,7 @@ def _vector(site) -> None:
     mem, regs = site.value(0), site.value(2)
     if not isinstance(mem, ArrayInfo) or mem.key != "float32":
         raise site.error(0, f"{what}: the first argument must be a float32 array", hint=_HINT)
-    if not isinstance(regs, ArrayInfo) or regs.kind != "local" or regs.ndim != 1:
+    if site.array(2, "local") is None or regs.ndim != 1:
         raise site.error(2, f"{what}: the register argument must be a 1-D cuda.local.array", hint=_HINT)
     at = site.expr(3)
     slots = [_slot(regs, at, q) for q in range(len(LANES))]
@@ -150,12 +150,12 @@ def _copy(site) -> None:
                          hint=f"{what}(shared, (s, r, c), global, (r, c), valid)")
     dst, src = site.value(0), site.value(2)
     if what == "copy_async16":  # any element type, the same size on both sides
-        if not isinstance(dst, ArrayInfo) or dst.kind != "shared":
+        if site.array(0, "shared") is None:
             raise site.error(0, f"{what}: the destination must be a cuda.shared.array")
         if not isinstance(src, ArrayInfo) or src.kind != "param":
             raise site.error(2, f"{what}: the source must be an array argument (global memory)")
     else:
-        if not isinstance(dst, ArrayInfo) or dst.kind != "shared" or dst.key != "float32":
+        if site.array(0, "shared") is None or dst.key != "float32":
             raise site.error(0, f"{what}: the destination must be a float32 cuda.shared.array")
         if not isinstance(src, ArrayInfo) or src.kind != "param" or src.key != "float32":
             raise site.error(2, f"{what}: the source must be a float32 array argument (global memory)")
