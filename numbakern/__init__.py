@@ -33,6 +33,7 @@ from .specialize import constants_of, specialize
 
 if mode.in_simulator():
     from . import sim
+    from .sim import hopper as _hopper_models  # noqa: F401 - the models of numbakern.mma.hopper's instructions
 
     sim.install()
 

@@ -153,6 +153,7 @@ def _choose_mode(options) -> None:
         # numbakern itself was imported (to load this plugin) before the mode was chosen, so its import-time
         # install did not run: switch the simulator to numbakern's engine now, before any test launches a kernel.
         from . import sim as numbakern_sim
+        from .sim import hopper as _hopper_models  # noqa: F401 - the models of numbakern.mma.hopper's instructions
 
         numbakern_sim.install()
 

@@ -175,16 +175,20 @@ def check_tolerances(where: str, rtol: Any, atol: Any) -> None:
 
 def run_case(spec: KernelSpec, case: Case, kernel: Any = None) -> dict[int, np.ndarray]:
     """Launch ``kernel`` (default: the spec's) on copies of the case's inputs; return its outputs on the host."""
+    from .tensormap import launch_arguments  # (the kernel's tensor maps, made from its arrays; Hopper's shared limit)
+
     kernel = spec.kernel if kernel is None else kernel
     args = case.fresh_args()
     cfg = case.launch
     if mode.in_simulator():
+        args = launch_arguments(kernel, spec.arg_names(), args)
         kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)
         return {i: args[i] for i in spec.outputs}
     from .frontend.choice import cuda_module_of  # numba's or numba-cuda-mlir's host API, as the kernel's
 
     cuda = cuda_module_of(kernel)
     device_args = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
+    device_args = launch_arguments(kernel, spec.arg_names(), device_args, cfg.shared_bytes, cuda.to_device)
     kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*device_args)
     cuda.synchronize()
     return {i: device_args[i].copy_to_host() for i in spec.outputs}
@@ -218,6 +222,7 @@ KERNEL_MODULES = (
     "numbakern.kernels.matmul_3xtf32",
     "numbakern.kernels.attention_tc",
     "numbakern.kernels.attention_3xtf32",
+    "numbakern.kernels.matmul_hopper",
 )
 
 

@@ -67,7 +67,11 @@ class Specialized:
                 from .unroll import expand_kernel  # (imports numba.cuda: not at numbakern's import)
 
                 # loops marked `for i in unroll(range(C))` become straight-line code now that C is known
-                kernel = expand_kernel(self.factory(**dict(key)))
+                made = self.factory(**dict(key))
+                kernel = expand_kernel(made)
+                for name, value in vars(made).items():  # what the factory declared (tensor maps) goes along
+                    if name.startswith("__numbakern_") and kernel is not made:
+                        setattr(kernel, name, value)
                 setattr(kernel, CONSTANTS_ATTR, dict(key))
                 setattr(kernel, FACTORY_ATTR, self)
                 self._variants[key] = kernel

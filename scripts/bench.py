@@ -154,12 +154,15 @@ def implementations(torch, spec, size, directory: Path = benchkit.ROOT / "genera
     import numpy as np
     from numba import cuda
 
+    from numbakern.tensormap import launch_arguments
     from translate.verify.abi import AbiError
 
     case = spec.make_case(size, np.random.default_rng(0), "uniform")
     tensors = [torch.from_numpy(a).cuda() if isinstance(a, np.ndarray) else a for a in case.args]
     cfg = case.launch
     numba_args = [cuda.as_cuda_array(t) if isinstance(t, torch.Tensor) else t for t in tensors]
+    # the tensor maps of the kernels that take them (the Hopper matmuls), made from these arrays once
+    numba_args = launch_arguments(spec.kernel, spec.arg_names(), numba_args, cfg.shared_bytes, cuda.to_device)
     numba_kernel = spec.kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes]
     impls = {"numba": lambda: numba_kernel(*numba_args)}
     try:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 
 TC_KERNELS = ("matmul_bf16", "matmul_f16", "matmul_3xtf32")
+#: the registered Hopper matmuls (numbakern/kernels/matmul_hopper.py): Triton's tl.dot beside them in the same run
+WGMMA_KERNELS = ("matmul_wgmma_bf16", "matmul_wgmma_f16", "matmul_wgmma_f16_out16")
 _TRITON: dict = {}
 
 
@@ -82,12 +84,12 @@ def triton_dot16():
 
 def _values16(torch, spec, x):
     """The kernel's 16-bit argument as a tensor of its format (bf16 data travels as uint16 bit patterns)."""
-    return x.view(torch.bfloat16) if spec.name == "matmul_bf16" else x
+    return x.view(torch.bfloat16) if spec.name in ("matmul_bf16", "matmul_wgmma_bf16") else x
 
 
 def tensor_core_peers(torch, spec, arrays) -> dict:
     """``{key: (launch, label)}`` for ``spec``'s row; empty for other kernels."""
-    if spec.name not in TC_KERNELS:
+    if spec.name not in TC_KERNELS + WGMMA_KERNELS:
         return {}
     out = {}
     if spec.name == "matmul_3xtf32":
@@ -105,13 +107,15 @@ def tensor_core_peers(torch, spec, arrays) -> dict:
         return out
     a, b = (_values16(torch, spec, x) for x in arrays[:2])
     h, w = a.shape[0], b.shape[1]
+    fmt = "f16" if a.dtype == torch.float16 else "bf16"
     launch = triton_dot16()
     if launch is not None:
         out["triton"] = (launch(a, b, torch.empty(h, w, device=a.device, dtype=a.dtype)),
-                         f"Triton tl.dot {spec.name[7:]} ({spec.name[7:]} out, autotuned)")
+                         f"Triton tl.dot {fmt} ({fmt} out, autotuned)")
         out["triton_out32"] = (launch(a, b, torch.empty(h, w, device=a.device)),
-                               f"Triton tl.dot {spec.name[7:]} (fp32 out, autotuned)")
-    out.update(hopper_peers(torch, spec, arrays))
+                               f"Triton tl.dot {fmt} (fp32 out, autotuned)")
+    if spec.name in TC_KERNELS:  # (the Hopper kernels' own rows time them already)
+        out.update(hopper_peers(torch, spec, arrays))
     return out
 
 

@@ -318,7 +318,7 @@ def arch_problem(arch: str, label: str = "--arch") -> str | None:
     from .request import arch_number  # imports numba: only once main() has chosen its CUDA target
 
     try:
-        number = int(arch_number(arch))
+        number = int(arch_number(arch).rstrip("a"))  # (sm_90a: NVRTC lists 90)
     except ValueError:
         return f"{label} must look like sm_90 or compute_90, got {arch!r}"
     # NVRTC says which architectures it compiles for (it is loaded only when a kernel is to be translated)

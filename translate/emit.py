@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from . import options
 from .cnames import c_name
 from .codegen import helpers as helper_lib
+from .codegen import hopper
 from .codegen.cexpr import float_literal
 from .request import DeviceCode, KernelRequest, c_declaration
 
@@ -65,7 +66,7 @@ def assemble(request: KernelRequest, device: DeviceCode, header: str) -> str:
     ``__global__`` kernel."""
     prelude, attrs = request.build.attributes(request)
     parts = [header.rstrip() + "\n", PREAMBLE]
-    helper_text = helper_lib.render(set(device.helpers))
+    helper_text = helper_lib.render(set(device.helpers) | hopper.launcher_helpers(request))
     if helper_text:
         parts.append(helper_text)
     if device.constants:
@@ -75,7 +76,7 @@ def assemble(request: KernelRequest, device: DeviceCode, header: str) -> str:
     parts.append(options.apply(device.code, request.c_name, attrs))
     if request.template_params:
         lines = []
-        types_only = ", ".join(_param_type(p) for spec in request.params for p in spec.c_params())
+        types_only = ", ".join(_param_type(p) for spec in request.params for p in spec.kernel_params())
         for inst in request.instantiations:
             args = ", ".join(str(int(inst[t])) for t in request.template_params)
             lines.append(f"template __global__ void {request.c_name}<{args}>({types_only});")
@@ -105,7 +106,8 @@ def _launcher(request: KernelRequest, device: DeviceCode, inst: Mapping) -> str:
     targs = ""
     if request.template_params:
         targs = "<" + ", ".join(str(int(inst[t])) for t in request.template_params) + ">"
-    args = ", ".join(a for spec in request.params for a in spec.c_args())
+    body += hopper.launcher_lines(request, device, f"{request.c_name}{targs}")
+    args = ", ".join(a for spec in request.params for a in spec.kernel_args())
     if device.cooperative:  # a grid-wide barrier needs every block resident: a cooperative launch guarantees it
         body.append(f"    void *args[] = {{{', '.join('&' + a for a in args.split(', '))}}};")
         body.append(f"    return cudaLaunchCooperativeKernel((const void *){request.c_name}{targs}, "

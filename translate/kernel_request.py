@@ -18,6 +18,7 @@ from numba.cuda import types
 
 from numbakern.frontend import closures, mlir_view
 from numbakern.frontend.signatures import SignatureError, parse_signature, signature_text
+from numbakern.tensormap import declared_tensor_maps
 from numbakern.unroll import rolled_function
 
 from . import cnames, options, targets
@@ -51,7 +52,8 @@ def build_request(tgt: targets.KernelTarget, signature: str | None, constants: C
         [_pyfunc(tgt)]
     typed = _typed(pyfunc, argtypes, sig, src, fn, tuple(others))
     kernel_c = cnames.kernel_cname(tgt.name)
-    params = _launcher_params(kernel_c, names, argtypes, template_params, src, fn, pyfunc, typed)
+    params = _with_tensor_maps(_launcher_params(kernel_c, names, argtypes, template_params, src, fn, pyfunc, typed),
+                               tgt.kernel, src, fn)
     insts = insts or ({},)
     return KernelRequest(
         name=tgt.name, qualname=tgt.qualname, source="\n".join(src.lines), signature=signature_text(sig),
@@ -70,6 +72,28 @@ def _pyfunc(tgt: targets.KernelTarget) -> Any:
 def _py_func(kernel) -> Any:
     """A kernel's Python function (None: a kernel object that has none)."""
     return getattr(kernel, "py_func", None)
+
+
+def _with_tensor_maps(params: list[ParamSpec], kernel, src: SourceInfo, fn) -> list[ParamSpec]:
+    """The parameters the kernel declares tensor maps (``numbakern.tensormap.tensor_map_params``), marked so: the
+    launcher makes them from their arrays."""
+    declared = declared_tensor_maps(kernel)
+    by_name = {p.name: p for p in params}
+    sources = {d.source for d in declared.values()}
+    out = []
+    for p in params:
+        if p.name in sources:  # a TMA store may write it through its map: never const
+            p = dataclasses.replace(p, const=False)
+        found = declared.get(p.name)
+        if found is not None:
+            source = by_name.get(found.source)
+            if p.kind != "array" or p.ndim != 1 or p.dtype != "uint64" or source is None or source.kind != "array" \
+                    or source.ndim != 2:
+                raise src.error(fn, f"the kernel declares '{p.name}' the tensor map of '{found.source}': it must be a "
+                                "uint64[::1] array of 16 words and '{found.source}' a 2-D array argument")
+            p = dataclasses.replace(p, tensor_map=(found.source, found.box_rows, found.box_cols, found.swizzle))
+        out.append(p)
+    return out
 
 
 def _rebuilt_target(tgt: targets.KernelTarget, sig, no_source: NoSource) -> targets.KernelTarget:

@@ -28,6 +28,7 @@ from numbakern.frontend.choice import NUMBA_CUDA
 from . import emit, manifest, targets
 from .backends import get_backend
 from .candidates import PipelineChecks
+from .codegen import hopper
 from .depends import source_sha256
 from .errors import CompileError
 from .kernel_request import Constants, build_request
@@ -66,7 +67,8 @@ def translate(target: str | targets.KernelTarget, *, signature: str | None = Non
     with _timed(seconds, "nvrtc"):
         # only the project's own translator's code is compiled here; any other backend's in a sandboxed child
         compile_file = nvrtc_compile if getattr(backend, "TRUSTED", False) else compile_untrusted
-        comp = compile_file(code, opts.arch, name=request.filename, options=request.build.nvrtc_options())
+        arch = hopper.file_arch(opts.arch, device.helpers)  # sm_90a for wgmma and TMA
+        comp = compile_file(code, arch, name=request.filename, options=request.build.nvrtc_options())
     if not comp.ok:
         raise CompileError(f"NVRTC rejected the generated {request.filename}:\n{comp.log}", filename=request.filename)
     entry = {
@@ -82,7 +84,7 @@ def translate(target: str | targets.KernelTarget, *, signature: str | None = Non
         "depends": request.dependencies.manifest(),
         "launchers": [{**launcher, **request.build.launcher_manifest(i)}  # + launch_bounds / max_registers
                       for i, launcher in enumerate(emit.launcher_descriptions(request, device))],
-        "build": request.build.manifest(),  # the build flags the file needs (fastmath): nvcc_flags, nvrtc_options
+        "build": hopper.build_manifest(request.build.manifest(), arch),  # the build flags the file needs
         "compile": comp.manifest(),
         "verification": None,
     }

@@ -31,11 +31,12 @@ if TYPE_CHECKING:  # typing needs numba's real CUDA target, which a process in s
 #: a plain JSON value, as options and manifest records hold them
 JSONValue = str | int | float | bool | None
 
-ARCH = re.compile(r"^(sm|compute)_(\d+)$")
+ARCH = re.compile(r"^(sm|compute)_(\d+a?)$")  # (90a: the arch-specific features)
 
 
 def arch_number(arch: str) -> str:
-    """``sm_90`` / ``compute_90`` -> ``90``; ``ValueError`` naming ``--arch`` for anything else."""
+    """``sm_90`` / ``compute_90`` -> ``90`` (``sm_90a`` -> ``90a``); ``ValueError`` naming ``--arch`` for anything
+    else."""
     m = ARCH.match(arch)
     if m is None:
         raise ValueError(f"--arch must look like sm_90 or compute_90, got {arch!r}")
@@ -85,6 +86,10 @@ class ParamSpec:
     strides: tuple[str, ...] = ()  # C names of the strides (<cname>_stride<d>)
     record: tuple = ()   # dtype "record": (itemsize, ((field, dtype, offset), ...)); its C struct is ctype
     items: tuple[str, ...] = ()  # a tuple: its items' dtypes (C parameters <cname>_0, <cname>_1, ...)
+    #: the tensor map of another argument (numbakern.tensormap.tensor_map_params): (source, box_rows, box_cols,
+    #: swizzle). The launcher takes the 16-word array as the kernel's caller gives it, ignores its contents, makes
+    #: the map from the source array's pointer and passes it to the kernel by value (a __grid_constant__)
+    tensor_map: tuple = ()
 
     @property
     def c(self) -> str:
@@ -101,6 +106,9 @@ class ParamSpec:
                 out["layout"] = self.layout
             if self.record:
                 out["record"] = {"itemsize": self.record[0], "fields": [list(f) for f in self.record[1]]}
+            if self.tensor_map:
+                source, rows, cols, swizzle = self.tensor_map
+                out["tensor_map"] = {"of": source, "box": [rows, cols], "swizzle": swizzle}
             return out
         if self.kind == "tuple":
             return {"name": self.name, "kind": "tuple", "dtype": "tuple", "items": list(self.items)}
@@ -114,6 +122,16 @@ class ParamSpec:
             ptr = f"const {ctype}* {self.c}" if self.const else f"{ctype}* {self.c}"
             return [ptr] + [f"int64_t {a}" for a in self.c_args()[1:]]
         return [f"{ctype} {self.c}"]
+
+    def kernel_params(self) -> list[str]:
+        """The ``__global__`` function's parameters for this argument (the launcher's, but a tensor map's value)."""
+        if self.tensor_map:
+            return [f"const __grid_constant__ nk_tensor_map {self.c}"]
+        return self.c_params()
+
+    def kernel_args(self) -> list[str]:
+        """What the launcher passes the kernel for this argument."""
+        return [f"{self.c}_map"] if self.tensor_map else self.c_args()
 
     def extent_names(self) -> list[str]:
         return list(self.extents) or [f"{self.c}_shape{d}" for d in range(self.ndim)]
@@ -214,4 +232,4 @@ def c_declaration(head: str, groups: list[list[str]], width: int = 110) -> str:
 
 
 def kernel_declaration(request: KernelRequest) -> str:
-    return c_declaration(f"__global__ void {request.c_name}", [spec.c_params() for spec in request.params])
+    return c_declaration(f"__global__ void {request.c_name}", [spec.kernel_params() for spec in request.params])

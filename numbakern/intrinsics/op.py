@@ -237,9 +237,13 @@ class Op:
 
     def ptx_text(self, bound: dict, style: str = "llvm") -> str:
         """The instruction text with its operands numbered: ``$0``... joined by ``,`` (LLVM inline asm), or ``%0``...
-        joined by ``, `` with immediates as operands too (C inline asm, numbered after the others)."""
+        joined by ``, `` with immediates as operands too (C inline asm, numbered after the others). Tied registers
+        are named by their outputs; LLVM numbers their inputs too (matching constraints), C does not (its ``"+f"``
+        operands are outputs and inputs at once)."""
         outputs, inputs = self.asm_operands(bound)
         prefix, sep = ("$", ",") if style == "llvm" else ("%", ", ")
+        if style != "llvm":
+            inputs = [x for x in inputs if not (isinstance(x[0], Regs) and x[0].tied)]
         numbers: dict[str, list[str]] = {}
         for i, (operand, _, _) in enumerate(outputs + inputs):
             if i < len(outputs) or not (isinstance(operand, Regs) and operand.tied):  # tied: named by its outputs

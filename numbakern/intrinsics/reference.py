@@ -62,8 +62,11 @@ def render() -> str:
                   if inspect.isfunction(getattr(layout, name))]),
         _section("16-byte accesses (`numbakern.vector_io`, `numbakern.async_copy`)", inspect.cleandoc(
             memory.__doc__).split("\n\n", 1)[1], [_op_entry(op) for op in memory.OPS]),
-        _section("Hopper (`numbakern.mma.hopper`, sm_90a, GPU only)", "numba-cuda lowers these; the simulator and "
-                 "`translate` do not model them yet.", [_op_entry(op) for op in hopper.OPS]),
+        _section("Hopper (`numbakern.mma.hopper`, sm_90a)", "numba-cuda and numba-cuda-mlir lower these, the "
+                 "simulator models them with the checkers of asynchronous pipelines, `translate` writes them for "
+                 "sm_90a. The wgmma shapes listed are the library's; every N that PTX allows (a multiple of 8 up to "
+                 "256), the `_rs` forms (A from registers) and the tf32 ones (`wgmma_m64n{N}k8_tf32[_rs]`) are "
+                 "declared when a kernel first names them.", [_op_entry(op) for op in hopper.OPS]),
     ]
     return "\n".join(parts).rstrip() + "\n"
 

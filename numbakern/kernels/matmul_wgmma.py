@@ -23,6 +23,7 @@ from numba import cuda
 from ..fastpath import jit_options, u32
 from ..mma import hopper, pack_bf16x2, pack_f16x2
 from ..specialize import specialize
+from ..tensormap import TensorMapParam, tensor_map_params
 from ..unroll import unroll
 from .tiles import grouped_tile
 
@@ -233,7 +234,9 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
             if tma_store and t == 0:
                 bulk_wait_read(0)  # the last copies have read their staging before the block's shared memory goes
 
-    return matmul_wgmma
+    # the tensor maps a launch makes from the arrays (numbakern.tensormap.launch_arguments, translate's launcher)
+    return tensor_map_params(matmul_wgmma, tmap_a=TensorMapParam("a", bm, BK), tmap_b=TensorMapParam("b", BK, PANEL),
+                             tmap_out=TensorMapParam("out", 64, box_cols))
 
 
 def wgmma_grid(h: int, w: int, bn: int, consumers: int, multiprocessors: int) -> int:

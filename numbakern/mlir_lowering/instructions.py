@@ -8,7 +8,10 @@ never dropped, duplicated, or moved into a branch where part of the warp would s
 - ``vload4`` / ``vstore4``: one ``llvm.load`` / ``llvm.store`` of a ``vector<4xf32>`` with ``alignment = 16``;
 - ``copy_async*``: the template with the source address and size selected by ``valid`` (an invalid copy reads
   nothing from the array's start);
-- bit packing and widening: plain integer and float operations.
+- bit packing and widening: plain integer and float operations;
+- Hopper's (wgmma, TMA, mbarriers, ``numbakern.mma.hopper``): their templates, the tensor map as its array's 64-bit
+  data pointer. They need ``sm_90a``; numba-cuda-mlir 0.6 compiles for the device's ``sm_90`` (no ``a``), where
+  their PTX does not assemble (``ptxas``: "not supported on .target 'sm_90'").
 
 Inline PTX rather than the NVVM dialect's ``nvvm.mma.sync``, ``nvvm.ldmatrix`` or ``nvvm.cp.async.*``:
 numba-cuda-mlir 0.6 turns its MLIR for a GPU older than sm_100 into LLVM 7 NVVM IR with a translator that stops at
@@ -17,7 +20,7 @@ NVVM operations outside a fixed set ("unsupported NVVM op"); it translates ``llv
 
 from __future__ import annotations
 
-from ..intrinsics.op import Element, Immediate, Op, Regs, Scalar, asm_type, on_declare
+from ..intrinsics.op import Data, Element, Immediate, Op, Regs, Scalar, asm_type, on_declare
 from ..intrinsics.tensorcore import F32_TO_TF32
 from .support import (
     GLOBAL,
@@ -39,8 +42,8 @@ from .support import (
     types,
 )
 
-#: the families of instructions numba-cuda-mlir compiles (the Hopper ones have no lowering here yet)
-FAMILIES = ("mma", "ldmatrix", "cvt", "vector", "copy")
+#: the families of instructions numba-cuda-mlir compiles
+FAMILIES = ("mma", "ldmatrix", "cvt", "vector", "copy", "hopper")
 _MLIR = {"f32": T.f32, "b32": T.i32, "b16": T.i16, "b64": T.i64}
 
 
@@ -94,7 +97,7 @@ def _lower_template(op: Op):
         operand_values: dict[int, list] = {}
         for operand in op.operands:
             if isinstance(operand, Regs) and not operand.out:
-                regs = [load_register(builder, values[operand.name], values[operand.at], q)
+                regs = [load_register(builder, values[operand.name], values.get(operand.at), q)
                         for q in range(op.register_count(operand, tys))]
                 if operand.asm == "b32":  # a tf32 operand is a float32 register; the instruction reads its 32 bits
                     regs = [llvm.bitcast(T.i32(), v) if v.type == T.f32() else v for v in regs]
@@ -103,6 +106,10 @@ def _lower_template(op: Op):
                 element = builder.get_mlir_type(tys[operand.name].dtype)
                 ptr = space_pointer(builder, values[operand.name], values[operand.index], element, SHARED)
                 operand_values[id(operand)] = [llvm.ptrtoint(T.i32(), ptr)]
+            elif isinstance(operand, Data):  # (a tensor map) its array's data, as a 64-bit generic address
+                generic = llvm.addrspacecast(llvm.PointerType.get(), array_pointer(builder, values[operand.name],
+                                                                                   GLOBAL))
+                operand_values[id(operand)] = [llvm.ptrtoint(T.i64(), generic)]
             elif isinstance(operand, Scalar):
                 operand_values[id(operand)] = [builder.mlir_convert(builder.load_var(values[operand.name]),
                                                                     _MLIR[asm_type(operand)]())]
@@ -118,9 +125,11 @@ def _lower_template(op: Op):
             else:
                 if tys[o.name].dtype == types.float32 and v.type != T.f32():  # 32-bit data in float32 registers
                     v = arith.bitcast(T.f32(), v)
-                store_register(builder, values[o.name], values[o.at], q, v)
+                store_register(builder, values[o.name], values.get(o.at), q, v)
         if result is not None and op.result == "float32" and result.type != T.f32():
             return arith.bitcast(T.f32(), result)
+        if result is not None and op.result == "bool":
+            return arith.cmpi(arith.CmpIPredicate.ne, result, arith.constant(result.type, 0))
         return result
 
     return lower
@@ -222,6 +231,12 @@ def _async_wait(builder, args):
     asm(None, [], ASYNC_WAIT.ptx_text({"n": n}), "~{memory}")
 
 
+def _shared_address(builder, args):
+    arr, index = args
+    element = builder.get_mlir_type(builder.get_numba_type(arr).dtype)
+    return llvm.ptrtoint(T.i32(), space_pointer(builder, arr, index, element, SHARED))
+
+
 LOWERING = {
     "pack_b16x2": _pack_b16x2,
     "unpack_bf16x2": _unpack(_bf16_bits_to_f32), "unpack_f16x2": _unpack(_f16_bits_to_f32),
@@ -230,4 +245,5 @@ LOWERING = {
     "split_tf32": _split_tf32,
     "vload4": _vector(False), "vstore4": _vector(True),
     "async_wait": _async_wait,
+    "shared_address": _shared_address,
 }

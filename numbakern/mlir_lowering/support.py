@@ -126,6 +126,8 @@ def array_pointer(builder, array_var, space: int):
 
 
 def _register_index(builder, at_var, q: int):
+    if at_var is None:  # the fragment is the array's first registers
+        return arith.constant(T.index(), q)
     at = integer(builder, at_var, T.index())
     return arith.addi(at, arith.constant(T.index(), q)) if q else at
 

@@ -3,8 +3,18 @@
 ``cp.async.bulk.tensor``) and the ``mbarrier``s that say when its copies have landed.
 
 numba-cuda 0.30 compiles for ``compute_90a`` on a 9.0 device (``CUDACodeLibrary._ensure_cc`` adds the ``a``), so
-these instructions assemble in Numba's own PTX. They are declared in ``numbakern.intrinsics.hopper``; GPU only for
-now: the simulator has no models of them (a kernel using them is GPU-only), and ``translate`` does not know them.
+these instructions assemble in Numba's own PTX. They are declared in ``numbakern.intrinsics.hopper``; the simulator
+models them (``numbakern.sim.hopper``: asynchronous, with the pipeline's checkers) and ``translate`` writes them as
+inline PTX for ``sm_90a``.
+
+The wgmma instructions are named by shape: ``wgmma_m64n{N}k16_{bf16,f16}(acc, desc_a, desc_b, scale_d, trans_b)``
+(A and B from shared memory), ``wgmma_m64n{N}k16_{bf16,f16}_rs(acc, a, a_at, desc_b, scale_d, trans_b)`` (A from
+registers: four uint32 of ``a`` from ``a_at``, two 16-bit values each, in the m64k16 A-fragment layout),
+``wgmma_m64n{N}k8_tf32(acc, desc_a, desc_b, scale_d)`` and ``wgmma_m64n{N}k8_tf32_rs(acc, a, a_at, desc_b,
+scale_d)`` (tf32: both operands K-major; register A: four float32 holding tf32 values), for every N that PTX allows
+(a multiple of 8 up to 256), declared the first time a kernel names them. ``numbakern.sim.hopper.layout`` has the
+register layouts and the descriptors' address formulas. ``named_barrier_sync`` is ``named_barrier`` (``bar.sync``),
+named beside ``named_barrier_arrive`` (``bar.arrive``).
 
 Matrix descriptors (``smem_descriptor``) are plain 64-bit integers built in the kernel, as the PTX ISA lays them out
 ("Matrix Descriptor Format"): bits 0-13 the start address >> 4, 16-29 the leading dimension byte offset >> 4, 32-45
@@ -25,46 +35,22 @@ Accumulators are ``cuda.local.array(n / 2, float32)`` per thread of the warpgrou
 
 from __future__ import annotations
 
-from ..intrinsics.hopper import NAMES, OPS, SWIZZLE_128B, WGMMA_N
+from ..intrinsics.hopper import NAMED_BARRIER, NAMES, OPS, SWIZZLE_128B, WGMMA_N, WgmmaShape, wgmma, wgmma_shape
+
+# the host side of a launch (tensor maps, the shared-memory limit): numbakern.tensormap's, named here too
+from ..tensormap import allow_dynamic_shared, tensor_map, tensor_map_2d
 
 globals().update({op.name: op.function for op in OPS})  # shared_address, mbarrier_init, ..., wgmma_m64n256k16_f16
+named_barrier_sync = NAMED_BARRIER.function  # bar.sync: named_barrier, named as the pair of named_barrier_arrive
 
 
-def tensor_map_2d(address: int, rows: int, cols: int, row_bytes: int, box_rows: int, box_cols: int,
-                  element_bytes: int = 2):
-    """The 128-byte ``CUtensorMap`` of a row-major ``rows``×``cols`` matrix at device ``address`` (rows
-    ``row_bytes`` apart), copied in boxes of ``box_rows``×``box_cols`` with the 128-byte swizzle, elements past the
-    edges read as zeros; as 16 ``uint64`` (host memory: copy it to the device for ``tma_load_2d``)."""
-    import numpy as np
-    from cuda.bindings import driver as cu
-
-    kinds = {2: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT16,
-             4: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}
-    if box_cols * element_bytes > 128:
-        raise ValueError(f"tensor_map_2d: a box row of {box_cols} elements is more than the 128 bytes the 128-byte "
-                         "swizzle allows")
-    u64, u32 = cu.cuuint64_t, cu.cuuint32_t
-    err, tmap = cu.cuTensorMapEncodeTiled(
-        kinds[element_bytes], 2, address, [u64(cols), u64(rows)], [u64(row_bytes)], [u32(box_cols), u32(box_rows)],
-        [u32(1), u32(1)],
-        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    if err != cu.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"tensor_map_2d: cuTensorMapEncodeTiled failed ({err}) for a {rows}x{cols} matrix, "
-                           f"{row_bytes}-byte rows, {box_rows}x{box_cols} boxes")
-    return np.array([int(x) for x in tmap.opaque], dtype=np.uint64)
+def __getattr__(name: str):
+    """The wgmma instructions, one per shape, declared when a kernel first names one."""
+    if wgmma_shape(name) is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    made = globals()[name] = wgmma(name).function
+    return made
 
 
-def allow_dynamic_shared(kernel, nbytes: int) -> None:
-    """Let every compiled version of numba-cuda ``kernel`` launch with ``nbytes`` of dynamic shared memory (past the
-    48 KiB a launch gets without asking: ``cudaFuncAttributeMaxDynamicSharedMemorySize``)."""
-    from numba.cuda.cudadrv.driver import binding, driver
-
-    attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    for compiled in kernel.overloads.values():
-        cufunc = compiled._codelibrary.get_cufunc()
-        driver.cuKernelSetAttribute(attr, int(nbytes), cufunc.handle, cufunc.device.id)
-
-
-__all__ = [*NAMES, "SWIZZLE_128B", "WGMMA_N", "allow_dynamic_shared", "tensor_map_2d"]
+__all__ = [*NAMES, "SWIZZLE_128B", "WGMMA_N", "WgmmaShape", "allow_dynamic_shared", "named_barrier_sync",
+           "tensor_map", "tensor_map_2d", "wgmma_shape"]

@@ -145,6 +145,16 @@ class Launch:
         self._shared_trackers: list[SharedMemoryTracker] = []
         self._unchecked_masks: list = []
         self._thread_indices = block_thread_indices(self.block_dim)
+        self.arguments: list[tuple] = []  # (what the caller passed, what the kernel got) per argument
+        self._extensions: dict = {}  # per-launch state of intrinsic models (numbakern.sim.hopper's machine)
+
+    def extension(self, name: str, factory):
+        """The launch's ``name`` extension, made by ``factory(launch)`` the first time it is asked for; its
+        ``end_blocks(blocks)`` runs after each group of blocks has finished."""
+        found = self._extensions.get(name)
+        if found is None:
+            found = self._extensions[name] = factory(self)
+        return found
 
     def run(self, args) -> None:
         global _active
@@ -157,6 +167,7 @@ class Launch:
         retr: list = []
         kernel_args = [self._kernel_arg(n, a, retr, argtypes[i] if typed is not None else None)
                        for i, (n, a) in enumerate(zip(names, args))]
+        self.arguments = list(zip(args, kernel_args))
         if typed is not None:
             typed.bind(self.module, self.scheduler.spin)
             body = functools.partial(typed.kernel.function, *kernel_args)
@@ -208,6 +219,8 @@ class Launch:
     def _run(self, blocks: list[Block], body) -> None:
         try:
             self.scheduler.run_blocks(blocks, body)
+            for extension in self._extensions.values():
+                extension.end_blocks(blocks)
             for tracker in self._shared_trackers:
                 tracker.report_pending()
         except RaceError:

@@ -194,6 +194,27 @@ class BlockSharedMemory:
             self._static[key] = res
         return res
 
+    def roots(self) -> list[tuple[str, np.ndarray, int | None]]:
+        """The block's shared allocations made so far, as ``(name, raw array, tracker base or None)``: the dynamic
+        buffer and each static array (``numbakern.sim.hopper`` gives them shared-memory addresses)."""
+        found = []
+        if self._dynamic is not None:
+            found.append(("dynamic shared memory", self._dynamic, 0 if self._wrap is not None else None))
+        for key, value in self._static.items():
+            if isinstance(value, CheckedArray):
+                found.append((value._label.name, value._a, value._label.base))
+            else:
+                found.append((_name_at(key), value, None))
+        return found
+
+    def tracker(self):
+        """The block's shared-memory tracker (checks on and some shared array made), else None."""
+        for value in (*self._static.values(), *self._dynamic_views.values()):
+            found = getattr(value, "_tracker", None)
+            if found is not None:
+                return found
+        return None
+
     def _label(self, key, kind: str, raw: np.ndarray) -> ArrayLabel:
         # the dynamic buffer is one root whatever dtype it is viewed as, so its views share one range
         base = 0 if kind == "dynamic shared" else (1 + self._roots) << SHARED_RANGE_BITS

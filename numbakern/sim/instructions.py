@@ -3,8 +3,8 @@
 installs ``intrinsics.dispatch`` as what a call of an instruction's function runs in Python. ``install`` is
 idempotent; ``numbakern.sim.install`` calls it.
 
-Registration points for instructions modelled elsewhere: the Hopper ones (``numbakern.intrinsics.hopper``) get
-their models from the module that simulates them, the same way.
+The Hopper instructions (``numbakern.intrinsics.hopper``) get theirs when ``numbakern.sim.hopper`` is imported (a
+subpackage built on the simulator's modules, so the entry points import it, beside ``numbakern.sim.install``).
 """
 
 from __future__ import annotations

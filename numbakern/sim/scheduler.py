@@ -40,6 +40,9 @@ BARRIER = "barrier"
 GRID = "grid"
 WARP = "warp"
 SPIN = "spin"
+#: a wait an extension of the engine decides (numbakern.sim.hopper: mbarrier phases, named barriers, wgmma_wait):
+#: ``(EXTERNAL, site, waiter)``, the thread released when ``waiter.ready(thread)`` says so
+EXTERNAL = "external"
 #: while-loop passes between a spinning thread's yields to the scheduler
 SPIN_QUANTUM = 1024
 _FINISHED = object()  # what a worker greenlet switches to the scheduler with when its thread has returned
@@ -141,6 +144,9 @@ class Scheduler:
         self._queue: list[SimThread] | None = None
         self._next = 0
         self._arrived: list[SimThread] = []
+        # called when no thread can run and nothing they wait for completes, before that is reported as a deadlock:
+        # ``on_stuck(blocks) -> threads it released`` (an extension's waits that time out, copies it lets land)
+        self.on_stuck = None
         # the kernel's code, where the line each thread exits at may be needed (a kernel that shuffles: a lane that
         # reads an exited lane is told where that lane exited); None: no thread's frame is kept
         self.exit_code = None
@@ -180,6 +186,12 @@ class Scheduler:
 
     def warp_collective(self, site, kind: str, mask: int, operand):
         self.current.wait = (WARP, site, kind, int(mask) & 0xFFFFFFFF, operand)
+        return self._hub.switch()
+
+    def external_wait(self, site, waiter):
+        """Park the running thread until ``waiter.ready(thread)`` is true (it sets what the call returns in
+        ``thread.resume``); ``waiter.describe()`` says what it waits for in a deadlock's report."""
+        self.current.wait = (EXTERNAL, site, waiter)
         return self._hub.switch()
 
     def spin(self, depth: int = 1):
@@ -331,6 +343,12 @@ class Scheduler:
             waiting = [t for t in alive if t.wait is not None and t.wait[0] is not SPIN]
             if not waiting:
                 continue
+            at_external = [t for t in waiting if t.wait[0] is EXTERNAL]
+            if at_external:
+                done = [t for t in at_external if t.wait[2].ready(t)]
+                if done:
+                    released += done
+                    continue
             at_warp_intrinsic = [t for t in waiting if t.wait[0] is WARP]
             if at_warp_intrinsic:
                 done = self._complete_warp_collectives(at_warp_intrinsic)
@@ -373,7 +391,9 @@ class Scheduler:
             released += self._release_grid_barrier(blocks, at_grid)
         if not released and not spinning:
             stuck = [t for b in blocks for t in b.threads if not t.finished]
-            if stuck:
+            if stuck and self.on_stuck is not None:
+                released = self.on_stuck(blocks)
+            if stuck and not released:
                 raise self._deadlock(blocks, [], None)
         return released
 
@@ -572,6 +592,8 @@ class Scheduler:
         for t in alive:
             if t.wait is not None and t.wait[0] is not SPIN:
                 what = {BARRIER: "syncthreads()", GRID: "the grid barrier", WARP: f"{t.wait[2]}"}.get(t.wait[0])
+                if t.wait[0] is EXTERNAL:
+                    what = t.wait[2].describe()
                 waiting.setdefault((what, t.wait[1]), []).append(t)
         for (what, site), ts in waiting.items():
             parts.append(f"{describe_threads(ts, blocks=several)} wait at {what} at {describe_site(site)}")

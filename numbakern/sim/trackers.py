@@ -42,6 +42,9 @@ class SharedMemoryTracker:
         self.epoch_accesses: dict[int, list] = {}  # TrackedArray reads it directly
         self._pending: dict[int, tuple] = {}  # reads of unwritten elements, this epoch: addr -> what to report
         self._quiet_marks: list[tuple[bytearray, bytes]] = []  # TrackedArray._quiet of the kept arrays
+        # numbakern.sim.hopper's block state once the block uses TMA or wgmma: it sees every plain load and store
+        # (bytes the copy engine wrote are its to check, not this tracker's)
+        self.async_proxy = None
 
     def keep_quiet_marks(self, marks: bytearray) -> None:
         """A TrackedArray's marks of quiet elements (see there), to be unmarked when they stop being quiet."""
@@ -65,6 +68,9 @@ class SharedMemoryTracker:
 
     def read(self, array_, addr: int, idx) -> None:
         thread = self._scheduler.current
+        if self.async_proxy is not None and self.async_proxy.plain_read(thread, addr, array_._a.itemsize,
+                                                                        sys._getframe(2)):
+            return
         seen = self.epoch_accesses.get(addr)
         if seen is None:
             # seen this epoch implies written or already pending: it was either written, or read after this check
@@ -92,18 +98,20 @@ class SharedMemoryTracker:
         seen = self.epoch_accesses.get(addr)
         if seen is None:
             self.epoch_accesses[addr] = [(thread, site_of(sys._getframe(2)), thread.warp.syncs), None, None]
-            return
-        writer, reader, other = seen
-        if writer is None and other is not None:
-            self.forget_quiet()  # the element was quiet: its reads matter again (TrackedArray)
-        if self._race:
-            if writer is not None and writer[0] is not thread and _unordered(writer, thread):
-                self._raise_race(array_, addr, idx, writer, "wrote", thread, "wrote", site_of(sys._getframe(2)))
-            if reader is not None and reader[0] is thread:
-                reader = other
-            if reader is not None and _unordered(reader, thread):
-                self._raise_race(array_, addr, idx, reader, "read", thread, "wrote", site_of(sys._getframe(2)))
-        seen[0] = (thread, site_of(sys._getframe(2)), thread.warp.syncs)
+        else:
+            writer, reader, other = seen
+            if writer is None and other is not None:
+                self.forget_quiet()  # the element was quiet: its reads matter again (TrackedArray)
+            if self._race:
+                if writer is not None and writer[0] is not thread and _unordered(writer, thread):
+                    self._raise_race(array_, addr, idx, writer, "wrote", thread, "wrote", site_of(sys._getframe(2)))
+                if reader is not None and reader[0] is thread:
+                    reader = other
+                if reader is not None and _unordered(reader, thread):
+                    self._raise_race(array_, addr, idx, reader, "read", thread, "wrote", site_of(sys._getframe(2)))
+            seen[0] = (thread, site_of(sys._getframe(2)), thread.warp.syncs)
+        if self.async_proxy is not None:  # (after the race check: it reads the previous store's record)
+            self.async_proxy.plain_write(thread, addr, array_._a.itemsize, sys._getframe(2))
 
     def atomic(self, array_, addr: int, idx) -> None:
         # atomics are exempt from the race check, but an atomic update of a never-written element is still a bug
@@ -119,6 +127,8 @@ class SharedMemoryTracker:
         )
 
     def _raise_race(self, array_, addr, idx, first, first_did, thread, did, site):
+        if self.async_proxy is not None and self.async_proxy.ordered(addr, first, first_did, thread):
+            return  # an mbarrier (or a named barrier) orders the two accesses
         raise RaceError(
             f"in kernel '{self._checks.kernel_name}': {array_._label} element "
             f"{array_._label.element(addr, array_._a.itemsize)}{_as_accessed(array_, idx)} is touched by two "

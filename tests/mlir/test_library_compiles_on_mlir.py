@@ -23,11 +23,19 @@ def compiled() -> dict:
     return offline_compile("library")
 
 
+#: the Hopper matmuls: numba-cuda-mlir types and lowers their instructions (numbakern.mlir_lowering.instructions),
+#: but 0.6 compiles for sm_90, never sm_90a, so its PTX (wgmma, TMA, setmaxnreg) does not assemble
+#: (docs/tensor-cores.md)
+NEEDS_SM_90A = {"matmul_wgmma_bf16", "matmul_wgmma_f16", "matmul_wgmma_f16_out16"}
+
+
 def test_every_library_kernel_compiles_on_numba_cuda_mlir(compiled):
     kernels = compiled["kernels"]
     assert len(kernels) >= LIBRARY_KERNELS
     assert {"matmul_bf16", "matmul_f16", "matmul_3xtf32"} <= set(kernels)
     failed = {name: r["error"][:1500] for name, r in kernels.items() if "error" in r}
+    for name in NEEDS_SM_90A & set(failed):  # (PTX output only: in MLIR they compile)
+        assert "not supported on .target 'sm_90'" in failed.pop(name), name
     assert not failed, failed
 
 
@@ -53,6 +61,8 @@ def test_ptxas_assembles_every_library_kernel_for_sm_90(compiled, tmp_path):
         pytest.skip("no libNVVM here: numba-cuda-mlir stops at MLIR")
     failed = {}
     for name, result in compiled["kernels"].items():
+        if name in NEEDS_SM_90A:  # (no PTX: see above)
+            continue
         p = tmp_path / f"{name}.ptx"
         p.write_text(re.sub(r"^\.version \d+\.\d+", ".version 8.0", result["text"], count=1, flags=re.M))
         r = subprocess.run(["ptxas", "-arch=sm_90", str(p), "-o", str(tmp_path / f"{name}.cubin")],

@@ -31,8 +31,9 @@ def test_committed_files_are_current():
 def test_nvrtc_compiles_committed_file(filename):
     from translate.nvrtc import nvrtc_compile
 
+    arch = load(GENERATED)["files"][filename]["compile"]["arch"]  # sm_90, or sm_90a (wgmma and TMA)
     with open(os.path.join(GENERATED, filename)) as f:
-        result = nvrtc_compile(f.read(), "sm_90", name=filename, resources=False)
+        result = nvrtc_compile(f.read(), arch, name=filename, resources=False)
     assert result.ok, result.log
     assert ".entry" in result.ptx
 
@@ -41,9 +42,11 @@ def test_nvrtc_compiles_committed_file(filename):
 @pytest.mark.parametrize("filename", _registered())
 def test_nvcc_builds_shared_library(filename, tmp_path):
     so = tmp_path / (filename[:-3] + ".so")
-    subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", "-o", str(so),
-                    os.path.join(GENERATED, filename)], check=True, capture_output=True)
     entry = load(GENERATED)["files"][filename]
+    # the file's own target where it needs one (sm_90a for wgmma and TMA), else sm_90
+    arch = [f for f in entry["build"].get("nvcc_flags", []) if f.startswith("-gencode")] or ["-arch=sm_90"]
+    subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", *arch, "-o", str(so),
+                    os.path.join(GENERATED, filename)], check=True, capture_output=True)
     lib = ctypes.CDLL(str(so))
     for launcher in entry["launchers"]:
         assert hasattr(lib, launcher["symbol"])

@@ -20,6 +20,8 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
     if request.options.backend_options:
         raise ValueError(f"the ast backend takes no options, got {', '.join(sorted(request.options.backend_options))}")
     unit = Unit(fastmath=request.fastmath)
+    # tensor-map parameters are __grid_constant__ values in C (translate/codegen/hopper.py), made by the launcher
+    unit.tensor_maps = {p.c for p in request.params if p.tensor_map}
     unit.file_names.reserve(request.c_name, *request.template_params)
     unit.template_params = set(request.template_params)
     consts = dict(request.instantiations[0]) if request.template_params else {}

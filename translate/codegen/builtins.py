@@ -19,12 +19,12 @@ from numba import cuda
 from numba.cuda import stubs, types
 
 from ..cnames import c_name, is_int
-from . import arrays, atomics, calls, intrinsics, mathfuncs, mma, pybuiltins, vectors
+from . import arrays, atomics, calls, hopper, intrinsics, mathfuncs, mma, pybuiltins, vectors
 from .cexpr import PRIMARY, CExpr, Static, TupleVal
 
 #: the modules whose ``BUILTINS`` ({object: handler}) and ``FAMILIES`` ((what, predicate, handler), ...) make the
 #: table, in the order families are tried
-PROVIDERS = (intrinsics, atomics, mathfuncs, mma, pybuiltins, vectors, calls)
+PROVIDERS = (intrinsics, atomics, mathfuncs, mma, hopper, pybuiltins, vectors, calls)
 
 DIM3 = {stubs.threadIdx: "threadIdx", stubs.blockIdx: "blockIdx", stubs.blockDim: "blockDim",
         stubs.gridDim: "gridDim"}
@@ -32,6 +32,7 @@ DIM3 = {stubs.threadIdx: "threadIdx", stubs.blockIdx: "blockIdx", stubs.blockDim
 SUPPORTED_CALLS = ("cuda.grid/gridsize/syncthreads*/shfl_*_sync/ballot_sync/syncwarp/atomic.*, "
                    "cuda.shared.array/cuda.local.array (assigned to a name), math.*, cmath.*, min/max/abs/len, "
                    "complex(), print(), numbakern.vector_io.vload4/vstore4 (as statements), numbakern.mma.*, "
+                   "numbakern.mma.hopper.*, "
                    "int()/float()/bool()/np.float32() etc., @cuda.jit(device=True) and @numba.jit functions")
 
 

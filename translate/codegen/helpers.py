@@ -3,6 +3,7 @@ fixed order (byte-identical output)."""
 
 from __future__ import annotations
 
+from . import hopper as _hopper
 from .mma import DEPENDS as _MMA_DEPENDS
 from .mma import HELPERS as _MMA_HELPERS
 from .vectors import DEPENDS as _VECTOR_DEPENDS
@@ -525,6 +526,7 @@ __device__ __forceinline__ float nk_fast_tanhf(float x) { float y; asm("tanh.app
 }
 
 HELPERS.update(_MMA_HELPERS)  # numbakern.mma's (translate/codegen/mma.py)
+HELPERS.update(dict(_hopper.HELPERS))  # numbakern.mma.hopper's fixed ones (translate/codegen/hopper.py)
 ORDER = tuple(HELPERS)
 _TYPES = ("int64", "uint64", "float64", "float32")
 #: helpers that call other helpers (or stand for a group of them)
@@ -544,7 +546,11 @@ def render(used: set[str]) -> str:
     used = set(used)
     for name in list(used):
         used.update(DEPENDS.get(name, ()))
-    parts = [HELPERS[name] for name in ORDER if name in used and HELPERS[name]]
+        used.update(_hopper.depends(name))
+    fixed = [HELPERS[name] for name in ORDER if name in used and HELPERS[name]]
+    # the wgmma helpers, one per shape and wait width, made when used: after the fixed ones, in name order
+    made = [_hopper.HELPERS[name] for name in sorted(used - set(ORDER)) if name in _hopper.HELPERS]
+    parts = fixed + made
     declared = sorted(n[len(LIBDEVICE):] for n in used if n.startswith(LIBDEVICE))
     if declared:
         parts.append("// the libdevice functions numba-cuda calls\n" +

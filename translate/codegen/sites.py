@@ -25,6 +25,11 @@ class Site:
         self._values: dict = {}
 
     @property
+    def unit(self):
+        """The kernel being translated (its parameters; the tensor maps its launcher makes)."""
+        return self._tr.unit
+
+    @property
     def nargs(self) -> int:
         return len(self._node.args)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ..codegen.helpers import HELPERS
+from ..codegen.hopper import made_helper
 
 #: helpers offered to the model, with the declaration shown in the prompt
 OFFERED = {
@@ -38,5 +39,6 @@ def reserved_names() -> frozenset[str]:
 
 def used_helpers(device_code: str) -> set[str]:
     """The helper keys whose functions ``device_code`` calls."""
-    table = function_to_helper()
-    return {table[name] for name in _DEFINED.findall(device_code) if name in table}
+    table = function_to_helper()  # (and the wgmma helpers, made per shape: no fixed table has them)
+    return {table[name] if name in table else name for name in _DEFINED.findall(device_code)
+            if name in table or made_helper(name)}

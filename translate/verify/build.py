@@ -50,7 +50,10 @@ def nvcc_command(cu: Path, out: Path, arch: str = DEFAULT_ARCH, extra: Iterable[
     nvcc = nvcc_path()
     if not nvcc:
         raise FileNotFoundError("nvcc is not on PATH (needed to build the generated .cu into a shared library)")
-    return [nvcc, *BASE_FLAGS, f"-arch={arch}", *extra, "-o", str(out), str(cu)]
+    extra = list(extra)
+    # a file's own -arch (the manifest's build flags: sm_90a for wgmma and TMA) takes the place of the device's
+    own = [f for f in extra if f.startswith(("-arch=", "-gencode"))]
+    return [nvcc, *BASE_FLAGS, *([] if own else [f"-arch={arch}"]), *extra, "-o", str(out), str(cu)]
 
 
 def build_shared_library(

@@ -34,6 +34,7 @@ import numpy as np
 from numba import cuda
 
 from numbakern.compare import compare
+from numbakern.tensormap import launch_arguments
 
 from . import driver, isolated
 from .build import build_shared_library, nvcc_version, sha256_file
@@ -186,6 +187,8 @@ def numba_run(spec, case, run: str = "a") -> RunResult:
             args.append(a)
     cfg = case.launch
     try:
+        # (the kernel's tensor maps made from these arrays; Hopper's dynamic shared-memory limit raised)
+        args = launch_arguments(spec.kernel, spec.arg_names(), args, cfg.shared_bytes, cuda.to_device)
         spec.kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)
         cuda.synchronize()
         result.outputs = {i: args[i].copy_to_host() for i in spec.outputs}

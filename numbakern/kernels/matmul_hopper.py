@@ -1,0 +1,98 @@
+"""The Hopper matmuls in the registry: ``matmul_wgmma`` (``numbakern/kernels/matmul_wgmma.py``) in its launcher's
+default configuration, for bf16 and f16 inputs with fp32 output (``matmul_wgmma_bf16``, ``matmul_wgmma_f16``) and
+for f16 with f16 output (``matmul_wgmma_f16_out16``).
+
+The kernel takes its three tensor maps as arguments; a case holds placeholders for them, and every launch makes
+them from the arrays it launches with (``numbakern.tensormap.launch_arguments``: the registry, verification, the
+benchmark; the translated C's ``extern "C"`` launcher makes its own with ``cuTensorMapEncodeTiled``). It needs
+more than 48 KiB of dynamic shared memory (the same helper raises the limit on a GPU). bf16 output is not
+registered: the registry compares integer outputs (bf16 is held as uint16 bits) exactly, and a 16-bit rounding of
+an fp32 sum is not reproducible bit for bit by a reference; ``tests/hopper`` checks it in the simulator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..launch import LaunchConfig
+from ..registry import Case, KernelSpec, register
+from .config import sizes
+from .half import random16
+from .matmul import matmul_reference, matmul_work
+from .matmul_tc import _cublas
+from .matmul_wgmma import DEFAULT_CONFIG, matmul_wgmma, wgmma_grid, wgmma_shared_bytes
+
+#: multiprocessors the registered launches assume (an H100's and H200's): the kernel is persistent, each block
+#: walks output tiles, so any count computes the same
+MULTIPROCESSORS = 132
+#: sizes for the simulator: k and w multiples of 8 (the tensor maps' 16-byte rows); h and w not multiples of the
+#: 128×256 tile, k not of the 64-deep stage; and a single row
+TEST_SIZES = ({"h": 70, "k": 72, "w": 264}, {"h": 1, "k": 8, "w": 8})
+#: what a case holds in place of each tensor map (16 uint64): every launch makes the map from the arrays
+PLACEHOLDER = np.full(16, 0x4E4B504C41434548, np.uint64)  # "NKPLACEH"
+
+
+def _signature(f16: bool, out16: bool) -> str:
+    t = "float16" if f16 else "uint16"
+    out = t if out16 else "float32"
+    return f"void({t}[:, ::1], {t}[:, ::1], {out}[:, ::1], uint64[::1], uint64[::1], uint64[::1])"
+
+
+def _launch(config: dict, h: int, w: int) -> LaunchConfig:
+    grid = wgmma_grid(h, w, config["bn"], config["consumers"], MULTIPROCESSORS)
+    shared = wgmma_shared_bytes(config["bn"], config["stages"], config["consumers"], config.get("tma_store", False))
+    return LaunchConfig((grid,), (128 * (config["consumers"] + 1),), shared)
+
+
+def _case_maker(f16: bool, out16: bool, config: dict):
+    def make_case(size, rng, dist="uniform"):
+        h, k, w = size["h"], size["k"], size["w"]
+        a = random16(rng, (h, k), dist, f16)
+        b = random16(rng, (k, w), dist, f16)
+        out = np.zeros((h, w), np.float16 if out16 else np.float32)
+        maps = [PLACEHOLDER.copy() for _ in range(3)]
+        return Case((a, b, out, *maps), _launch(config, h, w), dict(size))
+
+    return make_case
+
+
+_reference, _error_scale = matmul_reference()
+
+
+def _reference6(a, b, out, *maps):
+    expected = _reference(a, b, out)
+    if out.dtype == np.float16:  # the f16 output: past its range the product is an infinity
+        with np.errstate(over="ignore"):
+            expected[2] = expected[2].astype(np.float16).astype(np.float64)
+    return expected
+
+
+for _f16, _out16 in ((False, False), (True, False), (True, True)):
+    _fmt = "f16" if _f16 else "bf16"
+    _config = {**DEFAULT_CONFIG, "f16": _f16, **({"out16": True} if _out16 else {})}
+    register(KernelSpec(
+        name=f"matmul_wgmma_{_fmt}{'_out16' if _out16 else ''}",
+        family="matmul",
+        kernel=matmul_wgmma(**_config),
+        signatures=(_signature(_f16, _out16),),
+        make_case=_case_maker(_f16, _out16, _config),
+        reference=_reference6,
+        error_scale=_error_scale,
+        outputs=(2,),
+        test_sizes=TEST_SIZES,
+        # k and w multiples of 8 (the tensor maps' 16-byte rows), none a multiple of the tiles
+        verify_sizes=sizes("h k w", (1, 8, 8), (37, 72, 40), (127, 136, 264), (256, 256, 256), (7, 1024, 8),
+                           (509, 264, 384)),
+        bench_sizes=sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120)),
+        # fp32 accumulation of exact 16-bit products (as matmul_bf16's); with f16 output its rounding on top
+        rtol=2.0**-10 if _out16 else 1e-5,
+        constants=dict(_config),
+        size_multiples={"k": 8, "w": 8},
+        work=matmul_work(2),
+        baseline=_cublas,
+        description=f"{_fmt} inputs, fp32 accumulation, {'f16' if _out16 else 'fp32'} output on Hopper: a "
+                    "persistent warp-specialised kernel, TMA loads into a 4-stage ring guarded by mbarriers, wgmma "
+                    "m64n256k16 from shared memory, a TMA-store epilogue",
+    ))
+
+__all__ = ["MULTIPROCESSORS", "TEST_SIZES"]
