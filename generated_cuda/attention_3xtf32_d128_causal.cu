@@ -285,7 +285,7 @@ __global__ void __launch_bounds__(64) attention_3xtf32_d128_causal(
         }
         // S = Q K^T. ldmatrix without .trans: lanes 0-7 name keys 16 sj + 0..7 at chunk 2 ks (b0 of the
         // first n8 tile), lanes 8-15 the same keys at chunk 2 ks + 1 (its b1), lanes 16-31 keys
-        bool masked = kb0 + bn > lk || causal && kb0 + bn - 1 > q0 + warp * 16;
+        bool masked = kb0 + bn > lk || kb0 + bn - 1 > q0 + warp * 16;
         online_softmax(s, s_regs, o, o_regs, m, 2, l, 2, scale_log2, masked, (bool)causal, lk - kb0 - t4 * 2, q0 + warp * 16 + g + 1 - kb0 - t4 * 2, kk_n, (int64_t)d / 8);
         // k-step kk: index t4 stands for key 8 kk + 2 t4 and t4 + 4 for key 8 kk + 2 t4 + 1, so P's A
         // fragment is the score tile's c0, c2, c1, c3 as they are; split once, in A order

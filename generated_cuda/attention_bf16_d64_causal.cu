@@ -277,7 +277,7 @@ __global__ void __launch_bounds__(256, 2) attention_bf16_d64_causal(
                 nk_mma_m16n8k16_bf16(&s[sj * 8 + 4], &qf[qa], &kf[2], &s[sj * 8 + 4]);
             }
         }
-        bool masked = kb0 + bn > lk || causal && kb0 + bn - 1 > q0 + warp * 16;
+        bool masked = kb0 + bn > lk || kb0 + bn - 1 > q0 + warp * 16;
         online_softmax(s, s_regs, o, o_regs, m, 2, l, 2, scale_log2, masked, (bool)causal, lk - kb0 - t4 * 2, q0 + warp * 16 + g + 1 - kb0 - t4 * 2, kk_n, (int64_t)d / 8);
         // fragment is the score tile's c0, c2, c1, c3 as they are; split once, in A order
         // two n8 score tiles are one k16 A fragment: a0 = c0, c1 and a1 = c2, c3 of the first, a2, a3 the

@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(64, 5) attention_d128(
                 }
             }
         }
-        if (!kv_split && t + 1 < nkb) {  // K of the next block, once everyone is done with V
+        if (t + 1 < nkb) {  // K of the next block, once everyone is done with V
             __syncthreads();
             #pragma unroll
             for (int64_t i = 0; i < kv_copies; i++) {

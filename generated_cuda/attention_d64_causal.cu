@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(128, 4) attention_d64_causal(
             }
         }
         // online softmax: the new row maxima, the old partial results rescaled, probabilities into p_s
-        bool masked = kb0 + bn > lk || causal && kb0 + bn - 1 > q0 + (int64_t)warp * 16;
+        bool masked = kb0 + bn > lk || kb0 + bn - 1 > q0 + (int64_t)warp * 16;
         #pragma unroll
         for (int64_t rr = 0; rr < 4; rr++) {
             row = q0 + (int64_t)warp * 16 + ly + 4 * rr;
@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(128, 4) attention_d64_causal(
                 float x = s[qq * 4 + rr] * scale;
                 if (masked) {
                     int64_t key = kb0 + lx + 8 * qq;
-                    if (key >= lk || causal && key > row) {
+                    if (key >= lk || key > row) {
                         x = (float)MASKED;
                     }
                 }

@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(256) inclusive_scan(
     #pragma unroll
     for (int64_t k = 0; k < rounds; k++) {
         i = base + (k * nt + tid) * width;
-        if (vec && i + width <= n) {
+        if (i + width <= n) {
             {
                 const float4 nk_v = *reinterpret_cast<const float4 *>(&x[(uint32_t)i]);
                 vals[k * width] = nk_v.x; vals[k * width + 1] = nk_v.y; vals[k * width + 2] = nk_v.z; vals[k * width + 3] = nk_v.w;
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(256) inclusive_scan(
         for (int64_t q = 0; q < width; q++) {
             vals[k * width + q] += add;
         }
-        if (vec && i + width <= n) {
+        if (i + width <= n) {
             *reinterpret_cast<float4 *>(&out[(uint32_t)i]) = make_float4(vals[k * width], vals[k * width + 1], vals[k * width + 2], vals[k * width + 3]);
         } else {
             #pragma unroll

@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(256) layer_norm(
     float br[width];
     uint32_t r = (uint32_t)row;
     int64_t t = body + lane;  // the row's last cols % 4 elements, one each for the first lanes of the group
-    bool has_tail = vec && live && t < cols;
+    bool has_tail = live && t < cols;
     // 1. load the cached groups (every load issued before any is used) and sum x (or x * x)
     float s = 0.0f;
     float tail = 0.0f;

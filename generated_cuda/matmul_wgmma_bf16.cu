@@ -232,7 +232,7 @@ __global__ void __launch_bounds__(384, 1) matmul_wgmma_bf16(
         int64_t row_in = t / 32 * 16 + t % 32 / 4;
         int64_t col_in = t % 4 * 2;
         float acc[nacc];
-        bool arriver = !warp_arrive || t % 32 == 0;
+        bool arriver = !warp_arrive;
         it = 0;
         for (int64_t tile = (int64_t)blockIdx.x; tile < ntiles; tile += (int64_t)gridDim.x) {
             grouped_tile(tile, band, group, num_m, &tm, &tn);
@@ -260,7 +260,7 @@ __global__ void __launch_bounds__(384, 1) matmul_wgmma_bf16(
                 }
                 it += 1;
             }
-            if (inflight == 1 && ktiles > 0) {
+            if (ktiles > 0) {
                 nk_wgmma_wait_128<0>(acc);
                 if (arriver) {
                     nk_mbarrier_arrive(&bars[stages + nk_floormod((int64_t)((uint64_t)(it + stages) - (uint64_t)(1)), (int64_t)stages)]);
@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(384, 1) matmul_wgmma_bf16(
                 }
             }
         }
-        if (tma_store && t == 0) {
+        if (t == 0) {
             nk_bulk_wait_read<0>();  // the last copies have read their staging before the block's shared memory goes
         }
     }

@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(256) reduce_max_short_rows(
     __shared__ uint32_t ticket[1];
     // 1. this thread's share of the row: elements c .. c + width - 1 for c = first, first + stride, ...
     float seed = 0.0f;
-    if (is_max && live) {
+    if (live) {
         seed = x[r * x_shape1];  // an element of the row: the identity of max without -inf
     }
     #pragma unroll
@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(256) reduce_max_short_rows(
             c += stride;
         }
         int64_t t = body + (int64_t)part * group + lane;  // the last cols % 4 elements: one each for the row's first threads
-        if (vec && t < cols) {
+        if (t < cols) {
             acc[0] = combine(acc[0], x[r * x_shape1 + (uint32_t)t], (bool)is_max);
         }
     }

@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(256) reduce_sum_short_rows(
             c += stride;
         }
         int64_t t = body + (int64_t)part * group + lane;  // the last cols % 4 elements: one each for the row's first threads
-        if (vec && t < cols) {
+        if (t < cols) {
             acc[0] = combine(acc[0], x[r * x_shape1 + (uint32_t)t], (bool)is_max);
         }
     }

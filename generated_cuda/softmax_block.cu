@@ -237,7 +237,7 @@ __global__ void __launch_bounds__(256) softmax_block(
         }
         t = body + lane;  // the row's last cols % 4 elements, one each for the first lanes
         float tail = 0.0f;
-        if (vec && t < cols) {
+        if (t < cols) {
             tail = x[r * x_shape1 + (uint32_t)t];
             m = nan_max(m, tail);
         }
@@ -254,7 +254,7 @@ __global__ void __launch_bounds__(256) softmax_block(
                 }
             }
         }
-        if (vec && t < cols) {
+        if (t < cols) {
             s += expf(tail - m);
         }
         mc = m;  // the cached exps are relative to it
@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(256) softmax_block(
         }
     }
     t = body + lane;
-    if (vec && t < cols) {
+    if (t < cols) {
         out[r * out_shape1 + (uint32_t)t] = expf(x[r * x_shape1 + (uint32_t)t] - big) * inv;
     }
     c = cache * span + lane * width;

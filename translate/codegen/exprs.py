@@ -251,6 +251,9 @@ class ExprMixin:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             a = self.const_value(node.operand)
             return None if a is None else -a
+        if isinstance(node, ast.Attribute) and node.attr == "ndim" and isinstance(node.value, ast.Name) and \
+                node.value.id in self.arrays:  # an array's rank is part of its type: numba folds `x.ndim == 2`
+            return self.arrays[node.value.id].ndim
         if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and _dotted(node.func):
             f = self.value(node.func)  # int(c), u32(c), np.int64(c)
             obj = getattr(f, "obj", None)
@@ -595,12 +598,17 @@ class ExprMixin:
     def _live_operands(self, node):
         """The operands of an ``and``/``or`` that numba compiles: after an operand that is a compile-time constant
         deciding the result in every instantiation (False in `and`, True in `or`) nothing is evaluated, and numba
-        prunes it."""
+        prunes it; a constant that decides nothing (True in `and`, False in `or`) numba folds away, leaving no
+        operation to type (the last operand stays: the value when every other is such a constant)."""
         deciding = isinstance(node.op, ast.Or)
+        live = []
         for i, v in enumerate(node.values):
-            if self.static_truth(v) == deciding:
-                return node.values[:i + 1]
-        return node.values
+            truth = self.static_truth(v)
+            if truth == deciding:
+                return [*live, v]
+            if truth is None or i == len(node.values) - 1:
+                live.append(v)
+        return live
 
     def v_IfExp(self, node):
         known = self.static_truth(node.test)
