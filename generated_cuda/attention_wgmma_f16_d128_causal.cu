@@ -125,7 +125,8 @@ __device__ __forceinline__ void nk_named_barrier_arrive(unsigned id, unsigned co
 #include <cudaTypedefs.h>
 // cuTensorMapEncodeTiled (reached through the runtime's driver entry point: no -lcuda): the tensor map of
 // `batches` row-major rows x cols matrices at device address `data` (rows row_bytes apart, matrices batch_bytes
-// apart), boxes of box_rows x box_cols of one matrix, elements past the edges read as zeros
+// apart; batches 0: one matrix, a 2-D map), boxes of box_rows x box_cols of one matrix, elements past the edges
+// read as zeros. The map's rank is the instruction's (tma_load_2d or _3d): a 3-D array has a 3-D map, even of one
 static cudaError_t nk_encode_tensor_map(nk_tensor_map *map, const void *data, long long batches, long long rows,
                                         long long cols, long long batch_bytes, long long row_bytes, unsigned box_rows,
                                         unsigned box_cols, unsigned element_bytes, unsigned swizzle) {
@@ -142,10 +143,10 @@ static cudaError_t nk_encode_tensor_map(nk_tensor_map *map, const void *data, lo
     const CUtensorMapSwizzle sw = swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
         : swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
         : CU_TENSOR_MAP_SWIZZLE_NONE;
-    const cuuint64_t dims[3] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)batches},
+    const cuuint64_t dims[3] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)(batches > 0 ? batches : 1)},
                      strides[2] = {(cuuint64_t)row_bytes, (cuuint64_t)batch_bytes};
     const cuuint32_t box[3] = {box_cols, box_rows, 1}, steps[3] = {1, 1, 1};
-    const cuuint32_t rank = batches > 1 ? 3 : 2;  // one matrix: the 2-D map
+    const cuuint32_t rank = batches > 0 ? 3 : 2;
     const CUresult r = encode(reinterpret_cast<CUtensorMap *>(map), type, rank, const_cast<void *>(data), dims,
                               strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
