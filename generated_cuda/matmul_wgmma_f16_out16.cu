@@ -107,12 +107,13 @@ __device__ __forceinline__ void nk_wgmma_commit() { asm volatile("wgmma.commit_g
 
 #ifndef __CUDACC_RTC__
 #include <cudaTypedefs.h>
-// cuTensorMapEncodeTiled (reached through the runtime's driver entry point: no -lcuda): the tensor map of a
-// row-major rows x cols matrix at device address `data` (rows row_bytes apart), boxes of box_rows x box_cols,
-// elements past the edges read as zeros
-static cudaError_t nk_encode_tensor_map(nk_tensor_map *map, const void *data, long long rows, long long cols,
-                                        long long row_bytes, unsigned box_rows, unsigned box_cols,
-                                        unsigned element_bytes, unsigned swizzle) {
+// cuTensorMapEncodeTiled (reached through the runtime's driver entry point: no -lcuda): the tensor map of
+// `batches` row-major rows x cols matrices at device address `data` (rows row_bytes apart, matrices batch_bytes
+// apart; batches 0: one matrix, a 2-D map), boxes of box_rows x box_cols of one matrix, elements past the edges
+// read as zeros. The map's rank is the instruction's (tma_load_2d or _3d): a 3-D array has a 3-D map, even of one
+static cudaError_t nk_encode_tensor_map(nk_tensor_map *map, const void *data, long long batches, long long rows,
+                                        long long cols, long long batch_bytes, long long row_bytes, unsigned box_rows,
+                                        unsigned box_cols, unsigned element_bytes, unsigned swizzle) {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
     if (encode == nullptr) {
         cudaDriverEntryPointQueryResult found;
@@ -126,11 +127,13 @@ static cudaError_t nk_encode_tensor_map(nk_tensor_map *map, const void *data, lo
     const CUtensorMapSwizzle sw = swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
         : swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
         : CU_TENSOR_MAP_SWIZZLE_NONE;
-    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)row_bytes};
-    const cuuint32_t box[2] = {box_cols, box_rows}, steps[2] = {1, 1};
-    const CUresult r = encode(reinterpret_cast<CUtensorMap *>(map), type, 2, const_cast<void *>(data), dims, strides,
-                              box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const cuuint64_t dims[3] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)(batches > 0 ? batches : 1)},
+                     strides[2] = {(cuuint64_t)row_bytes, (cuuint64_t)batch_bytes};
+    const cuuint32_t box[3] = {box_cols, box_rows, 1}, steps[3] = {1, 1, 1};
+    const cuuint32_t rank = batches > 0 ? 3 : 2;
+    const CUresult r = encode(reinterpret_cast<CUtensorMap *>(map), type, rank, const_cast<void *>(data), dims,
+                              strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 #endif
@@ -334,13 +337,13 @@ extern "C" cudaError_t launch_matmul_wgmma_f16_out16_bn256_inflight1_out161_stag
         if (err != cudaSuccess) return err;
     }
     nk_tensor_map tmap_a_map;  // (tmap_a's contents are not read: its map is made here)
-    { cudaError_t err = nk_encode_tensor_map(&tmap_a_map, a, a_shape0, a_shape1, a_shape1 * sizeof(__half), 128, 64, sizeof(__half), 128);
+    { cudaError_t err = nk_encode_tensor_map(&tmap_a_map, a, 0, a_shape0, a_shape1, 0, a_shape1 * sizeof(__half), 128, 64, sizeof(__half), 128);
       if (err != cudaSuccess) return err; }
     nk_tensor_map tmap_b_map;  // (tmap_b's contents are not read: its map is made here)
-    { cudaError_t err = nk_encode_tensor_map(&tmap_b_map, b, b_shape0, b_shape1, b_shape1 * sizeof(__half), 64, 64, sizeof(__half), 128);
+    { cudaError_t err = nk_encode_tensor_map(&tmap_b_map, b, 0, b_shape0, b_shape1, 0, b_shape1 * sizeof(__half), 64, 64, sizeof(__half), 128);
       if (err != cudaSuccess) return err; }
     nk_tensor_map tmap_out_map;  // (tmap_out's contents are not read: its map is made here)
-    { cudaError_t err = nk_encode_tensor_map(&tmap_out_map, out, out_shape0, out_shape1, out_shape1 * sizeof(__half), 64, 64, sizeof(__half), 128);
+    { cudaError_t err = nk_encode_tensor_map(&tmap_out_map, out, 0, out_shape0, out_shape1, 0, out_shape1 * sizeof(__half), 64, 64, sizeof(__half), 128);
       if (err != cudaSuccess) return err; }
     matmul_wgmma_f16_out16<256, 1, 1, 4, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
         a, a_shape0, a_shape1, b, b_shape0, b_shape1, out, out_shape0, out_shape1, tmap_a_map, tmap_b_map, tmap_out_map);

@@ -223,6 +223,7 @@ KERNEL_MODULES = (
     "numbakern.kernels.attention_tc",
     "numbakern.kernels.attention_3xtf32",
     "numbakern.kernels.matmul_hopper",
+    "numbakern.kernels.attention_hopper",
 )
 
 

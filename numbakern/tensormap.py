@@ -186,14 +186,20 @@ def tensor_map_2d(address: int, rows: int, cols: int, row_bytes: int, box_rows: 
 
 
 def tensor_map_of(array, box_rows: int, box_cols: int, swizzle: int = 128) -> np.ndarray:
-    """``tensor_map_2d`` of a 2-D array (a device array, a torch or CuPy CUDA tensor; in the simulator also a numpy
-    array the kernel is launched with): its shape, row stride and element size."""
+    """The tensor map of a 2-D array (a device array, a torch or CuPy CUDA tensor; in the simulator also a numpy
+    array the kernel is launched with) in boxes of ``box_rows``×``box_cols``: its shape, strides and element size.
+    A 3-D array is a batch of such matrices: its map is 3-D with boxes one matrix deep, so that a box's rows past
+    one matrix's end read as zeros instead of the next matrix's first rows (``tma_load_3d``'s third coordinate
+    picks the matrix)."""
     shape = tuple(int(s) for s in array.shape)
-    if len(shape) != 2:
-        raise ValueError(f"tensor_map_of: the array must be 2-D, got shape {shape}")
-    itemsize, row_bytes = _itemsize_and_row_stride(array)
-    return tensor_map_2d(device_address(array), shape[0], shape[1], row_bytes, box_rows, box_cols, itemsize,
-                         swizzle)
+    if len(shape) not in (2, 3):
+        raise ValueError(f"tensor_map_of: the array must be 2-D (or 3-D, a batch of matrices), got shape {shape}")
+    itemsize, strides = _itemsize_and_strides(array)
+    if strides[-1] != itemsize:
+        raise ValueError(f"tensor_map_of: the array's rows must be contiguous, got strides {strides} (bytes) for "
+                         f"{itemsize}-byte elements")
+    return tensor_map(device_address(array), shape[::-1], strides[-2::-1], (box_cols, box_rows, 1)[:len(shape)],
+                      itemsize, swizzle)
 
 
 def device_address(array) -> int:
@@ -209,14 +215,18 @@ def device_address(array) -> int:
                     f"{type(array).__module__}.{type(array).__qualname__}")
 
 
-def _itemsize_and_row_stride(array) -> tuple[int, int]:
+def _itemsize_and_strides(array) -> tuple[int, tuple[int, ...]]:
+    """An array's element size and byte strides, outermost first."""
     cai = getattr(array, "__cuda_array_interface__", None)
     if cai is not None:
         itemsize = np.dtype(cai["typestr"]).itemsize
+        shape = tuple(int(x) for x in cai["shape"])
         strides = cai.get("strides")
-        return itemsize, int(strides[0]) if strides else int(cai["shape"][1]) * itemsize
+        if strides is None:  # C-contiguous
+            strides = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * itemsize for i in range(len(shape)))
+        return itemsize, tuple(int(x) for x in strides)
     host = getattr(array, "_ary", array)
-    return int(host.itemsize), int(host.strides[0])
+    return int(host.itemsize), tuple(int(x) for x in host.strides)
 
 
 def _encode_tiled(address, dims, strides, box, element_bytes, swizzle) -> np.ndarray:
@@ -253,9 +263,10 @@ DEFAULT_SHARED_LIMIT = 48 * 1024
 
 @dataclass(frozen=True)
 class TensorMapParam:
-    """A kernel parameter that is the tensor map of another (2-D array) parameter, ``source``, in boxes of
-    ``box_rows``×``box_cols`` with a ``swizzle``-byte swizzle: what a launcher makes from that array's device
-    pointer (``launch_arguments`` for Numba, the ``extern "C"`` launcher of its translation)."""
+    """A kernel parameter that is the tensor map of another parameter, ``source`` (a 2-D array, or a 3-D batch of
+    matrices: ``tensor_map_of``), in boxes of ``box_rows``×``box_cols`` with a ``swizzle``-byte swizzle: what a
+    launcher makes from that array's device pointer (``launch_arguments`` for Numba, the ``extern "C"`` launcher
+    of its translation)."""
 
     source: str
     box_rows: int

@@ -88,9 +88,9 @@ def _with_tensor_maps(params: list[ParamSpec], kernel, src: SourceInfo, fn) -> l
         if found is not None:
             source = by_name.get(found.source)
             if p.kind != "array" or p.ndim != 1 or p.dtype != "uint64" or source is None or source.kind != "array" \
-                    or source.ndim != 2:
+                    or source.ndim not in (2, 3):
                 raise src.error(fn, f"the kernel declares '{p.name}' the tensor map of '{found.source}': it must be a "
-                                "uint64[::1] array of 16 words and '{found.source}' a 2-D array argument")
+                                f"uint64[::1] array of 16 words and '{found.source}' a 2-D or 3-D array argument")
             p = dataclasses.replace(p, tensor_map=(found.source, found.box_rows, found.box_cols, found.swizzle))
         out.append(p)
     return out

@@ -414,7 +414,7 @@ def score_magnitude(q, k, scale) -> np.ndarray:
 
 
 def _fp32_scale(causal):
-    def error_scale(q, k, v, out, scale):
+    def error_scale(q, k, v, out, scale, *extra):
         # An output is a convex combination of v's rows: its rounding error is relative to sum_j p_ij |v_jd|, and an
         # error e in a score changes exp(score) by about e, where e is relative to the score's dot product: the
         # row's largest such magnitude, plus one for the products and sums of p @ v.
@@ -424,10 +424,13 @@ def _fp32_scale(causal):
     return error_scale
 
 
-def attention_case(d: int, causal: bool, configure, f16: bool | None = None):
+def attention_case(d: int, causal: bool, configure, f16: bool | None = None, launch=None, extra_args=()):
     """A spec's ``make_case`` for ``configure(d, causal)``'s kernel: random ``q``, ``k``, ``v`` (float32, or with
-    ``f16`` given 16-bit, ``half.to16``), ``out`` poisoned with NaN, scale 1/sqrt(d). ``large`` q and k are scaled
-    back: scores of 1e8 would make every row one-hot."""
+    ``f16`` given 16-bit, ``half.to16``), ``out`` poisoned with NaN, scale 1/sqrt(d), then copies of
+    ``extra_args`` (a Hopper kernel's tensor-map placeholders); launched by ``launch(config, bh, lq)`` (default
+    ``attention_launch``). ``large`` q and k are scaled back: scores of 1e8 would make every row one-hot."""
+    launch = launch or attention_launch
+
     def make_case(size, rng, dist="uniform"):
         bh, lq, lk = size["bh"], size["lq"], size["lk"]
         qkv = [random_array(rng, (bh, n, d), np.float32, dist) for n in (lq, lk, lk)]
@@ -436,8 +439,9 @@ def attention_case(d: int, causal: bool, configure, f16: bool | None = None):
         if f16 is not None:
             qkv = [to16(x, f16) for x in qkv]
         out = np.full((bh, lq, d), np.nan, dtype=np.float32)
-        cfg = attention_launch(configure(d, causal), bh, lq)
-        return Case((*qkv, out, np.float32(1.0 / math.sqrt(d))), cfg, dict(size))
+        cfg = launch(configure(d, causal), bh, lq)
+        extra = [np.copy(a) for a in extra_args]
+        return Case((*qkv, out, np.float32(1.0 / math.sqrt(d)), *extra), cfg, dict(size))
 
     return make_case
 
@@ -459,7 +463,7 @@ def _work(d: int, causal: bool, in_bytes: int = 4):
 def sdpa_baseline(causal: bool):
     """The benchmark's baseline: torch's ``F.scaled_dot_product_attention`` as it dispatches by default, on the same
     values (bf16 data travels as uint16 bit patterns; 16-bit output for 16-bit inputs, as torch gives)."""
-    def baseline(q, k, v, out, scale):
+    def baseline(q, k, v, out, scale, *extra):
         import torch
         import torch.nn.functional as F
 
@@ -481,17 +485,20 @@ BENCH_SIZES = sizes("bh lq lk", (64, 1024, 1024), (64, 4096, 4096), (16, 8192, 8
 
 
 def register_attention(name: str, kernel, config: dict, configure, description: str, f16: bool | None = None,
-                       **spec) -> None:
+                       launch=None, extra_args=(), **spec) -> None:
     """An attention kernel into the registry, for ``config``'s head dim and mask: its cases, reference, work and
-    baseline; fp32 inputs (or 16-bit with ``f16`` given) with the fp32 error scale unless ``spec`` says otherwise."""
+    baseline; fp32 inputs (or 16-bit with ``f16`` given) with the fp32 error scale unless ``spec`` says otherwise.
+    ``launch`` and ``extra_args``: as ``attention_case`` takes them (arguments after ``scale``, such as tensor maps,
+    are the kernel's own: the reference and the baseline do not read them)."""
     d, causal = config["d"], config["causal"]
 
-    def expected(q, k, v, out, scale):
+    def expected(q, k, v, out, scale, *extra):
         return {3: reference(q, k, v, scale, causal)}
 
     defaults = dict(signatures=SIGNATURE, test_sizes=TEST_SIZES, error_scale=_fp32_scale(causal), rtol=2e-5)
     register(KernelSpec(
-        name=name, family="attention", kernel=kernel, make_case=attention_case(d, causal, configure, f16),
+        name=name, family="attention", kernel=kernel,
+        make_case=attention_case(d, causal, configure, f16, launch, extra_args),
         reference=expected, outputs=(3,), verify_sizes=VERIFY_SIZES, bench_sizes=BENCH_SIZES, constants=config,
         work=_work(d, causal, 4 if f16 is None else 2), baseline=sdpa_baseline(causal),
         description=description, **{**defaults, **spec}))

@@ -356,7 +356,7 @@ def error_bound(q, k, v, scale, causal, f16) -> np.ndarray:
 
 
 def _bound(f16, causal):
-    def error_scale(q, k, v, out, scale):
+    def error_scale(q, k, v, out, scale, *extra):
         # the spec's rtol is 1: the scale is the whole bound (error_bound says where each term comes from)
         return {3: error_bound(q, k, v, scale, causal, f16)}
 

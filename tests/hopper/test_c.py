@@ -92,7 +92,7 @@ def test_registered_wgmma_matmuls_translate_with_launchers_that_make_their_tenso
     assert "const __grid_constant__ nk_tensor_map tmap_a," in code
     assert "nk_tma_load_2d(&smem[so], &tmap_a, (int)(kt * BK), (int)(tm * bm), &bars[s]);" in code
     assert "cudaFuncSetAttribute(" in code and "cudaFuncAttributeMaxDynamicSharedMemorySize" in code
-    assert "nk_encode_tensor_map(&tmap_a_map, a, a_shape0, a_shape1, a_shape1 * sizeof(" in code
+    assert "nk_encode_tensor_map(&tmap_a_map, a, 0, a_shape0, a_shape1, 0, a_shape1 * sizeof(" in code
     assert "tmap_a_map, tmap_b_map, tmap_out_map);" in code
     entry = json.loads((tmp_path / "manifest.json").read_text())["files"][f"{name}.cu"]
     params = {p["name"]: p for p in entry["launchers"][0]["params"]}

@@ -120,12 +120,13 @@ __device__ __forceinline__ void nk_named_barrier_arrive(unsigned id, unsigned co
 ENCODE = """\
 #ifndef __CUDACC_RTC__
 #include <cudaTypedefs.h>
-// cuTensorMapEncodeTiled (reached through the runtime's driver entry point: no -lcuda): the tensor map of a
-// row-major rows x cols matrix at device address `data` (rows row_bytes apart), boxes of box_rows x box_cols,
-// elements past the edges read as zeros
-static cudaError_t nk_encode_tensor_map(nk_tensor_map *map, const void *data, long long rows, long long cols,
-                                        long long row_bytes, unsigned box_rows, unsigned box_cols,
-                                        unsigned element_bytes, unsigned swizzle) {
+// cuTensorMapEncodeTiled (reached through the runtime's driver entry point: no -lcuda): the tensor map of
+// `batches` row-major rows x cols matrices at device address `data` (rows row_bytes apart, matrices batch_bytes
+// apart; batches 0: one matrix, a 2-D map), boxes of box_rows x box_cols of one matrix, elements past the edges
+// read as zeros. The map's rank is the instruction's (tma_load_2d or _3d): a 3-D array has a 3-D map, even of one
+static cudaError_t nk_encode_tensor_map(nk_tensor_map *map, const void *data, long long batches, long long rows,
+                                        long long cols, long long batch_bytes, long long row_bytes, unsigned box_rows,
+                                        unsigned box_cols, unsigned element_bytes, unsigned swizzle) {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
     if (encode == nullptr) {
         cudaDriverEntryPointQueryResult found;
@@ -139,11 +140,13 @@ static cudaError_t nk_encode_tensor_map(nk_tensor_map *map, const void *data, lo
     const CUtensorMapSwizzle sw = swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
         : swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
         : CU_TENSOR_MAP_SWIZZLE_NONE;
-    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)row_bytes};
-    const cuuint32_t box[2] = {box_cols, box_rows}, steps[2] = {1, 1};
-    const CUresult r = encode(reinterpret_cast<CUtensorMap *>(map), type, 2, const_cast<void *>(data), dims, strides,
-                              box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const cuuint64_t dims[3] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)(batches > 0 ? batches : 1)},
+                     strides[2] = {(cuuint64_t)row_bytes, (cuuint64_t)batch_bytes};
+    const cuuint32_t box[3] = {box_cols, box_rows, 1}, steps[3] = {1, 1, 1};
+    const cuuint32_t rank = batches > 0 ? 3 : 2;
+    const CUresult r = encode(reinterpret_cast<CUtensorMap *>(map), type, rank, const_cast<void *>(data), dims,
+                              strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 #endif
@@ -420,11 +423,15 @@ def launcher_lines(request, device, kernel: str) -> list[str]:
 
         element = f"sizeof({source.ctype or c_name(source.dtype)})"
         extents = source.extent_names()
-        row_bytes = (f"{source.stride_names()[0]} * {element}" if source.strided
-                     else f"{extents[1]} * {element}")
+        # the byte strides of the matrices and their rows (a 2-D source is a batch of one)
+        if source.strided:
+            strides = [f"{s} * {element}" for s in source.stride_names()[:-1]]
+        else:
+            strides = [f"{' * '.join(extents[i + 1:])} * {element}" for i in range(len(extents) - 1)]
+        batches, batch_bytes = (extents[0], strides[0]) if len(extents) == 3 else ("0", "0")
         lines += [f"    nk_tensor_map {p.c}_map;  // ({p.c}'s contents are not read: its map is made here)",
-                  f"    {{ cudaError_t err = nk_encode_tensor_map(&{p.c}_map, {source.c}, {extents[0]}, {extents[1]}, "
-                  f"{row_bytes}, {rows}, {cols}, {element}, {swizzle});",
+                  f"    {{ cudaError_t err = nk_encode_tensor_map(&{p.c}_map, {source.c}, {batches}, "
+                  f"{', '.join(extents[-2:])}, {batch_bytes}, {strides[-1]}, {rows}, {cols}, {element}, {swizzle});",
                   "      if (err != cudaSuccess) return err; }"]
     return lines
 

@@ -1,0 +1,308 @@
+"""Attention forward on Hopper's warpgroup MMA, FlashAttention-3 style: ``out = softmax(scale * q @ k^T [+ causal
+mask]) @ v`` for bf16 or f16 ``q``, ``k``, ``v`` (batch*heads, seq, d), fp32 accumulation and softmax, fp32 output,
+on compute capability 9.0 (``wgmma``, TMA and mbarriers from ``numbakern.mma.hopper``; the simulator runs it with
+the pipeline's checkers). ``numbakern.kernels.attention_hopper`` registers it; its launches make the tensor maps.
+
+One block computes ``64 * consumers`` query rows of one (batch, head), warp-specialised:
+
+- **warpgroup 0, the producer**: one thread copies the block's Q tile once, then K and V of each key block into a
+  ring of ``stages`` shared buffers with the bulk tensor copy engine (TMA, 128-byte swizzled, 3-D tensor maps so
+  that rows past a sequence's end are zero-filled rather than read from the next head). K and V have barriers of
+  their own, so the scores of a block can start before its V has landed. It gives its registers away
+  (``setmaxnreg``).
+- **warpgroups 1..consumers**: each owns 64 query rows. Per key block: ``S = Q K^T`` by ``d / 16`` wgmma
+  m64n{bn}k16 with both operands in shared memory (Q and K k-major); the online softmax in fp32 registers (base 2,
+  as FlashAttention computes it); then ``O += P V`` by ``bn / 16`` wgmma m64n{d}k16 with **P from registers** (the
+  fp32 accumulator layout of two adjacent n8 chunks of S is the A-register layout of one k16 step, so P is packed to
+  16 bits where it stands) and V n-major from shared memory.
+
+Every stage goes back to the producer as soon as the wgmma that read it has completed (``wait_group``), one arrival
+per consumer warp. Causal: key blocks past the query block's last row are skipped and the mask is applied only
+where a block crosses the diagonal or the sequence's end; query blocks run heaviest first.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda
+
+from ..fastpath import jit_options, u32
+from ..mma import hopper, pack_bf16x2, pack_f16x2
+from ..specialize import specialize
+from ..tensormap import TensorMapParam, tensor_map_params
+from ..unroll import unroll
+
+MASKED = -1.0e30
+LOG2E = 1.4426950408889634
+FULL_MASK = 0xFFFFFFFF
+PANEL = 64  # 16-bit columns of one 128-byte swizzled row: the tiles are stored as panels of this width
+ALIGN = 1024  # the 128-byte swizzle repeats every 1024 bytes: each tile starts on such a boundary
+SIGNATURES = {
+    False: "void(uint16[:, :, ::1], uint16[:, :, ::1], uint16[:, :, ::1], float32[:, :, ::1], float32, "
+           "uint64[::1], uint64[::1], uint64[::1])",
+    True: "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1], float32[:, :, ::1], float32, "
+          "uint64[::1], uint64[::1], uint64[::1])",
+}
+
+
+def shared_bytes(d: int, bn: int, stages: int, consumers: int) -> int:
+    """Dynamic shared memory of one block: the Q tile, ``stages`` K and V tiles, and room to align."""
+    return 2 * d * (64 * consumers + 2 * stages * bn) + ALIGN
+
+
+#: registers a thread of the producer gives up and a consumer takes (``setmaxnreg``), by consumer warpgroups: the
+#: block's total must fit the multiprocessor's 64K registers, or ``setmaxnreg.inc`` waits for ever
+REGISTERS = {1: (24, 240), 2: (24, 240), 3: (24, 160)}
+REGISTER_FILE = 65536
+
+
+def check_config(d, bn, stages, consumers, consumer_regs=None, producer_regs=None) -> None:
+    if d not in (64, 128):
+        raise ValueError(f"attention_wgmma: head dim d must be 64 or 128, got {d}")
+    if bn not in hopper.WGMMA_N:
+        raise ValueError(f"attention_wgmma: bn must be one of {hopper.WGMMA_N}, got {bn}")
+    if consumers not in (1, 2, 3):
+        raise ValueError(f"attention_wgmma: consumers must be 1, 2 or 3 warpgroups, got {consumers}")
+    if stages < 1 or shared_bytes(d, bn, stages, consumers) > 227 * 1024:
+        raise ValueError(f"attention_wgmma: {stages} stages of {bn}-key tiles at d={d} do not fit in 227 KiB of "
+                         "shared memory")
+    if consumer_regs is not None and 128 * (consumer_regs * consumers + producer_regs) > REGISTER_FILE:
+        raise ValueError(f"attention_wgmma: {consumers} consumer warpgroups of {consumer_regs} registers and a "
+                         f"producer of {producer_regs} need more than the {REGISTER_FILE} registers of a "
+                         "multiprocessor (setmaxnreg would wait for ever)")
+
+
+@specialize
+def flash_attention_wgmma(f16: bool = False, d: int = 128, causal: bool = False, bn: int = 128, stages: int = 2,
+                          consumers: int = 2, consumer_regs: int = 0, producer_regs: int = 0, pingpong: bool = True):
+    """The kernel for one format and configuration: ``(q, k, v, out, scale, tmap_q, tmap_k, tmap_v)``, the maps
+    those of q, k and v in boxes of 64 head-dim columns (``tensor_map_params``: ``launch_arguments`` makes them);
+    ``attention_hopper.attention_wgmma_launch`` gives the launch. The registers (0: the default) are
+    ``REGISTERS[consumers]``. ``pingpong``: the consumer warpgroups take turns to issue their wgmma (named
+    barriers), so that one's softmax runs while another's matrix products do."""
+    check_config(d, bn, stages, consumers)
+    producer_regs = producer_regs or REGISTERS[consumers][0]
+    consumer_regs = consumer_regs or REGISTERS[consumers][1]
+    check_config(d, bn, stages, consumers, consumer_regs, producer_regs)
+    pingpong = pingpong and consumers > 1
+    pack = pack_f16x2 if f16 else pack_bf16x2
+    fmt = "f16" if f16 else "bf16"
+    wgmma_s = getattr(hopper, f"wgmma_m64n{bn}k16_{fmt}")  # S = Q K^T: A and B in shared memory
+    wgmma_o = getattr(hopper, f"wgmma_m64n{d}k16_{fmt}_rs")  # O += P V: A (P) in registers
+    shared_address = hopper.shared_address
+    mbarrier_init = hopper.mbarrier_init
+    mbarrier_arrive = hopper.mbarrier_arrive
+    mbarrier_arrive_expect_tx = hopper.mbarrier_arrive_expect_tx
+    mbarrier_try_wait = hopper.mbarrier_try_wait
+    fence_barrier_init = hopper.fence_barrier_init
+    tma_load_3d = hopper.tma_load_3d
+    wgmma_fence = hopper.wgmma_fence
+    wgmma_commit = hopper.wgmma_commit
+    wgmma_wait = hopper.wgmma_wait
+    setmaxnreg_inc = hopper.setmaxnreg_inc
+    setmaxnreg_dec = hopper.setmaxnreg_dec
+    named_barrier = hopper.named_barrier
+    named_barrier_arrive = hopper.named_barrier_arrive
+
+    bm = 64 * consumers
+    threads = 128 * (consumers + 1)
+    panels = d // PANEL
+    q_elems = bm * d
+    kv_elems = bn * d
+    q_panel = bm * PANEL  # elements of one 64-column panel of the Q tile
+    kv_panel = bn * PANEL
+    s_regs = bn // 2  # accumulators of one m64n{bn} wgmma per thread
+    o_regs = d // 2
+    p_regs = bn // 16 * 4  # A registers of P: 4 per k16 step
+    arrivals = 4 * consumers  # one per consumer warp on an empty barrier
+    # barriers: 0 = Q full; K full/empty, V full/empty of stage s
+    k_full, k_empty, v_full, v_empty = 1, 1 + stages, 1 + 2 * stages, 1 + 3 * stages
+    nbars = 1 + 4 * stages
+    # matrix descriptors (PTX ISA "Matrix Descriptor Format"), 128-byte swizzle, 8-row groups 1024 bytes apart.
+    # Q and K k-major (rows of 64 values; a k16 step is 32 bytes along the row, a panel further every 4 steps);
+    # V n-major (panels of 64 head-dim columns, bn * 128 bytes apart: the leading offset; a k16 step is 16 key rows)
+    desc_k_major = (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
+    desc_v = ((bn * 128 >> 4) << 16) | ((1024 >> 4) << 32) | (1 << 62)
+
+    @cuda.jit(**jit_options(threads=threads, min_blocks=1))
+    def flash_attention_wgmma(q, k, v, out, scale, tmap_q, tmap_k, tmap_v):
+        tid = cuda.threadIdx.x
+        smem = cuda.shared.array(0, dtype=np.uint16)
+        bars = cuda.shared.array(nbars, dtype=np.uint64)
+        base = shared_address(smem, 0)
+        pad = (ALIGN - base % ALIGN) % ALIGN // 2  # elements up to the first 1024-byte boundary
+        q_at = pad  # element offsets: Q, then the K ring, then the V ring
+        k_at = q_at + q_elems
+        v_at = k_at + stages * kv_elems
+        bh = cuda.blockIdx.y
+        q0 = (cuda.gridDim.x - 1 - cuda.blockIdx.x) * bm  # heaviest query blocks first
+        lq = q.shape[1]
+        lk = k.shape[1]
+        nkb = (lk + bn - 1) // bn
+        if causal:  # keys past the block's last row are masked for every row: skip their blocks
+            nkb = min(nkb, (q0 + bm + bn - 1) // bn)
+        if tid == 0:
+            mbarrier_init(bars, 0, 1)
+            for s in range(stages):
+                mbarrier_init(bars, k_full + s, 1)
+                mbarrier_init(bars, v_full + s, 1)
+                mbarrier_init(bars, k_empty + s, arrivals)
+                mbarrier_init(bars, v_empty + s, arrivals)
+            fence_barrier_init()
+        cuda.syncthreads()
+        wg = tid // 128
+        if wg == 0:
+            setmaxnreg_dec(producer_regs)
+            if tid == 0:
+                mbarrier_arrive_expect_tx(bars, 0, q_elems * 2)
+                for p in unroll(range(panels)):
+                    tma_load_3d(smem, q_at + p * q_panel, tmap_q, p * PANEL, q0, bh, bars, 0)
+                for j in range(nkb):
+                    s = j % stages
+                    phase = (j // stages + 1) % 2
+                    while not mbarrier_try_wait(bars, k_empty + s, phase):
+                        pass
+                    mbarrier_arrive_expect_tx(bars, k_full + s, kv_elems * 2)
+                    for p in unroll(range(panels)):
+                        tma_load_3d(smem, k_at + s * kv_elems + p * kv_panel, tmap_k, p * PANEL, j * bn, bh,
+                                    bars, k_full + s)
+                    while not mbarrier_try_wait(bars, v_empty + s, phase):
+                        pass
+                    mbarrier_arrive_expect_tx(bars, v_full + s, kv_elems * 2)
+                    for p in unroll(range(panels)):
+                        tma_load_3d(smem, v_at + s * kv_elems + p * kv_panel, tmap_v, p * PANEL, j * bn, bh,
+                                    bars, v_full + s)
+        else:
+            setmaxnreg_inc(consumer_regs)
+            c = wg - 1
+            t = tid % 128
+            lane = t % 32
+            warp = t // 32
+            # this thread's accumulators: rows lane / 4 and lane / 4 + 8 of the warp's 16 (from first_row), and
+            col_in = (lane % 4) * 2  # and columns col_in, col_in + 1 of every n8 chunk
+            first_row = q0 + c * 64 + warp * 16  # the warp's first query row
+            scale_log2 = scale * np.float32(LOG2E)
+            ring = base + pad * 2  # (shared addresses in bytes)
+            q_addr = ring + c * 64 * 128  # this warpgroup's 64 rows of each Q panel
+            s_acc = cuda.local.array(s_regs, np.float32)
+            o_acc = cuda.local.array(o_regs, np.float32)
+            pf = cuda.local.array(p_regs, np.uint32)
+            m = cuda.local.array(2, np.float32)  # running maxima of this thread's two rows (base-2 units)
+            l = cuda.local.array(2, np.float32)  # this lane's part of their sums
+            alpha = cuda.local.array(2, np.float32)  # their rescaling in the current key block
+            for i in unroll(range(o_regs)):
+                o_acc[i] = np.float32(0.0)
+            for h in unroll(range(2)):
+                m[h] = np.float32(MASKED)
+                l[h] = np.float32(0.0)
+            if pingpong and c == consumers - 1:  # the first consumer issues first
+                named_barrier_arrive(1, 256)
+            while not mbarrier_try_wait(bars, 0, 0):
+                pass
+            # software-pipelined by one key block: the scores of block j and P V of block j - 1 are issued together,
+            # and the softmax of block j runs while the tensor cores still compute P V of block j - 1
+            for j in range(nkb + 1):
+                s = j % stages
+                phase = j // stages % 2
+                prev = (j + stages - 1) % stages  # block j - 1's stage
+                if pingpong:  # this warpgroup's turn to issue (barrier 1 + c: its own 128 threads and the previous'
+                    named_barrier(1 + c, 256)
+                if j < nkb:
+                    k_addr = ring + (k_at - pad + s * kv_elems) * 2
+                    while not mbarrier_try_wait(bars, k_full + s, phase):
+                        pass
+                    wgmma_fence()
+                    for kk in unroll(range(d // 16)):
+                        at = kk // 4 * q_panel * 2 + kk % 4 * 32
+                        kat = kk // 4 * kv_panel * 2 + kk % 4 * 32
+                        wgmma_s(s_acc, desc_k_major | ((q_addr + at) % 262144 >> 4),
+                                desc_k_major | ((k_addr + kat) % 262144 >> 4), 1 if kk > 0 else 0, 0)
+                    wgmma_commit()
+                if j > 0:
+                    v_addr = ring + (v_at - pad + prev * kv_elems) * 2
+                    while not mbarrier_try_wait(bars, v_full + prev, (j - 1) // stages % 2):
+                        pass
+                    wgmma_fence()
+                    for kk in unroll(range(bn // 16)):
+                        wgmma_o(o_acc, pf, kk * 4, desc_v | ((v_addr + kk * 16 * 128) % 262144 >> 4), 1, 1)
+                    wgmma_commit()
+                if pingpong and (j < nkb or c < consumers - 1):  # the next warpgroup's turn (the first's initial
+                    named_barrier_arrive(1 + (c + 1) % consumers, 256)  # turn stands for the last's final one)
+                if j == nkb:
+                    wgmma_wait(0, o_acc, o_regs)
+                    if lane == 0:
+                        mbarrier_arrive(bars, v_empty + prev)
+                    break
+                if j > 0:
+                    wgmma_wait(1, s_acc, s_regs)  # the scores are done; P V of block j - 1 may still run
+                else:
+                    wgmma_wait(0, s_acc, s_regs)
+                if lane == 0:
+                    mbarrier_arrive(bars, k_empty + s)
+
+                # online softmax of the thread's first row (h = 0: registers 4 i, 4 i + 1) and its second
+                # (h = 1: 4 i + 2, 4 i + 3),
+                # maxima in base-2 units: exp(scale x - m) = exp2(x * scale log2(e) - m'), one FFMA and one ex2 each
+                kb0 = j * bn
+                masked = kb0 + bn > lk or (causal and kb0 + bn - 1 > first_row)
+                for h in unroll(range(2)):
+                    end = lk - kb0 - col_in  # this lane's key 8 i + e is visible while 8 i + e < end
+                    if causal:
+                        end = min(end, first_row + lane // 4 + 8 * h + 1 - kb0 - col_in)
+                    mx = np.float32(MASKED)
+                    for i in unroll(range(bn // 8)):
+                        for e in unroll(range(2)):
+                            x = s_acc[i * 4 + h * 2 + e]
+                            if masked and i * 8 + e >= end:
+                                x = np.float32(MASKED)
+                                s_acc[i * 4 + h * 2 + e] = x
+                            mx = max(mx, x)
+                    mx = max(mx, cuda.shfl_xor_sync(FULL_MASK, mx, 1))  # the row's quad: lane bits 0, 1
+                    mx = max(mx, cuda.shfl_xor_sync(FULL_MASK, mx, 2))
+                    m_new = max(m[h], mx * scale_log2)
+                    alpha[h] = math.exp2(m[h] - m_new)
+                    m[h] = m_new
+                    total = np.float32(0.0)
+                    for i in unroll(range(bn // 8)):
+                        for e in unroll(range(2)):
+                            p = math.exp2(s_acc[i * 4 + h * 2 + e] * scale_log2 - m_new)
+                            s_acc[i * 4 + h * 2 + e] = p
+                            total += p
+                    l[h] = l[h] * alpha[h] + total
+                if j > 0:
+                    wgmma_wait(0, o_acc, o_regs)  # P V of block j - 1 is done: its V goes back, P and O are free
+                    if lane == 0:
+                        mbarrier_arrive(bars, v_empty + prev)
+                for h in unroll(range(2)):
+                    for i in unroll(range(d // 8)):
+                        o_acc[i * 4 + h * 2] *= alpha[h]
+                        o_acc[i * 4 + h * 2 + 1] *= alpha[h]
+                # two n8 chunks of S are one k16 A fragment: its 4 registers are their c0c1, c2c3 in turn
+                for kk in unroll(range(bn // 16)):
+                    for r4 in unroll(range(4)):
+                        pf[kk * 4 + r4] = pack(s_acc[kk * 8 + r4 * 2], s_acc[kk * 8 + r4 * 2 + 1])
+
+            for h in unroll(range(2)):
+                total = l[h]
+                total += cuda.shfl_xor_sync(FULL_MASK, total, 1)
+                total += cuda.shfl_xor_sync(FULL_MASK, total, 2)
+                row = first_row + lane // 4 + 8 * h
+                if row < lq:
+                    inv = np.float32(1.0) / total
+                    for i in unroll(range(d // 8)):
+                        out[bh, u32(row), u32(i * 8 + col_in)] = o_acc[i * 4 + h * 2] * inv
+                        out[bh, u32(row), u32(i * 8 + col_in + 1)] = o_acc[i * 4 + h * 2 + 1] * inv
+
+    return tensor_map_params(flash_attention_wgmma, tmap_q=TensorMapParam("q", bm, PANEL),
+                             tmap_k=TensorMapParam("k", bn, PANEL), tmap_v=TensorMapParam("v", bn, PANEL))
+
+
+#: the launcher's configuration by (head dim, causal), measured on an H200 (docs/attention.md): d = 64 without the
+#: mask, three consumer warpgroups (192 query rows a block, 160 registers each): 10-15% less time than two; d = 128
+#: without the mask, a ring of 3 K/V stages; causal d = 128, two stages without the turn-taking (11% faster there)
+CONFIGS = {(64, False): {"bn": 128, "stages": 2, "consumers": 3},
+           (64, True): {"bn": 128, "stages": 2, "consumers": 3},
+           (128, False): {"bn": 128, "stages": 3, "consumers": 2},
+           (128, True): {"bn": 128, "stages": 2, "consumers": 2, "pingpong": False}}
