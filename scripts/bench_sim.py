@@ -344,7 +344,7 @@ def typing_cost(specs, ptx: bool) -> None:
             with tempfile.TemporaryDirectory() as cache:
                 os.environ["NUMBAKERN_CACHE_DIR"] = cache
                 helper.stop()
-                _forget_typings(client, kerneltypes, typedcache)
+                kerneltypes.forget()
                 with sim.use_engine("numbakern"), sim.checks("none"):
                     warm_up[1, 1](np.zeros(1, np.float32))
                 asked, before = client.stats["helper"], client.stats["helper_seconds"]
@@ -358,17 +358,9 @@ def typing_cost(specs, ptx: bool) -> None:
     os.environ.pop("NUMBAKERN_CACHE_DIR", None)
     os.environ.pop(client.PTX_ENV, None)
     helper.stop()
-    _forget_typings(client, kerneltypes, typedcache)
+    kerneltypes.forget()
     for name, seconds in rows.items():
         emit(f"| {name} | " + " | ".join(f"{s:.2f} s" for s in seconds) + f" | {min(rewrites[name]) * 1e3:.0f} ms |")
-
-
-def _forget_typings(client, kerneltypes, typedcache) -> None:
-    """Empty every in-memory cache of typings (the facts, the rewritten code, the per-kernel-object memo), so the
-    next launch of each kernel types it again (the disk caches are the caller's: a fresh directory)."""
-    client._memory.clear()
-    typedcache._memory.clear()
-    kerneltypes._memo.clear()
 
 
 def many_blocks(n: int) -> None:
