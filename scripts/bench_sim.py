@@ -244,10 +244,10 @@ def tiny_launches(n: int) -> None:
 
 
 def main_set_modules() -> tuple[str, ...]:
-    """numba-cuda's main test set, as ``scripts/numba_cuda_suite.py`` defines it."""
-    import numba_cuda_suite  # this script's folder is on sys.path
+    """numba-cuda's main test set, as ``numbakern.sim.numba_cuda_suite`` defines it."""
+    from numbakern.sim import numba_cuda_suite
 
-    return tuple(getattr(numba_cuda_suite, "MAIN", None) or numba_cuda_suite.MODULES)
+    return numba_cuda_suite.MAIN
 
 
 def run_main_set(engine: str, cache: str) -> dict:
@@ -255,15 +255,16 @@ def run_main_set(engine: str, cache: str) -> dict:
     (numbakern's engine could run more: the doc examples numba-cuda skips there): seconds and outcome counts."""
     import xml.etree.ElementTree as ET
 
-    upstream_ini = os.path.join(ROOT, "tests", "sim", "numba_cuda", "pytest.ini")
-    config = ["-c", upstream_ini] if os.path.exists(upstream_ini) else ["-c", os.devnull, "-W", "ignore"]
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBAKERN_SIM_ENGINE=engine, NUMBAKERN_SIM_CHECKS="all",
-               # the same tests on both engines: the ones numba-cuda skips under its simulator are skipped on both
-               NUMBAKERN_CACHE_DIR=cache, NUMBAKERN_RUN_DOC_EXAMPLES="0",
-               PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p))
+    from numbakern.sim import numba_cuda_suite
+
     with tempfile.TemporaryDirectory() as tmp:
+        config = ["-c", numba_cuda_suite.write_configuration(tmp)]
+        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBAKERN_SIM_ENGINE=engine, NUMBAKERN_SIM_CHECKS="all",
+                   # the same tests on both engines: the ones numba-cuda skips under its simulator are skipped on both
+                   NUMBAKERN_CACHE_DIR=cache, NUMBAKERN_RUN_DOC_EXAMPLES="0",
+                   PYTHONPATH=os.pathsep.join(p for p in (tmp, ROOT, os.environ.get("PYTHONPATH", "")) if p))
         junit = os.path.join(tmp, "junit.xml")
-        cmd = [sys.executable, "-m", "pytest", "-q", "--sim", "-p", "tests.sim.numba_cuda.plugin", "-p",
+        cmd = [sys.executable, "-m", "pytest", "-q", "--sim", "-p", numba_cuda_suite.PLUGIN_MODULE, "-p",
                "no:cacheprovider", "-o", "consider_namespace_packages=true", "-o", "addopts=", *config, "--rootdir",
                ROOT, f"--junitxml={junit}", "--pyargs", *(f"numba.cuda.tests.{m}" for m in main_set_modules())]
         start = time.perf_counter()
