@@ -44,11 +44,21 @@ __device__ float warp_inclusive_sum(float v, int64_t lane)
     return v;
 }
 
-__device__ float warp_sum(float v)
+__device__ float nan_max(float a, float b)
+{
+    return (a > b || isnan(a)) ? a : b;
+}
+
+__device__ float combine(float a, float b)
+{
+    return false ? nan_max(a, b) : a + b;
+}
+
+__device__ float warp_reduce(float v)
 {
     #pragma unroll
     for (int64_t k = 0; k < 5; k++) {
-        v += __shfl_xor_sync(0xffffffffu, v, (int64_t)16 >> k);
+        v = combine(v, __shfl_xor_sync(0xffffffffu, v, (int64_t)16 >> k));
     }
     return v;
 }
@@ -161,7 +171,7 @@ __global__ void __launch_bounds__(256) inclusive_scan(
                 int32_t ready = __ballot_sync(FULL_MASK, flag == PREFIX);
                 // add the aggregates of the tiles after the nearest one with a prefix, and that prefix
                 int64_t nearer = ready & (((int64_t)1 << lane) - 1);
-                prefix += warp_sum((nearer == 0) ? v : 0.0f);
+                prefix += warp_reduce((nearer == 0) ? v : 0.0f);
                 found = ready != 0;
                 end -= WARP;
             }

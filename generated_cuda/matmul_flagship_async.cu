@@ -33,20 +33,108 @@ __device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
+// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
+__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
+    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
+    int64_t q = x / y, r = x % y;
+    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
+}
+
+// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 and INT64_MIN % -1 == 0
+__device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
+    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
+    int64_t r = x % y;
+    return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
+}
+
 constexpr int64_t a_cpr = 32;
 constexpr int64_t b_cpr = 32;
 constexpr int64_t gm = 64;
 constexpr int64_t gn = 64;
 constexpr int64_t la = 2;
 constexpr int64_t lb = 2;
-constexpr int64_t nk2 = 8;
 constexpr int64_t nt = 256;
+constexpr int64_t tm2 = 16;
 constexpr int64_t tmn = 64;
+constexpr int64_t tn2 = 16;
 constexpr int64_t tn_groups = 2;
 constexpr int64_t warps_x = 2;
 constexpr int64_t wx = 8;
-constexpr int64_t wxy = 32;
 constexpr int64_t wy = 4;
+
+__device__ __forceinline__ void thread_origin(int64_t wx_, int64_t wy_, int64_t warps_x_, int64_t vm, int64_t vn, uint32_t *ret_0, uint32_t *ret_1)
+{
+    int32_t tid = threadIdx.x;
+    int64_t wq = nk_floordiv((int64_t)tid, wx_ * wy_);  // warp (patch) index
+    int64_t lq = nk_floormod((int64_t)tid, wx_ * wy_);  // lane within the patch
+    *ret_0 = (uint32_t)((nk_floordiv(wq, warps_x_) * wy_ + nk_floordiv(lq, wx_)) * vm);
+    *ret_1 = (uint32_t)((nk_floormod(wq, warps_x_) * wx_ + nk_floormod(lq, wx_)) * vn);
+    return;
+}
+
+__device__ __forceinline__ void copy_k_major(float* tile, int64_t tile_shape0, int64_t tile_shape1, int64_t tile_shape2, uint32_t stage, const float* src, int64_t src_shape0, int64_t src_shape1, int64_t k0, int64_t c0, int64_t k, int64_t cols, int64_t copies, int64_t threads, int64_t row_chunks)
+{
+    int32_t tid = threadIdx.x;
+    for (int64_t i = 0; i < copies; i++) {
+        uint32_t r = (uint32_t)nk_floordiv((int64_t)((uint64_t)(tid) + (uint64_t)(i * threads)), row_chunks);
+        uint32_t c = (uint32_t)(nk_floormod((int64_t)((uint64_t)(tid) + (uint64_t)(i * threads)), row_chunks) * 4);
+        nk_copy_async4(&tile[(stage * tile_shape1 + r) * tile_shape2 + c], src, (uint32_t)(k0 + r) * src_shape1 + (uint32_t)(c0 + c), k0 + r < k && c0 + c < cols);
+    }
+}
+
+__device__ __forceinline__ void load_fragment(float* frag, int64_t frag_shape0, int64_t at, const float* tile, int64_t tile_shape0, int64_t tile_shape1, int64_t tile_shape2, int64_t stage, int64_t kk, uint32_t base, int64_t n, int64_t group, int64_t spacing)
+{
+    #pragma unroll
+    for (int64_t i = 0; i < n; i++) {
+        frag[at + i] = tile[(stage * tile_shape1 + kk) * tile_shape2 + base + (nk_floordiv(i, group) * spacing + nk_floormod(i, group))];
+    }
+}
+
+__device__ __forceinline__ void outer_product(float* acc, int64_t acc_shape0, const float* a_frag, int64_t a_frag_shape0, int64_t a_at, const float* b_frag, int64_t b_frag_shape0, int64_t b_at, int64_t tm, int64_t tn)
+{
+    #pragma unroll
+    for (int64_t i = 0; i < tm; i++) {
+        #pragma unroll
+        for (int64_t j = 0; j < tn; j++) {
+            acc[i * tn + j] += a_frag[a_at + i] * b_frag[b_at + j];
+        }
+    }
+}
+
+__device__ __forceinline__ void multiply_tile(float* acc, int64_t acc_shape0, float* a_f, int64_t a_f_shape0, float* b_f, int64_t b_f_shape0, const float* a_s, int64_t a_s_shape0, int64_t a_s_shape1, int64_t a_s_shape2, const float* b_s, int64_t b_s_shape0, int64_t b_s_shape1, int64_t b_s_shape2, int64_t cur, uint32_t a_base, uint32_t b_base, int64_t bk, int64_t tm, int64_t tn, int64_t gm_, int64_t gn_)
+{
+    load_fragment(a_f, a_f_shape0, (int64_t)0, a_s, a_s_shape0, a_s_shape1, a_s_shape2, cur, (int64_t)0, a_base, tm, (int64_t)4, gm_);
+    load_fragment(b_f, b_f_shape0, (int64_t)0, b_s, b_s_shape0, b_s_shape1, b_s_shape2, cur, (int64_t)0, b_base, tn, (int64_t)4, gn_);
+    #pragma unroll
+    for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)bk / (uint32_t)2; k2++) {  // an unsigned counter: no wraparound select, no masking
+        uint64_t kk = k2 * (uint32_t)2;
+        load_fragment(a_f, a_f_shape0, tm, a_s, a_s_shape0, a_s_shape1, a_s_shape2, cur, (int64_t)kk + 1, a_base, tm, (int64_t)4, gm_);
+        load_fragment(b_f, b_f_shape0, tn, b_s, b_s_shape0, b_s_shape1, b_s_shape2, cur, (int64_t)kk + 1, b_base, tn, (int64_t)4, gn_);
+        outer_product(acc, acc_shape0, a_f, a_f_shape0, (int64_t)0, b_f, b_f_shape0, (int64_t)0, tm, tn);
+        if ((int64_t)kk + 2 < bk) {
+            load_fragment(a_f, a_f_shape0, (int64_t)0, a_s, a_s_shape0, a_s_shape1, a_s_shape2, cur, (int64_t)kk + 2, a_base, tm, (int64_t)4, gm_);
+            load_fragment(b_f, b_f_shape0, (int64_t)0, b_s, b_s_shape0, b_s_shape1, b_s_shape2, cur, (int64_t)kk + 2, b_base, tn, (int64_t)4, gn_);
+        }
+        outer_product(acc, acc_shape0, a_f, a_f_shape0, tm, b_f, b_f_shape0, tn, tm, tn);
+    }
+}
+
+__device__ __forceinline__ void store_tile(float* out, int64_t out_shape0, int64_t out_shape1, const float* acc, int64_t acc_shape0, int64_t r0, int64_t c0, int64_t h, int64_t w, int64_t tm, int64_t tn, int64_t vm, int64_t groups, int64_t gm_, int64_t gn_)
+{
+    #pragma unroll
+    for (int64_t i = 0; i < tm; i++) {
+        int64_t r = r0 + (nk_floordiv(i, vm) * gm_ + nk_floormod(i, vm));
+        if (r < h) {
+            #pragma unroll
+            for (int64_t g = 0; g < groups; g++) {
+                int64_t c = c0 + g * gn_;
+                if (c < w) {
+                    *reinterpret_cast<float4 *>(&out[(uint32_t)r * out_shape1 + (uint32_t)c]) = make_float4(acc[i * tn + g * 4], acc[i * tn + g * 4 + 1], acc[i * tn + g * 4 + 2], acc[i * tn + g * 4 + 3]);
+                }
+            }
+        }
+    }
+}
 
 template <int bk, int bm, int bn, int tm, int tn>
 __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
@@ -54,11 +142,9 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
     const float* n, int64_t n_shape0, int64_t n_shape1,
     float* out, int64_t out_shape0, int64_t out_shape1)
 {
-    int32_t tid = threadIdx.x;
-    int64_t wq = tid / wxy;
-    int64_t lq = tid % wxy;
-    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);  // first of this thread's rows in the block tile
-    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);  // first of its columns
+    uint32_t a_base;
+    uint32_t b_base;
+    thread_origin(wx, wy, warps_x, (int64_t)4, (int64_t)4, &a_base, &b_base);
     int64_t row0 = (int64_t)blockIdx.y * bm;
     int64_t col0 = (int64_t)blockIdx.x * bn;
     int64_t k = mt_shape0;
@@ -67,10 +153,8 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
     __shared__ __align__(16) float a_s[2][bk][bm];  // two stages of k-major tiles
     __shared__ __align__(16) float b_s[2][bk][bn];
     float acc[tmn];
-    float a_f0[tm];  // fragments of the even k-step
-    float b_f0[tn];
-    float a_f1[tm];  // and of the odd one
-    float b_f1[tn];
+    float a_f[tm2];  // fragments of the even k-step, then of the odd one
+    float b_f[tn2];
     #pragma unroll
     for (int64_t i = 0; i < tmn; i++) {
         acc[i] = 0.0f;
@@ -86,81 +170,15 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_async(
         if (t + 1 < ntiles) {
             uint32_t nxt = (uint32_t)((t + 1) & 1);
             int64_t k0 = (t + 1) * bk;
-            #pragma unroll
-            for (int64_t i = 0; i < la; i++) {  // chunk tid + i * nt of the A^T tile: row ra, columns ca..ca+3
-                uint32_t ra = (uint32_t)((tid + i * nt) / a_cpr);
-                uint32_t ca = (uint32_t)((tid + i * nt) % a_cpr * 4);
-                nk_copy_async4(&a_s[nxt][ra][ca], mt, (uint32_t)(k0 + ra) * mt_shape1 + (uint32_t)(row0 + ca), k0 + ra < k && row0 + ca < h);
-            }
-            #pragma unroll
-            for (int64_t i = 0; i < lb; i++) {
-                uint32_t rb = (uint32_t)((tid + i * nt) / b_cpr);
-                uint32_t cb = (uint32_t)((tid + i * nt) % b_cpr * 4);
-                nk_copy_async4(&b_s[nxt][rb][cb], n, (uint32_t)(k0 + rb) * n_shape1 + (uint32_t)(col0 + cb), k0 + rb < k && col0 + cb < w);
-            }
+            copy_k_major(&a_s[0][0][0], 2, bk, bm, nxt, mt, mt_shape0, mt_shape1, k0, row0, k, h, la, nt, a_cpr);
+            copy_k_major(&b_s[0][0][0], 2, bk, bn, nxt, n, n_shape0, n_shape1, k0, col0, k, w, lb, nt, b_cpr);
             nk_async_commit();
         }
         if (t >= 0) {
-            int64_t cur = t & 1;
-            #pragma unroll
-            for (int64_t i = 0; i < tm; i++) {
-                a_f0[i] = a_s[cur][0][a_base + (i / 4 * gm + i % 4)];
-            }
-            #pragma unroll
-            for (int64_t j = 0; j < tn; j++) {
-                b_f0[j] = b_s[cur][0][b_base + (j / 4 * gn + j % 4)];
-            }
-            #pragma unroll
-            for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)nk2; k2++) {
-                uint64_t kk = k2 * (uint32_t)2;
-                #pragma unroll
-                for (int64_t i = 0; i < tm; i++) {
-                    a_f1[i] = a_s[cur][(int64_t)kk + 1][a_base + (i / 4 * gm + i % 4)];
-                }
-                #pragma unroll
-                for (int64_t j = 0; j < tn; j++) {
-                    b_f1[j] = b_s[cur][(int64_t)kk + 1][b_base + (j / 4 * gn + j % 4)];
-                }
-                #pragma unroll
-                for (int64_t i = 0; i < tm; i++) {
-                    #pragma unroll
-                    for (int64_t j = 0; j < tn; j++) {
-                        acc[i * tn + j] += a_f0[i] * b_f0[j];
-                    }
-                }
-                if ((int64_t)kk + 2 < bk) {
-                    #pragma unroll
-                    for (int64_t i = 0; i < tm; i++) {
-                        a_f0[i] = a_s[cur][(int64_t)kk + 2][a_base + (i / 4 * gm + i % 4)];
-                    }
-                    #pragma unroll
-                    for (int64_t j = 0; j < tn; j++) {
-                        b_f0[j] = b_s[cur][(int64_t)kk + 2][b_base + (j / 4 * gn + j % 4)];
-                    }
-                }
-                #pragma unroll
-                for (int64_t i = 0; i < tm; i++) {
-                    #pragma unroll
-                    for (int64_t j = 0; j < tn; j++) {
-                        acc[i * tn + j] += a_f1[i] * b_f1[j];
-                    }
-                }
-            }
+            multiply_tile(acc, tmn, a_f, tm2, b_f, tn2, &a_s[0][0][0], 2, bk, bm, &b_s[0][0][0], 2, bk, bn, t & 1, a_base, b_base, (int64_t)bk, (int64_t)tm, (int64_t)tn, gm, gn);
         }
     }
-    #pragma unroll
-    for (int64_t i = 0; i < tm; i++) {
-        int64_t r = row0 + a_base + (i / 4 * gm + i % 4);
-        if (r < h) {
-            #pragma unroll
-            for (int64_t g = 0; g < tn_groups; g++) {
-                int64_t c = col0 + b_base + g * gn;
-                if (c < w) {  // (w % 4 == 0: the whole group is inside)
-                    *reinterpret_cast<float4 *>(&out[(uint32_t)r * out_shape1 + (uint32_t)c]) = make_float4(acc[i * tn + g * 4], acc[i * tn + g * 4 + 1], acc[i * tn + g * 4 + 2], acc[i * tn + g * 4 + 3]);
-                }
-            }
-        }
-    }
+    store_tile(out, out_shape0, out_shape1, acc, tmn, row0 + a_base, col0 + b_base, h, w, (int64_t)tm, (int64_t)tn, (int64_t)4, tn_groups, gm, gn);
 }
 
 template __global__ void matmul_flagship_async<16, 128, 128, 8, 8>(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t);

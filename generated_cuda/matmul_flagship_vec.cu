@@ -49,17 +49,114 @@ constexpr int64_t la = 2;
 constexpr int64_t la_n = 8;
 constexpr int64_t lb = 2;
 constexpr int64_t lb_n = 8;
-constexpr int64_t nk2 = 8;
 constexpr int64_t pa = 132;
+constexpr int64_t tm2 = 16;
 constexpr int64_t tmn = 64;
+constexpr int64_t tn2 = 16;
 constexpr int64_t tn_groups = 2;
 constexpr int64_t vm = 4;
 constexpr int64_t vn = 4;
 constexpr int64_t vw = 4;
 constexpr int64_t warps_x = 2;
 constexpr int64_t wx = 8;
-constexpr int64_t wxy = 32;
 constexpr int64_t wy = 4;
+
+__device__ __forceinline__ void thread_origin(int64_t wx_, int64_t wy_, int64_t warps_x_, int64_t vm_, int64_t vn_, uint32_t *ret_0, uint32_t *ret_1)
+{
+    int32_t tid = threadIdx.x;
+    int64_t wq = nk_floordiv((int64_t)tid, wx_ * wy_);  // warp (patch) index
+    int64_t lq = nk_floormod((int64_t)tid, wx_ * wy_);  // lane within the patch
+    *ret_0 = (uint32_t)((nk_floordiv(wq, warps_x_) * wy_ + nk_floordiv(lq, wx_)) * vm_);
+    *ret_1 = (uint32_t)((nk_floormod(wq, warps_x_) * wx_ + nk_floormod(lq, wx_)) * vn_);
+    return;
+}
+
+__device__ __forceinline__ void grouped_tile(int64_t lin, int64_t band, int64_t group, int32_t num_m, int64_t *ret_0, int64_t *ret_1)
+{
+    int64_t first = nk_floordiv(lin, band) * group;
+    int64_t rows = nk_min(num_m - first, group);
+    *ret_0 = first + nk_floormod(nk_floormod(lin, band), rows);
+    *ret_1 = nk_floordiv(nk_floormod(lin, band), rows);
+    return;
+}
+
+__device__ __forceinline__ void block_tile(int64_t group, int64_t bm, int64_t bn, int64_t *ret_0, int64_t *ret_1)
+{
+    if (group > 1) {
+        int64_t tm;
+        int64_t tn;
+        grouped_tile((int64_t)blockIdx.y * gridDim.x + blockIdx.x, group * gridDim.x, group, (int32_t)gridDim.y, &tm, &tn);
+        *ret_0 = tm * bm;
+        *ret_1 = tn * bn;
+        return;
+    }
+    *ret_0 = blockIdx.y * bm;
+    *ret_1 = blockIdx.x * bn;
+    return;
+}
+
+__device__ __forceinline__ void load_fragment(float* frag, int64_t frag_shape0, int64_t at, const float* tile, int64_t tile_shape0, int64_t tile_shape1, int64_t tile_shape2, int64_t stage, int64_t kk, uint32_t base, int64_t n, int64_t group, int64_t spacing)
+{
+    #pragma unroll
+    for (int64_t i = 0; i < n; i++) {
+        frag[at + i] = tile[(stage * tile_shape1 + kk) * tile_shape2 + base + (nk_floordiv(i, group) * spacing + nk_floormod(i, group))];
+    }
+}
+
+__device__ __forceinline__ void outer_product(float* acc, int64_t acc_shape0, const float* a_frag, int64_t a_frag_shape0, int64_t a_at, const float* b_frag, int64_t b_frag_shape0, int64_t b_at, int64_t tm, int64_t tn)
+{
+    #pragma unroll
+    for (int64_t i = 0; i < tm; i++) {
+        #pragma unroll
+        for (int64_t j = 0; j < tn; j++) {
+            acc[i * tn + j] += a_frag[a_at + i] * b_frag[b_at + j];
+        }
+    }
+}
+
+__device__ __forceinline__ void multiply_tile(float* acc, int64_t acc_shape0, float* a_f, int64_t a_f_shape0, float* b_f, int64_t b_f_shape0, const float* a_s, int64_t a_s_shape0, int64_t a_s_shape1, int64_t a_s_shape2, const float* b_s, int64_t b_s_shape0, int64_t b_s_shape1, int64_t b_s_shape2, int64_t cur, uint32_t a_base, uint32_t b_base, int64_t bk, int64_t tm, int64_t tn, int64_t vm_, int64_t vn_, int64_t gm_, int64_t gn_)
+{
+    load_fragment(a_f, a_f_shape0, (int64_t)0, a_s, a_s_shape0, a_s_shape1, a_s_shape2, cur, (int64_t)0, a_base, tm, vm_, gm_);
+    load_fragment(b_f, b_f_shape0, (int64_t)0, b_s, b_s_shape0, b_s_shape1, b_s_shape2, cur, (int64_t)0, b_base, tn, vn_, gn_);
+    #pragma unroll
+    for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)bk / (uint32_t)2; k2++) {  // an unsigned counter: no wraparound select, no masking
+        uint64_t kk = k2 * (uint32_t)2;
+        load_fragment(a_f, a_f_shape0, tm, a_s, a_s_shape0, a_s_shape1, a_s_shape2, cur, (int64_t)kk + 1, a_base, tm, vm_, gm_);
+        load_fragment(b_f, b_f_shape0, tn, b_s, b_s_shape0, b_s_shape1, b_s_shape2, cur, (int64_t)kk + 1, b_base, tn, vn_, gn_);
+        outer_product(acc, acc_shape0, a_f, a_f_shape0, (int64_t)0, b_f, b_f_shape0, (int64_t)0, tm, tn);
+        if ((int64_t)kk + 2 < bk) {
+            load_fragment(a_f, a_f_shape0, (int64_t)0, a_s, a_s_shape0, a_s_shape1, a_s_shape2, cur, (int64_t)kk + 2, a_base, tm, vm_, gm_);
+            load_fragment(b_f, b_f_shape0, (int64_t)0, b_s, b_s_shape0, b_s_shape1, b_s_shape2, cur, (int64_t)kk + 2, b_base, tn, vn_, gn_);
+        }
+        outer_product(acc, acc_shape0, a_f, a_f_shape0, tm, b_f, b_f_shape0, tn, tm, tn);
+    }
+}
+
+__device__ __forceinline__ void store_tile(float* out, int64_t out_shape0, int64_t out_shape1, const float* acc, int64_t acc_shape0, int64_t r0, int64_t c0, int64_t h, int64_t w, int64_t tm, int64_t tn, int64_t vm_, int64_t vn_, int64_t groups, int64_t gm_, int64_t gn_, bool vec)
+{
+    #pragma unroll
+    for (int64_t i = 0; i < tm; i++) {
+        int64_t r = r0 + (nk_floordiv(i, vm_) * gm_ + nk_floormod(i, vm_));
+        if (r < h) {
+            #pragma unroll
+            for (int64_t g = 0; g < groups; g++) {
+                int64_t c = c0 + g * gn_;
+                if (vec) {
+                    if (c < w) {
+                        *reinterpret_cast<float4 *>(&out[(uint32_t)r * out_shape1 + (uint32_t)c]) = make_float4(acc[i * tn + g * vn_], acc[i * tn + g * vn_ + 1], acc[i * tn + g * vn_ + 2], acc[i * tn + g * vn_ + 3]);
+                    }
+                } else {
+                    #pragma unroll
+                    for (int64_t q = 0; q < vn_; q++) {
+                        if (c + q < w) {
+                            out[(uint32_t)r * out_shape1 + (uint32_t)(c + q)] = acc[i * tn + g * vn_ + q];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
 
 template <int bk, int bm, int bn, int group, int tm, int tn, int vec>
 __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
@@ -68,35 +165,24 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
     float* out, int64_t out_shape0, int64_t out_shape1)
 {
     int32_t tid = threadIdx.x;
-    int64_t wq = tid / wxy;  // warp (patch) index
-    int64_t lq = tid % wxy;  // lane within the patch
-    // Per-thread offsets, cast to uint32 once: an index "u32(base) + constant" is provably non-negative (no
-    // wraparound select) and the constant folds into the load's immediate offset.
-    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * vm);  // first of this thread's rows in the block tile
-    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * vn);  // first of its columns
+    uint32_t a_base;
+    uint32_t b_base;
+    thread_origin(wx, wy, warps_x, vm, vn, &a_base, &b_base);
     uint32_t ar = (uint32_t)(tid / a_tpr);  // the A-tile group this thread loads: rows ar + i * a_rstep, columns ac..ac+vw-1
     uint32_t ac = (uint32_t)(tid % a_tpr * vw);
     uint32_t br = (uint32_t)(tid / b_tpr);  // the B-tile group: rows br + i * b_rstep, columns bc..bc+vw-1
     uint32_t bc = (uint32_t)(tid % b_tpr * vw);
-    int64_t col0;
     int64_t row0;
-    // the block's tile in grouped order: down a band of `group` block rows, then right
-    int64_t lin = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
-    int64_t band = (int64_t)group * gridDim.x;
-    int64_t first = lin / band * group;
-    int64_t rows = nk_min(gridDim.y - first, (int64_t)group);
-    row0 = (first + nk_floormod(lin % band, rows)) * bm;
-    col0 = nk_floordiv(lin % band, rows) * bn;
+    int64_t col0;
+    block_tile((int64_t)group, (int64_t)bm, (int64_t)bn, &row0, &col0);
     int64_t h = m_shape0;
     int64_t k = m_shape1;
     int64_t w = n_shape1;
     __shared__ __align__(16) float a_s[2][bk][pa];
     __shared__ __align__(16) float b_s[2][bk][bn];
     float acc[tmn];
-    float a_f0[tm];  // fragments of the even k-step
-    float b_f0[tn];
-    float a_f1[tm];  // and of the odd one
-    float b_f1[tn];
+    float a_f[tm2];  // fragments of the even k-step, then of the odd one
+    float b_f[tn2];
     float a_ld[la_n];
     float b_ld[lb_n];
     #pragma unroll
@@ -146,52 +232,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
             }
         }
         if (t >= 0) {
-            // Fragments double-buffered in registers: step kk+1's shared loads are in flight during step kk's
-            // multiply-adds. NVVM does not unroll this loop (its body is too large), so two steps are spelled out.
-            #pragma unroll
-            for (int64_t i = 0; i < tm; i++) {
-                a_f0[i] = a_s[cur][0][a_base + (i / vm * gm + i % vm)];
-            }
-            #pragma unroll
-            for (int64_t j = 0; j < tn; j++) {
-                b_f0[j] = b_s[cur][0][b_base + (j / vn * gn + j % vn)];
-            }
-            #pragma unroll
-            for (uint64_t k2 = 0; k2 < (uint64_t)(uint32_t)nk2; k2++) {  // an unsigned counter: no wraparound select, no masking
-                uint64_t kk = k2 * (uint32_t)2;
-                #pragma unroll
-                for (int64_t i = 0; i < tm; i++) {
-                    a_f1[i] = a_s[cur][(int64_t)kk + 1][a_base + (i / vm * gm + i % vm)];
-                }
-                #pragma unroll
-                for (int64_t j = 0; j < tn; j++) {
-                    b_f1[j] = b_s[cur][(int64_t)kk + 1][b_base + (j / vn * gn + j % vn)];
-                }
-                #pragma unroll
-                for (int64_t i = 0; i < tm; i++) {
-                    #pragma unroll
-                    for (int64_t j = 0; j < tn; j++) {
-                        acc[i * tn + j] += a_f0[i] * b_f0[j];
-                    }
-                }
-                if ((int64_t)kk + 2 < bk) {
-                    #pragma unroll
-                    for (int64_t i = 0; i < tm; i++) {
-                        a_f0[i] = a_s[cur][(int64_t)kk + 2][a_base + (i / vm * gm + i % vm)];
-                    }
-                    #pragma unroll
-                    for (int64_t j = 0; j < tn; j++) {
-                        b_f0[j] = b_s[cur][(int64_t)kk + 2][b_base + (j / vn * gn + j % vn)];
-                    }
-                }
-                #pragma unroll
-                for (int64_t i = 0; i < tm; i++) {
-                    #pragma unroll
-                    for (int64_t j = 0; j < tn; j++) {
-                        acc[i * tn + j] += a_f1[i] * b_f1[j];
-                    }
-                }
-            }
+            multiply_tile(acc, tmn, a_f, tm2, b_f, tn2, &a_s[0][0][0], 2, bk, pa, &b_s[0][0][0], 2, bk, bn, cur, a_base, b_base, (int64_t)bk, (int64_t)tm, (int64_t)tn, vm, vn, gm, gn);
         }
         if (more) {
             int64_t nxt = cur ^ 1;
@@ -209,19 +250,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
         }
         __syncthreads();
     }
-    #pragma unroll
-    for (int64_t i = 0; i < tm; i++) {
-        int64_t r = row0 + a_base + (i / vm * gm + i % vm);
-        if (r < h) {
-            #pragma unroll
-            for (int64_t g = 0; g < tn_groups; g++) {
-                int64_t c = col0 + b_base + g * gn;
-                if (c < w) {  // (w % 4 == 0: the whole group is inside)
-                    *reinterpret_cast<float4 *>(&out[(uint32_t)r * out_shape1 + (uint32_t)c]) = make_float4(acc[i * tn + g * vn], acc[i * tn + g * vn + 1], acc[i * tn + g * vn + 2], acc[i * tn + g * vn + 3]);
-                }
-            }
-        }
-    }
+    store_tile(out, out_shape0, out_shape1, acc, tmn, row0 + a_base, col0 + b_base, h, w, (int64_t)tm, (int64_t)tn, vm, vn, tn_groups, gm, gn, (bool)vec);
 }
 
 template __global__ void matmul_flagship_vec<16, 128, 128, 8, 8, 8, 1>(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t);

@@ -82,8 +82,69 @@ constexpr int64_t tn_groups = 2;
 constexpr int64_t wait_n = 0;
 constexpr int64_t warps_x = 2;
 constexpr int64_t wx = 8;
-constexpr int64_t wxy = 32;
 constexpr int64_t wy = 4;
+
+__device__ __forceinline__ void thread_origin(int64_t wx_, int64_t wy_, int64_t warps_x_, int64_t vm, int64_t vn, uint32_t *ret_0, uint32_t *ret_1)
+{
+    int32_t tid = threadIdx.x;
+    int64_t wq = nk_floordiv((int64_t)tid, wx_ * wy_);  // warp (patch) index
+    int64_t lq = nk_floormod((int64_t)tid, wx_ * wy_);  // lane within the patch
+    *ret_0 = (uint32_t)((nk_floordiv(wq, warps_x_) * wy_ + nk_floordiv(lq, wx_)) * vm);
+    *ret_1 = (uint32_t)((nk_floormod(wq, warps_x_) * wx_ + nk_floormod(lq, wx_)) * vn);
+    return;
+}
+
+__device__ __forceinline__ void grouped_tile(int64_t lin, int64_t band, int64_t group, int32_t num_m, int64_t *ret_0, int64_t *ret_1)
+{
+    int64_t first = nk_floordiv(lin, band) * group;
+    int64_t rows = nk_min(num_m - first, group);
+    *ret_0 = first + nk_floormod(nk_floormod(lin, band), rows);
+    *ret_1 = nk_floordiv(nk_floormod(lin, band), rows);
+    return;
+}
+
+__device__ __forceinline__ void block_tile(int64_t group, int64_t bm, int64_t bn, int64_t *ret_0, int64_t *ret_1)
+{
+    if (group > 1) {
+        int64_t tm;
+        int64_t tn;
+        grouped_tile((int64_t)blockIdx.y * gridDim.x + blockIdx.x, group * gridDim.x, group, (int32_t)gridDim.y, &tm, &tn);
+        *ret_0 = tm * bm;
+        *ret_1 = tn * bn;
+        return;
+    }
+    *ret_0 = blockIdx.y * bm;
+    *ret_1 = blockIdx.x * bn;
+    return;
+}
+
+__device__ __forceinline__ void outer_product(float* acc, int64_t acc_shape0, const float* a_frag, int64_t a_frag_shape0, int64_t a_at, const float* b_frag, int64_t b_frag_shape0, int64_t b_at, int64_t tm, int64_t tn)
+{
+    #pragma unroll
+    for (int64_t i = 0; i < tm; i++) {
+        #pragma unroll
+        for (int64_t j = 0; j < tn; j++) {
+            acc[i * tn + j] += a_frag[a_at + i] * b_frag[b_at + j];
+        }
+    }
+}
+
+__device__ __forceinline__ void store_tile(float* out, int64_t out_shape0, int64_t out_shape1, const float* acc, int64_t acc_shape0, int64_t r0, int64_t c0, int64_t h, int64_t w, int64_t tm, int64_t tn, int64_t vm, int64_t groups, int64_t gm_, int64_t gn_)
+{
+    #pragma unroll
+    for (int64_t i = 0; i < tm; i++) {
+        int64_t r = r0 + (nk_floordiv(i, vm) * gm_ + nk_floormod(i, vm));
+        if (r < h) {
+            #pragma unroll
+            for (int64_t g = 0; g < groups; g++) {
+                int64_t c = c0 + g * gn_;
+                if (c < w) {
+                    *reinterpret_cast<float4 *>(&out[(uint32_t)r * out_shape1 + (uint32_t)c]) = make_float4(acc[i * tn + g * 4], acc[i * tn + g * 4 + 1], acc[i * tn + g * 4 + 2], acc[i * tn + g * 4 + 3]);
+                }
+            }
+        }
+    }
+}
 
 template <int bk, int bm, int bn, int group, int stages, int tm, int tn>
 __global__ void __launch_bounds__(256, 2) matmul_pipelined(
@@ -92,21 +153,14 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     float* out, int64_t out_shape0, int64_t out_shape1)
 {
     int32_t tid = threadIdx.x;
-    int64_t wq = tid / wxy;  // warp (patch) index
-    int64_t lq = tid % wxy;  // lane within the patch
-    uint32_t a_base = (uint32_t)((wq / warps_x * wy + lq / wx) * 4);  // first of this thread's rows in the block tile
-    uint32_t b_base = (uint32_t)((wq % warps_x * wx + lq % wx) * 4);  // first of its columns
+    uint32_t a_base;
+    uint32_t b_base;
+    thread_origin(wx, wy, warps_x, (int64_t)4, (int64_t)4, &a_base, &b_base);
     uint32_t bc = (uint32_t)(tid % b_cpr * 4);  // its B copies: columns bc..bc+3 of rows br + i * b_rstep
     uint32_t br = (uint32_t)(tid / b_cpr);
-    int64_t col0;
     int64_t row0;
-    // the block's tile in grouped order: down a band of `group` block rows, then right
-    int64_t lin = (int64_t)blockIdx.y * gridDim.x + blockIdx.x;
-    int64_t band = (int64_t)group * gridDim.x;
-    int64_t first = lin / band * group;
-    int64_t rows = nk_min(gridDim.y - first, (int64_t)group);
-    row0 = (first + nk_floormod(lin % band, rows)) * bm;
-    col0 = nk_floordiv(lin % band, rows) * bn;
+    int64_t col0;
+    block_tile((int64_t)group, (int64_t)bm, (int64_t)bn, &row0, &col0);
     int64_t h;
     int64_t k;
     h = m_shape0;
@@ -215,28 +269,10 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
                     }
                 }
             }
-            #pragma unroll
-            for (int64_t i = 0; i < tm; i++) {  // (NVVM unrolls these small loops itself)
-                #pragma unroll
-                for (int64_t j = 0; j < tn; j++) {
-                    acc[i * tn + j] += a_f[kk % 2 * tm + i] * b_f[kk % 2 * tn + j];
-                }
-            }
+            outer_product(acc, tmn, a_f, tm2, kk % 2 * tm, b_f, tn2, kk % 2 * tn, (int64_t)tm, (int64_t)tn);
         }
     }
-    #pragma unroll
-    for (int64_t i = 0; i < tm; i++) {
-        int64_t r = row0 + a_base + (i / 4 * gm + i % 4);
-        if (r < h) {
-            #pragma unroll
-            for (int64_t g = 0; g < tn_groups; g++) {
-                int64_t c = col0 + b_base + g * gn;
-                if (c < w) {  // (w % 4 == 0: the whole group is inside)
-                    *reinterpret_cast<float4 *>(&out[(uint32_t)r * out_shape1 + (uint32_t)c]) = make_float4(acc[i * tn + g * 4], acc[i * tn + g * 4 + 1], acc[i * tn + g * 4 + 2], acc[i * tn + g * 4 + 3]);
-                }
-            }
-        }
-    }
+    store_tile(out, out_shape0, out_shape1, acc, tmn, row0 + a_base, col0 + b_base, h, w, (int64_t)tm, (int64_t)tn, (int64_t)4, tn_groups, gm, gn);
 }
 
 template __global__ void matmul_pipelined<16, 128, 128, 8, 2, 8, 8>(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t);

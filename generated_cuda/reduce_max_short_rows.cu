@@ -22,47 +22,80 @@ constexpr int64_t n_regs = 16;
 constexpr int64_t rows_per_block = 16;
 constexpr int64_t width = 4;
 
+__device__ __forceinline__ void load_group(const float* x, int64_t x_shape0, int64_t x_shape1, uint32_t r, int64_t c, float* regs, int64_t regs_shape0, int64_t at, bool vec)
+{
+    if (vec) {
+        {
+            const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
+            regs[at] = nk_v.x; regs[at + 1] = nk_v.y; regs[at + 2] = nk_v.z; regs[at + 3] = nk_v.w;
+        }
+    } else {
+        regs[at] = x[r * x_shape1 + (uint32_t)c];
+    }
+}
+
 __device__ float nan_max(float a, float b)
 {
     return (a > b || isnan(a)) ? a : b;
 }
 
-__device__ float warp_max(float v)
+__device__ float combine(float a, float b, bool is_max)
+{
+    return is_max ? nan_max(a, b) : a + b;
+}
+
+__device__ __forceinline__ void load_group_(const float* x, int64_t x_shape0, int64_t x_shape1, uint32_t r, int64_t c, float* regs, int64_t regs_shape0, bool vec)
+{
+    if (vec) {
+        {
+            const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
+            regs[0] = nk_v.x; regs[1] = nk_v.y; regs[2] = nk_v.z; regs[3] = nk_v.w;
+        }
+    } else {
+        regs[0] = x[r * x_shape1 + (uint32_t)c];
+    }
+}
+
+__device__ float warp_reduce(float v, bool is_max)
 {
     #pragma unroll
     for (int64_t k = 0; k < 5; k++) {
-        v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, (int64_t)16 >> k));
+        v = combine(v, __shfl_xor_sync(0xffffffffu, v, (int64_t)16 >> k), is_max);
     }
     return v;
 }
 
-__device__ float max_over_block(float v)
+__device__ float over_block(float v, bool is_max)
 {
     __shared__ float words[32];
-    v = warp_max(v);
+    v = warp_reduce(v, is_max);
     int64_t lane = (int64_t)threadIdx.x % 32;
     if (lane == 0) {
         words[(int64_t)threadIdx.x / 32] = v;
     }
     __syncthreads();
+    // five shuffles instead of a loop over the warps' words: that loop, with a run-time trip count, stays rolled in
+    // numba's code, one dependent shared load after another (31 for a block of 1024)
     if (lane < (int64_t)blockDim.x / 32) {
         v = words[lane];
-    } else {
+    } else if (is_max) {
         v = words[0];
+    } else {
+        v = 0.0f;
     }
-    v = warp_max(v);
+    v = warp_reduce(v, is_max);
     __syncthreads();
     return v;
 }
 
-__device__ float group_max(float v, int64_t group)
+__device__ float group_reduce(float v, int64_t group, bool is_max)
 {
     if (group > 32) {
-        return max_over_block(v);
+        return over_block(v, is_max);
     }
     int64_t lanes = group >> 1;
     while (lanes > 0) {
-        v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, lanes));
+        v = combine(v, __shfl_xor_sync(0xffffffffu, v, lanes), is_max);
         lanes >>= 1;
     }
     return v;
@@ -102,40 +135,34 @@ __global__ void __launch_bounds__(256) reduce_max_short_rows(
         while (c + ((int64_t)unroll - 1) * stride < body) {  // `unroll` loads in flight before the first is used
             #pragma unroll
             for (int64_t u = 0; u < unroll; u++) {
-                {
-                    const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)(c + u * stride)]);
-                    regs[u * width] = nk_v.x; regs[u * width + 1] = nk_v.y; regs[u * width + 2] = nk_v.z; regs[u * width + 3] = nk_v.w;
-                }
+                load_group(x, x_shape0, x_shape1, r, c + u * stride, regs, n_regs, u * width, (bool)vec);
             }
             #pragma unroll
             for (int64_t k = 0; k < n_regs; k++) {
-                acc[k % width] = nan_max(acc[k % width], regs[k]);
+                acc[k % width] = combine(acc[k % width], regs[k], (bool)is_max);
             }
             c += unroll * stride;
         }
         while (c < body) {
-            {
-                const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
-                regs[0] = nk_v.x; regs[1] = nk_v.y; regs[2] = nk_v.z; regs[3] = nk_v.w;
-            }
+            load_group_(x, x_shape0, x_shape1, r, c, regs, n_regs, (bool)vec);
             #pragma unroll
             for (int64_t k = 0; k < width; k++) {
-                acc[k] = nan_max(acc[k], regs[k]);
+                acc[k] = combine(acc[k], regs[k], (bool)is_max);
             }
             c += stride;
         }
         int64_t t = body + (int64_t)part * group + lane;  // the last cols % 4 elements: one each for the row's first threads
         if (vec && t < cols) {
-            acc[0] = nan_max(acc[0], x[r * x_shape1 + (uint32_t)t]);
+            acc[0] = combine(acc[0], x[r * x_shape1 + (uint32_t)t], (bool)is_max);
         }
     }
     float total = acc[0];
     #pragma unroll
     for (int64_t q = 1; q < width; q++) {
-        total = nan_max(total, acc[q]);
+        total = combine(total, acc[q], (bool)is_max);
     }
     // 2. the row group's result
-    total = group_max(total, (int64_t)group);
+    total = group_reduce(total, (int64_t)group, (bool)is_max);
     // lanes of a warp per row
     if (lane == 0 && live) {
         out[r] = total;

@@ -18,24 +18,95 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
+// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
+__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
+    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
+    int64_t q = x / y, r = x % y;
+    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
+}
+
+// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 and INT64_MIN % -1 == 0
+__device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
+    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
+    int64_t r = x % y;
+    return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
+}
+
 constexpr int64_t n_cached = 32;
 constexpr int64_t rows_per_block = 8;
 constexpr int64_t span = 128;
 constexpr int64_t width = 4;
 
-__device__ float warp_sum(float v)
+__device__ __forceinline__ void row_of(const float* x, int64_t x_shape0, int64_t x_shape1, int64_t group, int64_t rows_per_block_, int64_t width_, int64_t *ret_0, int64_t *ret_1, int64_t *ret_2, int64_t *ret_3, bool *ret_4)
+{
+    int32_t tid = threadIdx.x;
+    int64_t row = blockIdx.x * rows_per_block_ + nk_floordiv((int64_t)tid, group);
+    int64_t cols = x_shape1;
+    *ret_0 = nk_floormod((int64_t)tid, group);
+    *ret_1 = row;
+    *ret_2 = cols;
+    *ret_3 = cols - nk_floormod(cols, width_);
+    *ret_4 = row < x_shape0;
+    return;
+}
+
+__device__ __forceinline__ void load_group(const float* x, int64_t x_shape0, int64_t x_shape1, uint32_t r, int64_t c, float* regs, int64_t regs_shape0, int64_t at, bool vec)
+{
+    if (vec) {
+        {
+            const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
+            regs[at] = nk_v.x; regs[at + 1] = nk_v.y; regs[at + 2] = nk_v.z; regs[at + 3] = nk_v.w;
+        }
+    } else {
+        regs[at] = x[r * x_shape1 + (uint32_t)c];
+    }
+}
+
+__device__ __forceinline__ void load_cached(const float* x, int64_t x_shape0, int64_t x_shape1, uint32_t r, float* vals, int64_t vals_shape0, int64_t cache, int64_t span_, int64_t first, int64_t body, bool vec)
+{
+    for (int64_t u = 0; u < cache; u++) {
+        int64_t c = u * span_ + first;
+        if (c < body) {
+            load_group(x, x_shape0, x_shape1, r, c, vals, vals_shape0, u * (vec ? (int64_t)4 : (int64_t)1), vec);
+        }
+    }
+}
+
+__device__ __forceinline__ void load_group_(const float* x, int64_t x_shape0, int64_t x_shape1, uint32_t r, int64_t c, float* regs, int64_t regs_shape0, bool vec)
+{
+    if (vec) {
+        {
+            const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
+            regs[0] = nk_v.x; regs[1] = nk_v.y; regs[2] = nk_v.z; regs[3] = nk_v.w;
+        }
+    } else {
+        regs[0] = x[r * x_shape1 + (uint32_t)c];
+    }
+}
+
+__device__ float nan_max(float a, float b)
+{
+    return (a > b || isnan(a)) ? a : b;
+}
+
+__device__ float combine(float a, float b)
+{
+    return false ? nan_max(a, b) : a + b;
+}
+
+__device__ float warp_reduce(float v)
 {
     #pragma unroll
     for (int64_t k = 0; k < 5; k++) {
-        v += __shfl_xor_sync(0xffffffffu, v, (int64_t)16 >> k);
+        v = combine(v, __shfl_xor_sync(0xffffffffu, v, (int64_t)16 >> k));
     }
     return v;
 }
 
-__device__ float sum_over_block(float v)
+__device__ float over_block(float v)
 {
     __shared__ float words[32];
-    v = warp_sum(v);
+    v = warp_reduce(v);
     int64_t lane = (int64_t)threadIdx.x % 32;
     if (lane == 0) {
         words[(int64_t)threadIdx.x / 32] = v;
@@ -48,22 +119,40 @@ __device__ float sum_over_block(float v)
     } else {
         v = 0.0f;
     }
-    v = warp_sum(v);
+    v = warp_reduce(v);
     __syncthreads();
     return v;
 }
 
-__device__ float group_sum(float v, int64_t group)
+__device__ float group_reduce(float v, int64_t group)
 {
     if (group > 32) {
-        return sum_over_block(v);
+        return over_block(v);
     }
     int64_t lanes = group >> 1;
     while (lanes > 0) {
-        v += __shfl_xor_sync(0xffffffffu, v, lanes);
+        v = combine(v, __shfl_xor_sync(0xffffffffu, v, lanes));
         lanes >>= 1;
     }
     return v;
+}
+
+__device__ __forceinline__ void store_group(float* out, int64_t out_shape0, int64_t out_shape1, uint32_t r, int64_t c, const float* regs, int64_t regs_shape0, int64_t at, bool vec)
+{
+    if (vec) {
+        *reinterpret_cast<float4 *>(&out[r * out_shape1 + (uint32_t)c]) = make_float4(regs[at], regs[at + 1], regs[at + 2], regs[at + 3]);
+    } else {
+        out[r * out_shape1 + (uint32_t)c] = regs[at];
+    }
+}
+
+__device__ __forceinline__ void store_group_(float* out, int64_t out_shape0, int64_t out_shape1, uint32_t r, int64_t c, const float* regs, int64_t regs_shape0, bool vec)
+{
+    if (vec) {
+        *reinterpret_cast<float4 *>(&out[r * out_shape1 + (uint32_t)c]) = make_float4(regs[0], regs[1], regs[2], regs[3]);
+    } else {
+        out[r * out_shape1 + (uint32_t)c] = regs[0];
+    }
 }
 
 template <int bias, int cache, int group, int rms, int vec>
@@ -74,17 +163,16 @@ __global__ void __launch_bounds__(256) rms_norm(
     float* out, int64_t out_shape0, int64_t out_shape1,
     float eps)
 {
-    int32_t tid = threadIdx.x;
-    int64_t lane = (int64_t)tid % group;  // thread within the row group
-    int64_t row = blockIdx.x * rows_per_block + (int64_t)tid / group;
+    int64_t lane;
+    int64_t row;
+    int64_t cols;
+    int64_t body;
+    bool live;
+    row_of(x, x_shape0, x_shape1, (int64_t)group, rows_per_block, width, &lane, &row, &cols, &body, &live);
     float vals[n_cached];
     float regs[width];
     float wr[width];
     float br[width];
-    int64_t rows = x_shape0;
-    int64_t cols = x_shape1;
-    int64_t body = cols - cols % width;  // 16-byte groups; the last cols % 4 elements are loaded one by one
-    bool live = row < rows;
     uint32_t r = (uint32_t)row;
     int64_t t = body + lane;  // the row's last cols % 4 elements, one each for the first lanes of the group
     bool has_tail = vec && live && t < cols;
@@ -93,16 +181,7 @@ __global__ void __launch_bounds__(256) rms_norm(
     float tail = 0.0f;
     int64_t c;
     if (live) {
-        #pragma unroll
-        for (int64_t u = 0; u < cache; u++) {
-            c = u * span + lane * width;
-            if (c < body) {
-                {
-                    const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
-                    vals[u * width] = nk_v.x; vals[u * width + 1] = nk_v.y; vals[u * width + 2] = nk_v.z; vals[u * width + 3] = nk_v.w;
-                }
-            }
-        }
+        load_cached(x, x_shape0, x_shape1, r, vals, n_cached, (int64_t)cache, span, lane * width, body, (bool)vec);
         #pragma unroll
         for (int64_t u = 0; u < cache; u++) {
             if (u * span + lane * width < body) {
@@ -119,10 +198,7 @@ __global__ void __launch_bounds__(256) rms_norm(
         }
         c = cache * span + lane * width;
         while (c < body) {  // the uncached rest
-            {
-                const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
-                regs[0] = nk_v.x; regs[1] = nk_v.y; regs[2] = nk_v.z; regs[3] = nk_v.w;
-            }
+            load_group_(x, x_shape0, x_shape1, r, c, regs, width, (bool)vec);
             #pragma unroll
             for (int64_t q = 0; q < width; q++) {
                 s += (rms ? regs[q] * regs[q] : regs[q]);
@@ -131,7 +207,7 @@ __global__ void __launch_bounds__(256) rms_norm(
         }
     }
     float n = (float)cols;
-    float mean = group_sum(s, (int64_t)group) / n;
+    float mean = group_reduce(s, (int64_t)group) / n;
     // 2. the statistics: 1 / sqrt(mean(x^2) + eps), or the variance around the mean (registers, then memory)
     float shift = 0.0f;
     float rstd;
@@ -154,7 +230,7 @@ __global__ void __launch_bounds__(256) rms_norm(
                 y = (vals[u * width + q] - shift) * rstd * wr[q];
                 vals[u * width + q] = y;
             }
-            *reinterpret_cast<float4 *>(&out[r * out_shape1 + (uint32_t)c]) = make_float4(vals[u * width], vals[u * width + 1], vals[u * width + 2], vals[u * width + 3]);
+            store_group(out, out_shape0, out_shape1, r, c, vals, n_cached, u * width, (bool)vec);
         }
     }
     if (has_tail) {
@@ -176,7 +252,7 @@ __global__ void __launch_bounds__(256) rms_norm(
             y = (regs[q] - shift) * rstd * wr[q];
             regs[q] = y;
         }
-        *reinterpret_cast<float4 *>(&out[r * out_shape1 + (uint32_t)c]) = make_float4(regs[0], regs[1], regs[2], regs[3]);
+        store_group_(out, out_shape0, out_shape1, r, c, regs, width, (bool)vec);
         c += span;
     }
 }

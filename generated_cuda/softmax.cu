@@ -18,70 +18,143 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
+// Python floor division as numba computes it: rounds toward -inf; x // 0 == 0 and INT64_MIN // -1 == 0
+__device__ __forceinline__ int64_t nk_floordiv(int64_t x, int64_t y) {
+    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
+    int64_t q = x / y, r = x % y;
+    return (r != 0 && ((r ^ y) < 0)) ? q - 1 : q;
+}
+
+// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 and INT64_MIN % -1 == 0
+__device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
+    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
+    int64_t r = x % y;
+    return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
+}
+
 constexpr int64_t n_cached = 16;
 constexpr int64_t rows_per_block = 32;
 constexpr int64_t span = 32;
 constexpr int64_t width = 4;
+
+__device__ __forceinline__ void row_of(const float* x, int64_t x_shape0, int64_t x_shape1, int64_t group, int64_t rows_per_block_, int64_t width_, int64_t *ret_0, int64_t *ret_1, int64_t *ret_2, int64_t *ret_3, bool *ret_4)
+{
+    int32_t tid = threadIdx.x;
+    int64_t row = blockIdx.x * rows_per_block_ + nk_floordiv((int64_t)tid, group);
+    int64_t cols = x_shape1;
+    *ret_0 = nk_floormod((int64_t)tid, group);
+    *ret_1 = row;
+    *ret_2 = cols;
+    *ret_3 = cols - nk_floormod(cols, width_);
+    *ret_4 = row < x_shape0;
+    return;
+}
+
+__device__ __forceinline__ void load_group(const float* x, int64_t x_shape0, int64_t x_shape1, uint32_t r, int64_t c, float* regs, int64_t regs_shape0, int64_t at, bool vec)
+{
+    if (vec) {
+        {
+            const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
+            regs[at] = nk_v.x; regs[at + 1] = nk_v.y; regs[at + 2] = nk_v.z; regs[at + 3] = nk_v.w;
+        }
+    } else {
+        regs[at] = x[r * x_shape1 + (uint32_t)c];
+    }
+}
+
+__device__ __forceinline__ void load_cached(const float* x, int64_t x_shape0, int64_t x_shape1, uint32_t r, float* vals, int64_t vals_shape0, int64_t cache, int64_t span_, int64_t first, int64_t body, bool vec)
+{
+    for (int64_t u = 0; u < cache; u++) {
+        int64_t c = u * span_ + first;
+        if (c < body) {
+            load_group(x, x_shape0, x_shape1, r, c, vals, vals_shape0, u * (vec ? (int64_t)4 : (int64_t)1), vec);
+        }
+    }
+}
 
 __device__ float nan_max(float a, float b)
 {
     return (a > b || isnan(a)) ? a : b;
 }
 
-__device__ float warp_max(float v)
+__device__ __forceinline__ void load_group_(const float* x, int64_t x_shape0, int64_t x_shape1, uint32_t r, int64_t c, float* regs, int64_t regs_shape0, bool vec)
+{
+    if (vec) {
+        {
+            const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
+            regs[0] = nk_v.x; regs[1] = nk_v.y; regs[2] = nk_v.z; regs[3] = nk_v.w;
+        }
+    } else {
+        regs[0] = x[r * x_shape1 + (uint32_t)c];
+    }
+}
+
+__device__ float combine(float a, float b)
+{
+    return true ? nan_max(a, b) : a + b;
+}
+
+__device__ float warp_reduce(float v)
 {
     #pragma unroll
     for (int64_t k = 0; k < 5; k++) {
-        v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, (int64_t)16 >> k));
+        v = combine(v, __shfl_xor_sync(0xffffffffu, v, (int64_t)16 >> k));
     }
     return v;
 }
 
-__device__ float max_over_block(float v)
+__device__ float over_block(float v)
 {
     __shared__ float words[32];
-    v = warp_max(v);
+    v = warp_reduce(v);
     int64_t lane = (int64_t)threadIdx.x % 32;
     if (lane == 0) {
         words[(int64_t)threadIdx.x / 32] = v;
     }
     __syncthreads();
+    // five shuffles instead of a loop over the warps' words: that loop, with a run-time trip count, stays rolled in
+    // numba's code, one dependent shared load after another (31 for a block of 1024)
     if (lane < (int64_t)blockDim.x / 32) {
         v = words[lane];
     } else {
         v = words[0];
     }
-    v = warp_max(v);
+    v = warp_reduce(v);
     __syncthreads();
     return v;
 }
 
-__device__ float group_max(float v, int64_t group)
+__device__ float group_reduce(float v, int64_t group)
 {
     if (group > 32) {
-        return max_over_block(v);
+        return over_block(v);
     }
     int64_t lanes = group >> 1;
     while (lanes > 0) {
-        v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, lanes));
+        v = combine(v, __shfl_xor_sync(0xffffffffu, v, lanes));
         lanes >>= 1;
     }
     return v;
 }
 
-__device__ float warp_sum(float v)
+__device__ float combine_(float a, float b)
+{
+    return false ? nan_max(a, b) : a + b;
+}
+
+__device__ float warp_reduce_(float v)
 {
     #pragma unroll
     for (int64_t k = 0; k < 5; k++) {
-        v += __shfl_xor_sync(0xffffffffu, v, (int64_t)16 >> k);
+        v = combine_(v, __shfl_xor_sync(0xffffffffu, v, (int64_t)16 >> k));
     }
     return v;
 }
 
-__device__ float sum_over_block(float v)
+__device__ float over_block_(float v)
 {
     __shared__ float words[32];
-    v = warp_sum(v);
+    v = warp_reduce_(v);
     int64_t lane = (int64_t)threadIdx.x % 32;
     if (lane == 0) {
         words[(int64_t)threadIdx.x / 32] = v;
@@ -94,22 +167,40 @@ __device__ float sum_over_block(float v)
     } else {
         v = 0.0f;
     }
-    v = warp_sum(v);
+    v = warp_reduce_(v);
     __syncthreads();
     return v;
 }
 
-__device__ float group_sum(float v, int64_t group)
+__device__ float group_reduce_(float v, int64_t group)
 {
     if (group > 32) {
-        return sum_over_block(v);
+        return over_block_(v);
     }
     int64_t lanes = group >> 1;
     while (lanes > 0) {
-        v += __shfl_xor_sync(0xffffffffu, v, lanes);
+        v = combine_(v, __shfl_xor_sync(0xffffffffu, v, lanes));
         lanes >>= 1;
     }
     return v;
+}
+
+__device__ __forceinline__ void store_group(float* out, int64_t out_shape0, int64_t out_shape1, uint32_t r, int64_t c, const float* regs, int64_t regs_shape0, int64_t at, bool vec)
+{
+    if (vec) {
+        *reinterpret_cast<float4 *>(&out[r * out_shape1 + (uint32_t)c]) = make_float4(regs[at], regs[at + 1], regs[at + 2], regs[at + 3]);
+    } else {
+        out[r * out_shape1 + (uint32_t)c] = regs[at];
+    }
+}
+
+__device__ __forceinline__ void store_group_(float* out, int64_t out_shape0, int64_t out_shape1, uint32_t r, int64_t c, const float* regs, int64_t regs_shape0, bool vec)
+{
+    if (vec) {
+        *reinterpret_cast<float4 *>(&out[r * out_shape1 + (uint32_t)c]) = make_float4(regs[0], regs[1], regs[2], regs[3]);
+    } else {
+        out[r * out_shape1 + (uint32_t)c] = regs[0];
+    }
 }
 
 template <int cache, int group, int vec>
@@ -117,15 +208,14 @@ __global__ void __launch_bounds__(256) softmax(
     const float* x, int64_t x_shape0, int64_t x_shape1,
     float* out, int64_t out_shape0, int64_t out_shape1)
 {
-    int32_t tid = threadIdx.x;
-    int64_t lane = (int64_t)tid % group;  // thread within the row group
-    int64_t row = blockIdx.x * rows_per_block + (int64_t)tid / group;
+    int64_t lane;
+    int64_t row;
+    int64_t cols;
+    int64_t body;
+    bool live;
+    row_of(x, x_shape0, x_shape1, (int64_t)group, rows_per_block, width, &lane, &row, &cols, &body, &live);
     float vals[n_cached];
     float regs[width];
-    int64_t rows = x_shape0;
-    int64_t cols = x_shape1;
-    int64_t body = cols - cols % width;  // 16-byte groups; the last cols % 4 elements are loaded one by one
-    bool live = row < rows;
     uint32_t r = (uint32_t)row;
     // 1. load the cached groups (all loads issued before any is used); the maximum of what this thread holds
     float m = 0.0f;
@@ -135,16 +225,7 @@ __global__ void __launch_bounds__(256) softmax(
     int64_t t;
     if (live) {
         m = x[r * x_shape1];  // an element of the row: the identity of max without -inf
-        #pragma unroll
-        for (int64_t u = 0; u < cache; u++) {
-            c = u * span + lane * width;
-            if (c < body) {
-                {
-                    const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
-                    vals[u * width] = nk_v.x; vals[u * width + 1] = nk_v.y; vals[u * width + 2] = nk_v.z; vals[u * width + 3] = nk_v.w;
-                }
-            }
-        }
+        load_cached(x, x_shape0, x_shape1, r, vals, n_cached, (int64_t)cache, span, lane * width, body, (bool)vec);
         #pragma unroll
         for (int64_t u = 0; u < cache; u++) {
             if (u * span + lane * width < body) {
@@ -180,10 +261,7 @@ __global__ void __launch_bounds__(256) softmax(
         // 3. the uncached rest, online: rescale the running sum when the maximum grows
         c = cache * span + lane * width;
         while (c < body) {
-            {
-                const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
-                regs[0] = nk_v.x; regs[1] = nk_v.y; regs[2] = nk_v.z; regs[3] = nk_v.w;
-            }
+            load_group_(x, x_shape0, x_shape1, r, c, regs, width, (bool)vec);
             float m_new = m;
             #pragma unroll
             for (int64_t q = 0; q < width; q++) {
@@ -201,9 +279,9 @@ __global__ void __launch_bounds__(256) softmax(
         s = 0.0f;
     }
     // 4. the row group's maximum, every thread's sum rescaled to it, and the total
-    float big = group_max(m, (int64_t)group);
+    float big = group_reduce(m, (int64_t)group);
     float scale = expf(m - big);
-    float total = group_sum(s * scale, (int64_t)group);
+    float total = group_reduce_(s * scale, (int64_t)group);
     if (!live) {
         return;
     }
@@ -218,7 +296,7 @@ __global__ void __launch_bounds__(256) softmax(
             for (int64_t q = 0; q < width; q++) {
                 vals[u * width + q] *= f;
             }
-            *reinterpret_cast<float4 *>(&out[r * out_shape1 + (uint32_t)c]) = make_float4(vals[u * width], vals[u * width + 1], vals[u * width + 2], vals[u * width + 3]);
+            store_group(out, out_shape0, out_shape1, r, c, vals, n_cached, u * width, (bool)vec);
         }
     }
     t = body + lane;
@@ -227,15 +305,12 @@ __global__ void __launch_bounds__(256) softmax(
     }
     c = cache * span + lane * width;
     while (c < body) {
-        {
-            const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
-            regs[0] = nk_v.x; regs[1] = nk_v.y; regs[2] = nk_v.z; regs[3] = nk_v.w;
-        }
+        load_group_(x, x_shape0, x_shape1, r, c, regs, width, (bool)vec);
         #pragma unroll
         for (int64_t q = 0; q < width; q++) {
             regs[q] = expf(regs[q] - big) * inv;
         }
-        *reinterpret_cast<float4 *>(&out[r * out_shape1 + (uint32_t)c]) = make_float4(regs[0], regs[1], regs[2], regs[3]);
+        store_group_(out, out_shape0, out_shape1, r, c, regs, width, (bool)vec);
         c += span;
     }
 }

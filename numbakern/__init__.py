@@ -27,6 +27,7 @@ from .launch import (
     launch_config,
     to_kernel_arg,
 )
+from .profiler import profile
 from .registry import Case, KernelSpec, Work, all_specs, get, project_specs, register, run_case
 from .specialize import constants_of, specialize
 
@@ -48,6 +49,6 @@ _mlir_lowering.register("fences")
 __all__ = [
     "Case", "Comparison", "KernelSpec", "LaunchConfig", "RandomInputs", "Work", "all_specs", "array_info", "cdiv",
     "check_array", "check_matmul_shapes", "check_same_device", "compare", "constants_of", "declare",
-    "dynamic_shared_bytes", "get", "grid_for", "launch_config", "project_specs", "register", "run_case",
+    "dynamic_shared_bytes", "get", "grid_for", "launch_config", "profile", "project_specs", "register", "run_case",
     "specialize", "to_kernel_arg",
 ]

@@ -101,6 +101,7 @@ def _py_copy_async16(dst, dst_index, src, src_index, valid, what="copy_async16")
     if valid:
         _check_alignment(what, src, sidx, width)
     _pending().open.append((dst, didx, src, sidx, bool(valid), width))
+    _observe(dst, didx, src, sidx if valid else None, BYTES if valid else 0)
 
 
 def _py_copy_async4(dst, dst_index, src, src_index, valid):
@@ -109,7 +110,18 @@ def _py_copy_async4(dst, dst_index, src, src_index, valid):
 
 def _py_copy_async(dst, dst_index, src, src_index, valid):
     sidx = _source_index(src, src_index) if valid else ()
-    _pending().open.append((dst, _index_tuple(dst_index), src, sidx, bool(valid), 1))
+    didx = _index_tuple(dst_index)
+    _pending().open.append((dst, didx, src, sidx, bool(valid), 1))
+    size = int(np.dtype(dst.dtype).itemsize)
+    _observe(dst, didx, src, sidx if valid else None, size if valid else 0, size)
+
+
+def _observe(dst, didx, src, sidx, src_bytes, dst_bytes=BYTES):
+    """Tell the profiler (if one runs) what this copy reads and writes: it is counted here, where it is issued, not
+    where it lands."""
+    from .sim import intrinsics
+
+    intrinsics.observe("cp.async", ((src, sidx, src_bytes, "ld"), (dst, didx, dst_bytes, "st")))
 
 
 def _py_async_commit():
@@ -121,12 +133,15 @@ def _py_async_commit():
 def _py_async_wait(n):
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
         raise ValueError(f"async_wait: n must be a non-negative int (groups left in flight), got {n!r}")
+    from .sim import intrinsics
+
     p = _pending()
-    while len(p.groups) > int(n):
-        for dst, didx, src, sidx, valid, width in p.groups.pop(0):
-            for q in range(width):
-                d = didx[:-1] + (didx[-1] + q,)
-                dst[d] = src[sidx[:-1] + (sidx[-1] + q,)] if valid else 0
+    with intrinsics.landing():  # the profiler counted these copies when they were issued
+        while len(p.groups) > int(n):
+            for dst, didx, src, sidx, valid, width in p.groups.pop(0):
+                for q in range(width):
+                    d = didx[:-1] + (didx[-1] + q,)
+                    dst[d] = src[sidx[:-1] + (sidx[-1] + q,)] if valid else 0
 
 
 def _py_async_wait_all():

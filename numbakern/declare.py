@@ -41,7 +41,7 @@ import numpy as np
 
 from .analysis import argument_use
 from .launch import LaunchConfig
-from .registry import DISTRIBUTIONS, Case, KernelSpec, Work, random_array, register
+from .registry import DISTRIBUTIONS, Case, KernelSpec, Work, check_tolerances, random_array, register
 
 Size = Mapping[str, int]
 
@@ -96,14 +96,20 @@ def declare(
 
     ``args(rand, **size)`` returns the kernel's arguments for a size (its parameters after ``rand`` name the size's
     dimensions; their defaults, or ``example``, are the example size). ``launch(*arguments)`` returns a
-    ``LaunchConfig`` or ``(grid, block)`` / ``(grid, block, shared_bytes)``. ``reference(*arguments)`` returns the
-    expected output (one output) or ``{name: expected}``, computed independently (numpy, in float64).
+    ``LaunchConfig`` or ``(grid, block)`` / ``(grid, block, shared_bytes)`` (an int for a 1-D grid or block, as
+    ``kernel[grid, block]`` takes it); the spec's ``launch(*arguments)`` answers the same.
+    ``reference(*arguments)`` returns the expected output (one output) or ``{name: expected}``, computed
+    independently (numpy, in float64).
     ``error_scale(*arguments)``: the magnitude each output element's rounding error is relative to (default
     ``|expected|``), same form. ``work(**size)``: a ``Work`` for the benchmark. ``module``: where the spec is
     declared, when not the caller's module (a helper that declares on behalf of other modules).
     ``special_values``: the reference defines the outputs for inputs with inf, -inf, NaN, -0.0 and subnormals
     (float64 IEEE arithmetic, element by element), so verification also gives the kernel such inputs
     (``registry.SPECIAL``: ``rand`` draws them).
+
+    What cannot be right is refused here, naming the kernel and the argument: ``rtol``/``atol`` that are not finite
+    numbers >= 0 (an infinite tolerance passes any output), sizes below 1, a ``launch``, ``reference``,
+    ``error_scale`` or ``work`` that is not a function, a launch a GPU would refuse.
     """
     pyfunc = getattr(kernel, "py_func", None)
     if pyfunc is None:
@@ -111,13 +117,17 @@ def declare(
     name = name or pyfunc.__name__
     module = module or sys._getframe(1).f_globals.get("__name__", pyfunc.__module__)
     where = f"declare({name})"
+    _check_functions(where, launch=launch, reference=reference, error_scale=error_scale, work=work)
+    check_tolerances(where, rtol, atol)
     use = argument_use(kernel)
     params = use.params
 
     dims, defaults = _dimensions(where, args)
     example = _example(where, dims, defaults, example)
-    multiples = {k: int(v) for k, v in (size_multiples or {}).items()}
+    multiples = dict(size_multiples or {})
     _check_keys(where, "size_multiples", multiples, dims, partial=True)
+    _check_positive(where, "size_multiples", multiples)
+    multiples = {k: int(v) for k, v in multiples.items()}
 
     out_names = (_names(where, "outputs", outputs, params) if outputs is not None
                  else sorted(use.written, key=params.index))
@@ -139,7 +149,7 @@ def declare(
             raise ValueError(f"{where}: args() returned {len(made)} value(s); the kernel takes {len(params)} "
                              f"({', '.join(params)})")
         made = tuple(_poisoned(a) if i in out_idx and i not in acc_idx else a for i, a in enumerate(made))
-        return Case(made, _launch_config(where, launch(*made)), dict(size))
+        return Case(made, _launch_config(where, launch, made), dict(size))
 
     def by_index(what: str, fn: Callable[..., Any]) -> Callable[..., dict[int, np.ndarray]]:
         def indexed(*case_args):
@@ -185,6 +195,7 @@ def declare(
         size_multiples=multiples,
         module=module,
         special_values=bool(special_values),
+        launcher=lambda *launch_args: _launch_config(where, launch, launch_args),
     )
     return register(spec)
 
@@ -298,20 +309,27 @@ def _poisoned(a: Any) -> Any:
     return np.full(a.shape, True, dtype=a.dtype) if a.dtype.kind == "b" else a.copy()
 
 
-def _launch_config(where: str, value: Any) -> LaunchConfig:
-    if isinstance(value, LaunchConfig):
-        return value
-    if isinstance(value, tuple) and len(value) in (2, 3):
-        grid, block = (_dims(g) for g in value[:2])
-        if math.prod(block) > 1024:
-            raise ValueError(f"{where}: block {block} has {math.prod(block)} threads; CUDA allows at most 1024")
-        return LaunchConfig(grid, block, int(value[2]) if len(value) == 3 else 0)
+def _launch_config(where: str, launch: Callable[..., Any], args: Sequence[Any]) -> LaunchConfig:
+    """``launch(*args)`` as a ``LaunchConfig``; what is wrong with it, or with the launch it describes (one a GPU
+    would refuse), is an error naming the kernel."""
+    try:
+        value = launch(*args)
+        if isinstance(value, LaunchConfig):
+            return value
+        if isinstance(value, tuple) and len(value) in (2, 3):
+            return LaunchConfig(*value)
+    except (TypeError, ValueError) as e:
+        raise _renamed(e, f"{where}: launch(): {e}") from e
     raise TypeError(f"{where}: launch() must return a LaunchConfig, (grid, block) or (grid, block, shared_bytes); "
                     f"got {value!r}")
 
 
-def _dims(value: Any) -> tuple[int, ...]:
-    return (int(value),) if isinstance(value, (int, np.integer)) else tuple(int(v) for v in value)
+def _renamed(e: Exception, message: str) -> Exception:
+    """``e``'s kind of error with ``message`` (its own class where it takes a message alone)."""
+    try:
+        return type(e)(message)
+    except Exception:  # noqa: BLE001 - a class with another constructor: its base kind
+        return (TypeError if isinstance(e, TypeError) else ValueError)(message)
 
 
 def _by_index(where: str, what: str, value: Any, out_names: Sequence[str], params: Sequence[str]):
@@ -348,10 +366,22 @@ def _dimensions(where: str, maker: Callable[..., Any]) -> tuple[tuple[str, ...],
 def _example(where: str, dims: Sequence[str], defaults: Mapping[str, Any], example: Size | None) -> dict[str, int]:
     merged = {**defaults, **(example or {})}
     _check_keys(where, "example", merged, dims)
-    bad = {k: v for k, v in merged.items() if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1}
-    if bad:
-        raise ValueError(f"{where}: example sizes must be positive integers, got {bad}")
+    _check_positive(where, "example sizes", merged)
     return {d: int(merged[d]) for d in dims}
+
+
+def _check_positive(where: str, what: str, given: Mapping[str, Any]) -> None:
+    bad = {k: v for k, v in given.items() if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1}
+    if bad:
+        raise ValueError(f"{where}: {what} must be positive integers, got {bad}")
+
+
+def _check_functions(where: str, **functions: Any) -> None:
+    """Each of ``functions`` is callable (or None where that is allowed: every one but launch and reference)."""
+    for what, fn in functions.items():
+        if not callable(fn) and (fn is not None or what in ("launch", "reference")):
+            raise TypeError(f"{where}: '{what}' must be a function of the kernel's arguments, got "
+                            f"{type(fn).__name__} {fn!r}")
 
 
 def _check_keys(where: str, what: str, given: Mapping[str, Any], dims: Sequence[str], partial: bool = False) -> None:
@@ -375,6 +405,7 @@ def _sizes(where: str, sizes: Iterable[Size], dims: Sequence[str]) -> tuple[dict
     out = tuple(dict(s) for s in sizes)
     for s in out:
         _check_keys(where, "every size", s, dims)
+        _check_positive(where, "sizes", s)
     if not out:
         raise ValueError(f"{where}: give at least one size")
     return out

@@ -13,8 +13,8 @@ What costs Numba kernels time against the same CUDA C, and the helper that remov
 - **Codegen options.** ``fast_jit`` is ``cuda.jit`` with ``fastmath=True`` (FMA contraction, approximate division
   and square root; the flagship matmul is plain multiply-add, so only contraction matters) and with
   ``launch_bounds`` from the block size you launch with, so that the register allocator knows the block size
-  the way ``__launch_bounds__`` tells nvcc. Under the simulator the options that only steer code generation are
-  dropped.
+  the way ``__launch_bounds__`` tells nvcc. The simulator takes the same options (and refuses a launch of more
+  threads than ``launch_bounds``, as a GPU does).
 """
 
 from __future__ import annotations
@@ -24,16 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from . import mode
-
 #: the index cast: unsigned, so numba emits no wraparound select (use it at subscripts: ``a[u32(r), u32(c)]``)
 u32 = np.uint32
 
 #: the jit options the registered fast kernels use
 FAST_OPTIONS: dict[str, Any] = {"fastmath": True}
-
-#: options that only steer code generation; the simulator's ``cuda.jit`` takes none of them
-_CODEGEN_ONLY = ("launch_bounds", "max_registers", "lineinfo", "opt")
 
 
 def jit_options(*, threads: int | None = None, min_blocks: int | None = None, max_registers: int | None = None,
@@ -41,8 +36,7 @@ def jit_options(*, threads: int | None = None, min_blocks: int | None = None, ma
     """``cuda.jit`` keyword arguments for a fast kernel launched with ``threads`` threads per block.
 
     ``threads`` (and ``min_blocks``, blocks per multiprocessor) become ``launch_bounds``; ``max_registers`` caps
-    the registers per thread (prefer ``launch_bounds``: it lets the compiler pick the cap). In the simulator the
-    code-generation-only options are left out.
+    the registers per thread (prefer ``launch_bounds``: it lets the compiler pick the cap).
     """
     opts: dict[str, Any] = {"fastmath": bool(fastmath)}
     if threads is not None:
@@ -55,8 +49,6 @@ def jit_options(*, threads: int | None = None, min_blocks: int | None = None, ma
         opts["max_registers"] = int(max_registers)
     if lineinfo:
         opts["lineinfo"] = True
-    if mode.in_simulator():
-        opts = {k: v for k, v in opts.items() if k not in _CODEGEN_ONLY}
     return opts
 
 

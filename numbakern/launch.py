@@ -16,6 +16,7 @@ Every error names the argument and says what was expected.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,13 +52,64 @@ def grid_for(shape: int | Sequence[int], block: int | Sequence[int]) -> tuple[in
     return grid
 
 
+#: what every CUDA GPU accepts in one launch (compute capability 3.0 and later, Hopper included): the CUDA driver
+#: refuses anything else with CUDA_ERROR_INVALID_VALUE
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_DIM = (1024, 1024, 64)
+MAX_GRID_DIM = (2**31 - 1, 65535, 65535)
+
+
+def launch_problem(grid: Sequence[int], block: Sequence[int]) -> str | None:
+    """What a GPU refuses in a launch of ``grid`` blocks of ``block`` threads (up to three ints each, x first), named
+    by its dimension and limit; None for a launch it runs."""
+    for what, dims in (("gridDim", grid), ("blockDim", block)):
+        for axis, n in zip("xyz", dims):
+            if n < 1:
+                return f"{what}.{axis} = {n}: every launch dimension must be at least 1"
+    threads = math.prod(block)
+    if threads > MAX_THREADS_PER_BLOCK:
+        shape = f"{' x '.join(map(str, block))} = " if sum(d > 1 for d in block) > 1 else ""
+        return f"a block of {shape}{threads} threads: a GPU allows at most {MAX_THREADS_PER_BLOCK} per block"
+    for what, dims, limits in (("blockDim", block, MAX_BLOCK_DIM), ("gridDim", grid, MAX_GRID_DIM)):
+        for axis, n, limit in zip("xyz", dims, limits):
+            if n > limit:
+                return f"{what}.{axis} = {n}: a GPU allows at most {limit} in {axis}"
+    return None
+
+
+def launch_bounds_threads(launch_bounds: Any) -> int | None:
+    """The most threads per block a kernel compiled with ``cuda.jit(launch_bounds=...)`` may be launched with: the
+    int, or the first element of the tuple (None: no bound)."""
+    if launch_bounds is None:
+        return None
+    first = launch_bounds[0] if isinstance(launch_bounds, (tuple, list)) else launch_bounds
+    return _as_int("launch_bounds", first)
+
+
 @dataclass(frozen=True)
 class LaunchConfig:
-    """Everything ``kernel[...]`` needs: ``kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)``."""
+    """Everything ``kernel[...]`` needs: ``kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)``.
+
+    ``grid`` and ``block`` are 1 to 3 positive integers (x first), or one integer for a 1-D launch, as
+    ``kernel[grid, block]`` takes them: ``LaunchConfig(cdiv(n, 256), 256)``. A launch a GPU would refuse (a block of
+    more than 1024 threads, a zero dimension, ``gridDim.y`` above 65535, ...) is a ``ValueError`` here.
+    """
 
     grid: tuple[int, ...]
     block: tuple[int, ...]
     shared_bytes: int = 0
+
+    def __post_init__(self):
+        grid, block = _dims("grid", self.grid, "LaunchConfig"), _dims("block", self.block, "LaunchConfig")
+        shared = _as_int("LaunchConfig: shared_bytes", self.shared_bytes)
+        problem = launch_problem(grid, block)
+        if problem is not None:
+            raise ValueError(f"LaunchConfig(grid={grid}, block={block}): {problem}")
+        if shared < 0:
+            raise ValueError(f"LaunchConfig: shared_bytes must be non-negative, got {shared}")
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "block", block)
+        object.__setattr__(self, "shared_bytes", shared)
 
     def __iter__(self):
         # lets a config be unpacked straight into a launch: kernel[(*cfg,)]
@@ -65,15 +117,12 @@ class LaunchConfig:
 
     @property
     def threads_per_block(self) -> int:
-        return int(np.prod(self.block))
+        return math.prod(self.block)
 
 
 def launch_config(shape: int | Sequence[int], block: int | Sequence[int], shared_bytes: int = 0) -> LaunchConfig:
     """Grid and block for covering ``shape`` (x, y, z order), plus the dynamic shared memory in bytes."""
     block_t = _dims("block", block)
-    threads = int(np.prod(block_t))
-    if threads > 1024:
-        raise ValueError(f"block {block_t} has {threads} threads; CUDA allows at most 1024 per block")
     return LaunchConfig(grid_for(shape, block_t), block_t, _as_int("shared_bytes", shared_bytes))
 
 
@@ -240,6 +289,33 @@ def to_kernel_arg(x: Any) -> Any:
     return x
 
 
+def simulator_argument(name: str, x: Any) -> Any:
+    """What the simulator gives a kernel for a launch argument: a CPU torch tensor as a numpy view of its memory (the
+    kernel's writes reach the tensor, and the checkers see it as any array), anything else as it is. A tensor numpy
+    has no dtype for (bf16, the float8s, ...) or one on the GPU is a ``TypeError`` naming the argument and what to
+    pass instead, before the kernel is typed."""
+    torch = _torch_if_tensor(x)
+    if torch is None:
+        return x
+    if x.device.type != "cpu":
+        raise TypeError(f"argument '{name}' lives on the GPU ({x.device}) but kernels run in the CUDA simulator; "
+                        f"pass {name}.cpu()")
+    try:
+        return x.detach().resolve_conj().resolve_neg().numpy()
+    except TypeError:
+        pass  # numpy has no such dtype
+    dtype = str(x.dtype).removeprefix("torch.")
+    bits = x.element_size() * 8
+    if x.dtype == torch.bfloat16:
+        fix = (f"numbakern.launch.to_kernel_arg({name}) for its bit patterns as uint16, which numbakern.mma's "
+               f"instructions and conversions read (docs/tensor-cores.md), or {name}.float() to compute in float32")
+    else:
+        fix = (f"{name}.view(torch.{'u' if bits == 8 else ''}int{bits}) for its bit patterns, or {name}.float() to "
+               "compute in float32")
+    raise TypeError(f"argument '{name}' is a torch.{dtype} tensor, which numpy, and so the simulator, has no type "
+                    f"for; pass {fix}")
+
+
 def empty_like_on(x: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any:
     """An uninitialised output array of the same library and device as ``x``."""
     torch = _torch_if_tensor(x)
@@ -296,8 +372,19 @@ def _as_int(name: str, value: Any) -> int:
     return int(value)
 
 
-def _dims(name: str, value: int | Sequence[int]) -> tuple[int, ...]:
-    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+def _dims(name: str, value: int | Sequence[int], where: str = "") -> tuple[int, ...]:
+    """1 to 3 integers: an integer alone is a 1-D shape, as ``kernel[grid, block]`` takes it."""
+    prefix = f"{where}: " if where else ""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        dims: tuple = (value,)
+    elif isinstance(value, (str, bytes)):
+        dims = (value,)  # refused below, as itself rather than as its characters
+    else:
+        try:
+            dims = tuple(value)
+        except TypeError:
+            raise TypeError(f"{prefix}{name} must be an integer or a sequence of 1 to 3 integers, got "
+                            f"{type(value).__name__} {value!r}") from None
     if not 1 <= len(dims) <= 3:
-        raise ValueError(f"{name} must have 1 to 3 dimensions, got {len(dims)}")
-    return tuple(_as_int(f"{name}[{i}]", d) for i, d in enumerate(dims))
+        raise ValueError(f"{prefix}{name} must have 1 to 3 dimensions, got {len(dims)}: {value!r}")
+    return tuple(_as_int(f"{prefix}{name}[{i}]", d) for i, d in enumerate(dims))

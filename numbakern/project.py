@@ -10,6 +10,12 @@
 ``[tool.numbakern]`` table and, when there is none, returns numbakern's own library as the project (its kernels,
 ``generated_cuda/`` in the current folder): what the tools did before projects existed.
 
+A project's kernel modules are imported, so they run as whoever runs the tools: ``find`` stops at a folder or a
+``pyproject.toml`` that someone else could have written (``ownership_problem``: owned by another user, or writable by
+others without the sticky bit), as git stops at a repository another user owns (``safe.directory``,
+CVE-2022-24765). A ``[tool.numbakern]`` project there or above is refused with a ``ProjectError`` that says why;
+``NUMBAKERN_SAFE_DIRECTORIES`` (folders separated by ``:``, or ``*``) names folders the user trusts all the same.
+
 ``Project.specs()`` imports the kernel modules (from the project's root, as ``python -m`` would, when they are not
 installed) and returns the kernels they declare; ``Project.spec(name)`` finds one by name in this project only, so a
 user kernel named like a library kernel is never confused with it. ``Project.ref(name)`` is what another process
@@ -18,11 +24,14 @@ passes to ``numbakern.registry.from_ref`` to get the same spec.
 
 from __future__ import annotations
 
+import grp
 import importlib
 import importlib.util
 import os
 import pkgutil
+import pwd
 import re
+import stat
 import sys
 import tomllib
 from dataclasses import dataclass
@@ -39,6 +48,8 @@ DEFAULT_ARCH = "sm_90"
 #: the keys of [tool.numbakern], with the type each must have
 KEYS = {"kernels": list, "out": str, "arch": str, "include-library": bool}
 ARCH_PATTERN = re.compile(r"^(sm|compute)_\d+[af]?$")
+#: folders whose projects are used although someone else could write them (git's safe.directory): ":"-separated
+SAFE_ENV = "NUMBAKERN_SAFE_DIRECTORIES"
 
 
 class ProjectError(ValueError):
@@ -65,6 +76,10 @@ class Project:
         one is not importable, as ``python -m`` from the root would have it."""
         for module in self.kernel_modules:
             top = module.split(".")[0]
+            if top in sys.stdlib_module_names:
+                raise ProjectError(
+                    f"{self._where('kernels')}: '{module}' is Python's standard library module, which no project "
+                    f"declares kernels in (and which shadows a module of yours of that name): rename your module")
             if top not in sys.modules and importlib.util.find_spec(top) is None and str(self.root) not in sys.path:
                 sys.path.insert(0, str(self.root))
             try:
@@ -77,7 +92,8 @@ class Project:
                     ) from None
                 raise
             for sub in pkgutil.walk_packages(getattr(imported, "__path__", ()), prefix=module + "."):
-                importlib.import_module(sub.name)
+                if sub.name.rsplit(".", 1)[-1] != "__main__":  # a package's script (python -m), not its kernels
+                    importlib.import_module(sub.name)
 
     def specs(self) -> list[KernelSpec]:
         """The project's kernels by name: those its modules declare, and the library's if ``include-library``."""
@@ -129,15 +145,87 @@ def load(path: str | os.PathLike = ".") -> Project:
 
 def find(start: str | os.PathLike = ".") -> Project:
     """The project of the folder ``start``: the nearest ``pyproject.toml`` upwards with a ``[tool.numbakern]``
-    table, or numbakern's library (``generated_cuda/`` in ``start``) when there is none."""
+    table, or numbakern's library (``generated_cuda/`` in ``start``) when there is none. The walk stops at a folder
+    or file someone else could have written (see the module docstring): a ``ProjectError`` when a project lies
+    there or above, numbakern's library when none does."""
     start = Path(start).resolve()
     for folder in (start, *start.parents):
         file = folder / PYPROJECT
+        problem = ownership_problem(folder) or (ownership_problem(file) if file.is_file() else None)
+        if problem is not None and not _declared_safe(folder):
+            refused = _project_at_or_above(folder)
+            if refused is None:
+                break
+            raise ProjectError(
+                f"not using the project {refused}: {problem}. numbakern imports a project's kernel modules (they "
+                "run as you), so it reads [tool.numbakern] only where no one else can change what it imports "
+                f"(like git's safe.directory). Own the folder yourself, or add {folder} to {SAFE_ENV} if you trust "
+                "whoever can write there")
         if file.is_file():
             table, name = _read(file)
             if table is not None:
                 return _from_table(file, table, name)
     return library(start / DEFAULT_OUT)
+
+
+def ownership_problem(path: Path) -> str | None:
+    """Why someone else could have written ``path`` (None when no one but you, or root, can): it is owned by another
+    user, or others may write it (a folder with the sticky bit, as /tmp, lets them add files but not replace
+    yours; a group that is only your own, as a user private group, is you)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        return f"{path} cannot be examined ({e.strerror})"
+    me = os.geteuid()
+    if st.st_uid not in (me, 0):
+        return f"{path} is owned by {_user(st.st_uid)}, not by you, {_user(me)}"
+    sticky_folder = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
+    if st.st_mode & stat.S_IWOTH and not sticky_folder:
+        return f"{path} can be written by every user (mode {stat.filemode(st.st_mode)})"
+    if st.st_mode & stat.S_IWGRP and not sticky_folder and not _private_group(st.st_gid, st.st_uid):
+        return f"{path} can be written by the group {_group(st.st_gid)} (mode {stat.filemode(st.st_mode)})"
+    return None
+
+
+def _private_group(gid: int, uid: int) -> bool:
+    """A user private group: named as its owner and with no other members."""
+    try:
+        group, owner = grp.getgrgid(gid), pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return group.gr_name == owner.pw_name and not [m for m in group.gr_mem if m != owner.pw_name]
+
+
+def _user(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _group(gid: int) -> str:
+    try:
+        return f"{grp.getgrgid(gid).gr_name} (gid {gid})"
+    except KeyError:
+        return f"gid {gid}"
+
+
+def _declared_safe(folder: Path) -> bool:
+    listed = [p for p in os.environ.get(SAFE_ENV, "").split(os.pathsep) if p]
+    return "*" in listed or any(Path(p).resolve() == folder for p in listed)
+
+
+def _project_at_or_above(folder: Path) -> Path | None:
+    """The first ``pyproject.toml`` with ``[tool.numbakern]`` at or above ``folder`` (read as data, nothing
+    imported; an unreadable one counts as none)."""
+    for above in (folder, *folder.parents):
+        file = above / PYPROJECT
+        try:
+            if file.is_file() and file.stat().st_size < (1 << 20) and _read(file)[0] is not None:
+                return file
+        except (OSError, ProjectError):
+            continue
+    return None
 
 
 def library(out_dir: str | os.PathLike = DEFAULT_OUT, arch: str = DEFAULT_ARCH) -> Project:

@@ -51,6 +51,7 @@ DEFAULT_SEED = 20_251_122
 
 _SEED = pytest.StashKey[int]()
 _BASE = pytest.StashKey[int]()
+_WATCH = pytest.StashKey[object]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,6 +61,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--seed", default=None, metavar="N|random",
                     help=f"base seed of every test's random inputs (the rng and seed fixtures; default "
                          f"{DEFAULT_SEED}; 'random': a fresh one, printed in the header)")
+    group.addoption("--profile-kernel", action="append", default=[], metavar="KERNEL",
+                    help="profile each distinct launch of the declared kernel KERNEL in the simulator "
+                         "(numbakern.profile; repeatable) and print the profiles after the run")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -142,6 +146,10 @@ def _choose_mode(options) -> None:
     os.environ[mode.SIM_ENV] = "1" if sim else "0"
     if sim:
         os.environ.setdefault(CHECKS_ENV, "all")
+        if getattr(options, "fulltrace", False):
+            from .sim.errors import TRACEBACK_ENV
+
+            os.environ.setdefault(TRACEBACK_ENV, "full")  # the simulator's errors keep its own frames
         # numbakern itself was imported (to load this plugin) before the mode was chosen, so its import-time
         # install did not run: switch the simulator to numbakern's engine now, before any test launches a kernel.
         from . import sim as numbakern_sim
@@ -153,6 +161,21 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs a real CUDA GPU (skipped in simulator mode)")
     config.addinivalue_line("markers", "sim: needs the CUDA simulator (skipped with --gpu)")
     _base_seed(config)  # a bad --seed is a usage error before any test runs
+    names = config.getoption("profile_kernel", None)
+    if names:
+        if not mode.in_simulator():
+            raise pytest.UsageError("numbakern: --profile-kernel profiles launches in the simulator; drop --gpu")
+        from .profiler.watch import Watch
+
+        config.stash[_WATCH] = watch = Watch(names, "H100")
+        watch.install()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    watch = config.stash.get(_WATCH, None)
+    if watch is not None:
+        terminalreporter.section("numbakern profile")
+        terminalreporter.write_line(watch.report())
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

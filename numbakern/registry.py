@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -96,10 +97,27 @@ class KernelSpec:
     # the reference defines the outputs for special float inputs (IEEE arithmetic element by element: inf, -inf,
     # NaN, -0.0, subnormals): verification also draws inputs from the SPECIAL distribution
     special_values: bool = False
+    # (*args in the kernel's order) -> LaunchConfig: ``launch``'s answer (``declare`` gives its ``launch``)
+    launcher: Callable[..., LaunchConfig] | None = None
 
     def __post_init__(self):
+        check_tolerances(f"kernel '{self.name}'", self.rtol, self.atol)
+        if self.error_scale is not None and not callable(self.error_scale):
+            raise TypeError(f"kernel '{self.name}': error_scale must be a function (*args) -> {{output index: "
+                            f"scale}}, got {type(self.error_scale).__name__} {self.error_scale!r}")
         if not self.module:
             object.__setattr__(self, "module", _py_func(self.kernel).__module__)
+
+    def launch(self, *args: Any) -> LaunchConfig:
+        """The launch configuration for these arguments, in the kernel's order::
+
+            cfg = spec.launch(x, out)
+            spec.kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](x, out)
+        """
+        if self.launcher is None:
+            raise TypeError(f"kernel '{self.name}' was registered without a launch function (only declare() gives "
+                            "one); its cases carry their launch: spec.make_case(size, rng).launch")
+        return self.launcher(*args)
 
     @property
     def distributions(self) -> tuple[str, ...]:
@@ -143,6 +161,16 @@ class KernelSpec:
         """The kernel's parameter names, in order."""
         code = _py_func(self.kernel).__code__
         return code.co_varnames[: code.co_argcount]
+
+
+def check_tolerances(where: str, rtol: Any, atol: Any) -> None:
+    """``rtol`` and ``atol`` are finite numbers, at least 0: an infinite or NaN tolerance would pass any output."""
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{where}: {name} must be a number, got {type(value).__name__} {value!r}")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{where}: {name} must be a finite number >= 0, got {value!r} (an infinite or NaN "
+                             "tolerance would pass any output)")
 
 
 def run_case(spec: KernelSpec, case: Case, kernel: Any = None) -> dict[int, np.ndarray]:

@@ -12,11 +12,14 @@ are the project's and their ``.cu`` files come from the project's folder (``numb
     python scripts/bench.py --render docs/bench/bench.csv     # Markdown, chart and README table from a CSV (no GPU)
     python scripts/bench.py --merge all.csv rerun.csv --out docs/bench   # one table from several runs (no GPU)
 
-For each kernel and each of its ``bench_sizes`` (the lecture's 5120×256 @ 256×5120 and 4096³ for the matmuls), the
-three implementations run on the same device tensors: the Numba kernel, the kernel's ``.cu`` from ``generated_cuda/``
-(its manifest launcher, built with ``nvcc -shared`` and called through ctypes) and the torch operation that
-computes the same thing, timed with CUDA events (``numbakern.bench.do_bench``); fp32 matmuls with TF32 off. Before the
-timing, the C's output is compared with Numba's at the benchmark size.
+For each kernel and each of its ``bench_sizes`` (the lecture's 5120×256 @ 256×5120 and 4096³ for the matmuls;
+``--sizes last``: the largest only), the three implementations run on the same device tensors: the Numba kernel, the
+kernel's ``.cu`` from ``generated_cuda/`` (its manifest launcher, built with ``nvcc -shared`` and called through
+ctypes) and the torch operation that computes the same thing, timed with CUDA events (``numbakern.bench.do_bench``);
+fp32 matmuls with TF32 off. Before the timing, the C's output is compared with Numba's at the benchmark size. For
+attention and matmul rows the torch column is torch's default dispatch (``F.scaled_dot_product_attention``,
+``torch.matmul``), the row names the kernels it ran (torch's profiler, once per size), and torch's other SDPA backends
+and BLAS libraries are timed beside it ("other implementations").
 
 With ``--gpus N`` each kernel is measured wholly on one GPU, by one worker process per GPU (``CUDA_VISIBLE_DEVICES``
 its GPU alone), one kernel at a time on each, so that no two measurements ever share a GPU; each GPU measures its
@@ -33,8 +36,10 @@ Numba or a kernel could not be measured, 2 no GPU.
 from __future__ import annotations
 
 import argparse
+import csv
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -49,6 +54,13 @@ FIELDS = ["kernel", "size", "size_keys", "metric", "numba_ms", "c_ms", "torch_ms
           "c_vs_numba", "torch_vs_c", "c_pct_copy", "c_numba_max_rel_diff", "torch_op", "triton_ms", "peers", "gpu"]
 NUMERIC = ("numba_ms", "c_ms", "torch_ms", "numba_rate", "c_rate", "torch_rate", "c_vs_numba", "torch_vs_c",
            "c_pct_copy")
+#: the columns every results row has; a kernel cell is a registered kernel's name (or ``copy``), nothing else
+REQUIRED = ("kernel", "size", "metric")
+_KERNEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")
+#: what a text cell may not hold: it goes into Markdown tables (a column break, HTML, code spans)
+_NOT_IN_CELLS = re.compile(r"[|<>`\x00-\x1f\x7f]")
+#: no results file is larger
+MAX_CSV_BYTES = 16 << 20
 #: the largest relative difference between the translated C and Numba at a benchmark size that counts as agreement
 AGREEMENT = 1e-4
 #: matmul kernels that take A transposed (their first argument is k×h): ``out = mt.T @ n``
@@ -66,10 +78,10 @@ def torch_equivalent(spec, tensors):
     arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
     if spec.name in TRANSPOSED_A:  # out = mt.T @ n: cuBLAS takes the transposed operand as it is
         mt, n, out = arrays[:3]
-        return (lambda: torch.matmul(mt.t(), n, out=out)), "torch.matmul of mt.t() (cuBLAS, TF32 off)"
+        return (lambda: torch.matmul(mt.t(), n, out=out)), "torch.matmul of mt.t() (TF32 off)"
     if spec.family == "matmul":
         m, n, out = arrays[:3]
-        return (lambda: torch.matmul(m, n, out=out)), "torch.matmul (cuBLAS, TF32 off)"
+        return (lambda: torch.matmul(m, n, out=out)), "torch.matmul (TF32 off)"
     if spec.name == "vector_add":
         a, b, out = arrays
         return (lambda: torch.add(a, b, out=out)), "torch.add"
@@ -80,27 +92,40 @@ def torch_equivalent(spec, tensors):
     return None, ""
 
 
-def sdpa_kernels(torch, fn) -> str:
-    """The CUDA kernels one call of ``fn`` launches, from torch's profiler: which SDPA backend ran."""
+#: the families whose torch column names the kernels torch ran, with torch's other backends beside it
+NAMED_FAMILIES = ("attention", "matmul")
+
+
+def kernels_ran(torch, fn) -> str:
+    """What one call of ``fn`` ran, from torch's profiler: the CUDA kernels it launched (which SDPA backend, which
+    cuBLAS or cuBLASLt kernel), or where nothing ran on a GPU (CPU tensors) the ATen operators it dispatched to."""
     from torch.profiler import ProfilerActivity, profile
 
+    cuda = torch.cuda.is_available()
     try:
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
             fn()
-            torch.cuda.synchronize()
-        names = sorted({e.key for e in prof.key_averages() if e.device_type.name == "CUDA" and e.key}, key=len)
+            if cuda:
+                torch.cuda.synchronize()
+        events = prof.key_averages()
     except Exception as exc:  # noqa: BLE001 - a profiler that cannot trace here: the row says so
         return f"profiler unavailable: {type(exc).__name__}"
-    return "; ".join(n[:70] for n in names[:3]) or "no CUDA kernel seen"
+    kind = "CUDA" if cuda else "CPU"
+    names = [e.key for e in events if e.device_type.name == kind and e.key and not e.key.startswith("cudaDevice")]
+    if not cuda:  # the operator that did the work: the innermost ATen calls, not the wrappers around them
+        names = [n for n in names if n.startswith("aten::_") or n in ("aten::mm", "aten::bmm", "aten::addmm")]
+    names = sorted(set(names), key=len)
+    return "; ".join(n[:90] for n in names[:3]) or f"no {kind} kernel seen"
 
 
 _TRITON: dict = {}
 
 
-def peer_impls(torch, spec, tensors) -> dict:
-    """Implementations timed beside the three, in the same run: Triton (fp32 ieee) for the matmuls (none where
-    Triton is missing), and each of torch's SDPA backends for attention (fp32, or the 16-bit kernels' format).
-    ``{key: (launch, label)}``."""
+def peer_impls(torch, spec, tensors, baseline=None) -> dict:
+    """Implementations timed beside the three, in the same run: Triton (fp32 ieee) for the fp32 matmuls (none where
+    Triton is missing); torch's other BLAS library (cuBLAS and cuBLASLt) for every matmul and each of torch's SDPA
+    backends for attention (``bench_tc.backend_peers``: the kernels each ran named); the tensor-core matmuls'
+    peers (``bench_tc.tensor_core_peers``). ``{key: (launch, label)}``; ``baseline`` is the torch column's call."""
     arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
     out = {}
     # (the fp32 Triton kernel here; the 16-bit matmuls' Triton and Hopper peers come from bench_tc)
@@ -113,26 +138,11 @@ def peer_impls(torch, spec, tensors) -> dict:
             m, n, o = arrays[:3]
             launch = _TRITON["make"](m, n, o.clone(), m.shape[0], m.shape[1], n.shape[1])
             out["triton"] = (launch, "Triton tl.dot ieee, autotuned")
-    import bench_tc  # this script's folder: the tensor-core matmuls' peers
+    import bench_tc  # this script's folder: the tensor-core matmuls' peers, torch's other backends
 
     out.update(bench_tc.tensor_core_peers(torch, spec, arrays))
-    if spec.family == "attention" and arrays[0].dtype != torch.float32:  # the tensor-core kernels' SDPA peers
-        out.update(bench_tc.attention16_peers(torch, spec, arrays, lambda fn: sdpa_kernels(torch, fn)))
-    elif spec.family == "attention":
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
-        default, _ = torch_equivalent(spec, tensors)
-        out["sdpa_default"] = (default, f"SDPA default ran: {sdpa_kernels(torch, default)}")
-        for backend in (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH):
-            def run(backend=backend):
-                with sdpa_kernel(backend):
-                    return default()
-            try:
-                run()
-            except RuntimeError as exc:  # a backend that does not take fp32 or this shape
-                print(f"  {spec.name}: SDPA backend {backend.name} unavailable: {str(exc)[:100]}", flush=True)
-                continue
-            out[f"sdpa_{backend.name.lower()}"] = (run, f"SDPA {backend.name}")
+    if baseline is not None and spec.family in NAMED_FAMILIES:
+        out.update(bench_tc.backend_peers(torch, spec.family, baseline, lambda fn: kernels_ran(torch, fn)))
     return out
 
 
@@ -159,6 +169,8 @@ def implementations(torch, spec, size, directory: Path = benchkit.ROOT / "genera
     torch_fn, torch_op = torch_equivalent(spec, tensors)
     if torch_fn is not None:
         impls["torch"] = torch_fn
+        if spec.family in NAMED_FAMILIES:  # once per shape: which kernel torch's default dispatch chose
+            torch_op = f"{torch_op}; ran {kernels_ran(torch, torch_fn)}"
     return tensors, impls, torch_op
 
 
@@ -197,7 +209,7 @@ def bench_one(torch, spec, size, budget: float, directory: Path = benchkit.ROOT 
     row["c_vs_numba"] = row["numba_ms"] / row["c_ms"]
     row["torch_vs_c"] = row["c_ms"] / row["torch_ms"]
     peers = []
-    for key, (fn, label) in peer_impls(torch, spec, tensors).items():
+    for key, (fn, label) in peer_impls(torch, spec, tensors, impls.get("torch")).items():
         ms = do_bench(fn, budget)
         peers.append(f"{label}: {ms:.3f} ms")
         if key == "triton":
@@ -258,7 +270,7 @@ def markdown(rows, provenance: str) -> str:
     if peers:  # Triton beside the matmuls, torch's SDPA backends beside attention
         lines += ["", "Other implementations timed in the same run:", "", "| kernel | size | torch op | timings |",
                   "|---|---|---|---|"]
-        lines += [f"| {r['kernel']} | {r['size']} | {r['torch_op']} | {r['peers']} |" for r in peers]
+        lines += [f"| {r['kernel']} | {r['size']} | {r.get('torch_op', '')} | {r['peers']} |" for r in peers]
     return "\n".join(lines) + "\n"
 
 
@@ -274,9 +286,12 @@ def readme_markdown(rows, provenance: str) -> str:
 
 
 def family_of(kernel: str) -> str:
-    """The registered family of a benchmarked kernel ("copy" for the bandwidth row, "other" if unregistered)."""
+    """The registered family of a benchmarked kernel ("copy" for the bandwidth row, "other" if unregistered). Only
+    names are looked up (the library's registry), never a module: rendering data imports nothing."""
     import numbakern
 
+    if not _KERNEL_NAME.match(kernel):
+        return "other"
     try:
         return numbakern.get(kernel).family
     except (KeyError, LookupError):
@@ -291,11 +306,57 @@ def chart(rows, path: Path, provenance: str) -> bool:
             panels.setdefault(family_of(r["kernel"]), []).append(r)
     made = []
     for family, members in panels.items():
-        series = {label: [benchkit.number(r[f"{name}_rate"]) / benchkit.number(r["torch_rate"]) for r in members]
+        series = {label: [_ratio(benchkit.number(r.get(f"{name}_rate", "")), benchkit.number(r.get("torch_rate", "")))
+                          for r in members]
                   for name, label in (("numba", "Numba"), ("c", "translated C"), ("torch", "torch/cuBLAS"))}
         made.append((family, [f"{r['kernel']} {r['size']}" for r in members], series))
     return benchkit.panel_chart(path, made, "throughput relative to torch/cuBLAS",
                                 f"python scripts/bench.py. {benchkit.where_and_when(provenance)}", log=True)
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else float("nan")
+
+
+def read_results(path: str | os.PathLike) -> tuple[list[dict], str]:
+    """``(rows, provenance)`` of a results CSV, checked as data before anything is made of it: a UTF-8 file of at
+    most 16 MiB with a provenance line, every row with the columns ``REQUIRED`` and no others than its header's,
+    a kernel cell that is a kernel's name (``matmul_tiled``: never ``module:attribute``, nothing is imported), numeric
+    cells that are numbers (or ``nan``) not below zero, and text cells with no Markdown or HTML syntax. A
+    ``ValueError`` naming the file, the row and the cell otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: not a file" if path.exists() else f"{path}: no such file")
+    if path.stat().st_size > MAX_CSV_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_CSV_BYTES >> 20} MiB, which no results file is")
+    try:
+        rows, provenance = benchkit.read_csv(path)
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
+    except csv.Error as e:
+        raise ValueError(f"{path}: not CSV ({e})") from None
+    for n, row in enumerate(rows, start=1):
+        where = f"{path}, row {n}"
+        if None in row:
+            raise ValueError(f"{where}: more cells than the header has columns")
+        missing = [k for k in REQUIRED if not row.get(k)]
+        if missing:
+            raise ValueError(f"{where}: no {', '.join(missing)} (every row has {', '.join(REQUIRED)})")
+        if not _KERNEL_NAME.match(row["kernel"]):
+            raise ValueError(f"{where}: the kernel {row['kernel']!r} is not a kernel's name (such as matmul_tiled)")
+        for key, cell in row.items():
+            if cell is None:
+                raise ValueError(f"{where}: fewer cells than the header has columns")
+            if key in NUMERIC and cell != "":
+                try:
+                    value = float(cell)
+                except ValueError:
+                    raise ValueError(f"{where}: {key} is {cell!r}, not a number") from None
+                if value < 0 or math.isinf(value):
+                    raise ValueError(f"{where}: {key} is {cell}, not a time, rate or ratio")
+            elif _NOT_IN_CELLS.search(cell):
+                raise ValueError(f"{where}: {key} {cell!r} holds a character that is not text for a table")
+    return rows, provenance
 
 
 def publish(rows, provenance: str, out: Path) -> str:
@@ -314,7 +375,7 @@ def merge(paths: Sequence[Path]) -> tuple[list[dict], str]:
     rows: list[dict] = []
     notes = []
     for i, path in enumerate(paths):
-        new, provenance = benchkit.read_csv(Path(path))
+        new, provenance = read_results(path)
         kernels = list(dict.fromkeys(r["kernel"] for r in new if r["kernel"] != "copy"))
         copies = {r.get("gpu") for r in rows if r["kernel"] == "copy"}
         kept = [r for r in rows if r["kernel"] not in kernels]
@@ -329,11 +390,11 @@ def merge(paths: Sequence[Path]) -> tuple[list[dict], str]:
     return rows, " ".join(notes)
 
 
-def kernel_rows(torch, spec, budget: float, directory: Path, copy_rate: float) -> list[dict]:
-    """Every benchmark size of one kernel, on this process's GPU; its share of copy bandwidth against
-    ``copy_rate``, this GPU's."""
+def kernel_rows(torch, spec, budget: float, directory: Path, copy_rate: float, sizes: str = "all") -> list[dict]:
+    """Every benchmark size of one kernel (``sizes="last"``: its last, the largest), on this process's GPU; its
+    share of copy bandwidth against ``copy_rate``, this GPU's."""
     rows = []
-    for size in spec.bench_sizes:
+    for size in spec.bench_sizes[-1:] if sizes == "last" else spec.bench_sizes:
         r = bench_one(torch, spec, size, budget, directory=directory)
         r["c_pct_copy"] = 100.0 * r["c_rate"] / copy_rate if r["metric"] == "GB/s" else float("nan")
         rows.append(r)
@@ -348,7 +409,7 @@ def row_line(r: dict) -> str:
             f"torch {r['torch_ms']:9.4f} ms  C-vs-Numba max rel diff {r['c_numba_max_rel_diff']:.1e}")
 
 
-def bench_here(specs, budget: float, directory: Path, gpu: str) -> tuple[list[dict], str]:
+def bench_here(specs, budget: float, directory: Path, gpu: str, sizes: str = "all") -> tuple[list[dict], str]:
     """Every kernel in this process, on its GPU: ``(rows, provenance)``."""
     began = time.perf_counter()
     torch = benchkit.require_gpu(TOOL)
@@ -360,11 +421,11 @@ def bench_here(specs, budget: float, directory: Path, gpu: str) -> tuple[list[di
           f"the start (torch, the CUDA context, the yardstick) took {time.perf_counter() - began:.0f} s", flush=True)
     rows = [copy]
     for spec in specs:
-        rows += [{**r, "gpu": gpu} for r in kernel_rows(torch, spec, budget, directory, copy["torch_rate"])]
+        rows += [{**r, "gpu": gpu} for r in kernel_rows(torch, spec, budget, directory, copy["torch_rate"], sizes)]
     return rows, provenance
 
 
-def worker_main(budget: float) -> int:
+def worker_main(budget: float, sizes: str = "all") -> int:
     """``--worker``: one GPU's process of ``bench_spread``, a child of ``translate.verify.protocol``: one kernel a
     job (``{"spec": spec_ref, "directory": ...}``), answered with its rows, and this GPU's copy row and device."""
     from translate.verify import protocol
@@ -383,7 +444,7 @@ def worker_main(budget: float) -> int:
             start = time.perf_counter() - began  # numbakern, torch, the CUDA context, the yardstick
         torch, copy = state["torch"], state["copy"]
         rows = kernel_rows(torch, state["registry"].from_ref(job["spec"]), budget, Path(job["directory"]),
-                           copy["torch_rate"])
+                           copy["torch_rate"], sizes)
         return {"rows": rows, "copy": copy, "device": benchkit.device_line(torch), "start_seconds": start}
 
     return protocol.serve(answer)
@@ -408,7 +469,8 @@ def comparable(used, devices: dict[int, str], copies: dict[int, float]) -> tuple
                    f"copy bandwidth {rates}.")
 
 
-def bench_spread(specs, used, budget: float, directory: Path, worker_argv=None) -> tuple[list[dict], str, list[str]]:
+def bench_spread(specs, used, budget: float, directory: Path, worker_argv=None,
+                 sizes: str = "all") -> tuple[list[dict], str, list[str]]:
     """The kernels shared out over the GPUs ``used``, one worker process per GPU, largest first:
     ``(rows, provenance, kernels that could not be measured)``; rows in the order of a run on one GPU, each GPU's
     copy row first. The workers print each row as they measure it, behind their GPU (``[GPU 1#0] ...``)."""
@@ -421,7 +483,8 @@ def bench_spread(specs, used, budget: float, directory: Path, worker_argv=None) 
     copies: dict[int, dict] = {}
     devices: dict[int, str] = {}
     failed: list[str] = []
-    argv = worker_argv or [sys.executable, os.path.abspath(__file__), "--worker", "--budget", str(budget)]
+    argv = worker_argv or [sys.executable, os.path.abspath(__file__), "--worker", "--budget", str(budget), "--sizes",
+                           sizes]
     pool = Pool(argv, slots_for(used, {g.index: 1 for g in used}))  # one measurement at a time on each GPU
 
     def message(spec, slot):
@@ -471,6 +534,8 @@ def main(argv=None) -> int:
                         help="only these kernel families (matmul, attention, reduce, softmax, norm, ...)")
     parser.add_argument("--budget", type=float, default=0.8,
                         help="seconds of timed samples per implementation and size")
+    parser.add_argument("--sizes", choices=("all", "last"), default="all",
+                        help="each kernel's benchmark sizes: all, or only the last (the largest)")
     parser.add_argument("--gpus", default="1", metavar="all|N",
                         help="share the kernels out over this many of the visible GPUs, each kernel wholly on one "
                              "(default 1: this process's GPU)")
@@ -484,10 +549,14 @@ def main(argv=None) -> int:
     if args.budget <= 0:
         parser.error(f"--budget must be positive, got {args.budget}")
     if args.worker:
-        return worker_main(args.budget)
+        return worker_main(args.budget, args.sizes)
 
     if args.render:
-        print(publish(*benchkit.read_csv(Path(args.render)), Path(args.render).parent))
+        try:
+            rows, provenance = read_results(args.render)
+        except (OSError, ValueError) as exc:
+            parser.error(f"--render: {exc}")
+        print(publish(rows, provenance, Path(args.render).parent))
         return 0
     if args.merge:
         if not args.out:
@@ -538,9 +607,9 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     failed: list[str] = []
     if used is None or len(used) == 1:
-        rows, provenance = bench_here(specs, args.budget, generated, "GPU 0")
+        rows, provenance = bench_here(specs, args.budget, generated, "GPU 0", args.sizes)
     else:
-        rows, provenance, failed = bench_spread(specs, used, args.budget, generated)
+        rows, provenance, failed = bench_spread(specs, used, args.budget, generated, sizes=args.sizes)
     out.mkdir(parents=True, exist_ok=True)
     benchkit.write_csv(out / "bench.csv", rows, FIELDS, provenance)
     md = publish(rows, provenance, out)

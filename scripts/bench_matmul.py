@@ -607,12 +607,15 @@ def codegen(out: Path) -> int:
         raise benchkit.NoGPU(TOOL, "--codegen needs nvcc and ptxas on PATH (a CUDA toolkit; no GPU needed)")
     from numba import cuda
 
+    from numbakern.frontend.target import cuda_typing  # calls to device functions ask for the device's cc: answered
+
     rows = []
     for label, kernel, sig, overrides in numba_codegen_kernels():
         options = {k: kernel.targetoptions.get(k) for k in ("fastmath", "launch_bounds")}
         options.update(overrides)
-        ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), fastmath=bool(options["fastmath"]),
-                                  launch_bounds=options["launch_bounds"])
+        with cuda_typing():
+            ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0), fastmath=bool(options["fastmath"]),
+                                      launch_bounds=options["launch_bounds"])
         rows.append({"kernel": label, "compiler": "Numba", **ptx_counts(ptx), **benchkit.ptxas_report(ptx, ptxas)})
         print(f"  {label}", flush=True)
     manifest = json.loads((benchkit.ROOT / "generated_cuda" / "manifest.json").read_text())["files"]

@@ -1,17 +1,19 @@
-"""The tensor-core matmuls' peers in ``scripts/bench.py``'s rows (``matmul_bf16``, ``matmul_f16``, ``matmul_3xtf32``):
-timed beside the Numba kernel, its translated C and the torch baseline, on the same device tensors.
+"""Peers in ``scripts/bench.py``'s rows, timed beside the Numba kernel, its translated C and the torch baseline on the
+same device tensors: the tensor-core matmuls' (``matmul_bf16``, ``matmul_f16``, ``matmul_3xtf32``), and torch's
+other backends for every attention and matmul row.
 
 - ``matmul_bf16`` / ``matmul_f16``: Triton's ``tl.dot`` on the 16-bit values (autotuned, fp32 accumulation,
   16-bit output as cuBLAS gives, and fp32 output as the Numba kernels give), and numbakern's Hopper kernel
   (``numbakern.kernels.matmul_wgmma``: wgmma + TMA, GPU only) with fp32 and 16-bit output.
 - ``matmul_3xtf32``: cuBLAS with TF32 on (1xTF32, the fast and inexact one) beside the SGEMM baseline, and each
   implementation's error against a float64 product of the same inputs (``accuracy_note``).
-- ``attention_{bf16,f16}_*`` (``numbakern.kernels.attention_tc``; their baseline is SDPA's flash backend): SDPA
-  as torch picks it (the kernels it ran named), and its memory-efficient and cuDNN backends where they take the
-  inputs (``attention16_peers``).
+- every attention and matmul row: torch's other backends beside its default dispatch (the benchmark's torch
+  column), each SDPA backend and each BLAS library torch can use, with the kernels each ran (``backend_peers``).
 """
 
 from __future__ import annotations
+
+import contextlib
 
 TC_KERNELS = ("matmul_bf16", "matmul_f16", "matmul_3xtf32")
 _TRITON: dict = {}
@@ -113,31 +115,45 @@ def tensor_core_peers(torch, spec, arrays) -> dict:
     return out
 
 
-def attention16_peers(torch, spec, arrays, kernels_of) -> dict:
-    """torch's SDPA on the 16-bit attention kernels' inputs: its default choice (``kernels_of(fn)`` names the CUDA
-    kernels it ran) and the memory-efficient and cuDNN backends, each where it takes these inputs."""
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+def backend_peers(torch, family: str, baseline, kernels_of) -> dict:
+    """torch's own alternatives to its default dispatch of ``baseline`` (a call of the benchmark's torch column), each
+    where it takes the inputs and labelled with the kernels it ran (``kernels_of(fn)``): for attention each SDPA
+    backend (flash, cuDNN, memory-efficient, math: ``sdpa_kernel``), for a matmul each BLAS library torch can use
+    (cuBLAS, cuBLASLt: ``torch.backends.cuda.preferred_blas_library``, on a GPU)."""
+    if family == "attention":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    q, k, v = (x if x.dtype == torch.float16 else x.view(torch.bfloat16) for x in arrays[:3])
-    q, k, v = q[None], k[None], v[None]  # 4-D (1, batch*heads, seq, dim): the fused kernels refuse 3-D inputs
-    causal = bool(spec.constants.get("causal", False))
-
-    def default():
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
-    out = {"sdpa_default": (default, f"SDPA default ran: {kernels_of(default)}")}
-    for backend in (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION):
-        def run(backend=backend):
-            with sdpa_kernel(backend):
-                return default()
+        choices = [(f"sdpa_{b.name.lower()}", f"SDPA {b.name}", lambda b=b: sdpa_kernel(b))
+                   for b in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
+                             SDPBackend.MATH)]
+    elif family == "matmul" and torch.cuda.is_available():
+        choices = [(f"blas_{lib}", f"torch.matmul with {name}", lambda lib=lib: _blas_library(torch, lib))
+                   for lib, name in (("cublas", "cuBLAS"), ("cublaslt", "cuBLASLt"))]
+    else:
+        return {}
+    out = {}
+    for key, label, context in choices:
+        def run(context=context):
+            with context():
+                return baseline()
         try:
             run()
         except RuntimeError as exc:  # a backend that does not take these inputs here
-            print(f"  {spec.name}: SDPA backend {backend.name} unavailable: {str(exc)[:100]}", flush=True)
+            print(f"  {label} unavailable: {str(exc).splitlines()[0][:100]}", flush=True)
             continue
-        out[f"sdpa_{backend.name.lower()}"] = (run, f"SDPA {backend.name}")
+        out[key] = (run, f"{label} (ran {kernels_of(run)})")
     return out
+
+
+@contextlib.contextmanager
+def _blas_library(torch, lib: str):
+    """torch's BLAS library set to ``lib`` (``cublas`` or ``cublaslt``) for the calls inside, then restored."""
+    before = torch.backends.cuda.preferred_blas_library()
+    torch.backends.cuda.preferred_blas_library(lib)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.preferred_blas_library(before)
 
 
 def hopper_peers(torch, spec, arrays) -> dict:

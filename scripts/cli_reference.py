@@ -4,8 +4,9 @@
     python scripts/cli_reference.py            # rewrite the generated block of docs/cli.md
     python scripts/cli_reference.py --check    # exit 1 when docs/cli.md is not what the parsers say
 
-The block covers ``translate`` (``translate.cli.build_parser``), ``numbakern`` (``translate.commands``) and
-``python -m translate.verify`` (its ``--help``). The rest of docs/cli.md is written by hand.
+The block covers ``translate`` (``translate.cli.build_parser``), ``numbakern`` (``translate.commands``),
+``python -m translate.verify`` (its ``--help``) and ``numbakern profile`` (``numbakern.profiler.cli``). The rest of
+docs/cli.md is written by hand.
 """
 
 from __future__ import annotations
@@ -73,11 +74,17 @@ def reference() -> str:
              "### numbakern", "", "```text", umbrella.format_usage().strip(), "```", "",
              "| command | runs | what it does |", "|---|---|---|"]
     for name, (runs, before, text) in commands.COMMANDS.items():
-        target = "python -m translate.verify" if runs == "verify" else " ".join(["translate", *before])
+        target = {"verify": "python -m translate.verify", "profile": "python -m numbakern.profiler.cli"}.get(
+            runs, " ".join(["translate", *before]))
         lines.append(f"| `numbakern {name}` | `{target}` | {text.replace('|', '&#124;')} |")
     lines += ["", "`numbakern --version` prints numbakern's version. Each subcommand takes the options of the command "
               "it runs (`numbakern COMMAND --help`).", "",
-              "### python -m translate.verify", "", "```text", verify_help().strip(), "```"]
+              "### python -m translate.verify", "", "```text", verify_help().strip(), "```", ""]
+    from numbakern.profiler import cli as profile_cli
+
+    profile = profile_cli.build_parser()
+    lines += ["### numbakern profile", "", "```text", profile.format_usage().strip(), "```", "",
+              profile.description or "", *option_table(profile)]
     return "\n".join(lines) + "\n"
 
 

@@ -66,17 +66,11 @@ _RANGE_RE = re.compile(rf"{RANGE}/(\d+)")
 
 
 def parse_size(text: str | None) -> dict[str, int] | None:
-    """``"h=4096,w=4096"`` -> ``{"h": 4096, "w": 4096}``; ``ValueError`` naming ``--size`` otherwise."""
-    if text is None:
-        return None
-    size = {}
-    for part in text.split(","):
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip() or not value.strip().isdigit() or int(value) < 1:
-            raise ValueError(f"--size: expected NAME=POSITIVE_INT[,NAME=POSITIVE_INT...] such as h=4096,w=4096, "
-                             f"got {text!r}")
-        size[key.strip()] = int(value)
-    return size
+    """``"h=4096,w=4096"`` -> ``{"h": 4096, "w": 4096}``; ``ValueError`` naming ``--size`` otherwise (the parser of
+    ``numbakern profile --size``)."""
+    from numbakern.profiler.cli import parse_size as parse
+
+    return None if text is None else parse(text)
 
 
 def size_for(spec, size: Mapping[str, int] | None) -> dict[str, int]:

@@ -1,6 +1,8 @@
 """The README's snippets and commands are the project's promises: keep them executable and in step with CI."""
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,3 +56,21 @@ def test_readme_gives_exactly_two_setup_commands_and_ci_runs_the_test_one():
     assert "translate" in main_job and "pytest" in tests
     ci = (ROOT / ".ci" / "run").read_text()
     assert tests in ci, "the CI script must run the README's test command verbatim"
+
+
+def test_the_readme_shows_what_the_main_command_prints_in_a_fresh_clone(tmp_path):
+    """The README's sample of ``translate matmul_tiled`` is what that command prints where a user first runs it: a
+    fresh clone, whose ``generated_cuda/`` already holds the translation (all but the time, which is the
+    machine's). The clone's folder is a copy of the repository's generated files, so the test writes nothing here."""
+    sample = re.search(r"```text\n(\w+ +generated_cuda/matmul_tiled\.cu .*?)```", README, re.S).group(1)
+    shutil.copytree(ROOT / "generated_cuda", tmp_path / "generated_cuda")
+    env = environments.with_path_first({k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}, ROOT)
+    run = subprocess.run([sys.executable, "-m", "translate.cli", "matmul_tiled"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+
+    def timeless(text):
+        return re.sub(r"  \d+\.\d+s$", "  TIME", text.strip(), flags=re.M)
+
+    assert timeless(run.stdout) == timeless(sample)
+    assert sample.startswith("unchanged  ")

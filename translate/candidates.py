@@ -26,8 +26,9 @@ from .nvrtc import CompileResult
 from .request import DeviceCode, KernelRequest
 from .verify.abi import select_launcher
 from .verify.cases import DEFAULT_SEEDS, smallest_sizes
+from .verify.cli import preflight as verification_problem
 from .verify.harness import Candidate, VerifyResult, verify
-from .verify.sandbox import Limits
+from .verify.sandbox import Limits, isolation
 from .verify.sandboxed_compile import compile_untrusted
 
 #: a quick verification builds and runs the candidate on small sizes: a hang is cut off long before a full
@@ -52,6 +53,17 @@ class PipelineChecks:
             except KeyError:
                 raise TranslationError(f"--verify needs a registered kernel (its spec makes the inputs); "
                                        f"'{request.name}' is not one", filename=request.filename) from None
+
+    def ready(self) -> None:
+        """Raise, before a backend sends anything out, when its candidates could not be checked here: the sandbox's
+        setting (``NUMBAKERN_SANDBOX``) cannot work (``SandboxError``), or ``--verify`` has no GPU or nvcc
+        (``TranslationError``)."""
+        isolation()
+        if self.verifies:
+            problem = verification_problem()
+            if problem:
+                raise TranslationError(f"--verify: {problem}; nothing was sent to the model",
+                                       filename=self.request.filename)
 
     def _file(self, device: DeviceCode) -> str:
         return assemble(self.request, device, f"// {self.request.filename} (a backend's candidate)")

@@ -4,6 +4,7 @@
     translate --all [--out DIR] [--arch ARCH]
     translate --check [--out DIR]
     translate --list
+    translate --prune [--out DIR]              # remove the files of kernels that no longer exist
     translate --all --shard I/N [--verify]     # one host's share of the kernels (a CI matrix, a job array)
     translate --merge DIR... [--out DIR]       # the other hosts' verification records, into this folder
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import sys
 import tempfile
@@ -35,7 +37,7 @@ import time
 import traceback
 from importlib.metadata import PackageNotFoundError, version
 
-from . import manifest, output
+from . import manifest, output, trust
 from .errors import TranslationError
 from .llm import cli_args as llm_args
 from .llm.client import LLMError
@@ -87,11 +89,21 @@ def build_parser(prog: str = "translate") -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="translate every kernel of the project (numbakern's own library "
                                                       "outside a project)")
     p.add_argument("--force", action="store_true",
-                   help="replace a GPU-verified file even when the new translation is unverified")
+                   help="replace a GPU-verified file with a model's unverified translation, or a file edited by hand")
     p.add_argument("--check", action="store_true",
                    help="exit non-zero if a generated file is stale or was edited by hand")
+    p.add_argument("--accept-unverifiable", action="store_true",
+                   help="with --check: accept files another backend (a model) wrote, which cannot be derived again, "
+                        "when their bytes are the manifest's (listed as accepted claims; without it they fail)")
+    p.add_argument("--require-verified", action="store_true",
+                   help="with --check: also verify every file on this machine's GPU against its Numba kernel "
+                        "(manifest records are claims, not proof); refused without a GPU")
     p.add_argument("--list", action="store_true",
                    help="list the project's kernels with the state of their files (nothing is translated)")
+    p.add_argument("--prune", action="store_true",
+                   help="remove the files and manifest entries of kernels that no longer exist in the project "
+                        "(renamed, deleted, or a library kernel the project does not include); never a file of a "
+                        "kernel that exists")
     p.add_argument("--merge", nargs="+", metavar="DIR",
                    help="merge the GPU verification records of these folders' manifests (other hosts' shards) into "
                         "the output folder's, for the same file bytes; conflicting records are refused, one line each")
@@ -124,9 +136,12 @@ def parse_constants(items) -> dict:
 def _number(text):
     for conv in (int, float):
         try:
-            return conv(text)
+            value = conv(text)
         except ValueError:
-            pass
+            continue
+        if not math.isfinite(value):
+            raise ValueError(f"constant values must be finite numbers, got {text!r}")
+        return value
     if text in ("True", "False", "true", "false"):
         return text.lower() == "true"
     raise ValueError(f"constant values must be numbers, got {text!r}")
@@ -177,6 +192,8 @@ def _main(argv, prog: str) -> int:
             return _merge(args)
         if args.list:
             return _list(args, api, project)
+        if args.prune:
+            return _prune(args, project)
         if args.check:
             return _check(args, api, project)
         problem = _preflight(args, arch_label, out_label)
@@ -247,14 +264,17 @@ def _merge(args) -> int:
 
 def _what_to_do_problem(args) -> str | None:
     """Options that do not make one command (None when they do)."""
-    if sum(map(bool, (args.check, args.list, args.merge, args.all or args.kernel))) > 1:
-        return "use one of KERNEL / --all, --check, --list and --merge"
+    if sum(map(bool, (args.check, args.list, args.merge, args.prune, args.all or args.kernel))) > 1:
+        return "use one of KERNEL / --all, --check, --list, --prune and --merge"
     if args.shard and not args.all:
         return "--shard I/N applies to --all"
-    if args.check or args.list or args.merge:
+    for flag in ("accept_unverifiable", "require_verified"):
+        if getattr(args, flag) and not args.check:
+            return f"--{flag.replace('_', '-')} applies to --check"
+    if args.check or args.list or args.merge or args.prune:
         return None
     if args.all == bool(args.kernel):
-        return "name one KERNEL, or use --all, --check, --list or --merge"
+        return "name one KERNEL, or use --all, --check, --list, --prune or --merge"
     if args.all and (args.signature or args.const):
         return "--signature/--const apply to one kernel, not --all"
     if args.show_prompt and args.all:
@@ -268,6 +288,11 @@ def _preflight(args, arch_label: str, out_label: str) -> str | None:
     problem = arch_problem(args.arch, arch_label)
     if problem is None and not args.show_prompt:
         problem = out_problem(args.out, out_label)
+    if problem is None and args.backend == "llm" and args.verify and not args.show_prompt:
+        from .verify.cli import preflight  # imports numbakern: only once main() has chosen numba's target
+
+        cannot = preflight()
+        problem = f"--verify: {cannot}; nothing was sent to the model" if cannot else None
     if problem is None and args.backend == "llm" and not args.show_prompt:
         try:
             llm_args.check_endpoint(args)  # model, key and URL, and that the endpoint takes a connection at all
@@ -399,26 +424,96 @@ def _show_prompt(args, name: str, constants: dict, opts) -> int:
 
 
 def _check(args, api, project) -> int:
-    """``--check`` of ``args.out`` in ``project``: what ``translate.api.check`` finds (the same rules)."""
+    """``--check`` of ``args.out`` in ``project``: what ``translate.api.check`` finds (the same rules); with
+    ``--accept-unverifiable`` another backend's files are accepted claims, with ``--require-verified`` every file is
+    also verified on this machine's GPU (nothing is recorded: a check writes nothing)."""
     from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
+    from .check import UNVERIFIABLE  # (imports numba too)
 
+    if args.require_verified:
+        from .verify import cli as verify_cli  # imports numbakern: only once main() has chosen numba's target
+
+        problem = verify_cli.preflight()
+        if problem:
+            return _usage(f"--check --require-verified: {problem}; nothing was verified (run it on a machine with a "
+                          "GPU, or drop the flag: --check alone derives every file from its kernel but runs none)")
     try:
         _, library = project_kernels.expected_in(project, args.out)
         problems = api.check(args.out)
-    except ValueError as e:  # ProjectError: a clash of names
-        return _usage(str(e))
-    except ManifestError:
-        raise
-    except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
-        return _usage(project_kernels.import_failure(project, e))
+    except Exception as e:  # noqa: BLE001 - said as _project_failure says it
+        return _project_failure(project, e)
+    claims = [p for p in problems if p["problem"] == UNVERIFIABLE]
+    accepted = claims if args.accept_unverifiable or args.require_verified else []
+    problems = [p for p in problems if p not in accepted]
+    rc = 1 if problems else 0
+    if args.require_verified and not problems:
+        rc = _verify_checked(args, project)
     if args.json:
-        _print_json({"command": "check", "out": args.out, "library": library, "ok": not problems,
-                     "problems": problems})
+        _print_json({"command": "check", "out": args.out, "library": library, "ok": rc == 0,
+                     "problems": problems, **({"accepted": accepted} if accepted else {})})
     elif args.verbosity > output.QUIET or problems:
         # outside a project the library is checked: say so, a user may have expected their own kernels
         what = "numbakern's library kernels: no [tool.numbakern] in a pyproject.toml here or above" if library else ""
-        output.print_check(problems, args.out, what=what)
-    return 1 if problems else 0
+        output.print_check(problems, args.out, what=what, accepted=accepted,
+                           claims=_claims(args.out) if args.verbosity >= output.VERBOSE else None)
+    return rc
+
+
+def _project_failure(project, e: Exception) -> int:
+    """The exit status (2) and one line for what stopped a command on ``project``'s kernels: a ``ProjectError`` (a
+    clash of names) as it is, the project's kernel modules failing to import located in them; a damaged manifest is
+    raised on (``_main`` says it)."""
+    from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
+
+    if isinstance(e, ManifestError):
+        raise e
+    if isinstance(e, ValueError):
+        return _usage(str(e))
+    return _usage(project_kernels.import_failure(project, e))
+
+
+def _verify_checked(args, project) -> int:
+    """``--require-verified``: every file of ``args.out`` verified on the GPU, nothing recorded."""
+    from .verify import cli as verify_cli  # imports numbakern: only once main() has chosen numba's target
+
+    data = manifest.load(args.out)
+    names = [entry.get("registry_name") or entry.get("target") for _, entry in sorted(data["files"].items())]
+    args.record = False
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        return verify_cli.run(args, [n for n in names if isinstance(n, str)], directory=args.out, project=project,
+                              command="translate --check --require-verified")
+
+
+def _claims(out: str) -> list[str]:
+    """What the manifest's verification records claim, one line per file (``trust.claim_text``)."""
+    return [f"{name}: the manifest claims {trust.claim_text(entry.get('verification'))}"
+            for name, entry in sorted(manifest.load(out)["files"].items())
+            if trust.record(entry.get("verification")) is not None]
+
+
+def _prune(args, project) -> int:
+    """``--prune``: the files and entries of ``args.out`` whose kernels no longer exist in ``project``, removed."""
+    from . import project_kernels  # imports numba: only once main() has chosen its CUDA target
+
+    if not os.path.isdir(args.out):
+        return _usage(f"--prune: {args.out} is not a folder of generated files")
+    try:
+        removed, kept = project_kernels.prune(project, args.out)
+    except Exception as e:  # noqa: BLE001 - said as _project_failure says it
+        return _project_failure(project, e)
+    if args.json:
+        _print_json({"command": "prune", "out": args.out, "removed": removed, "kept": kept})
+        return 0
+    for r in removed if args.verbosity > output.QUIET else ():
+        why = trust.printable(r["why"])
+        sys.stdout.write(f"removed    {os.path.join(args.out, r['file'])}  {r['kernel']}: {why}\n")
+    for k in kept:
+        sys.stderr.write(f"translate --prune: kept {os.path.join(args.out, k['file'])}: a kernel of the project "
+                         f"writes it, though its entry names {k['kernel']} (translate the kernel again to rewrite the "
+                         "entry)\n")
+    sys.stdout.write(f"translate --prune -> {args.out}/: {len(removed)} removed" +
+                     (f", {len(kept)} kept" if kept else "") + "\n")
+    return 0
 
 
 def _list(args, api, project) -> int:
@@ -427,39 +522,51 @@ def _list(args, api, project) -> int:
 
     try:
         specs = project_kernels.specs(project)
-    except ValueError as e:  # ProjectError: a clash of names
-        return _usage(str(e))
-    except Exception as e:  # noqa: BLE001 - the project's kernel modules fail to import
-        return _usage(project_kernels.import_failure(project, e))
+    except Exception as e:  # noqa: BLE001 - said as _project_failure says it
+        return _project_failure(project, e)
     names = [project_kernels.target_name(s) for s in specs]
     data = manifest.load(args.out)
-    problems = {p["file"]: p for p in api.check(args.out, registry=False, expected=names)}
+    # (a folder not made yet: every kernel's file is missing)
+    problems = {p["file"]: p for p in api.check(args.out, registry=False, expected=names)} \
+        if os.path.isdir(args.out) else {}
     kernels = []
     for spec, name in zip(specs, names):
         found = manifest.entry_for(data, spec.name) if ":" not in name else \
             next(((f, e) for f, e in data["files"].items() if e.get("target") == name), None)
         file_name, entry = found or (f"{spec.name}.cu", {})
-        problem = problems.get(file_name)
-        verification = entry.get("verification") or {}
-        verified = bool(verification.get("ok")) and verification.get("file_sha256") == entry.get("file_sha256")
+        problem = problems.get(file_name) or (None if os.path.isdir(args.out) else
+                                              {"problem": "missing", "detail": f"{args.out} does not exist"})
+        record = trust.record(entry.get("verification"))
+        claim = record if problem is None and record is not None and record["file_sha256"] == \
+            entry.get("file_sha256") else None
         kernels.append({"kernel": spec.name, "target": name, "family": spec.family,
                         "file": os.path.join(args.out, file_name),
                         "status": problem["problem"] if problem else "up to date",
                         "detail": problem["detail"] if problem else "",
-                        "verified": f"{verification.get('device')}, {str(verification.get('date'))[:10]}"
-                        if verified else None})
+                        # a record is what the manifest claims, never shown as proof (translate.trust)
+                        "claimed_verification": {k: record.get(k) for k in ("ok", "device", "host", "date",
+                                                                            "file_sha256")} if claim else None,
+                        "claim": trust.claim_text(claim) if claim else None})
+    # files of the folder whose kernels the project cannot find (renamed, removed, not its own): never hidden
+    listed = {os.path.basename(k["file"]) for k in kernels}
+    orphans = [{"file": os.path.join(args.out, f), "status": p["problem"], "detail": p["detail"]}
+               for f, p in sorted(problems.items())
+               if f not in listed and p["problem"] in ("untrusted", "unresolvable")]
     where = f"project {project.name} ({output.display_path(str(project.pyproject))})" if not project.is_library \
         else "numbakern's library (no [tool.numbakern] in a pyproject.toml here or above)"
     if args.json:
         _print_json({"command": "list", "project": project.name, "pyproject": project.pyproject and
-                     str(project.pyproject), "out": args.out, "kernels": kernels})
+                     str(project.pyproject), "out": args.out, "kernels": kernels, "orphans": orphans})
         return 0
     sys.stdout.write(f"{where}: {len(kernels)} kernels, their files in {args.out}/\n")
-    width = max((len(k["kernel"]) for k in kernels), default=0)
-    path_width = max((len(k["file"]) for k in kernels), default=0)
+    width = max((len(k["kernel"]) for k in kernels), default=len("(no kernel)"))
+    path_width = max((len(k["file"]) for k in (*kernels, *orphans)), default=0)
     for k in kernels:
-        state = k["status"] + (f", verified on {k['verified']}" if k["verified"] else "")
+        state = k["status"] + (f"; the manifest claims {k['claim']}" if k["claim"] else "")
         sys.stdout.write(f"{k['kernel']:<{width}}  {k['file']:<{path_width}}  {state}\n")
+    for o in orphans:
+        sys.stdout.write(f"{'(no kernel)':<{width}}  {o['file']:<{path_width}}  {o['status']}: "
+                         f"{trust.printable(o['detail'])}\n")
     return 0
 
 

@@ -5,6 +5,7 @@
     numbakern list [--json]                         the same as ``translate --list ...``
     numbakern verify KERNEL... | --all [options]    the same as ``python -m translate.verify ...``
     numbakern merge DIR... [--out DIR]              the same as ``translate --merge DIR...``
+    numbakern profile KERNEL [options]              profile a launch in the simulator (numbakern.profiler.cli)
     numbakern --version
 
 Why a second name: ``translate`` is also an unrelated package on PyPI, which installs a ``translate`` command and a
@@ -28,6 +29,8 @@ COMMANDS = {
     "verify": ("verify", [], "run the .cu files against their Numba kernels on a GPU (python -m translate.verify)"),
     "merge": ("translate", ["--merge"], "merge other folders' GPU verification records into this folder's manifest "
               "(translate --merge)"),
+    "profile": ("profile", [], "profile one launch of a kernel in the simulator: memory requests, sectors, bank "
+                "conflicts, divergence, occupancy, roofline (no GPU needed)"),
 }
 
 
@@ -51,6 +54,11 @@ def main(argv=None) -> int:
         return 2
     command, rest = argv[0], argv[1:]
     runs, before, _ = COMMANDS[command]
+    if runs == "profile":
+        # imported here, not above: it puts this process on numbakern's simulator before numba is imported
+        from numbakern.profiler import cli as profile_cli
+
+        return profile_cli.main(rest)
     if runs == "verify":
         # imported here, not above: it imports numbakern, which chooses where kernels run, and the translate
         # subcommands must choose first (numba's real CUDA target, in cli.main)

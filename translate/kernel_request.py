@@ -109,6 +109,11 @@ def _instantiations(tgt: targets.KernelTarget, constants: Constants, names: tupl
         if k not in freevars:
             raise src.error(fn, f"'{k}' is not a compile-time constant of this kernel "
                             f"(closure constants: {', '.join(freevars) or 'none'})")
+        now = values.get(k, [closures.closure_values(tgt.pyfunc).get(k)])[0]
+        wrong = [x for x in v if type(x) is not type(now)] if type(now) in (int, bool) else []
+        if wrong:  # a value the kernel's constant cannot take would be dropped, and the default kernel written
+            raise src.error(fn, f"--const {k}={wrong[0]!r}: the kernel's '{k}' is {type(now).__name__} ({now!r}), "
+                            f"so it takes {type(now).__name__} values only")
         values[k] = list(v)
     template_params = tuple(k for k in freevars if k in values and isinstance(values[k][0], int))
     combos = itertools.product(*(values[k] for k in template_params))

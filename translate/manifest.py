@@ -29,8 +29,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from . import trust
 from .errors import TranslationError
-from .trust import UntrustedEntry, check_file_name
+from .trust import DETERMINISTIC_BACKEND, UntrustedEntry, check_file_name, passed
 
 MANIFEST = "manifest.json"
 VERSION = 1
@@ -198,7 +199,10 @@ def _read(real: str, shown: str | None = None) -> dict:
     if os.path.islink(real):
         raise ManifestError(f"{path} is a symbolic link, not a manifest file: {_restore(path)}")
     try:
-        with open(real, encoding="utf-8") as f:
+        # O_NONBLOCK: a FIFO planted as the manifest must not wait for a writer
+        with open(os.open(real, os.O_RDONLY | os.O_NONBLOCK), encoding="utf-8") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ManifestError(f"{path} is not a regular file: {_restore(path)}")
             if os.fstat(f.fileno()).st_size > MAX_MANIFEST_BYTES:
                 raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES >> 20} MiB, which no manifest "
                                     f"is: {_restore(path)}")
@@ -274,7 +278,11 @@ def _remove_orphans(out_dir: str) -> None:
 
 def _save(out_dir: str, data: dict) -> None:
     data["version"] = VERSION
-    atomic_write(manifest_path(out_dir), json.dumps(data, indent=2, sort_keys=True) + "\n")
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    if len(text.encode()) > MAX_MANIFEST_BYTES:  # what would be written must be what can be read back
+        raise ManifestError(f"{manifest_path(out_dir)} would be larger than {MAX_MANIFEST_BYTES >> 20} MiB, which no "
+                            "manifest is: the change was not written")
+    atomic_write(manifest_path(out_dir), text)
 
 
 def change(out_dir: str | os.PathLike, edit: Callable[[dict], T], *, create: bool = True) -> T:
@@ -307,6 +315,11 @@ def write_translation(out_dir: str | os.PathLike, filename: str, code: str, entr
     """Write ``code`` to ``out_dir/filename`` and its ``entry`` into the manifest, so that the two agree whenever
     the process is killed (see the module docstring). A verified file of an unchanged kernel is not replaced by
     different code unless ``force`` (``TranslationError``). Returns the stored entry."""
+    try:
+        check_file_name(filename)  # what a manifest may list (a name no command could read back is never written)
+    except UntrustedEntry:
+        raise TranslationError(f"{filename!r} cannot be a generated file's name: file names are ASCII letters, digits "
+                               "and _ . + -, at most 200 characters (rename the kernel)", filename=filename) from None
     out = folder(out_dir)
     path = os.path.join(out, filename)
     os.makedirs(out, exist_ok=True)
@@ -342,6 +355,25 @@ def write_translation(out_dir: str | os.PathLike, filename: str, code: str, entr
     return new
 
 
+def remove(out_dir: str | os.PathLike, filenames: Iterable[str]) -> list[str]:
+    """Remove the entries ``filenames`` and their files from ``out_dir``, under the folder's lock: the manifest
+    without them is saved first, then the files are unlinked (a kill in between leaves only unlisted files, which
+    nothing reads). A name that holds a folder is left there. Returns the names removed."""
+    out = folder(out_dir)
+    with _locked(out):
+        data = _read(manifest_path(out), shown=manifest_path(out_dir))
+        _settle(data, out)
+        removed = [name for name in filenames if data["files"].pop(name, None) is not None]
+        if removed:
+            _save(out, data)
+        for name in removed:
+            path = os.path.join(out, name)
+            if not os.path.isdir(path) or os.path.islink(path):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+    return removed
+
+
 def merged_entry(old: dict | None, entry: dict) -> dict:
     """``entry`` as it is stored over ``old``: ``created`` kept; the verification kept while it still applies (same
     kernel source, same file bytes); a missing resource report kept for the same file; and an identical
@@ -375,14 +407,18 @@ def _without_times(entry: dict) -> dict:
 
 def _verification_applies(old: dict, new: dict) -> bool:
     """An old verification still holds for a new entry that has the same kernel source and the same file bytes."""
-    record = old.get("verification") or {}
-    return bool(record) and old.get("source_sha256") == new.get("source_sha256") \
-        and record.get("file_sha256", old.get("file_sha256")) == new.get("file_sha256")
+    return passed(old.get("verification"), new.get("file_sha256")) and old.get("source_sha256") == new.get(
+        "source_sha256")
 
 
 def replaces_verified(old: dict | None, new: dict) -> bool:
-    """True when ``new`` would replace a verified file, of an unchanged kernel, with different C."""
-    if not old or not (old.get("verification") or {}).get("ok"):
+    """True when ``new``, a translation nothing can derive again (a model's), would replace a file the manifest
+    records as verified, of an unchanged kernel, with different C. The deterministic translation is never held
+    back: a record is only a claim (anyone who edits the manifest can write one), and that translation is what
+    ``translate --check`` derives for the kernel whatever the manifest says."""
+    if (new.get("backend") or {}).get("name") == DETERMINISTIC_BACKEND:
+        return False
+    if not old or not passed(old.get("verification")):
         return False
     return old.get("source_sha256") == new.get("source_sha256") and not _verification_applies(old, new)
 
@@ -411,14 +447,17 @@ def store_verification(out_dir: str | os.PathLike, filename: str, record: Mappin
         if entry is None:
             outcome = "skipped (entry missing)"
             return False
+        if trust.record(record) is None:
+            outcome = f"skipped (not a verification record: {trust.record_problem(record)})"
+            return False
         if check_file and record.get("file_sha256"):
             current = sha256_file(os.path.join(folder(out_dir), filename))
             if current != record["file_sha256"] or entry.get("file_sha256") not in (None, record["file_sha256"]):
                 outcome = "skipped (.cu changed since verification)"
                 return False
         earlier = entry.get("verification") or {}
-        could_not_run = not record.get("ok") and record.get("error") and not record.get("failed_cases")
-        if could_not_run and earlier.get("ok") and earlier.get("file_sha256") == record.get("file_sha256"):
+        could_not_run = not record["ok"] and record.get("error") and not record.get("failed_cases")
+        if could_not_run and passed(earlier, record["file_sha256"]):
             outcome = f"kept the verification of {earlier.get('date', 'an earlier run')} (this run: {record['error']})"
             return False
         entry["verification"] = dict(record)

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import manifest
+from . import manifest, trust
 
 
 @dataclass(frozen=True)
@@ -52,17 +52,19 @@ def read_source(path: str | os.PathLike) -> dict:
 
 def _decisive(record: Mapping[str, Any]) -> bool:
     """A record that says whether the file passes: not one of a run that could not complete."""
-    return bool(record.get("ok")) or bool(record.get("failed_cases")) or not record.get("error")
+    return record["ok"] is True or bool(record.get("failed_cases")) or not record.get("error")
 
 
 def _verdict(record: Mapping[str, Any]) -> str:
-    if record.get("ok"):
+    if record["ok"] is True:
         return "PASS"
-    return "FAIL" if _decisive(record) else f"could not run ({str(record.get('error'))[:80]})"
+    return "FAIL" if _decisive(record) else f"could not run ({trust.printable(record.get('error'), 80)})"
 
 
 def _about(record: Mapping[str, Any]) -> str:
-    return f"{_verdict(record)} on {record.get('device') or 'an unknown device'}, {record.get('date') or 'no date'}"
+    """What a record claims, every field as text (never terminal control sequences: ``trust.printable``)."""
+    device = trust.printable(record.get("device") or "an unknown device", 80)
+    return f"{_verdict(record)} on {device}, {trust.printable(record.get('date') or 'no date', 40)}"
 
 
 def _short(sha: str | None) -> str:
@@ -83,8 +85,14 @@ def merge(out_dir: str | os.PathLike, sources: Sequence[str | os.PathLike]) -> l
             continue
         for file_name, entry in sorted(data["files"].items()):
             record = entry.get("verification")
-            if isinstance(record, dict) and record:
-                offers.setdefault(file_name, []).append((label, record))
+            if record in (None, {}):
+                continue
+            problem = trust.record_problem(record)
+            if problem is not None:  # "ok": "false" is no verdict, and never takes the place of one
+                outcomes.append(Outcome(label, file_name, f"not a verification record ({problem}): not merged",
+                                        refused=True))
+                continue
+            offers.setdefault(file_name, []).append((label, record))
     if not offers:
         return outcomes
     if not os.path.isdir(out_dir):
@@ -120,10 +128,10 @@ def _merge_file(data: dict, real: str, shown: str, file_name: str, items: list[t
             same.append((src, record))
     if not same:
         return out
-    existing = entry.get("verification") or {}
+    existing = trust.record(entry.get("verification")) or {}  # a malformed record here is no record
     mine = [("this folder", existing)] if existing.get("file_sha256") == here else []
     decisive = [(src, r) for src, r in same + mine if _decisive(r)]
-    if len({bool(r.get("ok")) for _, r in decisive}) > 1:
+    if len({r["ok"] for _, r in decisive}) > 1:
         sides = "; ".join(f"{src}: {_about(r)}" for src, r in decisive)
         return out + [Outcome(src, file_name, f"records of the same bytes contradict each other ({sides}): "
                               "not merged", refused=True) for src, _ in same]

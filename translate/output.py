@@ -21,6 +21,9 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
+
+from .trust import printable
 
 #: how a kernel's file fared
 WRITTEN, UNCHANGED, FAILED = "written", "unchanged", "failed"
@@ -205,14 +208,24 @@ def print_translations(rows: list[Row], title: str, stream: TextIO | None = None
             report.done(r)
 
 
-def print_check(problems: list[dict], out_dir: str, stream: TextIO | None = None, what: str = "") -> None:
-    """``what``: which kernels the check is about, when the user may not expect it (numbakern's library)."""
+def print_check(problems: list[dict], out_dir: str, stream: TextIO | None = None, what: str = "",
+                accepted: Sequence[dict] = (), claims: Sequence[str] | None = None) -> None:
+    """``what``: which kernels the check is about, when the user may not expect it (numbakern's library);
+    ``accepted``: the problems the user accepted (``--accept-unverifiable``), listed apart; ``claims``: what the
+    manifest's verification records claim, a line each (``--verbose``). Every field is printed as text
+    (``trust.printable``): a manifest's fields never reach the terminal as control sequences."""
     stream = stream or sys.stdout
     where = f"{out_dir}/" + (f" ({what})" if what else "")
+    for line in claims or ():
+        stream.write(printable(line) + "\n")
+    for p in accepted:
+        stream.write(f"accepted     {printable(p['file'])}  {printable(p['detail'])}\n")
     if not problems:
-        message = f"translate --check: every file in {where} is up to date"
+        done = f"every file in {where} is up to date" if not accepted else \
+            f"every file in {where} is up to date or an accepted claim ({len(accepted)})"
+        message = f"translate --check: {done}"
         if is_terminal(stream):
-            Console(file=stream, highlight=False).print(f"[green]{message}[/green]", soft_wrap=True)
+            Console(file=stream, highlight=False).print(Text(message, style="green"), soft_wrap=True)
         else:
             stream.write(message + "\n")
         return
@@ -222,9 +235,9 @@ def print_check(problems: list[dict], out_dir: str, stream: TextIO | None = None
         for col in ("file", "problem", "detail"):
             table.add_column(col, overflow="fold")
         for p in problems:
-            table.add_row(p["file"], f"[red]{p['problem']}[/red]", p["detail"])
+            table.add_row(Text(printable(p["file"])), Text(p["problem"], style="red"), Text(printable(p["detail"])))
         Console(file=stream, highlight=False).print(table)
         return
     stream.write(title + "\n")
     for p in problems:
-        stream.write(f"{p['problem']:<12} {p['file']}  {p['detail']}\n")
+        stream.write(f"{p['problem']:<12} {printable(p['file'])}  {printable(p['detail'])}\n")

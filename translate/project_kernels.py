@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import sys
 import traceback
 
 from numbakern import registry
@@ -20,7 +21,8 @@ from numbakern.project import Project
 from .errors import UnknownKernel
 from .targets import recording_signatures
 
-__all__ = ["UnknownKernel", "expected_in", "import_failure", "specs", "target_for", "target_name", "targets_of"]
+__all__ = ["UnknownKernel", "expected_in", "import_failure", "prune", "specs", "target_for", "target_name",
+           "targets_of"]
 
 
 def specs(project: Project) -> list:
@@ -57,6 +59,11 @@ def target_for(project: Project, name: str) -> str:
         return name  # the translation's own error names both
     except KeyError:
         raise UnknownKernel(unknown_kernel_message(name, project)) from None
+    if not (project.is_library or project.include_library):
+        # the project's tools work on the project's kernels: its folder holds nothing its --check cannot check
+        raise UnknownKernel(f"'{name}' is a kernel of numbakern's library, which project {project.name} does not "
+                            f"include (include-library = false in {project.pyproject}): set include-library = true "
+                            "to translate library kernels in this project")
     return name
 
 
@@ -105,6 +112,38 @@ def translate_kernel(target: str, *, signature, constants: dict, backend: str, o
     out = (out_dir if out_dir is not None else str(project.out_dir)) if write else None
     return pipeline.translate(target_for(project, target), signature=signature, constants=constants, opts=opts,
                               out_dir=out)
+
+
+def prune(project: Project, out_dir: str) -> tuple[list[dict], list[dict]]:
+    """``translate --prune``: remove from ``out_dir`` the files and entries of kernels that no longer exist in
+    ``project`` (``translate.check.gone``). A file that a kernel of the project writes now is never removed, whatever
+    its entry says (the entry is data: one could name a kernel that is gone for a file that is not). Returns
+    ``(removed, kept)``, as ``gone`` lists them."""
+    from . import check as freshness  # the spine's check: only for a prune
+    from . import manifest  # (with it)
+
+    found = freshness.gone(out_dir, project)  # (file targets are relative to the current folder, as translate wrote)
+    current = files_of_kernels(project)
+    kept = [g for g in found if g["file"] in current]
+    removed = set(manifest.remove(out_dir, [g["file"] for g in found if g["file"] not in current]))
+    return [g for g in found if g["file"] in removed], kept
+
+
+def files_of_kernels(project: Project) -> set[str]:
+    """The file names the project's kernels write: its declared kernels' (and the library's, if it includes it),
+    and those of every ``@cuda.jit`` kernel its kernel modules bind, declared or not."""
+    found = specs(project)
+    names = {f"{spec.name}.cu" for spec in found}
+    names |= {f"{getattr(spec.kernel, 'py_func', spec.kernel).__name__}.cu" for spec in found}
+    for module in list(sys.modules.values()):
+        if not any(getattr(module, "__name__", "") == m or getattr(module, "__name__", "").startswith(m + ".")
+                   for m in project.kernel_modules):
+            continue
+        for value in vars(module).values():
+            function = getattr(value, "py_func", None)
+            if function is not None and not (getattr(value, "targetoptions", None) or {}).get("device"):
+                names.add(f"{getattr(function, '__name__', '')}.cu")
+    return names
 
 
 def check(*, out_dir: str | None, library_kernels: bool | None, expected, project_dir: str) -> list[dict]:

@@ -11,6 +11,9 @@ one (``translate --check``, verification) use its entries only through this modu
 - ``signature(text)``: an entry's signature string, parsed by a fixed grammar of numba type names (never ``eval``
   on the manifest's text: that is code).
 - ``constants(value)``: an entry's compile-time constants, numbers only.
+- ``record(value)``: an entry's GPU verification record, only when it is well formed (``ok`` a boolean, ``file_sha256``
+  a sha256): a record is a *claim* -- anyone who can edit the manifest can write one -- so it decides nothing that
+  a check depends on; ``claim_text`` says what it claims (who, where, when, which bytes), for people to weigh.
 
 The project's own kernel modules are code: ``--check`` imports them (they run as the user, as ``pytest`` would run
 them). docs/translate.md says exactly that.
@@ -19,6 +22,7 @@ them). docs/translate.md says exactly that.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -28,6 +32,10 @@ from typing import Any
 #: a manifest entry's file name: a plain name in the output folder (no path, not hidden, no control characters)
 FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+#: the one backend whose files ``translate --check`` derives again; any other backend's file is only a claim
+DETERMINISTIC_BACKEND = "ast"
 
 
 class UntrustedEntry(ValueError):
@@ -190,3 +198,62 @@ def constants(value: Any) -> dict[str, list]:
             raise UntrustedEntry(f"the constant {name!r} = {v!r} is not a number")
         out[name] = values
     return out
+
+
+# -- verification records ----------------------------------------------------------------------------------------
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+#: no verification record is larger, as JSON (the library's are about 700 bytes)
+MAX_RECORD_BYTES = 64 << 10
+
+
+def record(value: Any) -> dict | None:
+    """``value`` as a verification record, or None when it is not one (``record_problem`` says why)."""
+    return value if record_problem(value) is None else None
+
+
+def record_problem(value: Any) -> str | None:
+    """Why ``value`` is not a verification record (None when it is one): a table whose ``ok`` is a boolean
+    (``"false"`` is text, not a verdict), whose ``file_sha256`` names the bytes it is about, and of at most 64 KiB."""
+    if not isinstance(value, dict):
+        return f"it is {type(value).__name__}, not a table"
+    if not isinstance(value.get("ok"), bool):
+        return f"its ok is {printable(repr(value.get('ok')), 40)}, not true or false"
+    if not isinstance(value.get("file_sha256"), str) or not _SHA256.match(value["file_sha256"]):
+        return "it names no file bytes (file_sha256)"
+    try:
+        size = len(json.dumps(value))
+    except (TypeError, ValueError):
+        return "it is not JSON data"
+    if size > MAX_RECORD_BYTES:
+        return f"it is larger than {MAX_RECORD_BYTES >> 10} KiB"
+    return None
+
+
+def passed(value: Any, file_sha256: str | None = None) -> bool:
+    """True when ``value`` is a well-formed record of a pass (of the bytes ``file_sha256``, when given)."""
+    found = record(value)
+    return found is not None and found["ok"] is True and (file_sha256 is None or found["file_sha256"] == file_sha256)
+
+
+def claim_text(value: Any) -> str:
+    """What a record claims, as one line for people (every field shown as text, never as terminal control):
+    ``PASS on NVIDIA H200 (host gpu-7), 2026-11-26T23:26:06Z, bytes 54a68e8b2bcd``."""
+    found = record(value)
+    if found is None:
+        return "no well-formed record"
+    verdict = "PASS" if found["ok"] else "FAIL"
+    host = f" (host {printable(found['host'], 80)})" if found.get("host") else ""
+    return (f"{verdict} on {printable(found.get('device') or 'an unnamed device', 80)}{host}, "
+            f"{printable(found.get('date') or 'no date', 40)}, bytes {found['file_sha256'][:12]}")
+
+
+def printable(value: Any, limit: int | None = None) -> str:
+    """``value`` as text that is safe to print on a terminal: control characters (escape sequences, newlines,
+    carriage returns) shown as escapes, and cut to ``limit`` characters. Manifest fields reach the terminal only
+    through this."""
+    text = value if isinstance(value, str) else str(value)
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return shown if limit is None or len(shown) <= limit else shown[:limit - 1] + "…"

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import typer
+from . import closures, typer
 from .codetext import code_text
 
 #: bump when the facts a worker returns change shape or meaning (old cache entries then miss)
@@ -79,8 +79,17 @@ class TypingRequest:
         return h.hexdigest()
 
 
+#: the names numbakern's rewritten code gives its own helpers (``decompile``, ``numbakern.sim.typed``)
+RESERVED_PREFIX = "__nk_"
+
+
+class ReservedName(ValueError):
+    """A kernel or device function uses a name numbakern's rewritten code keeps for its own helpers."""
+
+
 def build_request(fn, options: dict, argtypes: tuple, recognize: Recognizer, cc=(9, 0)) -> TypingRequest:
     """Pickle ``fn`` (a kernel's Python function) by value for typing in the helper process."""
+    _refuse_reserved_names(fn)
     buf = io.BytesIO()
     pickler = _pickler_class()(buf, recognize)
     pickler.by_value.add(id(fn))
@@ -93,9 +102,29 @@ def build_request(fn, options: dict, argtypes: tuple, recognize: Recognizer, cc=
             batch = pickler.overloaded[done:]
             done = len(pickler.overloaded)
             pickler.dump(batch)
+    for _, device in pickler.devices:
+        _refuse_reserved_names(device)
     payload = buf.getvalue()
     return TypingRequest(payload, tuple(argtypes), tuple(cc), [f for _, f in pickler.devices],
                          _without_tracker_ids(payload, pickler.dynamic_classes))
+
+
+def _refuse_reserved_names(fn) -> None:
+    """A ``ReservedName`` for a function whose code (nested functions too) names anything ``__nk_...``: the rewritten
+    code would read numbakern's helper of that name instead (a wrong result, or a crash)."""
+    if not isinstance(fn, pytypes.FunctionType):
+        return
+    # (a nested function's free names are its enclosing code's cell names, or the kernel's own free names)
+    outer = set(closures.free_names(fn))
+    todo = [fn.__code__]
+    while todo:
+        code = todo.pop()
+        found = sorted(n for n in {*code.co_names, *code.co_varnames, *code.co_cellvars, *outer}
+                       if n.startswith(RESERVED_PREFIX))
+        if found:
+            raise ReservedName(f"{fn.__qualname__} uses the name '{found[0]}': names beginning with "
+                               f"{RESERVED_PREFIX} are numbakern's own (its rewritten code's helpers); rename it")
+        todo.extend(c for c in code.co_consts if isinstance(c, pytypes.CodeType))
 
 
 @functools.cache

@@ -47,11 +47,11 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..unroll import unroll
 from ..vector_io import vload4, vstore4
+from .config import STATIC_SHARED_LIMIT, fits_static_shared, sizes
+from .half import to16, values
 
 #: a masked score: exp(MASKED - m) is 0 for any finite row maximum m
 MASKED = -1.0e30
-#: static shared memory a kernel may declare without opting in to more
-STATIC_SHARED_LIMIT = 48 * 1024
 FULL_MASK = 0xFFFFFFFF
 #: head-dimension chunks (of 4) and keys per iteration of the two inner loops, as straight-line code (numba takes
 #: minutes over fully unrolled loops this size, and nvcc's fully unrolled C spills)
@@ -273,12 +273,6 @@ def attention_threads(config: dict) -> int:
                          config.get("kv_split", True))
 
 
-def attention_launch(config: dict, batch_heads: int, lq: int) -> LaunchConfig:
-    """One block per ``bm`` query rows of one (batch, head): grid (query blocks, batch*heads)."""
-    nt = attention_threads(config)
-    return LaunchConfig((max(1, cdiv(lq, config["bm"])), max(1, batch_heads), 1), (nt, 1, 1), 0)
-
-
 #: tile configurations per head dim (all within 48 KiB of static shared memory). d = 64: 64 rows x 32 keys, 128
 #: threads, V and next K copied during the math (40.5 KiB: 5 blocks fit a multiprocessor's shared memory, 4 its
 #: registers at <= 128 each); d = 128: 32 rows x 32 keys, 64 threads, one K/V buffer (36.5 KiB: 6 blocks by shared
@@ -292,18 +286,58 @@ SIM_CONFIGS = {64: {"bm": 16, "bn": 16, "kv_split": True}, 128: {"bm": 16, "bn":
 
 def config_for(d: int, causal: bool) -> dict:
     """The configuration ``attention`` runs for this head dim (the simulator's small one under the simulator)."""
+    return {"d": d, "causal": bool(causal), **head_dim_config("attention", CONFIGS, SIM_CONFIGS, d)}
+
+
+def attention(q, k, v, *, causal: bool = False, scale: float | None = None, out=None):
+    """``softmax(scale * q @ k^T) @ v`` per (batch, head), in fp32; ``causal`` masks key j for query i when j > i.
+
+    ``q``: (batch, heads, lq, d) or (batch*heads, lq, d); ``k``, ``v``: the same with lk keys; float32, C-contiguous,
+    16-byte aligned; d = 64 or 128. ``scale`` defaults to 1/sqrt(d) (as ``torch.nn.functional.
+    scaled_dot_product_attention``). Torch tensors, CuPy arrays or numpy arrays (numpy under the simulator); the
+    result is of the same kind on the same device (``out`` if given)."""
+    return run_attention(q, k, v, causal, scale, out, np.float32, config_for, flash_attention)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# what the attention kernels share: configuration, launch, argument checks, the entry points' work, the registry
+
+def head_dim_config(what: str, gpu: dict, sim: dict, d: int) -> dict:
+    """A kernel's tile configuration for head dim ``d`` from its GPU or (under the simulator) its small table."""
     from .. import mode
 
-    table = SIM_CONFIGS if mode.in_simulator() else CONFIGS
+    table = sim if mode.in_simulator() else gpu
     if d not in table:
-        raise ValueError(f"attention: head dim {d} is not supported; supported: {', '.join(map(str, sorted(table)))}")
-    return {"d": d, "causal": bool(causal), **table[d]}
+        raise ValueError(f"{what}: head dim {d} is not supported; supported: {', '.join(map(str, sorted(table)))}")
+    return table[d]
 
 
-def _checked(q, k, v, out):
+def check_tiles(what: str, d: int, bm: int, bn: int, bn_step: int, chunk: int, nbytes: int) -> int:
+    """Threads per block of an ``mma.sync`` attention kernel (a warp per 16 query rows, ``bn_step`` keys the k of
+    P @ V), or a ValueError: the Q and K/V tiles split evenly over the threads in 16-byte chunks of ``chunk`` elements,
+    each thread keeping its chunk column, and fit static shared memory (``nbytes``)."""
+    if bm % 16:
+        raise ValueError(f"{what}: bm={bm} must be a multiple of 16 (a warp owns 16 query rows)")
+    if bn % bn_step:
+        raise ValueError(f"{what}: bn={bn} must be a multiple of {bn_step} (the k of P @ V)")
+    nt = bm // 16 * 32
+    row_chunks = d // chunk
+    if nt > 1024 or nt % row_chunks or bm % (nt // row_chunks) or bn % (nt // row_chunks):
+        raise ValueError(f"{what}: the {bm}x{d} Q and {bn}x{d} K/V tiles must split evenly over {nt} threads in "
+                         "16-byte chunks, each thread keeping its chunk column")
+    fits_static_shared(what, nbytes, f"d={d}, bm={bm}, bn={bn}")
+    return nt
+
+
+def attention_launch(config: dict, batch_heads: int, lq: int) -> LaunchConfig:
+    """One block of ``bm / 16`` warps per ``bm`` query rows of one (batch, head): grid (query blocks, batch*heads)."""
+    return LaunchConfig((max(1, cdiv(lq, config["bm"])), max(1, batch_heads), 1), (config["bm"] // 16 * 32, 1, 1), 0)
+
+
+def _checked(q, k, v, out, dtype):
     infos = {}
     for name, x in (("q", q), ("k", k), ("v", v)):
-        infos[name] = check_array(name, x, dtype=np.float32)
+        infos[name] = check_array(name, x, dtype=dtype)
         if len(infos[name].shape) not in (3, 4):
             raise ValueError(f"argument '{name}' must have shape (batch, heads, seq, head_dim) or "
                              f"(batch*heads, seq, head_dim), got {infos[name].shape}")
@@ -327,22 +361,12 @@ def _checked(q, k, v, out):
     return qs
 
 
-def attention(q, k, v, *, causal: bool = False, scale: float | None = None, out=None):
-    """``softmax(scale * q @ k^T) @ v`` per (batch, head), in fp32; ``causal`` masks key j for query i when j > i.
-
-    ``q``: (batch, heads, lq, d) or (batch*heads, lq, d); ``k``, ``v``: the same with lk keys; float32, C-contiguous,
-    16-byte aligned; d = 64 or 128. ``scale`` defaults to 1/sqrt(d) (as ``torch.nn.functional.
-    scaled_dot_product_attention``). Torch tensors, CuPy arrays or numpy arrays (numpy under the simulator); the
-    result is of the same kind on the same device (``out`` if given)."""
-    return run_fp32_attention(q, k, v, causal, scale, out, config_for, attention_launch, flash_attention)
-
-
-def run_fp32_attention(q, k, v, causal, scale, out, configure, launch, factory):
-    """An fp32 attention entry point's work, for a kernel family: the arguments checked, ``configure(d, causal)``'s
-    kernel from ``factory`` launched as ``launch(config, batch_heads, lq)`` says."""
+def run_attention(q, k, v, causal, scale, out, dtype, configure, factory):
+    """An attention entry point's work: the arguments checked (``q``, ``k``, ``v`` of ``dtype``, ``out`` float32),
+    and the kernel ``factory(**configure(d, causal))`` launched over (batch*heads, seq, d) views."""
     if not isinstance(causal, bool):
         raise TypeError(f"argument 'causal' must be True or False, got {causal!r}")
-    qs = _checked(q, k, v, out)
+    qs = _checked(q, k, v, out, dtype)
     d = int(qs[-1])
     if scale is None:
         scale = 1.0 / math.sqrt(d)
@@ -356,7 +380,7 @@ def run_fp32_attention(q, k, v, causal, scale, out, configure, launch, factory):
     if lq == 0 or bh == 0:
         return out
     args = [_as_3d(to_kernel_arg(x), bh) for x in (q, k, v, out)]
-    cfg = launch(config, bh, lq)
+    cfg = attention_launch(config, bh, lq)
     factory(**config)[cfg.grid, cfg.block](*args, np.float32(scale))
     return out
 
@@ -368,63 +392,57 @@ def _as_3d(x, bh: int):
     return x.reshape(bh, x.shape[-2], x.shape[-1])
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# registry
-
-SIGNATURE = ("void(float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float32)",)
-
-
-def _reference(q, k, v, out, scale, causal=False):
-    """float64 softmax(scale q k^T) v, the maximum subtracted per row."""
-    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
-    s = np.einsum("bid,bjd->bij", q64, k64) * float(scale)
+def softmax_weights(q, k, scale, causal) -> np.ndarray:
+    """float64 ``softmax(scale q k^T)`` per (batch, head) of the inputs' values (16-bit ones as ``half.values``
+    reads them), the row maximum subtracted; causal: key j hidden from query i when j > i."""
+    s = np.einsum("bid,bjd->bij", values(q), values(k)) * float(scale)
     if causal:
         lq, lk = s.shape[1:]
         s = np.where(np.arange(lk)[None, :] > np.arange(lq)[:, None], -np.inf, s)
     p = np.exp(s - s.max(axis=-1, keepdims=True))
-    return p / p.sum(axis=-1, keepdims=True), v64
+    return p / p.sum(axis=-1, keepdims=True)
 
 
-def _expected(causal):
-    def expected(q, k, v, out, scale):
-        p, v64 = _reference(q, k, v, out, scale, causal)
-        return {3: np.einsum("bij,bjd->bid", p, v64)}
-
-    return expected
+def reference(q, k, v, scale, causal) -> np.ndarray:
+    """float64 ``softmax(scale q k^T) v`` of the inputs' values."""
+    return np.einsum("bij,bjd->bid", softmax_weights(q, k, scale, causal), values(v))
 
 
-def _scale(causal):
+def score_magnitude(q, k, scale) -> np.ndarray:
+    """Per query row, the largest ``|scale| * |q_i| . |k_j|``: what an error in a score is relative to."""
+    return abs(float(scale)) * np.einsum("bid,bjd->bij", np.abs(values(q)), np.abs(values(k))).max(axis=-1)
+
+
+def _fp32_scale(causal):
     def error_scale(q, k, v, out, scale):
         # An output is a convex combination of v's rows: its rounding error is relative to sum_j p_ij |v_jd|, and an
-        # error e in a score changes exp(score) by about e, where e is relative to |scale| * |q_i| . |k_j| (the
-        # score's dot product): the row's largest such magnitude, plus one for the products and sums of p @ v.
-        p, v64 = _reference(q, k, v, out, scale, causal)
-        score_mag = np.abs(float(scale)) * np.einsum("bid,bjd->bij", np.abs(q.astype(np.float64)),
-                                                     np.abs(k.astype(np.float64))).max(axis=-1)
-        return {3: np.einsum("bij,bjd->bid", p, np.abs(v64)) * (1.0 + score_mag[..., None])}
+        # error e in a score changes exp(score) by about e, where e is relative to the score's dot product: the
+        # row's largest such magnitude, plus one for the products and sums of p @ v.
+        weighted = np.einsum("bij,bjd->bid", softmax_weights(q, k, scale, causal), np.abs(values(v)))
+        return {3: weighted * (1.0 + score_magnitude(q, k, scale)[..., None])}
 
     return error_scale
 
 
-def _case_maker(causal: bool, d: int, configure=config_for, launch=attention_launch):
-    """Cases of fp32 attention for a kernel family's ``configure(d, causal)`` and ``launch`` (this module's by
-    default)."""
+def attention_case(d: int, causal: bool, configure, f16: bool | None = None):
+    """A spec's ``make_case`` for ``configure(d, causal)``'s kernel: random ``q``, ``k``, ``v`` (float32, or with
+    ``f16`` given 16-bit, ``half.to16``), ``out`` poisoned with NaN, scale 1/sqrt(d). ``large`` q and k are scaled
+    back: scores of 1e8 would make every row one-hot."""
     def make_case(size, rng, dist="uniform"):
         bh, lq, lk = size["bh"], size["lq"], size["lk"]
-        q = random_array(rng, (bh, lq, d), np.float32, dist)
-        k = random_array(rng, (bh, lk, d), np.float32, dist)
-        v = random_array(rng, (bh, lk, d), np.float32, dist)
-        if dist == "large":  # scores of 1e8: every row would be one-hot; keep q.k in a range softmax resolves
-            q, k = q / np.float32(1e4), k / np.float32(1e4)
+        qkv = [random_array(rng, (bh, n, d), np.float32, dist) for n in (lq, lk, lk)]
+        if dist == "large":
+            qkv[0], qkv[1] = qkv[0] / np.float32(1e4), qkv[1] / np.float32(1e4)
+        if f16 is not None:
+            qkv = [to16(x, f16) for x in qkv]
         out = np.full((bh, lq, d), np.nan, dtype=np.float32)
-        scale = np.float32(1.0 / math.sqrt(d))
-        cfg = launch(configure(d, causal), bh, lq)
-        return Case((q, k, v, out, scale), cfg, dict(size))
+        cfg = attention_launch(configure(d, causal), bh, lq)
+        return Case((*qkv, out, np.float32(1.0 / math.sqrt(d))), cfg, dict(size))
 
     return make_case
 
 
-def _work(d: int, causal: bool):
+def _work(d: int, causal: bool, in_bytes: int = 4):
     def work(size):
         # 2 flops per multiply-add, two products (q k^T and p v) per visible (query, key) pair
         bh, lq, lk = size["bh"], size["lq"], size["lk"]
@@ -433,54 +451,58 @@ def _work(d: int, causal: bool):
         else:  # query i sees keys 0..i
             n = min(lq, lk)
             pairs = n * (n + 1) // 2 + (lq - n) * lk
-        return Work(flops=4.0 * bh * pairs * d, bytes=4.0 * bh * (2 * lq + 2 * lk) * d)
+        return Work(flops=4.0 * bh * pairs * d, bytes=in_bytes * bh * (lq + 2 * lk) * d + 4.0 * bh * lq * d)
 
     return work
 
 
-def _sdpa_baseline(causal: bool):
-    """The benchmark's baseline: torch's own fp32 attention on the same tensors (KernelSpec.baseline)."""
+def sdpa_baseline(causal: bool):
+    """The benchmark's baseline: torch's ``F.scaled_dot_product_attention`` as it dispatches by default, on the same
+    values (bf16 data travels as uint16 bit patterns; 16-bit output for 16-bit inputs, as torch gives)."""
     def baseline(q, k, v, out, scale):
+        import torch
         import torch.nn.functional as F
 
         # 4-D views (1, batch*heads, seq, dim): torch's fused kernels refuse 3-D inputs and would leave the MATH
         # backend as the only one to run
-        return (lambda: F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal,
-                                                       scale=float(scale)),
-                "F.scaled_dot_product_attention (4-D)")
+        q4, k4, v4 = (x.view(torch.bfloat16)[None] if x.dtype == torch.uint16 else x[None] for x in (q, k, v))
+        return (lambda: F.scaled_dot_product_attention(q4, k4, v4, is_causal=causal, scale=float(scale)),
+                "F.scaled_dot_product_attention, torch's default dispatch")
 
     return baseline
 
 
+SIGNATURE = ("void(float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float32)",)
 #: the simulator's sizes: sequence lengths that no tile size divides, lq != lk, a single key and a single query
-TEST_SIZES = ({"bh": 1, "lq": 37, "lk": 37}, {"bh": 1, "lq": 1, "lk": 1}, {"bh": 2, "lq": 20, "lk": 29})
-VERIFY_SIZES = ({"bh": 1, "lq": 1, "lk": 1}, {"bh": 2, "lq": 37, "lk": 37}, {"bh": 3, "lq": 129, "lk": 200},
-                {"bh": 2, "lq": 255, "lk": 255}, {"bh": 1, "lq": 513, "lk": 513}, {"bh": 4, "lq": 64, "lk": 17})
+TEST_SIZES = sizes("bh lq lk", (1, 37, 37), (1, 1, 1), (2, 20, 29))
+VERIFY_SIZES = sizes("bh lq lk", (1, 1, 1), (2, 37, 37), (3, 129, 200), (2, 255, 255), (1, 513, 513), (4, 64, 17))
 #: batch 4 x 16 heads at 1k and 4k tokens, 1 x 16 at 8k
-BENCH_SIZES = ({"bh": 64, "lq": 1024, "lk": 1024}, {"bh": 64, "lq": 4096, "lk": 4096},
-               {"bh": 16, "lq": 8192, "lk": 8192})
+BENCH_SIZES = sizes("bh lq lk", (64, 1024, 1024), (64, 4096, 4096), (16, 8192, 8192))
+
+
+def register_attention(name: str, kernel, config: dict, configure, description: str, f16: bool | None = None,
+                       **spec) -> None:
+    """An attention kernel into the registry, for ``config``'s head dim and mask: its cases, reference, work and
+    baseline; fp32 inputs (or 16-bit with ``f16`` given) with the fp32 error scale unless ``spec`` says otherwise."""
+    d, causal = config["d"], config["causal"]
+
+    def expected(q, k, v, out, scale):
+        return {3: reference(q, k, v, scale, causal)}
+
+    defaults = dict(signatures=SIGNATURE, test_sizes=TEST_SIZES, error_scale=_fp32_scale(causal), rtol=2e-5)
+    register(KernelSpec(
+        name=name, family="attention", kernel=kernel, make_case=attention_case(d, causal, configure, f16),
+        reference=expected, outputs=(3,), verify_sizes=VERIFY_SIZES, bench_sizes=BENCH_SIZES, constants=config,
+        work=_work(d, causal, 4 if f16 is None else 2), baseline=sdpa_baseline(causal),
+        description=description, **{**defaults, **spec}))
+
+
 #: the registered variants: (name, head dim, causal)
 VARIANTS = (("attention_d64", 64, False), ("attention_d64_causal", 64, True), ("attention_d128", 128, False),
             ("attention_d128_causal", 128, True))
 
 for _name, _d, _causal in VARIANTS:
     _config = config_for(_d, _causal)
-    register(KernelSpec(
-        name=_name,
-        family="attention",
-        kernel=flash_attention(**_config),
-        signatures=SIGNATURE,
-        make_case=_case_maker(_causal, _d),
-        reference=_expected(_causal),
-        error_scale=_scale(_causal),
-        outputs=(3,),
-        test_sizes=TEST_SIZES,
-        verify_sizes=VERIFY_SIZES,
-        bench_sizes=BENCH_SIZES,
-        constants=_config,
-        work=_work(_d, _causal),
-        baseline=_sdpa_baseline(_causal),
-        rtol=2e-5,
-        description=f"flash attention forward, fp32, head dim {_d}{', causal' if _causal else ''}: online softmax, "
-                    "Q/K/V tiles by cp.async, scores in registers",
-    ))
+    register_attention(_name, flash_attention(**_config), _config, config_for,
+                       f"flash attention forward, fp32, head dim {_d}{', causal' if _causal else ''}: online softmax, "
+                       "Q/K/V tiles by cp.async, scores in registers")

@@ -2,9 +2,9 @@
 
 The device functions take and return one float32 per lane and must be called by all 32 lanes of a warp together
 (full mask): a butterfly of ``shfl_xor_sync`` leaves the warp's total on every lane, so no broadcast is needed
-afterwards, and ``shfl_up_sync`` steps give an inclusive prefix sum across the lanes. ``sum_over_block``
-and ``max_over_block`` extend the sum and the max to a whole block through a word per warp in shared memory, and
-``group_sum``/``group_max`` to the *row group* of the row-wise kernels: a few lanes of a warp, a warp, or a block.
+afterwards, and ``shfl_up_sync`` steps give an inclusive prefix sum across the lanes. ``over_block`` extends the sum
+and the max to a whole block through a word per warp in shared memory, and ``group_reduce`` to the *row
+group* of the row-wise kernels: a few lanes of a warp, a warp, or a block.
 
 ``resident_blocks(threads)`` is how many blocks of ``threads`` threads the device runs at once: a grid-stride
 kernel launched with that many blocks (or a small multiple) keeps every multiprocessor busy with no tail of
@@ -35,24 +35,23 @@ SIM_BLOCKS = 3
 
 
 @cuda.jit(device=True)
-def warp_sum(v):
-    """The sum of ``v`` over the warp, on every lane (a fixed butterfly order: the same bits every run)."""
-    for k in range(5):
-        v += cuda.shfl_xor_sync(0xFFFFFFFF, v, 16 >> k)
-    return v
-
-
-@cuda.jit(device=True)
 def nan_max(a, b):
     """``max(a, b)`` that returns NaN if either is NaN (torch.amax semantics), unlike Python's ``max``."""
     return a if a > b or math.isnan(a) else b
 
 
 @cuda.jit(device=True)
-def warp_max(v):
-    """The NaN-propagating maximum of ``v`` over the warp, on every lane."""
+def combine(a, b, is_max):
+    """``a + b``, or with ``is_max`` the NaN-propagating maximum of ``a`` and ``b``."""
+    return nan_max(a, b) if is_max else a + b
+
+
+@cuda.jit(device=True)
+def warp_reduce(v, is_max):
+    """The sum (with ``is_max`` the NaN-propagating maximum) of ``v`` over the warp, on every lane (a fixed
+    butterfly order: the same bits every run)."""
     for k in range(5):
-        v = nan_max(v, cuda.shfl_xor_sync(0xFFFFFFFF, v, 16 >> k))
+        v = combine(v, cuda.shfl_xor_sync(0xFFFFFFFF, v, 16 >> k), is_max)
     return v
 
 
@@ -68,12 +67,13 @@ def warp_inclusive_sum(v, lane):
 
 
 @cuda.jit(device=True)
-def sum_over_block(v):
-    """The sum of ``v`` over the block (up to 32 warps), on every thread: the warps' totals go to shared memory, and
-    every warp adds them up with the same butterfly (a fixed order: every thread gets the same bits). Ends with a
-    barrier, so it can be called again at once."""
+def over_block(v, is_max):
+    """The sum (or with ``is_max`` the NaN-propagating maximum) of ``v`` over the block (up to 32 warps), on every
+    thread: the warps' results go to shared memory, and every warp combines them with the same butterfly (a fixed
+    order: every thread gets the same bits). Lanes past the last warp take 0 (the maximum: the first warp's word,
+    which leaves it unchanged). Ends with a barrier, so it can be called again at once."""
     words = cuda.shared.array(32, np.float32)
-    v = warp_sum(v)
+    v = warp_reduce(v, is_max)
     lane = cuda.threadIdx.x % 32
     if lane == 0:
         words[cuda.threadIdx.x // 32] = v
@@ -82,54 +82,26 @@ def sum_over_block(v):
     # numba's code, one dependent shared load after another (31 for a block of 1024)
     if lane < cuda.blockDim.x // 32:
         v = words[lane]
+    elif is_max:
+        v = words[0]
     else:
         v = np.float32(0.0)
-    v = warp_sum(v)
+    v = warp_reduce(v, is_max)
     cuda.syncthreads()
     return v
 
 
 @cuda.jit(device=True)
-def max_over_block(v):
-    """The NaN-propagating maximum of ``v`` over the block, on every thread (as ``sum_over_block``; lanes past the
-    last warp take the first warp's word, which leaves the maximum unchanged)."""
-    words = cuda.shared.array(32, np.float32)
-    v = warp_max(v)
-    lane = cuda.threadIdx.x % 32
-    if lane == 0:
-        words[cuda.threadIdx.x // 32] = v
-    cuda.syncthreads()
-    if lane < cuda.blockDim.x // 32:
-        v = words[lane]
-    else:
-        v = words[0]
-    v = warp_max(v)
-    cuda.syncthreads()
-    return v
-
-
-@cuda.jit(device=True)
-def group_sum(v, group):
-    """The sum of ``v`` over a row group of ``group`` consecutive threads, on each of them: an aligned power of two
-    of lanes up to a warp (a butterfly over ``group / 2 ... 1`` lanes), or the whole block (``group > 32``).
-    ``group`` is the kernel's compile-time constant, so the branch and the loop fold away."""
+def group_reduce(v, group, is_max):
+    """The sum (with ``is_max`` the NaN-propagating maximum) of ``v`` over a row group of ``group`` consecutive
+    threads, on each of them: an aligned power of two of lanes up to a warp (a butterfly over ``group / 2 ... 1``
+    lanes), or the whole block (``group > 32``). ``group`` is the kernel's compile-time constant, so the branch and
+    the loop fold away."""
     if group > 32:
-        return sum_over_block(v)
+        return over_block(v, is_max)
     lanes = group >> 1
     while lanes > 0:
-        v += cuda.shfl_xor_sync(0xFFFFFFFF, v, lanes)
-        lanes >>= 1
-    return v
-
-
-@cuda.jit(device=True)
-def group_max(v, group):
-    """The NaN-propagating maximum of ``v`` over a row group (as ``group_sum``)."""
-    if group > 32:
-        return max_over_block(v)
-    lanes = group >> 1
-    while lanes > 0:
-        v = nan_max(v, cuda.shfl_xor_sync(0xFFFFFFFF, v, lanes))
+        v = combine(v, cuda.shfl_xor_sync(0xFFFFFFFF, v, lanes), is_max)
         lanes >>= 1
     return v
 

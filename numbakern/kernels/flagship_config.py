@@ -25,6 +25,14 @@ def _warp_layout(tx_count: int, ty_count: int) -> tuple[int, int]:
     return wx, wy
 
 
+def thread_grid(bm: int, bn: int, tm: int, tn: int, vm: int, vn: int) -> tuple[int, int, int, int, int]:
+    """``(wx, wy, warps_x, gm, gn)`` of the ``(bm / tm)``×``(bn / tn)`` thread grid: a warp is a ``wy``×``wx``
+    patch of it (``_warp_layout``), ``warps_x`` patches a row; a thread's rows come in groups of ``vm`` consecutive
+    ones ``gm`` apart, its columns in groups of ``vn``, ``gn`` apart."""
+    wx, wy = _warp_layout(bn // tn, bm // tm)
+    return wx, wy, bn // tn // wx, bm // (tm // vm), bn // (tn // vn)
+
+
 def _check_config(bm: int, bn: int, bk: int, tm: int, tn: int, vec: bool = False) -> int:
     """Threads per block for a flagship config, or a ValueError saying which constraint fails."""
     for name, v in (("bm", bm), ("bn", bn), ("bk", bk), ("tm", tm), ("tn", tn)):

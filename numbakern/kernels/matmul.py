@@ -23,6 +23,8 @@ from ..launch import (
 )
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
+from .config import sizes
+from .half import random16, values
 
 #: the tile width the registered tiled kernels use
 TILE_WIDTH = 16
@@ -120,11 +122,12 @@ def matmul(a, b, out=None, *, tile_width: int = TILE_WIDTH):
     return out
 
 
-def checked_matmul_args(a, b, out):
-    """Check the arguments of a float32 ``a @ b`` (dtype, rank, inner dimensions, ``out``'s shape, one device) and
-    allocate ``out`` like ``a`` when it is None; returns ``(h, w, out)``."""
-    a_info = check_array("a", a, dtype=np.float32, ndim=2)
-    b_info = check_array("b", b, dtype=np.float32, ndim=2)
+def checked_matmul_args(a, b, out, dtype=np.float32):
+    """Check the arguments of ``a @ b`` (``a`` and ``b`` of ``dtype``: float32, float16 or bf16, ``out`` float32;
+    rank, inner dimensions, ``out``'s shape, one device) and allocate ``out`` like ``a`` when it is None; returns
+    ``(h, w, out)``."""
+    a_info = check_array("a", a, dtype=dtype, ndim=2)
+    b_info = check_array("b", b, dtype=dtype, ndim=2)
     infos = {"a": a_info, "b": b_info}
     h, _, w = check_matmul_shapes("a", a_info, "b", b_info)
     if out is None:
@@ -140,96 +143,80 @@ def checked_matmul_args(a, b, out):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# registry
+# the family's registry: cases, references, work
 
 MATRIX = "float32[:, ::1]"
-TEST_SIZES = ({"h": 33, "k": 70, "w": 45}, {"h": 1, "k": 1, "w": 1}, {"h": 16, "k": 16, "w": 16}, {"h": 5, "k": 17,
-                                                                                                   "w": 3})
-VERIFY_SIZES = (
-    {"h": 1, "k": 1, "w": 1},
-    {"h": 33, "k": 70, "w": 45},
-    {"h": 127, "k": 131, "w": 257},
-    {"h": 256, "k": 256, "w": 256},
-    {"h": 7, "k": 1021, "w": 3},
-)
-BENCH_SIZES = ({"h": 5120, "k": 256, "w": 5120}, {"h": 4096, "k": 4096, "w": 4096})
+SIGNATURE = f"void({MATRIX}, {MATRIX}, {MATRIX})"
+TEST_SIZES = sizes("h k w", (33, 70, 45), (1, 1, 1), (16, 16, 16), (5, 17, 3))
+VERIFY_SIZES = sizes("h k w", (1, 1, 1), (33, 70, 45), (127, 131, 257), (256, 256, 256), (7, 1021, 3))
+BENCH_SIZES = sizes("h k w", (5120, 256, 5120), (4096, 4096, 4096))
 
 
-def _matmul_inputs(size, rng, dist):
-    h, k, w = size["h"], size["k"], size["w"]
-    m = random_array(rng, (h, k), np.float32, dist)
-    n = random_array(rng, (k, w), np.float32, dist)
-    out = np.full((h, w), np.nan, dtype=np.float32)
-    return m, n, out
+def matmul_case(launch, transposed: bool = False, f16: bool | None = None, extra: tuple = ()):
+    """A spec's ``make_case``: random ``a`` (h×k, or with ``transposed`` A^T, k×h) and ``b`` (k×w), float32 or, with
+    ``f16`` given, 16-bit (``half.random16``), ``out`` poisoned with NaN, then ``extra`` arguments; the launch is
+    ``launch(h, w)``."""
+    def make_case(size, rng, dist="uniform"):
+        h, k, w = size["h"], size["k"], size["w"]
+        if f16 is None:
+            a = random_array(rng, (k, h) if transposed else (h, k), np.float32, dist)
+            b = random_array(rng, (k, w), np.float32, dist)
+        else:
+            a = random16(rng, (h, k), dist, f16)
+            b = random16(rng, (k, w), dist, f16)
+        return Case((a, b, np.full((h, w), np.nan, np.float32), *extra), launch(h, w), dict(size))
+
+    return make_case
 
 
-def _reference(m, n, out, *_):
-    return {2: m.astype(np.float64) @ n.astype(np.float64)}
+def matmul_reference(transposed: bool = False):
+    """The float64 product (``a.T @ b`` with ``transposed``) and its error scale: each element's rounding error is
+    bounded relative to ``sum(|a_ri * b_ic|)``, whatever cancellation does to the sum."""
+    def operands(a, b, scale):
+        a64, b64 = values(a.T if transposed else a), values(b)
+        return (np.abs(a64), np.abs(b64)) if scale else (a64, b64)
+
+    def reference(a, b, out, *_):
+        x, y = operands(a, b, False)
+        return {2: x @ y}
+
+    def error_scale(a, b, out, *_):
+        x, y = operands(a, b, True)
+        return {2: x @ y}
+
+    return reference, error_scale
 
 
-def _error_scale(m, n, out, *_):
-    # each element's rounding error is bounded relative to sum(|m_ri * n_ic|), whatever cancellation does to the sum
-    return {2: np.abs(m.astype(np.float64)) @ np.abs(n.astype(np.float64))}
+def matmul_work(in_bytes: int = 4):
+    """Flops (2 per multiply-add) and bytes (the inputs of ``in_bytes`` a value, the float32 output once)."""
+    def work(size):
+        h, k, w = size["h"], size["k"], size["w"]
+        return Work(flops=2.0 * h * k * w, bytes=in_bytes * (h * k + k * w) + 4.0 * h * w)
+
+    return work
 
 
-def _work(size):
-    h, k, w = size["h"], size["k"], size["w"]
-    return Work(flops=2.0 * h * k * w, bytes=4.0 * (h * k + k * w + h * w))
+def register_matmul(name: str, kernel, make_case, description: str, transposed: bool = False, **spec) -> None:
+    """A matmul kernel into the registry: ``out = a @ b`` (``a.T @ b`` with ``transposed``) against the float64
+    product, the default sizes, signature and work unless ``spec`` says otherwise."""
+    reference, error_scale = matmul_reference(transposed)
+    defaults = dict(signatures=(SIGNATURE,), test_sizes=TEST_SIZES, verify_sizes=VERIFY_SIZES,
+                    bench_sizes=BENCH_SIZES, work=matmul_work())
+    register(KernelSpec(name=name, family="matmul", kernel=kernel, make_case=make_case, reference=reference,
+                        error_scale=error_scale, outputs=(2,), description=description, **{**defaults, **spec}))
 
 
-def _naive_case(size, rng, dist="uniform"):
-    m, n, out = _matmul_inputs(size, rng, dist)
-    return Case((m, n, out), launch_config((size["w"], size["h"]), (16, 16)), dict(size))
+def _grid(tw):
+    return lambda h, w: launch_config((w, h), (tw, tw))
 
 
-def _tiled_case(size, rng, dist="uniform", tw=TILE_WIDTH):
-    m, n, out = _matmul_inputs(size, rng, dist)
-    cfg = launch_config((size["w"], size["h"]), (tw, tw), dynamic_shared_bytes(np.float32, tw * tw, tw * tw))
-    return Case((m, n, out, tw), cfg, dict(size))
-
-
-def _tiled_static_case(size, rng, dist="uniform", tw=TILE_WIDTH):
-    m, n, out = _matmul_inputs(size, rng, dist)
-    return Case((m, n, out), launch_config((size["w"], size["h"]), (tw, tw)), dict(size))
-
-
-_common = dict(
-    family="matmul",
-    reference=_reference,
-    error_scale=_error_scale,
-    outputs=(2,),
-    test_sizes=TEST_SIZES,
-    verify_sizes=VERIFY_SIZES,
-    bench_sizes=BENCH_SIZES,
-    work=_work,
-)
-
-register(KernelSpec(
-    name="matmul_naive",
-    kernel=matmul_naive,
-    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
-    make_case=_naive_case,
-    description="one thread per output element, operands from global memory",
-    **_common,
-))
-register(KernelSpec(
-    name="matmul_tiled",
-    kernel=matmul_tiled,
-    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX}, int64)",),
-    make_case=_tiled_case,
-    description="the lecture's kernel: dynamic shared memory, run-time tile width",
-    **_common,
-))
-register(KernelSpec(
-    name="matmul_tiled_static",
-    kernel=matmul_tiled_static(TILE_WIDTH),
-    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
-    make_case=_tiled_static_case,
-    constants={"tw": TILE_WIDTH},
-    description="tiled, with the tile width a compile-time constant (static shared tiles)",
-    **_common,
-))
-
-
-# The fast kernels live in their own module (they need the autotuner and the fast-path helpers); they are part of
-# this family's public API. Imported last: matmul_fast builds on the inputs and references defined above.
+register_matmul("matmul_naive", matmul_naive, matmul_case(_grid(16)),
+                "one thread per output element, operands from global memory")
+register_matmul("matmul_tiled", matmul_tiled, matmul_case(
+    lambda h, w: launch_config((w, h), (TILE_WIDTH,) * 2, dynamic_shared_bytes(np.float32, TILE_WIDTH ** 2,
+                                                                                 TILE_WIDTH ** 2)),
+    extra=(TILE_WIDTH,)), "the lecture's kernel: dynamic shared memory, run-time tile width",
+    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX}, int64)",))
+register_matmul("matmul_tiled_static", matmul_tiled_static(TILE_WIDTH), matmul_case(_grid(TILE_WIDTH)),
+                "tiled, with the tile width a compile-time constant (static shared tiles)",
+                constants={"tw": TILE_WIDTH})

@@ -18,11 +18,11 @@ from numba import cuda
 
 from ..async_copy import async_commit, async_wait_all, copy_async4
 from ..fastpath import jit_options, u32
-from ..registry import Case, KernelSpec, register
 from ..specialize import specialize
-from ..vector_io import vstore4
-from .flagship_config import FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, _warp_layout, flagship_launch, vec_ready
-from .matmul import MATRIX, _work
+from .config import for_mode, sizes
+from .flagship_config import FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, flagship_launch, thread_grid, vec_ready
+from .matmul import matmul_case, register_matmul
+from .tiles import multiply_tile, store_tile, thread_origin
 
 
 def _check_async_config(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
@@ -37,29 +37,20 @@ def _check_async_config(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
 def matmul_flagship_async(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn: int = 8):
     """``out = mt.T @ n`` for one tile configuration; launch with ``flagship_launch`` (1-D blocks)."""
     nt = _check_async_config(bm, bn, bk, tm, tn)
-    tx_count = bn // tn
-    ty_count = bm // tm
-    wx, wy = _warp_layout(tx_count, ty_count)
-    wxy = wx * wy
-    warps_x = tx_count // wx
-    gm = bm // (tm // 4)  # distance between a thread's groups of 4 rows
-    gn = bn // (tn // 4)
+    wx, wy, warps_x, gm, gn = thread_grid(bm, bn, tm, tn, 4, 4)
     a_cpr = bm // 4  # 16-byte chunks in a row of the A^T tile
     b_cpr = bn // 4
     la = bk * a_cpr // nt  # chunks of the A^T tile each thread copies
     lb = bk * b_cpr // nt
     tmn = tm * tn
-    nk2 = bk // 2  # k-steps go in pairs (two register fragments)
+    tm2 = 2 * tm  # two register fragments, for even and odd k-steps
+    tn2 = 2 * tn
     tn_groups = tn // 4
     opts = jit_options(threads=nt, min_blocks=_min_blocks(nt, tm, tn))
 
     @cuda.jit(**opts)
     def matmul_flagship_async(mt, n, out):
-        tid = cuda.threadIdx.x
-        wq = tid // wxy
-        lq = tid % wxy
-        a_base = u32((wq // warps_x * wy + lq // wx) * 4)  # first of this thread's rows in the block tile
-        b_base = u32((wq % warps_x * wx + lq % wx) * 4)  # first of its columns
+        a_base, b_base = thread_origin(wx, wy, warps_x, 4, 4)
         row0 = cuda.blockIdx.y * bm
         col0 = cuda.blockIdx.x * bn
         k = mt.shape[0]
@@ -69,10 +60,8 @@ def matmul_flagship_async(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 
         a_s = cuda.shared.array((2, bk, bm), dtype=np.float32, alignment=16)  # two stages of k-major tiles
         b_s = cuda.shared.array((2, bk, bn), dtype=np.float32, alignment=16)
         acc = cuda.local.array(tmn, dtype=np.float32)
-        a_f0 = cuda.local.array(tm, dtype=np.float32)  # fragments of the even k-step
-        b_f0 = cuda.local.array(tn, dtype=np.float32)
-        a_f1 = cuda.local.array(tm, dtype=np.float32)  # and of the odd one
-        b_f1 = cuda.local.array(tn, dtype=np.float32)
+        a_f = cuda.local.array(tm2, dtype=np.float32)  # fragments of the even k-step, then of the odd one
+        b_f = cuda.local.array(tn2, dtype=np.float32)
         for i in range(tmn):
             acc[i] = np.float32(0.0)
 
@@ -86,48 +75,27 @@ def matmul_flagship_async(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 
             if t + 1 < ntiles:
                 nxt = u32((t + 1) & 1)
                 k0 = (t + 1) * bk
-                for i in range(la):  # chunk tid + i * nt of the A^T tile: row ra, columns ca..ca+3
-                    ra = u32((tid + i * nt) // a_cpr)
-                    ca = u32((tid + i * nt) % a_cpr * 4)
-                    copy_async4(a_s, (nxt, ra, ca), mt, (u32(k0 + ra), u32(row0 + ca)), k0 + ra < k and row0 + ca < h)
-                for i in range(lb):
-                    rb = u32((tid + i * nt) // b_cpr)
-                    cb = u32((tid + i * nt) % b_cpr * 4)
-                    copy_async4(b_s, (nxt, rb, cb), n, (u32(k0 + rb), u32(col0 + cb)), k0 + rb < k and col0 + cb < w)
+                copy_k_major(a_s, nxt, mt, k0, row0, k, h, la, nt, a_cpr)
+                copy_k_major(b_s, nxt, n, k0, col0, k, w, lb, nt, b_cpr)
                 async_commit()
             if t >= 0:
-                cur = t & 1
-                for i in range(tm):
-                    a_f0[i] = a_s[cur, 0, a_base + ((i // 4) * gm + i % 4)]
-                for j in range(tn):
-                    b_f0[j] = b_s[cur, 0, b_base + ((j // 4) * gn + j % 4)]
-                for k2 in range(u32(nk2)):
-                    kk = k2 * u32(2)
-                    for i in range(tm):
-                        a_f1[i] = a_s[cur, kk + 1, a_base + ((i // 4) * gm + i % 4)]
-                    for j in range(tn):
-                        b_f1[j] = b_s[cur, kk + 1, b_base + ((j // 4) * gn + j % 4)]
-                    for i in range(tm):
-                        for j in range(tn):
-                            acc[i * tn + j] += a_f0[i] * b_f0[j]
-                    if kk + 2 < bk:
-                        for i in range(tm):
-                            a_f0[i] = a_s[cur, kk + 2, a_base + ((i // 4) * gm + i % 4)]
-                        for j in range(tn):
-                            b_f0[j] = b_s[cur, kk + 2, b_base + ((j // 4) * gn + j % 4)]
-                    for i in range(tm):
-                        for j in range(tn):
-                            acc[i * tn + j] += a_f1[i] * b_f1[j]
+                multiply_tile(acc, a_f, b_f, a_s, b_s, t & 1, a_base, b_base, bk, tm, tn, 4, 4, gm, gn)
 
-        for i in range(tm):
-            r = row0 + a_base + ((i // 4) * gm + i % 4)
-            if r < h:
-                for g in range(tn_groups):
-                    c = col0 + b_base + g * gn
-                    if c < w:  # (w % 4 == 0: the whole group is inside)
-                        vstore4(out, (u32(r), u32(c)), acc, i * tn + g * 4)
+        store_tile(out, acc, row0 + a_base, col0 + b_base, h, w, tm, tn, 4, 4, tn_groups, gm, gn, True)
 
     return matmul_flagship_async
+
+
+@cuda.jit(device=True, forceinline=True, fastmath=True)
+def copy_k_major(tile, stage, src, k0, c0, k, cols, copies, threads, row_chunks):
+    """A thread's 16-byte ``cp.async`` copies of a k-major tile of ``row_chunks`` chunks a row: chunk
+    ``tid + i * threads`` (``i < copies``) is row r, floats c..c+3 of the tile, from ``src[k0 + r, c0 + c]``, zeros
+    past ``k`` rows and ``cols`` columns (``cols`` a multiple of 4)."""
+    tid = cuda.threadIdx.x
+    for i in range(copies):
+        r = u32((tid + i * threads) // row_chunks)
+        c = u32((tid + i * threads) % row_chunks * 4)
+        copy_async4(tile, (stage, r, c), src, (u32(k0 + r), u32(c0 + c)), k0 + r < k and c0 + c < cols)
 
 
 def async_ready(a, b, out) -> bool:
@@ -140,61 +108,18 @@ def async_ready(a, b, out) -> bool:
 ASYNC_CONFIG = {"bm": 128, "bn": 128, "bk": 16, "tm": 8, "tn": 8}
 #: a small configuration for the simulator (64 threads; tiles that 36x70x44 does not divide)
 SIM_ASYNC_CONFIG = {"bm": 32, "bn": 32, "bk": 8, "tm": 4, "tn": 4}
-
-
-def registered_async_config() -> dict:
-    from .. import mode
-
-    return dict(SIM_ASYNC_CONFIG if mode.in_simulator() else ASYNC_CONFIG)
-
-
-def _case(size, rng, dist="uniform"):
-    from ..registry import random_array
-
-    h, k, w = size["h"], size["k"], size["w"]
-    mt = random_array(rng, (k, h), np.float32, dist)
-    n = random_array(rng, (k, w), np.float32, dist)
-    out = np.full((h, w), np.nan, dtype=np.float32)
-    return Case((mt, n, out), flagship_launch(registered_async_config(), h, w), dict(size))
-
-
-def _reference(mt, n, out, *_):
-    return {2: mt.T.astype(np.float64) @ n.astype(np.float64)}
-
-
-def _error_scale(mt, n, out, *_):
-    return {2: np.abs(mt.T.astype(np.float64)) @ np.abs(n.astype(np.float64))}
-
+_CONFIG = for_mode(SIM_ASYNC_CONFIG, ASYNC_CONFIG)
 
 #: h and w multiples of 4 (the 16-byte groups), k free; non-multiples of every tile size otherwise
-TEST_SIZES = ({"h": 36, "k": 21, "w": 44}, {"h": 4, "k": 1, "w": 4}, {"h": 12, "k": 9, "w": 36})
-VERIFY_SIZES = (
-    {"h": 4, "k": 1, "w": 4},
-    {"h": 36, "k": 70, "w": 44},
-    {"h": 128, "k": 131, "w": 260},
-    {"h": 256, "k": 256, "w": 256},
-    {"h": 4, "k": 1021, "w": 8},
-    {"h": 132, "k": 9, "w": 132},
-    {"h": 508, "k": 263, "w": 384},
-)
+TEST_SIZES = sizes("h k w", (36, 21, 44), (4, 1, 4), (12, 9, 36))
+VERIFY_SIZES = sizes("h k w", (4, 1, 4), (36, 70, 44), (128, 131, 260), (256, 256, 256), (4, 1021, 8), (132, 9, 132),
+                     (508, 263, 384))
 
-register(KernelSpec(
-    name="matmul_flagship_async",
-    family="matmul",
-    kernel=matmul_flagship_async(**registered_async_config()),
-    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
-    make_case=_case,
-    reference=_reference,
-    error_scale=_error_scale,
-    outputs=(2,),
-    work=_work,
-    constants=registered_async_config(),
-    test_sizes=TEST_SIZES,
-    verify_sizes=VERIFY_SIZES,
-    bench_sizes=FLAGSHIP_BENCH_SIZES,
-    size_multiples={"h": 4, "w": 4},
-    description="out = mt.T @ n: the flagship's tiles fed by cp.async (two shared stages, no register staging)",
-))
+register_matmul("matmul_flagship_async", matmul_flagship_async(**_CONFIG),
+                matmul_case(lambda h, w: flagship_launch(_CONFIG, h, w), transposed=True),
+                "out = mt.T @ n: the flagship's tiles fed by cp.async (two shared stages, no register staging)",
+                transposed=True, constants=dict(_CONFIG), test_sizes=TEST_SIZES, verify_sizes=VERIFY_SIZES,
+                bench_sizes=FLAGSHIP_BENCH_SIZES, size_multiples={"h": 4, "w": 4})
 
 
 def matmul_via_async(a, b, out, config: dict | None = None, mt=None) -> None:
@@ -204,7 +129,7 @@ def matmul_via_async(a, b, out, config: dict | None = None, mt=None) -> None:
     from ..launch import empty_like_on
     from .transpose import ROWS, TILE, transpose
 
-    config = config or registered_async_config()
+    config = config or dict(_CONFIG)
     h, k = int(a.shape[0]), int(a.shape[1])
     w = int(b.shape[1])
     if mt is None:

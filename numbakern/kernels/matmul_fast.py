@@ -31,19 +31,20 @@ from numba import cuda
 from ..autotune import Autotuner
 from ..fastpath import jit_options, u32
 from ..launch import launch_config, to_kernel_arg
-from ..registry import Case, KernelSpec, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
+from .config import for_mode, sizes
 from .flagship_config import (
     FLAGSHIP_BENCH_SIZES,
     _check_config,
     _min_blocks,
-    _warp_layout,
     flagship_launch,
     flagship_threads,  # noqa: F401 - flagship_threads: part of this module's interface
+    thread_grid,
     vec_ready,
 )
-from .matmul import BENCH_SIZES, MATRIX, _error_scale, _matmul_inputs, _reference, _work, checked_matmul_args
+from .matmul import VERIFY_SIZES as MATMUL_VERIFY_SIZES
+from .matmul import checked_matmul_args, matmul_case, register_matmul
 from .matmul_pipe import (
     AT_CONFIGS,
     PIPE_CONFIGS,
@@ -54,6 +55,7 @@ from .matmul_pipe import (
     pipe_launch,
     pipe_ready,
 )
+from .tiles import block_tile, multiply_tile, store_tile, thread_origin
 
 # ---------------------------------------------------------------------------------------------------------------
 # the lecture's tiled kernel, the numbakern way
@@ -116,15 +118,9 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
     nt = _check_config(bm, bn, bk, tm, tn, vec)
     if not isinstance(group, int) or isinstance(group, bool) or group < 1:
         raise ValueError(f"matmul_flagship: group must be a positive int, got {group!r}")
-    tx_count = bn // tn  # threads along a row of the block tile
-    ty_count = bm // tm
-    wx, wy = _warp_layout(tx_count, ty_count)  # a warp is a wy x wx patch of the thread grid
-    wxy = wx * wy
-    warps_x = tx_count // wx
     vm = min(4, tm)  # rows per group of consecutive rows a thread owns
     vn = min(4, tn)
-    gm = bm // (tm // vm)  # distance between a thread's groups of rows
-    gn = bn // (tn // vn)
+    wx, wy, warps_x, gm, gn = thread_grid(bm, bn, tm, tn, vm, vn)
     vw = 4 if vec else 1  # elements per global access: one 16-byte group, or one float
     a_tpr = bk // vw  # threads loading one row of the A tile
     a_rstep = nt // a_tpr  # rows of the A tile that one pass of all threads loads
@@ -136,7 +132,8 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
     lb_n = lb * vw
     pa = bm + 4 if bm % 32 == 0 else bm  # padded row of the transposed A tile: no bank conflicts on the store
     tmn = tm * tn
-    nk2 = bk // 2  # k-steps go in pairs (two register fragments)
+    tm2 = 2 * tm  # two register fragments, for even and odd k-steps
+    tn2 = 2 * tn
     tn_groups = tn // vn
     # launch_bounds(256, 2): at most 128 registers, so two 256-thread blocks share a multiprocessor (without the 2,
     # ptxas spends 147 registers on the double-buffered fragments of an 8x8 tile and only one block fits). Smaller
@@ -146,26 +143,12 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
     @cuda.jit(**opts)
     def matmul_flagship(m, n, out):
         tid = cuda.threadIdx.x
-        wq = tid // wxy  # warp (patch) index
-        lq = tid % wxy  # lane within the patch
-        # Per-thread offsets, cast to uint32 once: an index "u32(base) + constant" is provably non-negative (no
-        # wraparound select) and the constant folds into the load's immediate offset.
-        a_base = u32((wq // warps_x * wy + lq // wx) * vm)  # first of this thread's rows in the block tile
-        b_base = u32((wq % warps_x * wx + lq % wx) * vn)  # first of its columns
+        a_base, b_base = thread_origin(wx, wy, warps_x, vm, vn)
         ar = u32(tid // a_tpr)  # the A-tile group this thread loads: rows ar + i * a_rstep, columns ac..ac+vw-1
         ac = u32(tid % a_tpr * vw)
         br = u32(tid // b_tpr)  # the B-tile group: rows br + i * b_rstep, columns bc..bc+vw-1
         bc = u32(tid % b_tpr * vw)
-        if group > 1:  # the block's tile in grouped order: down a band of `group` block rows, then right
-            lin = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x
-            band = group * cuda.gridDim.x
-            first = lin // band * group
-            rows = min(cuda.gridDim.y - first, group)
-            row0 = (first + lin % band % rows) * bm
-            col0 = lin % band // rows * bn
-        else:
-            row0 = cuda.blockIdx.y * bm
-            col0 = cuda.blockIdx.x * bn
+        row0, col0 = block_tile(group, bm, bn)
         h = m.shape[0]
         k = m.shape[1]
         w = n.shape[1]
@@ -173,10 +156,8 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
         a_s = cuda.shared.array((2, bk, pa), dtype=np.float32, alignment=16)
         b_s = cuda.shared.array((2, bk, bn), dtype=np.float32, alignment=16)
         acc = cuda.local.array(tmn, dtype=np.float32)
-        a_f0 = cuda.local.array(tm, dtype=np.float32)  # fragments of the even k-step
-        b_f0 = cuda.local.array(tn, dtype=np.float32)
-        a_f1 = cuda.local.array(tm, dtype=np.float32)  # and of the odd one
-        b_f1 = cuda.local.array(tn, dtype=np.float32)
+        a_f = cuda.local.array(tm2, dtype=np.float32)  # fragments of the even k-step, then of the odd one
+        b_f = cuda.local.array(tn2, dtype=np.float32)
         a_ld = cuda.local.array(la_n, dtype=np.float32)
         b_ld = cuda.local.array(lb_n, dtype=np.float32)
         for i in range(tmn):
@@ -213,29 +194,7 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
                         for q in range(vw):
                             b_ld[i * vw + q] = np.float32(0.0)
             if t >= 0:
-                # Fragments double-buffered in registers: step kk+1's shared loads are in flight during step kk's
-                # multiply-adds. NVVM does not unroll this loop (its body is too large), so two steps are spelled out.
-                for i in range(tm):
-                    a_f0[i] = a_s[cur, 0, a_base + ((i // vm) * gm + i % vm)]
-                for j in range(tn):
-                    b_f0[j] = b_s[cur, 0, b_base + ((j // vn) * gn + j % vn)]
-                for k2 in range(u32(nk2)):  # an unsigned counter: no wraparound select, no masking
-                    kk = k2 * u32(2)
-                    for i in range(tm):
-                        a_f1[i] = a_s[cur, kk + 1, a_base + ((i // vm) * gm + i % vm)]
-                    for j in range(tn):
-                        b_f1[j] = b_s[cur, kk + 1, b_base + ((j // vn) * gn + j % vn)]
-                    for i in range(tm):
-                        for j in range(tn):
-                            acc[i * tn + j] += a_f0[i] * b_f0[j]
-                    if kk + 2 < bk:
-                        for i in range(tm):
-                            a_f0[i] = a_s[cur, kk + 2, a_base + ((i // vm) * gm + i % vm)]
-                        for j in range(tn):
-                            b_f0[j] = b_s[cur, kk + 2, b_base + ((j // vn) * gn + j % vn)]
-                    for i in range(tm):
-                        for j in range(tn):
-                            acc[i * tn + j] += a_f1[i] * b_f1[j]
+                multiply_tile(acc, a_f, b_f, a_s, b_s, cur, a_base, b_base, bk, tm, tn, vm, vn, gm, gn)
             if more:
                 nxt = cur ^ 1
                 for i in range(la):  # A is stored transposed (k-major): element by element
@@ -248,18 +207,7 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
                         b_s[nxt, br + i * b_rstep, bc] = b_ld[i]
             cuda.syncthreads()
 
-        for i in range(tm):
-            r = row0 + a_base + ((i // vm) * gm + i % vm)
-            if r < h:
-                for g in range(tn_groups):
-                    c = col0 + b_base + g * gn
-                    if vec:
-                        if c < w:  # (w % 4 == 0: the whole group is inside)
-                            vstore4(out, (u32(r), u32(c)), acc, i * tn + g * vn)
-                    else:
-                        for q in range(vn):
-                            if c + q < w:
-                                out[u32(r), u32(c + q)] = acc[i * tn + g * vn + q]
+        store_tile(out, acc, row0 + a_base, col0 + b_base, h, w, tm, tn, vm, vn, tn_groups, gm, gn, vec)
 
     return matmul_flagship
 
@@ -412,102 +360,27 @@ def matmul_fast(a, b, out=None, *, config: dict | None = None):
 # ---------------------------------------------------------------------------------------------------------------
 # registry
 
-#: sizes for the simulator: non-multiples of every tile size of SIM_CONFIG, and 1
-TEST_SIZES = ({"h": 33, "k": 70, "w": 45}, {"h": 1, "k": 1, "w": 1}, {"h": 17, "k": 5, "w": 31})
 #: GPU verification: non-multiples of every tile size of every config (128, 64, 16, 8, 4), primes, 1
-VERIFY_SIZES = (
-    {"h": 1, "k": 1, "w": 1},
-    {"h": 33, "k": 70, "w": 45},
-    {"h": 127, "k": 131, "w": 257},
-    {"h": 256, "k": 256, "w": 256},
-    {"h": 7, "k": 1021, "w": 3},
-    {"h": 129, "k": 9, "w": 131},
-    {"h": 509, "k": 263, "w": 383},
-)
+VERIFY_SIZES = (*MATMUL_VERIFY_SIZES, *sizes("h k w", (129, 9, 131), (509, 263, 383)))
 #: the vec=True kernel's sizes: k and w multiples of 4 (its precondition), non-multiples of every tile size otherwise
-VEC_TEST_SIZES = ({"h": 33, "k": 20, "w": 44}, {"h": 1, "k": 4, "w": 4}, {"h": 17, "k": 12, "w": 36})
-VEC_VERIFY_SIZES = (
-    {"h": 1, "k": 4, "w": 4},
-    {"h": 33, "k": 68, "w": 44},
-    {"h": 127, "k": 132, "w": 260},
-    {"h": 256, "k": 256, "w": 256},
-    {"h": 7, "k": 1020, "w": 4},
-    {"h": 129, "k": 12, "w": 132},
-    {"h": 509, "k": 264, "w": 384},
-)
-
-
-def registered_flagship_config(vec: bool = False) -> dict:
-    """The config a registered spec uses: the small one under the simulator, the default on a GPU."""
-    from .. import mode
-
-    if vec:
-        return dict(SIM_VEC_CONFIG if mode.in_simulator() else VEC_DEFAULT_CONFIG)
-    return dict(SIM_CONFIG if mode.in_simulator() else DEFAULT_CONFIG)
-
-
-def _flagship_case(size, rng, dist="uniform", config=None):
-    config = registered_flagship_config() if config is None else config
-    m, n, out = _matmul_inputs(size, rng, dist)
-    return Case((m, n, out), flagship_launch(config, size["h"], size["w"]), dict(size))
-
-
-def _flagship_vec_case(size, rng, dist="uniform"):
-    return _flagship_case(size, rng, dist, registered_flagship_config(vec=True))
-
-
+VEC_VERIFY_SIZES = sizes("h k w", (1, 4, 4), (33, 68, 44), (127, 132, 260), (256, 256, 256), (7, 1020, 4),
+                         (129, 12, 132), (509, 264, 384))
 TILED_FAST_TW = 16
+_CONFIG, _VEC_CONFIG = for_mode(SIM_CONFIG, DEFAULT_CONFIG), for_mode(SIM_VEC_CONFIG, VEC_DEFAULT_CONFIG)
 
-
-def _tiled_fast_case(size, rng, dist="uniform", tw=TILED_FAST_TW):
-    m, n, out = _matmul_inputs(size, rng, dist)
-    return Case((m, n, out), launch_config((size["w"], size["h"]), (tw, tw)), dict(size))
-
-
-_common = dict(
-    family="matmul",
-    reference=_reference,
-    error_scale=_error_scale,
-    outputs=(2,),
-    work=_work,
-)
-
-register(KernelSpec(
-    name="matmul_tiled_fast",
-    kernel=matmul_tiled_fast(TILED_FAST_TW),
-    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
-    make_case=_tiled_fast_case,
-    constants={"tw": TILED_FAST_TW},
-    test_sizes=({"h": 33, "k": 70, "w": 45}, {"h": 1, "k": 1, "w": 1}, {"h": 5, "k": 17, "w": 3}),
-    verify_sizes=VERIFY_SIZES,
-    bench_sizes=BENCH_SIZES,
-    description="the lecture's tiled kernel the numbakern way: constant tile width, unsigned subscripts, fastmath",
-    **_common,
-))
-
-register(KernelSpec(
-    name="matmul_flagship",
-    kernel=matmul_flagship(**registered_flagship_config()),
-    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
-    make_case=_flagship_case,
-    constants=registered_flagship_config(),
-    test_sizes=TEST_SIZES,
-    verify_sizes=VERIFY_SIZES,
-    bench_sizes=FLAGSHIP_BENCH_SIZES,
-    description="block tiles in double-buffered shared memory, a register tile per thread, compile-time tile sizes",
-    **_common,
-))
-
-register(KernelSpec(
-    name="matmul_flagship_vec",
-    kernel=matmul_flagship(**registered_flagship_config(vec=True)),
-    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
-    make_case=_flagship_vec_case,
-    constants=registered_flagship_config(vec=True),
-    test_sizes=VEC_TEST_SIZES,
-    verify_sizes=VEC_VERIFY_SIZES,
-    bench_sizes=FLAGSHIP_BENCH_SIZES,
-    description="the flagship with 16-byte global loads and stores (vector_io); k and w must be multiples of 4",
-    size_multiples={"k": 4, "w": 4},
-    **_common,
-))
+register_matmul("matmul_tiled_fast", matmul_tiled_fast(TILED_FAST_TW),
+                matmul_case(lambda h, w: launch_config((w, h), (TILED_FAST_TW, TILED_FAST_TW))),
+                "the lecture's tiled kernel the numbakern way: constant tile width, unsigned subscripts, fastmath",
+                constants={"tw": TILED_FAST_TW}, test_sizes=sizes("h k w", (33, 70, 45), (1, 1, 1), (5, 17, 3)),
+                verify_sizes=VERIFY_SIZES)
+register_matmul("matmul_flagship", matmul_flagship(**_CONFIG),
+                matmul_case(lambda h, w: flagship_launch(_CONFIG, h, w)),
+                "block tiles in double-buffered shared memory, a register tile per thread, compile-time tile sizes",
+                constants=dict(_CONFIG), verify_sizes=VERIFY_SIZES, bench_sizes=FLAGSHIP_BENCH_SIZES,
+                # non-multiples of every tile size of SIM_CONFIG, and 1
+                test_sizes=sizes("h k w", (33, 70, 45), (1, 1, 1), (17, 5, 31)))
+register_matmul("matmul_flagship_vec", matmul_flagship(**_VEC_CONFIG),
+                matmul_case(lambda h, w: flagship_launch(_VEC_CONFIG, h, w)),
+                "the flagship with 16-byte global loads and stores (vector_io); k and w must be multiples of 4",
+                constants=dict(_VEC_CONFIG), test_sizes=sizes("h k w", (33, 20, 44), (1, 4, 4), (17, 12, 36)),
+                verify_sizes=VEC_VERIFY_SIZES, bench_sizes=FLAGSHIP_BENCH_SIZES, size_multiples={"k": 4, "w": 4})

@@ -31,49 +31,40 @@ from numba import cuda
 
 from ..async_copy import async_commit, async_wait, copy_async, copy_async4
 from ..fastpath import jit_options, u32
-from ..registry import Case, KernelSpec, register
 from ..specialize import specialize
 from ..unroll import unroll
-from ..vector_io import vload4, vstore4
-from .flagship_config import FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, _warp_layout, flagship_launch, vec_ready
-from .matmul import MATRIX, _error_scale, _matmul_inputs, _reference, _work
+from ..vector_io import vload4
+from .config import fits_static_shared, flags, for_mode, positive_ints, sizes
+from .flagship_config import FLAGSHIP_BENCH_SIZES, _check_config, _min_blocks, flagship_launch, thread_grid, vec_ready
+from .matmul import matmul_case, register_matmul
 from .matmul_async import TEST_SIZES as AT_TEST_SIZES
 from .matmul_async import VERIFY_SIZES as AT_VERIFY_SIZES
-from .matmul_async import _error_scale as _at_error_scale
-from .matmul_async import _reference as _at_reference
-
-#: static shared memory a kernel may declare without opting in to more
-STATIC_SHARED_LIMIT = 48 * 1024
+from .tiles import block_tile, outer_product, store_tile, thread_origin
 
 
 def _check_pipe_config(bm: int, bn: int, bk: int, tm: int, tn: int, stages: int, group: int,
                        a_t: bool = False) -> int:
     """Threads per block for a pipelined config, or a ValueError saying which constraint fails."""
+    what = "matmul_pipelined"
     nt = _check_config(bm, bn, bk, tm, tn, vec=True)
-    for name, v in (("stages", stages), ("group", group)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"matmul_pipelined: {name} must be a positive int, got {v!r}")
-    if not isinstance(a_t, bool):
-        raise ValueError(f"matmul_pipelined: a_t must be True or False, got {a_t!r}")
+    positive_ints(what, stages=stages, group=group)
+    flags(what, a_t=a_t)
     if stages < 2:
-        raise ValueError(f"matmul_pipelined: stages={stages}: a pipeline needs at least 2 shared buffers")
+        raise ValueError(f"{what}: stages={stages}: a pipeline needs at least 2 shared buffers")
     if nt % 32:
-        raise ValueError(f"matmul_pipelined: {nt} threads per block is not a whole number of warps")
+        raise ValueError(f"{what}: {nt} threads per block is not a whole number of warps")
     if a_t:
         if nt % (bm // 4) or (bk * bm // 4) % nt:
-            raise ValueError(f"matmul_pipelined: the {bk}x{bm} A^T tile must split evenly over {nt} threads in "
-                             "16-byte groups")
+            raise ValueError(f"{what}: the {bk}x{bm} A^T tile must split evenly over {nt} threads in 16-byte groups")
     else:
         kb = bk // 8
         if bk % 8 or (nt // 32) % kb or bm % (4 * (nt // 32) // kb):
-            raise ValueError(f"matmul_pipelined: the A tile ({bm}x{bk}) is copied by warps in blocks of 4 rows x 8 "
-                             f"k-columns: bk must be a multiple of 8 and the {nt // 32} warps must cover it evenly")
+            raise ValueError(f"{what}: the A tile ({bm}x{bk}) is copied by warps in blocks of 4 rows x 8 k-columns: "
+                             f"bk must be a multiple of 8 and the {nt // 32} warps must cover it evenly")
     if nt % (bn // 4) or (bk * bn // 4) % nt:
-        raise ValueError(f"matmul_pipelined: the {bk}x{bn} B tile must split evenly over {nt} threads in 16-byte "
-                         "groups")
-    if stages * (bk * (bm if a_t else bm + 4) + bk * bn) * 4 > STATIC_SHARED_LIMIT:
-        raise ValueError(f"matmul_pipelined: {stages} stages of the {bm}x{bk} A and {bk}x{bn} B tiles need more than "
-                         "48 KiB of static shared memory")
+        raise ValueError(f"{what}: the {bk}x{bn} B tile must split evenly over {nt} threads in 16-byte groups")
+    fits_static_shared(what, stages * (bk * (bm if a_t else bm + 4) + bk * bn) * 4,
+                       f"{stages} stages of the {bm}x{bk} A and {bk}x{bn} B tiles")
     return nt
 
 
@@ -83,13 +74,7 @@ def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn
     """``out = m @ n`` for one tile configuration (``out = m.T @ n`` with ``a_t``: ``m`` is A^T, k×h); launch with
     ``pipe_launch`` (1-D blocks)."""
     nt = _check_pipe_config(bm, bn, bk, tm, tn, stages, group, a_t)
-    tx_count = bn // tn
-    ty_count = bm // tm
-    wx, wy = _warp_layout(tx_count, ty_count)
-    wxy = wx * wy
-    warps_x = tx_count // wx
-    gm = bm // (tm // 4)  # distance between a thread's groups of 4 rows
-    gn = bn // (tn // 4)
+    wx, wy, warps_x, gm, gn = thread_grid(bm, bn, tm, tn, 4, 4)
     pa = bm if a_t else bm + 4  # a row of the k-major A tile (padded when 4-byte copies transpose it)
     kb = bk // 8  # (4-byte copies) warp blocks of 8 k-columns across the A tile
     if a_t:
@@ -115,22 +100,10 @@ def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn
     @cuda.jit(**opts)
     def matmul_pipelined(m, n, out):
         tid = cuda.threadIdx.x
-        wq = tid // wxy  # warp (patch) index
-        lq = tid % wxy  # lane within the patch
-        a_base = u32((wq // warps_x * wy + lq // wx) * 4)  # first of this thread's rows in the block tile
-        b_base = u32((wq % warps_x * wx + lq % wx) * 4)  # first of its columns
+        a_base, b_base = thread_origin(wx, wy, warps_x, 4, 4)
         bc = u32(tid % b_cpr * 4)  # its B copies: columns bc..bc+3 of rows br + i * b_rstep
         br = u32(tid // b_cpr)
-        if group > 1:  # the block's tile in grouped order: down a band of `group` block rows, then right
-            lin = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x
-            band = group * cuda.gridDim.x
-            first = lin // band * group
-            rows = min(cuda.gridDim.y - first, group)
-            row0 = (first + lin % band % rows) * bm
-            col0 = lin % band // rows * bn
-        else:
-            row0 = cuda.blockIdx.y * bm
-            col0 = cuda.blockIdx.x * bn
+        row0, col0 = block_tile(group, bm, bn)
         if a_t:
             k = m.shape[0]
             h = m.shape[1]
@@ -220,17 +193,9 @@ def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn
                         vload4(a_s, (st, kk + 1, a_base + g * gm), a_f, (kk + 1) % 2 * tm + g * 4)
                     for g in range(tn_groups):
                         vload4(b_s, (st, kk + 1, b_base + g * gn), b_f, (kk + 1) % 2 * tn + g * 4)
-                for i in range(tm):  # (NVVM unrolls these small loops itself)
-                    for j in range(tn):
-                        acc[i * tn + j] += a_f[kk % 2 * tm + i] * b_f[kk % 2 * tn + j]
+                outer_product(acc, a_f, kk % 2 * tm, b_f, kk % 2 * tn, tm, tn)
 
-        for i in unroll(range(tm)):
-            r = row0 + a_base + (i // 4 * gm + i % 4)
-            if r < h:
-                for g in unroll(range(tn_groups)):
-                    c = col0 + b_base + g * gn
-                    if c < w:  # (w % 4 == 0: the whole group is inside)
-                        vstore4(out, (u32(r), u32(c)), acc, i * tn + g * 4)
+        store_tile(out, acc, row0 + a_base, col0 + b_base, h, w, tm, tn, 4, 4, tn_groups, gm, gn, True)
 
     return matmul_pipelined
 
@@ -317,80 +282,18 @@ AT_CONFIGS = (
 SIM_AT_CONFIG = {**SIM_PIPE_CONFIG, "a_t": True}
 
 
-def registered_pipe_config() -> dict:
-    from .. import mode
+_CONFIG, _AT_CONFIG = for_mode(SIM_PIPE_CONFIG, PIPE_DEFAULT_CONFIG), for_mode(SIM_AT_CONFIG, AT_DEFAULT_CONFIG)
 
-    return dict(SIM_PIPE_CONFIG if mode.in_simulator() else PIPE_DEFAULT_CONFIG)
-
-
-def _case(size, rng, dist="uniform"):
-    m, n, out = _matmul_inputs(size, rng, dist)
-    return Case((m, n, out), pipe_launch(registered_pipe_config(), size["h"], size["w"]), dict(size))
-
-
-#: w a multiple of 4 (the 16-byte groups of B and the output); h and k free and not multiples of any tile size
-TEST_SIZES = ({"h": 33, "k": 21, "w": 44}, {"h": 1, "k": 1, "w": 4}, {"h": 17, "k": 70, "w": 36})
-VERIFY_SIZES = (
-    {"h": 1, "k": 1, "w": 4},
-    {"h": 33, "k": 70, "w": 44},
-    {"h": 127, "k": 131, "w": 260},
-    {"h": 256, "k": 256, "w": 256},
-    {"h": 7, "k": 1021, "w": 4},
-    {"h": 129, "k": 9, "w": 132},
-    {"h": 509, "k": 263, "w": 384},
-)
-
-register(KernelSpec(
-    name="matmul_pipelined",
-    family="matmul",
-    kernel=matmul_pipelined(**registered_pipe_config()),
-    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
-    make_case=_case,
-    reference=_reference,
-    error_scale=_error_scale,
-    outputs=(2,),
-    work=_work,
-    constants=registered_pipe_config(),
-    test_sizes=TEST_SIZES,
-    verify_sizes=VERIFY_SIZES,
-    bench_sizes=FLAGSHIP_BENCH_SIZES,
-    size_multiples={"w": 4},
-    description="the flagship as a cp.async pipeline (A transposed by 4-byte copies, B by 16-byte ones), k-steps "
-                "unrolled",
-))
-
-
-def registered_at_config() -> dict:
-    from .. import mode
-
-    return dict(SIM_AT_CONFIG if mode.in_simulator() else AT_DEFAULT_CONFIG)
-
-
-def _at_case(size, rng, dist="uniform"):
-    from ..registry import random_array
-
-    h, k, w = size["h"], size["k"], size["w"]
-    mt = random_array(rng, (k, h), np.float32, dist)
-    n = random_array(rng, (k, w), np.float32, dist)
-    out = np.full((h, w), np.nan, dtype=np.float32)
-    return Case((mt, n, out), pipe_launch(registered_at_config(), h, w), dict(size))
-
-
-register(KernelSpec(
-    name="matmul_pipelined_at",
-    family="matmul",
-    kernel=matmul_pipelined(**registered_at_config()),
-    signatures=(f"void({MATRIX}, {MATRIX}, {MATRIX})",),
-    make_case=_at_case,
-    reference=_at_reference,
-    error_scale=_at_error_scale,
-    outputs=(2,),
-    work=_work,
-    constants=registered_at_config(),
-    test_sizes=AT_TEST_SIZES,  # (matmul_flagship_async's: h and w multiples of 4, k free)
-    verify_sizes=AT_VERIFY_SIZES,
-    bench_sizes=FLAGSHIP_BENCH_SIZES,
-    size_multiples={"h": 4, "w": 4},
-    description="out = mt.T @ n: the pipelined flagship on A^T given, both tiles in 16-byte cp.async copies, 8x16 "
-                "outputs per thread",
-))
+register_matmul("matmul_pipelined", matmul_pipelined(**_CONFIG), matmul_case(lambda h, w: pipe_launch(_CONFIG, h, w)),
+                "the flagship as a cp.async pipeline (A transposed by 4-byte copies, B by 16-byte ones), k-steps "
+                "unrolled", constants=dict(_CONFIG), bench_sizes=FLAGSHIP_BENCH_SIZES, size_multiples={"w": 4},
+                # w a multiple of 4 (the 16-byte groups of B and the output); h and k free, not multiples of any tile
+                test_sizes=sizes("h k w", (33, 21, 44), (1, 1, 4), (17, 70, 36)),
+                verify_sizes=sizes("h k w", (1, 1, 4), (33, 70, 44), (127, 131, 260), (256, 256, 256), (7, 1021, 4),
+                                   (129, 9, 132), (509, 263, 384)))
+register_matmul("matmul_pipelined_at", matmul_pipelined(**_AT_CONFIG),
+                matmul_case(lambda h, w: pipe_launch(_AT_CONFIG, h, w), transposed=True),
+                "out = mt.T @ n: the pipelined flagship on A^T given, both tiles in 16-byte cp.async copies, 8x16 "
+                "outputs per thread", transposed=True, constants=dict(_AT_CONFIG), bench_sizes=FLAGSHIP_BENCH_SIZES,
+                # matmul_flagship_async's sizes: h and w multiples of 4, k free
+                size_multiples={"h": 4, "w": 4}, test_sizes=AT_TEST_SIZES, verify_sizes=AT_VERIFY_SIZES)

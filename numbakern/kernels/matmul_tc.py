@@ -27,20 +27,13 @@ from numba import cuda
 
 from .. import mode
 from ..fastpath import jit_options
-from ..launch import (
-    BFLOAT16,
-    LaunchConfig,
-    cdiv,
-    check_array,
-    check_matmul_shapes,
-    check_same_device,
-    empty_like_on,
-    to_kernel_arg,
-)
-from ..mma import formats, ldmatrix_x4, ldmatrix_x4_trans, mma_m16n8k16_bf16, mma_m16n8k16_f16
-from ..registry import Case, KernelSpec, Work, random_array, register
+from ..launch import BFLOAT16, to_kernel_arg
+from ..mma import ldmatrix_x4, ldmatrix_x4_trans, mma_m16n8k16_bf16, mma_m16n8k16_f16
 from ..specialize import specialize
-from .matmul_tc_pipe import matmul_bf16_pipelined, matmul_f16_pipelined, tc_pipe_launch, tc_ready
+from .config import positive_ints, sizes
+from .matmul import checked_matmul_args, matmul_case, matmul_work, register_matmul
+from .matmul_tc_pipe import check_warp_tiles, matmul_bf16_pipelined, matmul_f16_pipelined, mma_launch, tc_ready
+from .tiles import block_tile, stage_tile
 
 #: the plain kernel's default tile configuration
 PLAIN_CONFIG = {"bm": 64, "bn": 64, "bk": 32, "warps_m": 2, "warps_n": 2}
@@ -55,29 +48,22 @@ KERNELS = ("auto", "wgmma", "pipelined", "plain")
 
 
 def _check_config(bm, bn, bk, warps_m, warps_n) -> tuple[int, int]:
-    for name, v in (("bm", bm), ("bn", bn), ("bk", bk), ("warps_m", warps_m), ("warps_n", warps_n)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"matmul_tc_plain: {name} must be a positive int, got {v!r}")
-    wm, wn = bm // warps_m, bn // warps_n
-    if bm % warps_m or wm % 16:
-        raise ValueError(f"matmul_tc_plain: bm / warps_m = {bm} / {warps_m} must be a multiple of 16 (the mma's m)")
-    if bn % warps_n or wn % 16:
-        raise ValueError(f"matmul_tc_plain: bn / warps_n = {bn} / {warps_n} must be a multiple of 16 (two n8 tiles "
-                         "per ldmatrix_x4_trans)")
+    positive_ints("matmul_tc_plain", bm=bm, bn=bn, bk=bk, warps_m=warps_m, warps_n=warps_n)
+    check_warp_tiles("matmul_tc_plain", bm, bn, warps_m, warps_n, 16)
     if bk % 16:
         raise ValueError(f"matmul_tc_plain: bk = {bk} must be a multiple of 16 (the mma's k)")
-    return wm, wn
+    return bm // warps_m, bn // warps_n
 
 
 @specialize
 def matmul_bf16_plain(bm: int = 64, bn: int = 64, bk: int = 32, warps_m: int = 2, warps_n: int = 2):
-    """The plain kernel for bf16 inputs (uint16 bit patterns); launch with ``plain_launch`` (1-D blocks)."""
+    """The plain kernel for bf16 inputs (uint16 bit patterns); launch with ``mma_launch`` (1-D blocks)."""
     return _plain(False, bm, bn, bk, warps_m, warps_n)
 
 
 @specialize
 def matmul_f16_plain(bm: int = 64, bn: int = 64, bk: int = 32, warps_m: int = 2, warps_n: int = 2):
-    """The plain kernel for float16 inputs; launch with ``plain_launch``."""
+    """The plain kernel for float16 inputs; launch with ``mma_launch``."""
     return _plain(True, bm, bn, bk, warps_m, warps_n)
 
 
@@ -102,11 +88,9 @@ def _plain(f16, bm, bn, bk, warps_m, warps_n):
         tid = cuda.threadIdx.x
         lane = tid % 32
         warp = tid // 32
-        m = a.shape[0]
-        k = a.shape[1]
+        m, k = a.shape
         n = b.shape[1]
-        row0 = cuda.blockIdx.y * bm
-        col0 = cuda.blockIdx.x * bn
+        row0, col0 = block_tile(1, bm, bn)
         wrow = (warp // warps_n % warps_m) * wm  # the warp tile's place in the block tile
         wcol = (warp % warps_n) * wn
 
@@ -119,18 +103,8 @@ def _plain(f16, bm, bn, bk, warps_m, warps_n):
             acc[i] = np.float32(0.0)
 
         for k0 in range(0, k, bk):
-            for e in range(tid, a_elems, threads):
-                r = e // bk
-                c = e % bk
-                gr = row0 + r
-                gc = k0 + c
-                a_s[r, c] = a[gr, gc] if gr < m and gc < k else elem(0)
-            for e in range(tid, b_elems, threads):
-                r = e // bn
-                c = e % bn
-                gr = k0 + r
-                gc = col0 + c
-                b_s[r, c] = b[gr, gc] if gr < k and gc < n else elem(0)
+            stage_tile(a_s, a, row0, k0, m, k, a_elems, bk, threads, elem(0))
+            stage_tile(b_s, b, k0, col0, k, n, b_elems, bn, threads, elem(0))
             cuda.syncthreads()
             for kk in range(0, bk, 16):
                 # lanes 0-15 name rows 0-15 at column kk, lanes 16-31 the same rows at kk + 8: a0..a3
@@ -159,12 +133,6 @@ def _plain(f16, bm, bn, bk, warps_m, warps_n):
     return matmul_tc_plain
 
 
-def plain_launch(config: dict, h: int, w: int) -> LaunchConfig:
-    """Grid and block of the plain kernel for an ``h``×``w`` output."""
-    threads = 32 * config["warps_m"] * config["warps_n"]
-    return LaunchConfig((max(1, cdiv(w, config["bn"])), max(1, cdiv(h, config["bm"]))), (threads,), 0)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # the entry points
 
@@ -186,16 +154,7 @@ def matmul_f16(a, b, out=None, kernel: str = "auto", config: dict | None = None)
 
 def _matmul(f16, a, b, out, kernel, config):
     what = "matmul_f16" if f16 else "matmul_bf16"
-    dtype = np.dtype(np.float16) if f16 else BFLOAT16
-    a_info = check_array("a", a, dtype=dtype, ndim=2)
-    b_info = check_array("b", b, dtype=dtype, ndim=2)
-    h, _, w = check_matmul_shapes("a", a_info, "b", b_info)
-    if out is None:
-        out = empty_like_on(a, (h, w), np.dtype(np.float32))
-    out_info = check_array("out", out, dtype=np.float32, ndim=2)
-    if out_info.shape != (h, w):
-        raise ValueError(f"argument 'out' must have shape {(h, w)}, got {out_info.shape}")
-    check_same_device(a=a_info, b=b_info, out=out_info)
+    h, w, out = checked_matmul_args(a, b, out, np.dtype(np.float16) if f16 else BFLOAT16)
     if kernel not in KERNELS:
         raise ValueError(f"{what}: argument 'kernel' must be one of {KERNELS}, got {kernel!r}")
     if h == 0 or w == 0:
@@ -207,16 +166,15 @@ def _matmul(f16, a, b, out, kernel, config):
         from .matmul_wgmma import matmul_wgmma_launcher
 
         matmul_wgmma_launcher(f16, config)(*(cuda.as_cuda_array(x) for x in args))
-    elif kernel == "pipelined":
-        if not tc_ready(a, b, out):
-            raise ValueError(f"{what}: the pipelined kernel needs k and w multiples of 8 and 16-byte aligned data")
-        config = dict(PIPE_CONFIG if config is None else config)
-        cfg = tc_pipe_launch(config, h, w)
-        (matmul_f16_pipelined if f16 else matmul_bf16_pipelined)(**config)[cfg.grid, cfg.block, 0, 0](*args)
-    else:
-        config = dict(PLAIN_CONFIG if config is None else config)
-        cfg = plain_launch(config, h, w)
-        (matmul_f16_plain if f16 else matmul_bf16_plain)(**config)[cfg.grid, cfg.block, 0, 0](*args)
+        return out
+    if kernel == "pipelined" and not tc_ready(a, b, out):
+        raise ValueError(f"{what}: the pipelined kernel needs k and w multiples of 8 and 16-byte aligned data")
+    plain = kernel == "plain"
+    config = dict((PLAIN_CONFIG if plain else PIPE_CONFIG) if config is None else config)
+    factory = {(True, False): matmul_bf16_plain, (True, True): matmul_f16_plain,
+               (False, False): matmul_bf16_pipelined, (False, True): matmul_f16_pipelined}[(plain, f16)]
+    cfg = mma_launch(config, h, w)
+    factory(**config)[cfg.grid, cfg.block, 0, 0](*args)
     return out
 
 
@@ -233,89 +191,40 @@ def wgmma_ready(a, b, out) -> bool:
 # ---------------------------------------------------------------------------------------------------------------
 # registry: the pipelined kernels
 
-#: sizes for the simulator: k and w multiples of 8 (the kernel's precondition), none a multiple of the tiles
-TEST_SIZES = ({"h": 37, "k": 72, "w": 40}, {"h": 1, "k": 8, "w": 8}, {"h": 70, "k": 24, "w": 136})
-VERIFY_SIZES = (
-    {"h": 1, "k": 8, "w": 8},
-    {"h": 37, "k": 72, "w": 40},
-    {"h": 127, "k": 136, "w": 264},
-    {"h": 256, "k": 256, "w": 256},
-    {"h": 7, "k": 1024, "w": 8},
-    {"h": 509, "k": 264, "w": 384},
-)
-BENCH_SIZES = ({"h": 4096, "k": 4096, "w": 4096}, {"h": 5120, "k": 256, "w": 5120})
 SIGNATURES = {False: "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])",
               True: "void(float16[:, ::1], float16[:, ::1], float32[:, ::1])"}
 SIGNATURE = SIGNATURES[False]
 
 
-def _matrix(rng, shape, dist, f16) -> np.ndarray:
-    """A random matrix of bf16 bit patterns or float16 values (float32 draws rounded), never all zeros."""
-    x = random_array(rng, shape, np.float32, dist)
-    return x.astype(np.float16) if f16 else formats.f32_to_bf16_bits(x)
-
-
-def _values(x) -> np.ndarray:
-    """The float64 values of bf16 bit patterns (uint16) or float16 values."""
-    return (x if x.dtype == np.float16 else formats.bf16_bits_to_f32(x)).astype(np.float64)
-
-
-def _case_maker(f16):
-    def make_case(size, rng, dist="uniform"):
-        h, k, w = size["h"], size["k"], size["w"]
-        a = _matrix(rng, (h, k), dist, f16)
-        b = _matrix(rng, (k, w), dist, f16)
-        out = np.zeros((h, w), np.float32)
-        return Case((a, b, out), tc_pipe_launch(PIPE_CONFIG, h, w), dict(size))
-
-    return make_case
-
-
-def _reference(a, b, out):
-    return {2: _values(a) @ _values(b)}
-
-
-def _error_scale(a, b, out):
-    return {2: np.abs(_values(a)) @ np.abs(_values(b))}
-
-
-def _work(size):
-    h, k, w = size["h"], size["k"], size["w"]
-    return Work(flops=2.0 * h * k * w, bytes=2.0 * (h * k + k * w) + 4.0 * h * w)
-
-
 def _cublas(a, b, out):
-    """The benchmark's baseline: cuBLAS's bf16 (f16) GEMM through torch on the same values (16-bit output, as torch
-    gives)."""
+    """The benchmark's baseline: torch's bf16 (f16) GEMM on the same values as it dispatches by default (16-bit output,
+    as torch gives)."""
     import torch
 
     if a.dtype == torch.float16:
-        return (lambda: torch.matmul(a, b)), "torch.matmul on f16 (cuBLAS, f16 out)"
+        return (lambda: torch.matmul(a, b)), "torch.matmul on f16 (f16 out)"
     a16, b16 = a.view(torch.bfloat16), b.view(torch.bfloat16)
-    return (lambda: torch.matmul(a16, b16)), "torch.matmul on bf16 (cuBLAS, bf16 out)"
+    return (lambda: torch.matmul(a16, b16)), "torch.matmul on bf16 (bf16 out)"
 
 
 for _f16 in (False, True):
     _fmt = "f16" if _f16 else "bf16"
-    register(KernelSpec(
-        name=f"matmul_{_fmt}",
-        family="matmul",
-        kernel=(matmul_f16_pipelined if _f16 else matmul_bf16_pipelined)(**PIPE_CONFIG),
+    register_matmul(
+        f"matmul_{_fmt}", (matmul_f16_pipelined if _f16 else matmul_bf16_pipelined)(**PIPE_CONFIG),
+        matmul_case(lambda h, w: mma_launch(PIPE_CONFIG, h, w), f16=_f16),
+        f"{_fmt} inputs, fp32 accumulation on the tensor cores: cp.async pipeline (3 stages), swizzled shared tiles, "
+        "ldmatrix.x4 + mma.sync m16n8k16",
         signatures=(SIGNATURES[_f16],),
-        make_case=_case_maker(_f16),
-        reference=_reference,
-        error_scale=_error_scale,
-        outputs=(2,),
-        test_sizes=TEST_SIZES,
-        verify_sizes=VERIFY_SIZES,
-        bench_sizes=BENCH_SIZES,
+        # k and w multiples of 8 (the kernel's precondition), none a multiple of the tiles
+        test_sizes=sizes("h k w", (37, 72, 40), (1, 8, 8), (70, 24, 136)),
+        verify_sizes=sizes("h k w", (1, 8, 8), (37, 72, 40), (127, 136, 264), (256, 256, 256), (7, 1024, 8),
+                           (509, 264, 384)),
+        bench_sizes=sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120)),
         # inputs are exact 16-bit values, so the error is fp32 accumulation's alone: the simulator rounds each mma's
         # exact sum once (k/16 roundings), a GPU's tensor cores truncate inside the sum (a few units more)
         rtol=1e-5,
         constants=dict(PIPE_CONFIG),
         size_multiples={"k": 8, "w": 8},
-        work=_work,
+        work=matmul_work(2),
         baseline=_cublas,
-        description=f"{_fmt} inputs, fp32 accumulation on the tensor cores: cp.async pipeline (3 stages), swizzled "
-                    "shared tiles, ldmatrix.x4 + mma.sync m16n8k16",
-    ))
+    )

@@ -24,6 +24,7 @@ from ..fastpath import jit_options, u32
 from ..mma import hopper, pack_bf16x2, pack_f16x2
 from ..specialize import specialize
 from ..unroll import unroll
+from .tiles import grouped_tile
 
 BK = 64  # k per stage: one 128-byte swizzled row of 16-bit values
 PANEL = 64  # columns of one B box (128 bytes)
@@ -132,10 +133,7 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
             if tid == 0:
                 it = 0
                 for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
-                    first = tile // band * group
-                    rows = min(num_m - first, group)
-                    tm = first + tile % band % rows
-                    tn = tile % band // rows
+                    tm, tn = grouped_tile(tile, band, group, num_m)
                     for kt in range(ktiles):
                         s = it % stages
                         while not mbarrier_try_wait(bars, stages + s, (it // stages + 1) % 2):
@@ -157,10 +155,7 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
             arriver = not warp_arrive or t % 32 == 0
             it = 0
             for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
-                first = tile // band * group
-                rows = min(num_m - first, group)
-                tm = first + tile % band % rows
-                tn = tile % band // rows
+                tm, tn = grouped_tile(tile, band, group, num_m)
                 for i in unroll(range(nacc)):
                     acc[i] = np.float32(0.0)
                 for kt in range(ktiles):

@@ -27,36 +27,28 @@ from ..fastpath import jit_options, u32
 from ..launch import check_array, to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
-from ..vector_io import vload4, vstore4
-from .collectives import group_sum
-from .rows import ROW_CONFIGS, check_row_config, check_rows, config_for, cover_index, row_launch, row_tuner, vec_ok
+from ..vector_io import vload4
+from . import rows as row_groups
+from .collectives import group_reduce
+from .rows import load_cached, load_group, row_of, store_group
 
 
 @specialize
 def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cache: int = 4, vec: bool = True):
     """LayerNorm (``rms=False``) or RMSNorm of each row of ``x`` into ``out`` with ``w`` (and ``b`` if ``bias``;
     without it ``b`` is not read); launch with ``rows.row_launch``."""
-    check_row_config("norm_rows", nt, group, cache, vec)
+    row_groups.check_row_config("norm_rows", nt, group, cache, vec)
     if not isinstance(rms, bool) or not isinstance(bias, bool):
         raise ValueError(f"norm_rows: rms and bias must be True or False, got rms={rms!r}, bias={bias!r}")
-    width = 4 if vec else 1
-    rows_per_block = nt // group
-    n_cached = cache * width
-    span = group * width  # elements a row group covers with one load each
+    width, rows_per_block, n_cached, span = row_groups.row_layout(nt, group, cache, vec)
 
     @cuda.jit(**jit_options(threads=nt, fastmath=False))
     def norm_rows(x, w, b, out, eps):
-        tid = cuda.threadIdx.x
-        lane = tid % group  # thread within the row group
-        row = cuda.blockIdx.x * rows_per_block + tid // group
+        lane, row, cols, body, live = row_of(x, group, rows_per_block, width)
         vals = cuda.local.array(n_cached, np.float32)
         regs = cuda.local.array(width, np.float32)
         wr = cuda.local.array(width, np.float32)
         br = cuda.local.array(width, np.float32)
-        rows = x.shape[0]
-        cols = x.shape[1]
-        body = cols - cols % width  # 16-byte groups; the last cols % 4 elements are loaded one by one
-        live = row < rows
         r = u32(row)
         t = body + lane  # the row's last cols % 4 elements, one each for the first lanes of the group
         has_tail = vec and live and t < cols
@@ -65,13 +57,7 @@ def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cach
         s = np.float32(0.0)
         tail = np.float32(0.0)
         if live:
-            for u in range(cache):
-                c = u * span + lane * width
-                if c < body:
-                    if vec:
-                        vload4(x, (r, u32(c)), vals, u * width)
-                    else:
-                        vals[u] = x[r, u32(c)]
+            load_cached(x, r, vals, cache, span, lane * width, body, vec)
             for u in range(cache):
                 if u * span + lane * width < body:
                     for q in range(width):
@@ -82,15 +68,12 @@ def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cach
                 s += tail * tail if rms else tail
             c = cache * span + lane * width
             while c < body:  # the uncached rest
-                if vec:
-                    vload4(x, (r, u32(c)), regs, 0)
-                else:
-                    regs[0] = x[r, u32(c)]
+                load_group(x, r, c, regs, 0, vec)
                 for q in range(width):
                     s += regs[q] * regs[q] if rms else regs[q]
                 c += span
         n = np.float32(cols)
-        mean = group_sum(s, group) / n
+        mean = group_reduce(s, group, False) / n
 
         # 2. the statistics: 1 / sqrt(mean(x^2) + eps), or the variance around the mean (registers, then memory)
         shift = np.float32(0.0)
@@ -109,14 +92,11 @@ def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cach
                     d += (tail - mean) * (tail - mean)
                 c = cache * span + lane * width
                 while c < body:
-                    if vec:
-                        vload4(x, (r, u32(c)), regs, 0)
-                    else:
-                        regs[0] = x[r, u32(c)]
+                    load_group(x, r, c, regs, 0, vec)
                     for q in range(width):
                         d += (regs[q] - mean) * (regs[q] - mean)
                     c += span
-            rstd = np.float32(1.0) / math.sqrt(group_sum(d, group) / n + eps)
+            rstd = np.float32(1.0) / math.sqrt(group_reduce(d, group, False) / n + eps)
         if not live:
             return
 
@@ -137,10 +117,7 @@ def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cach
                     if bias:
                         y += br[q]
                     vals[u * width + q] = y
-                if vec:
-                    vstore4(out, (r, u32(c)), vals, u * width)
-                else:
-                    out[r, u32(c)] = vals[u]
+                store_group(out, r, c, vals, u * width, vec)
         if has_tail:
             y = (tail - shift) * rstd * w[u32(t)]
             if bias:
@@ -163,10 +140,7 @@ def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cach
                 if bias:
                     y += br[q]
                 regs[q] = y
-            if vec:
-                vstore4(out, (r, u32(c)), regs, 0)
-            else:
-                out[r, u32(c)] = regs[0]
+            store_group(out, r, c, regs, 0, vec)
             c += span
 
     return norm_rows
@@ -178,11 +152,11 @@ def norm_rows(rms: bool, bias: bool = True, nt: int = 256, group: int = 32, cach
 @functools.cache
 def _tuner(rms: bool, bias: bool, index: int, vec: bool):
     name = f"{'rms' if rms else 'layer'}_norm{'_bias' if bias else ''}{'_vec' if vec else ''}"
-    return row_tuner(name, index, lambda **config: norm_rows(rms, bias, vec=vec, **config))
+    return row_groups.row_tuner(name, index, lambda **config: norm_rows(rms, bias, vec=vec, **config))
 
 
 def _norm(what: str, rms: bool, x, weight, bias, eps, out):
-    info, out, o = check_rows(what, x, out)
+    info, out, o = row_groups.check_rows(what, x, out)
     rows, cols = info.shape
     params = [("weight", weight)] + ([("bias", bias)] if bias is not None else [])
     infos = []
@@ -198,10 +172,10 @@ def _norm(what: str, rms: bool, x, weight, bias, eps, out):
         raise ValueError(f"{what}: argument 'eps' must be a non-negative number, got {eps!r}")
     if rows == 0 or cols == 0:
         return out
-    vec = vec_ok(info, o, *infos, cols=cols)
+    vec = row_groups.vec_ok(info, o, *infos, cols=cols)
     w = to_kernel_arg(weight)
     b = to_kernel_arg(bias) if bias is not None else w  # not read without a bias
-    _tuner(rms, bias is not None, cover_index(ROW_CONFIGS, cols), vec)(to_kernel_arg(x), w, b, to_kernel_arg(out),
+    _tuner(rms, bias is not None, row_groups.config_index(cols), vec)(to_kernel_arg(x), w, b, to_kernel_arg(out),
                                                                       np.float32(eps))
     return out
 
@@ -233,7 +207,7 @@ def _case(size, rng, dist="uniform", rms=False, config=None):
     w = np.ascontiguousarray(rng.standard_normal(cols), dtype=np.float32)
     b = np.ascontiguousarray(rng.standard_normal(cols), dtype=np.float32)
     out = np.full((rows, cols), np.nan, np.float32)
-    return Case((x, w, b, out, np.float32(EPS[rms])), row_launch(config, rows), dict(size))
+    return Case((x, w, b, out, np.float32(EPS[rms])), row_groups.row_launch(config, rows), dict(size))
 
 
 def _stats(x, rms: bool, eps):
@@ -297,7 +271,7 @@ REGISTERED = (
 for _rms, _name in ((False, "layer_norm"), (True, "rms_norm")):
     _bias = not _rms  # F.rms_norm has no bias
     for _suffix, _cols, _tests, _verify, _bench in REGISTERED:
-        _config = config_for(_cols)
+        _config = row_groups.config_for(_cols)
         register(KernelSpec(
             name=f"{_name}{_suffix}",
             family="norm",

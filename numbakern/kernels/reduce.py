@@ -42,9 +42,9 @@ from ..fastpath import jit_options, u32
 from ..launch import LaunchConfig, cdiv, check_array, empty_like_on, launch_config, to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
-from ..vector_io import vload4
 from . import scratch
-from .collectives import check_group, group_max, group_sum, nan_max, split_count
+from .collectives import check_group, combine, group_reduce, split_count
+from .rows import load_group
 
 # ---------------------------------------------------------------------------------------------------------------
 # the lecture-style teaching example
@@ -125,45 +125,24 @@ def reduce_rows(is_max: bool, nt: int = 256, group: int = 256, unroll: int = 4, 
             c = (part * group + lane) * width
             while c + (unroll - 1) * stride < body:  # `unroll` loads in flight before the first is used
                 for u in range(unroll):
-                    if vec:
-                        vload4(x, (r, u32(c + u * stride)), regs, u * width)
-                    else:
-                        regs[u] = x[r, u32(c + u * stride)]
+                    load_group(x, r, c + u * stride, regs, u * width, vec)
                 for k in range(n_regs):
-                    if is_max:
-                        acc[k % width] = nan_max(acc[k % width], regs[k])
-                    else:
-                        acc[k % width] += regs[k]
+                    acc[k % width] = combine(acc[k % width], regs[k], is_max)
                 c += unroll * stride
             while c < body:
-                if vec:
-                    vload4(x, (r, u32(c)), regs, 0)
-                else:
-                    regs[0] = x[r, u32(c)]
+                load_group(x, r, c, regs, 0, vec)
                 for k in range(width):
-                    if is_max:
-                        acc[k] = nan_max(acc[k], regs[k])
-                    else:
-                        acc[k] += regs[k]
+                    acc[k] = combine(acc[k], regs[k], is_max)
                 c += stride
             t = body + part * group + lane  # the last cols % 4 elements: one each for the row's first threads
             if vec and t < cols:
-                if is_max:
-                    acc[0] = nan_max(acc[0], x[r, u32(t)])
-                else:
-                    acc[0] += x[r, u32(t)]
+                acc[0] = combine(acc[0], x[r, u32(t)], is_max)
         total = acc[0]
         for q in range(1, width):
-            if is_max:
-                total = nan_max(total, acc[q])
-            else:
-                total += acc[q]
+            total = combine(total, acc[q], is_max)
 
         # 2. the row group's result
-        if is_max:
-            total = group_max(total, group)
-        else:
-            total = group_sum(total, group)
+        total = group_reduce(total, group, is_max)
         if not shared_rows:  # lanes of a warp per row
             if lane == 0 and live:
                 out[r] = total
@@ -183,14 +162,8 @@ def reduce_rows(is_max: bool, nt: int = 256, group: int = 256, unroll: int = 4, 
                 for p in range(tid, parts, nt):  # the same order whichever block came last
                     v = cuda.atomic.add(partials, (r, u32(p)), np.float32(0.0))  # from L2, never a stale L1 line
                     partials[r, u32(p)] = np.float32(0.0)  # the workspace back to zeros for the next launch
-                    if is_max:
-                        combined = nan_max(combined, v)
-                    else:
-                        combined += v
-                if is_max:
-                    combined = group_max(combined, group)
-                else:
-                    combined = group_sum(combined, group)
+                    combined = combine(combined, v, is_max)
+                combined = group_reduce(combined, group, is_max)
                 if tid == 0:
                     out[r] = combined
                     cuda.atomic.exch(counters, r, 0)

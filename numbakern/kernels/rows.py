@@ -10,9 +10,12 @@ group holds ``cache`` 16-byte groups of its row in registers; the configurations
 from __future__ import annotations
 
 import numpy as np
+from numba import cuda
 
 from ..autotune import Autotuner
+from ..fastpath import u32
 from ..launch import LaunchConfig, cdiv, check_array, empty_like_on
+from ..vector_io import vload4, vstore4
 from .collectives import check_group
 
 
@@ -23,6 +26,52 @@ def check_row_config(what: str, nt: int, group: int, cache: int, vec: bool) -> N
         raise ValueError(f"{what}: cache must be an int from 1 to 16 (16-byte groups per thread), got {cache!r}")
     if not isinstance(vec, bool):
         raise ValueError(f"{what}: vec must be True or False, got {vec!r}")
+
+
+@cuda.jit(device=True, forceinline=True)
+def row_of(x, group, rows_per_block, width):
+    """``(lane, row, cols, body, live)``: this thread's place in its row group, the row the group owns, the row's
+    length, where its whole groups of ``width`` end (the last ``cols % 4`` elements are loaded one by one), and
+    whether the row exists."""
+    tid = cuda.threadIdx.x
+    row = cuda.blockIdx.x * rows_per_block + tid // group
+    cols = x.shape[1]
+    return tid % group, row, cols, cols - cols % width, row < x.shape[0]
+
+
+@cuda.jit(device=True, forceinline=True)
+def load_group(x, r, c, regs, at, vec):
+    """``regs[at:at + 4] = x[r, c:c + 4]`` in one 16-byte load (``vec``), else ``regs[at] = x[r, c]``."""
+    if vec:
+        vload4(x, (r, u32(c)), regs, at)
+    else:
+        regs[at] = x[r, u32(c)]
+
+
+@cuda.jit(device=True, forceinline=True)
+def store_group(out, r, c, regs, at, vec):
+    """``out[r, c:c + 4] = regs[at:at + 4]`` in one 16-byte store (``vec``), else ``out[r, c] = regs[at]``."""
+    if vec:
+        vstore4(out, (r, u32(c)), regs, at)
+    else:
+        out[r, u32(c)] = regs[at]
+
+
+@cuda.jit(device=True, forceinline=True)
+def load_cached(x, r, vals, cache, span, first, body, vec):
+    """A thread's cached groups of row ``r``, every load issued before any is used: group u (of ``cache``) at column
+    ``u * span + first``, those before ``body`` (where the whole 16-byte groups end)."""
+    for u in range(cache):
+        c = u * span + first
+        if c < body:
+            load_group(x, r, c, vals, u * (4 if vec else 1), vec)
+
+
+def row_layout(nt: int, group: int, cache: int, vec: bool) -> tuple[int, int, int, int]:
+    """``(width, rows_per_block, n_cached, span)`` of a row-group kernel: elements per load (4: one 16-byte group),
+    rows a block owns, the values a thread caches, and the elements a row group covers with one load each."""
+    width = 4 if vec else 1
+    return width, nt // group, cache * width, group * width
 
 
 def row_launch(config: dict, rows: int) -> LaunchConfig:
@@ -67,9 +116,14 @@ ROW_CONFIGS = (
 )
 
 
+def config_index(cols: int) -> int:
+    """The index in ``ROW_CONFIGS`` of the default configuration for rows of ``cols`` elements."""
+    return cover_index(ROW_CONFIGS, cols)
+
+
 def config_for(cols: int) -> dict:
     """The default configuration for rows of ``cols`` elements."""
-    return dict(ROW_CONFIGS[cover_index(ROW_CONFIGS, cols)][1])
+    return dict(ROW_CONFIGS[config_index(cols)][1])
 
 
 def cover_index(covers, cols: int) -> int:

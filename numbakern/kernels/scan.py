@@ -36,7 +36,7 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
 from . import scratch
-from .collectives import FULL_MASK, WARP, warp_inclusive_sum, warp_sum
+from .collectives import FULL_MASK, WARP, warp_inclusive_sum, warp_reduce
 
 #: tile states (``flags``)
 EMPTY, AGGREGATE, PREFIX = 0, 1, 2
@@ -146,7 +146,7 @@ def inclusive_scan_tiles(nt: int = 256, rounds: int = 8, vec: bool = True):
                     ready = cuda.ballot_sync(FULL_MASK, flag == PREFIX)
                     # add the aggregates of the tiles after the nearest one with a prefix, and that prefix
                     nearer = ready & ((1 << lane) - 1)
-                    prefix += warp_sum(v if nearer == 0 else np.float32(0.0))
+                    prefix += warp_reduce(v if nearer == 0 else np.float32(0.0), False)
                     found = ready != 0
                     end -= WARP
             if lane == 0:

@@ -29,31 +29,22 @@ from ..fastpath import jit_options, u32
 from ..launch import to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
-from ..vector_io import vload4, vstore4
-from .collectives import group_max, group_sum, nan_max
-from .rows import ROW_CONFIGS, check_row_config, check_rows, config_for, cover_index, row_launch, row_tuner, vec_ok
+from . import rows as row_groups
+from .collectives import group_reduce, nan_max
+from .rows import load_cached, load_group, row_of, store_group
 
 
 @specialize
 def softmax_rows(nt: int = 256, group: int = 32, cache: int = 4, vec: bool = True):
-    """Softmax of each row of ``x`` into ``out`` (both rows x cols, float32); launch with ``row_launch``."""
-    check_row_config("softmax_rows", nt, group, cache, vec)
-    width = 4 if vec else 1
-    rows_per_block = nt // group
-    n_cached = cache * width
-    span = group * width  # elements a row group covers with one load each
+    """Softmax of each row of ``x`` into ``out`` (both rows x cols, float32); launch with ``rows.row_launch``."""
+    row_groups.check_row_config("softmax_rows", nt, group, cache, vec)
+    width, rows_per_block, n_cached, span = row_groups.row_layout(nt, group, cache, vec)
 
     @cuda.jit(**jit_options(threads=nt, fastmath=False))
     def softmax_rows(x, out):
-        tid = cuda.threadIdx.x
-        lane = tid % group  # thread within the row group
-        row = cuda.blockIdx.x * rows_per_block + tid // group
+        lane, row, cols, body, live = row_of(x, group, rows_per_block, width)
         vals = cuda.local.array(n_cached, np.float32)
         regs = cuda.local.array(width, np.float32)
-        rows = x.shape[0]
-        cols = x.shape[1]
-        body = cols - cols % width  # 16-byte groups; the last cols % 4 elements are loaded one by one
-        live = row < rows
         r = u32(row)
 
         # 1. load the cached groups (all loads issued before any is used); the maximum of what this thread holds
@@ -61,13 +52,7 @@ def softmax_rows(nt: int = 256, group: int = 32, cache: int = 4, vec: bool = Tru
         mc = m
         if live:
             m = x[r, 0]  # an element of the row: the identity of max without -inf
-            for u in range(cache):
-                c = u * span + lane * width
-                if c < body:
-                    if vec:
-                        vload4(x, (r, u32(c)), vals, u * width)
-                    else:
-                        vals[u] = x[r, u32(c)]
+            load_cached(x, r, vals, cache, span, lane * width, body, vec)
             for u in range(cache):
                 if u * span + lane * width < body:
                     for q in range(width):
@@ -91,10 +76,7 @@ def softmax_rows(nt: int = 256, group: int = 32, cache: int = 4, vec: bool = Tru
             # 3. the uncached rest, online: rescale the running sum when the maximum grows
             c = cache * span + lane * width
             while c < body:
-                if vec:
-                    vload4(x, (r, u32(c)), regs, 0)
-                else:
-                    regs[0] = x[r, u32(c)]
+                load_group(x, r, c, regs, 0, vec)
                 m_new = m
                 for q in range(width):
                     m_new = nan_max(m_new, regs[q])
@@ -107,9 +89,9 @@ def softmax_rows(nt: int = 256, group: int = 32, cache: int = 4, vec: bool = Tru
             s = np.float32(0.0)
 
         # 4. the row group's maximum, every thread's sum rescaled to it, and the total
-        big = group_max(m, group)
+        big = group_reduce(m, group, True)
         scale = math.exp(m - big)
-        total = group_sum(s * scale, group)
+        total = group_reduce(s * scale, group, False)
         if not live:
             return
         inv = np.float32(1.0) / total
@@ -121,25 +103,16 @@ def softmax_rows(nt: int = 256, group: int = 32, cache: int = 4, vec: bool = Tru
             if c < body:
                 for q in range(width):
                     vals[u * width + q] *= f
-                if vec:
-                    vstore4(out, (r, u32(c)), vals, u * width)
-                else:
-                    out[r, u32(c)] = vals[u]
+                store_group(out, r, c, vals, u * width, vec)
         t = body + lane
         if vec and t < cols:
             out[r, u32(t)] = math.exp(x[r, u32(t)] - big) * inv
         c = cache * span + lane * width
         while c < body:
-            if vec:
-                vload4(x, (r, u32(c)), regs, 0)
-            else:
-                regs[0] = x[r, u32(c)]
+            load_group(x, r, c, regs, 0, vec)
             for q in range(width):
                 regs[q] = math.exp(regs[q] - big) * inv
-            if vec:
-                vstore4(out, (r, u32(c)), regs, 0)
-            else:
-                out[r, u32(c)] = regs[0]
+            store_group(out, r, c, regs, 0, vec)
             c += span
 
     return softmax_rows
@@ -150,18 +123,19 @@ def softmax_rows(nt: int = 256, group: int = 32, cache: int = 4, vec: bool = Tru
 
 @functools.cache
 def _tuner(index: int, vec: bool):
-    return row_tuner(f"softmax_rows{'_vec' if vec else ''}", index, lambda **config: softmax_rows(vec=vec, **config))
+    return row_groups.row_tuner(f"softmax_rows{'_vec' if vec else ''}", index,
+                                lambda **config: softmax_rows(vec=vec, **config))
 
 
 def softmax(x, out=None):
     """``torch.softmax(x, -1)`` for a 2-D float32 ``x``: torch tensors, CuPy arrays or numpy arrays in, the result
     of the same kind on the same device (``out``, if given, must be a float32 array of ``x``'s shape)."""
-    info, out, o = check_rows("softmax", x, out)
+    info, out, o = row_groups.check_rows("softmax", x, out)
     rows, cols = info.shape
     if rows == 0 or cols == 0:
         return out
-    vec = vec_ok(info, o, cols=cols)
-    _tuner(cover_index(ROW_CONFIGS, cols), vec)(to_kernel_arg(x), to_kernel_arg(out))
+    vec = row_groups.vec_ok(info, o, cols=cols)
+    _tuner(row_groups.config_index(cols), vec)(to_kernel_arg(x), to_kernel_arg(out))
     return out
 
 
@@ -191,7 +165,7 @@ def _case(size, rng, dist="uniform", config=None):
     rows, cols = size["rows"], size["cols"]
     x = random_array(rng, (rows, cols), np.float32, dist)
     out = np.full((rows, cols), np.nan, np.float32)
-    return Case((x, out), row_launch(config, rows), dict(size))
+    return Case((x, out), row_groups.row_launch(config, rows), dict(size))
 
 
 def _reference(x, out):
@@ -212,7 +186,7 @@ def _work(size) -> Work:
 
 
 for _name, _cols, _tests, _verify, _bench in REGISTERED:
-    _config = config_for(_cols)
+    _config = row_groups.config_for(_cols)
     register(KernelSpec(
         name=_name,
         family="softmax",

@@ -1,6 +1,6 @@
 """numbakern's CUDA simulator: a fast engine for numba-cuda's simulator mode (``NUMBA_ENABLE_CUDASIM=1``) that
 types every launch with numba-cuda's own front end and computes with Numba's types, with checkers for races,
-reads of uninitialised memory, out-of-bounds (and negative) indices, divergent barriers and deadlocks, and the
+reads of uninitialised memory, out-of-bounds (and computed negative) indices, divergent barriers and deadlocks, and the
 warp intrinsics and cooperative groups the stock simulator lacks.
 
 Importing numbakern in simulator mode calls ``install()``; from then on every ``@cuda.jit`` launch in the process
@@ -30,6 +30,7 @@ from .config import (
 from .errors import (
     BarrierDivergenceError,
     DeadlockError,
+    LaunchError,
     MisalignedAccessError,
     OutOfBoundsError,
     RaceError,
@@ -47,6 +48,7 @@ __all__ = [
     "TYPING_ENV",
     "BarrierDivergenceError",
     "DeadlockError",
+    "LaunchError",
     "MisalignedAccessError",
     "OutOfBoundsError",
     "RaceError",
@@ -115,7 +117,8 @@ def use_engine(name: str):
 
 
 def allow_negative_indices(kernel=None):
-    """Opt out of reporting negative indices (they then wrap around, as in numpy).
+    """Opt out of reporting computed negative indices (they then wrap around, as in numpy and Numba; a literal one,
+    ``x[-1]``, is never reported).
 
     ``allow_negative_indices(kernel)`` marks one kernel for all its launches and returns it (usable as a decorator
     above ``@cuda.jit``); ``with allow_negative_indices():`` covers the launches in the block.

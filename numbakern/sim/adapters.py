@@ -25,8 +25,12 @@ def adapter_of(kernel):
 
 
 def cuda_modules() -> list:
-    """The ``cuda`` modules a running kernel's globals may hold, which the engine's module stands in for."""
-    return loaded_cuda_modules()
+    """The ``cuda`` modules a running kernel's globals may hold, which the engine's module stands in for, and the
+    packages they belong to (``import numba as nb`` ... ``nb.cuda.grid(1)``): the engine's module stands in for
+    those too (its ``cuda`` is itself)."""
+    modules = loaded_cuda_modules()
+    packages = [sys.modules.get(m.__name__.rpartition(".")[0]) for m in modules]
+    return modules + [p for p in packages if p is not None]
 
 
 def device_function(obj):

@@ -9,6 +9,7 @@ plain numpy arrays instead, and none of this runs.
 
 from __future__ import annotations
 
+import dis
 import os
 import sys
 
@@ -196,7 +197,10 @@ class CheckedArray:
                 return
 
     def _outside(self, idx, dim: int, i: int, n: int) -> int:
-        """Index ``i`` of dimension ``dim`` is outside [0, n): wrap it the numpy way where allowed, else raise."""
+        """Index ``i`` of dimension ``dim`` is outside [0, n): wrap it the numpy way where allowed, else raise.
+
+        A negative index written as a literal (``x[-1]``) wraps as Numba wraps it: the last element is meant. One
+        that was computed is reported (usually an off-by-one), unless negative indices are allowed."""
         checks = self._checks
         if i < 0 and i >= -n and (checks.negative_ok or not checks.bounds):
             return i + n
@@ -205,10 +209,16 @@ class CheckedArray:
         frame = sys._getframe(1)
         while frame.f_code.co_filename.startswith(_SIM_DIR):  # up to the kernel's line (also through atomics)
             frame = frame.f_back
+        if i < 0 and i >= -n and literal_index(frame, dim, type(idx) is tuple):
+            return i + n
         thread = checks.scheduler.current
         hint = (
-            " Negative indices wrap around in numpy and Numba but are out of bounds in CUDA C; if this one is "
-            "intended, run it under numbakern.sim.allow_negative_indices()."
+            f" Numba wraps a negative index around as numpy does (this one would read index {i + n}), and so does "
+            "numbakern's CUDA C (nk_wrap); a hand-written CUDA kernel would read before the array. It was computed, "
+            "not written as a literal like x[-1]: if the wrap is intended, run it under "
+            "numbakern.sim.allow_negative_indices()."
+            if -n <= i < 0 else
+            " Numba wraps a negative index around once (adding the size), and this one is out of bounds even then."
             if i < 0 else ""
         )
         raise OutOfBoundsError(
@@ -489,6 +499,52 @@ class LocalTrackedArray(CheckedArray):
             f"{describe_site(site_of(frame))} (local memory starts uninitialised on the GPU: write every element "
             "before reading it, e.g. zero an accumulator first)"
         )
+
+
+#: (code, instruction offset, dimension, tuple index) -> whether that index of the subscript is a literal
+_LITERAL: dict[tuple, bool] = {}
+
+
+def literal_index(frame, dim: int, is_tuple: bool) -> bool:
+    """Whether dimension ``dim`` of the subscript ``frame`` executes now (``x[...]`` read or written) is an integer
+    literal in its code: ``x[-1]``, ``x[i, -1]``. Read from the bytecode, so kernels without source text are
+    covered; an index the bytecode does not show as a constant is taken as computed."""
+    code, at = frame.f_code, frame.f_lasti
+    key = (code, at, dim, is_tuple)
+    found = _LITERAL.get(key)
+    if found is None:
+        if len(_LITERAL) >= 1 << 12:
+            _LITERAL.clear()  # kernels come and go in a long test run: keep no code object alive for ever
+        found = _LITERAL[key] = _literal_at(code, at, dim, is_tuple)
+    return found
+
+
+def _literal_at(code, offset: int, dim: int, is_tuple: bool) -> bool:
+    instructions = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+    # the instruction running: a specialised one reports the offset of its last inline cache entry
+    at = max((k for k, ins in enumerate(instructions) if ins.offset <= offset), default=None)
+    if at is None or "SUBSCR" not in instructions[at].opname or at == 0:
+        return False
+    index = instructions[at - 1]  # what pushed the index (the last operand before the subscript)
+    if index.opname == "LOAD_CONST":
+        value = index.argval
+        if is_tuple:
+            return isinstance(value, tuple) and dim < len(value) and type(value[dim]) is int
+        return type(value) is int
+    if not is_tuple or index.opname != "BUILD_TUPLE" or dim >= index.arg:
+        return False
+    # element ``dim`` of the tuple: skip the values pushed above it, walking back through straight-line code
+    skip = index.arg - 1 - dim
+    for ins in reversed(instructions[: at - 1]):
+        if ins.is_jump_target or ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs:
+            return False
+        if skip == 0:
+            return ins.opname == "LOAD_CONST" and type(ins.argval) is int
+        skip -= dis.stack_effect(ins.opcode, ins.arg) if ins.opcode >= dis.HAVE_ARGUMENT else \
+            dis.stack_effect(ins.opcode)
+        if skip < 0:
+            return False
+    return False
 
 
 class LocalWrites:

@@ -31,6 +31,7 @@ from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKe
 from numba.cuda.simulator.kernelapi import Dim3, FakeCUDAAtomic, FakeCUDAConst, FakeCUDAFp16, FakeCUDAModule
 from numba.cuda.simulator.vector_types import SimulatedVectorType, vector_types
 
+from ..launch import launch_bounds_threads
 from .intrinsics import INTRINSIC_ATTR
 from .written import mask_view as _mask_view
 from .written import track as _track
@@ -38,7 +39,7 @@ from .written import written_mask
 
 __all__ = [
     "Dim3", "FakeCUDAAtomic", "FakeCUDAConst", "FakeCUDAFp16", "FakeCUDAModule", "vector_type_names", "KernelObject",
-    "convert_argument", "device_function", "written_mask",
+    "convert_argument", "device_function", "max_threads", "written_mask",
     "install_launch_hook", "is_kernel_object", "patch_allocations", "patch_stock_arrays", "stock_call",
 ]
 
@@ -236,6 +237,11 @@ def patch_allocations() -> None:
 # -- signatures given to cuda.jit -----------------------------------------------------------------------------------
 
 SIGNATURES_ATTR = "_numbakern_signatures"
+#: the ``launch_bounds`` a kernel was declared with (the most threads per block it may be launched with)
+MAX_THREADS_ATTR = "_numbakern_max_threads"
+#: ``cuda.jit`` options that steer only how a GPU build is generated: the stock simulator's ``jit`` refuses them
+#: (a TypeError where ``@cuda.jit(max_registers=40)`` is decorated); numbakern's accepts them as the GPU's does
+CODEGEN_OPTIONS = ("max_registers", "launch_bounds", "lineinfo", "forceinline", "lto")
 
 
 def declared_signatures(kernel) -> tuple[list, bool]:
@@ -245,8 +251,14 @@ def declared_signatures(kernel) -> tuple[list, bool]:
     return getattr(kernel, SIGNATURES_ATTR, ([], False))
 
 
+def max_threads(kernel) -> int | None:
+    """The most threads per block a launch of ``kernel`` may have by its ``launch_bounds`` (None: no bound)."""
+    return getattr(kernel, MAX_THREADS_ATTR, None)
+
+
 def patch_jit() -> None:
-    """``cuda.jit(signature)`` keeps its signatures on the kernel object it makes."""
+    """``cuda.jit`` takes the GPU's options (``max_registers``, ``launch_bounds``, ``lineinfo``, ``extensions``...)
+    and keeps a kernel's signatures and launch bounds on the kernel object it makes."""
     from numba.cuda.simulator import api
 
     if getattr(api.jit, "_numbakern_patched", False):
@@ -257,22 +269,30 @@ def patch_jit() -> None:
     def jit(func_or_sig=None, *args, **kwargs):
         from numba.cuda.core import sigutils
 
-        if func_or_sig is None or callable(func_or_sig) and not isinstance(func_or_sig, (str, list)) and \
-                not sigutils.is_signature(func_or_sig):
-            return stock_jit(func_or_sig, *args, **kwargs)
-        sigs = func_or_sig if isinstance(func_or_sig, list) else [func_or_sig]
-        wrap = stock_jit(func_or_sig, *args, **kwargs)
+        codegen = {k: kwargs.pop(k) for k in CODEGEN_OPTIONS if k in kwargs}
+        extensions = kwargs.pop("extensions", None)
+        is_function = func_or_sig is not None and callable(func_or_sig) and \
+            not isinstance(func_or_sig, (str, list)) and not sigutils.is_signature(func_or_sig)
+        sigs = [] if func_or_sig is None or is_function else \
+            func_or_sig if isinstance(func_or_sig, list) else [func_or_sig]
+        wrap = stock_jit(None if is_function else func_or_sig, *args, **kwargs)
 
         def decorate(fn):
             kernel = wrap(fn)
+            if extensions:
+                kernel.extensions = list(extensions)
+            bound = launch_bounds_threads(codegen.get("launch_bounds"))
+            if bound is not None:
+                setattr(kernel, MAX_THREADS_ATTR, bound)
             try:
                 declared = [tuple(sigutils.normalize_signature(s)[0]) for s in sigs]
             except Exception:  # noqa: BLE001 - a signature numba cannot parse: typed from the arguments instead
                 return kernel
-            setattr(kernel, SIGNATURES_ATTR, (declared, not isinstance(func_or_sig, list)))
+            if declared:
+                setattr(kernel, SIGNATURES_ATTR, (declared, not isinstance(func_or_sig, list)))
             return kernel
 
-        return decorate
+        return decorate(func_or_sig) if is_function else decorate
 
     jit._numbakern_patched = True
     for module_name in ("numba.cuda.simulator.api", "numba.cuda.simulator", "numba.cuda"):

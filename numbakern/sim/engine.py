@@ -19,6 +19,7 @@ from array import array
 import numpy as np
 
 from ..frontend import closures
+from ..launch import launch_problem, simulator_argument
 from . import config, intrinsics, kerneltypes, numerics
 from .adapters import adapter_of, cuda_modules, device_function
 from .checked_array import (
@@ -29,7 +30,14 @@ from .checked_array import (
     MemoryChecks,
     TrackedArray,
 )
-from .errors import RaceError, SimulationError, UninitializedReadError
+from .errors import (
+    LaunchError,
+    RaceError,
+    SimulationError,
+    UninitializedReadError,
+    engine_frames_hidden,
+    hide_engine_frames,
+)
 from .fakecuda import BlockSharedMemory, LocalMemory, SimCUDAModule
 from .scheduler import Block, Scheduler, block_thread_indices
 from .stockapi import Dim3
@@ -45,6 +53,8 @@ COOPERATIVE_SMS, THREADS_PER_SM, BLOCKS_PER_SM = 132, 2048, 32
 
 _enabled = False
 _active: Launch | None = None  # the launch running now: device-function calls join it
+#: called as ``hook(kernel, args)`` before every launch runs (``pytest --profile`` profiles the kernels it watches)
+launch_hooks: list = []
 intrinsics.install_launch_source(lambda: _active)  # the stand-ins of GPU intrinsics reach it through this seam
 
 
@@ -95,7 +105,15 @@ def _call(kernel, *args):
     adapter = adapter_of(kernel)
     if adapter.is_device(kernel):
         return adapter.stock_call(kernel, *args)  # a device function called from host code, as the stock one allows
-    return Launch(kernel, config.current()).run(args)
+    for hook in launch_hooks:
+        hook(kernel, args)
+    try:
+        return Launch(kernel, config.current()).run(args)
+    except Exception as e:
+        # the caller's frames and the kernel's, not the engine's (a bare raise adds no frame of this one either)
+        if engine_frames_hidden():
+            hide_engine_frames(e)
+        raise
 
 
 class Launch:
@@ -105,6 +123,7 @@ class Launch:
         self.fn = adapter.python_function(kernel)
         self.name = self.fn.__name__
         self.grid_dim, self.block_dim = adapter.launch_dims(kernel)
+        _check_launch(self.name, self.grid_dim, self.block_dim, adapter.max_threads(kernel))
         self.settings = settings
         on = settings.checks
         self.scheduler = Scheduler(None, self.name, "barrier" in on, settings.shuffle_seed, settings.deadlock_seconds)
@@ -132,6 +151,7 @@ class Launch:
         code = self.fn.__code__
         names = code.co_varnames[: code.co_argcount]
         names = [names[i] if i < len(names) else f"arg{i}" for i in range(len(args))]
+        args = [simulator_argument(n, a) for n, a in zip(names, args)]
         typing = self.settings.typing and self.adapter.can_type(self.kernel)
         typed, argtypes = kerneltypes.type_launch(self.kernel, args, names) if typing else (None, None)
         retr: list = []
@@ -141,9 +161,14 @@ class Launch:
             typed.bind(self.module, self.scheduler.spin)
             body = functools.partial(typed.kernel.function, *kernel_args)
             cooperative = typed.cooperative
+            code = typed.kernel.function.__code__
+            names = _code_names(tuple(f.function.__code__ for f in typed.functions))
         else:
             body = functools.partial(self.fn, *kernel_args)
-            cooperative = _uses_grid_sync(self.fn)
+            names = _names_called(self.fn)
+            code, cooperative = self.fn.__code__, "this_grid" in names
+        if "barrier" in self.settings.checks and any(n.startswith("shfl_") for n in names):
+            self.scheduler.exit_code = code  # a lane that reads an exited lane is told where that one exited
         if self.adapter.is_debug(self.kernel):
             body = _raising_on_division_by_zero(body)
         _active = self
@@ -296,6 +321,19 @@ class Launch:
         return CheckedArray(raw, label, self.memory_checks, tracker)
 
 
+def _check_launch(name: str, grid, block, max_threads: int | None) -> None:
+    """A launch the CUDA driver would refuse is refused here too (the simulator would run it, or, for a zero or
+    negative dimension, silently run nothing)."""
+    problem = launch_problem(grid, block)
+    threads = block[0] * block[1] * block[2]
+    if problem is None and max_threads is not None and threads > max_threads:
+        problem = (f"a block of {threads} threads is more than the {max_threads} of the kernel's "
+                   "launch_bounds")
+    if problem is not None:
+        raise LaunchError(f"kernel '{name}' launched with grid {tuple(grid)} and block {tuple(block)}: {problem}; "
+                          "a GPU refuses this launch (CUDA_ERROR_INVALID_VALUE)")
+
+
 def _raising_on_division_by_zero(body):
     """A ``debug=True`` kernel's thread body: a float division by zero raises (numba-cuda's simulator raises
     ``FloatingPointError``; the GPU's debug build, ``ZeroDivisionError``) instead of giving inf. numpy's error state
@@ -308,18 +346,26 @@ def _raising_on_division_by_zero(body):
     return run
 
 
-def _uses_grid_sync(fn, depth: int = 0) -> bool:
-    """Whether a kernel (or a device function it calls) synchronises the grid: then its launch is cooperative.
-    (Typed launches know it from numba; this is for kernels run without the front end.)"""
-    code_names = set(fn.__code__.co_names)
-    for const in fn.__code__.co_consts:
-        if hasattr(const, "co_names"):
-            code_names.update(const.co_names)
-    if "this_grid" in code_names:
-        return True
+@functools.lru_cache(maxsize=1024)
+def _code_names(codes: tuple) -> frozenset[str]:
+    """The names ``codes`` (and the functions they define) refer to (asked at every launch: kept per code)."""
+    names: set[str] = set()
+    codes = list(codes)
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes += [c for c in code.co_consts if hasattr(c, "co_names")]
+    return frozenset(names)
+
+
+def _names_called(fn, depth: int = 0) -> set[str]:
+    """The names a kernel run without the front end refers to, with those of the device functions it calls: whether
+    it synchronises the grid (``this_grid``: then its launch is cooperative), whether it shuffles. (Typed launches
+    know the device functions from numba.)"""
+    names = set(_code_names((fn.__code__,)))
     if depth < 8:
-        for name in code_names:
+        for name in list(names):
             device = device_function(fn.__globals__.get(name))
-            if device is not None and _uses_grid_sync(device[0], depth + 1):
-                return True
-    return False
+            if device is not None:
+                names |= _names_called(device[0], depth + 1)
+    return names

@@ -42,8 +42,61 @@ class DeadlockError(SimulationError):
     """The launch can never finish: threads spin on memory no one will write, or wait at a barrier never reached."""
 
 
+class LaunchError(SimulationError, ValueError):
+    """A launch a GPU refuses: a zero or negative dimension, a block of more than 1024 threads, a grid or block
+    dimension past its limit, more threads than the kernel's ``launch_bounds`` (CUDA_ERROR_INVALID_VALUE)."""
+
+
 class TypingError(SimulationError):
     """numba-cuda rejects the kernel for these argument types: on a GPU it would not compile."""
+
+
+#: ``NUMBAKERN_SIM_TRACEBACK=full`` keeps the simulator's own frames in the traceback of an error raised by a launch
+#: (for debugging numbakern itself); by default it shows the caller's frames and the kernel's
+TRACEBACK_ENV = "NUMBAKERN_SIM_TRACEBACK"
+_SIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def engine_frames_hidden() -> bool:
+    return os.environ.get(TRACEBACK_ENV, "").strip().lower() != "full"
+
+
+def is_engine_file(filename: str) -> bool:
+    """A source file of the simulator itself, or of a stand-in for a GPU intrinsic (``intrinsics.stands_for``)."""
+    return filename.startswith(_SIM_DIR) or filename in HELPER_FILES
+
+
+def hide_engine_frames(error: BaseException) -> None:
+    """Unlink the simulator's own frames from the traceback of ``error`` (and of the errors chained to it), in place:
+    what stays is the caller's code and the kernel's. Unless the error comes from the simulator itself (its innermost
+    frame is the engine's and it is no ``SimulationError``: a bug of numbakern's, whose frames are what matters)."""
+    if not isinstance(error, SimulationError) and _innermost_is_engine(error.__traceback__):
+        return
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        error.__traceback__ = _without_engine_frames(error.__traceback__)
+        error = error.__cause__ or error.__context__
+
+
+def _innermost_is_engine(tb) -> bool:
+    last = None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return last is not None and is_engine_file(last.tb_frame.f_code.co_filename)
+
+
+def _without_engine_frames(tb):
+    kept = []
+    while tb is not None:
+        if not is_engine_file(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    for a, b in zip(kept, kept[1:]):
+        a.tb_next = b
+    if kept:
+        kept[-1].tb_next = None
+    return kept[0] if kept else None
 
 
 #: (id of a code object, instruction offset) -> (code, line): ``frame.f_lineno`` scans the code's line table from

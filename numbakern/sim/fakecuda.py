@@ -127,12 +127,24 @@ class SimCUDAModule(FakeCUDAModule):
 
     stcs = stwb = stwt = stcg
 
-    def __getattr__(self, name):
-        # The front end's own scalar types (`cuda.float32` as a dtype), which the stock module lacks: taken from
-        # the real `cuda` modules this process imported. Only types: anything else is missing, as on the GPU.
-        from ..frontend.choice import loaded_cuda_modules
+    @property
+    def cuda(self):
+        # the module stands in for the front end's package too (`nb.cuda.grid(1)`, `numba.cuda.shared.array`)
+        return self
 
-        for module in loaded_cuda_modules():
+    @property
+    def libdevice(self):
+        import numba.cuda.libdevice as libdevice  # its stubs compute in the simulator (numbakern.sim.libdevice)
+
+        return libdevice
+
+    def __getattr__(self, name):
+        # The front end's own scalar types (`cuda.float32` as a dtype, `numba.float32` where the module stands in
+        # for the package), which the stock module lacks: taken from the real `cuda` modules this process imported
+        # and their packages. Only types: anything else is missing, as on the GPU.
+        from .adapters import cuda_modules
+
+        for module in cuda_modules():
             value = module.__dict__.get(name)
             if value is not None and ".types" in type(value).__module__:
                 return value

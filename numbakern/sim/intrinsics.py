@@ -10,11 +10,18 @@ A stand-in is registered with ``stands_for``:
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 #: the attribute naming the GPU intrinsic a stand-in simulates: ``(module, name)``
 INTRINSIC_ATTR = "__numbakern_intrinsic__"
 
 #: source files of stand-ins: their frames are never the kernel's line
 HELPER_FILES: set[str] = set()
+
+#: the profiler's recorder while a profiled launch runs (``numbakern.profiler``), else None: told what a stand-in's
+#: instruction touches when the stand-in does not touch it there and then (``cp.async`` lands at a later wait)
+_observer = None
 
 #: where the engine keeps the launch running now (it installs itself: stand-ins, which the kernel library imports
 #: before any simulator exists, reach the running launch through this seam, not through an import of the engine)
@@ -41,3 +48,32 @@ def stands_for(module: str, name: str, filename: str):
         return fn
 
     return register
+
+
+def install_observer(observer):
+    """Make ``observer`` (``issue(instruction, accesses, frame)``, ``land(bool)``) the one told of instructions, or
+    None; returns the one before."""
+    global _observer
+    previous, _observer = _observer, observer
+    return previous
+
+
+def observe(instruction: str, accesses) -> None:
+    """The running lane issues ``instruction`` (``"cp.async"``), which touches ``accesses``: ``(array, index, bytes,
+    "ld" | "st")`` per side (index None and 0 bytes: the lane takes part and moves nothing)."""
+    if _observer is not None:
+        _observer.issue(instruction, accesses, sys._getframe(1))
+
+
+@contextlib.contextmanager
+def landing():
+    """The accesses inside carry out instructions already observed when issued: not counted again."""
+    if _observer is None:
+        yield
+        return
+    observer = _observer
+    observer.land(True)
+    try:
+        yield
+    finally:
+        observer.land(False)

@@ -169,15 +169,22 @@ def argument_types(kernel, args, arg_names) -> tuple:
 _array_types: dict = {}
 
 
-def _type(kernel, argtypes: tuple, arg_names):
-    from ..frontend import build_request, client
-
-    fn = kernel.fn
+def typing_request(kernel, argtypes: tuple):
+    """The front end's request for ``kernel`` and a launch's argument types (``type_launch``'s): its facts, and what
+    else is asked of the helper about the kernel (the profiler's compile), are keyed by it."""
+    from ..frontend import build_request
     from ..frontend.request import CONFIG, config_settings
 
     # numba-cuda's run-time configuration (numba-cuda-mlir keeps its own elsewhere, and none of it is sent)
     settings = config_settings(typer.module("core.config")) if not typer.is_mlir() else {}
-    request = build_request(fn, {CONFIG: settings} if settings else {}, argtypes, adapter_of(kernel).recognize)
+    return build_request(kernel.fn, {CONFIG: settings} if settings else {}, argtypes, adapter_of(kernel).recognize)
+
+
+def _type(kernel, argtypes: tuple, arg_names):
+    from ..frontend import client
+
+    fn = kernel.fn
+    request = typing_request(kernel, argtypes)
     key = request.key
     compiled = typedcache.load(key)
     if compiled is None:

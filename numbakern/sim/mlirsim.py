@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 
 from ..frontend import mlir_shared_memory, mlir_typing, typer
+from ..launch import launch_bounds_threads
 from .errors import UntypedLaunchWarning
 from .written import mask_view, track, written_mask
 
@@ -117,6 +118,11 @@ def _dims(kernel, what: str, value) -> tuple[int, int, int]:
     if min(dims) < 1:
         raise ValueError(f"kernel '{kernel.fn.__name__}': the {what} dimensions must be positive, got {value!r}")
     return dims
+
+
+def max_threads(kernel) -> int | None:
+    """The most threads per block a launch may have by the kernel's ``launch_bounds`` (None: no bound)."""
+    return launch_bounds_threads(kernel.options.get("launch_bounds"))
 
 
 def stock_call(kernel, *args):

@@ -34,7 +34,7 @@ from .errors import (
     frame_site,
 )
 from .stockapi import Dim3
-from .warp import COLLECTIVES, WARP_SIZE, WHOLE_WARP_PREFIXES, whole_warp_collective
+from .warp import COLLECTIVES, WARP_SIZE, WHOLE_WARP_PREFIXES, source_lane, whole_warp_collective
 
 BARRIER = "barrier"
 GRID = "grid"
@@ -55,7 +55,12 @@ _running: Scheduler | None = None  # the scheduler whose threads the workers run
 def _worker(_start=None) -> None:
     while True:
         scheduler = _running
+        noting = scheduler.exit_code is not None and sys.getprofile() is None  # never in a profiler's way
+        if noting:
+            sys.setprofile(scheduler._note_kernel_frame)
         scheduler._body()
+        if noting and sys.getprofile() is not None:
+            sys.setprofile(None)
         scheduler._hub.switch(_FINISHED)
 
 
@@ -69,7 +74,7 @@ class Warp:
 
 
 class SimThread:
-    __slots__ = ("block", "blockIdx", "finished", "glet", "lane", "linear", "resume", "spins", "threadIdx",
+    __slots__ = ("block", "blockIdx", "finished", "frame", "glet", "lane", "linear", "resume", "spins", "threadIdx",
                  "wait", "warp")
 
     def __init__(self, threadIdx: Dim3, block: Block, linear: int):
@@ -85,6 +90,7 @@ class SimThread:
         self.resume = None  # what the blocking call returns when the thread resumes
         self.finished = False
         self.spins = 0
+        self.frame = None  # the kernel's frame, kept where exit lines are wanted (Scheduler.exit_code)
 
     @property
     def global_id(self) -> int:
@@ -135,6 +141,9 @@ class Scheduler:
         self._queue: list[SimThread] | None = None
         self._next = 0
         self._arrived: list[SimThread] = []
+        # the kernel's code, where the line each thread exits at may be needed (a kernel that shuffles: a lane that
+        # reads an exited lane is told where that lane exited); None: no thread's frame is kept
+        self.exit_code = None
 
     # -- called by the running thread (through the fake cuda module) ---------------------------------------------
 
@@ -182,6 +191,13 @@ class Scheduler:
             frame = sys._getframe(depth)
             t.wait = (SPIN, frame_site(frame))
             self._hub.switch()
+
+    def _note_kernel_frame(self, frame, event, arg) -> None:
+        """A profile function, on from a thread's start to its kernel's first frame: it keeps that frame, whose line
+        once the thread has finished is the one it exited at."""
+        if event == "call" and frame.f_code is self.exit_code:
+            self.current.frame = frame
+            sys.setprofile(None)
 
     # -- the scheduling loop --------------------------------------------------------------------------------------
 
@@ -466,6 +482,8 @@ class Scheduler:
                         waiting = [t for t in waiting if t.wait[3] != first.wait[3]]
                         continue
                     self._check_same_intrinsic(warp, group)
+                    if kind.startswith("shfl_") and self._check_barriers:
+                        self._check_shuffle_sources(warp, group, mask)
                 complete = COLLECTIVES.get(kind) or whole_warp_collective(kind)
                 results = complete(group, [t.wait[4] for t in group])
                 if kind == "syncwarp":
@@ -487,6 +505,24 @@ class Scheduler:
                 f"different warp intrinsics: lane {a.lane} at {a.wait[2]} ({describe_site(a.wait[1])}) and lane "
                 f"{b.lane} at {b.wait[2]} ({describe_site(b.wait[1])})"
             )
+
+    def _check_shuffle_sources(self, warp: Warp, group: list[SimThread], mask: int) -> None:
+        """No lane of a shuffle reads a lane that its mask names but that has exited the kernel (on a GPU the
+        value read is undefined)."""
+        for t in group:
+            kind, (_, arg) = t.wait[2], t.wait[4]
+            src = source_lane(kind[len("shfl_"):], t.lane, int(arg))
+            if not (0 <= src < len(warp.lanes) and mask >> src & 1 and warp.lanes[src].finished):
+                continue
+            gone = warp.lanes[src]
+            exited = f"at {describe_site(frame_site(gone.frame))}" if gone.frame is not None else "(line unknown)"
+            raise BarrierDivergenceError(
+                f"in kernel '{self._kernel_name}', block {tuple(t.blockIdx)}, warp {warp.index}: lane {t.lane} "
+                f"(thread {tuple(t.threadIdx)}) reads lane {src}'s value in {kind}_sync at {describe_site(t.wait[1])}, "
+                f"but lane {src} (thread {tuple(gone.threadIdx)}) already exited the kernel {exited}: on a GPU the "
+                "value is undefined. Keep every lane the mask names running to the shuffle (guard the work, not the "
+                "shuffle: give the lanes past the end a neutral value), or shuffle only among the lanes that remain "
+                "(their mask: cuda.activemask())")
 
     def _check_whole_warp_alive(self, warp: Warp, first: SimThread) -> None:
         """An ``.aligned`` warp instruction (mma, ldmatrix) is executed by all 32 lanes together: a lane that has

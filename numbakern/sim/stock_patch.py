@@ -1,4 +1,5 @@
-"""Make the stock simulator accept numpy scalar types as dtypes (``cuda.shared.array(0, dtype=np.float32)``).
+"""Make the stock simulator accept numpy scalar types as dtypes (``cuda.shared.array(0, dtype=np.float32)``), the
+GPU's ``cuda.jit`` options, and compute ``numba.cuda.libdevice``.
 
 Applied by ``install()`` and kept when numbakern's engine is switched off, so kernels written for numbakern also
 run on the stock engine (the benchmark's baseline).
@@ -14,9 +15,12 @@ from .dtypes import as_dtype
 
 
 def apply() -> None:
-    from .cudasim import patch_stock_arrays
+    from . import libdevice
+    from .cudasim import patch_jit, patch_stock_arrays
 
     patch_stock_arrays(_shared_array, _local_array)
+    patch_jit()  # the GPU's jit options (max_registers, launch_bounds, ...) accepted
+    libdevice.install()  # numba.cuda.libdevice computes
 
 
 def _shared_array(self, shape, dtype, alignment=None):

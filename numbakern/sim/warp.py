@@ -20,16 +20,21 @@ def shuffle(kind: str, lanes, operands) -> list:
     value_of = {t.lane: op[0] for t, op in zip(lanes, operands)}
     results = []
     for t, (value, arg) in zip(lanes, operands):
-        if kind == "idx":
-            src = arg % WARP_SIZE
-        elif kind == "up":
-            src = t.lane - arg
-        elif kind == "down":
-            src = t.lane + arg
-        else:  # xor
-            src = t.lane ^ arg
+        src = source_lane(kind, t.lane, arg)
         results.append(value_of.get(src, value) if 0 <= src < WARP_SIZE else value)
     return results
+
+
+def source_lane(kind: str, lane: int, arg: int) -> int:
+    """The lane whose value ``lane`` reads in a shuffle of ``kind`` (idx, up, down, xor); outside 0..31 past the
+    warp's edge."""
+    if kind == "idx":
+        return arg % WARP_SIZE
+    if kind == "up":
+        return lane - arg
+    if kind == "down":
+        return lane + arg
+    return lane ^ arg  # xor
 
 
 def _int32(bits: int) -> int:

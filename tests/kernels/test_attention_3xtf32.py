@@ -84,7 +84,7 @@ def test_the_gpus_tile_configuration_in_the_simulator(d, lk, rng):
     lq = 20
     q, k, v = _inputs(rng, (1, lq, d), (1, lk, d), (1, lk, d))
     out = np.full((1, lq, d), np.nan, np.float32)
-    cfg = ax.attention_3xtf32_launch(config, 1, lq)
+    cfg = fp32_attention.attention_launch(config, 1, lq)
     ax.flash_attention_3xtf32(**config)[cfg.grid, cfg.block](q, k, v, out, np.float32(0.1))
     expected, tol = _expected_and_tolerance(q, k, v, 0.1, False)
     err = np.abs(out - expected)

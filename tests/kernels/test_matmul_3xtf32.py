@@ -29,13 +29,13 @@ def test_tf32_alone_would_fail_the_check(rng):
 @pytest.mark.sim
 def test_another_configuration(rng):
     """bk = 32 (A rows of 8 chunks), 3 stages, 2 warps of 32x32, k = 100 (3 tiles and a partial one)."""
-    from numbakern.kernels.matmul_3xtf32 import matmul_3xtf32_pipelined, tf32_launch
+    from numbakern.kernels.matmul_3xtf32 import matmul_3xtf32_pipelined, mma_launch
 
     config = {"bm": 32, "bn": 64, "bk": 32, "warps_m": 1, "warps_n": 2, "stages": 3, "group": 1}
     a = rng.standard_normal((33, 100)).astype(np.float32)
     b = rng.standard_normal((100, 68)).astype(np.float32)
     out = np.full((33, 68), np.nan, np.float32)
-    cfg = tf32_launch(config, 33, 68)
+    cfg = mma_launch(config, 33, 68)
     matmul_3xtf32_pipelined(**config)[cfg.grid, cfg.block, 0, 0](a, b, out)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert (np.abs(out - ref) <= 1e-6 * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))).all()
@@ -60,13 +60,13 @@ def test_as_accurate_as_sgemm(cuda_torch):
     torch = cuda_torch
     from numba import cuda
 
-    from numbakern.kernels.matmul_3xtf32 import matmul_3xtf32_pipelined, tf32_launch
+    from numbakern.kernels.matmul_3xtf32 import matmul_3xtf32_pipelined, mma_launch
 
     g = torch.Generator(device="cuda").manual_seed(5)
     a = torch.randn(1024, 2048, device="cuda", generator=g)
     b = torch.randn(2048, 1024, device="cuda", generator=g)
     out = torch.empty(1024, 1024, device="cuda")
-    cfg = tf32_launch(DEFAULT_CONFIG, 1024, 1024)
+    cfg = mma_launch(DEFAULT_CONFIG, 1024, 1024)
     matmul_3xtf32_pipelined(**DEFAULT_CONFIG)[cfg.grid, cfg.block](*(cuda.as_cuda_array(x) for x in (a, b, out)))
     torch.cuda.synchronize()
     ref = a.double() @ b.double()

@@ -15,9 +15,8 @@ from numbakern.kernels.matmul_tc import (
     matmul_bf16,
     matmul_bf16_plain,
     matmul_f16,
-    tc_pipe_launch,
 )
-from numbakern.kernels.matmul_tc_pipe import check_pipe_config, matmul_tc_pipelined, tc_ready
+from numbakern.kernels.matmul_tc_pipe import check_pipe_config, matmul_tc_pipelined, mma_launch, tc_ready
 from numbakern.mma import formats
 from numbakern.registry import DISTRIBUTIONS
 
@@ -66,7 +65,7 @@ def test_pipelined_kernel_in_another_configuration(f16, rng):
     of 2 block rows: 3x2 blocks over a 150x136 output, k = 200 (3 whole tiles and a partial one)."""
     a, b = _inputs(rng, 150, 200, 136, f16)
     out = np.full((150, 136), np.nan, np.float32)
-    cfg = tc_pipe_launch(SMALL, 150, 136)
+    cfg = mma_launch(SMALL, 150, 136)
     matmul_tc_pipelined(f16=f16, **SMALL)[cfg.grid, cfg.block, 0, 0](a, b, out)
     _assert_product(out, a, b)
 

@@ -110,22 +110,18 @@ def test_endpoint_failure_mid_loop_is_an_error(no_key_leak, llm_env):
         run(llm_env)
 
 
-def test_compiler_exception_is_a_compile_failure(no_key_leak, llm_env):
+def test_an_exception_while_compiling_stops_the_loop_without_asking_again(no_key_leak, llm_env):
+    """An exception is the machinery's (the sandbox cannot run, a limit cannot be set), not a verdict on the reply:
+    no turn could do better, so the model is not asked again and the error names it (issue 38)."""
     llm_env.script(completion(samples.GOOD_REPLY), completion(samples.GOOD_REPLY))
-    calls = []
 
-    def flaky(code):
-        calls.append(code)
-        if len(calls) == 1:
-            raise RuntimeError("nvrtc: error: something")
-        return CompileOutcome(True)
+    def broken(code):
+        raise RuntimeError("the sandbox cannot start here")
 
-    result = run(llm_env, compile_fn=flaky)
-    feedback = llm_env.requests[1].messages[-1]["content"]
-    # the exception's text is the machine's, not a diagnostic about the reply's lines: it stays here
-    assert result.turns == 2 and "nvrtc: error: something" not in feedback
-    assert "failed without a diagnostic about your code" in feedback
-    assert "nvrtc: error: something" in result.attempts[0].detail or result.attempts[0].stage == "compile"
+    with pytest.raises(RepairFailed, match=r"compiling the reply of turn 1 could not run \(RuntimeError: the sandbox "
+                                           r"cannot start here\); this is not about the reply"):
+        run(llm_env, compile_fn=broken)
+    assert len(llm_env.requests) == 1
 
 
 def test_a_turn_deadline_covers_the_request_and_the_compile(no_key_leak, llm_env):

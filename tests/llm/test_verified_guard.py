@@ -161,7 +161,7 @@ def test_a_user_kernel_with_module_constants(tmp_path, llm_env):
     llm = api.translate_kernel(target, signature=signature, backend="llm", out_dir=str(out),
                                     backend_options=LLM, force=True)
     assert llm.entry["source_sha256"] == ast.entry["source_sha256"] and llm.entry["depends"] == ast.entry["depends"]
-    # a changed constant makes the file stale, whichever backend wrote it
-    assert check(str(out), registry=False, project_dir=str(tmp_path)) == []
+    # a model's file cannot be derived again: only a claim (issue 38); a changed constant makes it stale all the same
+    assert [p["problem"] for p in check(str(out), registry=False, project_dir=str(tmp_path))] == ["unverifiable"]
     source.write_text(USER_KERNEL.replace("SCALE = 2.5", "SCALE = 4.0"))
     assert [p["problem"] for p in check(str(out), registry=False, project_dir=str(tmp_path))] == ["stale"]

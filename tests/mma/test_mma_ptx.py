@@ -77,6 +77,7 @@ out = {
     "helpers": cuda.compile_ptx(helpers, "void(float32[::1], uint16[::1], float32[:, ::1], uint32[:, ::1])",
                                 cc=(9, 0))[0],
 }
+from numbakern.frontend.target import cuda_typing
 from numbakern.kernels import matmul_tc as mt
 from numbakern.kernels import matmul_wgmma as mw
 for name, k, sig, cc in [
@@ -85,8 +86,9 @@ for name, k, sig, cc in [
     ("matmul_bf16_plain", mt.matmul_bf16_plain(**mt.PLAIN_CONFIG), mt.SIGNATURE, (9, 0)),
     ("wgmma_sm90a", mw.matmul_wgmma(**mw.DEFAULT_CONFIG), mw.SIGNATURE, (9, 0, "a")),
 ]:
-    out[name] = cuda.compile_ptx(k.py_func, sig, cc=cc, fastmath=True,
-                                 launch_bounds=k.targetoptions.get("launch_bounds"))[0]
+    with cuda_typing():  # (a kernel calling device functions asks for the device's cc: answered)
+        out[name] = cuda.compile_ptx(k.py_func, sig, cc=cc, fastmath=True,
+                                     launch_bounds=k.targetoptions.get("launch_bounds"))[0]
 for count in (1, 2, 4):
     for trans in (False, True):
         name = f"ldmatrix_x{count}" + ("_trans" if trans else "")

@@ -2,7 +2,7 @@ import numba
 import numpy as np
 import pytest
 
-from numbakern import cdiv, dynamic_shared_bytes, grid_for, launch_config
+from numbakern import LaunchConfig, cdiv, dynamic_shared_bytes, grid_for, launch_config
 
 
 @pytest.mark.parametrize("a, b, expected", [(0, 4, 0), (1, 4, 1), (4, 4, 1), (5, 4, 2), (5120, 16, 320), (33, 16, 3)])
@@ -63,3 +63,26 @@ def test_dynamic_shared_bytes_mixed_sizes_and_errors():
 def test_dynamic_shared_bytes_from_torch_dtype():
     torch = pytest.importorskip("torch")
     assert dynamic_shared_bytes(torch.float16, 10) == 20
+
+
+def test_a_launch_config_takes_ints_for_one_dimension_as_kernel_grid_block_does():
+    cfg = LaunchConfig(cdiv(1000, 128), 128, 64)
+    assert (cfg.grid, cfg.block, cfg.shared_bytes, cfg.threads_per_block) == ((8,), (128,), 64, 128)
+    assert LaunchConfig(np.int64(3), (8, np.int32(4))).block == (8, 4)
+
+
+@pytest.mark.parametrize("grid, block, shared, kind, message", [
+    (1, 2048, 0, ValueError, r"LaunchConfig\(grid=\(1,\), block=\(2048,\)\): a block of 2048 threads: a GPU allows "
+                             "at most 1024 per block"),
+    ((1, 1, 70_000), 32, 0, ValueError, "gridDim.z = 70000: a GPU allows at most 65535 in z"),
+    (0, 32, 0, ValueError, "gridDim.x = 0: every launch dimension must be at least 1"),
+    (4, (16, -16), 0, ValueError, "blockDim.y = -16"),
+    (4, 32, -1, ValueError, "shared_bytes must be non-negative, got -1"),
+    (4.0, 32, 0, TypeError, "LaunchConfig: grid must be an integer or a sequence of 1 to 3 integers, got float 4.0"),
+    ((4, 2.0), 32, 0, TypeError, r"LaunchConfig: grid\[1\] must be an integer, got float 2.0"),
+    (None, 32, 0, TypeError, "LaunchConfig: grid must be an integer or a sequence of 1 to 3 integers, got NoneType"),
+    ((1, 1, 1, 1), 32, 0, ValueError, "grid must have 1 to 3 dimensions"),
+])
+def test_a_launch_config_a_gpu_would_refuse_is_refused_when_made(grid, block, shared, kind, message):
+    with pytest.raises(kind, match=message):
+        LaunchConfig(grid, block, shared)

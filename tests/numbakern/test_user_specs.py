@@ -1,5 +1,6 @@
 """``numbakern.declare``: a user's kernel declared in a few lines, with the rest derived and checked."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -144,7 +145,7 @@ def test_a_two_dimensional_block_given_as_a_tuple():
         case = spec.make_case(size, np.random.default_rng(3), "large")
         (result,) = spec.check(case, numbakern.run_case(spec, case)).values()
         assert result.ok, result
-    with pytest.raises(ValueError, match=r"block \(64, 32\) has 2048 threads"):
+    with pytest.raises(ValueError, match=r"declare\(outer\): launch\(\): .*a block of 64 x 32 = 2048 threads"):
         numbakern.declare(uk.outer, args=lambda rand, h=5, w=6: (rand(h), rand(w), np.empty((h, w), np.float32)),
                           launch=lambda a, b, out: ((1, 1), (64, 32)), reference=lambda a, b, out: np.outer(a, b))
 
@@ -322,3 +323,70 @@ def test_a_child_process_re_creates_a_spec_declared_in_a_script(tmp_path):
     assert ref["module"] == "__main__" and ref["file"] == str(script)
     qualified, *_, ok = run_child(ref, cwd="/")
     assert qualified.startswith("_numbakern_myscript_") and qualified.endswith(":block_sum") and ok == "True"
+
+
+BLOCK = 128
+
+
+def declare_triple(**overrides):
+    options = dict(args=lambda rand, n=1000: (rand(n, np.float32), np.empty(n, np.float32)),
+                   launch=lambda src, dst: numbakern.LaunchConfig(numbakern.cdiv(src.shape[0], BLOCK), BLOCK),
+                   reference=lambda src, dst: 3 * src.astype(np.float64))
+    return numbakern.declare(uk.triple_1d, **{**options, **overrides})
+
+
+def test_a_launch_of_plain_ints_is_one_dimensional_as_in_kernel_grid_block():
+    spec = declare_triple()
+    case = spec.make_case({"n": 1000}, np.random.default_rng(5), "normal")
+    assert (case.launch.grid, case.launch.block) == ((8,), (BLOCK,))
+    (result,) = spec.check(case, numbakern.run_case(spec, case)).values()
+    assert result.ok, result
+
+
+def test_a_spec_gives_the_launch_for_its_arguments():
+    spec = declare_triple()
+    src, dst = np.random.default_rng(6).random(300).astype(np.float32), np.zeros(300, np.float32)
+    cfg = spec.launch(src, dst)
+    assert (cfg.grid, cfg.block, cfg.shared_bytes) == ((3,), (BLOCK,), 0)
+    spec.kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](src, dst)
+    np.testing.assert_array_equal(dst, 3 * src)
+    with pytest.raises(TypeError, match="kernel 'matmul_tiled' was registered without a launch function"):
+        numbakern.get("matmul_tiled").launch(src, dst)
+
+
+@pytest.mark.parametrize("overrides, kind, message", [
+    (dict(atol=float("inf")), ValueError, r"declare\(triple_1d\): atol must be a finite number >= 0, got inf"),
+    (dict(rtol=float("nan")), ValueError, r"rtol must be a finite number >= 0, got nan"),
+    (dict(rtol=-1e-5), ValueError, r"rtol must be a finite number >= 0, got -1e-05"),
+    (dict(atol="0.1"), TypeError, r"atol must be a number, got str '0.1'"),
+    (dict(error_scale=2.0), TypeError, r"'error_scale' must be a function of the kernel's arguments, got float 2.0"),
+    (dict(reference=None), TypeError, r"'reference' must be a function"),
+    (dict(example={"n": -5}), ValueError, r"example sizes must be positive integers, got \{'n': -5\}"),
+    (dict(test_sizes=[{"n": 0}]), ValueError, r"sizes must be positive integers, got \{'n': 0\}"),
+    (dict(verify_sizes=[{"n": 7}, {"n": -1}]), ValueError, r"sizes must be positive integers, got \{'n': -1\}"),
+    (dict(size_multiples={"n": 0}), ValueError, r"size_multiples must be positive integers"),
+    (dict(launch=lambda src, dst: numbakern.LaunchConfig(numbakern.cdiv(src.shape[0], 32), 2048)), ValueError,
+     r"declare\(triple_1d\): launch\(\): LaunchConfig\(grid=\(1,\), block=\(2048,\)\): a block of 2048 threads"),
+    (dict(launch=lambda src, dst: ((0,), (32,))), ValueError, r"launch\(\): .*gridDim.x = 0"),
+    (dict(launch=lambda src, dst: ("many", 32)), TypeError,
+     r"declare\(triple_1d\): launch\(\): LaunchConfig: grid\[0\] must be an integer, got str 'many'"),
+])
+def test_a_declaration_with_impossible_values_is_refused_naming_the_kernel_and_the_argument(overrides, kind, message):
+    with pytest.raises(kind, match=message):
+        declare_triple(**overrides)
+
+
+def test_an_infinite_tolerance_cannot_pass_a_wrong_kernel_any_more():
+    """A kernel computing 3x against a 2x reference: no tolerance makes that pass."""
+    with pytest.raises(ValueError, match="atol must be a finite number"):
+        declare_triple(reference=lambda src, dst: 2 * src.astype(np.float64), atol=float("inf"))
+    spec = declare_triple(reference=lambda src, dst: 2 * src.astype(np.float64), atol=1e3)
+    case = spec.make_case({"n": 1000}, np.random.default_rng(7), "large")
+    (result,) = spec.check(case, numbakern.run_case(spec, case)).values()
+    assert not result.ok
+
+
+def test_a_library_spec_checks_its_tolerances_too():
+    spec = numbakern.get("vector_add")
+    with pytest.raises(ValueError, match="kernel 'vector_add': atol must be a finite number"):
+        dataclasses.replace(spec, atol=float("inf"))

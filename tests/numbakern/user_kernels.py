@@ -61,3 +61,10 @@ def outer(a, b, out):
     r, c = cuda.grid(2)
     if r < out.shape[0] and c < out.shape[1]:
         out[r, c] = a[r] * b[c]
+
+
+@cuda.jit
+def triple_1d(src, dst):
+    i = cuda.grid(1)
+    if i < src.shape[0]:
+        dst[i] = 3 * src[i]

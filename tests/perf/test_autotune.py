@@ -165,3 +165,15 @@ def test_flagship_autotuner_is_off_in_simulator():
 
     assert mf.autotuner.select(np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32),
                                np.zeros((64, 64), np.float32)) == mf.SIM_CONFIG
+
+
+def test_a_planted_entry_outside_the_kernels_configurations_is_not_used(cache_dir, monkeypatch):
+    """The cache is data that chooses among the kernel's own configurations (docs/design/threat-model.md)."""
+    monkeypatch.setattr(autotune.mode, "in_simulator", lambda: False)
+    monkeypatch.setattr(autotune, "device_name", lambda: "Fake GPU")
+    times = {1: 3.0, 2: 1.0, 3: 2.0}
+    factory = FakeFactory()
+    monkeypatch.setattr(autotune, "time_launch", lambda run, **kw: run() or times[factory.launches[-1][0]["t"]])
+    autotune.store_entry("fake_mm|Fake GPU|1024x32", {"config": {"t": 4096}})  # a block no GPU launches
+    assert _tuner(factory).select(np.zeros((1000, 30))) == {"t": 2}
+    assert autotune.load_cache()["fake_mm|Fake GPU|1024x32"]["config"] == {"t": 2}

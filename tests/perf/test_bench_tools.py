@@ -284,6 +284,66 @@ def test_mlir_gpu_prints_one_line_per_kernel_and_size(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# the torch column: torch's default dispatch, named, and torch's other backends beside it (run here on CPU tensors)
+
+
+def _cpu_tensors(torch, case):
+    import numpy as np
+
+    return [torch.from_numpy(a.copy()) if isinstance(a, np.ndarray) else a for a in case.args]
+
+
+@pytest.mark.parametrize("name", ["attention_bf16_d64_causal", "attention_d128"])
+def test_attention_rows_time_torchs_default_dispatch_and_its_other_backends(bench, rng, name, capsys):
+    """The torch column is the default ``F.scaled_dot_product_attention`` and names what it ran (on CPU tensors, the
+    ATen operator it dispatched to); each SDPA backend that takes the inputs is a peer, named, computing the same."""
+    torch = pytest.importorskip("torch")
+    from numbakern import get
+
+    spec = get(name)
+    tensors = _cpu_tensors(torch, spec.make_case({"bh": 2, "lq": 19, "lk": 23}, rng, "normal"))
+    run, label = bench.torch_equivalent(spec, tensors)
+    assert "default dispatch" in label
+    assert "scaled_dot_product" in bench.kernels_ran(torch, run)
+    peers = bench.peer_impls(torch, spec, tensors, run)
+    assert {"sdpa_flash_attention", "sdpa_math"} <= set(peers)  # (the CPU has no cuDNN or memory-efficient kernel)
+    assert "SDPA CUDNN_ATTENTION unavailable" in capsys.readouterr().out
+    want = run().double()
+    for key, (fn, peer) in peers.items():
+        assert peer.startswith("SDPA ") and "(ran aten::" in peer, peer
+        torch.testing.assert_close(fn().double(), want, rtol=0.02, atol=0.02, msg=key)
+
+
+def test_matmul_rows_name_the_kernel_torch_ran(bench, rng):
+    """The matmul rows' torch column names what ran; the BLAS libraries' peers exist only where torch has a GPU."""
+    torch = pytest.importorskip("torch")
+    from numbakern import get
+
+    spec = get("matmul_flagship")
+    tensors = _cpu_tensors(torch, spec.make_case({"h": 9, "k": 7, "w": 5}, rng, "normal"))
+    run, label = bench.torch_equivalent(spec, tensors)
+    assert label == "torch.matmul (TF32 off)" and "aten::mm" in bench.kernels_ran(torch, run)
+    if not torch.cuda.is_available():
+        assert not any(key.startswith("blas_") for key in bench.peer_impls(torch, spec, tensors, run))
+
+
+def test_sizes_last_times_only_each_kernels_largest_size(bench, monkeypatch, capsys):
+    from numbakern import get
+
+    timed = []
+    row = {"kernel": "x", "size": "1", "metric": "GFLOP/s", "numba_ms": 1.0, "c_ms": 1.0, "torch_ms": 1.0,
+           "c_rate": 1.0, "c_numba_max_rel_diff": 0.0}
+    monkeypatch.setattr(bench, "bench_one", lambda torch, spec, size, budget, directory: timed.append(size) or row)
+    spec = get("matmul_flagship")
+    no_gpu = type("torch", (), {"cuda": type("cuda", (), {"empty_cache": staticmethod(lambda: None)})})
+    bench.kernel_rows(no_gpu, spec, 0.1, ROOT, 1.0, sizes="last")
+    assert timed == [spec.bench_sizes[-1]] and len(spec.bench_sizes) > 1
+    with pytest.raises(SystemExit):
+        bench.main(["--sizes", "first"])
+    assert "invalid choice: 'first'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # bench.py --gpus N, with fake GPUs and a stand-in for the GPU worker
 
 FAKE_BENCH_WORKER = """

@@ -18,16 +18,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = r"""
 import json, re, sys
 from numba import cuda
+from numbakern.frontend.target import cuda_typing  # calls to device functions ask for the device's cc: answered
 from numbakern.kernels import attention as at, matmul_pipe as mp
 
 MATRIX = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
 out = {}
-k = mp.matmul_pipelined(**mp.PIPE_DEFAULT_CONFIG)
-out["matmul_pipelined"] = cuda.compile_ptx(k.py_func, MATRIX, cc=(9, 0), fastmath=True,
-                                           launch_bounds=k.targetoptions["launch_bounds"])[0]
-k = at.flash_attention(**at.config_for(64, False))
-out["attention_d64"] = cuda.compile_ptx(k.py_func, at.SIGNATURE[0], cc=(9, 0), fastmath=True,
+with cuda_typing():
+    k = mp.matmul_pipelined(**mp.PIPE_DEFAULT_CONFIG)
+    out["matmul_pipelined"] = cuda.compile_ptx(k.py_func, MATRIX, cc=(9, 0), fastmath=True,
                                                launch_bounds=k.targetoptions["launch_bounds"])[0]
+    k = at.flash_attention(**at.config_for(64, False))
+    out["attention_d64"] = cuda.compile_ptx(k.py_func, at.SIGNATURE[0], cc=(9, 0), fastmath=True,
+                                            launch_bounds=k.targetoptions["launch_bounds"])[0]
 json.dump(out, sys.stdout)
 """
 

@@ -214,7 +214,7 @@ def copy_unguarded(x, out):
     out[i] = x[i]  # DEFECT: the grid has more threads than elements
 
 
-def test_negative_index_is_reported(rng):
+def test_a_computed_negative_index_is_reported_with_what_numba_and_the_c_do(rng):
     x, out = _inputs(rng, 50), np.zeros(50, np.float32)
     with sim.checks("bounds"), pytest.raises(sim.OutOfBoundsError) as info:
         difference_wraps[1, 64](x, out)
@@ -222,6 +222,46 @@ def test_negative_index_is_reported(rng):
     assert "kernel 'difference_wraps'" in msg and "index [-1]" in msg and "global array 'x'" in msg
     assert "shape (50,)" in msg and "thread (0, 0, 0) of block (0, 0, 0)" in msg
     assert "out[i] = x[i] - x[i - 1]" in msg and "allow_negative_indices" in msg
+    # what happens to it elsewhere: Numba and numbakern's C wrap it, to the last element
+    assert "Numba wraps a negative index around" in msg and "would read index 49" in msg and "nk_wrap" in msg
+    assert "out of bounds in CUDA C" not in msg
+
+
+@cuda.jit
+def ends_and_corners(x, m, out):
+    """Deliberate last-element reads, as Numba means them: literal negative indices."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i, 0] = x[-1] - x[i]
+        out[i, 1] = m[-1, i % m.shape[1]] + m[i % m.shape[0], -2]
+        m2 = m[i % m.shape[0]]
+        out[i, 2] = m2[-3]
+
+
+@cuda.jit
+def store_last(x):
+    if cuda.grid(1) == 0:
+        x[-1] = 7.0
+
+
+def test_literal_negative_indices_mean_what_numba_means(rng):
+    x, m = _inputs(rng, 11), _inputs(rng, 30).reshape(5, 6)
+    out = np.zeros((9, 3), np.float32)
+    with sim.checks("all"):
+        ends_and_corners[1, 32](x, m, out)
+    i = np.arange(9)
+    np.testing.assert_array_equal(out[:, 0], x[-1] - x[:9])
+    np.testing.assert_array_equal(out[:, 1], m[-1, i % 6] + m[i % 5, -2])
+    np.testing.assert_array_equal(out[:, 2], m[i % 5, -3])
+    y = _inputs(rng, 4)
+    with sim.checks("all"):
+        store_last[1, 32](y)
+    assert y[-1] == 7.0
+
+
+def test_a_literal_negative_index_past_the_start_is_still_out_of_bounds(rng):
+    with sim.checks("bounds"), pytest.raises(sim.OutOfBoundsError, match=r"index \[-1\].*size 0.*even then"):
+        store_last[1, 1](np.zeros(0, np.float32))
 
 
 def test_positive_out_of_bounds_is_reported(rng):
@@ -250,7 +290,7 @@ def test_negative_indices_can_be_allowed_for_one_kernel(rng):
     @sim.allow_negative_indices
     @cuda.jit
     def last_minus_first(x, out):
-        out[0] = x[-1] - x[0]
+        out[0] = x[cuda.grid(1) - 1] - x[0]  # a computed -1 (a literal one needs no permission)
 
     x, out = _inputs(rng, 8), np.zeros(1, np.float32)
     with sim.checks("all"):

@@ -222,3 +222,44 @@ def test_eq_sync_any_sync_and_lanemask_lt(x):
     assert (eq[:32] == 1).all() and (eq[32:] == int(second.all() or not second.any())).all(), f"seed {SEED}"
     assert (any_[32:] == int(second.any())).all()
     np.testing.assert_array_equal(lanemask, (1 << _lanes(64)) - 1)
+
+
+@cuda.jit
+def sum_then_exit_early(x, out, n):
+    i = cuda.grid(1)
+    if i >= n:
+        return  # lanes past n leave before the shuffle below
+    v = x[i]
+    v += cuda.shfl_down_sync(FULL, v, 16)
+    out[i] = v
+
+
+@cuda.jit
+def sum_keeping_every_lane(x, out, n):
+    i = cuda.grid(1)
+    v = x[i] if i < n else 0.0  # the lanes past n stay, with a neutral value
+    v += cuda.shfl_down_sync(FULL, v, 16)
+    if i < n:
+        out[i] = v
+
+
+def test_a_shuffle_that_reads_a_lane_which_has_exited_names_the_lane_its_exit_and_the_shuffle(x):
+    out = np.zeros(64, np.float32)
+    with sim.checks("all"), pytest.raises(sim.BarrierDivergenceError) as caught:
+        sum_then_exit_early[1, 64](x, out, 40)
+    message = str(caught.value)
+    # lane 0 of warp 1 (thread 32) reads lane 16 (thread 48), which left at the return: thread 40 and up are gone
+    assert "warp 1: lane 0 (thread (32, 0, 0)) reads lane 16's value in shfl_down_sync at test_warp.py:" in message
+    assert "v += cuda.shfl_down_sync(FULL, v, 16)" in message
+    assert "lane 16 (thread (48, 0, 0)) already exited the kernel at test_warp.py:" in message
+    assert "return  # lanes past n leave" in message
+
+
+def test_lanes_that_stay_to_the_shuffle_compute_as_before(x):
+    out = np.zeros(64, np.float32)
+    with sim.checks("all"):
+        sum_keeping_every_lane[1, 64](x, out, 40)
+    v = np.where(np.arange(64) < 40, x, np.float32(0))
+    # lanes 0-15 add the value 16 lanes down; lanes 16-31 read past the warp's edge and get their own back
+    expected = [v[i] + (v[i + 16] if i % 32 < 16 else v[i]) for i in range(40)]
+    np.testing.assert_array_equal(out[:40], np.array(expected, np.float32))

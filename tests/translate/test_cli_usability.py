@@ -146,7 +146,7 @@ def test_list_names_the_projects_kernels_and_their_files_state():
     for line in lines[1:]:
         name = line.split()[1].removeprefix("generated_cuda/")
         verified = bool((records[name].get("verification") or {}).get("ok"))
-        state = r"up to date, verified on " if verified else r"up to date$"
+        state = r"up to date; the manifest claims PASS on " if verified else r"up to date$"
         assert re.search(rf"generated_cuda/\w+\.cu +{state}", line), (line, r.stdout)
     as_json = json.loads(run("--list", "--json", cwd=EXAMPLES).stdout)
     assert as_json["kernels"][0]["target"] == "mykernels.reduce:block_sum"

@@ -189,17 +189,22 @@ def test_an_unchanged_file_is_not_rewritten(tmp_path):
 
 
 def test_a_verified_entry_guards_its_file_under_the_lock(tmp_path):
+    """Against a model's translation; never against the deterministic one (a record is only a claim: issue 38)."""
     folder = tmp_path / "gen"
     code = "// verified\n"
     manifest.write_translation(folder, "k.cu", code, _entry(code, "s"))
     manifest.set_verification(folder, "k.cu", {"ok": True, "file_sha256": manifest.sha256_text(code)})
     from translate.errors import TranslationError
 
+    other = {**_entry("// other\n", "s"), "backend": {"name": "llm"}}
     with pytest.raises(TranslationError, match="was verified on a GPU"):
-        manifest.write_translation(folder, "k.cu", "// other\n", _entry("// other\n", "s"))
+        manifest.write_translation(folder, "k.cu", "// other\n", other)
     assert (folder / "k.cu").read_text() == code
-    manifest.write_translation(folder, "k.cu", "// other\n", _entry("// other\n", "s"), force=True)
+    manifest.write_translation(folder, "k.cu", "// other\n", other, force=True)
     assert manifest.load(folder)["files"]["k.cu"]["verification"] is None
+    manifest.set_verification(folder, "k.cu", {"ok": True, "file_sha256": manifest.sha256_text("// other\n")})
+    manifest.write_translation(folder, "k.cu", code, _entry(code, "s"))  # the deterministic translation: written
+    assert (folder / "k.cu").read_text() == code
 
 
 # -- output folders --------------------------------------------------------------------------------------------

@@ -360,7 +360,7 @@ VERIFY_WITHOUT_A_GPU = """
             seen[spec.name] = {"module": spec.module, "file": file_name, "cu": str(cand.cu)}
         return [types.SimpleNamespace(ok=True)]
 
-    verify_cli._preflight = lambda: ""  # no GPU here: everything up to the GPU runs as it would
+    verify_cli.preflight = lambda: ""  # no GPU here: everything up to the GPU runs as it would
     verify_cli.verify_kernels = verify_kernels
     rc = cli.main(%r)
     print(json.dumps({"rc": rc, "seen": seen}))

@@ -164,7 +164,7 @@ def test_verify_kernels_spreads_when_given_gpus_and_writes_the_records_out(folde
                                                     ("all", "many", "--jobs-per-gpu must be")])
 def test_bad_gpu_options_are_one_line_and_status_2(gpus, per_gpu, message, monkeypatch, capsys, folder):
     monkeypatch.setenv("NUMBAKERN_FAKE_GPUS", "2")
-    monkeypatch.setattr(verify_cli, "_preflight", lambda: "")
+    monkeypatch.setattr(verify_cli, "preflight", lambda: "")
     args = Namespace(gpus=gpus, jobs_per_gpu=per_gpu, seeds=3, sanitize=False, record=False, records_out=None,
                      verify_log=None, verbose_cases=False, shard=None)
     assert verify_cli.run(args, ["vector_add"], directory=folder) == 2
@@ -177,7 +177,7 @@ def test_verify_all_with_a_shard_verifies_that_share_of_the_library(monkeypatch)
     from translate.verify import shards
 
     chosen = []
-    monkeypatch.setattr(verify_cli, "_preflight", lambda: "")
+    monkeypatch.setattr(verify_cli, "preflight", lambda: "")
     monkeypatch.setattr(verify_cli, "verify_kernels", lambda specs, **options: chosen.append(specs) or [])
     args = Namespace(gpus="all", jobs_per_gpu="auto", seeds=3, sanitize=True, record=False, records_out=None,
                      verify_log=None, verbose_cases=False, shard=None)

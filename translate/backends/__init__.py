@@ -18,8 +18,10 @@ and memory limits (``translate.verify.sandboxed_compile``).
 backend never imports the stages after it: ``compile`` (the file compiled by NVRTC in the sandboxed child, stopped
 after ``seconds`` if given) and, when ``verifies`` (``--verify``), ``verify`` (the file built, loaded and run against
 the Numba kernel on the GPU, in a sandboxed child process: on every verification size and seed, or with ``quick``
-on the smallest sizes and one seed). The deterministic ``ast`` backend needs neither; the ``llm`` backend's repair
-loop uses both.
+on the smallest sizes and one seed). ``ready()`` raises when those checks cannot run here (a sandbox that cannot
+work, ``--verify`` without a GPU): a backend that sends work out (the model's prompt) calls it first, so nothing is
+sent for a run that could only fail. The deterministic ``ast`` backend needs none of it; the ``llm`` backend's repair
+loop uses them all.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class CompileReport(Protocol):
 class CandidateChecks(Protocol):
     #: True when ``verify`` may be called (``--verify`` on a GPU)
     verifies: bool
+
+    def ready(self) -> None: ...
 
     def compile(self, device: DeviceCode, seconds: float | None = None) -> CompileReport: ...
 

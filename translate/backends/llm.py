@@ -191,6 +191,7 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
             result = checks.verify(candidate(code))
         return None if result.ok else model_report(result, code)
 
+    checks.ready()  # a run that could only fail sends nothing to the model
     name = kernel_name(request)
     with LLMBackend(**options, on_turn=lambda attempt: _tell_listeners(name, attempt)) as backend:
         # --timeout bounds a turn's request and the compile of its reply together

@@ -25,6 +25,12 @@ class ArrayInfo:
     owner: str | None = None     # a view: the C name of the array it is part of (written through the view)
 
 
+def is_kind(tr, info, *kinds: str) -> bool:
+    """``info`` is an array of one of ``kinds``, or an array parameter of a device function: that one is whatever
+    array its caller passes (a shared tile, a register array), as a pointer in the C."""
+    return isinstance(info, ArrayInfo) and (info.kind in kinds or tr.kind == "device" and info.kind == "param")
+
+
 @dataclass
 class Row:
     """``a[i]`` of an array with more dimensions than indices: the indices given so far, so that ``tile[a][b]``

@@ -51,7 +51,7 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
     if runtime and any(isinstance(t, types.Literal) for t in sig.args):
         sig = sig.replace(args=tuple(types.unliteral(t) if p not in bound else t
                                      for p, t in zip(names, sig.args)))
-    dev = tr.unit.device_function(pyfunc, sig, bound, node, tr.src)
+    dev = tr.unit.device_function(pyfunc, sig, bound, node, tr.src, forceinline=forced_inline(fnobj))
     cargs = []
     for pname, v, t, a in runtime:
         if isinstance(v, arrays.ArrayInfo):
@@ -90,6 +90,13 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
         return CExpr(f"{dev.cname}({', '.join(cargs + ['&' + present])})", rkey, sig.return_type.type, pure=False)
     rkey = tr.scalar_key(sig.return_type)
     return CExpr(f"{dev.cname}({', '.join(cargs)})", rkey, sig.return_type, pure=False)
+
+def forced_inline(fnobj) -> bool:
+    """Does numba inline this device function by force: ``forceinline=True`` (NVVM's ``alwaysinline``) or
+    ``inline="always"`` (numba's IR)? The C says ``__forceinline__`` then."""
+    options = getattr(fnobj, "targetoptions", None) or {}
+    return bool(options.get("forceinline")) or options.get("inline") == "always"
+
 
 def arg_type(tr, v, node):
     """numba's type of an argument value."""

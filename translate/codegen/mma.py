@@ -24,7 +24,7 @@ import ast
 
 from numba.cuda import types
 
-from .arrays import ArrayInfo, element
+from .arrays import ArrayInfo, element, is_kind
 from .cexpr import ADD, BAND, BOR, PRIMARY, SHIFT, UNARY, CExpr, TupleVal, cast, paren
 
 _MMA = {  # name -> (PTX, A registers, B registers, operand C type)
@@ -133,7 +133,7 @@ def call(tr, obj, node: ast.Call):
 
 def _regs(tr, name, node, what, dtypes) -> ArrayInfo:
     info = tr.value(node)
-    if not isinstance(info, ArrayInfo) or info.kind != "local" or info.ndim != 1 or info.key not in dtypes:
+    if not is_kind(tr, info, "local") or info.ndim != 1 or info.key not in dtypes:
         raise tr.src.error(node, f"{name}: {what} must be a 1-D {' or '.join(dtypes)} cuda.local.array")
     return info
 
@@ -167,7 +167,7 @@ def _ldmatrix(tr, name, node):
     regs = _regs(tr, name, node.args[0], "regs", ("uint32", "float32"))
     at = tr.expr(node.args[1])
     smem = tr.value(node.args[2])
-    if not isinstance(smem, ArrayInfo) or smem.kind not in ("shared", "dynamic", "view"):
+    if not is_kind(tr, smem, "shared", "dynamic", "view"):
         raise tr.src.error(node.args[2], f"{name}: smem must be a shared array")
     row = element(tr, smem, node.args[3], node)
     tr.mark_written(regs.name)

@@ -69,9 +69,9 @@ class Unit:
             self.const_arrays.append((cname, key, flat))
         return self.const_cnames[k]
 
-    def device_function(self, pyfunc, sig, bound: dict, node, src) -> DeviceFn:
+    def device_function(self, pyfunc, sig, bound: dict, node, src, forceinline: bool = False) -> DeviceFn:
         """The C function for calling ``pyfunc`` with numba signature ``sig``, its parameters in ``bound`` fixed
-        to compile-time values (translated on first use)."""
+        to compile-time values (translated on first use); ``__forceinline__`` where numba inlines it by force."""
         from .stmts import FunctionTranslator
 
         key = (id(pyfunc), tuple(str(a) for a in sig.args), tuple(sorted((k, _key(v)) for k, v in bound.items())))
@@ -113,7 +113,8 @@ class Unit:
         rt = typed.return_type.type if tr.ret_present is not None else typed.return_type
         rkey = None if outs else tr.scalar_key(rt)
         rtype = "void" if rkey is None else c_name(rkey)
-        code = [f"__device__ {rtype} {cname}({', '.join(cparams)})", "{"] + body + ["}"]
+        inline = "__forceinline__ " if forceinline else ""
+        code = [f"__device__ {inline}{rtype} {cname}({', '.join(cparams)})", "{"] + body + ["}"]
         written = {n for n in tr.runtime_params if n in tr.arrays and tr.arrays[n].name in tr.written}
         dev = DeviceFn(cname, list(tr.runtime_params), written, code, typed.return_type, outs,
                        tr.ret_present is not None)

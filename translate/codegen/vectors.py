@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 
-from .arrays import ArrayInfo, element
+from .arrays import ArrayInfo, element, is_kind
 from .cexpr import ADD, CExpr, Static, paren
 
 LANES = ("x", "y", "z", "w")
@@ -65,7 +65,7 @@ def emit_vector_access(tr, call: ast.Call) -> None:
     mem, regs = tr.value(mem_node), tr.value(regs_node)
     if not isinstance(mem, ArrayInfo) or mem.key != "float32":
         raise tr.src.error(mem_node, f"{what}: the first argument must be a float32 array", hint=_HINT)
-    if not isinstance(regs, ArrayInfo) or regs.kind != "local" or regs.ndim != 1:
+    if not is_kind(tr, regs, "local") or regs.ndim != 1:
         raise tr.src.error(regs_node, f"{what}: the register argument must be a 1-D cuda.local.array", hint=_HINT)
     at = tr.expr(at_node)
     slots = [_slot(regs, at, q) for q in range(len(LANES))]
@@ -109,12 +109,12 @@ def _emit_async(tr, call: ast.Call, helper: str) -> None:
     dst_node, dst_index, src_node, src_index, valid_node = call.args
     dst, src = tr.value(dst_node), tr.value(src_node)
     if helper == "copy16":  # any element type, the same size on both sides
-        if not isinstance(dst, ArrayInfo) or dst.kind != "shared":
+        if not is_kind(tr, dst, "shared"):
             raise tr.src.error(dst_node, f"{what}: the destination must be a cuda.shared.array")
         if not isinstance(src, ArrayInfo) or src.kind != "param":
             raise tr.src.error(src_node, f"{what}: the source must be an array argument (global memory)")
     else:
-        if not isinstance(dst, ArrayInfo) or dst.kind != "shared" or dst.key != "float32":
+        if not is_kind(tr, dst, "shared") or dst.key != "float32":
             raise tr.src.error(dst_node, f"{what}: the destination must be a float32 cuda.shared.array")
         if not isinstance(src, ArrayInfo) or src.kind != "param" or src.key != "float32":
             raise tr.src.error(src_node, f"{what}: the source must be a float32 array argument (global memory)")

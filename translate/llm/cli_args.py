@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from ..trust import passed, printable
 from .client import BASE_URL_ENV, DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, KEY_ENV, LLMError
 from .repair import DEFAULT_MAX_TURNS, describe
 
@@ -93,8 +95,8 @@ def summary(kernel: str, entry: Mapping[str, Any], out: str | None = None) -> st
                 for i, stage in enumerate(backend.get("turn_outcomes") or (), 1) if stage != "ok"]
     usage = backend.get("usage") or {}
     verification = entry.get("verification") or {}
-    if verification.get("ok"):
-        state = f"verified on {verification.get('device', 'the GPU')}"
+    if passed(verification, entry.get("file_sha256")):  # this run's record (a record of other bytes is void)
+        state = f"verified on {printable(verification.get('device') or 'the GPU', 80)}"
     else:
         where = f" --dir {out}" if out else ""
         state = (f"the file is UNVERIFIED: check it on a GPU with `python -m translate.verify {kernel}{where}` "
@@ -124,6 +126,6 @@ def _non_negative_int(text: str) -> int:
 
 def _positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds more than 0, got {value}")
     return value

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import math
 import os
 import socket
 import urllib.request
@@ -75,7 +76,12 @@ def resolve_base_url(base_url: str | None = None, environ: Mapping[str, str] | N
     """``--base-url`` if given, else ``OPENAI_BASE_URL``, else the hosted API; checked to be an http(s) URL."""
     environ = os.environ if environ is None else environ
     url = (base_url or environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).strip()
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsed here: a port out of range is a ValueError
+    except ValueError as e:  # (the URL is not shown: it may hold credentials that could not be told apart)
+        raise LLMError(f"the endpoint ({'--base-url' if base_url else BASE_URL_ENV}) is not a valid URL: {e} "
+                       "(expected e.g. http://127.0.0.1:8000/v1)") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise LLMError(f"the endpoint '{_without_credentials(url)}' is not an http(s) URL "
                        "(expected e.g. http://127.0.0.1:8000/v1)")
@@ -101,6 +107,19 @@ def read_api_key(environ: Mapping[str, str] | None = None) -> str:
                        f"not check keys, any value, e.g. {KEY_ENV}=local)")
     if environ is os.environ:  # read: from now on not in what /proc/<pid>/environ shows (translate.procenv)
         procenv.conceal([KEY_ENV])
+    return checked_key(key)
+
+
+def checked_key(key: str) -> str:
+    """``key`` when an HTTP header can carry it (visible ASCII characters only); an ``LLMError`` that says what is
+    wrong without showing the key otherwise. (httpx's own error for such a key shows the header, key and all, and
+    one with a non-ASCII character read as a malformed reply.)"""
+    bad = next((c for c in key if not 0x21 <= ord(c) <= 0x7E), None)
+    if bad is not None:
+        kind = "a newline" if bad in "\r\n" else "a space" if bad.isspace() else \
+            "a control character" if ord(bad) < 0x20 or ord(bad) == 0x7F else "a non-ASCII character"
+        raise LLMError(f"{KEY_ENV} holds {kind}, which no HTTP header can carry: export the key exactly as the "
+                       "endpoint issued it (the key is not shown)")
     return key
 
 
@@ -122,7 +141,9 @@ class ChatClient:
         self.model = model
         self.base_url = resolve_base_url(base_url, environ)
         self.endpoint_host = endpoint_host(self.base_url)
-        self._key = api_key if api_key is not None else read_api_key(environ)
+        self._key = checked_key(api_key) if api_key is not None else read_api_key(environ)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+            raise LLMError(f"the timeout must be a number of seconds more than 0, got {timeout!r}")
         self.timeout = timeout
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -291,7 +312,12 @@ class ChatClient:
         return {"User-Agent": "numbakern", **{name: omit for name in PLATFORM_HEADERS}}
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
+        """``text`` without the key, also as a repr or JSON string would write it."""
+        if not self._key:
+            return text
+        for form in {self._key, repr(self._key)[1:-1], repr(self._key.encode())[2:-1], json.dumps(self._key)[1:-1]}:
+            text = text.replace(form, "***")
+        return text
 
 
 def _proxied(scheme: str, host: str) -> bool:

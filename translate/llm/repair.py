@@ -4,8 +4,9 @@ Compilation and verification are injected, so the loop knows nothing of NVRTC or
 
 - ``compile_fn(device_code)`` builds the device code as the project will ship it (the emitter's includes, helpers
   and launchers around it, the code behind ``feedback.mark_candidate``'s ``#line`` marker). It returns an object
-  with ``ok`` and ``log`` (and anything else, kept as ``info``; ``stopped``: why a compile was cut off at a limit),
-  or raises; an exception's text is taken as the log. With ``turn_seconds`` the loop calls
+  with ``ok`` and ``log`` (and anything else, kept as ``info``; ``stopped``: why a compile was cut off at a limit).
+  An exception is not a verdict on the reply (the sandbox cannot run, a limit cannot be set): the loop stops at once
+  with ``RepairFailed`` naming it, and the model is not asked again. With ``turn_seconds`` the loop calls
   ``compile_fn(device_code, seconds=...)``: what is left of the turn's deadline after the request, so that a turn
   (request and compile) ends within ``turn_seconds``.
 - ``verify(device_code)`` (optional, with ``--verify`` on a GPU) returns ``None`` when the outputs match, else a
@@ -109,7 +110,14 @@ def run_repair_loop(
             continue
 
         left = None if turn_seconds is None else turn_seconds - (time.monotonic() - started)
-        outcome = _compile(compile_fn, checked.code, left)
+        try:
+            outcome = _compile(compile_fn, checked.code, left)
+        except LLMError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the machinery, not the reply: no turn can do better
+            raise RepairFailed(f"compiling the reply of turn {turn} could not run ({type(e).__name__}: {e}); "
+                               "this is not about the reply, so the model was not asked again", attempts, turn,
+                               usage) from None
         if not outcome.ok:
             diagnostics = (feedback.clean(f"{outcome.stopped}. {STOPPED_ADVICE}", feedback.MAX_FEEDBACK_CHARS)
                            if outcome.stopped else
@@ -140,13 +148,7 @@ STOPPED_ADVICE = ("The code makes the compiler work without end (deep or exponen
 
 
 def _compile(compile_fn: Callable[..., Any], code: str, seconds: float | None) -> CompileOutcome:
-    try:
-        result = compile_fn(code) if seconds is None else compile_fn(code, seconds=seconds)
-    except LLMError:
-        raise
-    except Exception as e:  # the compiler's error: its text is the log
-        log = getattr(e, "log", None) or str(e) or type(e).__name__
-        return CompileOutcome(False, str(log))
+    result = compile_fn(code) if seconds is None else compile_fn(code, seconds=seconds)
     if isinstance(result, CompileOutcome):
         return result
     ok = bool(getattr(result, "ok", True))

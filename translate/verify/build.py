@@ -1,7 +1,9 @@
 """Build a generated ``.cu`` into a shared library with plain ``nvcc -shared`` (the deployable path), cached.
 
 ``build_shared_library(cu)`` returns the ``.so`` path; the cache key is the source's SHA-256, the flags and the
-nvcc version, so an edited file is always rebuilt. Standard library only.
+nvcc version, so an edited file is always rebuilt; a cached library is loaded only when it is the user's alone
+(the rule of numbakern's own caches, ``numbakern.frontend.cache``). Standard library only (the standalone runner
+imports no numba).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -65,7 +68,7 @@ def build_shared_library(
     cache = Path(cache_dir) if cache_dir else DEFAULT_CACHE
     cache.mkdir(parents=True, exist_ok=True)
     target = cache / f"{cu.stem}-{arch}-{key}.so"
-    if target.exists():
+    if _private_file(target):  # a library someone else could have put there is built again, never loaded
         return target
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
     os.close(fd)
@@ -76,6 +79,15 @@ def build_shared_library(
         raise BuildError(cu, command, proc.stdout + proc.stderr)
     os.replace(tmp, target)
     return target
+
+
+def _private_file(path: Path) -> bool:
+    """A regular file, not a link, owned by the user and writable by no one else."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 def build_many(cus: Iterable, *, arch: str = DEFAULT_ARCH, jobs: int | None = None,

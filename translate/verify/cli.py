@@ -34,7 +34,7 @@ from numbakern import mode, registry
 from numbakern import project as projects
 from numbakern.registry import KernelSpec, all_specs, get
 
-from .. import manifest, targets
+from .. import manifest, targets, trust
 from . import driver, isolated, parallel, schedule, shards
 from .abi import select_launcher
 from .build import nvcc_path
@@ -213,6 +213,41 @@ def verify_kernels(
     return ordered
 
 
+#: no records file is larger (a record is at most 64 KiB; a library's worth is a few hundred KiB)
+MAX_RECORDS_BYTES = 64 << 20
+
+
+def read_records(path: str | os.PathLike) -> list[dict]:
+    """The ``[{"file": name, "record": {...}}, ...]`` that ``--records-out`` writes, read as data: a ``ValueError``
+    (one line) for a file that is missing, not a regular file, too large, not UTF-8 JSON, not such a list, an item
+    whose file is not a plain file name or whose record is not a well-formed verification record
+    (``translate.trust``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError("no such file" if not path.exists() else "not a regular file")
+    if path.stat().st_size > MAX_RECORDS_BYTES:
+        raise ValueError(f"larger than {MAX_RECORDS_BYTES >> 20} MiB, which no records file is")
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    if not isinstance(items, list):
+        raise ValueError(f"holds {type(items).__name__}, not the list of records --records-out writes")
+    for n, item in enumerate(items, start=1):
+        if not isinstance(item, dict) or set(item) != {"file", "record"}:
+            raise ValueError(f"item {n} is not {{\"file\": ..., \"record\": ...}}")
+        try:
+            trust.check_file_name(item["file"])
+        except trust.UntrustedEntry as e:
+            raise ValueError(f"item {n}: {e}") from None
+        problem = trust.record_problem(item["record"])
+        if problem is not None:
+            raise ValueError(f"item {n} ({trust.printable(item['file'])}): not a verification record: {problem}")
+    return items
+
+
 def _write_records(records: list[dict], records_out: str | os.PathLike | None) -> None:
     if records_out:
         Path(records_out).parent.mkdir(parents=True, exist_ok=True)
@@ -282,23 +317,26 @@ def build_isolated(candidates: Sequence[Any], *, arch: str, workdir: str | os.Pa
         return {cu: so for cu, so in pool.map(one, enumerate(candidates)) if so is not None}
 
 
-def _preflight() -> str:
-    if mode.sim_requested():
-        return f"{mode.SIM_ENV}=1 is set: verification compares against the Numba kernel on the real GPU; unset it"
+def preflight() -> str:
+    """Why verification cannot run here ("" when it can): no GPU, no nvcc, or the simulator asked for by the user. (A
+    process without a GPU that imported numbakern is put on the simulator by numbakern itself: that is "no GPU".)"""
     if not driver.available():
         return "no CUDA GPU is visible (verification runs the compiled C and the Numba kernel on a GPU)"
+    if mode.sim_requested():
+        return f"{mode.SIM_ENV}=1 is set: verification compares against the Numba kernel on the real GPU; unset it"
     if not nvcc_path():
         return "nvcc is not on PATH (verification builds each .cu into a shared library with nvcc -shared)"
     return ""
 
 
 def run(args: argparse.Namespace, kernels: Sequence[str] | None, *, directory: str | os.PathLike = DEFAULT_DIR,
-        project: projects.Project | None = None) -> int:
-    """What ``translate ... --verify`` calls after translating: verify ``kernels`` (names as ``specs_named`` reads
-    them, in ``project``; None = all of the project's)."""
-    problem = _preflight()
+        project: projects.Project | None = None, command: str = "translate --verify") -> int:
+    """What ``translate ... --verify`` calls after translating (and ``translate --check --require-verified``, named
+    ``command`` in its messages): verify ``kernels`` (names as ``specs_named`` reads them, in ``project``; None = all
+    of the project's)."""
+    problem = preflight()
     if problem:
-        print(f"translate --verify: {problem}", file=sys.stderr)
+        print(f"{command}: {problem}", file=sys.stderr)
         return 2
     try:
         specs = everyone = specs_named(kernels, project)
@@ -306,10 +344,10 @@ def run(args: argparse.Namespace, kernels: Sequence[str] | None, *, directory: s
         if kernels is None and getattr(args, "shard", None):
             specs = shard_specs(everyone, shards.parse(args.shard), directory)
     except (LookupError, projects.ProjectError, ValueError, manifest.ManifestError) as e:
-        print(f"translate --verify: {e}", file=sys.stderr)
+        print(f"{command}: {e}", file=sys.stderr)
         return 2
     if not specs:
-        print(f"translate --verify: shard {args.shard} holds none of the {len(everyone)} kernels", file=sys.stderr)
+        print(f"{command}: shard {args.shard} holds none of the {len(everyone)} kernels", file=sys.stderr)
         return 0
     try:
         results = verify_kernels(
@@ -318,7 +356,7 @@ def run(args: argparse.Namespace, kernels: Sequence[str] | None, *, directory: s
             gpus=args.gpus, jobs_per_gpu=per_gpu,
         )
     except gpu_list.GpuListError as e:
-        print(f"translate --verify: {e}", file=sys.stderr)
+        print(f"{command}: {e}", file=sys.stderr)
         return 2
     return 0 if results and all(r.ok for r in results) else 1
 
@@ -340,9 +378,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(e))
     args.dir = args.dir or os.path.relpath(project.out_dir)
     if args.apply:
-        records = json.loads(Path(args.apply).read_text())
-        for file_name, what in manifest.apply_records(args.dir, records).items():
-            print(f"{file_name}: {what}")
+        try:
+            records = read_records(args.apply)
+            outcomes = manifest.apply_records(args.dir, records)
+        except (ValueError, manifest.ManifestError) as e:
+            parser.error(f"--apply {args.apply}: {e}")
+        for file_name, what in outcomes.items():
+            print(f"{file_name}: {trust.printable(what)}")
         return 0
     if not args.kernels and not args.all:
         parser.error("name kernels to verify, or --all")

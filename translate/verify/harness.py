@@ -23,6 +23,7 @@ there is nothing trustworthy to compare with).
 from __future__ import annotations
 
 import datetime as _dt
+import socket
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -127,6 +128,8 @@ class VerifyResult:
         return {
             "ok": bool(self.ok),
             "device": self.device.get("device", ""),
+            # who made the record: the host it ran on (a record is a claim; translate --list shows it as one)
+            **({"host": self.device["host"]} if self.device.get("host") else {}),
             "compute_capability": self.device.get("compute_capability", ""),
             "driver": self.device.get("driver", ""),
             "runtime": self.device.get("runtime", ""),
@@ -156,6 +159,7 @@ def device_facts(arch: str | None = None) -> dict[str, Any]:
     cudart), so nothing built from a ``.cu`` is loaded here to ask it."""
     info = driver.device_info()
     info["nvcc"] = info["runtime"] = nvcc_version()
+    info["host"] = socket.gethostname()
     return info
 
 

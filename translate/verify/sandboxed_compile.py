@@ -37,6 +37,8 @@ LIMITS = sandbox.Limits(wall_seconds=120, cpu_seconds=120, address_bytes=2 << 30
 #: the most of the child's answer read back (its PTX included)
 MAX_ANSWER_BYTES = 128 << 20
 MAX_LOG_CHARS = 1 << 20
+#: what NVRTC's log says when an allocation fails
+_OUT_OF_MEMORY = "catastrophic error: out of memory"
 
 
 def compile_untrusted(source: str, arch: str = "sm_90", name: str = "kernel.cu", resources: bool = True,
@@ -77,6 +79,10 @@ def _read_answer(done: sandbox.Completed, cc: str, limits: sandbox.Limits) -> Co
         return CompileResult(False, f"sm_{cc}", nvrtc_version(), log=why, stopped=why)
     result = CompileResult(ok and done.ok, f"sm_{cc}", nvrtc_version(), ptx=ptx, log=log[:MAX_LOG_CHARS],
                            functions=functions)
+    if not result.ok and limits.address_bytes and _OUT_OF_MEMORY in log:
+        # under RLIMIT_AS NVRTC may fail its own allocation and say so instead of being killed: the same limit
+        result.stopped = (f"NVRTC was stopped at the limits of a compile of untrusted code "
+                          f"({describe_limits(limits)}): it ran out of memory")
     if functions:
         result.registers = max(f["registers"] for f in functions.values())
         result.shared_bytes = max(f["shared_bytes"] for f in functions.values())

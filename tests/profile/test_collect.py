@@ -1,0 +1,305 @@
+"""What ``numbakern.profile`` counts for whole launches in the simulator: warp instructions put together from the
+lanes (the k-th access of a lane at a site with the k-th of the others), stand-ins that are one instruction
+(16-byte vector loads, ldmatrix, cp.async), atomics, flops, sampling; each against counts worked out independently
+from the launch's index arithmetic."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numbakern
+from numbakern.async_copy import async_commit, async_wait_all, copy_async4
+from numbakern.mma import ldmatrix_x4
+from numbakern.profiler import collect, lessons
+from numbakern.vector_io import vload4, vstore4
+
+pytestmark = pytest.mark.sim
+
+
+def sectors_of(addresses_by_warp, width=4):
+    """Sectors per warp instruction, from byte addresses (an independent count)."""
+    return sum(len({(a + b) // 32 for a in addrs for b in range(width)}) for addrs in addresses_by_warp)
+
+
+def warps(indices, threads=None):
+    """Group the active threads' linear indices into warps (32 consecutive threads of a block)."""
+    by_warp = {}
+    for t in indices:
+        by_warp.setdefault(t // 32, []).append(t)
+    return list(by_warp.values())
+
+
+@cuda.jit
+def gather(src, dst, stride):
+    i = cuda.grid(1)
+    if i < dst.shape[0]:
+        dst[i] = src[i * stride] + src[0]
+
+
+@pytest.mark.parametrize("stride", [1, 2, 8, 33])
+def test_coalesced_strided_and_broadcast_loads(stride, rng):
+    n, block = 1000, 128
+    src = rng.random(n * stride, dtype=np.float32)
+    dst = np.zeros(n, np.float32)
+    p = numbakern.profile(gather, math.ceil(n / block), block, src, dst, stride)
+    np.testing.assert_array_equal(dst, src[::stride][:n] + src[0])  # the launch ran, as a launch would
+    row = p.line(gather.py_func.__code__.co_firstlineno + 4)
+    by_warp = warps(range(n))
+    ld, st = row.memory["global_ld"], row.memory["global_st"]
+    assert ld.requests == 2 * len(by_warp)  # two loads per warp: the strided one and the broadcast
+    assert ld.sectors == sectors_of([[4 * i * stride for i in w] for w in by_warp]) + len(by_warp)
+    assert ld.ideal_sectors == 2 * sum(math.ceil(4 * len(w) / 32) for w in by_warp)
+    assert st.requests == len(by_warp)
+    assert st.sectors == sectors_of([[4 * i for i in w] for w in by_warp])
+    assert row.executions == len(by_warp) and row.thread_executions == n
+    assert p.kernel.unique_bytes_read == 32 * len({4 * i * stride // 32 for i in range(n)} | {0})
+    assert p.kernel.unique_bytes_written == 32 * math.ceil(4 * n / 32)
+
+
+@cuda.jit
+def uneven_loops(x, out):
+    lane = cuda.threadIdx.x
+    acc = np.float32(0.0)
+    for j in range(lane % 4 + 1):
+        acc += x[j * 32 + lane]
+    out[lane] = acc
+
+
+def test_lanes_that_leave_a_loop_early_take_no_part_in_its_later_instructions(rng):
+    x = rng.random(128, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    p = numbakern.profile(uneven_loops, 1, 32, x, out)
+    load = p.line(uneven_loops.py_func.__code__.co_firstlineno + 5)
+    m = load.memory["global_ld"]
+    # iteration k (0..3) runs on the lanes with lane % 4 >= k: 32, 24, 16 and 8 lanes, each iteration one request
+    assert m.requests == 4 and m.accesses == 32 + 24 + 16 + 8
+    assert m.sectors == sectors_of([[4 * (k * 32 + lane) for lane in range(32) if lane % 4 >= k] for k in range(4)])
+    assert load.executions == 4 and load.thread_executions == 80
+    assert load.active_lanes == pytest.approx(20.0)
+
+
+@cuda.jit
+def copy4(src, dst):
+    i = cuda.grid(1)
+    regs = cuda.local.array(4, np.float32)
+    if 4 * i < src.shape[0]:
+        vload4(src, (4 * i,), regs, 0)
+        vstore4(dst, (4 * i,), regs, 0)
+
+
+def test_a_16_byte_vector_access_is_one_instruction(rng):
+    src = rng.random(4 * 96, dtype=np.float32)
+    dst = np.zeros_like(src)
+    p = numbakern.profile(copy4, 1, 96, src, dst)
+    np.testing.assert_array_equal(dst, src)
+    first = copy4.py_func.__code__.co_firstlineno
+    ld = p.line(first + 5).memory["global_ld"]
+    st = p.line(first + 6).memory["global_st"]
+    for m in (ld, st):
+        assert (m.requests, m.accesses, m.width) == (3, 96, 16)
+        assert m.sectors == m.ideal_sectors == 3 * 16
+        assert m.instruction == "vector"
+
+
+@cuda.jit(device=True)
+def load_twice(a, i):
+    return a[i] + a[i + 1]
+
+
+@cuda.jit
+def two_calls(a, out):
+    i = cuda.grid(1)
+    out[i] = load_twice(a, 2 * i)
+    out[i] += load_twice(a, 2 * i + 64)
+
+
+def test_each_call_of_a_device_function_is_an_instruction_of_its_own(rng):
+    a = rng.random(128, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    p = numbakern.profile(two_calls, 1, 32, a, out)
+    row = p.line(load_twice.py_func.__code__.co_firstlineno + 2, load_twice.py_func.__code__.co_filename)
+    m = row.memory["global_ld"]
+    assert m.requests == 4  # two loads in the device function, two calls
+    assert m.sectors == 4 * sectors_of([[8 * lane for lane in range(32)]])  # 8 bytes apart: 8 sectors each
+
+
+@cuda.jit
+def bins(keys, hist):
+    i = cuda.grid(1)
+    if i < keys.shape[0]:
+        cuda.atomic.add(hist, keys[i], 1)
+
+
+def test_atomics_and_their_contention():
+    keys = (np.arange(64) % 4).astype(np.int32)  # a warp's lanes fall on 4 bins, 8 lanes each
+    hist = np.zeros(4, np.int32)
+    p = numbakern.profile(bins, 1, 64, keys, hist)
+    np.testing.assert_array_equal(hist, [16, 16, 16, 16])
+    m = p.line(bins.py_func.__code__.co_firstlineno + 4).memory["global_atom"]
+    assert (m.requests, m.accesses, m.max_contention, m.serialized) == (2, 64, 8, 16)
+    assert m.sectors == 2  # the 4 bins are 16 bytes: one sector per request
+
+
+@pytest.mark.parametrize("kernel, column_wavefronts", [(lessons.transpose_unpadded, 32),
+                                                       (numbakern.kernels.transpose.transpose, 1)])
+def test_the_transpose_tile_with_and_without_padding(kernel, column_wavefronts, rng):
+    n = 64
+    src = rng.random((n, n), dtype=np.float32)
+    dst = np.zeros_like(src)
+    p = numbakern.profile(kernel, (2, 2), (32, 8), src, dst)
+    np.testing.assert_array_equal(dst, src.T)
+    shared_ld = p.kernel.memory["shared_ld"]
+    shared_st = p.kernel.memory["shared_st"]
+    requests = 4 * 8 * 4  # blocks x warps x passes of the j loop
+    assert shared_st.requests == shared_ld.requests == requests
+    assert shared_st.wavefronts == requests  # a row of the tile: every bank once
+    assert shared_ld.wavefronts == requests * column_wavefronts
+    assert shared_ld.bank_conflicts == requests * (column_wavefronts - 1)
+
+
+@cuda.jit
+def stage(src, out):
+    t = cuda.threadIdx.x
+    tile = cuda.shared.array((64, 4), dtype=np.float32, alignment=16)
+    copy_async4(tile, (t, 0), src, (t, 0), t < src.shape[0])
+    async_commit()
+    async_wait_all()
+    cuda.syncthreads()
+    out[t] = tile[t, 0] + tile[t, 3]
+
+
+def test_cp_async_is_counted_where_it_is_issued_not_where_it_lands(rng):
+    src = rng.random((40, 4), dtype=np.float32)  # lanes 40..63 copy nothing (zero-fill)
+    out = np.zeros(64, np.float32)
+    p = numbakern.profile(stage, 1, 64, src, out)
+    np.testing.assert_allclose(out[:40], src[:, 0] + src[:, 3])
+    assert (out[40:] == 0).all()
+    issued = p.line(stage.py_func.__code__.co_firstlineno + 4)
+    g, s = issued.memory["global_ldgsts"], issued.memory["shared_ldgsts"]
+    assert g.requests == 2 and g.accesses == 64 and g.instruction == "cp.async"
+    assert g.sectors == 16 + 4  # warp 0: 32 x 16 bytes; warp 1: lanes 32..39 only (8 x 16 bytes)
+    assert s.requests == 2 and s.wavefronts == 8 and s.ideal_wavefronts == 8
+    assert "shared_st" not in p.kernel.memory  # the landing at the wait is not counted again
+
+
+def _ldmatrix_kernel(cols):
+    @cuda.jit
+    def kernel(src, out):
+        tid = cuda.threadIdx.x
+        tile = cuda.shared.array((32, cols), dtype=np.uint16)
+        for e in range(tid, 32 * cols, 32):
+            tile[e // cols, e % cols] = src[e // cols, e % cols]
+        cuda.syncthreads()
+        regs = cuda.local.array(4, np.uint32)
+        ldmatrix_x4(regs, 0, tile, (tid, 0))
+        for j in range(4):
+            out[tid, j] = regs[j]
+
+    return kernel
+
+
+LDMATRIX = {8: _ldmatrix_kernel(8), 32: _ldmatrix_kernel(32)}
+
+
+@pytest.mark.parametrize("cols, wavefronts", [(8, 4), (32, 16)])
+def test_ldmatrix_is_a_16_byte_load_per_row_address(cols, wavefronts, rng):
+    kernel = LDMATRIX[cols]
+    src = rng.integers(0, 1 << 16, size=(32, cols), dtype=np.uint16)
+    p = numbakern.profile(kernel, 1, 32, src, np.zeros((32, 4), np.uint32))
+    m = p.line(kernel.py_func.__code__.co_firstlineno + 8).memory["shared_ld"]
+    assert (m.requests, m.width, m.instruction) == (1, 16, "ldmatrix")
+    assert m.wavefronts == wavefronts and m.ideal_wavefronts == 4  # rows 16 bytes apart, or 64 (4-way per matrix)
+
+
+@cuda.jit
+def arithmetic(a, b, out, k):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        acc = a[i] * b[i] + np.float32(1.0)
+        for _ in range(math.ceil(k / 4)):
+            acc = math.exp(acc) * np.float32(0.5)
+        out[i] = acc
+
+
+def test_operations_by_type(rng):
+    n = 70
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    out = np.zeros(n, np.float32)
+    p = numbakern.profile(arithmetic, 3, 32, a, b, out, 12)
+    # per thread: a mul and an add, then 3 iterations of exp and a mul; k / 4 is a float64 division, done once
+    assert p.kernel.flops == {"fp32": n * (2 + 3), "sfu_fp32": n * 3, "fp64": n}
+    assert p.roofline.flops == n * (2 + 3 + 1)
+
+
+@cuda.jit
+def add(a, b, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = a[i] + b[i]
+
+
+def test_a_sample_of_blocks_extrapolates_to_the_grid(rng):
+    n = 100 * 64 + 17  # 101 blocks of 64, the last one mostly idle
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    full = numbakern.profile(add, 101, 64, a, b, np.zeros(n, np.float32), sample=None)
+    sampled = numbakern.profile(add, 101, 64, a, b, np.zeros(n, np.float32), sample=8)
+    assert full.sampling.profiled == 101 and sampled.sampling.profiled < 12
+    for kind in ("global_ld", "global_st"):
+        f, s = full.kernel.memory[kind], sampled.kernel.memory[kind]
+        assert (s.requests, s.sectors, s.accesses) == pytest.approx((f.requests, f.sectors, f.accesses))
+    assert sampled.kernel.unique_bytes == pytest.approx(full.kernel.unique_bytes)
+    assert sampled.kernel.flops == pytest.approx(full.kernel.flops)
+
+
+@pytest.mark.parametrize("grid, budget", [((101, 1, 1), 8), ((30, 20, 1), 64), ((7, 5, 3), 10), ((4, 4, 1), None)])
+def test_the_sample_plan_covers_the_grid(grid, budget):
+    blocks, how = collect.plan(grid, budget)
+    total = grid[0] * grid[1] * grid[2]
+    assert sum(w for w, _ in blocks.values()) == pytest.approx(total)
+    assert sum(lw for _, lw in blocks.values()) == pytest.approx(total)
+    strata = 2 ** sum(1 for g in grid if g > 1)
+    assert sum(1 for _, lw in blocks.values() if lw) == strata  # lines traced in one block of each stratum
+    assert all(0 <= b < total for b in blocks)
+    if budget is not None and total > budget:
+        # the picks are distinct (their weights assume it) and, where a stratum has rows, not all in one column
+        assert len(blocks) == sum(max(1, round(budget * s / total)) for s in _strata_sizes(grid))
+        interior = [b for b in blocks if b % grid[0] < grid[0] - 1 and b // grid[0] % grid[1] < grid[1] - 1]
+        if grid[1] > 2 and len(interior) > 1:
+            assert len({b % grid[0] for b in interior}) > 1
+    last = (grid[0] - 1) + grid[0] * ((grid[1] - 1) + grid[1] * (grid[2] - 1))
+    assert last in blocks  # the corner block, whose tiles hang over every edge, is always run
+    assert (how == "all") == (budget is None or total <= budget)
+
+
+def _strata_sizes(grid):
+    sizes = []
+    for dims in ((g - 1, 1) for g in grid):
+        sizes = [a * b for a in (sizes or [1]) for b in dims if b]
+    return [s for s in sizes if s]
+
+
+def test_the_profile_is_plain_data(rng):
+    a = rng.random(100, dtype=np.float32)
+    p = numbakern.profile(add, 2, 64, a, a, np.zeros(100, np.float32))
+    data = json.loads(json.dumps(p.to_json()))
+    assert data["kernel_name"] == "add" and data["grid"] == [2, 1, 1]
+    assert {row["line"] for row in data["lines"]} >= {add.py_func.__code__.co_firstlineno + 4}
+    assert data["kernel"]["memory"]["global_ld"]["requests"] == 8
+    assert data["roofline"]["limiter"] in data["roofline"]["seconds"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"grid": 0}, "grid must be a positive int"),
+    ({"block": (32, -1)}, "block must be a positive int"),
+    ({"gpu": "V100"}, "unknown GPU 'V100'; expected one of H100, H200, A100, L4, RTX4090"),
+    ({"sample": 0}, "sample must be a positive number of blocks"),
+])
+def test_bad_arguments_are_named(kwargs, message):
+    a = np.zeros(4, np.float32)
+    call = {"grid": 1, "block": 4, **kwargs}
+    grid, block = call.pop("grid"), call.pop("block")
+    with pytest.raises(ValueError, match=message):
+        numbakern.profile(add, grid, block, a, a, a, **call)

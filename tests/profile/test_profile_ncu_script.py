@@ -1,0 +1,85 @@
+"""scripts/profile_ncu.py without a GPU: its simulator side, how it reads Nsight Compute's raw CSV and pairs each row
+with its kernel, the comparison against the targets, and its refusal to run without ncu."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+
+import pytest
+
+from tests.perf.test_bench_tools import SCRIPTS
+
+pytestmark = pytest.mark.sim
+
+
+@pytest.fixture(scope="module")
+def tool():
+    # imported by its own name, as its simulator workers (spawned processes) import it again
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    return importlib.import_module("profile_ncu")
+
+
+def ncu_csv(rows: list[dict]) -> str:
+    """ncu's ``--page raw --csv --print-units base`` layout: a header, a units row, one row per profiled launch."""
+    metrics = sorted({m for r in rows for m in r if m != "Kernel Name"})
+    header = ["ID", "Kernel Name", *metrics]
+    lines = [",".join(f'"{h}"' for h in header), ",".join('""' for _ in header)]
+    for i, r in enumerate(rows):
+        cells = [str(i), r["Kernel Name"], *(f"{r.get(m, ''):,}" if m in r else "" for m in metrics)]
+        lines.append(",".join(f'"{c}"' for c in cells))
+    return "==PROF== Connected to process 1\n" + "\n".join(lines) + "\n"
+
+
+def test_the_simulators_side_and_the_comparison(tool, tmp_path):
+    out = tmp_path / "run"
+    assert tool.main(["--sim-only", "--kernels", "lesson reduce_shuffle", "--out", str(out), "--no-docs",
+                      "--jobs", "1"]) == 0
+    sims = json.loads((out / "sim.json").read_text())
+    [sim] = sims
+    metrics = sim["metrics"]
+    assert sim["target"]["name"] == "reduce_shuffle" and metrics["global_ld.requests"] == (1 << 22) // 32
+    # ncu's row for it, with the atomics split between op_atom and op_red, and the time of a DRAM-bound run
+    gpu = {"Kernel Name": "reduce_shuffle", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": 131072,
+           "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 524288 * 1.05,
+           "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum": 0,
+           "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum": metrics["global_atom.requests"],
+           "sm__maximum_warps_per_active_cycle_pct": metrics["occupancy_pct"],
+           "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": 80.0,
+           "gpu__time_duration.sum": metrics["predicted_ns"] * 1.2}
+    rows = tool.parse_ncu_csv(ncu_csv([gpu]))
+    assert rows[0]["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] == pytest.approx(524288 * 1.05)
+    (out / "profiled.json").write_text(json.dumps(["lesson reduce_shuffle"]))
+    table = {(r["what"]): r for r in tool.compare(sims, tool.by_label(rows, out))}
+    assert table["global ld requests"]["met"] == "yes" and table["global ld requests"]["difference"] == 0
+    assert table["global ld sectors"]["met"] == "no"  # 5% off
+    assert table["global atomic requests"]["met"] == "yes"  # op_atom + op_red
+    assert table["theoretical occupancy %"]["met"] == "yes"
+    assert table["time: predicted bound / measured (ns)"]["target"] == "25%"
+    assert table["time: predicted bound / measured (ns)"]["met"] == "yes"  # the bound 1/1.2 of the time: -17%
+    short = tool.short_table(list(table.values()))
+    assert "lesson reduce_shuffle" in short and "global ld sectors" in short
+
+
+def test_a_kernel_ncu_did_not_profile_is_left_out_of_the_pairing(tool, tmp_path):
+    (tmp_path / "profiled.json").write_text(json.dumps(["a", "c"]))  # b failed on the GPU
+    rows = tool.parse_ncu_csv(ncu_csv([{"Kernel Name": "ka", "gpu__time_duration.sum": 1},
+                                       {"Kernel Name": "kc", "gpu__time_duration.sum": 3}]))
+    paired = tool.by_label(rows, tmp_path)
+    assert {k: v["kernel"] for k, v in paired.items()} == {"a": "ka", "c": "kc"}
+
+
+def test_unknown_kernels_are_named(tool, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        tool.main(["--sim-only", "--kernels", "no_such_kernel", "--out", str(tmp_path)])
+    assert e.value.code == 2 and "unknown kernel(s) no_such_kernel" in capsys.readouterr().err
+
+
+def test_without_ncu_it_says_so(tool, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("NCU", raising=False)
+    with pytest.raises(SystemExit) as e:
+        tool.main(["--kernels", "vector_add", "--out", str(tmp_path)])
+    assert e.value.code == 2 and "ncu" in capsys.readouterr().err
