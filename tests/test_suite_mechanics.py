@@ -72,7 +72,7 @@ def test_a_gate_run_alone_computes_what_it_lacks_instead_of_skipping(small_suite
 def test_files_run_longest_first_and_measured_slow_tests_are_marked(small_suite):
     (small_suite.path / "test_other.py").write_text("def test_quick():\n    pass\n\n\ndef test_long():\n    pass\n")
     (small_suite.path / "durations.json").write_text(json.dumps(
-        {"test_other.py::test_quick": 1.0, "test_other.py::test_long": 99.0}))
+        {"test_other.py::test_quick": 0.1, "test_other.py::test_long": 99.0}))
     result = small_suite.runpytest_subprocess("-n", "0", "-p", "no:cacheprovider", "--collect-only", "-q")
     order = [line for line in result.stdout.lines if "::" in line]
     assert order[0].startswith("test_other.py::") and order[-1] == "test_small.py::test_gate", order
