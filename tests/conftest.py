@@ -124,14 +124,17 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             _times[report.nodeid] = value
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if not config.getoption("store_durations") or hasattr(config, "workerinput"):
         return
-    # this run's times over the stored ones (a test no longer collected costs a line, and orders nothing); the
-    # files that are gone are dropped
+    # a whole run (the testpaths, no -k or -m, not stopped early) measured every test there is: its times are the
+    # file; a partial run's go over the stored ones, and the files that are gone are dropped
+    whole = (config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.keyword
+             and not config.option.markexpr and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+             and not session.shouldstop and not session.shouldfail)
     root = Path(str(config.rootpath))
-    times = {**measured(), **{k: round(v, 2) for k, v in _times.items()}}
+    times = {**({} if whole else measured()), **{k: round(v, 2) for k, v in _times.items()}}
     kept = {k: v for k, v in sorted(times.items()) if (root / _file_of(k)).exists()}
     tmp = DURATIONS.with_suffix(".tmp")
     tmp.write_text(json.dumps(kept, indent=0, sort_keys=True) + "\n")

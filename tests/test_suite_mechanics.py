@@ -90,3 +90,17 @@ def test_store_durations_writes_each_tests_cpu_seconds(small_suite):
     times = json.loads((small_suite.path / "durations.json").read_text())
     assert len(times) == 10 and 0.3 <= times["test_busy.py::test_busy"] < 5, times
     assert all(re.fullmatch(r"test_\w+\.py::.+", k) for k in times)
+
+
+def test_a_whole_run_drops_the_times_of_tests_that_are_gone_and_a_partial_run_keeps_them(small_suite):
+    small_suite.makeini("[pytest]\ntestpaths = .\n")
+    gone = "test_small.py::test_removed"
+    durations = small_suite.path / "durations.json"
+    durations.write_text(json.dumps({gone: 9.0}))
+    partial = small_suite.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "--store-durations", "-k", "gate")
+    partial.assert_outcomes(passed=1)
+    assert set(json.loads(durations.read_text())) == {gone, "test_small.py::test_gate"}
+    whole = small_suite.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "--store-durations")
+    whole.assert_outcomes(passed=9)
+    times = json.loads(durations.read_text())
+    assert gone not in times and len(times) == 9, times
