@@ -6,6 +6,7 @@ README's "suite time" block.
     python scripts/time_suite.py                  # both, printed
     python scripts/time_suite.py --quick          # the quick tier only
     python scripts/time_suite.py --update-readme  # both, and the README's block
+    python scripts/time_suite.py --quick --update-readme  # the quick tier, and its line of the block
     python scripts/time_suite.py --store-durations --update-readme  # and tests/durations.json, from the whole suite
 
 ``--store-durations`` is pytest's option of tests/conftest.py, given to the whole suite's run (which then comes first,
@@ -90,9 +91,12 @@ def main(argv=None) -> int:
     if failed:
         print(f"not written into the README: {', '.join(failed)} failed", file=sys.stderr)
         return 1
-    if args.update_readme:
-        if args.quick:
-            parser.error("--update-readme needs both tiers (leave out --quick)")
+    if args.update_readme and args.quick:  # the quick tier's line only, the whole suite's kept
+        lines = benchkit.embedded_block(README, BLOCK).splitlines()
+        quick = f"- the quick tier, {timings['the quick tier'].line()} ({benchkit.today()}, --quick)"
+        body = "\n".join(quick if line.startswith("- the quick tier,") else line for line in lines)
+        benchkit.embed(README, BLOCK, body if quick in body else f"{body}\n{quick}")
+    elif args.update_readme:
         body = (f"Measured with `python scripts/time_suite.py --update-readme` on {where}, "
                 f"{benchkit.today()}:\n\n{text}")
         benchkit.embed(README, BLOCK, body)
