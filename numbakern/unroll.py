@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import inspect
 import textwrap
 import types as pytypes
@@ -186,9 +185,10 @@ class _Expander:
             body=[fndef, ast.Return(ast.Name(fndef.name, ast.Load()))], decorator_list=[], returns=None)
         if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
             wrapper.type_params = []
-        ast.copy_location(wrapper, fndef)
+        returned = wrapper.body[1]
+        for node in (wrapper, *wrapper.args.args, returned, returned.value):  # (the kernel's own nodes have theirs)
+            ast.copy_location(node, fndef)
         module = ast.Module(body=[wrapper], type_ignores=[])
-        ast.fix_missing_locations(module)
         code = compile(module, self.filename, "exec")
         wrapper_code = next(c for c in code.co_consts if isinstance(c, pytypes.CodeType))
         make = pytypes.FunctionType(wrapper_code, self.func.__globals__)
@@ -259,11 +259,11 @@ class _Expander:
         """The body once per value, the variable a literal in each (or ``offset + literal``, an expression)."""
         out = []
         for value in values:
-            body = copy.deepcopy(loop.body)
             literal = self._literal(value, unsigned, loop)
             if offset is not None:
-                literal = ast.copy_location(ast.BinOp(ast.Name(offset, ast.Load()), ast.Add(), literal), loop)
-            body = [_Substitute(var, literal).visit(s) for s in body]
+                literal = ast.fix_missing_locations(
+                    ast.copy_location(ast.BinOp(ast.Name(offset, ast.Load()), ast.Add(), literal), loop))
+            body = _clone(loop.body, var, literal)
             out.extend(self._block(body, consts if offset is not None else
                                    {**consts, var: np.uint64(value) if unsigned else value}))
         return out
@@ -282,20 +282,21 @@ class _Expander:
             body=[], orelse=[])
         ast.copy_location(rolled, loop)
         steps = [q * step for q in range(times)]
-        first = copy.deepcopy(loop.body)  # the first copy reads the counter itself
+        first = _clone(loop.body)  # the first copy reads the counter itself
         rolled.body = self._block(first, consts) + self._copies(loop, var, steps[1:], consts, unsigned, offset=var)
-        ast.fix_missing_locations(rolled)
+        for node in (rolled.target, rolled.iter, rolled.iter.func):  # (the literals and the copies have theirs)
+            ast.copy_location(node, loop)
         return [rolled] + self._copies(loop, var, values[main:], consts, unsigned)
 
     def _literal(self, value: int, unsigned: bool, where: ast.AST) -> ast.expr:
         node = ast.Constant(value)
         if unsigned:  # numba counts a range of unsigned numbers in uint64: the literal keeps that type
             node = ast.Call(ast.Name(_UINT64_NAME, ast.Load()), [node], [])
-        return ast.copy_location(node, where)
+        return ast.fix_missing_locations(ast.copy_location(node, where))
 
     def _eval(self, node: ast.expr, consts: dict):
         """The value of a compile-time expression of the kernel (the counters of enclosing unrolled loops known)."""
-        expr = ast.fix_missing_locations(ast.Expression(copy.deepcopy(node)))
+        expr = ast.fix_missing_locations(ast.Expression(_clone(node)))
         return eval(compile(expr, self.filename, "eval"), {**self.env, **consts})  # noqa: S307 - the kernel's source
 
 
@@ -315,20 +316,23 @@ def _check_body(loop: ast.For, var: str, where: str) -> None:
         visit(stmt, False)
 
 
+def _clone(node, name: str | None = None, literal: ast.expr | None = None):
+    """A copy of an AST (a node, or a list of them): new nodes, the same immutable leaves; with ``name``, each read
+    of that name replaced by a copy of ``literal``. ``copy.deepcopy`` and a second pass did this at several times
+    the cost, paid by every process that loads the kernel library (it expands the library's unrolled loops)."""
+    if isinstance(node, list):
+        return [_clone(n, name, literal) for n in node]
+    if name is not None and type(node) is ast.Name and node.id == name and type(node.ctx) is ast.Load:
+        return ast.copy_location(_clone(literal), node)
+    cls = node.__class__
+    new = cls.__new__(cls)
+    new.__dict__.update({k: _clone(v, name, literal) if isinstance(v, (list, ast.AST)) else v
+                         for k, v in node.__dict__.items()})
+    return new
+
+
 def _is_int(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
-class _Substitute(ast.NodeTransformer):
-    """Replaces reads of one name by a literal."""
-
-    def __init__(self, name: str, literal: ast.expr):
-        self.name, self.literal = name, literal
-
-    def visit_Name(self, node):
-        if node.id == self.name and isinstance(node.ctx, ast.Load):
-            return ast.copy_location(copy.deepcopy(self.literal), node)
-        return node
 
 
 __all__ = ["unroll", "unrolled", "expand_kernel", "rolled_function", "uses_unroll", "UnrollError"]

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import os
 import re
@@ -430,31 +429,28 @@ def bench_here(specs, budget: float, directory: Path, gpu: str, sizes: str = "al
 
 
 def worker_main(budget: float, sizes: str = "all") -> int:
-    """``--worker``: one GPU's process of ``bench_spread``. Reads one kernel a line (``{"spec": spec_ref,
-    "directory": ...}``) on stdin, answers each with one JSON line on stdout (its rows, and this GPU's copy row and
-    device); all else it prints goes to stderr."""
-    began = time.perf_counter()
-    answers = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    from numbakern import registry  # numbakern chooses the CUDA target when imported: after the GPU check
+    """``--worker``: one GPU's process of ``bench_spread``, a child of ``translate.verify.protocol``: one kernel a
+    job (``{"spec": spec_ref, "directory": ...}``), answered with its rows, and this GPU's copy row and device."""
+    from translate.verify import protocol
 
-    torch = benchkit.require_gpu(TOOL)
-    copy = None
-    for line in sys.stdin:
-        try:
-            job = json.loads(line)
-            start = None
-            if copy is None:  # this GPU's own yardstick, measured before any of its kernels
-                copy = copy_bandwidth(budget)
-                start = time.perf_counter() - began  # numbakern, torch, the CUDA context, the yardstick
-            spec = registry.from_ref(job["spec"])
-            rows = kernel_rows(torch, spec, budget, Path(job["directory"]), copy["torch_rate"], sizes)
-            answer = {"rows": rows, "copy": copy, "device": benchkit.device_line(torch), "start_seconds": start}
-        except Exception as exc:  # noqa: BLE001 - the parent reports it with the kernel
-            answer = {"error": f"{type(exc).__name__}: {exc}"}
-        answers.write(json.dumps(answer, default=float) + "\n")  # (a numpy float32 is not JSON by itself)
-    return 0
+    began = time.perf_counter()
+    state: dict = {}
+
+    def answer(job):
+        if not state:
+            from numbakern import registry  # numbakern chooses the CUDA target when imported: after the GPU check
+
+            state.update(registry=registry, torch=benchkit.require_gpu(TOOL))
+        start = None
+        if "copy" not in state:  # this GPU's own yardstick, measured before any of its kernels
+            state["copy"] = copy_bandwidth(budget)
+            start = time.perf_counter() - began  # numbakern, torch, the CUDA context, the yardstick
+        torch, copy = state["torch"], state["copy"]
+        rows = kernel_rows(torch, state["registry"].from_ref(job["spec"]), budget, Path(job["directory"]),
+                           copy["torch_rate"], sizes)
+        return {"rows": rows, "copy": copy, "device": benchkit.device_line(torch), "start_seconds": start}
+
+    return protocol.serve(answer)
 
 
 def comparable(used, devices: dict[int, str], copies: dict[int, float]) -> tuple[bool, str]:

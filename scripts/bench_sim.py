@@ -244,10 +244,10 @@ def tiny_launches(n: int) -> None:
 
 
 def main_set_modules() -> tuple[str, ...]:
-    """numba-cuda's main test set, as ``scripts/numba_cuda_suite.py`` defines it."""
-    import numba_cuda_suite  # this script's folder is on sys.path
+    """numba-cuda's main test set, as ``numbakern.sim.numba_cuda_suite`` defines it."""
+    from numbakern.sim import numba_cuda_suite
 
-    return tuple(getattr(numba_cuda_suite, "MAIN", None) or numba_cuda_suite.MODULES)
+    return numba_cuda_suite.MAIN
 
 
 def run_main_set(engine: str, cache: str) -> dict:
@@ -255,15 +255,16 @@ def run_main_set(engine: str, cache: str) -> dict:
     (numbakern's engine could run more: the doc examples numba-cuda skips there): seconds and outcome counts."""
     import xml.etree.ElementTree as ET
 
-    upstream_ini = os.path.join(ROOT, "tests", "sim", "numba_cuda", "pytest.ini")
-    config = ["-c", upstream_ini] if os.path.exists(upstream_ini) else ["-c", os.devnull, "-W", "ignore"]
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBAKERN_SIM_ENGINE=engine, NUMBAKERN_SIM_CHECKS="all",
-               # the same tests on both engines: the ones numba-cuda skips under its simulator are skipped on both
-               NUMBAKERN_CACHE_DIR=cache, NUMBAKERN_RUN_DOC_EXAMPLES="0",
-               PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p))
+    from numbakern.sim import numba_cuda_suite
+
     with tempfile.TemporaryDirectory() as tmp:
+        config = ["-c", numba_cuda_suite.write_configuration(tmp)]
+        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", NUMBAKERN_SIM_ENGINE=engine, NUMBAKERN_SIM_CHECKS="all",
+                   # the same tests on both engines: the ones numba-cuda skips under its simulator are skipped on both
+                   NUMBAKERN_CACHE_DIR=cache, NUMBAKERN_RUN_DOC_EXAMPLES="0",
+                   PYTHONPATH=os.pathsep.join(p for p in (tmp, ROOT, os.environ.get("PYTHONPATH", "")) if p))
         junit = os.path.join(tmp, "junit.xml")
-        cmd = [sys.executable, "-m", "pytest", "-q", "--sim", "-p", "tests.sim.numba_cuda.plugin", "-p",
+        cmd = [sys.executable, "-m", "pytest", "-q", "--sim", "-p", numba_cuda_suite.PLUGIN_MODULE, "-p",
                "no:cacheprovider", "-o", "consider_namespace_packages=true", "-o", "addopts=", *config, "--rootdir",
                ROOT, f"--junitxml={junit}", "--pyargs", *(f"numba.cuda.tests.{m}" for m in main_set_modules())]
         start = time.perf_counter()
@@ -344,7 +345,7 @@ def typing_cost(specs, ptx: bool) -> None:
             with tempfile.TemporaryDirectory() as cache:
                 os.environ["NUMBAKERN_CACHE_DIR"] = cache
                 helper.stop()
-                _forget_typings(client, kerneltypes, typedcache)
+                kerneltypes.forget()
                 with sim.use_engine("numbakern"), sim.checks("none"):
                     warm_up[1, 1](np.zeros(1, np.float32))
                 asked, before = client.stats["helper"], client.stats["helper_seconds"]
@@ -358,17 +359,9 @@ def typing_cost(specs, ptx: bool) -> None:
     os.environ.pop("NUMBAKERN_CACHE_DIR", None)
     os.environ.pop(client.PTX_ENV, None)
     helper.stop()
-    _forget_typings(client, kerneltypes, typedcache)
+    kerneltypes.forget()
     for name, seconds in rows.items():
         emit(f"| {name} | " + " | ".join(f"{s:.2f} s" for s in seconds) + f" | {min(rewrites[name]) * 1e3:.0f} ms |")
-
-
-def _forget_typings(client, kerneltypes, typedcache) -> None:
-    """Empty every in-memory cache of typings (the facts, the rewritten code, the per-kernel-object memo), so the
-    next launch of each kernel types it again (the disk caches are the caller's: a fresh directory)."""
-    client._memory.clear()
-    typedcache._memory.clear()
-    kerneltypes._memo.clear()
 
 
 def many_blocks(n: int) -> None:

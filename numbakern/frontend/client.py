@@ -22,6 +22,11 @@ _memory: dict[str, dict] = {}
 stats = {"memory": 0, "disk": 0, "helper": 0, "helper_seconds": 0.0}
 
 
+def forget() -> None:
+    """Forget the facts held in memory (the disk cache stays): the next request reads the disk, or asks the helper."""
+    _memory.clear()
+
+
 def facts(request: TypingRequest) -> dict:
     key = request.key
     found = _memory.get(key)

@@ -27,6 +27,16 @@ from .errors import TypingError
 _memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel object -> {argtypes: outcome}
 
 
+def forget() -> None:
+    """Forget every typing held in memory: the per-kernel-object memo, the rewritten code and the front end's facts
+    (the disk caches stay: with a fresh ``NUMBAKERN_CACHE_DIR`` the next launch of each kernel types it again)."""
+    from ..frontend import client
+
+    _memo.clear()
+    typedcache.forget()
+    client.forget()
+
+
 class Rejected:
     """numba-cuda rejects the kernel: the message a ``TypingError`` carries."""
 

@@ -22,6 +22,11 @@ _memory: dict[str, CompiledKernel] = {}
 stats = {"memory": 0, "disk": 0, "rewritten": 0, "rewrite_seconds": 0.0}
 
 
+def forget() -> None:
+    """Forget the rewritten kernels held in memory (the disk cache stays)."""
+    _memory.clear()
+
+
 def load(key: str) -> CompiledKernel | None:
     found = _memory.get(key)
     if found is not None:

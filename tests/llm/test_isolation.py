@@ -8,7 +8,6 @@ the sandboxed child. No GPU is needed: loading runs the initialiser before any C
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -271,9 +270,8 @@ def test_forged_outputs_are_checked_before_anything_is_read(tmp_path):
     np.savez(tmp_path / "ok.npz", c0_a_out0=np.arange(5, dtype=np.float32))
     with zipfile.ZipFile(tmp_path / "ok.npz") as z:
         assert np.array_equal(isolated._read_array(z, "c0_a_out0", like), np.arange(5, dtype=np.float32))
-    (tmp_path / "answer.json").write_text(json.dumps({"runs": [{"a": {"error": ""}, "b": {"error": ""}}]}))
     case = type("Case", (), {"args": [like]})()
-    done = sandbox.Completed(0, False, "", "", 0.1)
+    done = sandbox.Completed(0, False, "", "", 0.1, answer={"runs": [{"a": {"error": ""}, "b": {"error": ""}}]})
     runs = isolated._read_answer(tmp_path, [case], [0], done)
     assert all("no valid output" in r.error for r in runs.pairs[0])
 

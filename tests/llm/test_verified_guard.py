@@ -68,14 +68,20 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def ast_device_code() -> dict[str, str]:
-    """The ast backend's device code of every registered kernel (with its constants): a model reply that is right."""
+def _ast_device_code() -> dict[str, str]:
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     proc = subprocess.run([sys.executable, "-c", AST_DEVICE_CODE], capture_output=True, text=True, env=env,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def ast_device_code(run_store) -> dict[str, str]:
+    """The ast backend's device code of every registered kernel (with its constants): a model reply that is right.
+    Generated in a process of its own, where numba-cuda is not in simulator mode (the mode is chosen at import);
+    once per run, whichever workers run this file's tests."""
+    return run_store.once("ast-device-code", _ast_device_code)
 
 
 def test_every_registered_kernel_gets_the_same_source_hash_from_both_backends(ast_device_code, llm_env):

@@ -62,8 +62,7 @@ def _doubled(x, out):
 @pytest.mark.skipif(not config.current().typing, reason="typing is off (NUMBAKERN_SIM_TYPING=0): no helper to share")
 def test_typing_and_named_functions_share_one_helper(tmp_path, monkeypatch, rng):
     monkeypatch.setenv("NUMBAKERN_CACHE_DIR", str(tmp_path))  # a fresh cache: the launch asks the helper
-    kerneltypes._memo.clear()
-    client._memory.clear()
+    kerneltypes.forget()
     helper.stop()
     before = client.stats["helper"]
     x = rng.standard_normal(40).astype(np.float32)

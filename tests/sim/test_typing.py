@@ -147,9 +147,7 @@ def scaled(x, out):
 
 
 def _forget_in_memory():
-    kerneltypes._memo.clear()
-    client._memory.clear()
-    typedcache._memory.clear()
+    kerneltypes.forget()
 
 
 def test_typing_answers_are_cached_on_disk(tmp_path, monkeypatch, rng):

@@ -23,10 +23,6 @@ def _registered():
     return sorted(data["files"])
 
 
-def test_committed_files_are_current():
-    assert check(GENERATED) == []
-
-
 @pytest.mark.parametrize("filename", _registered())
 def test_nvrtc_compiles_committed_file(filename):
     from translate.nvrtc import nvrtc_compile
@@ -114,6 +110,8 @@ def test_check_detects_hand_edit_and_kernel_edit(tmp_path):
 
 @pytest.mark.slow
 def test_cli_check_passes_on_committed_files():
+    """The committed generated_cuda/ is up to date, as ``translate --check`` (CI's step) finds it: the whole library
+    derived again, once in the suite (the command runs ``api.check``; test_api_is_the_cli.py shows they agree)."""
     r = _cli("--check")
     assert r.returncode == 0, r.stdout + r.stderr
 

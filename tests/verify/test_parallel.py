@@ -148,7 +148,7 @@ def test_a_part_whose_worker_died_fails_its_kernel(folder, tmp_path):
 
 def test_verify_kernels_spreads_when_given_gpus_and_writes_the_records_out(folder, fake_worker, tmp_path,
                                                                           monkeypatch):
-    monkeypatch.setattr("translate.verify.worker.ARGV", tuple(fake_worker))
+    monkeypatch.setattr("translate.verify.protocol.ARGV", tuple(fake_worker))
     out = io.StringIO()
     results = verify_cli.verify_kernels(specs=[get(k) for k in KERNELS], directory=folder, gpus=fake_list("2"),
                                         record=False, records_out=tmp_path / "records.json", out=out)

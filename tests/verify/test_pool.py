@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from numbakern.gpus import fake_list
-from translate.verify import worker
+from translate.verify import protocol, worker
 from translate.verify.harness import Candidate, CaseResult, VerifyResult
 from translate.verify.pool import Pool, slots_for, worker_env
 
 
-def run_whoami(gpus, per_gpu, jobs=12, sleep=0.2, argv=worker.ARGV):
+def run_whoami(gpus, per_gpu, jobs=12, sleep=0.2, argv=protocol.ARGV):
     slots = slots_for(gpus, {g.index: per_gpu for g in gpus})
     answers = []
     pool = Pool(argv, slots)
@@ -86,7 +86,7 @@ def test_jobs_wait_until_ready_and_skipped_ones_are_reported():
     gpus = fake_list("1")
     gate = threading.Event()
     order, skipped = [], []
-    pool = Pool(worker.ARGV, slots_for(gpus, {0: 1}))
+    pool = Pool(protocol.ARGV, slots_for(gpus, {0: 1}))
 
     def ready(job):
         if job == "never":
@@ -105,8 +105,8 @@ def test_jobs_wait_until_ready_and_skipped_ones_are_reported():
 
 
 def test_a_job_the_worker_cannot_do_is_answered_not_fatal():
-    assert "unknown job kind" in worker.handle({"kind": "dance"})["error"]
-    answer = worker.handle({"kind": "cases", "spec": "no_such_kernel", "candidate": {}})
+    assert "unknown job kind" in protocol.handle({"kind": "dance"})["error"]
+    answer = protocol.handle({"kind": "cases", "spec": "no_such_kernel", "candidate": {}})
     assert "error" in answer and "traceback" in answer
 
 
@@ -134,7 +134,7 @@ def test_a_cases_job_runs_verify_on_just_its_cases(monkeypatch, tmp_path):
     cu.write_text("// c\n")
     message = {"kind": "cases", "spec": "vector_add", "so": "/x.so", "seeds": [0, 1], "units": [[1, 0, "normal"]],
                "candidate": worker.candidate_message(Candidate(cu, {"symbol": "launch"}, "vector_add", ("-O1",)))}
-    answer = worker.handle(json.loads(json.dumps(message)))
+    answer = protocol.handle(json.loads(json.dumps(message)))
     assert answer["result"]["ok"] and answer["seconds"] >= 0
     assert seen == {"spec": "vector_add", "cu": Path(cu).resolve(), "seeds": (0, 1), "prebuilt": "/x.so",
                     "only": [(1, 0, "normal")], "flags": ("-O1",)}

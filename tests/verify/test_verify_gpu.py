@@ -37,9 +37,6 @@ DEFECTS = {
 SANITIZE = {"matmul_tiled.cu": ("memcheck", "racecheck", "initcheck", "synccheck"),
             "matmul_tiled_race_missing_sync.cu": ("racecheck",)}
 
-_summary: dict[str, dict] = {}
-
-
 def _log_dir() -> Path | None:
     d = os.environ.get("NUMBAKERN_VERIFY_LOG")
     return Path(d) if d else None
@@ -55,7 +52,7 @@ def built(fixture_launchers):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("file", list(DEFECTS))
-def test_planted_defects_are_rejected_and_the_translation_accepted(file, built, fixture_launchers):
+def test_planted_defects_are_rejected_and_the_translation_accepted(file, built, fixture_launchers, run_store):
     from numbakern.registry import get
     from translate.verify.harness import Candidate, verify
     from translate.verify.report import result_block
@@ -65,13 +62,18 @@ def test_planted_defects_are_rejected_and_the_translation_accepted(file, built, 
     result = verify(spec, Candidate(DEFECTS_DIR / file, fixture_launchers[kernel], label=Path(file).stem),
                     sanitize=SANITIZE.get(file, False))
     failing = result.failed_checks()
-    _summary[file] = {"kernel": kernel, "expected": must_fail or "accept", "ok": result.ok, "cases": len(result.cases),
-                      "failed_cases": result.n_failed, "failing_checks": failing, "sanitizer": result.sanitizer,
-                      "error": result.error}
+    # every worker's results so far (each worker runs some of the files): the last test to write has them all
+    run_store.record("defect-summary", file, json.loads(json.dumps(
+        {"kernel": kernel, "expected": must_fail or "accept", "ok": result.ok, "cases": len(result.cases),
+         "failed_cases": result.n_failed, "failing_checks": failing, "sanitizer": result.sanitizer,
+         "error": result.error}, default=str)))
     print(result_block(result))
     if _log_dir():
         _log_dir().mkdir(parents=True, exist_ok=True)
-        (_log_dir() / "defects.json").write_text(json.dumps(_summary, indent=2, default=str))
+        summary = dict(sorted(run_store.records("defect-summary").items()))
+        tmp = _log_dir() / f".defects.json.{os.getpid()}"
+        tmp.write_text(json.dumps(summary, indent=2))
+        os.replace(tmp, _log_dir() / "defects.json")
         with open(_log_dir() / "cases.log", "a") as f:
             f.write(f"\n### defect suite: {file}\n{result_block(result, verbose=True)}\n")
     assert not result.error, result.error

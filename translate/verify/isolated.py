@@ -9,7 +9,9 @@ as ``translate.verify.runner.candidate_run`` does. The child imports numpy, ctyp
 ``abi``, ``driver`` and ``runner`` modules, never numba, the registry or the kernel's module.
 
 Parent: ``run_candidate(cu, launcher, cases, ...)`` -> ``CandidateRuns``; ``build(cu, ...)`` for a build alone (the
-parallel builds of ``python -m translate.verify --all``). Child: ``python -m translate.verify.isolated JOB_DIR``.
+parallel builds of ``python -m translate.verify --all``). Child: verification's one child, ``python -m
+translate.verify.worker``, given a ``candidate`` job (``translate.verify.protocol``); the arrays go both ways as
+``.npz`` files in its working folder.
 
 The child's answers are data, checked like any input: outputs must have the case's shapes and dtypes, texts are
 cut short, and what reaches a model is built from numbers only (see ``translate.backends.llm``).
@@ -18,10 +20,8 @@ cut short, and what reaches a model is built from numbers only (see ``translate.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import subprocess
-import sys
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -41,6 +41,8 @@ RUN_LIMITS = sandbox.Limits(wall_seconds=600, cpu_seconds=600)
 #: the longest text read back from a child into a result
 MAX_TEXT = 20_000
 MAX_ERROR = 300
+#: the largest answer read back (the build log is the longest part)
+MAX_ANSWER = 10 * MAX_TEXT + 1_000_000
 
 
 @dataclass
@@ -61,9 +63,10 @@ def run_candidate(cu: str | os.PathLike, launcher: Mapping[str, Any], cases: Seq
     """Build ``cu`` (unless ``so`` is given), load it and run every case twice, in a sandboxed child working in
     ``workdir`` (which must exist; the library stays there). ``cases`` are ``numbakern.registry.Case``s."""
     workdir = Path(workdir)
-    job = {"cu": str(Path(cu).resolve()), "so": str(Path(so).resolve()) if so else None, "arch": arch,
-           "nvcc_flags": list(nvcc_flags), "launcher": dict(launcher), "outputs": [int(i) for i in outputs],
-           "accumulates": [int(i) for i in accumulates], "poison_shared": bool(poison_shared), "cases": []}
+    job = {"kind": "candidate", "cu": str(Path(cu).resolve()), "so": str(Path(so).resolve()) if so else None,
+           "arch": arch, "nvcc_flags": list(nvcc_flags), "launcher": dict(launcher),
+           "outputs": [int(i) for i in outputs], "accumulates": [int(i) for i in accumulates],
+           "poison_shared": bool(poison_shared), "cases": []}
     arrays: dict[str, np.ndarray] = {}
     for k, case in enumerate(cases):
         entry = {"grid": list(case.launch.grid), "block": list(case.launch.block),
@@ -75,11 +78,9 @@ def run_candidate(cu: str | os.PathLike, launcher: Mapping[str, Any], cases: Seq
             else:
                 entry["args"].append({"scalar": a.item() if hasattr(a, "item") else a})
         job["cases"].append(entry)
-    (workdir / "job.json").write_text(json.dumps(job))
     np.savez(workdir / "args.npz", **arrays)  # pyright: ignore[reportArgumentType] - numpy's stub: arrays by name
-    done = sandbox.run([sys.executable, "-m", "translate.verify.isolated", str(workdir)], workdir=workdir,
-                       limits=limits_for_outputs(limits, cases, outputs),
-                       read_only=[p for p in (job["cu"], job["so"]) if p])
+    done = sandbox.run(job=job, workdir=workdir, limits=limits_for_outputs(limits, cases, outputs),
+                       read_only=[p for p in (job["cu"], job["so"]) if p], max_answer=MAX_ANSWER)
     result = _read_answer(workdir, cases, outputs, done)
     if so and not result.stage:
         result.so = Path(so)
@@ -99,24 +100,18 @@ def build(cu: str | os.PathLike, *, arch: str, workdir: str | os.PathLike, nvcc_
           limits: sandbox.Limits = BUILD_LIMITS) -> CandidateRuns:
     """Only the build, sandboxed: ``.so`` set on success, else ``stage == "build"`` and the log."""
     workdir = Path(workdir)
-    job = {"cu": str(Path(cu).resolve()), "so": None, "arch": arch, "nvcc_flags": list(nvcc_flags),
-           "build_only": True}
-    (workdir / "job.json").write_text(json.dumps(job))
-    done = sandbox.run([sys.executable, "-m", "translate.verify.isolated", str(workdir)], workdir=workdir,
-                       limits=limits, read_only=[job["cu"]])
+    job = {"kind": "candidate", "cu": str(Path(cu).resolve()), "so": None, "arch": arch,
+           "nvcc_flags": list(nvcc_flags), "build_only": True}
+    done = sandbox.run(job=job, workdir=workdir, limits=limits, read_only=[job["cu"]], max_answer=MAX_ANSWER)
     return _read_answer(workdir, [], [], done)
 
 
 def _read_answer(workdir: Path, cases: Sequence[Any], outputs: Sequence[int], done: sandbox.Completed) -> CandidateRuns:
-    answer_path = workdir / "answer.json"
-    if not answer_path.exists() or answer_path.stat().st_size > 10 * MAX_TEXT + 1_000_000:
+    answer = done.answer
+    if answer is None:
         tail = _short(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "", MAX_ERROR)
         return CandidateRuns("child", f"the candidate's process gave no answer ({done.describe()})"
                              + (f": {tail}" if tail else ""))
-    try:
-        answer = json.loads(answer_path.read_text(errors="replace"))
-    except ValueError:
-        return CandidateRuns("child", f"the candidate's process gave a malformed answer ({done.describe()})")
     stage = str(answer.get("stage", ""))
     result = CandidateRuns(stage, _short(str(answer.get("error", "")), MAX_ERROR),
                            str(answer.get("build_log", ""))[-MAX_TEXT:])
@@ -193,27 +188,21 @@ def _short(text: str, limit: int) -> str:
 # the child
 
 
-def child_main(workdir: Path) -> int:
-    """Build, load, run; write ``answer.json`` (and ``outputs.npz``). Runs inside the sandbox."""
-    job = json.loads((workdir / "job.json").read_text())
+def serve(job: dict) -> dict:
+    """Build, load, run (the ``candidate`` job of ``translate.verify.protocol``); the answer, with ``outputs.npz``
+    written in the working folder. Runs inside the sandbox."""
+    workdir = Path.cwd()
     answer: dict[str, Any] = {}
     try:
         so = job.get("so") or _child_build(job, workdir, answer)
-        if so is None:
-            return 0
-        answer["so"] = so
-        if job.get("build_only"):
-            return 0
-        _child_run(job, workdir, so, answer)
-        return 0
-    except Exception as exc:
+        if so is not None:
+            answer["so"] = so
+            if not job.get("build_only"):
+                _child_run(job, workdir, so, answer)
+    except Exception as exc:  # noqa: BLE001 - the parent reads the stage and the error
         answer.setdefault("stage", "child")
         answer.setdefault("error", f"{type(exc).__name__}: {exc}")
-        raise
-    finally:
-        tmp = workdir / "answer.json.tmp"
-        tmp.write_text(json.dumps(answer))
-        os.replace(tmp, workdir / "answer.json")
+    return answer
 
 
 def _child_build(job: dict, workdir: Path, answer: dict) -> str | None:
@@ -262,15 +251,3 @@ def _child_run(job: dict, workdir: Path, so: str, answer: dict) -> None:
         runs.append(pair)
     np.savez(workdir / "outputs.npz", **outputs)  # pyright: ignore[reportArgumentType] - as above
     answer["runs"] = runs
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) != 1:
-        print("usage: python -m translate.verify.isolated JOB_DIR", file=sys.stderr)
-        return 2
-    return child_main(Path(argv[0]))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -23,7 +23,7 @@ from typing import Any
 from numbakern.gpus import Gpu
 
 from .. import manifest
-from . import isolated, schedule, worker
+from . import isolated, protocol, schedule, worker
 from .build import nvcc_version, sha256_file
 from .harness import VerifyResult, now
 from .pool import Pool, Slot, slots_for
@@ -174,7 +174,7 @@ def verify_on_gpus(
     spans: list[Span] = []  # each finished job's start and end, for the timeline at the end
     arches = sorted({g.arch for g in gpus})
     order = list(dict.fromkeys(name for job in run_plan.jobs for name in job.kernels))
-    pool: Pool[schedule.Job] = Pool(worker_argv or worker.ARGV, run_plan.slots)
+    pool: Pool[schedule.Job] = Pool(worker_argv or protocol.ARGV, run_plan.slots)
     builds = _Builds(kernels, order, arches, pool.wake) if "" not in arches else None
 
     def ready(job: schedule.Job) -> bool | None:

@@ -1,10 +1,10 @@
 """Worker processes spread over GPUs: each with ``CUDA_VISIBLE_DEVICES`` set to its GPU alone, each taking the next
 job in the list as soon as it is free.
 
-A worker is a long-lived child (``argv``, e.g. ``python -m translate.verify.worker``) that reads one JSON job a line
-on its stdin and answers each with one JSON line on its stdout; whatever else it prints goes to its stderr, which
-comes out here line by line behind the worker's slot (``[GPU 1#0] ...``). A worker that dies answers its job with
-``{"error": ...}`` and is started again for the next one.
+A worker is a long-lived child (``argv``, e.g. ``python -m translate.verify.worker``) that speaks
+``translate.verify.protocol``: one JSON job a line on its stdin, one JSON answer a line on its stdout; whatever else
+it prints goes to its stderr, which comes out here line by line behind the worker's slot (``[GPU 1#0] ...``). A
+worker that dies answers its job with ``{"error": ...}`` and is started again for the next one.
 
 ``slots_for`` lays out the slots (``per_gpu[i]`` workers on GPU ``i``), GPU by GPU in turn, so that the first jobs,
 the largest, go to different GPUs; ``Pool.run`` hands out the jobs in their order. The parent never initialises
@@ -13,7 +13,6 @@ CUDA: the GPUs come from ``numbakern.gpus``.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from numbakern.gpus import VISIBLE_ENV, Gpu
+
+from . import protocol
 
 J = TypeVar("J")
 
@@ -84,7 +85,7 @@ class _Worker:
         try:
             stdin, stdout = self.proc.stdin, self.proc.stdout
             assert stdin is not None and stdout is not None  # (opened with PIPE)
-            stdin.write(json.dumps(message) + "\n")
+            stdin.write(protocol.encode(message))
             stdin.flush()
             line = stdout.readline()
         except (BrokenPipeError, OSError, ValueError):
@@ -93,11 +94,9 @@ class _Worker:
             rc = self.proc.wait()
             self.forward.join(timeout=5)
             return {"error": f"the worker process exited (status {rc}) before it answered"}
-        try:
-            answer = json.loads(line)
-        except ValueError:
-            return {"error": f"the worker answered something that is not JSON: {line[:200]!r}"}
-        return answer if isinstance(answer, dict) else {"error": f"the worker answered {type(answer).__name__}"}
+        answer = protocol.decode(line)
+        return answer if answer is not None else {"error": f"the worker answered something that is not a JSON object: "
+                                                           f"{line[:200]!r}"}
 
     @property
     def alive(self) -> bool:

@@ -1,7 +1,9 @@
 """A child process for code nobody has vouched for: building, loading and running a candidate ``.cu``, and
 compiling a model's reply with NVRTC.
 
-``run(argv, workdir=...)`` starts ``argv`` with:
+``run(argv, workdir=...)`` starts ``argv`` with the protections below; ``run(job=...)`` starts verification's child
+(``translate.verify.protocol``: the job on its stdin, its answer, one JSON line on its stdout, read back capped at
+``max_answer`` bytes into ``Completed.answer``). ``argv`` runs with:
 
 - **namespaces of its own** (bubblewrap, ``bwrap``, where it can create them): no network (a fresh network
   namespace), no view of other processes (a fresh pid namespace: this process has no pid there, so it cannot be
@@ -18,8 +20,8 @@ compiling a model's reply with NVRTC.
   library path), never a variable whose name looks like a secret or whose value holds one (``OPENAI_API_KEY``
   and its like), with ``HOME`` and ``TMPDIR`` set to the child's own folder and ``PYTHONPATH`` to this process's
   import path;
-- **its own working folder** (``workdir``), stdin from ``/dev/null``, stdout and stderr into files there (only
-  their tails are read back);
+- **its own working folder** (``workdir``), stdin from ``/dev/null`` (or the job's file), stdout and stderr into
+  files there (only their tails are read back, and the answer);
 - **resource limits**, set in the child before it executes anything (``python -m translate.verify.sandbox``
   applies them, then ``exec``s ``argv``): CPU seconds, the size of any file it writes, open files, no core dumps,
   and an address-space limit only where it is asked for (``Limits.address_bytes``: NVRTC's child has one; the CUDA
@@ -33,6 +35,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib.util
 import json
@@ -48,8 +51,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import procenv
+from . import protocol
 
 #: the variables a child may inherit (if their names and values look harmless)
 ENV_ALLOWED = (
@@ -91,6 +96,7 @@ class Completed:
     stdout: str  # the last TAIL_BYTES of each
     stderr: str
     seconds: float
+    answer: dict | None = None  # a protocol child's answer (``run(job=...)``); None when it gave none
 
     @property
     def ok(self) -> bool:
@@ -129,10 +135,12 @@ def child_env(workdir: str | os.PathLike, extra: Mapping[str, str] | None = None
     return env
 
 
-def run(argv: Sequence[str], *, workdir: str | os.PathLike, limits: Limits = Limits(),
-        env_extra: Mapping[str, str] | None = None, read_only: Sequence[str | os.PathLike] = ()) -> Completed:
+def run(argv: Sequence[str] = protocol.ARGV, *, workdir: str | os.PathLike, limits: Limits = Limits(),
+        env_extra: Mapping[str, str] | None = None, read_only: Sequence[str | os.PathLike] = (),
+        job: Mapping[str, Any] | None = None, max_answer: int = 1 << 20) -> Completed:
     """Run ``argv`` sandboxed in ``workdir`` (which must exist); wait at most ``limits.wall_seconds``. ``read_only``:
-    files or folders the child reads that may lie in this process's ``/tmp`` (the child's ``/tmp`` is its own)."""
+    files or folders the child reads that may lie in this process's ``/tmp`` (the child's ``/tmp`` is its own).
+    ``job``: the one job of a protocol child (``argv`` by default), whose answer is ``Completed.answer``."""
     protect_parent()
     workdir = Path(workdir)
     command = [sys.executable, "-m", "translate.verify.sandbox", json.dumps(asdict(limits)), "--", *argv]
@@ -140,9 +148,13 @@ def run(argv: Sequence[str], *, workdir: str | os.PathLike, limits: Limits = Lim
     if way.program is not None:
         command = bwrap_command(way.program, workdir, [*read_only, *_python_paths()], command)
     out_path, err_path = workdir / "sandbox.stdout", workdir / "sandbox.stderr"
+    in_path = workdir / "sandbox.stdin"
+    if job is not None:
+        in_path.write_text(protocol.encode(job))
     t0 = time.monotonic()
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(command, cwd=workdir, env=child_env(workdir, env_extra), stdin=subprocess.DEVNULL,
+    with open(out_path, "wb") as out, open(err_path, "wb") as err, \
+            open(in_path, "rb") if job is not None else contextlib.nullcontext(subprocess.DEVNULL) as stdin:
+        proc = subprocess.Popen(command, cwd=workdir, env=child_env(workdir, env_extra), stdin=stdin,
                                 stdout=out, stderr=err, start_new_session=True, close_fds=True)
         timed_out = False
         try:
@@ -161,8 +173,17 @@ def run(argv: Sequence[str], *, workdir: str | os.PathLike, limits: Limits = Lim
     if way.program is not None and returncode is not None and returncode > 128 \
             and returncode - 128 in signal.valid_signals():
         returncode = 128 - returncode  # bwrap reports a child killed by signal N as 128 + N; subprocess says -N
-    return Completed(None if timed_out else returncode, timed_out, _tail(out_path), _tail(err_path),
-                     time.monotonic() - t0)
+    seconds = time.monotonic() - t0
+    answer = _answer(out_path, max_answer) if job is not None else None
+    return Completed(None if timed_out else returncode, timed_out, "" if job is not None else _tail(out_path),
+                     _tail(err_path), seconds, answer)
+
+
+def _answer(path: Path, limit: int) -> dict | None:
+    """A protocol child's answer: the one line of its stdout, if it is at most ``limit`` bytes of a JSON object."""
+    with open(path, "rb") as f:
+        line = f.readline(limit + 1)
+    return protocol.decode(line) if 0 < len(line) <= limit else None
 
 
 def protect_parent() -> None:

@@ -17,20 +17,16 @@ A compile stopped at a limit is a failed compile whose ``stopped`` says which li
 cuda-bindings' NVRTC and this package's ``nvrtc`` and ``sandbox`` modules, never numba: its include paths and
 options come from this process.
 
-Parent: ``compile_untrusted(source, arch, ...)`` -> ``translate.nvrtc.CompileResult``. Child:
-``python -m translate.verify.sandboxed_compile JOB_DIR``.
+Parent: ``compile_untrusted(source, arch, ...)`` -> ``translate.nvrtc.CompileResult``. Child: verification's one
+child, ``python -m translate.verify.worker``, given a ``compile`` job (``translate.verify.protocol``).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
 from ..nvrtc import CompileResult, compile_options, compile_source, nvrtc_version
 from . import sandbox
@@ -55,12 +51,10 @@ def compile_untrusted(source: str, arch: str = "sm_90", name: str = "kernel.cu",
         limits = replace(limits, wall_seconds=max(0.0, min(limits.wall_seconds, seconds)),
                          cpu_seconds=max(1, min(limits.cpu_seconds, math.ceil(seconds))))
     with tempfile.TemporaryDirectory(prefix="numbakern-nvrtc-") as workdir:
-        work = Path(workdir)
-        (work / "job.json").write_text(json.dumps({"source": source, "name": name, "cc": cc, "options": base,
-                                                   "resources": bool(resources)}))
-        done = sandbox.run([sys.executable, "-m", "translate.verify.sandboxed_compile", str(work)], workdir=work,
-                           limits=limits)
-        return _read_answer(work / "answer.json", cc, done, limits)
+        done = sandbox.run(job={"kind": "compile", "source": source, "name": name, "cc": cc, "options": base,
+                                "resources": bool(resources)}, workdir=workdir, limits=limits,
+                           max_answer=MAX_ANSWER_BYTES)
+        return _read_answer(done, cc, limits)
 
 
 def describe_limits(limits: sandbox.Limits) -> str:
@@ -68,12 +62,12 @@ def describe_limits(limits: sandbox.Limits) -> str:
     return f"{limits.wall_seconds:g} s, {limits.cpu_seconds} s of CPU time{memory}"
 
 
-def _read_answer(path: Path, cc: str, done: sandbox.Completed, limits: sandbox.Limits) -> CompileResult:
+def _read_answer(done: sandbox.Completed, cc: str, limits: sandbox.Limits) -> CompileResult:
     """The child's answer, checked like any input; a compile that gave none was stopped at a limit."""
     try:
-        if path.stat().st_size > MAX_ANSWER_BYTES:
-            raise ValueError("too large")
-        answer = json.loads(path.read_text(errors="replace"))
+        answer = done.answer
+        if answer is None:
+            raise ValueError("no answer")
         ok, log, ptx = answer["ok"], answer["log"], answer["ptx"]
         if not (isinstance(ok, bool) and isinstance(log, str) and isinstance(ptx, str)):
             raise ValueError("malformed")
@@ -99,19 +93,7 @@ def _read_answer(path: Path, cc: str, done: sandbox.Completed, limits: sandbox.L
 # the child
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) != 1:
-        print("usage: python -m translate.verify.sandboxed_compile JOB_DIR", file=sys.stderr)
-        return 2
-    work = Path(argv[0])
-    job = json.loads((work / "job.json").read_text())
+def serve(job: dict) -> dict:
+    """The ``compile`` job of ``translate.verify.protocol``: NVRTC's result as data. Runs inside the sandbox."""
     result = compile_source(job["source"], job["name"], job["cc"], job["options"], job["resources"])
-    tmp = work / "answer.json.tmp"
-    tmp.write_text(json.dumps({"ok": result.ok, "log": result.log, "ptx": result.ptx, "functions": result.functions}))
-    os.replace(tmp, work / "answer.json")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return {"ok": result.ok, "log": result.log, "ptx": result.ptx, "functions": result.functions}

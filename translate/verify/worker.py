@@ -1,8 +1,7 @@
-"""``python -m translate.verify.worker``: one worker process of a verification spread over GPUs
-(``translate.verify.parallel``). Its ``CUDA_VISIBLE_DEVICES`` names its GPU alone (``translate.verify.pool``).
-
-It reads jobs, one JSON object a line, on stdin, and answers each with one JSON line on stdout; everything else it
-(or numba, or a library) prints goes to stderr. The jobs (``message`` makes them):
+"""``python -m translate.verify.worker``: every child process of verification, speaking its one protocol
+(``translate.verify.protocol``: a JSON job a line on stdin, a JSON answer a line on stdout). A worker of a
+verification spread over GPUs (``translate.verify.parallel``) has its GPU alone in ``CUDA_VISIBLE_DEVICES``
+(``translate.verify.pool``) and gets these jobs (``message`` makes them):
 
 - ``{"kind": "cases", "spec": <spec_ref>, "candidate": {...}, "so": path | null, "seeds": [...], "units": [...]}``:
   ``harness.verify`` of the candidate on those cases (``units``: ``[size index, seed, dist]`` triples, [] for all),
@@ -13,24 +12,22 @@ It reads jobs, one JSON object a line, on stdin, and answers each with one JSON 
 - ``{"kind": "whoami", "sleep": s}``: the process, its ``CUDA_VISIBLE_DEVICES`` and when it started and ended the
   job (what the tests of the assignment read; touches no GPU) -> ``{"pid", "cuda_visible_devices", ...}``.
 
-An exception in a job is its answer (``{"error": ...}``); the worker goes on with the next.
+A sandboxed one-shot child gets one job, ``candidate`` (``translate.verify.isolated``) or ``compile``
+(``translate.verify.sandboxed_compile``). An exception in a job is its answer (``{"error": ...}``); the worker goes
+on with the next.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-#: a worker's command, started with the current interpreter
-ARGV = (sys.executable, "-m", "translate.verify.worker")
+from . import protocol
 
 
 def candidate_message(cand: Any) -> dict[str, Any]:
@@ -77,6 +74,7 @@ class _Builds:
 
 
 _ARCH: list[str] = []
+_BUILDS: list[_Builds] = []  # this worker's, made by its first sanitizer job
 
 
 def _arch() -> str:
@@ -103,9 +101,12 @@ def run_cases(job: Mapping[str, Any]) -> dict[str, Any]:
     return {"result": result_to_json(result), "seconds": time.perf_counter() - t0}
 
 
-def run_sanitize(job: Mapping[str, Any], builds: _Builds) -> dict[str, Any]:
+def run_sanitize(job: Mapping[str, Any]) -> dict[str, Any]:
     from .sanitize import sanitize_tool  # the registry (numba) comes with it
 
+    if not _BUILDS:
+        _BUILDS.append(_Builds())
+    builds = _BUILDS[0]
     items, missing = [], []
     for item in job["items"]:
         spec, cand = _spec(item["spec"]), _candidate(item["candidate"])
@@ -128,44 +129,12 @@ def whoami(job: Mapping[str, Any]) -> dict[str, Any]:
             "threads": os.environ.get("OMP_NUM_THREADS"), "started": started, "ended": time.time()}
 
 
-def handle(job: Mapping[str, Any], builds: _Builds | None = None) -> dict[str, Any]:
-    """The answer to one job (an error is an answer too)."""
-    try:
-        kind = job.get("kind")
-        if kind == "cases":
-            return run_cases(job)
-        if kind == "sanitize":
-            return run_sanitize(job, builds or _Builds())
-        if kind == "whoami":
-            return whoami(job)
-        return {"error": f"unknown job kind {kind!r}"}
-    except Exception as exc:  # noqa: BLE001 - the parent reports it as the job's failure
-        return {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    # the answers get the real stdout to themselves; whatever else writes to fd 1 (print, numba, C code) goes to
-    # stderr, so that it can never break a line of the protocol
-    answers = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
     # the cases' small sizes launch grids of a block or two on purpose: numba's low-occupancy warning would be one
     # line of noise per worker in the run's output
     os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
-    builds: _Builds | None = None
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            job = json.loads(line)
-        except ValueError:
-            answers.write(json.dumps({"error": f"not a JSON job: {line[:200]!r}"}) + "\n")
-            continue
-        if job.get("kind") == "sanitize" and builds is None:
-            builds = _Builds()
-        answers.write(json.dumps(handle(job, builds)) + "\n")
-    return 0
+    return protocol.serve()
 
 
 if __name__ == "__main__":
