@@ -86,4 +86,4 @@ def atomic(site: Site) -> CExpr:
 for _op in warp.ATOMIC:
     _op.register("c", atomic)
 
-BUILTINS = {getattr(cuda.atomic, op.stub[1]): call_op for op in warp.ATOMIC}
+BUILTINS = {getattr(cuda.atomic, op.stub[1]): call_op for op in warp.ATOMIC if op.stub}

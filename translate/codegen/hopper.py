@@ -238,7 +238,7 @@ def _tensor_map(site, i: int) -> str:
     info = site.value(i)
     if not isinstance(info, ArrayInfo) or info.kind != "param":
         raise site.error(i, f"{site.op.name}: the tensor map must be a parameter of the kernel")
-    if info.name in getattr(site.unit, "tensor_maps", ()):
+    if info.name in site.unit.tensor_maps:
         return f"&{info.name}"  # a __grid_constant__ nk_tensor_map the launcher made
     return info.name  # a device array holding the map, made by the caller
 

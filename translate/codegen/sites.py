@@ -121,4 +121,5 @@ class Site:
 def call_op(tr, obj, node):
     """The builtins table's handler of every declared instruction: its C emitter, given the call's ``Site``."""
     op = op_of(obj)
+    assert op is not None, obj  # (the table lists only declared instructions)
     return op.emitters["c"](Site(tr, op, node))

@@ -27,6 +27,7 @@ class DeviceFn:
 class Unit:
     def __init__(self, fastmath: bool = False):
         self.fastmath = fastmath  # the kernel's: numba's fast float32 math (device functions inline into it)
+        self.tensor_maps: set[str] = set()  # parameters that are __grid_constant__ tensor maps (codegen/hopper.py)
         self.helpers: set = set()
         self.module_consts: dict = {}      # C name -> (scalar key, value)
         self.const_cnames: dict = {}       # (id of the defining globals, Python name) -> C name

@@ -89,6 +89,7 @@ def is_vector_access(f) -> bool:
 def emit_vector_access(tr, call: ast.Call) -> None:
     """A statement that is a call of one of these instructions."""
     op = op_of(tr.value(call.func).obj)
+    assert op is not None  # (is_vector_access chose the call)
     op.emitters["c"](Site(tr, op, call))
 
 
