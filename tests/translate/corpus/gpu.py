@@ -127,14 +127,17 @@ def _translate_chunk(ids: list, work_dir: str) -> list[dict]:
 
 
 def all_entries() -> dict:
-    """The corpus, the extra kernels, and the second corpus's kernels whose sources have local copies, by id."""
+    """The corpus, the extra kernels, and the second and third corpora's kernels whose sources have local copies,
+    by id (what a worker of ``prepare`` may be asked to translate)."""
     from ..corpus2 import sources
     from ..corpus2.index import ENTRIES as SECOND
+    from ..corpus3.index import ENTRIES as THIRD
     from ..coverage_entries import COVERAGE
     from ..extra_entries import EXTRA
     from .index import ENTRIES
 
-    return {e.id: e for e in ENTRIES + EXTRA + COVERAGE + [e for e in SECOND if sources.available(e.source)]}
+    mirrored = [e for e in SECOND + THIRD if sources.available(e.source)]
+    return {e.id: e for e in ENTRIES + EXTRA + COVERAGE + mirrored}
 
 
 def prepare(entries, work_dir: str, arch: str, jobs: int | None = None) -> dict[str, Prepared]:
