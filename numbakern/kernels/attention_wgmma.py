@@ -299,9 +299,10 @@ def flash_attention_wgmma(f16: bool = False, d: int = 128, causal: bool = False,
                              tmap_k=TensorMapParam("k", bn, PANEL), tmap_v=TensorMapParam("v", bn, PANEL))
 
 
-#: the launcher's configuration by (head dim, causal), measured on an H200 (docs/attention.md): d = 64 without the
-#: mask, three consumer warpgroups (192 query rows a block, 160 registers each): 10-15% less time than two; d = 128
-#: without the mask, a ring of 3 K/V stages; causal d = 128, two stages without the turn-taking (11% faster there)
+#: the configuration by (head dim, causal), the fastest of the few tried on an H200 while the kernel was written
+#: (lab timings, not a benchmark script; the benchmark's figures: docs/tensor-cores.md §11, "Hopper"): three
+#: consumer warpgroups at d = 64 (192 query rows a block, 160 registers each), a ring of 3 stages at d = 128, and no
+#: turn-taking for causal d = 128
 CONFIGS = {(64, False): {"bn": 128, "stages": 2, "consumers": 3},
            (64, True): {"bn": 128, "stages": 2, "consumers": 3},
            (128, False): {"bn": 128, "stages": 3, "consumers": 2},
