@@ -37,8 +37,14 @@ def reserved_names() -> frozenset[str]:
     return frozenset(function_to_helper())
 
 
+#: the headers a type of the reply needs (a kernel whose 16-bit values only pass through names no helper call)
+_TYPE_HEADERS = {"nk_fp16": re.compile(r"\b__half2?\b"), "nk_bf16": re.compile(r"\b__nv_bfloat162?\b"),
+                 "nk_complex": re.compile(r"\bcu(?:Float|Double)Complex\b")}
+
+
 def used_helpers(device_code: str) -> set[str]:
-    """The helper keys whose functions ``device_code`` calls."""
+    """The helper keys whose functions ``device_code`` calls, and the headers of the CUDA types it names."""
     table = function_to_helper()  # (and the wgmma helpers, made per shape: no fixed table has them)
-    return {table[name] if name in table else name for name in _DEFINED.findall(device_code)
-            if name in table or made_helper(name)}
+    calls = {table[name] if name in table else name for name in _DEFINED.findall(device_code)
+             if name in table or made_helper(name)}
+    return calls | {key for key, used in _TYPE_HEADERS.items() if key in HELPERS and used.search(device_code)}

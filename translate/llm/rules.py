@@ -103,9 +103,10 @@ TABLE: tuple[Rule, ...] = (
     Rule("builtin", "compiler builtins (`__builtin_...`)", REFUSED,
          "builtins reach below C++ (`alloca`, traps, frame addresses)", prefixes=("__builtin_",)),
     Rule("cuda_qualifiers", "`__global__` (on the kernel only), `__device__`, `__shared__`, `__constant__`, "
-         "`__restrict__`, `__forceinline__`, `__noinline__`, `__align__`", ALLOWED, "CUDA's own qualifiers",
+         "`__restrict__`, `__forceinline__`, `__noinline__`, `__align__`, `__grid_constant__` (a Hopper kernel's "
+         "tensor maps, passed by value)", ALLOWED, "CUDA's own qualifiers",
          words=("__global__", "__device__", "__shared__", "__constant__", "__restrict__", "__forceinline__",
-                "__noinline__", "__align__")),
+                "__noinline__", "__align__", "__grid_constant__")),
     Rule("reserved", "any other `__name__`: predefined macros (`__FILE__`, `__DATE__`, `__CUDA_ARCH__`, "
          "`__CUDACC_RTC__`, ...), `__attribute__`, `__launch_bounds__`, `__managed__`, ...", REFUSED,
          "`__FILE__` and `__DATE__` carry facts of the machine, `__CUDA_ARCH__` and `__CUDACC_RTC__` make NVRTC and "
