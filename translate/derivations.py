@@ -67,6 +67,17 @@ def sha256(tgt: KernelTarget, signature: str, constants: dict, arch: str, derive
     return derived, False
 
 
+def remember(tgt: KernelTarget, entry: dict) -> None:
+    """A deterministic translation just written: its file is what ``--check`` derives for the entry's signature,
+    constants and architecture, so a check right after ``translate`` finds the derivation made (the code does not
+    depend on the architecture it is compiled for; the key names the entry's)."""
+    try:
+        key = _key(tgt, entry["signature"], trust.constants(entry.get("constants")), entry["compile"]["arch"])
+    except (Unkeyable, trust.UntrustedEntry):
+        return
+    cache.store_bytes(key, entry["file_sha256"].encode(), AREA)
+
+
 def _key(tgt: KernelTarget, signature: str, constants: dict, arch: str) -> str:
     deps = depends.kernel_dependencies(tgt.pyfunc)
     functions = [tgt.pyfunc, *(_device_function(q) for q in deps.device_functions)]

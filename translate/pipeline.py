@@ -25,7 +25,7 @@ from numba.cuda import types
 from numbakern import registry
 from numbakern.frontend.choice import NUMBA_CUDA
 
-from . import emit, manifest, targets
+from . import derivations, emit, manifest, targets
 from .backends import get_backend
 from .candidates import PipelineChecks
 from .codegen import hopper
@@ -94,6 +94,8 @@ def translate(target: str | targets.KernelTarget, *, signature: str | None = Non
     if out_dir is not None:
         entry = manifest.write_translation(out_dir, request.filename, code, entry, force=opts.force)
         path = os.path.join(out_dir, request.filename)
+        if getattr(backend, "TRUSTED", False):
+            derivations.remember(tgt, entry)
     return TranslationResult(request.name, path, code, entry, {**comp.manifest(), "log": comp.log}, seconds)
 
 

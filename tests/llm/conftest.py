@@ -26,8 +26,29 @@ def server():
         s.stop()
 
 
+@pytest.fixture(scope="module")
+def module_server():
+    """One scripted server for a module's tests: the endpoint is in the environment the translate helper process
+    keeps, so the translations that share it share one helper (a new endpoint starts a new helper, seconds each)."""
+    s = ScriptedServer().start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def module_llm_env(monkeypatch, module_server):
+    """``llm_env`` with the module's server."""
+    return _user_environment(monkeypatch, module_server)
+
+
 @pytest.fixture
 def llm_env(monkeypatch, server):
+    return _user_environment(monkeypatch, server)
+
+
+def _user_environment(monkeypatch, server):
     """The environment a user sets: key and endpoint; no proxy between the client and 127.0.0.1."""
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from numbakern.registry import all_specs
 from translate import api, manifest
 from translate.api import check
 from translate.errors import TranslationError
@@ -50,58 +51,68 @@ def test_verified_file_survives_an_unverified_llm_translation(tmp_path, llm_env)
 # ---------------------------------------------------------------------------------------------------------------
 # one source hash, whatever the backend
 
-AST_DEVICE_CODE = """
+AST_TRANSLATIONS = """
 import json
 from numbakern import registry
-from translate import emit, kernel_request, targets
-from translate.backends import get_backend
-from translate.candidates import PipelineChecks
-from translate.request import TranslateOptions
+from translate import api, emit
+from translate.backends import ast_backend
 
+made = []
+generate = ast_backend.generate
+
+
+def recording(request, checks):
+    made.append(generate(request, checks))
+    return made[-1]
+
+
+ast_backend.generate = recording
 out = {}
 for spec in registry.all_specs():
-    request = kernel_request.build_request(targets.resolve(spec.name, None), None, {}, TranslateOptions())
-    device = get_backend("ast").generate(request, PipelineChecks(request))
+    result = api.translate_kernel(spec.name, write=False)
+    device = made.pop()
     constants = [emit._const_decl(n, k, v) for n, (k, v) in device.constants.items()]
-    out[spec.name] = "".join(c + "\\n" for c in constants) + device.code
+    out[spec.name] = {"device_code": "".join(c + "\\n" for c in constants) + device.code,
+                      "depends": result.entry["depends"], "source_sha256": result.entry["source_sha256"]}
 print(json.dumps(out))
 """
 
 
-def _ast_device_code() -> dict[str, str]:
+def _ast_translations() -> dict[str, dict]:
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    proc = subprocess.run([sys.executable, "-c", AST_DEVICE_CODE], capture_output=True, text=True, env=env,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, "-c", AST_TRANSLATIONS], capture_output=True, text=True, env=env,
+                          timeout=600)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture
-def ast_device_code(run_store) -> dict[str, str]:
-    """The ast backend's device code of every registered kernel (with its constants): a model reply that is right.
-    Generated in a process of its own, where numba-cuda is not in simulator mode (the mode is chosen at import);
-    once per run, whichever workers run this file's tests."""
-    return run_store.once("ast-device-code", _ast_device_code)
+def ast_translations(run_store) -> dict[str, dict]:
+    """The ast backend's translation of every registered kernel: its device code with its constants (a model reply
+    that is right), its entry's dependencies and source hash. Made in a process of its own, where numba-cuda is not
+    in simulator mode (the mode is chosen at import); once per run, whichever workers run this file's tests."""
+    return run_store.once("ast-translations", _ast_translations)
 
 
-def test_every_registered_kernel_gets_the_same_source_hash_from_both_backends(ast_device_code, llm_env):
-    from numbakern.registry import all_specs
-
-    names = [s.name for s in all_specs()]
-    assert sorted(names) == sorted(ast_device_code) and len(names) >= 10
-    with_constants = 0
+def test_every_registered_kernel_gets_the_same_source_hash_from_both_backends(ast_translations, module_llm_env):
+    """One test on one worker, not one per kernel: the translations it reads take a minute to make, and a second
+    worker would wait for them."""
+    names = [spec.name for spec in all_specs()]
+    assert sorted(names) == sorted(ast_translations) and len(names) >= 10
+    # the kernels whose constants the llm backend's hash used to leave out
+    assert sum(bool(t["depends"]["constants"]) for t in ast_translations.values()) >= 5
+    differ = []
     for name in names:
-        ast = api.translate_kernel(name, write=False)
-        llm_env.script(completion(f"```cuda\n{ast_device_code[name]}```"))
+        ast = ast_translations[name]
+        module_llm_env.script(completion(f"```cuda\n{ast['device_code']}```"))
         llm = api.translate_kernel(name, backend="llm", write=False, backend_options=LLM)
         assert llm.entry["backend"]["name"] == "llm"
-        assert llm.entry["depends"] == ast.entry["depends"], name
-        assert llm.entry["source_sha256"] == ast.entry["source_sha256"], name
-        with_constants += bool(ast.entry["depends"]["constants"])
-    assert with_constants >= 5  # the kernels whose constants the llm backend's hash used to leave out
+        if (llm.entry["depends"], llm.entry["source_sha256"]) != (ast["depends"], ast["source_sha256"]):
+            differ.append(name)
+    assert not differ, f"the llm backend's entry has other dependencies or another source hash: {differ}"
 
 
-def test_an_unverified_llm_block_sum_does_not_replace_the_verified_one(tmp_path, ast_device_code, llm_env):
+def test_an_unverified_llm_block_sum_does_not_replace_the_verified_one(tmp_path, llm_env):
     """The review's case: block_sum reads the module constant BLOCK; a wrong llm translation was written over the
     GPU-verified file with exit 0 because its source hash left the constant out."""
     out = tmp_path / "gen"
@@ -109,8 +120,10 @@ def test_an_unverified_llm_block_sum_does_not_replace_the_verified_one(tmp_path,
     manifest.set_verification(str(out), "block_sum.cu", {"ok": True, "device": "scripted",
                                                          "file_sha256": first.entry["file_sha256"]})
     verified = (out / "block_sum.cu").read_text()
-    wrong = ast_device_code["block_sum"].replace("+=", "-=", 1)
-    assert wrong != ast_device_code["block_sum"]
+    # the reply: the file's constant and kernel (block_sum needs no helpers), with its sum turned into a difference
+    right = verified[verified.index("constexpr int64_t BLOCK"):verified.index("#ifndef __CUDACC_RTC__")]
+    wrong = right.replace("+=", "-=", 1)
+    assert wrong != right and "__global__ void block_sum" in wrong
     llm_env.script(completion(f"```cuda\n{wrong}```"))
     with pytest.raises(TranslationError, match="was verified on a GPU .* not written"):
         api.translate_kernel("block_sum", backend="llm", out_dir=str(out), backend_options=LLM)

@@ -6,27 +6,32 @@ GPU needed: the source as it is, loaded against numba-cuda-mlir, numbakern's int
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
 
 import pytest
 
-from .test_mlir_intrinsics import offline_compile
+from .test_mlir_intrinsics import ROOT, offline_compile
 
 #: numbakern's library: all_specs() (the tensor-core matmuls matmul_bf16, matmul_f16 and matmul_3xtf32 included)
 LIBRARY_KERNELS = 38
 
 
-@pytest.fixture(scope="module")
-def compiled() -> dict:
-    return offline_compile("library")
+@pytest.fixture
+def compiled(run_store) -> dict:
+    """Once per run (a minute and a half of CPU), whichever workers run this file's tests."""
+    return run_store.once("mlir-library-compiled", lambda: offline_compile("library"))
 
 
-#: the Hopper matmuls: numba-cuda-mlir types and lowers their instructions (numbakern.mlir_lowering.instructions),
-#: but 0.6 compiles for sm_90, never sm_90a, so its PTX (wgmma, TMA, setmaxnreg) does not assemble
-#: (docs/tensor-cores.md)
-NEEDS_SM_90A = {"matmul_wgmma_bf16", "matmul_wgmma_f16", "matmul_wgmma_f16_out16"}
+#: the Hopper kernels, those the translator compiles for sm_90a (the manifest's compile.arch, which
+#: translate/codegen/hopper.py's file_arch decides): numba-cuda-mlir types and lowers their instructions
+#: (numbakern.mlir_lowering.instructions), but 0.6 compiles for sm_90, never sm_90a, so its PTX (wgmma, TMA,
+#: setmaxnreg) does not assemble (docs/tensor-cores.md)
+NEEDS_SM_90A = {file.removesuffix(".cu") for file, entry in
+                json.loads((ROOT / "generated_cuda" / "manifest.json").read_text())["files"].items()
+                if entry["compile"]["arch"] == "sm_90a"}
 
 
 def test_every_library_kernel_compiles_on_numba_cuda_mlir(compiled):

@@ -27,12 +27,16 @@ def translate(*args, frontend=None):
                           text=True, timeout=1200)
 
 
-@pytest.fixture(scope="module")
-def mlir_library(tmp_path_factory):
-    out = tmp_path_factory.mktemp("mlir_library")
+def _translate_the_library(out: Path) -> None:
     result = translate("--all", "--out", str(out), frontend="numba-cuda-mlir")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return out
+
+
+@pytest.fixture
+def mlir_library(run_store) -> Path:
+    """The library translated from its numba-cuda-mlir source (a minute and a half): once per run, whichever
+    workers run these tests, which only read it."""
+    return run_store.folder("mlir-library", _translate_the_library)
 
 
 def test_every_library_kernel_gives_the_same_c_on_both_front_ends(mlir_library):

@@ -67,6 +67,26 @@ def test_a_warm_check_derives_nothing_again_and_writes_nothing_in_the_project(pr
     assert sorted(p.relative_to(root) for p in root.rglob("*") if "__pycache__" not in p.parts) == files
 
 
+def test_a_check_right_after_translate_finds_the_derivation_translate_made(tmp_path):
+    """translate's deterministic file is the derivation: it is remembered as written, so the first check is warm."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[tool.numbakern]\nkernels = ["weights"]\nout = "gen"\n')
+    (root / "weights.py").write_text(KERNEL)
+    (root / "settings.py").write_text("OFFSET = 1.5\n")
+    cache = tmp_path / "cache"
+    r = _cli("weights:weigh", "--signature", SIGNATURE, cwd=root, cache=cache)
+    assert r.returncode == 0, r.stdout + r.stderr
+    made = _entries(cache)
+    assert len(made) == 1
+    r = _cli("--check", cwd=root, cache=cache)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _entries(cache) == made, "the check derived the file again"
+    (root / "settings.py").write_text("OFFSET = 2.5\n")  # and the entry translate made still has the full key
+    r = _cli("--check", cwd=root, cache=cache)
+    assert r.returncode == 1 and "weigh.cu" in r.stdout, r.stdout + r.stderr
+
+
 @pytest.mark.parametrize("change", ["module array", "settings attribute"])
 def test_a_change_only_the_translation_sees_is_caught_with_the_cache_warm(project, change):
     """Neither value is in the entry's source hash; the derivation's key covers both."""
