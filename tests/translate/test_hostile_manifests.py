@@ -245,13 +245,29 @@ def test_check_waits_for_a_writer_that_holds_the_folder(project):
         env = with_path_first(clean(project), ROOT)
         checker = subprocess.Popen([sys.executable, "-m", "translate.cli", "--check"], cwd=project, env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(15)  # long enough for --check to start, import and reach the folder
+        _wait_until_blocked_on_a_lock(checker)
         assert checker.poll() is None, "--check read the folder while a writer held it"
         cu.write_text(old_text)  # the writer finishes (here: back to what the manifest lists)
     finally:
         os.close(fd)
     out, err = checker.communicate(timeout=300)
     assert checker.returncode == 0, out + err
+
+
+def _wait_until_blocked_on_a_lock(process: subprocess.Popen, limit: float = 120.0) -> None:
+    """Until ``process`` waits for a file lock (Linux lists each waiting request in /proc/locks with ``->`` and its
+    pid), it exits, or ``limit`` seconds pass; without /proc/locks, 15 s: long enough for --check to start, import
+    and reach the folder."""
+    if not os.path.exists("/proc/locks"):
+        time.sleep(15)
+        return
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and process.poll() is None:
+        with open("/proc/locks") as f:
+            if any(fields[1] == "->" and fields[5] == str(process.pid)
+                   for fields in (line.split() for line in f) if len(fields) > 5):
+                return
+        time.sleep(0.05)
 
 
 def test_the_next_writer_removes_what_a_killed_one_left(project):
