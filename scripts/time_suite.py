@@ -3,11 +3,16 @@ slow"``), each timed as a user runs it, wall-clock and CPU time (every process o
 the helpers and the children they start), with pytest's summary line; ``--update-readme`` writes the result into the
 README's "suite time" block.
 
+Each run starts with an empty numbakern cache (a temporary ``NUMBAKERN_CACHE_DIR``), as a fresh clone's first run and
+CI's do: typing every kernel and deriving the library is then part of the time. ``--warm`` runs with your own cache
+instead (a repeat run on the same tree: most of the typing and every derivation remembered).
+
     python scripts/time_suite.py                  # both, printed
     python scripts/time_suite.py --quick          # the quick tier only
     python scripts/time_suite.py --update-readme  # both, and the README's block
     python scripts/time_suite.py --quick --update-readme  # the quick tier, and its line of the block
     python scripts/time_suite.py --store-durations --update-readme  # and tests/durations.json, from the whole suite
+    python scripts/time_suite.py --warm           # with the user's numbakern cache, as a repeat run
 
 ``--store-durations`` is pytest's option of tests/conftest.py, given to the whole suite's run (which then comes first,
 so that the quick tier selects with the new measurements): after tests were added or changed, it measures each
@@ -24,12 +29,15 @@ import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import benchkit  # this script's folder
 from machine_info import describe
+
+from numbakern.frontend.cache import CACHE_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -51,20 +59,24 @@ class Timing:
                 f"{self.summary} (load average {self.load:.1f} at its end)")
 
 
-def run(argv: list[str]) -> Timing:
-    """``argv`` (a pytest command) run in the checkout, its output shown as it goes, timed."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", *argv[0:1], "-p", "no:cacheprovider", *argv[1:]], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    last = ""
-    for line in proc.stdout:
-        sys.stdout.write(line)
-        if line.strip():
-            last = line.strip()
-    proc.wait()
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+def run(argv: list[str], warm: bool) -> Timing:
+    """``argv`` (a pytest command) run in the checkout, its output shown as it goes, timed; with an empty numbakern
+    cache unless ``warm``."""
+    with tempfile.TemporaryDirectory(prefix="time-suite-cache-") as empty:
+        env = dict(os.environ) if warm else {**os.environ, CACHE_ENV: empty}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", *argv[0:1], "-p", "no:cacheprovider", *argv[1:]], cwd=ROOT,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        last = ""
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            if line.strip():
+                last = line.strip()
+        proc.wait()
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     summary = re.sub(r"^=+ | =+$", "", last)
     command = " ".join(f'"{a}"' if " " in a else a for a in argv)
@@ -75,6 +87,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="only the quick tier")
     parser.add_argument("--update-readme", action="store_true", help=f"write the README's '{BLOCK}' block")
+    parser.add_argument("--warm", action="store_true",
+                        help="run with your own numbakern cache (a repeat run), not an empty one (a first run)")
     parser.add_argument("--store-durations", action="store_true",
                         help="the whole suite's run also writes tests/durations.json (pytest --store-durations)")
     args = parser.parse_args(argv)
@@ -83,8 +97,9 @@ def main(argv=None) -> int:
     tiers = {k: v for k, v in TIERS.items() if not args.quick or k == "the quick tier"}
     if args.store_durations:
         tiers["the whole suite"] = [*tiers["the whole suite"], "--store-durations"]
-    timings = {name: run(command) for name, command in tiers.items()}
-    where = describe()
+    timings = {name: run(command, args.warm) for name, command in tiers.items()}
+    cache = "the user's numbakern cache (a repeat run)" if args.warm else "an empty numbakern cache (a first run)"
+    where = f"{describe()}, {cache}"
     text = "\n".join(f"- {name}, {t.line()}" for name, t in timings.items())
     print(f"\nMeasured on {where}:\n{text}")
     failed = [name for name, t in timings.items() if t.returncode != 0]
