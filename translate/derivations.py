@@ -73,7 +73,7 @@ def remember(tgt: KernelTarget, entry: dict) -> None:
     depend on the architecture it is compiled for; the key names the entry's)."""
     try:
         key = _key(tgt, entry["signature"], trust.constants(entry.get("constants")), entry["compile"]["arch"])
-    except (Unkeyable, trust.UntrustedEntry):
+    except Exception:  # noqa: BLE001 - the file is written; not remembering it only makes the next check derive it
         return
     cache.store_bytes(key, entry["file_sha256"].encode(), AREA)
 
