@@ -36,8 +36,8 @@ def _cli(*args, cwd, cache):
                           env=env, timeout=600)
 
 
-@pytest.fixture
-def project(tmp_path):
+def _translated_project(tmp_path):
+    """A project with the kernel translated into it, and the cache folder its commands use."""
     root = tmp_path / "proj"
     root.mkdir()
     (root / "pyproject.toml").write_text('[tool.numbakern]\nkernels = ["weights"]\nout = "gen"\n')
@@ -46,6 +46,12 @@ def project(tmp_path):
     cache = tmp_path / "cache"
     r = _cli("weights:weigh", "--signature", SIGNATURE, cwd=root, cache=cache)
     assert r.returncode == 0, r.stdout + r.stderr
+    return root, cache
+
+
+@pytest.fixture
+def project(tmp_path):
+    root, cache = _translated_project(tmp_path)
     r = _cli("--check", cwd=root, cache=cache)
     assert r.returncode == 0, r.stdout + r.stderr
     return root, cache
@@ -69,14 +75,7 @@ def test_a_warm_check_derives_nothing_again_and_writes_nothing_in_the_project(pr
 
 def test_a_check_right_after_translate_finds_the_derivation_translate_made(tmp_path):
     """translate's deterministic file is the derivation: it is remembered as written, so the first check is warm."""
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "pyproject.toml").write_text('[tool.numbakern]\nkernels = ["weights"]\nout = "gen"\n')
-    (root / "weights.py").write_text(KERNEL)
-    (root / "settings.py").write_text("OFFSET = 1.5\n")
-    cache = tmp_path / "cache"
-    r = _cli("weights:weigh", "--signature", SIGNATURE, cwd=root, cache=cache)
-    assert r.returncode == 0, r.stdout + r.stderr
+    root, cache = _translated_project(tmp_path)
     made = _entries(cache)
     assert len(made) == 1
     r = _cli("--check", cwd=root, cache=cache)
