@@ -197,9 +197,9 @@ SIGNATURES = {False: "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])",
 SIGNATURE = SIGNATURES[False]
 
 
-def _cublas(a, b, out):
+def _cublas(a, b, out, *tensor_maps):
     """The benchmark's baseline: torch's bf16 (f16) GEMM on the same values as it dispatches by default (16-bit output,
-    as torch gives)."""
+    as torch gives). The wgmma kernels' tensor maps are launch arguments it has no use for."""
     import torch
 
     if a.dtype == torch.float16:

@@ -27,7 +27,7 @@ WGMMA = {  # name -> (instruction, n, trans_b, A swizzle (None: registers), B sw
 }
 TMA = {  # name -> (dtype, swizzle, box rows, c0, c1)
     "tma_128": (np.uint16, 128, 16, 0, 0), "tma_64_edge": (np.uint16, 64, 24, 8, 40),
-    "tma_32_before": (np.float32, 32, 8, -3, -5), "tma_128_f32": (np.float32, 128, 16, 20, 3),
+    "tma_32_before": (np.float32, 32, 8, -4, -5), "tma_128_f32": (np.float32, 128, 16, 20, 3),
     "tma_none_outside": (np.uint16, 0, 8, 72, 1),
 }
 TMA_3D = {  # name -> (dtype, swizzle, box (cols, rows, batch), c0, c1, c2): tests/hopper/test_tma.py's

@@ -4,7 +4,8 @@ compute in the simulator what they compute on the GPU.
 Bit for bit where nothing depends on the tensor cores' internal order: the TMA copies (every swizzle, boxes past
 the tensor's edges), and every wgmma whose inputs are small integers (each sum exact in float32). Elsewhere (random
 normal operands) the simulator rounds each exact sum once and the hardware's internal order and width are not
-documented: those elements are held to a few units in the last place, and the test prints how many agree exactly.
+documented: those outputs are held to a few units in the last place of their largest element, and the test prints
+how many elements agree exactly.
 The simulator's half runs in a process of its own (``python -m tests.hopper.gpu_cases``): a process with a GPU cannot
 switch numba to the simulator."""
 
@@ -45,9 +46,14 @@ def test_the_simulator_computes_what_the_gpu_computes(tmp_path):
                 if not same:
                     failures.append(f"{name} output {i}: differs at {np.argwhere(gpu != sim)[:5].tolist()}")
                 continue
-            ulps = np.abs(gpu.view(np.int32).astype(np.int64) - sim.view(np.int32).astype(np.int64))
-            report.append(f"{name}: {np.mean(ulps == 0):.1%} of elements bit-identical, at most {ulps.max()} ulp apart")
-            if ulps.max() > 8:
-                failures.append(f"{name} output {i}: {ulps.max()} units in the last place apart")
+            # the sums' order inside the tensor cores is not documented: an element that cancels to near zero may
+            # differ by many of its own ulps, so the bound is on the output's scale (units in the last place of its
+            # largest element; measured on an H200, 2026-11-29: at most 1)
+            scale = np.spacing(np.float32(np.abs(sim).max()))
+            apart = float(np.abs(gpu.astype(np.float64) - sim.astype(np.float64)).max() / scale)
+            report.append(f"{name}: {np.mean(gpu == sim):.1%} of elements bit-identical, at most {apart:g} ulp of "
+                          "the largest element apart")
+            if apart > 8:
+                failures.append(f"{name} output {i}: {apart:g} units in the last place of its largest element apart")
     print("\n".join(report))
     assert not failures, "\n".join(failures)

@@ -26,7 +26,7 @@ def _box(x: np.ndarray, c0: int, c1: int, rows: int, cols: int) -> np.ndarray:
 CASES = [  # (dtype, swizzle, box rows, c0, c1): inside, past the right and bottom edges, before the top-left
     (np.uint16, 128, 16, 0, 0),
     (np.uint16, 64, 24, 8, 40),
-    (np.float32, 32, 8, -3, -5),
+    (np.float32, 32, 8, -4, -5),
     (np.float32, 128, 16, 20, 3),
     (np.uint16, 0, 8, 72, 1),
 ]
@@ -45,6 +45,29 @@ def test_tma_load_lands_the_box_swizzled_with_zeros_outside(dtype, swizzle, rows
     box = _box(x, c0, c1, rows, cols)
     expected = canonical.box_image(box.view(np.uint16 if eb == 2 else np.uint32), eb, swizzle)
     np.testing.assert_array_equal(out, expected)
+
+
+#: measured on an H200 (2026-11-29, .lab's probe of tests/hopper/gpu_cases.py's 2-D box): these starts stopped the
+#: kernel with CUDA_ERROR_ILLEGAL_INSTRUCTION, while -4/-8 and 4 float32, -8 uint16 (16-byte multiples) loaded
+#: bit-identically to the simulator
+MISALIGNED_STARTS = [  # (dtype, swizzle, box rows, c0, c1)
+    (np.float32, 32, 8, -3, -5), (np.float32, 32, 8, 1, 2), (np.float32, 0, 8, 1, 2),
+    (np.float32, 128, 16, 2, 1), (np.uint16, 32, 8, -3, 0), (np.uint16, 64, 8, 4, 1),
+]
+
+
+@pytest.mark.parametrize("dtype, swizzle, rows, c0, c1", MISALIGNED_STARTS)
+def test_a_box_whose_innermost_start_is_not_16_bytes_from_the_tensors_start_is_refused(dtype, swizzle, rows, c0, c1,
+                                                                                      rng):
+    from numbakern.sim.errors import MisalignedAccessError
+
+    eb = np.dtype(dtype).itemsize
+    cols = (swizzle or 32) // eb
+    x = rng.integers(1, 2**15, (45, 40)).astype(dtype)
+    nbytes = rows * cols * eb
+    with pytest.raises(MisalignedAccessError, match=rf"innermost coordinate {c0}, {c0 * eb} bytes .* multiple of 16"):
+        kernels.tma_box[1, 64, 0, nbytes + 2048](x, np.zeros(nbytes, np.uint8), tensor_map_of(x, rows, cols, swizzle),
+                                                 c0, c1, 0, nbytes)
 
 
 CASES_3D = [  # (dtype, swizzle, box (cols, rows, batch), c0, c1, c2): rows past a batch entry's end zero-filled

@@ -43,6 +43,26 @@ def test_compare_is_exact_for_integers_and_records_and_tolerant_for_floats():
     assert not ok and "[[1, 2, 3]]" in why
 
 
+
+def test_compare_reads_records_by_field_and_bfloat16_as_numbers():
+    import ml_dtypes
+
+    rng = np.random.default_rng(1)
+    padded = np.dtype([("a", np.float64), ("b", np.int32)], align=True)   # 4 bytes of padding after b
+    rec = np.zeros(7, padded)
+    rec["a"], rec["b"] = rng.standard_normal(7), rng.integers(-9, 9, 7)
+    garbage = rec.copy()
+    garbage.view(np.uint8).reshape(7, 16)[:, 12:] = rng.integers(1, 255, (7, 4))   # only the padding differs
+    assert compare(_entry(), [garbage], [rec])[0]
+    wrong = garbage.copy()
+    wrong["b"][4] += 1
+    ok, why, _ = compare(_entry(), [wrong], [rec])
+    assert not ok and "'b'" in why and "[[4]]" in why
+    x = rng.uniform(-2, 2, 50).astype(ml_dtypes.bfloat16)
+    one_ulp = (x.view(np.uint16) + 1).view(ml_dtypes.bfloat16)   # bf16's unit in the last place: 2**-8 relative
+    assert compare(_entry(rtol=1e-2), [one_ulp], [x])[0]
+    assert not compare(_entry(rtol=1e-3), [one_ulp], [x])[0]
+
 def test_launcher_arguments_with_strides_records_and_half():
     launcher = {"symbol": "launch_k", "params": [
         {"name": "x", "kind": "array", "dtype": "float32", "ndim": 2, "const": True, "layout": "A"},

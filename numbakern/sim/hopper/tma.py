@@ -6,7 +6,8 @@ argument was copied from) whose memory holds the whole tensor. A load's box is w
 tensor map's swizzle lays it out (``swizzle_address`` of each byte's address), elements past the tensor's edges as
 zeros; all of the box's bytes complete on its mbarrier. A store writes the box's elements that lie inside the
 tensor. Destinations and sources in shared memory must be 128-byte aligned, and aligned to their swizzle's pattern
-(1024 bytes for the 128-byte swizzle): the swizzle is a function of the address.
+(1024 bytes for the 128-byte swizzle): the swizzle is a function of the address. A box's innermost start coordinate
+must lie a multiple of 16 bytes from the tensor's start (``START_ALIGN``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from .state import BlockState, Op
 from .window import raw
 
 ALIGN = 128  # cp.async.bulk.tensor's shared-memory address alignment
+#: the box's innermost start (coordinate × element size, negative ones too) must be a multiple of this many bytes.
+#: The PTX ISA does not say so; an H200 stops a load that breaks it with CUDA_ERROR_ILLEGAL_INSTRUCTION, for every
+#: swizzle (tests/hopper/test_tma.py says where this was measured)
+START_ALIGN = 16
 
 
 class Target:
@@ -74,9 +79,20 @@ def _shared_box(state: BlockState, array, index, tmap: SimulatedTensorMap, what:
     return swizzle_address(start + np.arange(tmap.box_bytes), tmap.swizzle)
 
 
+def _check_start(state: BlockState, tmap: SimulatedTensorMap, coords: tuple, what: str, site) -> None:
+    offset = coords[0] * tmap.element_bytes
+    if offset % START_ALIGN:
+        raise MisalignedAccessError(
+            f"in kernel '{state.machine.name}': {what} at {describe_site(site)}: the box starts at innermost "
+            f"coordinate {coords[0]}, {offset} bytes from the tensor's start, which is not a multiple of "
+            f"{START_ALIGN} bytes; on the GPU this load stops the kernel (CUDA_ERROR_ILLEGAL_INSTRUCTION). Start "
+            f"boxes at multiples of {START_ALIGN // tmap.element_bytes} elements")
+
+
 def load(state: BlockState, thread, site, what: str, dst, dst_index, tensor_map, coords: tuple, barrier) -> None:
     target = resolve(state, tensor_map, what, site, len(coords))
     tmap = target.map
+    _check_start(state, tmap, coords, what, site)
     addresses = _shared_box(state, dst, dst_index, tmap, what, site)
     _check_written(state, target, coords, site, what)
     if "race" in state.checks:

@@ -246,11 +246,20 @@ def reference(entry, args):
         _, argtypes = parse_signature(entry.signature, tgt.pyfunc.__globals__)
         _REFERENCES[entry.id] = cuda.jit(tuple(argtypes))(tgt.pyfunc)
     kernel = _REFERENCES[entry.id]
-    dev = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
+    uploaded = [_numba_upload(cuda, a) if isinstance(a, np.ndarray) else (a, None) for a in args]
     launch = entry.launch
-    kernel[launch.grid, launch.block, 0, launch.shared_bytes](*dev)
+    kernel[launch.grid, launch.block, 0, launch.shared_bytes](*(d for d, _ in uploaded))
     cuda.synchronize()
-    return [d.copy_to_host() for d in dev if not isinstance(d, (int, float, bool, np.generic))]
+    return [download() for _, download in uploaded if download is not None]
+
+
+def _numba_upload(cuda, a: np.ndarray):
+    """``(what the Numba kernel is given, how to read it back)`` for a host array."""
+    if a.dtype.str == "<V2":  # ml_dtypes.bfloat16: numpy's buffer protocol cannot carry it, so move its bit patterns
+        bits = cuda.to_device(a.view(np.uint16))
+        return bits.view(a.dtype), lambda: bits.copy_to_host().view(a.dtype)
+    d = cuda.to_device(a)
+    return d, d.copy_to_host
 
 
 def compare(entry, got: list, want: list) -> tuple[bool, str, float]:
@@ -258,27 +267,42 @@ def compare(entry, got: list, want: list) -> tuple[bool, str, float]:
     for k, (g, w) in enumerate(zip(got, want)):
         if g.shape != w.shape or g.dtype != w.dtype:
             return False, f"array {k}: shape/dtype {g.shape}/{g.dtype} vs Numba's {w.shape}/{w.dtype}", np.inf
-        if g.dtype.kind in "fc":
-            rtol = entry.rtol if entry.rtol is not None else {2: 1e-3, 4: 1e-5, 8: 1e-12}.get(
-                g.dtype.itemsize if g.dtype.kind == "f" else g.dtype.itemsize // 2, 1e-5)
-            atol = rtol * 0.1
-            gf, wf = g.astype(np.complex128 if g.dtype.kind == "c" else np.float64), \
-                w.astype(np.complex128 if w.dtype.kind == "c" else np.float64)
-            same_nan = np.isnan(gf) == np.isnan(wf)
-            close = np.isclose(gf, wf, rtol=rtol, atol=atol, equal_nan=True)
-            finite = np.isfinite(gf) & np.isfinite(wf)
-            if finite.any():
-                worst = max(worst, float(np.max(np.abs(gf - wf)[finite])))
-            if not (same_nan.all() and close.all()):
-                bad = np.argwhere(~close)[:3].tolist()
-                return False, f"array {k} differs from Numba's at {bad} (rtol {rtol})", worst
-        else:
-            # byte views need a contiguous last axis: compare C-ordered copies (Fortran-ordered outputs included)
-            gb, wb = np.ascontiguousarray(g).view(np.uint8), np.ascontiguousarray(w).view(np.uint8)
-            if not np.array_equal(gb, wb):
-                bad = np.argwhere(g != w)[:3].tolist() if g.dtype.names is None else "records"
-                return False, f"array {k} differs from Numba's at {bad}", worst
+        why, err = _difference(entry, g, w)
+        worst = max(worst, err)
+        if why:
+            return False, f"array {k} {why}", worst
     return True, "", worst
+
+
+def _difference(entry, g: np.ndarray, w: np.ndarray) -> tuple[str, float]:
+    """Where ``g`` differs from Numba's ``w`` ("" if nowhere) and the largest absolute difference: floats within the
+    entry's tolerance, records field by field (their padding bytes are no value: numpy's copies leave them as they
+    find them), anything else bit for bit."""
+    if g.dtype.names:
+        worst = 0.0
+        for name in g.dtype.names:
+            why, err = _difference(entry, g[name], w[name])
+            worst = max(worst, err)
+            if why:
+                return f"field {name!r} {why}", worst
+        return "", worst
+    if g.dtype.kind in "fc" or g.dtype.str == "<V2":  # "<V2": ml_dtypes.bfloat16
+        rtol = entry.rtol if entry.rtol is not None else {2: 1e-3, 4: 1e-5, 8: 1e-12}.get(
+            g.dtype.itemsize if g.dtype.kind != "c" else g.dtype.itemsize // 2, 1e-5)
+        atol = rtol * 0.1
+        wide = np.complex128 if g.dtype.kind == "c" else np.float64
+        gf, wf = g.astype(wide), w.astype(wide)
+        same_nan = np.isnan(gf) == np.isnan(wf)
+        close = np.isclose(gf, wf, rtol=rtol, atol=atol, equal_nan=True)
+        finite = np.isfinite(gf) & np.isfinite(wf)
+        worst = float(np.max(np.abs(gf - wf)[finite])) if finite.any() else 0.0
+        if not (same_nan.all() and close.all()):
+            return f"differs from Numba's at {np.argwhere(~close)[:3].tolist()} (rtol {rtol})", worst
+        return "", worst
+    # byte views need a contiguous last axis: compare C-ordered copies (Fortran-ordered outputs included)
+    if not np.array_equal(np.ascontiguousarray(g).view(np.uint8), np.ascontiguousarray(w).view(np.uint8)):
+        return f"differs from Numba's at {np.argwhere(g != w)[:3].tolist()}", 0.0
+    return "", 0.0
 
 
 def run_one(entry, prep: Prepared, seeds=SEEDS) -> Verdict:
