@@ -44,6 +44,7 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from . import scratch
 from .collectives import check_group, combine, group_reduce, split_count
+from .config import flags
 from .rows import load_group
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -79,8 +80,7 @@ def _check_config(nt: int, group: int, unroll: int, vec: bool) -> None:
     check_group("reduce_rows", nt, group)
     if not isinstance(unroll, int) or not 1 <= unroll <= 16:
         raise ValueError(f"reduce_rows: unroll must be an int from 1 to 16, got {unroll!r}")
-    if not isinstance(vec, bool):
-        raise ValueError(f"reduce_rows: vec must be True or False, got {vec!r}")
+    flags("reduce_rows", vec=vec)
 
 
 @specialize

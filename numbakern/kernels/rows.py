@@ -17,6 +17,7 @@ from ..fastpath import u32
 from ..launch import LaunchConfig, cdiv, check_array, empty_like_on
 from ..vector_io import vload4, vstore4
 from .collectives import check_group
+from .config import flags
 
 
 def check_row_config(what: str, nt: int, group: int, cache: int, vec: bool) -> None:
@@ -24,8 +25,7 @@ def check_row_config(what: str, nt: int, group: int, cache: int, vec: bool) -> N
     check_group(what, nt, group)
     if not isinstance(cache, int) or not 1 <= cache <= 16:
         raise ValueError(f"{what}: cache must be an int from 1 to 16 (16-byte groups per thread), got {cache!r}")
-    if not isinstance(vec, bool):
-        raise ValueError(f"{what}: vec must be True or False, got {vec!r}")
+    flags(what, vec=vec)
 
 
 @cuda.jit(device=True, forceinline=True)
@@ -136,7 +136,6 @@ def configs_around(covers, cols: int) -> list[dict]:
     """The config for rows of ``cols`` elements first, then its neighbours in ``covers`` (autotuner candidates)."""
     k = cover_index(covers, cols)
     return [dict(covers[j][1]) for j in [k] + [j for j in (k - 1, k + 1) if 0 <= j < len(covers)]]
-
 
 
 def row_tuner(name: str, index: int, build) -> Autotuner:

@@ -36,21 +36,20 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
 from . import scratch
-from .collectives import FULL_MASK, WARP, warp_inclusive_sum, warp_reduce
+from .collectives import FULL_MASK, WARP, check_threads, warp_inclusive_sum, warp_reduce
+from .config import flags
 
 #: tile states (``flags``)
 EMPTY, AGGREGATE, PREFIX = 0, 1, 2
 
 
 def _check_config(nt: int, rounds: int, vec: bool) -> None:
-    if not isinstance(nt, int) or nt % WARP or not WARP <= nt <= 1024:
-        raise ValueError(f"inclusive_scan: nt must be a multiple of {WARP} from {WARP} to 1024, got {nt!r}")
+    check_threads("inclusive_scan", nt)
     slots = rounds * (nt // WARP) if isinstance(rounds, int) else 0
     if not isinstance(rounds, int) or rounds < 1 or (slots > WARP and slots % WARP):
         raise ValueError(f"inclusive_scan: rounds * nt / 32 (segments per tile) must be at most 32 or a multiple of "
                          f"32, got rounds={rounds!r}, nt={nt!r}")
-    if not isinstance(vec, bool):
-        raise ValueError(f"inclusive_scan: vec must be True or False, got {vec!r}")
+    flags("inclusive_scan", vec=vec)
 
 
 @specialize
