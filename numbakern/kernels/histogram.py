@@ -30,7 +30,7 @@ from ..specialize import specialize
 from ..vector_io import vload4
 from . import scratch
 from .collectives import THREADS_PER_SM, WARP, check_threads, multiprocessors, resident_blocks
-from .config import STATIC_SHARED_LIMIT, flags
+from .config import STATIC_SHARED_LIMIT, checked_out, flags
 
 
 @cuda.jit(device=True)
@@ -153,11 +153,7 @@ def histc(x, bins: int = 100, lo: float = 0.0, hi: float = 0.0, out=None):
     if out is None:
         out = scratch.zeros_like_on(x, (int(bins),), np.int32)
     else:
-        o = check_array("out", out, dtype=np.int32, ndim=1)
-        if o.shape != (bins,):
-            raise ValueError(f"histc: argument 'out' must have shape ({bins},), got {o.shape}")
-        if o.device != info.device:
-            raise ValueError(f"arguments must all be on one device, got 'x' on {info.device}, 'out' on {o.device}")
+        checked_out("histc", out, x, info, (bins,), np.int32)
         to_kernel_arg(out)[:] = 0
     n = int(np.prod(info.shape, dtype=np.int64))
     if n == 0:
