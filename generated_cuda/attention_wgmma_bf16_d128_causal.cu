@@ -189,6 +189,38 @@ constexpr int64_t s_regs = 64;
 constexpr int64_t v_empty = 7;
 constexpr int64_t v_full = 5;
 
+__device__ __forceinline__ void start_rows(float* o, int64_t o_shape0, float* m, int64_t m_shape0, float* l, int64_t l_shape0, int64_t o_regs_)
+{
+    #pragma unroll
+    for (int64_t i = 0; i < o_regs_; i++) {
+        o[i] = 0.0f;
+    }
+    #pragma unroll
+    for (int64_t h = 0; h < 2; h++) {
+        m[h] = -1e+30f;
+        l[h] = 0.0f;
+    }
+}
+
+__device__ __forceinline__ void store_rows(float* out, int64_t out_shape0, int64_t out_shape1, int64_t out_shape2, const float* o, int64_t o_shape0, const float* l, int64_t l_shape0, int32_t bh, int64_t row, int64_t lq, int64_t t4, int64_t o_tiles)
+{
+    #pragma unroll
+    for (int64_t h = 0; h < 2; h++) {
+        float total = l[h];
+        total += __shfl_xor_sync(0xffffffffu, total, 1);
+        total += __shfl_xor_sync(0xffffffffu, total, 2);
+        int64_t r = row + 8 * h;
+        if (r < lq) {
+            float inv = __fdividef(1.0f, total);
+            #pragma unroll
+            for (int64_t j = 0; j < o_tiles; j++) {
+                out[(bh * out_shape1 + r) * out_shape2 + j * 8 + t4 * 2] = o[j * 4 + h * 2] * inv;
+                out[(bh * out_shape1 + r) * out_shape2 + j * 8 + t4 * 2 + 1] = o[j * 4 + h * 2 + 1] * inv;
+            }
+        }
+    }
+}
+
 template <int bn, int causal, int consumers, int d, int pingpong, int stages>
 __global__ void __launch_bounds__(384, 1) attention_wgmma_bf16_d128_causal(
     uint16_t* q, int64_t q_shape0, int64_t q_shape1, int64_t q_shape2,
@@ -275,20 +307,11 @@ __global__ void __launch_bounds__(384, 1) attention_wgmma_bf16_d128_causal(
         float m[2];  // running maxima of this thread's two rows (base-2 units)
         float l[2];  // this lane's part of their sums
         float alpha[2];  // their rescaling in the current key block
-        #pragma unroll
-        for (int64_t i = 0; i < o_regs; i++) {
-            o_acc[i] = 0.0f;
-        }
-        #pragma unroll
-        for (int64_t h = 0; h < 2; h++) {
-            m[h] = (float)MASKED;
-            l[h] = 0.0f;
-        }
+        start_rows(o_acc, o_regs, m, 2, l, 2, o_regs);
         while (!nk_mbarrier_try_wait(&bars[0], (unsigned)(0))) {
         }
         // software-pipelined by one key block: the scores of block j and P V of block j - 1 are issued together,
         // and the softmax of block j runs while the tensor cores still compute P V of block j - 1
-        float total;
         for (int64_t j = 0; j < nkb + 1; j++) {
             s = j % stages;
             phase = j / stages % 2;
@@ -359,7 +382,7 @@ __global__ void __launch_bounds__(384, 1) attention_wgmma_bf16_d128_causal(
                 float m_new = fmaxf(m[h], mx * scale_log2);
                 alpha[h] = exp2f(m[h] - m_new);
                 m[h] = m_new;
-                total = 0.0f;
+                float total = 0.0f;
                 #pragma unroll
                 for (int64_t i = 0; i < (int64_t)bn / 8; i++) {
                     #pragma unroll
@@ -396,21 +419,7 @@ __global__ void __launch_bounds__(384, 1) attention_wgmma_bf16_d128_causal(
                 }
             }
         }
-        #pragma unroll
-        for (int64_t h = 0; h < 2; h++) {
-            total = l[h];
-            total += __shfl_xor_sync(FULL_MASK, total, 1);
-            total += __shfl_xor_sync(FULL_MASK, total, 2);
-            int64_t row = first_row + lane / 4 + 8 * h;
-            if (row < lq) {
-                float inv = __fdividef(1.0f, total);
-                #pragma unroll
-                for (int64_t i = 0; i < (int64_t)d / 8; i++) {
-                    out[(bh * out_shape1 + (uint32_t)row) * out_shape2 + (uint32_t)(i * 8 + col_in)] = o_acc[i * 4 + h * 2] * inv;
-                    out[(bh * out_shape1 + (uint32_t)row) * out_shape2 + (uint32_t)(i * 8 + col_in + 1)] = o_acc[i * 4 + h * 2 + 1] * inv;
-                }
-            }
-        }
+        store_rows(out, out_shape0, out_shape1, out_shape2, o_acc, o_regs, l, 2, bh, first_row + lane / 4, lq, lane % 4, (int64_t)d / 8);
     }
 }
 

@@ -313,7 +313,7 @@ __global__ void __launch_bounds__(384, 1) matmul_wgmma_f16_out16(
             }
         }
         if (t == 0) {
-            nk_bulk_wait_read<0>();  // the last copies have read their staging before the block's shared memory goes
+            nk_bulk_wait_read<0>();  // the last copies have read their staging before the block ends
         }
     }
 }

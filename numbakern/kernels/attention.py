@@ -47,7 +47,7 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..unroll import unroll
 from ..vector_io import vload4, vstore4
-from .config import STATIC_SHARED_LIMIT, fits_static_shared, sizes
+from .config import fits_static_shared, flags, positive_ints, sizes
 from .half import to16, values
 
 #: a masked score: exp(MASKED - m) is 0 for any finite row maximum m
@@ -66,12 +66,8 @@ def shared_bytes(d: int, bm: int, bn: int, kv_split: bool) -> int:
 
 def _check_config(d: int, causal: bool, bm: int, bn: int, kv_split: bool) -> int:
     """Threads per block, or a ValueError saying which constraint fails."""
-    for name, v in (("d", d), ("bm", bm), ("bn", bn)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"flash_attention: {name} must be a positive int, got {v!r}")
-    for name, v in (("causal", causal), ("kv_split", kv_split)):
-        if not isinstance(v, bool):
-            raise ValueError(f"flash_attention: {name} must be True or False, got {v!r}")
+    positive_ints("flash_attention", d=d, bm=bm, bn=bn)
+    flags("flash_attention", causal=causal, kv_split=kv_split)
     if d % 32:
         raise ValueError(f"flash_attention: head dim d={d} must be a multiple of 32 (8 lanes x 4 columns)")
     if bm % 16:
@@ -82,10 +78,8 @@ def _check_config(d: int, causal: bool, bm: int, bn: int, kv_split: bool) -> int
     if nt > 1024 or (bn * d // 4) % nt or (bm * d // 4) % nt or nt % (d // 4):
         raise ValueError(f"flash_attention: the {bm}x{d} Q and {bn}x{d} K/V tiles must split evenly over {nt} threads "
                          "in 16-byte chunks, whole rows at a time")
-    if shared_bytes(d, bm, bn, kv_split) > STATIC_SHARED_LIMIT:
-        raise ValueError(f"flash_attention: d={d}, bm={bm}, bn={bn}, kv_split={kv_split} need "
-                         f"{shared_bytes(d, bm, bn, kv_split)} bytes of shared memory, more than the 48 KiB of static "
-                         "shared memory")
+    fits_static_shared("flash_attention", shared_bytes(d, bm, bn, kv_split),
+                       f"d={d}, bm={bm}, bn={bn}, kv_split={kv_split}")
     return nt
 
 
@@ -96,8 +90,7 @@ def flash_attention(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 3
     launch with ``attention_launch``. ``min_blocks`` is the ``launch_bounds`` minimum of resident blocks per
     multiprocessor (it caps the registers: without it nvcc's fully unrolled C takes 230-255)."""
     nt = _check_config(d, causal, bm, bn, kv_split)
-    if not isinstance(min_blocks, int) or isinstance(min_blocks, bool) or min_blocks < 1:
-        raise ValueError(f"flash_attention: min_blocks must be a positive int, got {min_blocks!r}")
+    positive_ints("flash_attention", min_blocks=min_blocks)
     kq = bn // 8  # keys per lane in a key block
     dc_n = d // 4  # 16-byte chunks in a row of Q, K or V
     cols = d // 8  # output columns per lane

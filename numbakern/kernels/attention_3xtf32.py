@@ -1,35 +1,21 @@
 """fp32 attention forward on the tensor cores, as accurate as fp32: ``out = softmax(scale * q @ k^T [+ mask]) @ v``
-for float32 ``q``, ``k``, ``v``, with both products on 3xTF32 (``matmul_3xtf32``'s split) and the softmax in fp32.
+for float32 ``q``, ``k``, ``v``, both products on 3xTF32 (``tf32x3``) and the softmax in fp32.
 
-The kernel is the 16-bit tensor-core attention's (``attention_tc.flash_kernel``: FlashAttention-2, one warp per 16
-query rows, online softmax in base 2 in registers, ``cp.async`` tiles, V landing during the scores and the next K
-during ``P @ V``) with 32-bit data and the m16n8k8 tf32 ``mma.sync``. What changes:
+The kernel is ``attention_tc``'s ``flash_kernel`` (that module says how it runs) with 32-bit data and the m16n8k8 tf32
+``mma.sync``. What changes:
 
-- **Fragments by plain shared loads, no ldmatrix.** Every tile is row-major with its 16-byte chunks XORed with the
-  row mod 8 (``d`` a multiple of 32: rows of whole 8-chunk groups). A warp's A fragment of Q (``a0 = Q[g][t]``,
-  ``a1 = Q[g + 8][t]``, ``a2 = Q[g][t + 4]``, ``a3 = Q[g + 8][t + 4]``, ``g = lane >> 2``, ``t = lane % 4``) and
-  B fragment of K (``b0 = K[key g][t]``, ``b1 = K[key g][t + 4]``: a row-major K tile is K^T column-major) read
-  eight rows at one chunk each, which the XOR spreads over eight chunks: 32 different banks, no conflict.
-- **P stays in registers, with the keys of a k-step permuted.** A score tile's accumulators give lane (g, t) keys
-  ``2t`` and ``2t + 1`` of rows g and g + 8; the tf32 A fragment wants keys ``t`` and ``t + 4``. Since ``P @ V``
-  sums over keys, any order of them works if P and V agree: k-index ``t`` of a step stands for key ``2t`` and
-  ``t + 4`` for key ``2t + 1``, so ``a0, a1, a2, a3 = c0, c2, c1, c3`` of the tile, and V's B fragment is
-  ``b0 = V[key 2t][col g]``, ``b1 = V[key 2t + 1][col g]`` (ldmatrix could not transpose 32-bit data anyway). Those
-  reads are four even rows at two chunks each: again eight chunks after the XOR, no conflict.
-- **3xTF32** (``tf32x3``): each operand split into a big and a small tf32 part as it is loaded, three products
-  per split operand. ``P @ V`` of each output tile and key block goes into a fresh partial sum (four
-  registers) that is added to O with an ordinary float32 add: the tensor cores truncate when they add to a large
-  running sum, and O runs over every key (``matmul_3xtf32`` explains the bias that accumulating there would add).
-  ``Q K^T`` runs over the head dim only (at most 16 k-steps) and accumulates in the mma.
+- **Fragments by plain shared loads, no ldmatrix** (it cannot transpose 32-bit data). The tiles' 16-byte chunks are
+  XORed with the row mod 8 (``d`` a multiple of 32), so a warp's eight rows of one chunk fall in 32 different banks.
+- **P stays in registers, with the keys of a k-step permuted.** The tf32 A fragment wants keys ``t`` and ``t + 4``
+  where a score tile gives lane (g, t) keys ``2t`` and ``2t + 1``; ``P @ V`` sums over keys, so k-index ``t`` stands
+  for key ``2t`` and ``t + 4`` for key ``2t + 1`` in P and V alike (the kernel's comments give the registers).
+- **3xTF32**: each operand split as it is loaded. ``P @ V`` of each output tile and key block goes into a fresh
+  partial sum added to O in float32 (``matmul_3xtf32`` says why: the tensor cores truncate against a large running
+  sum); ``Q K^T`` runs over the head dim only and accumulates in the mma. Q is read and split again in every key
+  block (kept, the split Q of d = 128 would take 128 registers).
 
-Q's fragments are read and split again in every key block (kept, the split Q of d = 128 would take 128 registers);
-P is split once per key block, into its A-fragment order.
-Shared memory holds a Q, a K and a V tile of float32 (``4 * d * (bm + 2 bn)`` bytes, 48 KiB of static shared memory
-at most); the sequences' ends, the causal blocks and the mask are handled as the 16-bit kernel handles them.
-
-``attention_3xtf32`` takes what the fp32 attention's ``attention`` takes (``numbakern.kernels.attention``: the same
-shapes, checks and result); the registered kernels share its reference and tolerance, and the benchmark's peer is
-torch's fp32 ``scaled_dot_product_attention``.
+``attention_3xtf32`` takes what ``attention.attention`` takes and returns the same; the registered kernels share its
+reference and tolerance.
 """
 
 from __future__ import annotations
@@ -43,9 +29,8 @@ from .attention_tc import flash_kernel
 
 @specialize
 def flash_attention_3xtf32(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 64):
-    """The kernel for one head dim and tile configuration: ``(q, k, v, out, scale)``, all float32, ``q``/``k``/``v``
-    (batch*heads, seq, d), ``out`` (batch*heads, lq, d); launch with ``attention.attention_launch``. The tensor-core
-    attention's kernel (``attention_tc.flash_kernel``) for float32 inputs."""
+    """The kernel for one head dim and tile configuration: ``(q, k, v, out, scale)``, all float32 (batch*heads, seq,
+    d); launch with ``attention.attention_launch``."""
     return flash_kernel(False, d, causal, bm, bn, False, 1, True)
 
 
@@ -65,9 +50,7 @@ def config_for(d: int, causal: bool) -> dict:
 
 
 def attention_3xtf32(q, k, v, *, causal: bool = False, scale: float | None = None, out=None):
-    """``softmax(scale * q @ k^T) @ v`` per (batch, head) in fp32, both products on the tensor cores (3xTF32);
-    ``causal`` masks key j for query i when j > i. Arguments and result as ``numbakern.kernels.attention.attention``
-    (float32, (batch, heads, seq, d) or (batch*heads, seq, d), d = 64 or 128, ``scale`` 1/sqrt(d) by default)."""
+    """``attention.attention`` (the same arguments and result) with both products on the tensor cores (3xTF32)."""
     return run_attention(q, k, v, causal, scale, out, np.float32, config_for, flash_attention_3xtf32)
 
 

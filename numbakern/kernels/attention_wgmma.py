@@ -28,14 +28,14 @@ import math
 import numpy as np
 from numba import cuda
 
-from ..fastpath import jit_options, u32
+from ..fastpath import jit_options
 from ..mma import hopper, pack_bf16x2, pack_f16x2
 from ..specialize import specialize
 from ..tensormap import TensorMapParam, tensor_map_params
 from ..unroll import unroll
+from .flash import LOG2E, start_rows, store_rows
 
 MASKED = -1.0e30
-LOG2E = 1.4426950408889634
 FULL_MASK = 0xFFFFFFFF
 PANEL = 64  # 16-bit columns of one 128-byte swizzled row: the tiles are stored as panels of this width
 ALIGN = 1024  # the 128-byte swizzle repeats every 1024 bytes: each tile starts on such a boundary
@@ -91,20 +91,6 @@ def flash_attention_wgmma(f16: bool = False, d: int = 128, causal: bool = False,
     fmt = "f16" if f16 else "bf16"
     wgmma_s = getattr(hopper, f"wgmma_m64n{bn}k16_{fmt}")  # S = Q K^T: A and B in shared memory
     wgmma_o = getattr(hopper, f"wgmma_m64n{d}k16_{fmt}_rs")  # O += P V: A (P) in registers
-    shared_address = hopper.shared_address
-    mbarrier_init = hopper.mbarrier_init
-    mbarrier_arrive = hopper.mbarrier_arrive
-    mbarrier_arrive_expect_tx = hopper.mbarrier_arrive_expect_tx
-    mbarrier_try_wait = hopper.mbarrier_try_wait
-    fence_barrier_init = hopper.fence_barrier_init
-    tma_load_3d = hopper.tma_load_3d
-    wgmma_fence = hopper.wgmma_fence
-    wgmma_commit = hopper.wgmma_commit
-    wgmma_wait = hopper.wgmma_wait
-    setmaxnreg_inc = hopper.setmaxnreg_inc
-    setmaxnreg_dec = hopper.setmaxnreg_dec
-    named_barrier = hopper.named_barrier
-    named_barrier_arrive = hopper.named_barrier_arrive
 
     bm = 64 * consumers
     threads = 128 * (consumers + 1)
@@ -131,7 +117,7 @@ def flash_attention_wgmma(f16: bool = False, d: int = 128, causal: bool = False,
         tid = cuda.threadIdx.x
         smem = cuda.shared.array(0, dtype=np.uint16)
         bars = cuda.shared.array(nbars, dtype=np.uint64)
-        base = shared_address(smem, 0)
+        base = hopper.shared_address(smem, 0)
         pad = (ALIGN - base % ALIGN) % ALIGN // 2  # elements up to the first 1024-byte boundary
         q_at = pad  # element offsets: Q, then the K ring, then the V ring
         k_at = q_at + q_elems
@@ -144,38 +130,38 @@ def flash_attention_wgmma(f16: bool = False, d: int = 128, causal: bool = False,
         if causal:  # keys past the block's last row are masked for every row: skip their blocks
             nkb = min(nkb, (q0 + bm + bn - 1) // bn)
         if tid == 0:
-            mbarrier_init(bars, 0, 1)
+            hopper.mbarrier_init(bars, 0, 1)
             for s in range(stages):
-                mbarrier_init(bars, k_full + s, 1)
-                mbarrier_init(bars, v_full + s, 1)
-                mbarrier_init(bars, k_empty + s, arrivals)
-                mbarrier_init(bars, v_empty + s, arrivals)
-            fence_barrier_init()
+                hopper.mbarrier_init(bars, k_full + s, 1)
+                hopper.mbarrier_init(bars, v_full + s, 1)
+                hopper.mbarrier_init(bars, k_empty + s, arrivals)
+                hopper.mbarrier_init(bars, v_empty + s, arrivals)
+            hopper.fence_barrier_init()
         cuda.syncthreads()
         wg = tid // 128
         if wg == 0:
-            setmaxnreg_dec(producer_regs)
+            hopper.setmaxnreg_dec(producer_regs)
             if tid == 0:
-                mbarrier_arrive_expect_tx(bars, 0, q_elems * 2)
+                hopper.mbarrier_arrive_expect_tx(bars, 0, q_elems * 2)
                 for p in unroll(range(panels)):
-                    tma_load_3d(smem, q_at + p * q_panel, tmap_q, p * PANEL, q0, bh, bars, 0)
+                    hopper.tma_load_3d(smem, q_at + p * q_panel, tmap_q, p * PANEL, q0, bh, bars, 0)
                 for j in range(nkb):
                     s = j % stages
                     phase = (j // stages + 1) % 2
-                    while not mbarrier_try_wait(bars, k_empty + s, phase):
+                    while not hopper.mbarrier_try_wait(bars, k_empty + s, phase):
                         pass
-                    mbarrier_arrive_expect_tx(bars, k_full + s, kv_elems * 2)
+                    hopper.mbarrier_arrive_expect_tx(bars, k_full + s, kv_elems * 2)
                     for p in unroll(range(panels)):
-                        tma_load_3d(smem, k_at + s * kv_elems + p * kv_panel, tmap_k, p * PANEL, j * bn, bh,
+                        hopper.tma_load_3d(smem, k_at + s * kv_elems + p * kv_panel, tmap_k, p * PANEL, j * bn, bh,
                                     bars, k_full + s)
-                    while not mbarrier_try_wait(bars, v_empty + s, phase):
+                    while not hopper.mbarrier_try_wait(bars, v_empty + s, phase):
                         pass
-                    mbarrier_arrive_expect_tx(bars, v_full + s, kv_elems * 2)
+                    hopper.mbarrier_arrive_expect_tx(bars, v_full + s, kv_elems * 2)
                     for p in unroll(range(panels)):
-                        tma_load_3d(smem, v_at + s * kv_elems + p * kv_panel, tmap_v, p * PANEL, j * bn, bh,
+                        hopper.tma_load_3d(smem, v_at + s * kv_elems + p * kv_panel, tmap_v, p * PANEL, j * bn, bh,
                                     bars, v_full + s)
         else:
-            setmaxnreg_inc(consumer_regs)
+            hopper.setmaxnreg_inc(consumer_regs)
             c = wg - 1
             t = tid % 128
             lane = t % 32
@@ -192,14 +178,10 @@ def flash_attention_wgmma(f16: bool = False, d: int = 128, causal: bool = False,
             m = cuda.local.array(2, np.float32)  # running maxima of this thread's two rows (base-2 units)
             l = cuda.local.array(2, np.float32)  # this lane's part of their sums
             alpha = cuda.local.array(2, np.float32)  # their rescaling in the current key block
-            for i in unroll(range(o_regs)):
-                o_acc[i] = np.float32(0.0)
-            for h in unroll(range(2)):
-                m[h] = np.float32(MASKED)
-                l[h] = np.float32(0.0)
+            start_rows(o_acc, m, l, o_regs)
             if pingpong and c == consumers - 1:  # the first consumer issues first
-                named_barrier_arrive(1, 256)
-            while not mbarrier_try_wait(bars, 0, 0):
+                hopper.named_barrier_arrive(1, 256)
+            while not hopper.mbarrier_try_wait(bars, 0, 0):
                 pass
             # software-pipelined by one key block: the scores of block j and P V of block j - 1 are issued together,
             # and the softmax of block j runs while the tensor cores still compute P V of block j - 1
@@ -208,39 +190,39 @@ def flash_attention_wgmma(f16: bool = False, d: int = 128, causal: bool = False,
                 phase = j // stages % 2
                 prev = (j + stages - 1) % stages  # block j - 1's stage
                 if pingpong:  # this warpgroup's turn to issue (barrier 1 + c: its own 128 threads and the previous'
-                    named_barrier(1 + c, 256)
+                    hopper.named_barrier(1 + c, 256)
                 if j < nkb:
                     k_addr = ring + (k_at - pad + s * kv_elems) * 2
-                    while not mbarrier_try_wait(bars, k_full + s, phase):
+                    while not hopper.mbarrier_try_wait(bars, k_full + s, phase):
                         pass
-                    wgmma_fence()
+                    hopper.wgmma_fence()
                     for kk in unroll(range(d // 16)):
                         at = kk // 4 * q_panel * 2 + kk % 4 * 32
                         kat = kk // 4 * kv_panel * 2 + kk % 4 * 32
                         wgmma_s(s_acc, desc_k_major | ((q_addr + at) % 262144 >> 4),
                                 desc_k_major | ((k_addr + kat) % 262144 >> 4), 1 if kk > 0 else 0, 0)
-                    wgmma_commit()
+                    hopper.wgmma_commit()
                 if j > 0:
                     v_addr = ring + (v_at - pad + prev * kv_elems) * 2
-                    while not mbarrier_try_wait(bars, v_full + prev, (j - 1) // stages % 2):
+                    while not hopper.mbarrier_try_wait(bars, v_full + prev, (j - 1) // stages % 2):
                         pass
-                    wgmma_fence()
+                    hopper.wgmma_fence()
                     for kk in unroll(range(bn // 16)):
                         wgmma_o(o_acc, pf, kk * 4, desc_v | ((v_addr + kk * 16 * 128) % 262144 >> 4), 1, 1)
-                    wgmma_commit()
+                    hopper.wgmma_commit()
                 if pingpong and (j < nkb or c < consumers - 1):  # the next warpgroup's turn (the first's initial
-                    named_barrier_arrive(1 + (c + 1) % consumers, 256)  # turn stands for the last's final one)
+                    hopper.named_barrier_arrive(1 + (c + 1) % consumers, 256)  # turn stands for the last's final one)
                 if j == nkb:
-                    wgmma_wait(0, o_acc, o_regs)
+                    hopper.wgmma_wait(0, o_acc, o_regs)
                     if lane == 0:
-                        mbarrier_arrive(bars, v_empty + prev)
+                        hopper.mbarrier_arrive(bars, v_empty + prev)
                     break
                 if j > 0:
-                    wgmma_wait(1, s_acc, s_regs)  # the scores are done; P V of block j - 1 may still run
+                    hopper.wgmma_wait(1, s_acc, s_regs)  # the scores are done; P V of block j - 1 may still run
                 else:
-                    wgmma_wait(0, s_acc, s_regs)
+                    hopper.wgmma_wait(0, s_acc, s_regs)
                 if lane == 0:
-                    mbarrier_arrive(bars, k_empty + s)
+                    hopper.mbarrier_arrive(bars, k_empty + s)
 
                 # online softmax of the thread's first row (h = 0: registers 4 i, 4 i + 1) and its second
                 # (h = 1: 4 i + 2, 4 i + 3),
@@ -272,9 +254,9 @@ def flash_attention_wgmma(f16: bool = False, d: int = 128, causal: bool = False,
                             total += p
                     l[h] = l[h] * alpha[h] + total
                 if j > 0:
-                    wgmma_wait(0, o_acc, o_regs)  # P V of block j - 1 is done: its V goes back, P and O are free
+                    hopper.wgmma_wait(0, o_acc, o_regs)  # P V of block j - 1 is done: its V goes back, P and O are free
                     if lane == 0:
-                        mbarrier_arrive(bars, v_empty + prev)
+                        hopper.mbarrier_arrive(bars, v_empty + prev)
                 for h in unroll(range(2)):
                     for i in unroll(range(d // 8)):
                         o_acc[i * 4 + h * 2] *= alpha[h]
@@ -284,16 +266,7 @@ def flash_attention_wgmma(f16: bool = False, d: int = 128, causal: bool = False,
                     for r4 in unroll(range(4)):
                         pf[kk * 4 + r4] = pack(s_acc[kk * 8 + r4 * 2], s_acc[kk * 8 + r4 * 2 + 1])
 
-            for h in unroll(range(2)):
-                total = l[h]
-                total += cuda.shfl_xor_sync(FULL_MASK, total, 1)
-                total += cuda.shfl_xor_sync(FULL_MASK, total, 2)
-                row = first_row + lane // 4 + 8 * h
-                if row < lq:
-                    inv = np.float32(1.0) / total
-                    for i in unroll(range(d // 8)):
-                        out[bh, u32(row), u32(i * 8 + col_in)] = o_acc[i * 4 + h * 2] * inv
-                        out[bh, u32(row), u32(i * 8 + col_in + 1)] = o_acc[i * 4 + h * 2 + 1] * inv
+            store_rows(out, o_acc, l, bh, first_row + lane // 4, lq, lane % 4, d // 8)
 
     return tensor_map_params(flash_attention_wgmma, tmap_q=TensorMapParam("q", bm, PANEL),
                              tmap_k=TensorMapParam("k", bn, PANEL), tmap_v=TensorMapParam("v", bn, PANEL))

@@ -106,10 +106,15 @@ def group_reduce(v, group, is_max):
     return v
 
 
-def check_group(what: str, nt: int, group: int) -> None:
-    """A row group is an aligned power of two of lanes up to a warp, or the whole block of ``nt`` threads."""
+def check_threads(what: str, nt: int) -> None:
+    """A block of ``nt`` threads is whole warps, at most 1024 threads."""
     if not isinstance(nt, int) or nt % WARP or not WARP <= nt <= 1024:
         raise ValueError(f"{what}: nt must be a multiple of {WARP} from {WARP} to 1024, got {nt!r}")
+
+
+def check_group(what: str, nt: int, group: int) -> None:
+    """A row group is an aligned power of two of lanes up to a warp, or the whole block of ``nt`` threads."""
+    check_threads(what, nt)
     if group != nt and group not in (1, 2, 4, 8, 16, 32):
         raise ValueError(f"{what}: group must be a power of two up to {WARP} (lanes of a warp per row) or nt={nt} "
                          f"(a block per row), got {group!r}")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 
-from ..launch import LaunchConfig, array_info, cdiv
+import numpy as np
+
+from ..launch import LaunchConfig, array_info, cdiv, check_array, check_same_device, empty_like_on
 
 #: static shared memory a kernel may declare without opting in to more
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -29,6 +31,19 @@ def fits_static_shared(what: str, nbytes: int, tiles: str) -> None:
     """A ValueError when ``tiles`` (said as the message says them) need more than 48 KiB of static shared memory."""
     if nbytes > STATIC_SHARED_LIMIT:
         raise ValueError(f"{what}: {tiles} need {nbytes} bytes, more than 48 KiB of static shared memory")
+
+
+def checked_out(what: str, out, like, like_info, shape: tuple, dtype=np.float32):
+    """``(out, its info)``: ``out`` made like ``like`` when None, else checked: ``dtype``, ``shape``, on the device
+    of ``like`` (whose info is ``like_info``)."""
+    shape = tuple(shape)
+    if out is None:
+        out = empty_like_on(like, shape, np.dtype(dtype))
+    info = check_array("out", out, dtype=dtype)
+    if info.shape != shape:
+        raise ValueError(f"{what}: argument 'out' must have shape {shape}, got {info.shape}")
+    check_same_device(x=like_info, out=info)
+    return out, info
 
 
 def for_mode(sim: dict, gpu: dict) -> dict:

@@ -34,11 +34,12 @@ import numpy as np
 from numba import cuda
 
 from ..fastpath import jit_options, u32
-from ..launch import LaunchConfig, cdiv, check_array, empty_like_on, to_kernel_arg
+from ..launch import LaunchConfig, cdiv, check_array, check_same_device, empty_like_on, to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..unroll import unroll
 from ..vector_io import vload4
+from .config import checked_out
 
 #: threads of a block along x (one warp: a row of 32 output pixels) and along y
 TX = 32
@@ -263,16 +264,8 @@ def conv2d(x, w, b=None, out=None):
         if bi.shape != (out_shape[1],):
             raise ValueError(f"conv2d: argument 'b' must have shape ({out_shape[1]},), got {bi.shape}")
         infos["b"] = bi
-    if out is None:
-        out = empty_like_on(x, out_shape, np.dtype(np.float32))
-    oi = check_array("out", out, dtype=np.float32)
-    if oi.shape != out_shape:
-        raise ValueError(f"conv2d: argument 'out' must have shape {out_shape}, got {oi.shape}")
-    infos["out"] = oi
-    devices = {name: i.device for name, i in infos.items()}
-    if len(set(devices.values())) > 1:
-        raise ValueError("arguments must all be on one device, got " +
-                         ", ".join(f"'{name}' on {d}" for name, d in devices.items()))
+    out, infos["out"] = checked_out("conv2d", out, x, xi, out_shape)
+    check_same_device(**infos)
     if 0 in out_shape:
         return out
     if len(out_shape) == 2:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..launch import LaunchConfig, array_info, cdiv
+from ..launch import LaunchConfig, array_info
+from .config import fits_static_shared, flags, positive_ints, tile_launch
 from .matmul import BENCH_SIZES
 
 
@@ -35,11 +36,8 @@ def thread_grid(bm: int, bn: int, tm: int, tn: int, vm: int, vn: int) -> tuple[i
 
 def _check_config(bm: int, bn: int, bk: int, tm: int, tn: int, vec: bool = False) -> int:
     """Threads per block for a flagship config, or a ValueError saying which constraint fails."""
-    for name, v in (("bm", bm), ("bn", bn), ("bk", bk), ("tm", tm), ("tn", tn)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"matmul_flagship: {name} must be a positive int, got {v!r}")
-    if not isinstance(vec, bool):
-        raise ValueError(f"matmul_flagship: vec must be True or False, got {vec!r}")
+    positive_ints("matmul_flagship", bm=bm, bn=bn, bk=bk, tm=tm, tn=tn)
+    flags("matmul_flagship", vec=vec)
     if bm % tm or bn % tn:
         raise ValueError(f"matmul_flagship: tm={tm} must divide bm={bm} and tn={tn} must divide bn={bn}")
     vm, vn = min(4, tm), min(4, tn)
@@ -58,8 +56,7 @@ def _check_config(bm: int, bn: int, bk: int, tm: int, tn: int, vec: bool = False
                          f"in groups of {width} (and bk/{width} and bn/{width} must divide the thread count)")
     if bk % 2:
         raise ValueError(f"matmul_flagship: bk={bk} must be even (the k-steps go in pairs: fragments double-buffered)")
-    if 2 * bk * ((bm + 4) + bn) * 4 > 48 * 1024:
-        raise ValueError("matmul_flagship: the double-buffered tiles need more than 48 KiB of static shared memory")
+    fits_static_shared("matmul_flagship", 2 * bk * ((bm + 4) + bn) * 4, "the double-buffered tiles")
     return threads
 
 
@@ -83,7 +80,6 @@ def vec_ready(*arrays) -> bool:
     return True
 
 
-
 def flagship_threads(config: dict) -> int:
     return _check_config(config["bm"], config["bn"], config["bk"], config["tm"], config["tn"],
                          config.get("vec", False))
@@ -91,9 +87,7 @@ def flagship_threads(config: dict) -> int:
 
 def flagship_launch(config: dict, h: int, w: int) -> LaunchConfig:
     """Grid and block for an ``h``×``w`` output: one block per ``bm``×``bn`` tile, 1-D blocks."""
-    nt = flagship_threads(config)
-    return LaunchConfig((max(1, cdiv(w, config["bn"])), max(1, cdiv(h, config["bm"])), 1), (nt, 1, 1), 0)
-
+    return tile_launch(h, w, config["bm"], config["bn"], flagship_threads(config))
 
 
 FLAGSHIP_BENCH_SIZES = (*BENCH_SIZES, {"h": 1024, "k": 1024, "w": 1024}, {"h": 2048, "k": 2048, "w": 2048},

@@ -29,10 +29,8 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4
 from . import scratch
-from .collectives import THREADS_PER_SM, WARP, multiprocessors, resident_blocks
-
-#: shared memory a block may use without opting in to more (every GPU since cc 3.0)
-SHARED_LIMIT = 48 * 1024
+from .collectives import THREADS_PER_SM, WARP, check_threads, multiprocessors, resident_blocks
+from .config import STATIC_SHARED_LIMIT, checked_out, flags
 
 
 @cuda.jit(device=True)
@@ -45,14 +43,12 @@ def bin_of(v, lo, hi, scale, bins):
 
 
 def _check_config(nt: int, copies: int, unroll: int, vec: bool) -> None:
-    if not isinstance(nt, int) or nt % WARP or not WARP <= nt <= 1024:
-        raise ValueError(f"histogram: nt must be a multiple of {WARP} from {WARP} to 1024, got {nt!r}")
+    check_threads("histogram", nt)
     if not isinstance(copies, int) or copies < 1 or (nt // WARP) % copies:
         raise ValueError(f"histogram: copies must divide the {nt // WARP} warps of a block, got {copies!r}")
     if not isinstance(unroll, int) or not 1 <= unroll <= 16:
         raise ValueError(f"histogram: unroll must be an int from 1 to 16, got {unroll!r}")
-    if not isinstance(vec, bool):
-        raise ValueError(f"histogram: vec must be True or False, got {vec!r}")
+    flags("histogram", vec=vec)
 
 
 @specialize
@@ -139,7 +135,7 @@ CONFIG = {"nt": 256, "copies": 2, "unroll": 4}
 
 
 def max_bins(copies: int) -> int:
-    return SHARED_LIMIT // (4 * copies)
+    return STATIC_SHARED_LIMIT // (4 * copies)
 
 
 def histc(x, bins: int = 100, lo: float = 0.0, hi: float = 0.0, out=None):
@@ -157,11 +153,7 @@ def histc(x, bins: int = 100, lo: float = 0.0, hi: float = 0.0, out=None):
     if out is None:
         out = scratch.zeros_like_on(x, (int(bins),), np.int32)
     else:
-        o = check_array("out", out, dtype=np.int32, ndim=1)
-        if o.shape != (bins,):
-            raise ValueError(f"histc: argument 'out' must have shape ({bins},), got {o.shape}")
-        if o.device != info.device:
-            raise ValueError(f"arguments must all be on one device, got 'x' on {info.device}, 'out' on {o.device}")
+        checked_out("histc", out, x, info, (bins,), np.int32)
         to_kernel_arg(out)[:] = 0
     n = int(np.prod(info.shape, dtype=np.int64))
     if n == 0:

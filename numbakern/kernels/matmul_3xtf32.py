@@ -7,19 +7,11 @@ k in the mma's own accumulator the error grows with k, biased (4096^3 on an H200
 registers with ordinary float32 adds (round to nearest): the error against a float64 reference is then below a
 float32 GEMM's (H200, 4096^3: 2.3e-7 against cuBLAS SGEMM's 8.4e-7 on the same inputs, ``docs/tensor-cores.md``).
 
-The kernel is the pipelined tensor-core matmul's (``matmul_tc_pipe``) with 32-bit data:
-
-- 16-byte ``cp.async`` copies (4 floats) of both tiles, ``stages`` shared buffers, one barrier per k-tile;
-- the A tile row-major, XOR-swizzled like the 16-bit kernel's (rows of 16 floats, two per 128-byte line), its
-  fragments by ``ldmatrix_x4`` into float32 registers (a row of 4 floats per matrix row: lane ``l`` gets row
-  ``l // 4``, float ``l % 4``, the tf32 A fragment's layout);
-- the B tile k-major as B is, rows padded by 8 floats so that the B fragment reads (``b[k0 + t, n0 + g]``, four k
-  rows of eight floats per warp) fall in 32 different banks; ldmatrix cannot transpose 32-bit elements;
-- each fragment register split once per k-step, three mma per accumulator tile into the k-tile's partial sum,
-  added to the accumulators once per k-tile.
-
-Preconditions (``config.chunks_ready(a, b, out, 4)``): k and w multiples of 4 (whole 16-byte chunks), 16-byte
-aligned C-contiguous data.
+The kernel is ``matmul_tc_pipe.pipelined_kernel`` with 32-bit data: 4 floats a 16-byte copy, the A tile swizzled
+and read by ``ldmatrix_x4`` into float32 registers (a row of 4 floats per matrix row is the tf32 A fragment's
+layout), the B tile k-major with rows padded by 8 floats (``ldmatrix`` cannot transpose 32-bit elements; the padding
+puts the fragment reads' four k rows 8 banks apart). Preconditions (``config.chunks_ready(a, b, out, 4)``): k and w
+multiples of 4, 16-byte aligned C-contiguous data.
 """
 
 from __future__ import annotations
@@ -37,8 +29,7 @@ check_config = check_tf32_config
 @specialize
 def matmul_3xtf32_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, warps_m: int = 2, warps_n: int = 4,
                             stages: int = 2, group: int = 8):
-    """The kernel for one tile configuration; launch with ``mma_launch`` (1-D blocks). The pipelined tensor-core
-    GEMM (``matmul_tc_pipe.pipelined_kernel``) for float32 inputs."""
+    """The kernel for one tile configuration; launch with ``mma_launch`` (1-D blocks)."""
     return pipelined_kernel(False, bm, bn, bk, warps_m, warps_n, stages, group, 1, tf32=True)
 
 

@@ -127,7 +127,7 @@ def matmul_via_async(a, b, out, config: dict | None = None, mt=None) -> None:
     ``mt`` (a k×h scratch array; allocated like ``a`` when None), then the product. The caller checked
     ``async_ready(a, b, out)``."""
     from ..launch import empty_like_on
-    from .transpose import ROWS, TILE, transpose
+    from .transpose import transpose, transpose_launch
 
     config = config or dict(_CONFIG)
     h, k = int(a.shape[0]), int(a.shape[1])
@@ -135,6 +135,7 @@ def matmul_via_async(a, b, out, config: dict | None = None, mt=None) -> None:
     if mt is None:
         mt = empty_like_on(a, (k, h), np.dtype(np.float32))
     if k:
-        transpose[(max(1, -(-k // TILE)), max(1, -(-h // TILE))), (TILE, ROWS)](a, mt)
+        tcfg = transpose_launch(h, k)
+        transpose[tcfg.grid, tcfg.block](a, mt)
     cfg = flagship_launch(config, h, w)
     matmul_flagship_async(**config)[cfg.grid, cfg.block](mt, b, out)

@@ -33,7 +33,7 @@ from ..fastpath import jit_options, u32
 from ..launch import launch_config, to_kernel_arg
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
-from .config import for_mode, sizes
+from .config import for_mode, positive_ints, sizes
 from .flagship_config import (
     FLAGSHIP_BENCH_SIZES,
     _check_config,
@@ -105,19 +105,12 @@ def matmul_tiled_fast(tw: int):
 @specialize
 def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: int = 8, vec: bool = False,
                     group: int = 1):
-    """The flagship kernel for one tile configuration; launch with ``flagship_launch`` (1-D blocks).
-
-    ``group`` > 1 reorders the blocks: consecutive blocks walk down a band of ``group`` block rows before moving one
-    block column right, so the blocks resident together share their B columns and A rows in L2 (Triton's
-    ``GROUP_SIZE_M``). The grid is the same; only which tile a block computes changes.
-
-    ``vec=True`` moves global memory in 16-byte groups (``numbakern.vector_io``): the A and B tiles' loads, the B
-    tile's shared store and the output's store. It needs ``vec_ready(m, n, out)``: k and w multiples of 4 and
-    16-byte aligned matrices (``matmul_fast`` checks and falls back to ``vec=False``, which takes any shape).
-    """
+    """The flagship kernel for one tile configuration; launch with ``flagship_launch`` (1-D blocks). ``group`` > 1:
+    the blocks in ``tiles.grouped_tile``'s order. ``vec=True`` moves global memory in 16-byte groups
+    (``numbakern.vector_io``): the A and B tiles' loads, the B tile's shared store and the output's store; it needs
+    ``vec_ready(m, n, out)`` (``matmul_fast`` checks, and falls back to ``vec=False``, which takes any shape)."""
     nt = _check_config(bm, bn, bk, tm, tn, vec)
-    if not isinstance(group, int) or isinstance(group, bool) or group < 1:
-        raise ValueError(f"matmul_flagship: group must be a positive int, got {group!r}")
+    positive_ints("matmul_flagship", group=group)
     vm = min(4, tm)  # rows per group of consecutive rows a thread owns
     vn = min(4, tn)
     wx, wy, warps_x, gm, gn = thread_grid(bm, bn, tm, tn, vm, vn)
@@ -255,17 +248,6 @@ def _matmul_key(a, b, out) -> tuple[int, int, int]:
     return (int(a.shape[0]), int(a.shape[1]), int(b.shape[1]))
 
 
-def _launch(config, a, b, out):
-    return flagship_launch(config, int(a.shape[0]), int(b.shape[1]))
-
-
-autotuner = Autotuner("matmul_flagship", matmul_flagship, configs=CONFIGS, key=_matmul_key, launch=_launch,
-                      sim_config=SIM_CONFIG)
-#: tunes only over vec=True configs; ``matmul_fast`` uses it when ``vec_ready(a, b, out)``
-vec_autotuner = Autotuner("matmul_flagship_vec", matmul_flagship, configs=VEC_CONFIGS, key=_matmul_key,
-                          launch=_launch, sim_config=SIM_VEC_CONFIG)
-
-
 KERNELS = ("pipelined", "transposed", "flagship")
 
 
@@ -283,10 +265,18 @@ def either_kernel(kernel: str = "pipelined", **config):
 
 
 def either_launch(config, a, b, out):
+    """The launch of ``either_kernel(**config)`` (without "kernel", the flagship's)."""
     config = dict(config)
     if config.pop("kernel", "flagship") in ("pipelined", "transposed"):
         return pipe_launch(config, int(a.shape[0]), int(b.shape[1]))
     return flagship_launch(config, int(a.shape[0]), int(b.shape[1]))
+
+
+autotuner = Autotuner("matmul_flagship", matmul_flagship, configs=CONFIGS, key=_matmul_key, launch=either_launch,
+                      sim_config=SIM_CONFIG)
+#: tunes only over vec=True configs; ``matmul_fast`` uses it when ``vec_ready(a, b, out)``
+vec_autotuner = Autotuner("matmul_flagship_vec", matmul_flagship, configs=VEC_CONFIGS, key=_matmul_key,
+                          launch=either_launch, sim_config=SIM_VEC_CONFIG)
 
 
 def _candidates(at: bool, vec: bool) -> tuple[dict, ...]:

@@ -241,14 +241,14 @@ class TransposedA:
         grid, block = launch[0], launch[1]
 
         def run(a, b, out):
-            from ..launch import cdiv
             from . import scratch
-            from .transpose import ROWS, TILE, transpose
+            from .transpose import transpose, transpose_launch
 
             h, k = int(a.shape[0]), int(a.shape[1])
             mt = scratch.buffer("matmul_at", (k, h), np.float32, a)
             if h and k:
-                transpose[(cdiv(k, TILE), cdiv(h, TILE)), (TILE, ROWS)](a, mt)
+                cfg = transpose_launch(h, k)
+                transpose[cfg.grid, cfg.block](a, mt)
             self.kernel[grid, block](mt, b, out)
 
         return run

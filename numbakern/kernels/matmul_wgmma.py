@@ -80,23 +80,6 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
     panels = bn // PANEL
     panel_bytes = PANEL * BK * 2
     wgmma = getattr(hopper, f"wgmma_m64n{bn}k16_{'f16' if f16 else 'bf16'}")
-    tma_store_2d = hopper.tma_store_2d
-    bulk_commit = hopper.bulk_commit
-    bulk_wait_read = hopper.bulk_wait_read
-    named_barrier = hopper.named_barrier
-    fence_proxy_async = hopper.fence_proxy_async
-    shared_address = hopper.shared_address
-    mbarrier_init = hopper.mbarrier_init
-    mbarrier_arrive = hopper.mbarrier_arrive
-    mbarrier_arrive_expect_tx = hopper.mbarrier_arrive_expect_tx
-    mbarrier_try_wait = hopper.mbarrier_try_wait
-    fence_barrier_init = hopper.fence_barrier_init
-    tma_load_2d = hopper.tma_load_2d
-    wgmma_fence = hopper.wgmma_fence
-    wgmma_commit = hopper.wgmma_commit
-    wgmma_wait = hopper.wgmma_wait
-    setmaxnreg_inc = hopper.setmaxnreg_inc
-    setmaxnreg_dec = hopper.setmaxnreg_dec
     # descriptor fields (PTX ISA "Matrix Descriptor Format"): 128-byte swizzle, 8-row groups 1024 bytes apart;
     # B's n-major panels of 64 columns are panel_bytes apart (its leading offset)
     desc_a_fields = (1 << 16) | ((1024 >> 4) << 32) | (1 << 62)
@@ -114,14 +97,14 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
         smem32 = cuda.shared.array(0, dtype=np.uint32)  # (the same bytes, for the epilogue's 32-bit stores)
         smemf = cuda.shared.array(0, dtype=np.float32)
         bars = cuda.shared.array(nbars, dtype=np.uint64)  # full[s] = bars[s], empty[s] = bars[stages + s]
-        base = shared_address(smem, 0)
+        base = hopper.shared_address(smem, 0)
         pad = (ALIGN - base % ALIGN) % ALIGN // 2  # elements up to the first 1024-byte boundary
         ring = base + pad * 2  # (its shared address)
         if tid == 0:
             for s in range(stages):
-                mbarrier_init(bars, s, 1)
-                mbarrier_init(bars, stages + s, arrivals)
-            fence_barrier_init()
+                hopper.mbarrier_init(bars, s, 1)
+                hopper.mbarrier_init(bars, stages + s, arrivals)
+            hopper.fence_barrier_init()
         cuda.syncthreads()
         num_m = (h + bm - 1) // bm
         num_n = (w + bn - 1) // bn
@@ -130,24 +113,24 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
         band = group * num_n
         wg = tid // 128
         if wg == 0:
-            setmaxnreg_dec(producer_regs)
+            hopper.setmaxnreg_dec(producer_regs)
             if tid == 0:
                 it = 0
                 for tile in range(cuda.blockIdx.x, ntiles, cuda.gridDim.x):
                     tm, tn = grouped_tile(tile, band, group, num_m)
                     for kt in range(ktiles):
                         s = it % stages
-                        while not mbarrier_try_wait(bars, stages + s, (it // stages + 1) % 2):
+                        while not hopper.mbarrier_try_wait(bars, stages + s, (it // stages + 1) % 2):
                             pass
-                        mbarrier_arrive_expect_tx(bars, s, tx_bytes)
+                        hopper.mbarrier_arrive_expect_tx(bars, s, tx_bytes)
                         so = pad + s * stage
-                        tma_load_2d(smem, so, tmap_a, kt * BK, tm * bm, bars, s)
+                        hopper.tma_load_2d(smem, so, tmap_a, kt * BK, tm * bm, bars, s)
                         for j in unroll(range(panels)):
-                            tma_load_2d(smem, so + a_stage + j * PANEL * BK, tmap_b, tn * bn + j * PANEL, kt * BK,
-                                        bars, s)
+                            hopper.tma_load_2d(smem, so + a_stage + j * PANEL * BK, tmap_b, tn * bn + j * PANEL,
+                                               kt * BK, bars, s)
                         it += 1
         else:
-            setmaxnreg_inc(consumer_regs)
+            hopper.setmaxnreg_inc(consumer_regs)
             c = wg - 1
             t = tid % 128
             row_in = (t // 32) * 16 + (t % 32) // 4
@@ -161,35 +144,35 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
                     acc[i] = np.float32(0.0)
                 for kt in range(ktiles):
                     s = it % stages
-                    while not mbarrier_try_wait(bars, s, it // stages % 2):
+                    while not hopper.mbarrier_try_wait(bars, s, it // stages % 2):
                         pass
                     a_addr = ring + (s * stage + c * 64 * BK) * 2
                     b_addr = ring + (s * stage + a_stage) * 2
-                    wgmma_fence()
+                    hopper.wgmma_fence()
                     for kk in unroll(range(BK // 16)):
                         # A: 32 bytes further along its 128-byte rows per k16; B: 16 k-rows (2048 bytes) further
                         wgmma(acc, desc_a_fields | ((a_addr + kk * 32) % 262144 >> 4),
                               desc_b_fields | ((b_addr + kk * 2048) % 262144 >> 4), 1, 1)
-                    wgmma_commit()
+                    hopper.wgmma_commit()
                     if inflight == 0:
-                        wgmma_wait(0, acc, nacc)
+                        hopper.wgmma_wait(0, acc, nacc)
                         if arriver:
-                            mbarrier_arrive(bars, stages + s)
+                            hopper.mbarrier_arrive(bars, stages + s)
                     else:  # the previous k-tile's group is done: its stage goes back to the producer
-                        wgmma_wait(1, acc, nacc)
+                        hopper.wgmma_wait(1, acc, nacc)
                         if kt > 0 and arriver:
-                            mbarrier_arrive(bars, stages + (it + stages - 1) % stages)
+                            hopper.mbarrier_arrive(bars, stages + (it + stages - 1) % stages)
                     it += 1
                 if inflight == 1 and ktiles > 0:
-                    wgmma_wait(0, acc, nacc)
+                    hopper.wgmma_wait(0, acc, nacc)
                     if arriver:
-                        mbarrier_arrive(bars, stages + (it + stages - 1) % stages)
+                        hopper.mbarrier_arrive(bars, stages + (it + stages - 1) % stages)
                 if tma_store:
                     st = (pad + stages * stage) * 2 + c * staging  # this consumer's staging bytes
                     for rnd in unroll(range(rounds)):
                         if t == 0:
-                            bulk_wait_read(0)  # the last round's copy has read its staging
-                        named_barrier(1 + c, 128)
+                            hopper.bulk_wait_read(0)  # the last round's copy has read its staging
+                        hopper.named_barrier(1 + c, 128)
                         for jj in unroll(range(round_cols // 8)):
                             j = rnd * (round_cols // 8) + jj
                             box = jj // (box_cols // 8)
@@ -203,13 +186,13 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
                                     at = st + box * 8192 + r * 128 + (cc ^ (r % 8)) * 16 + (col_in % 4) * 4
                                     smemf[at // 4] = acc[j * 4 + half * 2]
                                     smemf[at // 4 + 1] = acc[j * 4 + half * 2 + 1]
-                        fence_proxy_async()  # the stores above, visible to the copy engine
-                        named_barrier(1 + c, 128)
+                        hopper.fence_proxy_async()  # the stores above, visible to the copy engine
+                        hopper.named_barrier(1 + c, 128)
                         if t == 0:
                             for bx in unroll(range(2)):
-                                tma_store_2d(tmap_out, tn * bn + rnd * round_cols + bx * box_cols, tm * bm + c * 64,
-                                             smem, (st + bx * 8192) // 2)
-                            bulk_commit()
+                                hopper.tma_store_2d(tmap_out, tn * bn + rnd * round_cols + bx * box_cols,
+                                                    tm * bm + c * 64, smem, (st + bx * 8192) // 2)
+                            hopper.bulk_commit()
                 elif not epilogue:  # (a diagnostic: the mainloop alone; the sum keeps the products alive)
                     total = np.float32(0.0)
                     for j in unroll(range(nacc)):
@@ -232,7 +215,7 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
                                         out[u32(r), u32(col)] = acc[j * 4 + half * 2]
                                         out[u32(r), u32(col + 1)] = acc[j * 4 + half * 2 + 1]
             if tma_store and t == 0:
-                bulk_wait_read(0)  # the last copies have read their staging before the block's shared memory goes
+                hopper.bulk_wait_read(0)  # the last copies have read their staging before the block ends
 
     # the tensor maps a launch makes from the arrays (numbakern.tensormap.launch_arguments, translate's launcher)
     return tensor_map_params(matmul_wgmma, tmap_a=TensorMapParam("a", bm, BK), tmap_b=TensorMapParam("b", BK, PANEL),

@@ -39,11 +39,12 @@ from numba import cuda
 
 from ..autotune import Autotuner
 from ..fastpath import jit_options, u32
-from ..launch import LaunchConfig, cdiv, check_array, empty_like_on, launch_config, to_kernel_arg
+from ..launch import LaunchConfig, cdiv, check_array, launch_config, to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from . import scratch
 from .collectives import check_group, combine, group_reduce, split_count
+from .config import checked_out, flags
 from .rows import load_group
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -79,8 +80,7 @@ def _check_config(nt: int, group: int, unroll: int, vec: bool) -> None:
     check_group("reduce_rows", nt, group)
     if not isinstance(unroll, int) or not 1 <= unroll <= 16:
         raise ValueError(f"reduce_rows: unroll must be an int from 1 to 16, got {unroll!r}")
-    if not isinstance(vec, bool):
-        raise ValueError(f"reduce_rows: vec must be True or False, got {vec!r}")
+    flags("reduce_rows", vec=vec)
 
 
 @specialize
@@ -237,13 +237,7 @@ def _reduce(x, axis, out, is_max: bool, what: str):
                          f"got axis={axis!r} for a {len(info.shape)}-D array")
     if is_max and cols == 0:
         raise ValueError(f"{what}: argument 'x' has no elements to take the maximum of (shape {info.shape})")
-    if out is None:
-        out = empty_like_on(x, out_shape, np.dtype(np.float32))
-    o = check_array("out", out, dtype=np.float32)
-    if o.shape != out_shape:
-        raise ValueError(f"{what}: argument 'out' must have shape {out_shape}, got {o.shape}")
-    if o.device != info.device:
-        raise ValueError(f"arguments must all be on one device, got 'x' on {info.device}, 'out' on {o.device}")
+    out, _ = checked_out(what, out, x, info, out_shape)
     ok = to_kernel_arg(out)
     if rows == 0:
         return out

@@ -14,9 +14,10 @@ from numba import cuda
 
 from ..autotune import Autotuner
 from ..fastpath import u32
-from ..launch import LaunchConfig, cdiv, check_array, empty_like_on
+from ..launch import LaunchConfig, cdiv, check_array
 from ..vector_io import vload4, vstore4
 from .collectives import check_group
+from .config import checked_out, flags
 
 
 def check_row_config(what: str, nt: int, group: int, cache: int, vec: bool) -> None:
@@ -24,8 +25,7 @@ def check_row_config(what: str, nt: int, group: int, cache: int, vec: bool) -> N
     check_group(what, nt, group)
     if not isinstance(cache, int) or not 1 <= cache <= 16:
         raise ValueError(f"{what}: cache must be an int from 1 to 16 (16-byte groups per thread), got {cache!r}")
-    if not isinstance(vec, bool):
-        raise ValueError(f"{what}: vec must be True or False, got {vec!r}")
+    flags(what, vec=vec)
 
 
 @cuda.jit(device=True, forceinline=True)
@@ -88,14 +88,7 @@ def vec_ok(*infos, cols: int) -> bool:
 def check_rows(what: str, x, out):
     """(x info, out array, out info) for a row-wise kernel: ``x`` 2-D float32, ``out`` new or of the same shape."""
     info = check_array("x", x, dtype=np.float32, ndim=2)
-    if out is None:
-        out = empty_like_on(x, tuple(info.shape), np.dtype(np.float32))
-    o = check_array("out", out, dtype=np.float32, ndim=2)
-    if o.shape != info.shape:
-        raise ValueError(f"{what}: argument 'out' must have the shape of 'x' {info.shape}, got {o.shape}")
-    if o.device != info.device:
-        raise ValueError(f"arguments must all be on one device, got 'x' on {info.device}, 'out' on {o.device}")
-    return info, out, o
+    return (info, *checked_out(what, out, x, info, info.shape))
 
 
 #: (longest row held in registers, config), short rows to long; the first whose span ``group * cache * 4`` covers a
@@ -136,7 +129,6 @@ def configs_around(covers, cols: int) -> list[dict]:
     """The config for rows of ``cols`` elements first, then its neighbours in ``covers`` (autotuner candidates)."""
     k = cover_index(covers, cols)
     return [dict(covers[j][1]) for j in [k] + [j for j in (k - 1, k + 1) if 0 <= j < len(covers)]]
-
 
 
 def row_tuner(name: str, index: int, build) -> Autotuner:

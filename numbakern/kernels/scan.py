@@ -31,26 +31,25 @@ import numpy as np
 from numba import cuda
 
 from ..fastpath import jit_options, u32
-from ..launch import LaunchConfig, cdiv, check_array, empty_like_on, to_kernel_arg
+from ..launch import LaunchConfig, cdiv, check_array, to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..vector_io import vload4, vstore4
 from . import scratch
-from .collectives import FULL_MASK, WARP, warp_inclusive_sum, warp_reduce
+from .collectives import FULL_MASK, WARP, check_threads, warp_inclusive_sum, warp_reduce
+from .config import checked_out, flags
 
 #: tile states (``flags``)
 EMPTY, AGGREGATE, PREFIX = 0, 1, 2
 
 
 def _check_config(nt: int, rounds: int, vec: bool) -> None:
-    if not isinstance(nt, int) or nt % WARP or not WARP <= nt <= 1024:
-        raise ValueError(f"inclusive_scan: nt must be a multiple of {WARP} from {WARP} to 1024, got {nt!r}")
+    check_threads("inclusive_scan", nt)
     slots = rounds * (nt // WARP) if isinstance(rounds, int) else 0
     if not isinstance(rounds, int) or rounds < 1 or (slots > WARP and slots % WARP):
         raise ValueError(f"inclusive_scan: rounds * nt / 32 (segments per tile) must be at most 32 or a multiple of "
                          f"32, got rounds={rounds!r}, nt={nt!r}")
-    if not isinstance(vec, bool):
-        raise ValueError(f"inclusive_scan: vec must be True or False, got {vec!r}")
+    flags("inclusive_scan", vec=vec)
 
 
 @specialize
@@ -216,13 +215,7 @@ def inclusive_scan(x, out=None, *, config: dict | None = None):
     """``torch.cumsum(x, 0)`` for a 1-D float32 ``x``: torch tensors, CuPy arrays or numpy arrays in, the result of
     the same kind on the same device (``out``, if given, a float32 array of ``x``'s shape)."""
     info = check_array("x", x, dtype=np.float32, ndim=1)
-    if out is None:
-        out = empty_like_on(x, info.shape, np.dtype(np.float32))
-    o = check_array("out", out, dtype=np.float32, ndim=1)
-    if o.shape != info.shape:
-        raise ValueError(f"inclusive_scan: argument 'out' must have the shape of 'x' {info.shape}, got {o.shape}")
-    if o.device != info.device:
-        raise ValueError(f"arguments must all be on one device, got 'x' on {info.device}, 'out' on {o.device}")
+    out, o = checked_out("inclusive_scan", out, x, info, info.shape)
     n = info.shape[0]
     if n == 0:
         return out

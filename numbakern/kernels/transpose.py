@@ -39,13 +39,16 @@ def transpose(src, dst):
             dst[u32(row + j), u32(col)] = tile[u32(tx), u32(ty + j)]
 
 
+def transpose_launch(h: int, w: int) -> LaunchConfig:
+    """The launch for an ``h``×``w`` ``src``: one block per TILE×TILE tile, but only TILE×ROWS threads in it."""
+    return LaunchConfig((max(1, cdiv(w, TILE)), max(1, cdiv(h, TILE))), (TILE, ROWS))
+
+
 def _case(size, rng, dist="uniform"):
     h, w = size["h"], size["w"]
     src = random_array(rng, (h, w), np.float32, dist)
     dst = np.full((w, h), np.nan, dtype=np.float32)
-    # one block per TILE×TILE tile, but only TILE×ROWS threads in it
-    grid = (max(1, cdiv(w, TILE)), max(1, cdiv(h, TILE)))
-    return Case((src, dst), LaunchConfig(grid, (TILE, ROWS)), dict(size))
+    return Case((src, dst), transpose_launch(h, w), dict(size))
 
 
 register(KernelSpec(

@@ -71,7 +71,7 @@ def test_out_and_errors(rng):
         sm.softmax(np.ones(5, np.float32))
     with pytest.raises(TypeError, match="argument 'x' must have dtype float32"):
         sm.softmax(np.ones((2, 2)))
-    with pytest.raises(ValueError, match="'out' must have the shape of 'x'"):
+    with pytest.raises(ValueError, match="argument 'out' must have shape"):
         sm.softmax(x, out=np.empty((3, 9), np.float32))
     with pytest.raises(ValueError, match="cache must be an int from 1 to 16"):
         sm.softmax_rows(cache=0)

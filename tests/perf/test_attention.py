@@ -9,6 +9,7 @@ import pytest
 
 from numbakern import mode
 from numbakern.kernels import attention as at
+from numbakern.kernels.config import STATIC_SHARED_LIMIT
 
 torch = pytest.importorskip("torch")
 
@@ -112,7 +113,7 @@ def test_strided_input_is_refused():
 
 def test_every_configuration_fits_static_shared_memory():
     for d, cfg in at.CONFIGS.items():
-        assert at.shared_bytes(d, cfg["bm"], cfg["bn"], cfg["kv_split"]) <= at.STATIC_SHARED_LIMIT
+        assert at.shared_bytes(d, cfg["bm"], cfg["bn"], cfg["kv_split"]) <= STATIC_SHARED_LIMIT
         assert at.attention_threads({"d": d, **cfg}) == cfg["bm"] * 2
     with pytest.raises(ValueError, match="48 KiB"):
         at.attention_threads({"d": 128, "bm": 64, "bn": 64, "kv_split": True})
