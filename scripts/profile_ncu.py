@@ -233,16 +233,21 @@ NCU_METRICS = {
     "dram__bytes_read.sum": "DRAM bytes read",
     "dram__bytes_write.sum": "DRAM bytes written",
     **{f"l1tex__t_{what}_pipe_lsu_mem_global_op_{op}.sum": f"global {op} {what}"
-       for what in ("requests", "sectors") for op in ("ld", "st", "atom", "red", "ldgsts")},
+       for what in ("requests", "sectors") for op in ("ld", "st", "atom", "red")},
+    # cp.async's global side: Nsight Compute splits LDGSTS by whether it goes through L1 (.ca) or bypasses it (.cg)
+    **{f"l1tex__t_{what}_pipe_lsu_mem_global_op_ldgsts_cache_{how}.sum": f"global ldgsts {what} ({how})"
+       for what in ("requests", "sectors") for how in ("access", "bypass")},
     **{f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum": f"shared {op} wavefronts"
        for op in ("ld", "st", "atom")},
     **{f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum": f"shared {op} bank conflicts"
        for op in ("ld", "st", "atom")},
     # the SASS-level counters (per instruction): the only ones for ldmatrix (LDSM) and cp.async's shared side
+    # the SASS-level counters: the wavefronts the instructions asked for (ld, st), the only counters of ldmatrix
+    # (LDSM) and cp.async's shared side; this ncu (2025.3) has SASS bank conflicts for ldsm and ldgsts only
     **{f"smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum": f"shared {op} wavefronts (SASS)"
        for op in ("ld", "st", "ldsm", "ldgsts")},
     **{f"smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum": f"shared {op} bank conflicts (SASS)"
-       for op in ("ld", "st", "ldsm", "ldgsts")},
+       for op in ("ldsm", "ldgsts")},
     **{f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum": f"{op} (thread instructions)"
        for op in ("fadd", "fmul", "ffma", "dadd", "dmul", "dfma")},
 }
@@ -347,6 +352,24 @@ def _ncu_sum(row: dict, *metrics: str, scale=(1.0,)) -> float:
     return sum((v or 0.0) * s for v, s in zip(found, scales) if v == v)
 
 
+def instruction_conflicts(row: dict, op: str) -> float:
+    """The bank conflicts of the shared-memory ``op`` ("ld" or "st") instructions, from ncu's row.
+
+    L1's counters (``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}`` and
+    ``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}``) also count wavefronts no instruction asked for: the
+    data banks are shared with L1's global traffic, and each such extra wavefront is counted as a bank conflict too.
+    The SASS counter ``smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_{op}`` counts only the instructions'
+    wavefronts, and this ncu has no SASS bank-conflict counter for ld and st. So the instructions' conflicts are
+    L1's conflicts less L1's extra wavefronts: ``conflicts_l1 - (wavefronts_l1 - wavefronts_sass)``. NaN when a
+    counter is missing."""
+    l1 = row.get(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum")
+    sass = row.get(f"smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum")
+    conflicts = row.get(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum")
+    if l1 is None or sass is None or conflicts is None or l1 != l1 or sass != sass or conflicts != conflicts:
+        return float("nan")
+    return conflicts - (l1 - sass)
+
+
 #: (what, the simulator's metric, ncu's value from its row, the target: "2%", "equal", "25%" or "" (shown only))
 COMPARED = [
     ("global ld requests", "global_ld.requests", lambda r: r.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
@@ -361,23 +384,33 @@ COMPARED = [
      lambda r: _ncu_sum(r, "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
                         "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum"), "2%"),
     ("cp.async requests", "global_ldgsts.requests",
-     lambda r: r.get("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"), "2%"),
+     lambda r: _ncu_sum(r, *(f"l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_{how}.sum"
+                             for how in ("access", "bypass"))), "2%"),
     ("cp.async sectors", "global_ldgsts.sectors",
-     lambda r: r.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"), "2%"),
+     lambda r: _ncu_sum(r, *(f"l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_{how}.sum"
+                             for how in ("access", "bypass"))), "2%"),
     ("shared ld wavefronts", "shared_lds.wavefronts",
-     lambda r: r.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"), "2%"),
-    ("shared ld bank conflicts", "shared_lds.conflicts",
-     lambda r: r.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"), "2%"),
-    ("shared ld bank conflicts (SASS)", "shared_lds.conflicts",
-     lambda r: r.get("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"), ""),
+     lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"), "2%"),
+    ("shared ld bank conflicts", "shared_lds.conflicts", lambda r: instruction_conflicts(r, "ld"), "2%"),
+    ("shared ld wavefronts (L1, all)", "shared_lds.wavefronts",
+     lambda r: r.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"), ""),
+    ("shared ld bank conflicts (L1, all)", "shared_lds.conflicts",
+     lambda r: r.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"), ""),
     ("ldmatrix wavefronts", "shared_ldsm.wavefronts",
      lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum"), "2%"),
     ("ldmatrix bank conflicts", "shared_ldsm.conflicts",
      lambda r: r.get("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"), "2%"),
     ("shared st wavefronts", "shared_st.wavefronts",
-     lambda r: r.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"), "2%"),
-    ("shared st bank conflicts", "shared_st.conflicts",
-     lambda r: r.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"), "2%"),
+     lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum"), "2%"),
+    ("shared st bank conflicts", "shared_st.conflicts", lambda r: instruction_conflicts(r, "st"), "2%"),
+    ("shared st wavefronts (L1, all)", "shared_st.wavefronts",
+     lambda r: r.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"), ""),
+    ("shared st bank conflicts (L1, all)", "shared_st.conflicts",
+     lambda r: r.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"), ""),
+    ("shared atomic wavefronts (L1, all)", "shared_atom.wavefronts",
+     lambda r: r.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum"), ""),
+    ("shared atomic bank conflicts (L1, all)", "shared_atom.conflicts",
+     lambda r: r.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum"), ""),
     ("cp.async shared wavefronts", "shared_ldgsts.wavefronts",
      lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"), "2%"),
     ("cp.async shared bank conflicts", "shared_ldgsts.conflicts",
