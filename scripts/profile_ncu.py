@@ -145,8 +145,14 @@ def case_of(t: Target):
 # the simulator's side
 
 
-def _simulator_process() -> None:
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+def _simulator_process(gpu: str) -> None:
+    """A simulator worker: its kernels configured and launched as on ``gpu`` (its multiprocessors), not as the
+    simulator's tests launch them (small tiles, a few blocks), so that it profiles the launch ncu profiles."""
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before anything imports numba
+    from numbakern.kernels.config import SIM_AS_GPU_ENV
+    from numbakern.profiler.roofline import GPUS
+
+    os.environ[SIM_AS_GPU_ENV] = str(GPUS[gpu].sms)
     sys.path.insert(0, str(EXAMPLES))
 
 
@@ -191,6 +197,8 @@ def sim_metrics(p) -> dict:
         key = "bank_conflicts" if field == "conflicts" else field
         out[f"shared_ldsm.{field}"] = sum(getattr(m, key) for m in ldsm)
         out[f"shared_lds.{field}"] = out[f"shared_ld.{field}"] - out[f"shared_ldsm.{field}"]
+    out["grid_blocks"] = math.prod(p.grid)
+    out["block_threads"] = math.prod(p.block)
     out["active_lanes"] = p.kernel.active_lanes
     out["occupancy_pct"] = 100 * p.occupancy.fraction if p.occupancy else float("nan")
     out["registers"] = p.occupancy.registers if p.occupancy and p.occupancy.registers is not None else float("nan")
@@ -204,7 +212,8 @@ def sim_metrics(p) -> dict:
 
 def run_simulator(found: list[Target], gpu: str, jobs: int) -> list[dict]:
     results: list[dict] = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=_simulator_process) as ex:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=_simulator_process,
+                             initargs=(gpu,)) as ex:
         futures = {ex.submit(simulate, t, gpu): t for t in found}
         for future in as_completed(futures):
             t = futures[future]
@@ -227,6 +236,8 @@ def run_simulator(found: list[Target], gpu: str, jobs: int) -> list[dict]:
 NCU_METRICS = {
     "gpu__time_duration.sum": "time (ns)",
     "launch__registers_per_thread": "registers",
+    "launch__grid_size": "blocks in the grid",
+    "launch__block_size": "threads per block",
     "sm__maximum_warps_per_active_cycle_pct": "theoretical occupancy (%)",
     "smsp__thread_inst_executed_per_inst_executed.ratio": "active lanes per warp instruction",
     "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": "DRAM throughput (% of peak)",
@@ -415,6 +426,9 @@ COMPARED = [
      lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"), "2%"),
     ("cp.async shared bank conflicts", "shared_ldgsts.conflicts",
      lambda r: r.get("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"), "2%"),
+    # the same launch on both sides, or nothing else compares
+    ("blocks in the grid", "grid_blocks", lambda r: r.get("launch__grid_size"), "equal"),
+    ("threads per block", "block_threads", lambda r: r.get("launch__block_size"), "equal"),
     ("theoretical occupancy %", "occupancy_pct", lambda r: r.get("sm__maximum_warps_per_active_cycle_pct"), "equal"),
     ("registers per thread", "registers", lambda r: r.get("launch__registers_per_thread"), ""),
     ("active lanes per warp instruction", "active_lanes",
