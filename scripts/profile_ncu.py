@@ -15,7 +15,12 @@ of each kernel on the GPU: the child launches each kernel once to compile it, th
 with the clocks as they run (``--clock-control none``) and only the metrics compared (``NCU_METRICS``, those this
 ncu knows). Nothing else is measured.
 
-Writes to DIR: ``sim.json`` (the simulator's profiles), ``profile.ncu-rep`` and ``ncu.csv`` (ncu's), and
+The simulator's workers make each launch as the GPU does (``NUMBAKERN_SIM_AS_GPU``: the kernels' GPU configurations
+and grids). After ncu's run the GPU's copy bandwidth is measured (scripts/bench.py's yardstick, ``copy.json``): the
+predicted time's target is on the roofline bound with DRAM at it. docs/profiling.md says which counters are compared
+and why (shared memory: the instructions' wavefronts and conflicts, not L1's).
+
+Writes to DIR: ``sim.json`` (the simulator's profiles), ``profile.ncu-rep`` and ``ncu.csv`` (ncu's), ``copy.json``, and
 ``comparison.{csv,md,json}``; and, unless ``--no-docs``, the comparison and the lessons' measured times into
 docs/profiling.md between its markers (``--sim-only``: the lessons' profiler tables). Prints a short table last.
 Exit status: 0 done, 1 a run failed, 2 no GPU / no ncu / a bad argument.
@@ -206,6 +211,8 @@ def sim_metrics(p) -> dict:
     out["fp32_flops"] = p.kernel.flops.get("fp32", 0.0)
     out["fp64_flops"] = p.kernel.flops.get("fp64", 0.0)
     out["predicted_ns"] = 1e9 * p.roofline.bound_seconds
+    # the bound without DRAM's term: the bound at another DRAM bandwidth is the larger of this and bytes / bandwidth
+    out["bound_not_dram_ns"] = 1e9 * max((v for k, v in p.roofline.seconds.items() if k != "dram"), default=0.0)
     out["limiter"] = p.roofline.limiter
     return out
 
@@ -304,6 +311,33 @@ def child(targets_file: Path) -> int:
         benchkit.write_text(targets_file.with_name("profiled.json"), json.dumps(profiled))
         print(f"profiled {t.label}", flush=True)
     return 0
+
+
+#: the yardstick of the achievable DRAM bandwidth: scripts/bench.py's device-to-device copy, of as many floats
+COPY_FLOATS = 1 << 28
+
+
+def copy_child(result: Path) -> int:
+    """(A process of its own, after ncu's run, alone on the GPU.) scripts/bench.py's copy-bandwidth yardstick."""
+    import bench
+
+    row = bench.copy_bandwidth(0.8, COPY_FLOATS)
+    benchkit.write_text(result, json.dumps({"bytes_per_s": row["torch_rate"] * 1e9, "ms": row["torch_ms"],
+                                            "floats": COPY_FLOATS, "how": row["torch_op"]}))
+    return 0
+
+
+def measure_copy(out: Path) -> dict | None:
+    """The GPU's device-to-device copy bandwidth as scripts/bench.py measures it (``DIR/copy.json``), or None (with
+    the reason printed) when it could not be measured."""
+    result = out / "copy.json"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--copy-child", str(result)], env=env)
+    if done.returncode != 0 or not result.exists():
+        print(f"{TOOL}: the copy bandwidth could not be measured; predicted times at the spec's bandwidth only",
+              file=sys.stderr)
+        return None
+    return json.loads(result.read_text())
 
 
 def run_ncu(ncu: str, found: list[Target], out: Path, metrics: list[str]) -> subprocess.Popen:
@@ -440,6 +474,15 @@ COMPARED = [
                         scale=(1.0, 1.0, 2.0)), ""),
     ("time: predicted bound / measured (ns)", "predicted_ns", lambda r: r.get("gpu__time_duration.sum"), "25%"),
 ]
+#: with a measured copy bandwidth, the time's target is on the bound at it (the spec's peak bound is shown only)
+AT_COPY = ("time: bound at the measured copy bandwidth / measured (ns)", "predicted_at_copy_ns")
+
+
+def at_copy_ns(metrics: dict, copy: dict | None) -> float:
+    """The roofline bound with DRAM at the measured copy bandwidth (NaN without a measurement)."""
+    if not copy or "bound_not_dram_ns" not in metrics:
+        return float("nan")
+    return max(1e9 * metrics["dram_bytes"] / copy["bytes_per_s"], metrics["bound_not_dram_ns"])
 
 
 #: a kernel is bandwidth-bound (the predicted time's target applies) when ncu measures its DRAM throughput at
@@ -455,8 +498,14 @@ def _relative(sim: float, gpu: float) -> float:
     return (sim - gpu) / gpu
 
 
-def compare(sims: list[dict], gpu_rows: dict[str, dict] | None) -> list[dict]:
-    """One row per kernel and compared metric that either side counts."""
+def compare(sims: list[dict], gpu_rows: dict[str, dict] | None, copy: dict | None = None) -> list[dict]:
+    """One row per kernel and compared metric that either side counts; with ``copy`` (the measured copy bandwidth,
+    ``measure_copy``) also the time bound at it, which then carries the time's target."""
+    compared = list(COMPARED)
+    if copy:
+        what, key = AT_COPY
+        compared = [(w, k, f, "" if k == "predicted_ns" else t) for w, k, f, t in compared]
+        compared.append((what, key, lambda r: r.get("gpu__time_duration.sum"), "25%"))
     rows = []
     for sim in sims:
         t = Target(**sim["target"])
@@ -466,8 +515,8 @@ def compare(sims: list[dict], gpu_rows: dict[str, dict] | None) -> list[dict]:
         gpu = gpu_rows.get(t.label) if gpu_rows is not None else None
         dram = gpu.get("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed") if gpu is not None else None
         bandwidth_bound = (dram or 0) >= BANDWIDTH_BOUND_PCT
-        for what, key, ncu_value, target in COMPARED:
-            s = sim["metrics"].get(key, float("nan"))
+        for what, key, ncu_value, target in compared:
+            s = at_copy_ns(sim["metrics"], copy) if key == AT_COPY[1] else sim["metrics"].get(key, float("nan"))
             g = ncu_value(gpu) if gpu is not None else float("nan")
             g = float("nan") if g is None else g
             if not s and (not g or g != g) and target == "2%":
@@ -525,7 +574,7 @@ def short_table(rows: list[dict]) -> str:
                 k["missed"].append(r["what"])
         if r["what"].startswith("theoretical occupancy"):
             k["occupancy"] = f"{_cell(r['simulator'])}/{_cell(r['ncu'])}"
-        if r["what"].startswith("time"):
+        if r["what"].startswith("time") and (r["what"] == AT_COPY[0] or not k["time"]):
             k["time"] = "" if r["difference"] != r["difference"] else f"{r['simulator'] / r['ncu']:.2f}"
     out = [f"{'kernel':34} {'worst 2%-metric':>16} {'occupancy sim/ncu':>18} {'time pred/meas':>15}  missed"]
     for name, k in by_kernel.items():
@@ -581,16 +630,20 @@ def main(argv=None) -> int:
                         "docs/profiling.md)")
     parser.add_argument("--no-docs", action="store_true", help="leave the docs as they are")
     parser.add_argument("--child", metavar="TARGETS_JSON", help=argparse.SUPPRESS)  # the run under ncu
+    parser.add_argument("--copy-child", metavar="RESULT_JSON", help=argparse.SUPPRESS)  # the copy bandwidth
     args = parser.parse_args(argv)
     if args.child:
         return child(Path(args.child))
+    if args.copy_child:
+        return copy_child(Path(args.copy_child))
     out = benchkit.out_dir(args.render or args.out, DEFAULT_OUT)
     out.mkdir(parents=True, exist_ok=True)
     doc = None if args.no_docs else Path(args.docs)
     if args.render:
         sims = json.loads((out / "sim.json").read_text())
         gpu_rows = by_label(parse_ncu_csv((out / "ncu.csv").read_text()), out) if (out / "ncu.csv").exists() else None
-        return _finish(out, doc, sims, gpu_rows, json.loads((out / "provenance.json").read_text())["text"])
+        copy = json.loads((out / "copy.json").read_text()) if (out / "copy.json").exists() else None
+        return _finish(out, doc, sims, gpu_rows, json.loads((out / "provenance.json").read_text())["text"], copy)
 
     try:
         found = targets(set(args.kernels.split(",")) if args.kernels else None)
@@ -613,24 +666,33 @@ def main(argv=None) -> int:
     else:
         sims = run_simulator(found, gpu, args.jobs)
     benchkit.write_text(out / "sim.json", json.dumps(sims, indent=1))
-    gpu_rows = None
+    gpu_rows = copy = None
     if process is not None:
         if process.wait() != 0:
             print(f"{TOOL}: the profiled run under ncu failed (its output is above)", file=sys.stderr)
             return 1
         gpu_rows = read_ncu(ncu, out)
+        copy = measure_copy(out)  # after ncu's run: nothing else on the GPU
         missing = [t.label for t in found if t.label not in gpu_rows]
         if missing:
             print(f"{TOOL}: no ncu profile of {', '.join(missing)}", file=sys.stderr)
     where = f"{gpu_name}, Nsight Compute {ncu_version(ncu)}" if ncu else "the simulator only"
+    from numbakern.profiler.roofline import GPUS
+
     provenance = (f"Measured on {where}, {benchkit.today()}, with `python scripts/profile_ncu.py"
-                  f"{' --kernels ' + args.kernels if args.kernels else ''}`; predicted times on {gpu}.")
+                  f"{' --kernels ' + args.kernels if args.kernels else ''}`; predicted times on {gpu} "
+                  f"(DRAM at the spec's {GPUS[gpu].dram_bytes_per_s / 1e9:,.0f} GB/s")
+    if copy:
+        provenance += (f"; and at the copy bandwidth this run measured after ncu's: {copy['bytes_per_s'] / 1e9:,.0f} "
+                       f"GB/s, scripts/bench.py's yardstick, {copy['how']} of {copy['floats']:,} floats, which "
+                       "carries the time's target")
+    provenance += ")."
     benchkit.write_text(out / "provenance.json", json.dumps({"text": provenance}))
-    return _finish(out, doc, sims, gpu_rows, provenance)
+    return _finish(out, doc, sims, gpu_rows, provenance, copy)
 
 
-def _finish(out: Path, doc: Path | None, sims: list[dict], gpu_rows, provenance: str) -> int:
-    rows = compare(sims, gpu_rows) if gpu_rows is not None else None
+def _finish(out: Path, doc: Path | None, sims: list[dict], gpu_rows, provenance: str, copy: dict | None = None) -> int:
+    rows = compare(sims, gpu_rows, copy) if gpu_rows is not None else None
     if rows is not None:
         benchkit.write_text(out / "comparison.json", json.dumps(rows, indent=1))
         benchkit.write_csv(out / "comparison.csv", rows, ["kernel", "size", "what", "simulator", "ncu", "difference",

@@ -117,3 +117,38 @@ def test_shared_memory_is_compared_on_the_instructions_wavefronts_and_conflicts(
     assert table["shared st bank conflicts (L1, all)"]["ncu"] == 3_586
     assert table["shared st bank conflicts (L1, all)"]["target"] == ""
     assert not any("(SASS)" in what for what in table)
+
+
+def test_the_times_target_is_on_the_bound_at_the_measured_copy_bandwidth(tool, tmp_path):
+    # a bandwidth-bound kernel that moves 201 MB: 41.9 us at the spec's 4.8 TB/s, 47.2 us at a measured 4,264 GB/s
+    moved = 201_326_592
+    metrics = {"dram_bytes": moved, "predicted_ns": 1e9 * moved / 4.8e12, "bound_not_dram_ns": 1_000.0}
+    sims = [{"target": {"name": "vector_add", "where": "library", "size": {"n": 1 << 24}, "sample": 16},
+             "metrics": metrics}]
+    gpu = {"Kernel Name": "vector_add", "gpu__time_duration.sum": 57_760,
+           "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": 68.0}
+    (tmp_path / "profiled.json").write_text(json.dumps(["vector_add"]))
+    rows = tool.by_label(tool.parse_ncu_csv(ncu_csv([gpu])), tmp_path)
+    copy = {"bytes_per_s": 4.264e12, "ms": 0.126, "floats": 1 << 28, "how": "Tensor.copy_"}
+    table = {r["what"]: r for r in tool.compare(sims, rows, copy)}
+    spec, measured = table["time: predicted bound / measured (ns)"], table[tool.AT_COPY[0]]
+    assert spec["target"] == "" and spec["difference"] == pytest.approx(41_943 / 57_760 - 1, abs=1e-4)
+    assert measured["simulator"] == pytest.approx(1e9 * moved / 4.264e12)
+    assert measured["target"] == "25%" and measured["met"] == "yes"
+    # without a measurement the spec's bound carries the target
+    table = {r["what"]: r for r in tool.compare(sims, rows)}
+    assert table["time: predicted bound / measured (ns)"]["met"] == "no" and tool.AT_COPY[0] not in table
+
+
+def test_the_simulator_makes_the_launch_a_gpu_makes_when_asked(monkeypatch):
+    from numbakern.kernels import collectives, config
+
+    gpu, sim = {"bm": 128}, {"bm": 16}
+    monkeypatch.delenv(config.SIM_AS_GPU_ENV, raising=False)
+    assert config.for_mode(sim, gpu) == sim and collectives.resident_blocks(256) == collectives.SIM_BLOCKS
+    monkeypatch.setenv(config.SIM_AS_GPU_ENV, "132")
+    assert config.for_mode(sim, gpu) == gpu
+    assert collectives.multiprocessors() == 132 and collectives.resident_blocks(256) == 132 * 8
+    monkeypatch.setenv(config.SIM_AS_GPU_ENV, "many")
+    with pytest.raises(ValueError, match="NUMBAKERN_SIM_AS_GPU must be a positive whole number"):
+        config.for_mode(sim, gpu)
