@@ -415,6 +415,24 @@ def instruction_conflicts(row: dict, op: str) -> float:
     return conflicts - (l1 - sass)
 
 
+def _l1_shared_rows(op: str, name: str, sim: str) -> list[tuple]:
+    """L1's own wavefronts and bank conflicts of the shared-memory ``op``: shown, no target (they count more than
+    the instructions cause: ``instruction_conflicts``)."""
+    return [(f"shared {name} wavefronts (L1, all)", f"{sim}.wavefronts",
+             lambda r: r.get(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"), ""),
+            (f"shared {name} bank conflicts (L1, all)", f"{sim}.conflicts",
+             lambda r: r.get(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum"), "")]
+
+
+def _shared_rows(op: str, sim: str) -> list[tuple]:
+    """The shared-memory ``op``'s ("ld" or "st") rows: the instructions' wavefronts and conflicts (the 2% targets),
+    then L1's own counts."""
+    return [(f"shared {op} wavefronts", f"{sim}.wavefronts",
+             lambda r: r.get(f"smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"), "2%"),
+            (f"shared {op} bank conflicts", f"{sim}.conflicts", lambda r: instruction_conflicts(r, op), "2%"),
+            *_l1_shared_rows(op, op, sim)]
+
+
 #: (what, the simulator's metric, ncu's value from its row, the target: "2%", "equal", "25%" or "" (shown only))
 COMPARED = [
     ("global ld requests", "global_ld.requests", lambda r: r.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
@@ -434,28 +452,13 @@ COMPARED = [
     ("cp.async sectors", "global_ldgsts.sectors",
      lambda r: _ncu_sum(r, *(f"l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_{how}.sum"
                              for how in ("access", "bypass"))), "2%"),
-    ("shared ld wavefronts", "shared_lds.wavefronts",
-     lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"), "2%"),
-    ("shared ld bank conflicts", "shared_lds.conflicts", lambda r: instruction_conflicts(r, "ld"), "2%"),
-    ("shared ld wavefronts (L1, all)", "shared_lds.wavefronts",
-     lambda r: r.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"), ""),
-    ("shared ld bank conflicts (L1, all)", "shared_lds.conflicts",
-     lambda r: r.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"), ""),
+    *_shared_rows("ld", "shared_lds"),
     ("ldmatrix wavefronts", "shared_ldsm.wavefronts",
      lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum"), "2%"),
     ("ldmatrix bank conflicts", "shared_ldsm.conflicts",
      lambda r: r.get("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"), "2%"),
-    ("shared st wavefronts", "shared_st.wavefronts",
-     lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum"), "2%"),
-    ("shared st bank conflicts", "shared_st.conflicts", lambda r: instruction_conflicts(r, "st"), "2%"),
-    ("shared st wavefronts (L1, all)", "shared_st.wavefronts",
-     lambda r: r.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"), ""),
-    ("shared st bank conflicts (L1, all)", "shared_st.conflicts",
-     lambda r: r.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"), ""),
-    ("shared atomic wavefronts (L1, all)", "shared_atom.wavefronts",
-     lambda r: r.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum"), ""),
-    ("shared atomic bank conflicts (L1, all)", "shared_atom.conflicts",
-     lambda r: r.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum"), ""),
+    *_shared_rows("st", "shared_st"),
+    *_l1_shared_rows("atom", "atomic", "shared_atom"),
     ("cp.async shared wavefronts", "shared_ldgsts.wavefronts",
      lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"), "2%"),
     ("cp.async shared bank conflicts", "shared_ldgsts.conflicts",
