@@ -15,7 +15,12 @@ of each kernel on the GPU: the child launches each kernel once to compile it, th
 with the clocks as they run (``--clock-control none``) and only the metrics compared (``NCU_METRICS``, those this
 ncu knows). Nothing else is measured.
 
-Writes to DIR: ``sim.json`` (the simulator's profiles), ``profile.ncu-rep`` and ``ncu.csv`` (ncu's), and
+The simulator's workers make each launch as the GPU does (``NUMBAKERN_SIM_AS_GPU``: the kernels' GPU configurations
+and grids). After ncu's run the GPU's copy bandwidth is measured (scripts/bench.py's yardstick, ``copy.json``): the
+predicted time's target is on the roofline bound with DRAM at it. docs/profiling.md says which counters are compared
+and why (shared memory: the instructions' wavefronts and conflicts, not L1's).
+
+Writes to DIR: ``sim.json`` (the simulator's profiles), ``profile.ncu-rep`` and ``ncu.csv`` (ncu's), ``copy.json``, and
 ``comparison.{csv,md,json}``; and, unless ``--no-docs``, the comparison and the lessons' measured times into
 docs/profiling.md between its markers (``--sim-only``: the lessons' profiler tables). Prints a short table last.
 Exit status: 0 done, 1 a run failed, 2 no GPU / no ncu / a bad argument.
@@ -145,8 +150,14 @@ def case_of(t: Target):
 # the simulator's side
 
 
-def _simulator_process() -> None:
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+def _simulator_process(gpu: str) -> None:
+    """A simulator worker: its kernels configured and launched as on ``gpu`` (its multiprocessors), not as the
+    simulator's tests launch them (small tiles, a few blocks), so that it profiles the launch ncu profiles."""
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before anything imports numba
+    from numbakern.kernels.config import SIM_AS_GPU_ENV
+    from numbakern.profiler.roofline import GPUS
+
+    os.environ[SIM_AS_GPU_ENV] = str(GPUS[gpu].sms)
     sys.path.insert(0, str(EXAMPLES))
 
 
@@ -191,6 +202,8 @@ def sim_metrics(p) -> dict:
         key = "bank_conflicts" if field == "conflicts" else field
         out[f"shared_ldsm.{field}"] = sum(getattr(m, key) for m in ldsm)
         out[f"shared_lds.{field}"] = out[f"shared_ld.{field}"] - out[f"shared_ldsm.{field}"]
+    out["grid_blocks"] = math.prod(p.grid)
+    out["block_threads"] = math.prod(p.block)
     out["active_lanes"] = p.kernel.active_lanes
     out["occupancy_pct"] = 100 * p.occupancy.fraction if p.occupancy else float("nan")
     out["registers"] = p.occupancy.registers if p.occupancy and p.occupancy.registers is not None else float("nan")
@@ -198,13 +211,16 @@ def sim_metrics(p) -> dict:
     out["fp32_flops"] = p.kernel.flops.get("fp32", 0.0)
     out["fp64_flops"] = p.kernel.flops.get("fp64", 0.0)
     out["predicted_ns"] = 1e9 * p.roofline.bound_seconds
+    # the bound without DRAM's term: the bound at another DRAM bandwidth is the larger of this and bytes / bandwidth
+    out["bound_not_dram_ns"] = 1e9 * max((v for k, v in p.roofline.seconds.items() if k != "dram"), default=0.0)
     out["limiter"] = p.roofline.limiter
     return out
 
 
 def run_simulator(found: list[Target], gpu: str, jobs: int) -> list[dict]:
     results: list[dict] = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=_simulator_process) as ex:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=_simulator_process,
+                             initargs=(gpu,)) as ex:
         futures = {ex.submit(simulate, t, gpu): t for t in found}
         for future in as_completed(futures):
             t = futures[future]
@@ -227,22 +243,29 @@ def run_simulator(found: list[Target], gpu: str, jobs: int) -> list[dict]:
 NCU_METRICS = {
     "gpu__time_duration.sum": "time (ns)",
     "launch__registers_per_thread": "registers",
+    "launch__grid_size": "blocks in the grid",
+    "launch__block_size": "threads per block",
     "sm__maximum_warps_per_active_cycle_pct": "theoretical occupancy (%)",
     "smsp__thread_inst_executed_per_inst_executed.ratio": "active lanes per warp instruction",
     "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": "DRAM throughput (% of peak)",
     "dram__bytes_read.sum": "DRAM bytes read",
     "dram__bytes_write.sum": "DRAM bytes written",
     **{f"l1tex__t_{what}_pipe_lsu_mem_global_op_{op}.sum": f"global {op} {what}"
-       for what in ("requests", "sectors") for op in ("ld", "st", "atom", "red", "ldgsts")},
+       for what in ("requests", "sectors") for op in ("ld", "st", "atom", "red")},
+    # cp.async's global side: Nsight Compute splits LDGSTS by whether it goes through L1 (.ca) or bypasses it (.cg)
+    **{f"l1tex__t_{what}_pipe_lsu_mem_global_op_ldgsts_cache_{how}.sum": f"global ldgsts {what} ({how})"
+       for what in ("requests", "sectors") for how in ("access", "bypass")},
     **{f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum": f"shared {op} wavefronts"
        for op in ("ld", "st", "atom")},
     **{f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum": f"shared {op} bank conflicts"
        for op in ("ld", "st", "atom")},
     # the SASS-level counters (per instruction): the only ones for ldmatrix (LDSM) and cp.async's shared side
+    # the SASS-level counters: the wavefronts the instructions asked for (ld, st), the only counters of ldmatrix
+    # (LDSM) and cp.async's shared side; this ncu (2025.3) has SASS bank conflicts for ldsm and ldgsts only
     **{f"smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum": f"shared {op} wavefronts (SASS)"
        for op in ("ld", "st", "ldsm", "ldgsts")},
     **{f"smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum": f"shared {op} bank conflicts (SASS)"
-       for op in ("ld", "st", "ldsm", "ldgsts")},
+       for op in ("ldsm", "ldgsts")},
     **{f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum": f"{op} (thread instructions)"
        for op in ("fadd", "fmul", "ffma", "dadd", "dmul", "dfma")},
 }
@@ -288,6 +311,33 @@ def child(targets_file: Path) -> int:
         benchkit.write_text(targets_file.with_name("profiled.json"), json.dumps(profiled))
         print(f"profiled {t.label}", flush=True)
     return 0
+
+
+#: the yardstick of the achievable DRAM bandwidth: scripts/bench.py's device-to-device copy, of as many floats
+COPY_FLOATS = 1 << 28
+
+
+def copy_child(result: Path) -> int:
+    """(A process of its own, after ncu's run, alone on the GPU.) scripts/bench.py's copy-bandwidth yardstick."""
+    import bench
+
+    row = bench.copy_bandwidth(0.8, COPY_FLOATS)
+    benchkit.write_text(result, json.dumps({"bytes_per_s": row["torch_rate"] * 1e9, "ms": row["torch_ms"],
+                                            "floats": COPY_FLOATS, "how": row["torch_op"]}))
+    return 0
+
+
+def measure_copy(out: Path) -> dict | None:
+    """The GPU's device-to-device copy bandwidth as scripts/bench.py measures it (``DIR/copy.json``), or None (with
+    the reason printed) when it could not be measured."""
+    result = out / "copy.json"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--copy-child", str(result)], env=env)
+    if done.returncode != 0 or not result.exists():
+        print(f"{TOOL}: the copy bandwidth could not be measured; predicted times at the spec's bandwidth only",
+              file=sys.stderr)
+        return None
+    return json.loads(result.read_text())
 
 
 def run_ncu(ncu: str, found: list[Target], out: Path, metrics: list[str]) -> subprocess.Popen:
@@ -347,6 +397,42 @@ def _ncu_sum(row: dict, *metrics: str, scale=(1.0,)) -> float:
     return sum((v or 0.0) * s for v, s in zip(found, scales) if v == v)
 
 
+def instruction_conflicts(row: dict, op: str) -> float:
+    """The bank conflicts of the shared-memory ``op`` ("ld" or "st") instructions, from ncu's row.
+
+    L1's counters (``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}`` and
+    ``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}``) also count wavefronts no instruction asked for: the
+    data banks are shared with L1's global traffic, and each such extra wavefront is counted as a bank conflict too.
+    The SASS counter ``smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_{op}`` counts only the instructions'
+    wavefronts, and this ncu has no SASS bank-conflict counter for ld and st. So the instructions' conflicts are
+    L1's conflicts less L1's extra wavefronts: ``conflicts_l1 - (wavefronts_l1 - wavefronts_sass)``. NaN when a
+    counter is missing."""
+    l1 = row.get(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum")
+    sass = row.get(f"smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum")
+    conflicts = row.get(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum")
+    if l1 is None or sass is None or conflicts is None or l1 != l1 or sass != sass or conflicts != conflicts:
+        return float("nan")
+    return conflicts - (l1 - sass)
+
+
+def _l1_shared_rows(op: str, name: str, sim: str) -> list[tuple]:
+    """L1's own wavefronts and bank conflicts of the shared-memory ``op``: shown, no target (they count more than
+    the instructions cause: ``instruction_conflicts``)."""
+    return [(f"shared {name} wavefronts (L1, all)", f"{sim}.wavefronts",
+             lambda r: r.get(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"), ""),
+            (f"shared {name} bank conflicts (L1, all)", f"{sim}.conflicts",
+             lambda r: r.get(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum"), "")]
+
+
+def _shared_rows(op: str, sim: str) -> list[tuple]:
+    """The shared-memory ``op``'s ("ld" or "st") rows: the instructions' wavefronts and conflicts (the 2% targets),
+    then L1's own counts."""
+    return [(f"shared {op} wavefronts", f"{sim}.wavefronts",
+             lambda r: r.get(f"smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"), "2%"),
+            (f"shared {op} bank conflicts", f"{sim}.conflicts", lambda r: instruction_conflicts(r, op), "2%"),
+            *_l1_shared_rows(op, op, sim)]
+
+
 #: (what, the simulator's metric, ncu's value from its row, the target: "2%", "equal", "25%" or "" (shown only))
 COMPARED = [
     ("global ld requests", "global_ld.requests", lambda r: r.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
@@ -361,27 +447,25 @@ COMPARED = [
      lambda r: _ncu_sum(r, "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
                         "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum"), "2%"),
     ("cp.async requests", "global_ldgsts.requests",
-     lambda r: r.get("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"), "2%"),
+     lambda r: _ncu_sum(r, *(f"l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_{how}.sum"
+                             for how in ("access", "bypass"))), "2%"),
     ("cp.async sectors", "global_ldgsts.sectors",
-     lambda r: r.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"), "2%"),
-    ("shared ld wavefronts", "shared_lds.wavefronts",
-     lambda r: r.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"), "2%"),
-    ("shared ld bank conflicts", "shared_lds.conflicts",
-     lambda r: r.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"), "2%"),
-    ("shared ld bank conflicts (SASS)", "shared_lds.conflicts",
-     lambda r: r.get("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"), ""),
+     lambda r: _ncu_sum(r, *(f"l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_{how}.sum"
+                             for how in ("access", "bypass"))), "2%"),
+    *_shared_rows("ld", "shared_lds"),
     ("ldmatrix wavefronts", "shared_ldsm.wavefronts",
      lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum"), "2%"),
     ("ldmatrix bank conflicts", "shared_ldsm.conflicts",
      lambda r: r.get("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"), "2%"),
-    ("shared st wavefronts", "shared_st.wavefronts",
-     lambda r: r.get("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"), "2%"),
-    ("shared st bank conflicts", "shared_st.conflicts",
-     lambda r: r.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"), "2%"),
+    *_shared_rows("st", "shared_st"),
+    *_l1_shared_rows("atom", "atomic", "shared_atom"),
     ("cp.async shared wavefronts", "shared_ldgsts.wavefronts",
      lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"), "2%"),
     ("cp.async shared bank conflicts", "shared_ldgsts.conflicts",
      lambda r: r.get("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"), "2%"),
+    # the same launch on both sides, or nothing else compares
+    ("blocks in the grid", "grid_blocks", lambda r: r.get("launch__grid_size"), "equal"),
+    ("threads per block", "block_threads", lambda r: r.get("launch__block_size"), "equal"),
     ("theoretical occupancy %", "occupancy_pct", lambda r: r.get("sm__maximum_warps_per_active_cycle_pct"), "equal"),
     ("registers per thread", "registers", lambda r: r.get("launch__registers_per_thread"), ""),
     ("active lanes per warp instruction", "active_lanes",
@@ -393,6 +477,15 @@ COMPARED = [
                         scale=(1.0, 1.0, 2.0)), ""),
     ("time: predicted bound / measured (ns)", "predicted_ns", lambda r: r.get("gpu__time_duration.sum"), "25%"),
 ]
+#: with a measured copy bandwidth, the time's target is on the bound at it (the spec's peak bound is shown only)
+AT_COPY = ("time: bound at the measured copy bandwidth / measured (ns)", "predicted_at_copy_ns")
+
+
+def at_copy_ns(metrics: dict, copy: dict | None) -> float:
+    """The roofline bound with DRAM at the measured copy bandwidth (NaN without a measurement)."""
+    if not copy or "bound_not_dram_ns" not in metrics:
+        return float("nan")
+    return max(1e9 * metrics["dram_bytes"] / copy["bytes_per_s"], metrics["bound_not_dram_ns"])
 
 
 #: a kernel is bandwidth-bound (the predicted time's target applies) when ncu measures its DRAM throughput at
@@ -408,8 +501,14 @@ def _relative(sim: float, gpu: float) -> float:
     return (sim - gpu) / gpu
 
 
-def compare(sims: list[dict], gpu_rows: dict[str, dict] | None) -> list[dict]:
-    """One row per kernel and compared metric that either side counts."""
+def compare(sims: list[dict], gpu_rows: dict[str, dict] | None, copy: dict | None = None) -> list[dict]:
+    """One row per kernel and compared metric that either side counts; with ``copy`` (the measured copy bandwidth,
+    ``measure_copy``) also the time bound at it, which then carries the time's target."""
+    compared = list(COMPARED)
+    if copy:
+        what, key = AT_COPY
+        compared = [(w, k, f, "" if k == "predicted_ns" else t) for w, k, f, t in compared]
+        compared.append((what, key, lambda r: r.get("gpu__time_duration.sum"), "25%"))
     rows = []
     for sim in sims:
         t = Target(**sim["target"])
@@ -419,8 +518,8 @@ def compare(sims: list[dict], gpu_rows: dict[str, dict] | None) -> list[dict]:
         gpu = gpu_rows.get(t.label) if gpu_rows is not None else None
         dram = gpu.get("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed") if gpu is not None else None
         bandwidth_bound = (dram or 0) >= BANDWIDTH_BOUND_PCT
-        for what, key, ncu_value, target in COMPARED:
-            s = sim["metrics"].get(key, float("nan"))
+        for what, key, ncu_value, target in compared:
+            s = at_copy_ns(sim["metrics"], copy) if key == AT_COPY[1] else sim["metrics"].get(key, float("nan"))
             g = ncu_value(gpu) if gpu is not None else float("nan")
             g = float("nan") if g is None else g
             if not s and (not g or g != g) and target == "2%":
@@ -478,7 +577,7 @@ def short_table(rows: list[dict]) -> str:
                 k["missed"].append(r["what"])
         if r["what"].startswith("theoretical occupancy"):
             k["occupancy"] = f"{_cell(r['simulator'])}/{_cell(r['ncu'])}"
-        if r["what"].startswith("time"):
+        if r["what"].startswith("time") and (r["what"] == AT_COPY[0] or not k["time"]):
             k["time"] = "" if r["difference"] != r["difference"] else f"{r['simulator'] / r['ncu']:.2f}"
     out = [f"{'kernel':34} {'worst 2%-metric':>16} {'occupancy sim/ncu':>18} {'time pred/meas':>15}  missed"]
     for name, k in by_kernel.items():
@@ -534,16 +633,20 @@ def main(argv=None) -> int:
                         "docs/profiling.md)")
     parser.add_argument("--no-docs", action="store_true", help="leave the docs as they are")
     parser.add_argument("--child", metavar="TARGETS_JSON", help=argparse.SUPPRESS)  # the run under ncu
+    parser.add_argument("--copy-child", metavar="RESULT_JSON", help=argparse.SUPPRESS)  # the copy bandwidth
     args = parser.parse_args(argv)
     if args.child:
         return child(Path(args.child))
+    if args.copy_child:
+        return copy_child(Path(args.copy_child))
     out = benchkit.out_dir(args.render or args.out, DEFAULT_OUT)
     out.mkdir(parents=True, exist_ok=True)
     doc = None if args.no_docs else Path(args.docs)
     if args.render:
         sims = json.loads((out / "sim.json").read_text())
         gpu_rows = by_label(parse_ncu_csv((out / "ncu.csv").read_text()), out) if (out / "ncu.csv").exists() else None
-        return _finish(out, doc, sims, gpu_rows, json.loads((out / "provenance.json").read_text())["text"])
+        copy = json.loads((out / "copy.json").read_text()) if (out / "copy.json").exists() else None
+        return _finish(out, doc, sims, gpu_rows, json.loads((out / "provenance.json").read_text())["text"], copy)
 
     try:
         found = targets(set(args.kernels.split(",")) if args.kernels else None)
@@ -566,24 +669,33 @@ def main(argv=None) -> int:
     else:
         sims = run_simulator(found, gpu, args.jobs)
     benchkit.write_text(out / "sim.json", json.dumps(sims, indent=1))
-    gpu_rows = None
+    gpu_rows = copy = None
     if process is not None:
         if process.wait() != 0:
             print(f"{TOOL}: the profiled run under ncu failed (its output is above)", file=sys.stderr)
             return 1
         gpu_rows = read_ncu(ncu, out)
+        copy = measure_copy(out)  # after ncu's run: nothing else on the GPU
         missing = [t.label for t in found if t.label not in gpu_rows]
         if missing:
             print(f"{TOOL}: no ncu profile of {', '.join(missing)}", file=sys.stderr)
     where = f"{gpu_name}, Nsight Compute {ncu_version(ncu)}" if ncu else "the simulator only"
+    from numbakern.profiler.roofline import GPUS
+
     provenance = (f"Measured on {where}, {benchkit.today()}, with `python scripts/profile_ncu.py"
-                  f"{' --kernels ' + args.kernels if args.kernels else ''}`; predicted times on {gpu}.")
+                  f"{' --kernels ' + args.kernels if args.kernels else ''}`; predicted times on {gpu} "
+                  f"(DRAM at the spec's {GPUS[gpu].dram_bytes_per_s / 1e9:,.0f} GB/s")
+    if copy:
+        provenance += (f"; and at the copy bandwidth this run measured after ncu's: {copy['bytes_per_s'] / 1e9:,.0f} "
+                       f"GB/s, scripts/bench.py's yardstick, {copy['how']} of {copy['floats']:,} floats, which "
+                       "carries the time's target")
+    provenance += ")."
     benchkit.write_text(out / "provenance.json", json.dumps({"text": provenance}))
-    return _finish(out, doc, sims, gpu_rows, provenance)
+    return _finish(out, doc, sims, gpu_rows, provenance, copy)
 
 
-def _finish(out: Path, doc: Path | None, sims: list[dict], gpu_rows, provenance: str) -> int:
-    rows = compare(sims, gpu_rows) if gpu_rows is not None else None
+def _finish(out: Path, doc: Path | None, sims: list[dict], gpu_rows, provenance: str, copy: dict | None = None) -> int:
+    rows = compare(sims, gpu_rows, copy) if gpu_rows is not None else None
     if rows is not None:
         benchkit.write_text(out / "comparison.json", json.dumps(rows, indent=1))
         benchkit.write_csv(out / "comparison.csv", rows, ["kernel", "size", "what", "simulator", "ncu", "difference",

@@ -47,7 +47,7 @@ from ..registry import Case, KernelSpec, Work, random_array, register
 from ..specialize import specialize
 from ..unroll import unroll
 from ..vector_io import vload4, vstore4
-from .config import fits_static_shared, flags, positive_ints, sizes
+from .config import fits_static_shared, flags, for_mode, positive_ints, sizes
 from .half import to16, values
 
 #: a masked score: exp(MASKED - m) is 0 for any finite row maximum m
@@ -297,9 +297,7 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, out=
 
 def head_dim_config(what: str, gpu: dict, sim: dict, d: int) -> dict:
     """A kernel's tile configuration for head dim ``d`` from its GPU or (under the simulator) its small table."""
-    from .. import mode
-
-    table = sim if mode.in_simulator() else gpu
+    table = for_mode(sim, gpu)
     if d not in table:
         raise ValueError(f"{what}: head dim {d} is not supported; supported: {', '.join(map(str, sorted(table)))}")
     return table[d]

@@ -22,6 +22,7 @@ import numpy as np
 from numba import cuda
 
 from .. import mode
+from .config import sim_as_gpu, sim_shaped
 
 FULL_MASK = 0xFFFFFFFF
 WARP = 32
@@ -122,7 +123,7 @@ def check_group(what: str, nt: int, group: int) -> None:
 
 def resident_blocks(threads: int) -> int:
     """Blocks of ``threads`` threads that the current device runs at once (``SIM_BLOCKS`` in the simulator)."""
-    return multiprocessors() * (1 if mode.in_simulator() else max(1, THREADS_PER_SM // int(threads)))
+    return multiprocessors() * (1 if sim_shaped() else max(1, THREADS_PER_SM // int(threads)))
 
 
 #: set by a process that knows the device's multiprocessors for a child that must not start Numba's CUDA driver:
@@ -132,10 +133,10 @@ MULTIPROCESSORS_ENV = "NUMBAKERN_MULTIPROCESSORS"
 
 
 def multiprocessors() -> int:
-    """The current device's multiprocessors (``SIM_BLOCKS`` in the simulator; ``$NUMBAKERN_MULTIPROCESSORS`` when
-    set)."""
+    """The current device's multiprocessors (``SIM_BLOCKS`` in the simulator, or the GPU's it is asked to launch as:
+    ``config.sim_as_gpu``; ``$NUMBAKERN_MULTIPROCESSORS`` when set)."""
     if mode.in_simulator():
-        return SIM_BLOCKS
+        return sim_as_gpu() or SIM_BLOCKS
     given = os.environ.get(MULTIPROCESSORS_ENV, "")
     if given:
         if not given.isdigit() or int(given) < 1:

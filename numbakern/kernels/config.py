@@ -4,6 +4,7 @@ limit, the configuration for the simulator or the GPU, the launch of a tiled out
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -11,6 +12,29 @@ from ..launch import LaunchConfig, array_info, cdiv, check_array, check_same_dev
 
 #: static shared memory a kernel may declare without opting in to more
 STATIC_SHARED_LIMIT = 48 * 1024
+
+#: set to a GPU's multiprocessor count by a process whose simulated launches must be the ones that GPU runs (the
+#: kernels' GPU configurations and launch sizes): the profiler's comparison with Nsight Compute
+#: (scripts/profile_ncu.py), where the simulator and the GPU must run the same kernel on the same grid
+SIM_AS_GPU_ENV = "NUMBAKERN_SIM_AS_GPU"
+
+
+def sim_as_gpu() -> int | None:
+    """The multiprocessors of the GPU whose launches the simulator makes (``$NUMBAKERN_SIM_AS_GPU``), or None."""
+    given = os.environ.get(SIM_AS_GPU_ENV, "")
+    if not given:
+        return None
+    if not given.isdigit() or int(given) < 1:
+        raise ValueError(f"{SIM_AS_GPU_ENV} must be a positive whole number of multiprocessors, got {given!r}")
+    return int(given)
+
+
+def sim_shaped() -> bool:
+    """True when launches are configured and sized for the simulator (small tiles, a few blocks): in the simulator,
+    unless ``$NUMBAKERN_SIM_AS_GPU`` asks for a GPU's."""
+    from .. import mode
+
+    return mode.in_simulator() and sim_as_gpu() is None
 
 
 def positive_ints(what: str, **values) -> None:
@@ -48,9 +72,7 @@ def checked_out(what: str, out, like, like_info, shape: tuple, dtype=np.float32)
 
 def for_mode(sim: dict, gpu: dict) -> dict:
     """A copy of the configuration a registered kernel uses: the simulator's small one, or the GPU's."""
-    from .. import mode
-
-    return dict(sim if mode.in_simulator() else gpu)
+    return dict(sim if sim_shaped() else gpu)
 
 
 def tile_launch(h: int, w: int, bm: int, bn: int, threads: int) -> LaunchConfig:

@@ -94,3 +94,35 @@ def test_the_chart_is_drawn(tmp_path):
     p = Profile("k", (1, 1, 1), (32, 1, 1), 0, [], k, Sampling(1, 1, "all"), roofline=roofline.bound(k, H100))
     assert report.chart([p], H100, tmp_path / "roofline.png") == str(tmp_path / "roofline.png")
     assert (tmp_path / "roofline.png").stat().st_size > 1000
+
+
+# nvJitLink 13.5's verbose logs for the lessons' unpadded transpose (a 32 x 32 float tile: 4,096 bytes of shared)
+LTO_LOG = """INFO: NVVM70 LTOIR Container created (8524 bytes)
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_ZN9numbakern8profiler7lessons18transpose_unpadded' for 'sm_90'
+ptxas info    : Function properties for _ZN9numbakern8profiler7lessons18transpose_unpadded
+ptxas         .     16 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 28 registers, used 1 barriers, 4096 bytes smem
+ptxas info    : Compile time = 11.981 ms
+"""
+PTX_LOG = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_ZN9numbakern8profiler7lessons18transpose_unpadded' for 'sm_90'
+ptxas info    : Function properties for _ZN9numbakern8profiler7lessons18transpose_unpadded
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 30 registers, used 1 barriers
+ptxas info    : Compile time = 13.080 ms
+info    : 8 bytes gmem
+info    : Function properties for '_ZN9numbakern8profiler7lessons18transpose_unpadded':
+info    : used 30 registers, used 1 barriers, 0 stack, 5120 bytes smem, 672 bytes cmem[0], 0 bytes lmem
+"""
+
+
+def test_the_compilers_report_is_read_from_ptxas_own_line():
+    from numbakern.profiler.resources import parse_report
+
+    # link-time optimised (how numba-cuda compiles a launch where nvJitLink is installed): ptxas's line alone
+    assert parse_report(LTO_LOG) == {"registers": 28, "static_shared": 4096, "local_bytes": 16}
+    # from PTX: ptxas gives no shared memory, the linker's summary does
+    assert parse_report(PTX_LOG) == {"registers": 30, "static_shared": 5120, "local_bytes": 0}
+    with pytest.raises(ValueError, match="no register count"):
+        parse_report("ptxas info    : 0 bytes gmem\n")

@@ -83,3 +83,72 @@ def test_without_ncu_it_says_so(tool, tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as e:
         tool.main(["--kernels", "vector_add", "--out", str(tmp_path)])
     assert e.value.code == 2 and "ncu" in capsys.readouterr().err
+
+
+def test_shared_memory_is_compared_on_the_instructions_wavefronts_and_conflicts(tool, tmp_path):
+    # ncu's figures for the lessons' unpadded transpose on an H200 (2026-11-29): L1 counts 37,959 wavefronts of
+    # loads that no instruction asked for, each also counted as a bank conflict; the SASS counter has none of them
+    l1 = {"Kernel Name": "transpose_unpadded",
+          "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": 4_232_263,
+          "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 4_101_191,
+          "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": 4_194_304,
+          "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": 134_658,
+          "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": 3_586,
+          "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum": 131_072}
+    [row] = tool.parse_ncu_csv(ncu_csv([l1]))
+    assert tool.instruction_conflicts(row, "ld") == 4_101_191 - (4_232_263 - 4_194_304)
+    assert tool.instruction_conflicts(row, "st") == 0
+    assert tool.instruction_conflicts({k: v for k, v in row.items() if "smsp__" not in k}, "ld") != \
+        tool.instruction_conflicts({k: v for k, v in row.items() if "smsp__" not in k}, "ld")  # NaN: no SASS count
+
+    # a 32 x 32 tile read down its columns: 32 wavefronts per request, 31 of them conflicts
+    requests = 131_072
+    metrics = {"shared_lds.wavefronts": 32 * requests, "shared_lds.conflicts": 31 * requests,
+               "shared_st.wavefronts": requests, "shared_st.conflicts": 0}
+    sims = [{"target": {"name": "transpose_unpadded", "where": "lesson", "size": {}, "sample": 16},
+             "metrics": metrics}]
+    (tmp_path / "profiled.json").write_text(json.dumps(["lesson transpose_unpadded"]))
+    table = {r["what"]: r for r in tool.compare(sims, tool.by_label([row], tmp_path))}
+    for what in ("shared ld wavefronts", "shared ld bank conflicts", "shared st wavefronts"):
+        assert table[what]["target"] == "2%" and table[what]["met"] == "yes", table[what]
+    assert "shared st bank conflicts" not in table  # none on either side once L1's extra wavefronts are taken off
+    assert table["shared ld bank conflicts"]["ncu"] == 4_063_232
+    # L1's own counts are shown, not held to a target
+    assert table["shared st bank conflicts (L1, all)"]["ncu"] == 3_586
+    assert table["shared st bank conflicts (L1, all)"]["target"] == ""
+    assert not any("(SASS)" in what for what in table)
+
+
+def test_the_times_target_is_on_the_bound_at_the_measured_copy_bandwidth(tool, tmp_path):
+    # a bandwidth-bound kernel that moves 201 MB: 41.9 us at the spec's 4.8 TB/s, 47.2 us at a measured 4,264 GB/s
+    moved = 201_326_592
+    metrics = {"dram_bytes": moved, "predicted_ns": 1e9 * moved / 4.8e12, "bound_not_dram_ns": 1_000.0}
+    sims = [{"target": {"name": "vector_add", "where": "library", "size": {"n": 1 << 24}, "sample": 16},
+             "metrics": metrics}]
+    gpu = {"Kernel Name": "vector_add", "gpu__time_duration.sum": 57_760,
+           "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": 68.0}
+    (tmp_path / "profiled.json").write_text(json.dumps(["vector_add"]))
+    rows = tool.by_label(tool.parse_ncu_csv(ncu_csv([gpu])), tmp_path)
+    copy = {"bytes_per_s": 4.264e12, "ms": 0.126, "floats": 1 << 28, "how": "Tensor.copy_"}
+    table = {r["what"]: r for r in tool.compare(sims, rows, copy)}
+    spec, measured = table["time: predicted bound / measured (ns)"], table[tool.AT_COPY[0]]
+    assert spec["target"] == "" and spec["difference"] == pytest.approx(41_943 / 57_760 - 1, abs=1e-4)
+    assert measured["simulator"] == pytest.approx(1e9 * moved / 4.264e12)
+    assert measured["target"] == "25%" and measured["met"] == "yes"
+    # without a measurement the spec's bound carries the target
+    table = {r["what"]: r for r in tool.compare(sims, rows)}
+    assert table["time: predicted bound / measured (ns)"]["met"] == "no" and tool.AT_COPY[0] not in table
+
+
+def test_the_simulator_makes_the_launch_a_gpu_makes_when_asked(monkeypatch):
+    from numbakern.kernels import collectives, config
+
+    gpu, sim = {"bm": 128}, {"bm": 16}
+    monkeypatch.delenv(config.SIM_AS_GPU_ENV, raising=False)
+    assert config.for_mode(sim, gpu) == sim and collectives.resident_blocks(256) == collectives.SIM_BLOCKS
+    monkeypatch.setenv(config.SIM_AS_GPU_ENV, "132")
+    assert config.for_mode(sim, gpu) == gpu
+    assert collectives.multiprocessors() == 132 and collectives.resident_blocks(256) == 132 * 8
+    monkeypatch.setenv(config.SIM_AS_GPU_ENV, "many")
+    with pytest.raises(ValueError, match="NUMBAKERN_SIM_AS_GPU must be a positive whole number"):
+        config.for_mode(sim, gpu)
