@@ -6,6 +6,7 @@
     python scripts/profile_ncu.py --out DIR --kernels transpose,vector_add
     python scripts/profile_ncu.py --sim-only --out DIR       # no GPU: the simulator's side (and the lessons' tables)
     python scripts/profile_ncu.py --render DIR               # the tables again from DIR's sim.json and ncu.csv
+    python scripts/profile_ncu.py --merge D1 D2 --out DIR    # one table from several runs' folders
 
 The kernels: every library kernel, the examples project's and the lessons of docs/profiling.md
 (``numbakern.profiler.lessons``), each at the size in ``SIZES`` with seeded inputs (the same in both runs). The
@@ -635,6 +636,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sim-only", action="store_true", help="only the simulator's side (no GPU needed)")
     parser.add_argument("--sim-json", help="reuse the simulator's profiles of an earlier run (its sim.json)")
     parser.add_argument("--render", metavar="DIR", help="only rewrite the tables from DIR's sim.json and ncu.csv")
+    parser.add_argument("--merge", metavar="DIR", nargs="+", help="one table from the folders of several runs (a "
+                        "later folder's kernel replaces an earlier one's), written to --out")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2),
                         help="simulator worker processes (default: the CPU cores less two)")
     parser.add_argument("--gpu", default=None, help="the GPU of the predicted times (default: this machine's, "
@@ -653,10 +656,11 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     doc = None if args.no_docs else Path(args.docs)
     if args.render:
-        sims = json.loads((out / "sim.json").read_text())
-        gpu_rows = by_label(parse_ncu_csv((out / "ncu.csv").read_text()), out) if (out / "ncu.csv").exists() else None
-        copy = json.loads((out / "copy.json").read_text()) if (out / "copy.json").exists() else None
-        return _finish(out, doc, sims, gpu_rows, json.loads((out / "provenance.json").read_text())["text"], copy)
+        sims, gpu_rows, copy, provenance = read_run(out)
+        return _finish(out, doc, sims, gpu_rows, provenance, copy)
+    if args.merge:
+        sims, gpu_rows, copy, provenance = merge_runs([Path(d) for d in args.merge])
+        return _finish(out, doc, sims, gpu_rows, provenance, copy)
 
     try:
         found = targets(set(args.kernels.split(",")) if args.kernels else None)
@@ -702,6 +706,34 @@ def main(argv=None) -> int:
     provenance += ")."
     benchkit.write_text(out / "provenance.json", json.dumps({"text": provenance}))
     return _finish(out, doc, sims, gpu_rows, provenance, copy)
+
+
+def read_run(folder: Path) -> tuple[list[dict], dict | None, dict | None, str]:
+    """A run's simulator profiles, ncu's rows by kernel, measured copy bandwidth and provenance, from its folder."""
+    sims = json.loads((folder / "sim.json").read_text())
+    ncu_csv = folder / "ncu.csv"
+    gpu_rows = by_label(parse_ncu_csv(ncu_csv.read_text()), folder) if ncu_csv.exists() else None
+    copy = json.loads((folder / "copy.json").read_text()) if (folder / "copy.json").exists() else None
+    return sims, gpu_rows, copy, json.loads((folder / "provenance.json").read_text())["text"]
+
+
+def merge_runs(folders: list[Path]) -> tuple[list[dict], dict, dict | None, str]:
+    """Several runs as one: each kernel from the last run that profiled it on both sides, its ncu row with it. A
+    kernel is compared against its own run's ncu row; the time's target uses the copy bandwidth of the last run that
+    measured one (each run's own figure is in the provenance)."""
+    sims: dict[str, dict] = {}
+    gpu_rows: dict[str, dict] = {}
+    copy = None
+    provenance = []
+    for folder in folders:
+        run_sims, run_rows, run_copy, text = read_run(folder)
+        for sim in run_sims:
+            label = Target(**sim["target"]).label
+            if run_rows is not None and label in run_rows:
+                sims[label], gpu_rows[label] = sim, run_rows[label]
+        copy = run_copy or copy
+        provenance.append(text)
+    return list(sims.values()), gpu_rows, copy, f"{len(folders)} runs merged: " + " ".join(provenance)
 
 
 def _finish(out: Path, doc: Path | None, sims: list[dict], gpu_rows, provenance: str, copy: dict | None = None) -> int:

@@ -152,3 +152,33 @@ def test_the_simulator_makes_the_launch_a_gpu_makes_when_asked(monkeypatch):
     monkeypatch.setenv(config.SIM_AS_GPU_ENV, "many")
     with pytest.raises(ValueError, match="NUMBAKERN_SIM_AS_GPU must be a positive whole number"):
         config.for_mode(sim, gpu)
+
+
+def test_merged_runs_pair_each_kernel_with_its_own_runs_ncu_row(tool, tmp_path):
+    def run(folder, kernels: dict[str, int], profiled: list[str], copy=None):
+        folder.mkdir()
+        sims = [{"target": {"name": k, "where": "library", "size": {"n": n}, "sample": 16},
+                 "metrics": {"global_ld.requests": n}} for k, n in kernels.items()]
+        (folder / "sim.json").write_text(json.dumps(sims))
+        rows = [{"Kernel Name": k, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": kernels[k] + 1} for k in profiled]
+        (folder / "ncu.csv").write_text(ncu_csv(rows))
+        (folder / "profiled.json").write_text(json.dumps(profiled))
+        (folder / "provenance.json").write_text(json.dumps({"text": f"run {folder.name}."}))
+        if copy:
+            (folder / "copy.json").write_text(json.dumps(copy))
+        return folder
+
+    copy = {"bytes_per_s": 4.2e12, "ms": 0.5, "floats": 1 << 28, "how": "Tensor.copy_"}
+    first = run(tmp_path / "a", {"vector_add": 100, "transpose": 200}, ["vector_add", "transpose"], copy)
+    # the second run profiles vector_add again (its row replaces the first's); reduce_sum has no ncu row there
+    second = run(tmp_path / "b", {"vector_add": 300, "reduce_sum": 400}, ["vector_add"])
+    sims, rows, merged_copy, provenance = tool.merge_runs([first, second])
+    by_name = {s["target"]["name"]: s for s in sims}
+    assert set(by_name) == set(rows) == {"vector_add", "transpose"}
+    assert by_name["vector_add"]["metrics"]["global_ld.requests"] == 300
+    assert rows["vector_add"]["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] == 301
+    assert rows["transpose"]["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] == 201
+    assert merged_copy == copy and "run a." in provenance and "run b." in provenance
+    out = tmp_path / "merged"
+    assert tool.main(["--merge", str(first), str(second), "--out", str(out), "--no-docs"]) == 0
+    assert (out / "comparison.md").read_text().count("| vector_add |") >= 1
