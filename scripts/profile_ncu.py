@@ -227,7 +227,10 @@ def sim_metrics(p) -> dict:
     return out
 
 
-def run_simulator(found: list[Target], gpu: str, jobs: int) -> list[dict]:
+def run_simulator(found: list[Target], gpu: str, jobs: int, progress: Path | None = None) -> list[dict]:
+    """Every target's profile, in ``found``'s order; each one also written to ``progress`` as it finishes, so that a
+    run stopped early (a time limit) keeps the profiles it made."""
+    order = {t.label: i for i, t in enumerate(found)}
     results: list[dict] = []
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=_simulator_process,
                              initargs=(gpu,)) as ex:
@@ -241,7 +244,9 @@ def run_simulator(found: list[Target], gpu: str, jobs: int) -> list[dict]:
             results.append(result)
             print(f"simulated {t.label}: {result.get('seconds', 'failed')} s "
                   f"{result.get('error', '')}".rstrip(), flush=True)
-    order = {t.label: i for i, t in enumerate(found)}
+            if progress is not None:
+                benchkit.write_text(progress, json.dumps(sorted(results, key=lambda r: order[Target(
+                    **r["target"]).label]), indent=1))
     return sorted(results, key=lambda r: order[Target(**r["target"]).label])
 
 
@@ -269,7 +274,6 @@ NCU_METRICS = {
        for op in ("ld", "st", "atom")},
     **{f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum": f"shared {op} bank conflicts"
        for op in ("ld", "st", "atom")},
-    # the SASS-level counters (per instruction): the only ones for ldmatrix (LDSM) and cp.async's shared side
     # the SASS-level counters: the wavefronts the instructions asked for (ld, st), the only counters of ldmatrix
     # (LDSM) and cp.async's shared side; this ncu (2025.3) has SASS bank conflicts for ldsm and ldgsts only
     **{f"smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum": f"shared {op} wavefronts (SASS)"
@@ -681,7 +685,7 @@ def main(argv=None) -> int:
         wanted = {t.label for t in found}
         sims = [s for s in sims if Target(**s["target"]).label in wanted]
     else:
-        sims = run_simulator(found, gpu, args.jobs)
+        sims = run_simulator(found, gpu, args.jobs, progress=out / "sim.json")
     benchkit.write_text(out / "sim.json", json.dumps(sims, indent=1))
     gpu_rows = copy = None
     if process is not None:
