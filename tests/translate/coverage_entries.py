@@ -80,6 +80,10 @@ COVERAGE = [
        (floats(99, np.float32, 0.1, 2), floats((99, 4), np.float32)), rtol=1e-4),
     _e("half_arrays", "void(float16[::1], float32[::1])", L(2, 64), (floats(99, np.float16, -2, 2),
                                                                     floats(99, np.float32)), rtol=1e-3),
+    _e("inlined_predicate", "void(float32[::1], float32[::1], float32[::1], int32[::1])", L(2, 64),
+       (floats(99, np.float32, -1, 1), floats(99, np.float32, -1, 1),
+        custom(lambda rng: np.sort(rng.uniform(-0.8, 0.8, 4)).astype(np.float32)),  # x0 <= y0 <= x1 <= y1
+        ints(99, np.int32, 0, 1))),
     _e("bfloat16_arrays", "void(bfloat16[::1], bfloat16[::1], float32)", L(2, 64),
        (floats(99, ml_dtypes.bfloat16, -2, 2), floats(99, ml_dtypes.bfloat16), fixed(np.float32(1.5))), rtol=1e-2),
 ]

@@ -333,3 +333,20 @@ def annotated_rotate(z, phase, out):
         s = math.sin(phase[k])
         c = math.cos(phase[k])
         out[k] = z[k] * (c + IMG * s)
+
+
+@cuda.jit(device=True, inline=True)
+def inside(x, y, box):
+    return box[0] <= x and x <= box[2] and box[1] <= y and y <= box[3]
+
+
+@cuda.jit
+def inlined_predicate(xs, ys, box, out):
+    """An inlined device function as a condition (second.pytorch's ``if point_in_quadrilateral(...)``): numba inlines
+    the call and tests its result with ``bool()``, another call at the call's position."""
+    i = cuda.grid(1)
+    if i < xs.shape[0]:
+        if inside(xs[i], ys[i], box):
+            out[i] = 1
+        else:
+            out[i] = -1

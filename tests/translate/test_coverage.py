@@ -60,6 +60,8 @@ FRAGMENTS = {
                         "__nv_sincosf(v, &sincosf_sptr, &sincosf_cptr);", "__nv_fast_sinf(v)",
                         "const float frexpf_value = __nv_frexpf(v, &frexpf_b);", "__nv_float2int_rn(v)"],
     "half_arrays": ["out[i] = (float)(x[i] * x[i]) + sqrtf((float)i);"],
+    # the inlined call's own signature, not that of the bool() that tests its result at the same position
+    "inlined_predicate": ["if (inside(xs[i], ys[i], box, box_shape0)) {"],
     "bfloat16_arrays": ["#include <cuda_bf16.h>", "const __nv_bfloat16* x", "out[i] = (float)x[i] * s + (float)x[i];"],
 }
 
@@ -113,3 +115,30 @@ def test_a_branch_numba_prunes_for_one_instantiation_is_typed_from_another(tmp_p
     for fragment in ("template <int flag>", "bool m = i > lim || flag && x[i] > 0.5;", "if (!flag && i == 0) {",
                      "template __global__ void masked<0>(", "template __global__ void masked<1>("):
         assert fragment in r.code, f"missing: {fragment}\n--- got ---\n{r.code}"
+
+
+def test_a_call_is_typed_by_its_own_operation_not_by_another_call_at_its_position():
+    """Python 3.12 places the ``bool()`` that tests ``if f(x):`` on the call's own position: the record's first call
+    there is bool's ``(bool,) -> bool``, and a device function typed by it is refused (second.pytorch's
+    ``point_in_quadrilateral`` on the GPU machine's Python). Only a call of a dispatcher, of the callee's where the
+    record says whose, gives the signature; none (numba inlined it) leaves the callee to be typed for its arguments."""
+    from types import SimpleNamespace as NS
+
+    from numba.core import types
+
+    from translate.codegen.calls import _recorded_call
+
+    def callee(): ...
+
+    def other(): ...
+
+    truth = NS(signature=types.boolean(types.boolean), callee=types.NumberClass(types.boolean))
+    mine = NS(signature=types.boolean(types.float32, types.float32), callee=NS(dispatcher=NS(py_func=callee)))
+    theirs = NS(signature=types.int64(types.int64), callee=NS(dispatcher=NS(py_func=other)))
+
+    def record(*ops):
+        return NS(operations=lambda node: ops)
+
+    assert _recorded_call(record(truth, mine), None, callee) == mine.signature
+    assert _recorded_call(record(theirs, mine), None, callee) == mine.signature
+    assert _recorded_call(record(truth), None, callee) is None            # inlined: typed for its arguments

@@ -114,7 +114,7 @@ def call_signature(tr, pyfunc, vals, node):
     for v, a in zip(vals, node.args):
         if isinstance(v, arrays.ArrayInfo):
             arg_type(tr, v, a)  # an array the C cannot pass on is refused whatever numba says
-    sig = tr.ctx.typed.record.signature(node)
+    sig = _recorded_call(tr.ctx.typed.record, node, pyfunc)
     if sig is not None:
         return sig
     argtypes = [arg_type(tr, v, a) for v, a in zip(vals, node.args)]
@@ -123,6 +123,19 @@ def call_signature(tr, pyfunc, vals, node):
     except Exception as e:  # noqa: BLE001 - numba's typing error of the callee
         raise typing_error(e, tr.src, node, f"numba cannot type '{pyfunc.__name__}' for "
                            f"({', '.join(str(t) for t in argtypes)})") from None
+
+
+def _recorded_call(record, node, pyfunc):
+    """The record's signature of ``node``'s call of ``pyfunc``, or None where numba inlined it. Other calls can share
+    the call's position: ``if f(x):`` tests the result with ``bool()``, which Python 3.12 places on the call itself,
+    so only a call of a dispatcher counts, and of ``pyfunc``'s where the record says whose."""
+    calls = [op for op in record.operations(node) if op.signature is not None
+             and getattr(op.callee, "dispatcher", None) is not None]
+    own = [op for op in calls if getattr(op.callee.dispatcher, "py_func", None) is pyfunc]
+    op = (own or calls or [None])[0]
+    if op is None:
+        return None
+    return op.signature.as_function() if op.signature.recvr is not None else op.signature
 
 
 def forced_inline(fnobj) -> bool:
