@@ -137,6 +137,21 @@ class FunctionRecord:
         other = self.copies_at.get(_span(node.orelse) or (), ())
         if found and other and found[-1] == other[-1]:
             return found[-1]
+        if not found and not other:
+            return self._returned(node)
+        return None
+
+    def _returned(self, node: ast.IfExp):
+        """The type of ``return x if c else y`` where Python 3.12 compiled a return into each branch (no phi): the
+        return's casts of the branches, one per branch, at the statement ending where the expression ends."""
+        span = _span(node)
+        if span is None:
+            return None
+        for at, ops in self.operations_at.items():
+            if at[2:] == span[2:] and at[:2] < span[:2]:
+                casts = {op.type for op in ops if op.kind == "cast"}
+                if len(casts) == 1 and sum(op.kind == "cast" for op in ops) >= 2:
+                    return casts.pop()
         return None
 
 
