@@ -24,6 +24,7 @@ values numba read (``globals``); and whether the function needs a cooperative la
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -269,10 +270,43 @@ def _record(pyfunc, argtypes, cres, registry: CodeRegistry, src: FunctionSource)
                 add(stmt, Operation("setitem" if isinstance(stmt, ir.SetItem) else "staticsetitem", None,
                                     calltypes.get(stmt), tuple(typeof(v) if v is not None else None
                                                                for v in (stmt.target, index, stmt.value))))
+    if sys.version_info >= (3, 12):
+        _join_split_branches(src.tree, ops, copies, versions, types, getattr(cres, "typing_context", None))
     return FunctionRecord(
         pyfunc, tuple(argtypes), cres.signature.return_type, src, versions, literals, retyped, read,
         bool(getattr(cres.library, "use_cooperative", False)),
         {k: tuple(v) for k, v in ops.items()}, {k: tuple(v) for k, v in copies.items()})
+
+
+def _join_split_branches(tree, ops: dict, copies: dict, versions: dict, types, typingctx) -> None:
+    """Python 3.12 may compile the statement around a conditional expression once per branch (``out[i] = x if c
+    else y``: one store each, no phi joining the branches). Record the copies Python 3.11's phi makes there: each
+    branch's value converted to the type numba unifies the branches' types to."""
+    if typingctx is None:
+        return
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.IfExp):
+            continue
+        spans = (_span(node.body), _span(node.orelse))
+        if None in spans or any(s in copies for s in spans):
+            continue
+        branch = [_value_type(n, at, ops, versions, types) for n, at in zip((node.body, node.orelse), spans)]
+        joined = typingctx.unify_types(*branch) if None not in branch else None
+        if joined is not None:
+            for at, t in zip(spans, branch):
+                copies[at] = [t, joined]
+
+
+def _value_type(node, at, ops: dict, versions: dict, types):
+    """numba's type of the value of expression ``node`` (at span ``at``): its last typed operation's, or a local's
+    one type; None where the record cannot say."""
+    typed = [op.type for op in ops.get(at, ()) if op.type is not None]
+    if typed:
+        return typed[-1]
+    if isinstance(node, ast.Name):
+        found = _distinct(types, versions.get(node.id, ()))
+        return found[0] if len(found) == 1 else None
+    return None
 
 
 def _operation(ir, expr, target, typeof, calltypes) -> Operation:
