@@ -1,5 +1,5 @@
-"""Translate and NVRTC-compile every kernel of the second corpus; print (or write into docs/translate.md) the table of
-its sources and what translated, and every refusal with its reason.
+"""Translate and NVRTC-compile every kernel of the second corpus (or the third: ``corpus3.report``); print (or write
+into docs/translate.md) the table of its sources and what translated, and every refusal with its reason.
 
     NUMBAKERN_CORPUS2_MIRRORS=DIR python -m tests.translate.corpus2.report                # print the table
     NUMBAKERN_CORPUS2_MIRRORS=DIR python -m tests.translate.corpus2.report --write-docs   # also into the docs
@@ -15,15 +15,15 @@ import sys
 
 from ..corpus.report import DOCS, translate_entry
 
-BEGIN, END = "<!-- corpus2-table:begin -->", "<!-- corpus2-table:end -->"
 
-
-def table(entries, outcomes, verified: dict | None = None) -> str:
-    from .sources import SOURCES
+def table(entries, outcomes, verified: dict | None = None, sources=None, title: str = "Second corpus",
+          folder: str = "corpus2") -> str:
+    if sources is None:
+        from .sources import SOURCES as sources
 
     n, ok = len(outcomes), sum(o.translated for o in outcomes)
-    lines = [f"Second corpus: {n} kernels from {len(SOURCES)} public repositories, read at the commits below "
-             "(`tests/translate/corpus2/`).", "",
+    lines = [f"{title}: {n} kernels from {len(sources)} public repositories, read at the commits below "
+             f"(`tests/translate/{folder}/`).", "",
              "| | kernels | share |", "|---|---|---|",
              f"| translated and NVRTC-compiled | {ok} | {100 * ok / n:.0f}% |"]
     if verified is not None:
@@ -34,15 +34,16 @@ def table(entries, outcomes, verified: dict | None = None) -> str:
     else:
         lines.append("| verified against Numba on a GPU | not run here (`pytest --gpu tests/translate -m gpu`) | |")
     lines += ["", "| source | what | commit | licence | files | translated |", "|---|---|---|---|---|---|"]
-    for key, source in SOURCES.items():
+    for key, source in sources.items():
         mine = [(e, o) for e, o in zip(entries, outcomes) if e.source == key]
         files = sorted({e.path for e, _ in mine})
         lines.append(f"| [{source.repo}](https://github.com/{source.repo}) | {source.what} | `{source.commit[:12]}` | "
                      f"{source.license} | {', '.join(f'`{f}`' for f in files)} | "
                      f"{sum(o.translated for _, o in mine)} of {len(mine)} |")
     refused = [(e, o) for e, o in zip(entries, outcomes) if not o.translated]
-    lines += ["", f"Not translated ({len(refused)}), each with the located error it gets:", "",
-              "| kernel | status | reason | at |", "|---|---|---|---|"]
+    if refused:
+        lines += ["", f"Not translated ({len(refused)}), each with the located error it gets:", "",
+                  "| kernel | status | reason | at |", "|---|---|---|---|"]
     for e, o in refused:
         why = f" ({e.note})" if e.note else ""
         lines.append(f"| `{o.id}` | {o.status} | {o.reason.replace('|', '/')}{why} | {o.location} |")
@@ -53,43 +54,46 @@ def table(entries, outcomes, verified: dict | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_docs(text: str) -> None:
+def write_docs(text: str, folder: str = "corpus2") -> None:
+    begin, end = f"<!-- {folder}-table:begin -->", f"<!-- {folder}-table:end -->"
     with open(DOCS) as f:
         doc = f.read()
-    if BEGIN not in doc:
-        raise SystemExit(f"{DOCS} has no {BEGIN} marker")
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    if begin not in doc:
+        raise SystemExit(f"{DOCS} has no {begin} marker")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
     tmp = DOCS + ".tmp"
     with open(tmp, "w") as f:
-        f.write(head + BEGIN + "\n" + text + END + tail)
+        f.write(head + begin + "\n" + text + end + tail)
     os.replace(tmp, DOCS)
 
 
-def main(argv=None) -> int:
+def main(argv=None, folder: str = "corpus2", title: str = "Second corpus") -> int:
+    import importlib
+
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--write-docs", action="store_true")
     p.add_argument("--verified", nargs="+", help="JSON written by GPU runs (NUMBAKERN_CORPUS_RESULTS), merged")
     args = p.parse_args(argv)
-    from . import sources
-    from .index import ENTRIES
+    sources = importlib.import_module(f"tests.translate.{folder}.sources")
+    entries = importlib.import_module(f"tests.translate.{folder}.index").ENTRIES
 
-    missing = sorted({sources.SOURCES[e.source].repo for e in ENTRIES if not sources.available(e.source)})
+    missing = sorted({sources.SOURCES[e.source].repo for e in entries if not sources.available(e.source)})
     if missing:
         print(f"no local copies of {', '.join(missing)} under ${sources.MIRRORS_ENV}", file=sys.stderr)
         return 2
-    outcomes = [translate_entry(e)[0] for e in ENTRIES]
+    outcomes = [translate_entry(e)[0] for e in entries]
     verified = None
     if args.verified:
         verified = {}
         for path in args.verified:
             with open(path) as f:
                 verified.update(json.load(f))
-    text = table(ENTRIES, outcomes, verified)
+    text = table(entries, outcomes, verified, sources.SOURCES, title, folder)
     sys.stdout.write(text)
     if args.write_docs:
-        write_docs(text)
+        write_docs(text, folder)
     return 0
 
 

@@ -5,8 +5,8 @@ The kernels' code is not in this repository."""
 
 from __future__ import annotations
 
+from ..corpus2.sources import MIRRORS_ENV, Source, available, read  # noqa: F401 - the same readers
 from ..corpus2.sources import SOURCES as _ALL
-from ..corpus2.sources import Source, available, read  # noqa: F401 - the same readers
 
 SOURCES = {
     "gquant": Source("NVIDIA/fsi-samples", "6f22a5f3aacbe46a178b265dafff7fbd8d3ce9a1", "Apache-2.0",
