@@ -22,6 +22,7 @@ from ..registry import Case, KernelSpec, random_array, register
 from .config import sizes
 from .half import random16
 from .matmul import matmul_reference, matmul_work
+from .matmul_3xtf32 import _sgemm
 from .matmul_tc import _cublas
 from .matmul_wgmma import DEFAULT_CONFIG, TF32X3_CONFIG, matmul_wgmma, wgmma_grid, wgmma_shared_bytes
 
@@ -129,16 +130,10 @@ def _split_error_scale(parts_a, parts_b, out, *maps):
 
 
 def _sgemm_of_parts(parts_a, parts_b, out, *maps):
-    """The benchmark's baseline: cuBLAS SGEMM (TF32 off) on the fp32 A and B the parts make up, formed once here."""
-    import torch
-
-    a, b = parts_a.sum(0), parts_b.sum(0).t().contiguous()
-
-    def run():
-        torch.backends.cuda.matmul.allow_tf32 = False
-        return torch.matmul(a, b, out=out)
-
-    return run, "torch.matmul fp32, TF32 off (cuBLAS SGEMM) of big + small"
+    """The benchmark's baseline: matmul_3xtf32's (cuBLAS SGEMM) on the fp32 A and B the parts make up, formed once
+    here."""
+    run, label = _sgemm(parts_a.sum(0), parts_b.sum(0).t().contiguous(), out)
+    return run, f"{label} of big + small"
 
 
 register(KernelSpec(
