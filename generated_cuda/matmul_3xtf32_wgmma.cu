@@ -176,7 +176,7 @@ __device__ __forceinline__ void grouped_tile(int64_t lin, int64_t band, int64_t 
     return;
 }
 
-template <int bn, int inflight, int stages, int tf32x3, int tma_store>
+template <int bn, int inflight, int kpartial, int stages, int tf32x3, int tma_store>
 __global__ void __launch_bounds__(384, 1) matmul_3xtf32_wgmma(
     float* a, int64_t a_shape0, int64_t a_shape1, int64_t a_shape2,
     float* b, int64_t b_shape0, int64_t b_shape1, int64_t b_shape2,
@@ -266,20 +266,32 @@ __global__ void __launch_bounds__(384, 1) matmul_3xtf32_wgmma(
                 // per k8 (32 bytes along every tile's rows): small * big, big * small, big * big
                 int64_t small_a = a_addr + a_stage * 2;
                 int64_t small_b = b_addr + b_stage * 2;
+                int64_t first = kt % kpartial > 0 ? (int64_t)1 : (int64_t)0;  // (0: the partial sum starts afresh)
                 #pragma unroll
                 for (int64_t kk = 0; kk < BK / 16; kk++) {
-                    nk_wgmma_m64n128k8_tf32(part, desc_a_fields | (((small_a + kk * 32) % 262144) >> 4), desc_a_fields | (((b_addr + kk * 32) % 262144) >> 4), (int)(kk > 0 ? (int64_t)1 : (int64_t)0));
+                    nk_wgmma_m64n128k8_tf32(part, desc_a_fields | (((small_a + kk * 32) % 262144) >> 4), desc_a_fields | (((b_addr + kk * 32) % 262144) >> 4), (int)(kk > 0 ? 1 : first));
                     nk_wgmma_m64n128k8_tf32(part, desc_a_fields | (nk_floormod(a_addr + kk * 32, (int64_t)262144) >> 4), desc_a_fields | (((small_b + kk * 32) % 262144) >> 4), 1);
                     nk_wgmma_m64n128k8_tf32(part, desc_a_fields | (nk_floormod(a_addr + kk * 32, (int64_t)262144) >> 4), desc_a_fields | (((b_addr + kk * 32) % 262144) >> 4), 1);
                 }
                 nk_wgmma_commit();
-                nk_wgmma_wait_64<0>(part);
-                if (arriver) {
-                    nk_mbarrier_arrive(&bars[stages + s]);
-                }
-                #pragma unroll
-                for (int64_t i = 0; i < nacc; i++) {
-                    acc[i] += part[i];
+                if (kt % kpartial == (int64_t)kpartial - 1 || kt == ktiles - 1) {  // the partial sum ends
+                    nk_wgmma_wait_64<0>(part);
+                    if (arriver) {
+                        if (kt % kpartial > 0) {  // (the previous k-tile's stage, still held)
+                            nk_mbarrier_arrive(&bars[stages + nk_floormod((int64_t)((uint64_t)(it + stages) - (uint64_t)(1)), (int64_t)stages)]);
+                        }
+                        nk_mbarrier_arrive(&bars[stages + s]);
+                    }
+                    #pragma unroll
+                    for (int64_t i = 0; i < nacc; i++) {
+                        acc[i] += part[i];
+                    }
+                // within a partial sum: the previous k-tile's group is done, its stage goes back
+                } else {
+                    nk_wgmma_wait_64<1>(part);
+                    if (kt % kpartial > 0 && arriver) {
+                        nk_mbarrier_arrive(&bars[stages + nk_floormod((int64_t)((uint64_t)(it + stages) - (uint64_t)(1)), (int64_t)stages)]);
+                    }
                 }
                 it += 1;
             }
@@ -323,10 +335,10 @@ __global__ void __launch_bounds__(384, 1) matmul_3xtf32_wgmma(
     }
 }
 
-template __global__ void matmul_3xtf32_wgmma<128, 0, 3, 1, 1>(float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, const __grid_constant__ nk_tensor_map, const __grid_constant__ nk_tensor_map, const __grid_constant__ nk_tensor_map);
+template __global__ void matmul_3xtf32_wgmma<128, 0, 1, 3, 1, 1>(float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, const __grid_constant__ nk_tensor_map, const __grid_constant__ nk_tensor_map, const __grid_constant__ nk_tensor_map);
 
 #ifndef __CUDACC_RTC__
-extern "C" cudaError_t launch_matmul_3xtf32_wgmma_bn128_inflight0_stages3_tf32x31_tma_store1(
+extern "C" cudaError_t launch_matmul_3xtf32_wgmma_bn128_inflight0_kpartial1_stages3_tf32x31_tma_store1(
     float* a, int64_t a_shape0, int64_t a_shape1, int64_t a_shape2,
     float* b, int64_t b_shape0, int64_t b_shape1, int64_t b_shape2,
     float* out, int64_t out_shape0, int64_t out_shape1,
@@ -338,7 +350,7 @@ extern "C" cudaError_t launch_matmul_3xtf32_wgmma_bn128_inflight0_stages3_tf32x3
     size_t shared_bytes, cudaStream_t stream)
 {
     if (shared_bytes > 48 * 1024) {  // past the 48 KiB a launch gets without asking
-        cudaError_t err = cudaFuncSetAttribute(matmul_3xtf32_wgmma<128, 0, 3, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
+        cudaError_t err = cudaFuncSetAttribute(matmul_3xtf32_wgmma<128, 0, 1, 3, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
         if (err != cudaSuccess) return err;
     }
     nk_tensor_map tmap_a_map;  // (tmap_a's contents are not read: its map is made here)
@@ -350,7 +362,7 @@ extern "C" cudaError_t launch_matmul_3xtf32_wgmma_bn128_inflight0_stages3_tf32x3
     nk_tensor_map tmap_out_map;  // (tmap_out's contents are not read: its map is made here)
     { cudaError_t err = nk_encode_tensor_map(&tmap_out_map, out, 0, out_shape0, out_shape1, 0, out_shape1 * sizeof(float), 64, 32, sizeof(float), 128);
       if (err != cudaSuccess) return err; }
-    matmul_3xtf32_wgmma<128, 0, 3, 1, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
+    matmul_3xtf32_wgmma<128, 0, 1, 3, 1, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
         a, a_shape0, a_shape1, a_shape2, b, b_shape0, b_shape1, b_shape2, out, out_shape0, out_shape1, tmap_a_map, tmap_b_map, tmap_out_map);
     return cudaGetLastError();
 }

@@ -190,16 +190,27 @@ def hopper_peers(torch, spec, arrays) -> dict:
             "numba_sm90_out16": (lambda: k16(x, y, o16), f"Numba sm_90a wgmma+TMA ({fmt} out)")}
 
 
+#: the Hopper 3xTF32 path's partial sums timed beside its default (one k-tile each): ``{key: kpartial}``
+TF32X3_PARTIALS = {"numba_sm90": 1, "numba_sm90_kpartial2": 2, "numba_sm90_kpartial4": 4}
+
+
 def tf32x3_hopper_peer(torch, a, b, out) -> dict:
     """``matmul_3xtf32(a, b, out, kernel="wgmma")`` (B^T, the split, the wgmma kernel: the whole of what it runs on
-    a Hopper GPU), where the device is of compute capability 9.0 and the shapes allow it."""
+    a Hopper GPU), in its default configuration and with longer partial sums (faster, fewer fp32 adds, more of the
+    tensor cores' truncation: ``TF32X3_PARTIALS``), where the device is of compute capability 9.0 and the shapes
+    allow it."""
     if (not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0) or a.shape[1] % 4
             or b.shape[1] % 4 or a.shape[1] == 0):
         return {}
     from numbakern.kernels.matmul_3xtf32 import matmul_3xtf32
+    from numbakern.kernels.matmul_wgmma import TF32X3_CONFIG
 
-    return {"numba_sm90": (lambda: matmul_3xtf32(a, b, out, kernel="wgmma"),
-                           "Numba sm_90a 3xTF32 wgmma+TMA, B^T and the split included")}
+    def run(kpartial):
+        config = {**TF32X3_CONFIG, "kpartial": kpartial}
+        return lambda: matmul_3xtf32(a, b, out, config=config, kernel="wgmma")
+
+    return {key: (run(p), f"Numba sm_90a 3xTF32 wgmma+TMA (kpartial {p}), B^T and the split included")
+            for key, p in TF32X3_PARTIALS.items()}
 
 
 def accuracy_note(torch, spec, tensors, impls) -> str:
@@ -217,7 +228,7 @@ def accuracy_note(torch, spec, tensors, impls) -> str:
     if spec.name == "matmul_3xtf32":
         runs.update({key: fn for key, (fn, _) in tf32x3_hopper_peer(torch, a, b, out).items()})
     errs = []
-    for key in ("numba", "c", "torch", "numba_sm90"):
+    for key in ("numba", "c", "torch", *TF32X3_PARTIALS):
         if key not in runs:
             continue
         out.fill_(float("nan"))

@@ -18,10 +18,11 @@ k and w multiples of 8 (16-byte row strides) and 16-byte aligned data.
 ``numbakern.kernels.tf32x3``): ``a`` is (2, h, k) float32, the big and small tf32 parts of A, and ``b`` (2, w, k),
 those of B transposed (wgmma reads tf32 B only k-major; ``matmul_3xtf32.split_tf32_parts`` makes both). A stage
 holds the four tiles, each ``bm`` (``bn``) rows of 32 floats (128 bytes, the same swizzle as the 16-bit tiles), and
-per k8 step a consumer runs ``a_small b_big``, ``a_big b_small``, ``a_big b_big`` (``wgmma m64n{bn}k8 tf32``). Each
-k-tile's products go into a fresh accumulator that is added to the tile's sum in registers: the tensor cores
-truncate inside their fp32 sums, so one accumulator over all of k loses accuracy with k (docs/tensor-cores.md
-section 8). k and w multiples of 4.
+per k8 step a consumer runs ``a_small b_big``, ``a_big b_small``, ``a_big b_big`` (``wgmma m64n{bn}k8 tf32``). The
+products of each ``kpartial`` k-tiles go into a fresh accumulator that is then added to the tile's sum in registers:
+the tensor cores truncate inside their fp32 sums, so one accumulator over all of k loses accuracy with k
+(docs/tensor-cores.md section 8). Within a partial sum one k-tile's wgmma group runs while the next is issued (its
+stage released when it is done); at the partial sum's end the consumer waits for all. k and w multiples of 4.
 """
 
 from __future__ import annotations
@@ -67,19 +68,22 @@ def _check(f16, bn, stages, consumers, group, tma_store=False, tf32x3=False):
 def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: int = 2, group: int = 8,
                  consumer_regs: int = 232, producer_regs: int = 40, out16: bool = False, b_swap: bool = False,
                  inflight: int = 0, tma_store: bool = False, epilogue: bool = True, warp_arrive: bool = False,
-                 tf32x3: bool = False):
+                 tf32x3: bool = False, kpartial: int = 1):
     """The kernel for one configuration: ``out`` float32 (h×w), or with ``out16`` the products rounded to the
     inputs' format, two per uint32 (``out`` a uint32 h×(w/2) view of the 16-bit output). ``epilogue=False`` stores
     nothing (a diagnostic: the time of the mainloop alone). ``warp_arrive``: one arrival per consumer warp on a
     stage's empty barrier instead of one per thread. ``tf32x3``: fp32 ``a`` (2, h, k) and ``b`` (2, w, k), the
-    split parts (the module's docstring), each k-tile's products in a fresh accumulator (so ``inflight=0``)."""
+    split parts (the module's docstring), each ``kpartial`` k-tiles' products in a fresh accumulator (its wgmma
+    groups overlap within one: ``inflight`` does not apply)."""
     arrivals = 4 * consumers if warp_arrive else 128 * consumers
     _check(f16, bn, stages, consumers, group, tma_store, tf32x3)
     if inflight not in (0, 1):
         raise ValueError(f"matmul_wgmma: inflight must be 0 or 1 (wgmma groups left running), got {inflight}")
     if tf32x3 and (f16 or out16 or inflight):
-        raise ValueError("matmul_wgmma: tf32x3 takes fp32 inputs and output (not f16 or out16), and its per-k-tile "
-                         "partial sums need inflight=0")
+        raise ValueError("matmul_wgmma: tf32x3 takes fp32 inputs and output (not f16 or out16), and inflight=0 (its "
+                         "groups overlap within each partial sum: kpartial)")
+    if not isinstance(kpartial, int) or kpartial < 1:
+        raise ValueError(f"matmul_wgmma: kpartial must be a positive int (k-tiles per partial sum), got {kpartial!r}")
     pack = pack_f16x2 if f16 else pack_bf16x2
     # the TMA-store epilogue: each consumer stages 64 rows x 256 bytes (16 KiB) at a time, as two 128-byte-swizzled
     # boxes of 64 rows x 128 bytes, after the stage ring
@@ -185,9 +189,10 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
                     if tf32x3:  # per k8 (32 bytes along every tile's rows): small * big, big * small, big * big
                         small_a = a_addr + a_stage * 2
                         small_b = b_addr + b_stage * 2
+                        first = 1 if kt % kpartial > 0 else 0  # (0: the partial sum starts afresh)
                         for kk in unroll(range(BK // 16)):
                             wgmma(part, desc_a_fields | ((small_a + kk * 32) % 262144 >> 4),
-                                  desc_a_fields | ((b_addr + kk * 32) % 262144 >> 4), 1 if kk > 0 else 0)
+                                  desc_a_fields | ((b_addr + kk * 32) % 262144 >> 4), 1 if kk > 0 else first)
                             wgmma(part, desc_a_fields | ((a_addr + kk * 32) % 262144 >> 4),
                                   desc_a_fields | ((small_b + kk * 32) % 262144 >> 4), 1)
                             wgmma(part, desc_a_fields | ((a_addr + kk * 32) % 262144 >> 4),
@@ -198,12 +203,18 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
                             wgmma(acc, desc_a_fields | ((a_addr + kk * 32) % 262144 >> 4),
                                   desc_b_fields | ((b_addr + kk * 2048) % 262144 >> 4), 1, 1)
                     hopper.wgmma_commit()
-                    if tf32x3:
+                    if tf32x3 and (kt % kpartial == kpartial - 1 or kt == ktiles - 1):  # the partial sum ends
                         hopper.wgmma_wait(0, part, nacc)
                         if arriver:
+                            if kt % kpartial > 0:  # (the previous k-tile's stage, still held)
+                                hopper.mbarrier_arrive(bars, stages + (it + stages - 1) % stages)
                             hopper.mbarrier_arrive(bars, stages + s)
                         for i in unroll(range(nacc)):
                             acc[i] += part[i]
+                    elif tf32x3:  # within a partial sum: the previous k-tile's group is done, its stage goes back
+                        hopper.wgmma_wait(1, part, nacc)
+                        if kt % kpartial > 0 and arriver:
+                            hopper.mbarrier_arrive(bars, stages + (it + stages - 1) % stages)
                     elif inflight == 0:
                         hopper.wgmma_wait(0, acc, nacc)
                         if arriver:
@@ -335,9 +346,12 @@ class WgmmaMatmul:
 #: the launcher's default configuration (measured on an H200: docs/tensor-cores.md): one wgmma batch left running
 #: while the next k-tile's is issued (+24% over waiting for each), the TMA-store epilogue (+14% with fp32 output)
 DEFAULT_CONFIG = {"bn": 256, "stages": 4, "consumers": 2, "inflight": 1, "tma_store": True}
-#: 3xTF32 (``tf32x3``): 128x128 tiles (a fresh m64n128 accumulator per k-tile beside the tile's own: 128 registers),
-#: 3 stages of four 16 KiB tiles and the TMA-store staging fill 225 of the 227 KiB of shared memory
-TF32X3_CONFIG = {"bn": 128, "stages": 3, "consumers": 2, "inflight": 0, "tma_store": True, "tf32x3": True}
+#: 3xTF32 (``tf32x3``): 128x128 tiles (a partial m64n128 accumulator beside the tile's own: 128 registers), 3 stages
+#: of four 16 KiB tiles and the TMA-store staging fill 225 of the 227 KiB of shared memory. A partial sum per k-tile
+#: (32 of k): the tensor cores' truncation grows with a partial sum's length (docs/tensor-cores.md section 8), and
+#: mma.sync's partial sums of 16 stayed at 0.3x SGEMM's error (scripts/bench.py times kpartial 2 and 4 beside it)
+TF32X3_CONFIG = {"bn": 128, "stages": 3, "consumers": 2, "inflight": 0, "tma_store": True, "tf32x3": True,
+                 "kpartial": 1}
 _LAUNCHERS: dict = {}
 
 

@@ -106,14 +106,32 @@ def test_wgmma_path_is_fp32_accurate_where_one_tf32_product_is_not(rng):
         assert _relative_to_scale(product, a, b).max() > 10e-6
 
 
+@pytest.mark.sim
+@pytest.mark.parametrize("kpartial", [2, 3])
+def test_wgmma_partial_sums_over_several_k_tiles(rng, kpartial):
+    """A partial sum over ``kpartial`` k-tiles, its wgmma groups overlapping (each stage released when its group is
+    done, the last one's at the partial sum's end): 9 k-tiles, so the last partial sum is short for both; every
+    check on (a stage released while its group still reads it is an AsyncHazardError)."""
+    from numbakern import sim
+    from numbakern.kernels.matmul_wgmma import TF32X3_CONFIG
+
+    a = rng.standard_normal((70, 276)).astype(np.float32)
+    b = rng.standard_normal((276, 132)).astype(np.float32)
+    with sim.checks("all"):
+        out = matmul_3xtf32(a, b, kernel="wgmma", config={**TF32X3_CONFIG, "kpartial": kpartial})
+    assert _relative_to_scale(out, a, b).max() <= 1e-6
+
+
 def test_wgmma_configurations_and_arguments_refused():
     from numbakern.kernels.matmul_wgmma import TF32X3_CONFIG, matmul_wgmma
 
     a = np.ones((4, 8), np.float32)
     with pytest.raises(ValueError, match=r"argument 'kernel' must be one of"):
         matmul_3xtf32(a, a.T.copy(), kernel="mma")
-    with pytest.raises(ValueError, match=r"per-k-tile partial sums need inflight=0"):
+    with pytest.raises(ValueError, match=r"and inflight=0"):
         matmul_wgmma(**{**TF32X3_CONFIG, "inflight": 1})
+    with pytest.raises(ValueError, match=r"kpartial must be a positive int"):
+        matmul_wgmma(**{**TF32X3_CONFIG, "kpartial": 0})
     with pytest.raises(ValueError, match=r"not f16 or out16"):
         matmul_wgmma(**{**TF32X3_CONFIG, "f16": True})
     with pytest.raises(ValueError, match=r"do not fit in 227 KiB"):
