@@ -22,6 +22,8 @@ from ..registry import Case, KernelSpec, random_array, register
 from .config import sizes
 from .half import random16
 from .matmul import matmul_reference, matmul_work
+from .matmul_3xtf32 import BENCH_SIZES as BENCH_SIZES_3XTF32
+from .matmul_3xtf32 import VERIFY_SIZES as VERIFY_SIZES_3XTF32
 from .matmul_3xtf32 import _sgemm
 from .matmul_tc import _cublas
 from .matmul_wgmma import DEFAULT_CONFIG, TF32X3_CONFIG, matmul_wgmma, wgmma_grid, wgmma_shared_bytes
@@ -148,9 +150,8 @@ register(KernelSpec(
     outputs=(2,),
     # none a multiple of the 128x128 tile or the 32-deep k-tile; a single row with k under one k-tile
     test_sizes=sizes("h k w", (130, 200, 264), (1, 4, 4)),
-    verify_sizes=sizes("h k w", (1, 4, 4), (37, 36, 44), (127, 132, 260), (256, 256, 256), (7, 1020, 4),
-                       (509, 264, 388)),
-    bench_sizes=sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120)),
+    verify_sizes=VERIFY_SIZES_3XTF32,
+    bench_sizes=BENCH_SIZES_3XTF32,
     # fp32-accurate, as matmul_3xtf32 (its bar: 1e-6 of sum |a||b| catches one tensor-core accumulator over all of k)
     rtol=1e-6,
     constants=dict(TF32X3_CONFIG),
