@@ -160,9 +160,11 @@ constexpr int64_t box_cols = 64;
 constexpr int64_t desc_a_fields = 4611686293305360384LL;
 constexpr int64_t desc_b_fields = 4611686293338849280LL;
 constexpr int64_t group = 8;
+constexpr int64_t kstep = 64;
 constexpr int64_t nacc = 128;
 constexpr int64_t nbars = 8;
 constexpr int64_t panels = 4;
+constexpr int64_t parts = 1;
 constexpr int64_t round_cols = 128;
 constexpr int64_t rounds = 2;
 constexpr int64_t stage = 24576;
@@ -189,8 +191,10 @@ __global__ void __launch_bounds__(384, 1) matmul_wgmma_f16_out16(
     const __grid_constant__ nk_tensor_map tmap_out)
 {
     int32_t tid = threadIdx.x;
-    int64_t h = a_shape0;
-    int64_t k = a_shape1;
+    int64_t h;
+    int64_t k;
+    h = a_shape0;
+    k = a_shape1;
     int64_t w = b_shape1;
     extern __shared__ uint16_t smem[];
     extern __shared__ uint32_t smem32[];  // (the same bytes, for the epilogue's 32-bit stores)
@@ -211,7 +215,7 @@ __global__ void __launch_bounds__(384, 1) matmul_wgmma_f16_out16(
     int64_t num_m = (h + bm - 1) / bm;
     int64_t num_n = (w + bn - 1) / bn;
     int64_t ntiles = num_m * num_n;
-    int64_t ktiles = (k + BK - 1) / BK;
+    int64_t ktiles = (k + kstep - 1) / kstep;
     int64_t band = group * num_n;
     int64_t wg = (int64_t)tid / 128;
     int64_t it;
@@ -259,7 +263,7 @@ __global__ void __launch_bounds__(384, 1) matmul_wgmma_f16_out16(
                 while (!nk_mbarrier_try_wait(&bars[s], (unsigned)(it / stages % 2))) {
                 }
                 int64_t a_addr = ring + (s * stage + c * 64 * BK) * 2;
-                int64_t b_addr = ring + (s * stage + a_stage) * 2;
+                int64_t b_addr = ring + (s * stage + parts * a_stage) * 2;
                 nk_wgmma_fence();
                 #pragma unroll
                 for (int64_t kk = 0; kk < BK / 16; kk++) {

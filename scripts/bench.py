@@ -129,7 +129,9 @@ def peer_impls(torch, spec, tensors, baseline=None) -> dict:
     arrays = [a for a in tensors if isinstance(a, torch.Tensor)]
     out = {}
     # (the fp32 Triton kernel here; the 16-bit matmuls' Triton and Hopper peers come from bench_tc)
-    if spec.family == "matmul" and spec.name not in TRANSPOSED_A and arrays[0].dtype == torch.float32:
+    # (2-D operands: not the split parts that matmul_3xtf32_wgmma takes)
+    if (spec.family == "matmul" and spec.name not in TRANSPOSED_A and arrays[0].dtype == torch.float32
+            and arrays[0].dim() == 2):
         if "make" not in _TRITON:  # one autotuned Triton kernel for every matmul row
             import bench_matmul  # this script's folder
 

@@ -5,8 +5,11 @@ other backends for every attention and matmul row.
 - ``matmul_bf16`` / ``matmul_f16``: Triton's ``tl.dot`` on the 16-bit values (autotuned, fp32 accumulation,
   16-bit output as cuBLAS gives, and fp32 output as the Numba kernels give), and numbakern's Hopper kernel
   (``numbakern.kernels.matmul_wgmma``: wgmma + TMA, GPU only) with fp32 and 16-bit output.
-- ``matmul_3xtf32``: cuBLAS with TF32 on (1xTF32, the fast and inexact one) beside the SGEMM baseline, and each
-  implementation's error against a float64 product of the same inputs (``accuracy_note``).
+- ``matmul_3xtf32``: cuBLAS with TF32 on (1xTF32, the fast and inexact one) beside the SGEMM baseline, on a Hopper
+  GPU numbakern's wgmma path as ``matmul_3xtf32(a, b)`` runs it there (B^T and the split parts made, then
+  ``matmul_wgmma(tf32x3=True)``: the registered ``matmul_3xtf32_wgmma`` row times that kernel alone), and each
+  implementation's error against a float64 product of the same inputs (``accuracy_note``; also for
+  ``matmul_3xtf32_wgmma``, against the product of the fp32 values its parts make up).
 - every attention and matmul row: torch's other backends beside its default dispatch (the benchmark's torch
   column), each SDPA backend and each BLAS library torch can use, with the kernels each ran (``backend_peers``).
 """
@@ -16,6 +19,8 @@ from __future__ import annotations
 import contextlib
 
 TC_KERNELS = ("matmul_bf16", "matmul_f16", "matmul_3xtf32")
+#: the kernels whose rows carry their error against float64 (``accuracy_note``)
+ACCURACY_KERNELS = (*TC_KERNELS, "matmul_3xtf32_wgmma")
 #: the registered Hopper matmuls (numbakern/kernels/matmul_hopper.py): Triton's tl.dot beside them in the same run
 WGMMA_KERNELS = ("matmul_wgmma_bf16", "matmul_wgmma_f16", "matmul_wgmma_f16_out16")
 _TRITON: dict = {}
@@ -104,6 +109,7 @@ def tensor_core_peers(torch, spec, arrays) -> dict:
                 torch.backends.cuda.matmul.allow_tf32 = False
 
         out["cublas_tf32"] = (tf32, "cuBLAS, TF32 on (1xTF32)")
+        out.update(tf32x3_hopper_peer(torch, a, b, c))
         return out
     a, b = (_values16(torch, spec, x) for x in arrays[:2])
     h, w = a.shape[0], b.shape[1]
@@ -184,20 +190,49 @@ def hopper_peers(torch, spec, arrays) -> dict:
             "numba_sm90_out16": (lambda: k16(x, y, o16), f"Numba sm_90a wgmma+TMA ({fmt} out)")}
 
 
+#: the Hopper 3xTF32 path's partial sums timed beside its default (one k-tile each): ``{key: kpartial}``
+TF32X3_PARTIALS = {"numba_sm90": 1, "numba_sm90_kpartial2": 2, "numba_sm90_kpartial4": 4}
+
+
+def tf32x3_hopper_peer(torch, a, b, out) -> dict:
+    """``matmul_3xtf32(a, b, out, kernel="wgmma")`` (B^T, the split, the wgmma kernel: the whole of what it runs on
+    a Hopper GPU), in its default configuration and with longer partial sums (faster, fewer fp32 adds, more of the
+    tensor cores' truncation: ``TF32X3_PARTIALS``), where the device is of compute capability 9.0 and the shapes
+    allow it."""
+    if (not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0) or a.shape[1] % 4
+            or b.shape[1] % 4 or a.shape[1] == 0):
+        return {}
+    from numbakern.kernels.matmul_3xtf32 import matmul_3xtf32
+    from numbakern.kernels.matmul_wgmma import TF32X3_CONFIG
+
+    def run(kpartial):
+        config = {**TF32X3_CONFIG, "kpartial": kpartial}
+        return lambda: matmul_3xtf32(a, b, out, config=config, kernel="wgmma")
+
+    return {key: (run(p), f"Numba sm_90a 3xTF32 wgmma+TMA (kpartial {p}), B^T and the split included")
+            for key, p in TF32X3_PARTIALS.items()}
+
+
 def accuracy_note(torch, spec, tensors, impls) -> str:
     """The relative error (Frobenius norm) against a float64 product of the same inputs of the Numba kernel, its C
-    and the torch baseline, each run once more: ``"rel. error vs float64: numba 3.1e-07, c 3.1e-07, torch ..."``;
-    empty for other kernels."""
-    if spec.name not in TC_KERNELS:
+    and the torch baseline (for ``matmul_3xtf32`` also its Hopper path), each run once more: ``"rel. error vs
+    float64: numba 3.1e-07, c 3.1e-07, torch ..."``; empty for other kernels."""
+    if spec.name not in ACCURACY_KERNELS:
         return ""
     a, b, out = tensors[:3]
-    ref = _values16(torch, spec, a).double() @ _values16(torch, spec, b).double()
+    if spec.name == "matmul_3xtf32_wgmma":  # the split parts of A and of B^T
+        ref = a.double().sum(0) @ b.double().sum(0).t()
+    else:
+        ref = _values16(torch, spec, a).double() @ _values16(torch, spec, b).double()
+    runs = dict(impls)
+    if spec.name == "matmul_3xtf32":
+        runs.update({key: fn for key, (fn, _) in tf32x3_hopper_peer(torch, a, b, out).items()})
     errs = []
-    for key in ("numba", "c", "torch"):
-        if key not in impls:
+    for key in ("numba", "c", "torch", *TF32X3_PARTIALS):
+        if key not in runs:
             continue
         out.fill_(float("nan"))
-        result = impls[key]()
+        result = runs[key]()
         torch.cuda.synchronize()
         got = result if isinstance(result, torch.Tensor) and tuple(result.shape) == tuple(ref.shape) else out
         errs.append(f"{key} {float(((got.double() - ref).norm() / ref.norm()).item()):.1e}")

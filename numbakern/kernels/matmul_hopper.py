@@ -1,6 +1,8 @@
 """The Hopper matmuls in the registry: ``matmul_wgmma`` (``numbakern/kernels/matmul_wgmma.py``) in its launcher's
 default configuration, for bf16 and f16 inputs with fp32 output (``matmul_wgmma_bf16``, ``matmul_wgmma_f16``) and
-for f16 with f16 output (``matmul_wgmma_f16_out16``).
+for f16 with f16 output (``matmul_wgmma_f16_out16``); and its 3xTF32 form (``matmul_3xtf32_wgmma``: fp32-accurate on
+the tf32 tensor cores), which takes the split parts of A and of B^T (``tf32x3.split_tf32_parts``; its case makes them
+on the host, ``matmul_3xtf32(a, b)`` on a Hopper GPU with the registered split kernel).
 
 The kernel takes its three tensor maps as arguments; a case holds placeholders for them, and every launch makes
 them from the arrays it launches with (``numbakern.tensormap.launch_arguments``: the registry, verification, the
@@ -15,12 +17,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..launch import LaunchConfig
-from ..registry import Case, KernelSpec, register
+from ..mma import formats
+from ..registry import Case, KernelSpec, random_array, register
 from .config import sizes
 from .half import random16
 from .matmul import matmul_reference, matmul_work
+from .matmul_3xtf32 import BENCH_SIZES as BENCH_SIZES_3XTF32
+from .matmul_3xtf32 import VERIFY_SIZES as VERIFY_SIZES_3XTF32
+from .matmul_3xtf32 import _sgemm
 from .matmul_tc import _cublas
-from .matmul_wgmma import DEFAULT_CONFIG, matmul_wgmma, wgmma_grid, wgmma_shared_bytes
+from .matmul_wgmma import DEFAULT_CONFIG, TF32X3_CONFIG, matmul_wgmma, wgmma_grid, wgmma_shared_bytes
 
 #: multiprocessors the registered launches assume (an H100's and H200's): the kernel is persistent, each block
 #: walks output tiles, so any count computes the same
@@ -40,7 +46,8 @@ def _signature(f16: bool, out16: bool) -> str:
 
 def _launch(config: dict, h: int, w: int) -> LaunchConfig:
     grid = wgmma_grid(h, w, config["bn"], config["consumers"], MULTIPROCESSORS)
-    shared = wgmma_shared_bytes(config["bn"], config["stages"], config["consumers"], config.get("tma_store", False))
+    shared = wgmma_shared_bytes(config["bn"], config["stages"], config["consumers"], config.get("tma_store", False),
+                                config.get("tf32x3", False))
     return LaunchConfig((grid,), (128 * (config["consumers"] + 1),), shared)
 
 
@@ -94,5 +101,67 @@ for _f16, _out16 in ((False, False), (True, False), (True, True)):
                     "persistent warp-specialised kernel, TMA loads into a 4-stage ring guarded by mbarriers, wgmma "
                     "m64n256k16 from shared memory, a TMA-store epilogue",
     ))
+
+
+
+def _split_case(size, rng, dist="uniform"):
+    """Random fp32 A (h×k) and B (k×w) as the kernel takes them: the split parts of A and of B^T, (2, h, k) and
+    (2, w, k)."""
+    h, k, w = size["h"], size["k"], size["w"]
+    a = random_array(rng, (h, k), np.float32, dist)
+    b = random_array(rng, (k, w), np.float32, dist)
+    parts_a, parts_b = (np.stack(formats.split_tf32(x)) for x in (a, np.ascontiguousarray(b.T)))
+    maps = [PLACEHOLDER.copy() for _ in range(3)]
+    return Case((parts_a, parts_b, np.full((h, w), np.nan, np.float32), *maps), _launch(TF32X3_CONFIG, h, w),
+                dict(size))
+
+
+def _whole(parts_a, parts_b):
+    """A and B in float64 from their parts (big + small: the fp32 values to about 2**-22 of each)."""
+    return parts_a.astype(np.float64).sum(0), parts_b.astype(np.float64).sum(0).T
+
+
+def _split_reference(parts_a, parts_b, out, *maps):
+    a, b = _whole(parts_a, parts_b)
+    return {2: a @ b}
+
+
+def _split_error_scale(parts_a, parts_b, out, *maps):
+    a, b = _whole(parts_a, parts_b)
+    return {2: np.abs(a) @ np.abs(b)}
+
+
+def _sgemm_of_parts(parts_a, parts_b, out, *maps):
+    """The benchmark's baseline: matmul_3xtf32's (cuBLAS SGEMM) on the fp32 A and B the parts make up, formed once
+    here."""
+    run, label = _sgemm(parts_a.sum(0), parts_b.sum(0).t().contiguous(), out)
+    return run, f"{label} of big + small"
+
+
+register(KernelSpec(
+    name="matmul_3xtf32_wgmma",
+    family="matmul",
+    kernel=matmul_wgmma(**TF32X3_CONFIG),
+    signatures=("void(float32[:, :, ::1], float32[:, :, ::1], float32[:, ::1], uint64[::1], uint64[::1], "
+                "uint64[::1])",),
+    make_case=_split_case,
+    reference=_split_reference,
+    error_scale=_split_error_scale,
+    outputs=(2,),
+    # none a multiple of the 128x128 tile or the 32-deep k-tile; a single row with k under one k-tile
+    test_sizes=sizes("h k w", (130, 200, 264), (1, 4, 4)),
+    verify_sizes=VERIFY_SIZES_3XTF32,
+    bench_sizes=BENCH_SIZES_3XTF32,
+    # fp32-accurate, as matmul_3xtf32 (its bar: 1e-6 of sum |a||b| catches one tensor-core accumulator over all of k)
+    rtol=1e-6,
+    constants=dict(TF32X3_CONFIG),
+    size_multiples={"k": 4, "w": 4},
+    work=matmul_work(),
+    baseline=_sgemm_of_parts,
+    description="fp32-accurate on Hopper's tf32 tensor cores (3xTF32: small*big + big*small + big*big per k8): "
+                "matmul_wgmma with the split parts of A and B^T loaded by TMA (four 128-byte-swizzled tiles a stage, "
+                "3 stages), wgmma m64n128k8 tf32, a fresh accumulator per k-tile added in registers, TMA-store "
+                "epilogue",
+))
 
 __all__ = ["MULTIPROCESSORS", "TEST_SIZES"]

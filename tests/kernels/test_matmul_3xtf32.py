@@ -73,3 +73,88 @@ def test_as_accurate_as_sgemm(cuda_torch):
     ours = ((out.double() - ref).norm() / ref.norm()).item()
     sgemm = ((torch.matmul(a, b).double() - ref).norm() / ref.norm()).item()
     assert ours <= 1.5 * sgemm, (ours, sgemm)
+
+
+# -- the Hopper path: matmul_wgmma(tf32x3=True) on the split parts (registered as matmul_3xtf32_wgmma) ----------
+
+
+def _relative_to_scale(out, a, b):
+    """Each element's error against the float64 product, relative to sum |a||b| (the registered specs' scale)."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    return np.abs(out - a64 @ b64) / (np.abs(a64) @ np.abs(b64))
+
+
+@pytest.mark.sim
+def test_wgmma_path_is_fp32_accurate_where_one_tf32_product_is_not(rng):
+    """The whole Hopper path in the simulator with every check on (B^T, the split of A and B^T, the persistent
+    kernel: 2 blocks walking 6 tiles of 128x128, 7 k-tiles, the last partial; none of h, k, w a multiple of the
+    tile): within fp32's bar (1e-6 of sum |a||b|), where the product of the tf32-rounded inputs (what one tf32 wgmma
+    computes) and either product with one cross term left out miss it tenfold and more."""
+    from numbakern import sim
+    from numbakern.mma import formats
+
+    a = rng.standard_normal((130, 200)).astype(np.float32)
+    b = rng.standard_normal((200, 264)).astype(np.float32)
+    with sim.checks("all"):
+        out = matmul_3xtf32(a, b, kernel="wgmma")
+    assert _relative_to_scale(out, a, b).max() <= 1e-6
+    (a_big, a_small), (b_big, b_small) = (formats.split_tf32(x) for x in (a, b))
+    one_tf32 = a_big.astype(np.float64) @ b_big
+    no_a_small = one_tf32 + a_big.astype(np.float64) @ b_small
+    no_b_small = one_tf32 + a_small.astype(np.float64) @ b_big
+    for product in (one_tf32, no_a_small, no_b_small):
+        assert _relative_to_scale(product, a, b).max() > 10e-6
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("kpartial", [2, 3])
+def test_wgmma_partial_sums_over_several_k_tiles(rng, kpartial):
+    """A partial sum over ``kpartial`` k-tiles, its wgmma groups overlapping (each stage released when its group is
+    done, the last one's at the partial sum's end): 9 k-tiles, so the last partial sum is short for both; every
+    check on (a stage released while its group still reads it is an AsyncHazardError)."""
+    from numbakern import sim
+    from numbakern.kernels.matmul_wgmma import TF32X3_CONFIG
+
+    a = rng.standard_normal((70, 276)).astype(np.float32)
+    b = rng.standard_normal((276, 132)).astype(np.float32)
+    with sim.checks("all"):
+        out = matmul_3xtf32(a, b, kernel="wgmma", config={**TF32X3_CONFIG, "kpartial": kpartial})
+    assert _relative_to_scale(out, a, b).max() <= 1e-6
+
+
+def test_wgmma_configurations_and_arguments_refused():
+    from numbakern.kernels.matmul_wgmma import TF32X3_CONFIG, matmul_wgmma
+
+    a = np.ones((4, 8), np.float32)
+    with pytest.raises(ValueError, match=r"argument 'kernel' must be one of"):
+        matmul_3xtf32(a, a.T.copy(), kernel="mma")
+    with pytest.raises(ValueError, match=r"and inflight=0"):
+        matmul_wgmma(**{**TF32X3_CONFIG, "inflight": 1})
+    with pytest.raises(ValueError, match=r"kpartial must be a positive int"):
+        matmul_wgmma(**{**TF32X3_CONFIG, "kpartial": 0})
+    with pytest.raises(ValueError, match=r"not f16 or out16"):
+        matmul_wgmma(**{**TF32X3_CONFIG, "f16": True})
+    with pytest.raises(ValueError, match=r"do not fit in 227 KiB"):
+        matmul_wgmma(**{**TF32X3_CONFIG, "stages": 4})
+
+
+@pytest.mark.gpu
+def test_wgmma_path_as_accurate_as_sgemm(cuda_torch):
+    """On a Hopper GPU: ``matmul_3xtf32`` takes the wgmma path by itself (the same bits as asking for it), and its
+    error against float64 is no larger than cuBLAS SGEMM's on the same inputs (issue 44's bar)."""
+    torch = cuda_torch
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the wgmma path needs a GPU of compute capability 9.0")
+    g = torch.Generator(device="cuda").manual_seed(7)
+    for h, k, w in ((4096, 4096, 4096), (5120, 256, 5120), (509, 1020, 388)):
+        a = torch.randn(h, k, device="cuda", generator=g)
+        b = torch.randn(k, w, device="cuda", generator=g)
+        auto = matmul_3xtf32(a, b)
+        named = matmul_3xtf32(a, b, kernel="wgmma")
+        torch.cuda.synchronize()
+        assert torch.equal(auto, named)
+        ref = a.double() @ b.double()
+        ours = ((named.double() - ref).norm() / ref.norm()).item()
+        sgemm = ((torch.matmul(a, b).double() - ref).norm() / ref.norm()).item()
+        print(f"{h}x{k}x{w}: relative error 3xTF32 wgmma {ours:.2e}, cuBLAS SGEMM {sgemm:.2e}")
+        assert ours <= sgemm, (h, k, w, ours, sgemm)

@@ -327,6 +327,22 @@ def test_matmul_rows_name_the_kernel_torch_ran(bench, rng):
         assert not any(key.startswith("blas_") for key in bench.peer_impls(torch, spec, tensors, run))
 
 
+def test_split_3xtf32_row_compares_with_sgemm_of_the_values_its_parts_make_up(bench, rng):
+    """matmul_3xtf32_wgmma takes the split parts of A and B^T: its torch column multiplies the fp32 matrices they
+    make up (the float64 product of the parts, to fp32's accuracy), and no peer reads the 3-D parts as a matrix."""
+    torch = pytest.importorskip("torch")
+    from numbakern import get
+
+    spec = get("matmul_3xtf32_wgmma")
+    tensors = _cpu_tensors(torch, spec.make_case({"h": 9, "k": 12, "w": 8}, rng, "normal"))
+    run, label = bench.torch_equivalent(spec, tensors)
+    assert "SGEMM" in label
+    parts_a, parts_b = tensors[:2]
+    want = parts_a.double().sum(0) @ parts_b.double().sum(0).t()
+    torch.testing.assert_close(run().double(), want, rtol=1e-5, atol=1e-5)
+    assert "triton" not in bench.peer_impls(torch, spec, tensors, run)
+
+
 def test_sizes_last_times_only_each_kernels_largest_size(bench, monkeypatch, capsys):
     from numbakern import get
 
