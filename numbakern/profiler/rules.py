@@ -12,11 +12,24 @@ fill if they were contiguous and aligned: 32 lanes of 4 bytes need 4 sectors, of
 
 Shared memory (``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}``, ``l1tex__data_bank_conflicts_...``):
 32 banks of 4-byte words; a word's bank is ``(address / 4) mod 32``. The lanes are served in *passes*: the whole
-warp for accesses of up to 4 bytes, each half-warp for 8 bytes, each quarter-warp for 16 bytes (``ldmatrix``'s
-eight row addresses per matrix are a quarter-warp of 16-byte accesses). A pass takes as many *wavefronts* as the
-most distinct words any one bank holds among its lanes' words: lanes reading one word share it (a broadcast), two
-different words in one bank take two wavefronts. The ideal is one wavefront per pass with an active lane; the bank
-conflicts are the wavefronts beyond it.
+warp for accesses of up to 4 bytes, each half-warp for 8 bytes. A pass takes as many *wavefronts* as the most
+distinct words any one bank holds among its lanes' words: lanes reading one word share it (a broadcast), two
+different words in one bank take two wavefronts. The ideal is the fewest wavefronts that can carry a pass's
+distinct words, 32 per wavefront (at least one per pass with an active lane); the bank conflicts are the
+wavefronts beyond it.
+
+16-byte accesses (``LDS.128``, and ``ldmatrix``'s row addresses) are served by quarter-warps, two of which (lanes
+0-15, 16-31) can share a wavefront: a quarter takes as many wavefronts as the most distinct words in one bank among
+its own lanes' words, and the two quarters of a half-warp take one wavefront together only when each alone takes one,
+no bank holds two different words of theirs, and no 16-byte address is read by both, except that two quarters each
+reading a single address (broadcasts) share one. Otherwise the half-warp takes the sum of its quarters'. The ideal
+of a half-warp is its quarters' distinct bytes over 128, at least one. This is what an H200 counts
+(``smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld``, ncu 2025.3.1, one ``LDS.128`` per warp) for each of
+47 lane patterns: 17 made up to tell rules apart and the 30 distinct patterns of the 16-byte shared loads of
+matmul_pipelined(_at), attention_d64, conv2d_nchw and matmul_flagship_vec (docs/profiling.md, "16-byte accesses");
+per request: all lanes on one address 2; one address per quarter-warp 2 (128 bytes apart, so in the same banks: 4);
+32 consecutive addresses 4, 32 bytes apart 8, 128 bytes apart 32; the same 8 consecutive addresses in each
+quarter-warp 4. The rule is not measured for stores and for partly overlapping quarters.
 
 Atomics: each active lane is one operation; lanes of a warp that update the same address are serialised, so the
 instruction takes as many steps as the most lanes on one address (its *contention*).
@@ -118,16 +131,42 @@ def ideal_sectors(a: Accesses) -> np.ndarray:
 
 def lanes_per_pass(access_width: np.ndarray) -> np.ndarray:
     """How many lanes the shared-memory unit serves in one pass, for accesses of ``access_width`` bytes."""
-    return np.where(access_width <= 4, WARP, np.where(access_width <= 8, WARP // 2, WARP // 4))
+    return np.where(access_width <= 4, WARP, WARP // 2)
 
 
 def _passes(a: Accesses) -> np.ndarray:
-    """Each row's pass within its instruction (0 for the whole warp; 0-1 by half-warp; 0-3 by quarter-warp)."""
+    """Each row's pass within its instruction (0 for the whole warp; 0-1 by half-warp)."""
     return a.lane // lanes_per_pass(width(a))[a.group]
 
 
 def wavefronts(a: Accesses) -> np.ndarray:
     """Shared-memory wavefronts of each instruction (the sum over its passes)."""
+    out = _narrow_wavefronts(a)
+    for g, wide in _wide_groups(a):
+        out[g] = wide[0]
+    return out
+
+
+def ideal_wavefronts(a: Accesses) -> np.ndarray:
+    """The fewest wavefronts that carry each pass's distinct words (a bank's width each): at least one per pass with
+    an active lane (16-byte accesses: a half-warp's quarters' distinct bytes over 128, at least one)."""
+    row, word = _spans(a, BANK_WIDTH, a.nbytes > 0)
+    group, pass_, _ = _count_unique([a.group[row], _passes(a)[row], word])
+    passes = np.zeros(a.count, np.int64)
+    if len(group):
+        group, pass_ = _sorted(group, pass_)
+        starts = np.flatnonzero(_new_rows([group, pass_]))
+        words = np.diff(np.append(starts, len(group)))
+        np.add.at(passes, group[starts], -(-words // BANKS))
+    # a pass whose active lanes move no bytes (a zero-sized cp.async) still takes one
+    active, _ = _count_unique([a.group, _passes(a)])
+    out = np.maximum(passes, np.bincount(active, minlength=a.count))
+    for g, wide in _wide_groups(a):
+        out[g] = wide[1]
+    return out
+
+
+def _narrow_wavefronts(a: Accesses) -> np.ndarray:
     row, word = _spans(a, BANK_WIDTH, a.nbytes > 0)
     group, pass_, word = _count_unique([a.group[row], _passes(a)[row], word])
     if not len(group):
@@ -142,10 +181,57 @@ def wavefronts(a: Accesses) -> np.ndarray:
     return np.bincount(group[first], weights=worst, minlength=a.count).astype(np.int64)
 
 
-def ideal_wavefronts(a: Accesses) -> np.ndarray:
-    """One wavefront per pass with an active lane."""
-    group, _ = _count_unique([a.group, _passes(a)])
-    return np.bincount(group, minlength=a.count)
+def _wide_groups(a: Accesses):
+    """``(instruction, (wavefronts, ideal))`` for each instruction of 16-byte accesses (the quarter-warp rule)."""
+    wide = np.flatnonzero(width(a) > 8)
+    if not len(wide):
+        return
+    order = np.argsort(a.group, kind="stable")
+    bounds = np.searchsorted(a.group[order], [wide, wide + 1])
+    for g, lo, hi in zip(wide.tolist(), bounds[0].tolist(), bounds[1].tolist()):
+        rows = order[lo:hi]
+        yield g, _wide_instruction(a.lane[rows], a.addr[rows], a.nbytes[rows])
+
+
+def _wide_instruction(lane: np.ndarray, addr: np.ndarray, nbytes: np.ndarray) -> tuple[int, int]:
+    quarters = [_quarter(addr[(lane // 8 == q) & (nbytes > 0)], nbytes[(lane // 8 == q) & (nbytes > 0)],
+                         bool(np.any(lane // 8 == q))) for q in range(4)]
+    total = ideal = 0
+    for first, second in (quarters[0:2], quarters[2:4]):
+        if not (first.active or second.active):
+            continue
+        ideal += max(1, -(-(first.bytes + second.bytes) // 128))
+        if not (first.active and second.active):
+            total += max(first.wavefronts, second.wavefronts, 1)
+            continue
+        words = first.words | second.words
+        clash = max(_worst_bank(words), 1) > 1
+        shared = first.addresses & second.addresses
+        broadcasts = len(first.addresses) == 1 and first.addresses == second.addresses
+        together = first.wavefronts <= 1 and second.wavefronts <= 1 and not clash and (not shared or broadcasts)
+        total += 1 if together else max(first.wavefronts, 1) + max(second.wavefronts, 1)
+    return total, ideal
+
+
+@dataclass(frozen=True)
+class _Quarter:
+    active: bool
+    addresses: frozenset
+    words: frozenset
+    bytes: int
+    wavefronts: int
+
+
+def _quarter(addr: np.ndarray, nbytes: np.ndarray, active: bool) -> _Quarter:
+    words = frozenset((x + b) // BANK_WIDTH for x, n in zip(addr.tolist(), nbytes.tolist())
+                      for b in range(0, n, BANK_WIDTH))
+    return _Quarter(active, frozenset(addr.tolist()), words, BANK_WIDTH * len(words), _worst_bank(words))
+
+
+def _worst_bank(words) -> int:
+    """The most distinct words in one bank (0 for none)."""
+    counts = np.bincount(np.fromiter((w % BANKS for w in words), np.int64, len(words)), minlength=1)
+    return int(counts.max())
 
 
 def bank_conflicts(a: Accesses) -> np.ndarray:
