@@ -28,7 +28,7 @@ from ..specialize import constants_of, factory_of
 
 #: the functions of this module the helper process may run (``numbakern.frontend.worker``)
 HELPER_FUNCTIONS = ("compiled_resources",)
-_VERSION = 2
+_VERSION = 3
 
 
 def resources(kernel, fn, request, cc: tuple[int, int]) -> dict:
@@ -124,7 +124,9 @@ def ptxas_report(code: str | bytes, cc: tuple[int, int], max_registers: int | No
     thread, static shared memory and local memory per thread (spills included)."""
     from cuda.bindings import nvjitlink
 
-    options = [f"-arch=sm_{cc[0]}{cc[1]}", "-verbose", *(["-lto"] if lto else [])]
+    # 9.0 as sm_90a, as numba-cuda compiles a launch on a 9.0 device: the Hopper instructions need the "a" target
+    arch = f"sm_{cc[0]}{cc[1]}{'a' if tuple(cc) == (9, 0) else ''}"
+    options = [f"-arch={arch}", "-verbose", *(["-lto"] if lto else [])]
     if max_registers:
         options.append(f"-maxrregcount={int(max_registers)}")
     handle = nvjitlink.create(len(options), options)
