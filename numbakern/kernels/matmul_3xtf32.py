@@ -13,10 +13,11 @@ layout), the B tile k-major with rows padded by 8 floats (``ldmatrix`` cannot tr
 puts the fragment reads' four k rows 8 banks apart). Preconditions (``config.chunks_ready(a, b, out, 4)``): k and w
 multiples of 4, 16-byte aligned C-contiguous data.
 
-On a Hopper GPU (compute capability 9.0) ``matmul_3xtf32(a, b)`` takes the warpgroup path instead (``kernel=
-"wgmma"``, as ``matmul_bf16`` does): ``transpose`` of B, ``tf32x3.split_tf32_parts`` of A and of B^T into kept
-buffers (big and small parts, k-major, as wgmma reads tf32), then ``matmul_wgmma(tf32x3=True)``. The same path runs
-in the simulator when asked for by name.
+On a Hopper GPU (compute capability 9.0) ``matmul_3xtf32(a, b)`` takes the warpgroup path instead for products
+large enough to pay for its launches (``wgmma_pays``; ``kernel="wgmma"`` asks for it, as ``matmul_bf16`` does):
+``transpose`` of B, ``tf32x3.split_tf32_parts`` of A and of B^T into kept buffers (big and small parts, k-major,
+as wgmma reads tf32), then ``matmul_wgmma(tf32x3=True)``. The same path runs in the simulator when asked for by
+name.
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ from .matmul_tc_pipe import check_tf32_config, mma_launch, pipelined_kernel
 
 CHUNK = 4  # floats in one 16-byte copy and one ldmatrix row
 KERNELS = ("auto", "wgmma", "pipelined")
+#: ``"auto"`` takes the Hopper path when it pays: its three preparatory launches and the product's launch cost about
+#: 0.65 ms of host time a call (an H200's host, 2026-11-29), which the mma.sync kernel outruns on small products.
+#: Measured there (``python scripts/tf32x3_crossover.py``): the wgmma path wins from h·k·w = 2^34 multiply-adds
+#: (4096×1024×4096: 0.51 against 0.74 ms) and at k = 8192 (512×8192×512: 0.52 against 0.70 ms), and loses below
+#: (4096×512×4096: 0.51 against 0.40 ms; 5120×256×5120: 0.52 against 0.36 ms)
+WGMMA_MIN_WORK = 2**34
+WGMMA_MIN_K = 8192
 check_config = check_tf32_config
 
 
@@ -49,7 +57,8 @@ DEFAULT_CONFIG = {"bm": 128, "bn": 128, "bk": 16, "warps_m": 2, "warps_n": 4, "s
 def matmul_3xtf32(a, b, out=None, config: dict | None = None, kernel: str = "auto"):
     """``a @ b`` for float32 ``a`` (h×k) and ``b`` (k×w), k and w multiples of 4, fp32-accurate on the tensor
     cores. Returns ``out`` (float32 h×w, made if not given). ``kernel``: one of ``KERNELS`` (``"auto"``: ``"wgmma"``
-    on a Hopper GPU, else ``"pipelined"``), with its ``config`` (``matmul_wgmma.TF32X3_CONFIG`` for wgmma)."""
+    on a Hopper GPU for products large enough to pay for it, ``wgmma_pays``, else ``"pipelined"``), with its
+    ``config`` (``matmul_wgmma.TF32X3_CONFIG`` for wgmma)."""
     h, w, out = checked_matmul_args(a, b, out)
     if kernel not in KERNELS:
         raise ValueError(f"matmul_3xtf32: argument 'kernel' must be one of {KERNELS}, got {kernel!r}")
@@ -57,13 +66,19 @@ def matmul_3xtf32(a, b, out=None, config: dict | None = None, kernel: str = "aut
         raise ValueError("matmul_3xtf32: k and w must be multiples of 4 and the data 16-byte aligned and contiguous")
     if h == 0 or w == 0:
         return out
-    if (kernel == "wgmma" or (kernel == "auto" and _on_hopper(a))) and a.shape[1] > 0:  # (k = 0: no tensor map)
+    k = a.shape[1]
+    if (kernel == "wgmma" or (kernel == "auto" and wgmma_pays(h, k, w) and _on_hopper(a))) and k > 0:  # (k = 0: no map)
         _wgmma(*(to_kernel_arg(x) for x in (a, b, out)), config)
         return out
     config = dict(DEFAULT_CONFIG if config is None else config)
     cfg = mma_launch(config, h, w)
     matmul_3xtf32_pipelined(**config)[cfg.grid, cfg.block, 0, 0](*(to_kernel_arg(x) for x in (a, b, out)))
     return out
+
+
+def wgmma_pays(h: int, k: int, w: int) -> bool:
+    """Whether ``"auto"`` takes the Hopper path for an h×k by k×w product (``WGMMA_MIN_WORK``)."""
+    return h * k * w >= WGMMA_MIN_WORK or k >= WGMMA_MIN_K
 
 
 def _on_hopper(a) -> bool:
