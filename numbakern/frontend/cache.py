@@ -16,16 +16,24 @@ The folder of an area is ``$NUMBAKERN_CACHE_DIR/<area>`` (default root: ``$XDG_C
 
 Writes are atomic (a temporary file renamed into place), so a reader never sees half a file and concurrent writers
 of one key (pytest-xdist workers) leave one whole copy. A file that cannot be read or fails a check is a miss.
+``making(name)`` lets processes that miss the same key at once make its entry once: the first makes it, the others
+wait on the key's lock file (an empty ``<name>.lock``, ``flock``ed) and then read what it stored.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import stat
 import sys
 import tempfile
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: concurrent misses of one key are then each made, as before
+    fcntl = None  # type: ignore[assignment]
 
 CACHE_ENV = "NUMBAKERN_CACHE_DIR"
 #: the front end's facts and the simulator's rewritten code
@@ -99,6 +107,29 @@ def store_bytes(name: str, data: bytes, area: str = FRONTEND) -> None:
             raise
     except OSError:
         pass  # a read-only or full disk costs a re-typing next time, nothing more
+
+
+@contextlib.contextmanager
+def making(name: str, area: str = FRONTEND):
+    """Held while this process makes the entry ``name``: a second process making the same entry waits here until
+    the first has stored it, then finds it with ``load_bytes`` instead of making it again (typing a tensor-core
+    kernel takes seconds; two pytest-xdist workers often reach the same kernel together). Without a usable cache,
+    or where the lock cannot be taken, nothing is held."""
+    directory = _usable(area, create=True)
+    fd = None
+    if directory is not None and fcntl is not None:
+        try:
+            fd = os.open(os.path.join(directory, name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            if fd is not None:
+                os.close(fd)
+            fd = None
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock; the empty file stays (removing it would race with a waiter)
 
 
 def _mine_alone(st: os.stat_result) -> bool:

@@ -34,13 +34,18 @@ def facts(request: TypingRequest) -> dict:
         stats["memory"] += 1
         return found
     found = cache.load(key)
-    if found is not None:
-        stats["disk"] += 1
+    if found is None:
+        with cache.making(key + ".json"):  # another process typing this request: its answer, once it has it
+            found = cache.load(key)
+            if found is None:
+                found = _ask_helper(request)
+                stats["helper"] += 1
+                if found.get("ok") or found.get("error", {}).get("kind") != "HelperError":
+                    cache.store(key, found)
+            else:
+                stats["disk"] += 1
     else:
-        found = _ask_helper(request)
-        stats["helper"] += 1
-        if found.get("ok") or found.get("error", {}).get("kind") != "HelperError":
-            cache.store(key, found)
+        stats["disk"] += 1
     _memory[key] = found
     return found
 

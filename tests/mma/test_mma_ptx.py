@@ -14,6 +14,11 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+#: every test reads one module fixture, the PTX of all the kernels built in a process of its own (17 s of CPU warm,
+#: 50 s cold): the whole file is slow. Measured, only its first test counted as slow, so ``-m "not slow"`` built
+#: the PTX for the second
+pytestmark = pytest.mark.slow
+
 SCRIPT = r"""
 import json, sys
 import numpy as np

@@ -4,6 +4,9 @@ named functions (translate's work) for a caller in simulator mode; one process s
 from __future__ import annotations
 
 import os
+import threading
+import time
+import types
 
 import numpy as np
 import pytest
@@ -72,3 +75,32 @@ def test_typing_and_named_functions_share_one_helper(tmp_path, monkeypatch, rng)
     np.testing.assert_array_equal(out, x * 2)
     typed_by = helper._proc.pid
     assert _environment("HOME")[0] == typed_by
+
+
+def test_a_request_two_processes_miss_together_is_typed_once(tmp_path, monkeypatch):
+    """Two pytest-xdist workers (here two threads: each takes the key's lock through its own open file, as a process
+    does) reaching the same kernel at once: the second waits for the first's entry instead of asking its helper."""
+    monkeypatch.setenv("NUMBAKERN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(client, "_memory", {})
+    typing_started, second_asks = threading.Event(), threading.Event()
+    asked = []
+
+    def slow_helper(request):
+        asked.append(threading.current_thread().name)
+        typing_started.set()
+        second_asks.wait(10)
+        time.sleep(0.3)  # the second thread's disk read misses meanwhile: the entry is not stored yet
+        return {"ok": True, "functions": [], "seconds": 1.0}
+
+    monkeypatch.setattr(client, "_ask_helper", slow_helper)
+    request = types.SimpleNamespace(key="a" * 64)
+    found = {}
+    first = threading.Thread(target=lambda: found.setdefault("first", client.facts(request)), name="first")
+    first.start()
+    assert typing_started.wait(10)
+    client._memory.clear()  # the second thread stands for another process: nothing in its memory
+    second_asks.set()
+    found["second"] = client.facts(request)
+    first.join(10)
+    assert asked == ["first"], "the request was typed twice"
+    assert found["first"] == found["second"] == {"ok": True, "functions": [], "seconds": 1.0}

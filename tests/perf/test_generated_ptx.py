@@ -15,6 +15,11 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+#: every test reads the module fixture ``numba_ptx``, the PTX built in a process of its own (12 s cold): the whole
+#: file is slow. Measured, only the test that happened to build it counted as slow, so ``-m "not slow"`` built it
+#: for another
+pytestmark = pytest.mark.slow
+
 SCRIPT = r"""
 import json, re, sys
 from numba import cuda
