@@ -192,34 +192,24 @@ def test_merged_runs_pair_each_kernel_with_its_own_runs_ncu_row(tool, tmp_path):
     assert (out / "comparison.md").read_text().count("| vector_add |") >= 1
 
 
-def test_cp_async_loads_are_compared_with_the_global_loads_ncu_counts_them_under(tool, tmp_path):
-    # attention_bf16_d64 on the H200: the simulator's 96 cp.async requests (1,536 sectors) are ncu's op_ld ones
-    metrics = {"global_ld.requests": 0, "global_ld.sectors": 0, "global_ldgsts.requests": 96,
-               "global_ldgsts.sectors": 1_536}
-    sims = [{"target": {"name": "attention_bf16_d64", "where": "library", "size": {}, "sample": 8},
-             "metrics": metrics}]
-    gpu = {"Kernel Name": "flash_attention_mma", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": 96,
-           "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 1_536,
-           "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_access.sum": 0,
-           "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum": 0}
-    (tmp_path / "profiled.json").write_text(json.dumps(["attention_bf16_d64"]))
+# (kernel, cp.asyncs in the simulator, their sectors, ncu's op_ldgsts requests and sectors) on the H200: every
+# cp.async is under ncu's op_ld; attention_bf16_d64's (all 16-byte) nowhere else, matmul_pipelined's 512 of 4 bytes
+# (of 640) again under op_ldgsts
+@pytest.mark.parametrize("name, copies, sectors, ldgsts, ldgsts_sectors", [
+    ("attention_bf16_d64", 96, 1_536, 0, 0),
+    ("matmul_pipelined", 640, 4_096, 512, 2_048),
+])
+def test_cp_async_loads_are_compared_with_the_global_loads_ncu_counts_them_under(tool, tmp_path, name, copies,
+                                                                                  sectors, ldgsts, ldgsts_sectors):
+    metrics = {"global_ld.requests": 0, "global_ld.sectors": 0, "global_ldgsts.requests": copies,
+               "global_ldgsts.sectors": sectors}
+    sims = [{"target": {"name": name, "where": "library", "size": {}, "sample": 8}, "metrics": metrics}]
+    gpu = {"Kernel Name": name, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": copies,
+           "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": sectors,
+           "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_access.sum": ldgsts,
+           "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum": ldgsts_sectors}
+    (tmp_path / "profiled.json").write_text(json.dumps([name]))
     table = {r["what"]: r for r in tool.compare(sims, tool.by_label(tool.parse_ncu_csv(ncu_csv([gpu])), tmp_path))}
-    assert table["global ld requests (cp.async's included)"]["met"] == "yes"
-    assert table["global ld sectors (cp.async's included)"]["met"] == "yes"
-    assert table["cp.async requests"]["target"] == ""  # shown: 96 against 0
-
-
-def test_four_byte_cp_asyncs_ncu_counts_twice_are_compared_once(tool, tmp_path):
-    # matmul_pipelined on the H200: 640 cp.asyncs (512 of 4 bytes, 128 of 16) all under op_ld, the 512 again under
-    # op_ldgsts
-    metrics = {"global_ld.requests": 0, "global_ld.sectors": 0, "global_ldgsts.requests": 640,
-               "global_ldgsts.sectors": 4_096}
-    sims = [{"target": {"name": "matmul_pipelined", "where": "library", "size": {}, "sample": 8}, "metrics": metrics}]
-    gpu = {"Kernel Name": "matmul_pipelined", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": 640,
-           "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 4_096,
-           "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts_cache_access.sum": 512,
-           "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum": 2_048}
-    (tmp_path / "profiled.json").write_text(json.dumps(["matmul_pipelined"]))
-    table = {r["what"]: r for r in tool.compare(sims, tool.by_label(tool.parse_ncu_csv(ncu_csv([gpu])), tmp_path))}
-    assert table["global ld requests (cp.async's included)"]["difference"] == 0
-    assert table["global ld sectors (cp.async's included)"]["difference"] == 0
+    for what in ("global ld requests (cp.async's included)", "global ld sectors (cp.async's included)"):
+        assert table[what]["met"] == "yes" and table[what]["difference"] == 0, table[what]
+    assert table["cp.async requests"]["target"] == ""  # shown only
