@@ -349,14 +349,15 @@ class Recorder:
         n = len(self.sites)
         kinds = np.array([KINDS.index(s.kind) for s in self.sites], np.int64)[site]
         is_global = kinds < 4
+        shared, ideal_shared = rules.shared_wavefronts(a)
         per_group = {
             "requests": np.ones(a.count),
             "accesses": np.bincount(a.group, minlength=a.count),
             "bytes": np.bincount(a.group, weights=a.nbytes, minlength=a.count),
             "sectors": np.where(is_global, rules.sectors(a), 0),
             "ideal_sectors": np.where(is_global, rules.ideal_sectors(a), 0),
-            "wavefronts": np.where(is_global, 0, rules.wavefronts(a)),
-            "ideal_wavefronts": np.where(is_global, 0, rules.ideal_wavefronts(a)),
+            "wavefronts": np.where(is_global, 0, shared),
+            "ideal_wavefronts": np.where(is_global, 0, ideal_shared),
         }
         atomic = kinds % 4 == _ATOM
         contention = np.where(atomic, rules.contention(a), 0)

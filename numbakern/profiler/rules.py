@@ -141,15 +141,24 @@ def _passes(a: Accesses) -> np.ndarray:
 
 def wavefronts(a: Accesses) -> np.ndarray:
     """Shared-memory wavefronts of each instruction (the sum over its passes)."""
-    out = _narrow_wavefronts(a)
-    for g, wide in _wide_groups(a):
-        out[g] = wide[0]
-    return out
+    return shared_wavefronts(a)[0]
 
 
 def ideal_wavefronts(a: Accesses) -> np.ndarray:
     """The fewest wavefronts that carry each pass's distinct words (a bank's width each): at least one per pass with
     an active lane (16-byte accesses: a half-warp's quarters' distinct bytes over 128, at least one)."""
+    return shared_wavefronts(a)[1]
+
+
+def shared_wavefronts(a: Accesses) -> tuple[np.ndarray, np.ndarray]:
+    """``(wavefronts, ideal_wavefronts)`` of each instruction, the 16-byte ones' worked out once for both."""
+    out, ideal = _narrow_wavefronts(a), _narrow_ideal(a)
+    for g, (wide, wide_ideal) in _wide_groups(a):
+        out[g], ideal[g] = wide, wide_ideal
+    return out, ideal
+
+
+def _narrow_ideal(a: Accesses) -> np.ndarray:
     row, word = _spans(a, BANK_WIDTH, a.nbytes > 0)
     group, pass_, _ = _count_unique([a.group[row], _passes(a)[row], word])
     passes = np.zeros(a.count, np.int64)
@@ -160,10 +169,7 @@ def ideal_wavefronts(a: Accesses) -> np.ndarray:
         np.add.at(passes, group[starts], -(-words // BANKS))
     # a pass whose active lanes move no bytes (a zero-sized cp.async) still takes one
     active, _ = _count_unique([a.group, _passes(a)])
-    out = np.maximum(passes, np.bincount(active, minlength=a.count))
-    for g, wide in _wide_groups(a):
-        out[g] = wide[1]
-    return out
+    return np.maximum(passes, np.bincount(active, minlength=a.count))
 
 
 def _narrow_wavefronts(a: Accesses) -> np.ndarray:
@@ -236,7 +242,8 @@ def _worst_bank(words) -> int:
 
 def bank_conflicts(a: Accesses) -> np.ndarray:
     """Wavefronts beyond the ideal."""
-    return wavefronts(a) - ideal_wavefronts(a)
+    found, ideal = shared_wavefronts(a)
+    return found - ideal
 
 
 def contention(a: Accesses) -> np.ndarray:
