@@ -482,8 +482,10 @@ COMPARED = [
     *_l1_shared_rows("atom", "atomic", "shared_atom"),
     ("cp.async shared wavefronts", "shared_ldgsts.wavefronts",
      lambda r: r.get("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"), "2%"),
+    # shown only: ncu's conflict counter reads 0 for every 16-byte cp.async, even one of 32 wavefronts where the ideal
+    # is 4 (tests/profile/shared_copy_store_patterns.json); for the 4-byte ones it is the wavefronts beyond the ideal
     ("cp.async shared bank conflicts", "shared_ldgsts.conflicts",
-     lambda r: r.get("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"), "2%"),
+     lambda r: r.get("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"), ""),
     # the same launch on both sides, or nothing else compares
     ("blocks in the grid", "grid_blocks", lambda r: r.get("launch__grid_size"), "equal"),
     ("threads per block", "block_threads", lambda r: r.get("launch__block_size"), "equal"),

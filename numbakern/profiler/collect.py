@@ -153,7 +153,8 @@ class Recorder:
         self._roles: dict[int, int] = {}
         self._kept: list = []
         self.events: list = []  # the kernel's own accesses: (thread, offset, kind, address, bytes)
-        self.slow_events: list = []  # the others': (thread, site, kind, address, bytes, stand-in frame or None)
+        self.slow_events: list = []  # the others': (thread, site, kind, address, bytes, stand-in frame or None,
+        #                               a cp.async's source address or -1)
         self.arrays: dict[int, object] = {}  # global arrays' labels by address range (``ARRAY_BITS``)
         self.quiet = 0  # > 0 while a stand-in lands accesses already counted (cp.async)
         self.tracing = False  # whether the running block's lines are counted
@@ -172,9 +173,10 @@ class Recorder:
 
     # -- the hooks -------------------------------------------------------------------------------------------------
 
-    def access(self, frame, kind: int, addr: int, nbytes: int) -> None:
+    def access(self, frame, kind: int, addr: int, nbytes: int, source: int = -1) -> None:
         """An access from ``frame``, which is not the kernel's own: a device function's, a stand-in's (one
-        instruction of several element accesses), the simulator's (``cuda.atomic``): queued at the kernel's site."""
+        instruction of several element accesses), the simulator's (``cuda.atomic``): queued at the kernel's site.
+        ``source``: the global address a ``cp.async``'s shared side copies from (-1: none)."""
         if self.quiet:
             return
         roles = self._roles
@@ -199,17 +201,21 @@ class Recorder:
             last = events[-1]
             if last[5] is stand_in and last[0] is thread and last[1] == where and last[2] == kind and \
                     last[3] + last[4] == addr and last[4] + nbytes <= _MAX_ACCESS:
-                events[-1] = last[:4] + (last[4] + nbytes, stand_in)
+                events[-1] = last[:4] + (last[4] + nbytes, stand_in, last[6])
                 return
-        events.append((thread, where, kind, addr, nbytes, stand_in))
+        events.append((thread, where, kind, addr, nbytes, stand_in, source))
 
     def issue(self, instruction: str, accesses, frame) -> None:
         """A stand-in issues ``instruction`` (``intrinsics.observe``): its ``(array, index, bytes, op)`` accesses,
         for the running lane (an index of None with 0 bytes: the lane takes part and moves nothing)."""
-        for array, index, nbytes, _ in accesses:
+        source = -1
+        for array, index, nbytes, op in accesses:
             if isinstance(array, ProfiledArray):
                 addr = array._address(index) if index is not None else array._ptr
-                self.access(frame, array._kind + _LDGSTS, addr, nbytes)
+                # the shared side is written one global line of the sources at a time (rules.shared_wavefronts)
+                self.access(frame, array._kind + _LDGSTS, addr, nbytes, source if op == "st" else -1)
+                if op == "ld" and index is not None:
+                    source = addr
 
     def land(self, landing: bool) -> None:
         """A stand-in starts (``True``) or ends carrying out accesses it reported when it issued them."""
@@ -284,7 +290,7 @@ class Recorder:
     def _count_events(self, fast: list, slow: list, weight: float) -> None:
         """The queued accesses as warp instructions: the k-th access of a lane at a site joins the k-th of every lane
         of its warp there (each queue is in each thread's order, and a site's accesses are all in one queue)."""
-        threads, sids, addrs, nbytes = [], [], [], []
+        threads, sids, addrs, nbytes, sources = [], [], [], [], []
         if fast:
             f_threads, offsets, kinds, f_addrs, f_bytes = zip(*fast)
             keys = np.array(offsets, np.int64) * len(KINDS) + np.array(kinds, np.int64)
@@ -295,13 +301,15 @@ class Recorder:
             sids.append(site_of[inverse.reshape(-1)])
             addrs.append(np.array(f_addrs, np.int64))
             nbytes.append(np.array(f_bytes, np.int64))
+            sources.append(np.full(len(f_addrs), -1, np.int64))
         if slow:
-            s_threads, wheres, kinds, s_addrs, s_bytes, stand_ins = zip(*slow)
+            s_threads, wheres, kinds, s_addrs, s_bytes, stand_ins, s_sources = zip(*slow)
             threads.append(s_threads)
             sids.append(np.array([self._site((self._where(w), k), s) for w, k, s in zip(wheres, kinds, stand_ins)],
                                  np.int64))
             addrs.append(np.array(s_addrs, np.int64))
             nbytes.append(np.array(s_bytes, np.int64))
+            sources.append(np.array(s_sources, np.int64))
         all_threads = [t for part in threads for t in part]
         ids, thread = np.unique(np.fromiter(map(id, all_threads), np.int64, len(all_threads)), return_inverse=True)
         thread = thread.reshape(-1)
@@ -324,7 +332,9 @@ class Recorder:
         group = group.reshape(-1)
         site = np.zeros(int(group.max()) + 1, np.int64)
         site[group] = sid
-        a = rules.Accesses(group, lane_of[thread], np.concatenate(addrs), np.concatenate(nbytes), len(site))
+        source = np.concatenate(sources)
+        a = rules.Accesses(group, lane_of[thread], np.concatenate(addrs), np.concatenate(nbytes), len(site),
+                           source if np.any(source >= 0) else None)
         self._count_groups(site, a, weight)
 
     def _start(self, code, offset: int) -> int:

@@ -29,7 +29,16 @@ of a half-warp is its quarters' distinct bytes over 128, at least one. This is w
 matmul_pipelined(_at), attention_d64, conv2d_nchw and matmul_flagship_vec (docs/profiling.md, "16-byte accesses");
 per request: all lanes on one address 2; one address per quarter-warp 2 (128 bytes apart, so in the same banks: 4);
 32 consecutive addresses 4, 32 bytes apart 8, 128 bytes apart 32; the same 8 consecutive addresses in each
-quarter-warp 4. The rule is not measured for stores and for partly overlapping quarters.
+quarter-warp 4. The rule is not measured for 16-byte stores and for partly overlapping quarters.
+
+``cp.async`` (``LDGSTS``) writes shared memory one global 128-byte line of its sources at a time: its wavefronts are
+the sum, over the lines its lanes copy from, of those lanes' wavefronts by the rules above (16-byte copies: at least
+one for each 128-byte row of shared memory they write); its ideal is the same bytes' as a store. On an H200 (ncu
+2025.3.1, tests/profile/shared_copy_store_patterns.json) this gives the GPU's count for each of 65 copy patterns and
+166 patterns of 4-byte stores (the plain rule), made up and taken from six library kernels: 32 lanes writing 32
+consecutive words take 1, 4 or 32 wavefronts as their sources lie in 1, 4 or 32 lines. Inside a kernel the GPU at
+times serves two lines' halves of one shared row in one wavefront (docs/profiling.md): the count is then an upper
+bound.
 
 Atomics: each active lane is one operation; lanes of a warp that update the same address are serialised, so the
 instruction takes as many steps as the most lanes on one address (its *contention*).
@@ -46,26 +55,31 @@ WARP = 32
 SECTOR = 32  # bytes
 BANKS = 32
 BANK_WIDTH = 4  # bytes
+LINE = 128  # bytes: a global cache line; a row of the 32 banks
 
 
 @dataclass(frozen=True)
 class Accesses:
     """Lane accesses of ``count`` instructions: row i is lane ``lane[i]`` of instruction ``group[i]`` accessing
     ``nbytes[i]`` bytes at ``addr[i]`` (0 bytes: the lane takes part and moves nothing, a ``cp.async`` that
-    zero-fills)."""
+    zero-fills). ``source``, for the shared side of a ``cp.async``: the global address each row copies from (-1 for
+    rows of other instructions; None: no row has one)."""
 
     group: np.ndarray
     lane: np.ndarray
     addr: np.ndarray
     nbytes: np.ndarray
     count: int
+    source: np.ndarray | None = None
 
     @classmethod
-    def of(cls, lanes: Sequence[tuple[int, int, int]]) -> Accesses:
-        """One instruction from ``(lane, address, bytes)`` per active lane."""
+    def of(cls, lanes: Sequence[tuple[int, int, int]], sources: Sequence[int] | None = None) -> Accesses:
+        """One instruction from ``(lane, address, bytes)`` per active lane (and, for a ``cp.async``'s shared side,
+        each lane's global source address)."""
         lane, addr, nbytes = (np.array(c, dtype=np.int64) for c in zip(*lanes)) if lanes else (
             np.zeros(0, np.int64),) * 3
-        return cls(np.zeros(len(lane), np.int64), lane, addr, nbytes, 1)
+        source = None if sources is None else np.array(sources, dtype=np.int64)
+        return cls(np.zeros(len(lane), np.int64), lane, addr, nbytes, 1, source)
 
 
 def _per_group_max(a: Accesses, values: np.ndarray) -> np.ndarray:
@@ -151,11 +165,39 @@ def ideal_wavefronts(a: Accesses) -> np.ndarray:
 
 
 def shared_wavefronts(a: Accesses) -> tuple[np.ndarray, np.ndarray]:
-    """``(wavefronts, ideal_wavefronts)`` of each instruction, the 16-byte ones' worked out once for both."""
+    """``(wavefronts, ideal_wavefronts)`` of each instruction, the 16-byte ones' worked out once for both. A
+    ``cp.async`` (rows with a ``source``) writes shared memory one global 128-byte line of its sources at a time."""
+    out, ideal = _bank_wavefronts(a)
+    if a.source is not None and np.any(a.source >= 0):
+        copies = np.unique(a.group[a.source >= 0])
+        out[copies] = _copy_wavefronts(a)[copies]
+    return out, ideal
+
+
+def _bank_wavefronts(a: Accesses) -> tuple[np.ndarray, np.ndarray]:
     out, ideal = _narrow_wavefronts(a), _narrow_ideal(a)
     for g, (wide, wide_ideal) in _wide_groups(a):
         out[g], ideal[g] = wide, wide_ideal
     return out, ideal
+
+
+def _copy_wavefronts(a: Accesses) -> np.ndarray:
+    """Each instruction's wavefronts as the sum over the global lines its rows copy from of those rows' wavefronts
+    (16-byte copies: at least one per 128-byte row of shared memory they write)."""
+    line = np.where(a.source >= 0, a.source // LINE, -1)
+    _, part = np.unique(np.stack([a.group, line]), axis=1, return_inverse=True)
+    part = part.reshape(-1)
+    parts = int(part.max()) + 1 if len(part) else 0
+    split = Accesses(part, a.lane, a.addr, a.nbytes, parts)
+    per_part = _bank_wavefronts(split)[0]
+    wide = width(split) > 8
+    if np.any(wide):
+        moving = split.nbytes > 0
+        part_of_row, _ = _count_unique([part[moving], split.addr[moving] // LINE])
+        per_part = np.where(wide, np.maximum(per_part, np.bincount(part_of_row, minlength=parts)), per_part)
+    group_of_part = np.zeros(parts, np.int64)
+    group_of_part[part] = a.group
+    return np.bincount(group_of_part, weights=per_part, minlength=a.count).astype(np.int64)
 
 
 def _narrow_ideal(a: Accesses) -> np.ndarray:

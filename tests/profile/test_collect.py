@@ -11,7 +11,7 @@ import pytest
 from numba import cuda
 
 import numbakern
-from numbakern.async_copy import async_commit, async_wait_all, copy_async4
+from numbakern.async_copy import async_commit, async_wait_all, copy_async, copy_async4
 from numbakern.mma import formats, ldmatrix_x4, mma_m16n8k16_bf16
 from numbakern.profiler import collect, lessons
 from numbakern.vector_io import vload4, vstore4
@@ -183,6 +183,50 @@ def test_cp_async_is_counted_where_it_is_issued_not_where_it_lands(rng):
     assert g.sectors == 16 + 4  # warp 0: 32 x 16 bytes; warp 1: lanes 32..39 only (8 x 16 bytes)
     assert s.requests == 2 and s.wavefronts == 8 and s.ideal_wavefronts == 8
     assert "shared_st" not in p.kernel.memory  # the landing at the wait is not counted again
+
+
+@cuda.jit
+def gather_rows(src, per_row, out):
+    t = cuda.threadIdx.x
+    tile = cuda.shared.array(32, dtype=np.float32)
+    copy_async(tile, (t,), src, (t // per_row, t % per_row), True)  # 32 consecutive words, from 32 // per_row rows
+    async_commit()
+    async_wait_all()
+    cuda.syncthreads()
+    out[t] = tile[t]
+
+
+@pytest.mark.parametrize("rows", [1, 4, 32])
+def test_a_cp_async_writes_shared_memory_one_source_line_at_a_time(rows, rng):
+    src = rng.random((rows, 128), dtype=np.float32)  # rows 512 bytes apart: each in its own 128-byte lines
+    out = np.zeros(32, np.float32)
+    p = numbakern.profile(gather_rows, 1, 32, src, 32 // rows, out)
+    np.testing.assert_array_equal(out, src[:, :32 // rows].reshape(-1))
+    s = p.line(gather_rows.py_func.__code__.co_firstlineno + 4).memory["shared_ldgsts"]
+    # the destinations take one wavefront as a store would; the H200 takes one per source line
+    # (tests/profile/shared_copy_store_patterns.json)
+    assert (s.requests, s.wavefronts, s.ideal_wavefronts) == (1, rows, 1)
+
+
+@cuda.jit
+def skip_some(src, out):
+    t = cuda.threadIdx.x
+    acc = np.float32(0.0)
+    for k in range(2):
+        if t % 3 + k > 0:  # lanes 0, 3, 6, .. skip the load in iteration 0 only
+            acc += src[k * 32 + t]
+    out[t] = acc
+
+
+@pytest.mark.xfail(strict=True, reason="the k-th rule's blind spot (docs/profiling.md, 'The warp-level view'): a lane "
+                   "that skips iteration 0's load has its iteration-1 load joined with the others' iteration-0 loads")
+def test_a_load_some_lanes_skip_in_some_iterations(rng):
+    src = rng.random(64, dtype=np.float32)
+    p = numbakern.profile(skip_some, 1, 32, src, np.zeros(32, np.float32))
+    m = p.line(skip_some.py_func.__code__.co_firstlineno + 6).memory["global_ld"]
+    # the GPU: iteration 0 reads src[1..31] (4 sectors), iteration 1 src[32..63] (4 more); the k-th rule joins the
+    # skipping lanes' iteration-1 reads with iteration 0 (8 sectors) and the rest of iteration 1 after it (4)
+    assert (m.requests, m.sectors) == (2, 8)
 
 
 def _ldmatrix_kernel(cols):
