@@ -222,10 +222,10 @@ def flash_attention_wgmma(f16: bool = False, d: int = 128, causal: bool = False,
             if tf32x3:
                 pf = cuda.local.array(p_regs, np.float32)  # P's big parts, tf32 A fragments
                 pf_small = cuda.local.array(p_regs, np.float32)
-                o_part = cuda.local.array(o_regs, np.float32)  # P V of one key block (none before the first)
+                o_part = cuda.local.array(o_regs, np.float32)  # P V of one key block (16-bit: straight into O)
                 for i in unroll(range(o_regs)):
                     o_part[i] = np.float32(0.0)
-            else:  # (16-bit: P V accumulates into O)
+            else:
                 pf = cuda.local.array(p_regs, np.uint32)
             m = cuda.local.array(2, np.float32)  # running maxima of this thread's two rows (base-2 units)
             l = cuda.local.array(2, np.float32)  # this lane's part of their sums
@@ -342,9 +342,7 @@ def flash_attention_wgmma(f16: bool = False, d: int = 128, causal: bool = False,
                         else:
                             o_acc[i * 4 + h * 2] *= alpha[h]
                             o_acc[i * 4 + h * 2 + 1] *= alpha[h]
-                if tf32x3:
-                    # an n8 chunk of S is one k8 A fragment, with keys 2 t, 2 t + 1 standing at k-indices t, t + 4
-                    # (V's keys are permuted to match): its registers are the chunk's c0, c2, c1, c3
+                if tf32x3:  # an n8 chunk of S is one k8 A fragment: c0, c2, c1, c3 (V's keys permuted to match)
                     for kk in unroll(range(bn // 8)):
                         for r4 in unroll(range(4)):
                             pf[kk * 4 + r4], pf_small[kk * 4 + r4] = split_tf32(s_acc[kk * 4 + r4 % 2 * 2 + r4 // 2])
