@@ -74,6 +74,9 @@ def attention_3xtf32(q, k, v, *, causal: bool = False, scale: float | None = Non
         bh, lq, d = q3.shape
         if kernel == "mma" or (kernel == "auto" and not (wgmma_pays(bh, lq, k3.shape[1], d) and _on_hopper(q3))):
             return False
+        if not mode.in_simulator() and not _on_hopper(q3):
+            raise ValueError("attention_3xtf32: kernel='wgmma' needs a GPU of compute capability 9.0 holding the "
+                             "arguments (wgmma, TMA: sm_90a)")
         _wgmma(q3, k3, v3, out3, scale32, causal)
         return True
 
@@ -87,7 +90,7 @@ def wgmma_pays(bh: int, lq: int, lk: int, d: int) -> bool:
 
 def _wgmma(q, k, v, out, scale, causal):
     """The Hopper path on (bh, seq, d) kernel arguments: the split parts into kept buffers, then the kernel."""
-    from ..tensormap import launch_arguments
+    from ..tensormap import device_address, launch_arguments
     from . import scratch
     from .attention_hopper import attention_wgmma_launch, tf32x3_config
     from .attention_wgmma import flash_attention_wgmma
@@ -108,14 +111,27 @@ def _wgmma(q, k, v, out, scale, causal):
     config = tf32x3_config(d, causal)
     kernel = flash_attention_wgmma(**config)
     cfg = attention_wgmma_launch(config, bh, lq)
-    arrays, upload = [q_parts, k_parts, v_parts, out], None
+    arrays, upload, key = [q_parts, k_parts, v_parts, out], None, None
     if not mode.in_simulator():  # (numba's device arrays: the tensor maps and the compile take their types)
         from numba import cuda
 
         arrays, upload = [cuda.as_cuda_array(x) for x in arrays], cuda.to_device
-    args = launch_arguments(kernel, ("q", "k", "v", "out", "scale", "tmap_q", "tmap_k", "tmap_v"),
-                            [*arrays, scale, *(PLACEHOLDER.copy() for _ in range(3))], cfg.shared_bytes, upload)
-    kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*args)
+        # the tensor maps of the kept buffers, made (and the kernel's shared-memory limit raised) once per set of
+        # buffers: a call's host time counts where the attention is small
+        key = (cuda.get_current_device().id, tuple(sorted(config.items())),
+               *((device_address(x), tuple(x.shape)) for x in arrays[:3]))
+    maps = _MAPS.get(key)
+    if maps is None:
+        args = launch_arguments(kernel, ("q", "k", "v", "out", "scale", "tmap_q", "tmap_k", "tmap_v"),
+                                [*arrays, scale, *(PLACEHOLDER.copy() for _ in range(3))], cfg.shared_bytes, upload)
+        maps = args[5:]
+        if key is not None:
+            _MAPS[key] = maps
+    kernel[cfg.grid, cfg.block, 0, cfg.shared_bytes](*arrays, scale, *maps)
+
+
+#: the Hopper path's uploaded tensor maps, by configuration and buffers (``_wgmma``)
+_MAPS: dict = {}
 
 
 #: the registered variants: (name, head dim, causal)
