@@ -370,9 +370,11 @@ CONFIGS = {(64, False): {"bn": 128, "stages": 2, "consumers": 3},
            (128, False): {"bn": 128, "stages": 3, "consumers": 2},
            (128, True): {"bn": 128, "stages": 2, "consumers": 2, "pingpong": False}}
 #: 3xTF32 (``tf32x3``) by head dim, causal or not. Not yet timed on a GPU: chosen to fit. A tile is four times its
-#: bf16 bytes (two fp32 parts), so shared memory decides: d = 64: two consumers (128 query rows) and 2 stages of 64
-#: keys, 192 KiB; their registers a thread: S 32, P big and small 64, O and a block's partial O 64 of the 240.
-#: d = 128: the Q tile alone is 64 KiB per consumer, so one consumer (64 rows) and 2 stages of 32 keys, 192 KiB,
-#: 176 registers of the 240 (64 keys in one stage also fit 192 KiB, but take 224 registers: spills)
+#: bf16 bytes (two fp32 parts), so shared memory decides. d = 64: two consumers (128 query rows, so each K/V byte
+#: serves 128 rows and the two take turns) and 2 stages of 64 keys, 192 KiB; a consumer thread holds S (32), P big
+#: and small (64), O and a key block's partial O (64): ptxas (sm_90a, the C) 168 registers, no spills. d = 128: the Q
+#: tile alone is 64 KiB per consumer, so one consumer (64 rows) and 2 stages of 32 keys, 192 KiB: 240 registers and
+#: 72 bytes of spills (64 keys in one stage fit 192 KiB too, but spill 448 bytes; two consumers leave room for one
+#: stage of 32 keys only)
 TF32X3_CONFIGS = {64: {"bn": 64, "stages": 2, "consumers": 2},
                   128: {"bn": 32, "stages": 2, "consumers": 1}}
