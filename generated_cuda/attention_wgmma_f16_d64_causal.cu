@@ -185,18 +185,23 @@ constexpr double MASKED = -1e+30;
 constexpr int64_t PANEL = 64;
 constexpr int64_t arrivals = 12;
 constexpr int64_t bm = 192;
+constexpr int64_t cols = 64;
 constexpr int64_t desc_k_major = 4611686293305360384LL;
 constexpr int64_t desc_v = 4611686293372403712LL;
 constexpr int64_t k_empty = 3;
 constexpr int64_t k_full = 1;
+constexpr int64_t kstep = 16;
 constexpr int64_t kv_elems = 8192;
 constexpr int64_t kv_panel = 8192;
+constexpr int64_t kv_part = 8192;
 constexpr int64_t nbars = 9;
 constexpr int64_t o_regs = 32;
 constexpr int64_t p_regs = 32;
 constexpr int64_t panels = 1;
+constexpr int64_t parts = 1;
 constexpr int64_t q_elems = 12288;
 constexpr int64_t q_panel = 12288;
+constexpr int64_t q_part = 12288;
 constexpr int64_t s_regs = 64;
 constexpr int64_t v_empty = 7;
 constexpr int64_t v_full = 5;
@@ -248,11 +253,12 @@ __global__ void __launch_bounds__(512, 1) attention_wgmma_f16_d64_causal(
     extern __shared__ uint16_t smem[];
     __shared__ uint64_t bars[nbars];
     uint32_t base = nk_smem(&smem[0]);
-    int64_t pad = (ALIGN - base % ALIGN) % ALIGN / 2;  // elements up to the first 1024-byte boundary
-    int64_t q_at = pad;  // element offsets: Q, then the K ring, then the V ring
+    int64_t pad = (ALIGN - base % ALIGN) % ALIGN / 2;  // units up to the first 1024-byte boundary
+    int64_t q_at = pad;  // unit offsets: Q, then the K ring, then the V ring
     int64_t k_at = q_at + q_elems;
     int64_t v_at = k_at + stages * kv_elems;
     int32_t bh = blockIdx.y;
+    int64_t nbh = out_shape0;  // (3xTF32: the small parts' heads are nbh further)
     int64_t q0 = ((int64_t)gridDim.x - 1 - blockIdx.x) * bm;  // heaviest query blocks first
     int64_t lq = q_shape1;
     int64_t lk = k_shape1;
@@ -279,8 +285,11 @@ __global__ void __launch_bounds__(512, 1) attention_wgmma_f16_d64_causal(
         if (tid == 0) {
             nk_mbarrier_arrive_expect_tx(&bars[0], (unsigned)(q_elems * 2));
             #pragma unroll
-            for (int64_t p = 0; p < panels; p++) {
-                nk_tma_load_3d(&smem[nk_wrap(q_at + p * q_panel, nk_dynamic_smem_bytes() / 2)], &tmap_q, (int)(p * PANEL), (int)(q0), bh, &bars[0]);
+            for (int64_t part = 0; part < parts; part++) {
+                #pragma unroll
+                for (int64_t p = 0; p < panels; p++) {
+                    nk_tma_load_3d(&smem[nk_wrap(q_at + part * q_part + p * q_panel, nk_dynamic_smem_bytes() / 2)], &tmap_q, (int)(p * cols), (int)(q0), (int)(bh + part * nbh), &bars[0]);
+                }
             }
             for (int64_t j = 0; j < nkb; j++) {
                 s = j % stages;
@@ -289,8 +298,11 @@ __global__ void __launch_bounds__(512, 1) attention_wgmma_f16_d64_causal(
                 }
                 nk_mbarrier_arrive_expect_tx(&bars[k_full + s], (unsigned)(kv_elems * 2));
                 #pragma unroll
-                for (int64_t p = 0; p < panels; p++) {
-                    nk_tma_load_3d(&smem[nk_wrap(k_at + s * kv_elems + p * kv_panel, nk_dynamic_smem_bytes() / 2)], &tmap_k, (int)(p * PANEL), (int)(j * bn), bh, &bars[k_full + s]);
+                for (int64_t part = 0; part < parts; part++) {
+                    #pragma unroll
+                    for (int64_t p = 0; p < panels; p++) {
+                        nk_tma_load_3d(&smem[nk_wrap(k_at + s * kv_elems + part * kv_part + p * kv_panel, nk_dynamic_smem_bytes() / 2)], &tmap_k, (int)(p * cols), (int)(j * bn), (int)(bh + part * nbh), &bars[k_full + s]);
+                    }
                 }
                 while (!nk_mbarrier_try_wait(&bars[v_empty + s], (unsigned)(phase))) {
                 }
@@ -339,7 +351,7 @@ __global__ void __launch_bounds__(512, 1) attention_wgmma_f16_d64_causal(
                 }
                 nk_wgmma_fence();
                 #pragma unroll
-                for (int64_t kk = 0; kk < (int64_t)d / 16; kk++) {
+                for (int64_t kk = 0; kk < d / kstep; kk++) {
                     int64_t at = kk / 4 * q_panel * 2 + kk % 4 * 32;
                     int64_t kat = kk / 4 * kv_panel * 2 + kk % 4 * 32;
                     nk_wgmma_m64n128k16_f16<0>(s_acc, desc_k_major | (nk_floormod(q_addr + at, (int64_t)262144) >> 4), desc_k_major | (((k_addr + kat) % 262144) >> 4), (int)(kk > 0 ? (int64_t)1 : (int64_t)0));
@@ -352,7 +364,7 @@ __global__ void __launch_bounds__(512, 1) attention_wgmma_f16_d64_causal(
                 }
                 nk_wgmma_fence();
                 #pragma unroll
-                for (int64_t kk = 0; kk < (int64_t)bn / 16; kk++) {
+                for (int64_t kk = 0; kk < bn / kstep; kk++) {
                     nk_wgmma_m64n64k16_f16_rs<1>(o_acc, &pf[kk * 4], desc_v | (((v_addr + kk * 16 * 128) % 262144) >> 4), 1);
                 }
                 nk_wgmma_commit();
@@ -416,8 +428,8 @@ __global__ void __launch_bounds__(512, 1) attention_wgmma_f16_d64_causal(
                 }
                 l[h] = l[h] * alpha[h] + total;
             }
-            if (j > 0) {
-                nk_wgmma_wait_32<0>(o_acc);  // P V of block j - 1 is done: its V goes back, P and O are free
+            if (j > 0) {  // P V of block j - 1 is done: its V goes back, P and O are free
+                nk_wgmma_wait_32<0>(o_acc);
                 if (lane == 0) {
                     nk_mbarrier_arrive(&bars[v_empty + prev]);
                 }

@@ -352,9 +352,10 @@ def _checked(q, k, v, out, dtype):
     return qs
 
 
-def run_attention(q, k, v, causal, scale, out, dtype, configure, factory):
+def run_attention(q, k, v, causal, scale, out, dtype, configure, factory, launch=None):
     """An attention entry point's work: the arguments checked (``q``, ``k``, ``v`` of ``dtype``, ``out`` float32),
-    and the kernel ``factory(**configure(d, causal))`` launched over (batch*heads, seq, d) views."""
+    and the kernel ``factory(**configure(d, causal))`` launched over (batch*heads, seq, d) views; or, where
+    ``launch(q, k, v, out, scale)`` on those views returns True, the other kernel that it launched."""
     if not isinstance(causal, bool):
         raise TypeError(f"argument 'causal' must be True or False, got {causal!r}")
     qs = _checked(q, k, v, out, dtype)
@@ -371,6 +372,8 @@ def run_attention(q, k, v, causal, scale, out, dtype, configure, factory):
     if lq == 0 or bh == 0:
         return out
     args = [_as_3d(to_kernel_arg(x), bh) for x in (q, k, v, out)]
+    if launch is not None and launch(*args, np.float32(scale)):
+        return out
     cfg = attention_launch(config, bh, lq)
     factory(**config)[cfg.grid, cfg.block](*args, np.float32(scale))
     return out
@@ -480,18 +483,19 @@ def register_attention(name: str, kernel, config: dict, configure, description: 
     """An attention kernel into the registry, for ``config``'s head dim and mask: its cases, reference, work and
     baseline; fp32 inputs (or 16-bit with ``f16`` given) with the fp32 error scale unless ``spec`` says otherwise.
     ``launch`` and ``extra_args``: as ``attention_case`` takes them (arguments after ``scale``, such as tensor maps,
-    are the kernel's own: the reference and the baseline do not read them)."""
+    are the kernel's own: the reference and the baseline do not read them). ``spec`` may replace any of the
+    defaults (a kernel that takes its inputs in another form: its own ``make_case``, ``reference``, ...)."""
     d, causal = config["d"], config["causal"]
 
     def expected(q, k, v, out, scale, *extra):
         return {3: reference(q, k, v, scale, causal)}
 
-    defaults = dict(signatures=SIGNATURE, test_sizes=TEST_SIZES, error_scale=_fp32_scale(causal), rtol=2e-5)
+    defaults = dict(signatures=SIGNATURE, test_sizes=TEST_SIZES, error_scale=_fp32_scale(causal), rtol=2e-5,
+                    make_case=attention_case(d, causal, configure, f16, launch, extra_args), reference=expected,
+                    baseline=sdpa_baseline(causal))
     register(KernelSpec(
-        name=name, family="attention", kernel=kernel,
-        make_case=attention_case(d, causal, configure, f16, launch, extra_args),
-        reference=expected, outputs=(3,), verify_sizes=VERIFY_SIZES, bench_sizes=BENCH_SIZES, constants=config,
-        work=_work(d, causal, 4 if f16 is None else 2), baseline=sdpa_baseline(causal),
+        name=name, family="attention", kernel=kernel, outputs=(3,), verify_sizes=VERIFY_SIZES,
+        bench_sizes=BENCH_SIZES, constants=config, work=_work(d, causal, 4 if f16 is None else 2),
         description=description, **{**defaults, **spec}))
 
 
