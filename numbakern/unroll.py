@@ -26,6 +26,13 @@ literal of the type Numba gives the counter (a Python int, or ``np.uint64`` for 
 ``break``/``continue`` directly in an unrolled body, an ``else`` clause, and assignments to the loop variable
 are refused with the loop's file and line.
 
+The expansion is remembered on disk (``numbakern.frontend.cache``, beside the front end's facts): the compiled
+code of an expanded function, keyed by its file's text, its position, its closure's values and this module's own
+source, with every compile-time value the expansion read (which loops are ``unroll`` loops, their ranges and
+factors). A process that builds the same kernel reads the code back after evaluating those values again and
+finding each the same; any other answer expands again. Loading the kernel library then costs a process a fraction
+of a second instead of seconds (every ``translate`` command and worker process loads it).
+
 How each consumer sees it:
 
 - **Numba (GPU)**: the expanded function, straight-line code. Outside an expanded function ``unroll`` is an inline
@@ -38,7 +45,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
 import inspect
+import linecache
+import marshal
+import sys
 import textwrap
 import types as pytypes
 from collections.abc import Callable
@@ -47,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from . import mlir_lowering, mode
-from .frontend import closures
+from .frontend import cache, closures
 from .intrinsics import numba_cuda
 from .intrinsics.op import when_imported
 
@@ -114,7 +125,20 @@ def unrolled(func: Callable) -> Callable:
     """
     if getattr(func, ROLLED_ATTR, None) is not None or not uses_unroll(func):
         return func
-    return _Expander(func).expand()
+    name = _cache_name(func)
+    if name is None:
+        return _Expander(func).expand()
+    code = _cached(name, func)
+    if code is None:
+        with cache.making(name):  # another process expanding it: its code, once stored
+            code = _cached(name, func)
+            if code is None:
+                expander = _Expander(func)
+                expanded = expander.expand()
+                if expander.wrapper_code is not None:
+                    cache.store_bytes(name, marshal.dumps((expander.wrapper_code, sorted(expander.read.items()))))
+                return expanded
+    return _made(func, code, closures.closure_values(func))
 
 
 def expand_kernel(kernel: Any) -> Any:
@@ -170,6 +194,9 @@ class _Expander:
         self.env.update(self.closure)
         self.env[_UINT64_NAME] = np.uint64
         self.count = 0
+        #: every compile-time value the expansion read: (expression, the enclosing counters it reads) -> value
+        self.read: dict[tuple, tuple] = {}
+        self.wrapper_code: pytypes.CodeType | None = None
 
     def expand(self) -> Callable:
         fndef = self.fndef
@@ -190,13 +217,8 @@ class _Expander:
             ast.copy_location(node, fndef)
         module = ast.Module(body=[wrapper], type_ignores=[])
         code = compile(module, self.filename, "exec")
-        wrapper_code = next(c for c in code.co_consts if isinstance(c, pytypes.CodeType))
-        make = pytypes.FunctionType(wrapper_code, self.func.__globals__)
-        new = make(*self.closure.values(), np.uint64)
-        for attr in ("__module__", "__qualname__", "__doc__", "__defaults__", "__kwdefaults__"):
-            setattr(new, attr, getattr(self.func, attr))
-        setattr(new, ROLLED_ATTR, self.func)
-        return new
+        self.wrapper_code = next(c for c in code.co_consts if isinstance(c, pytypes.CodeType))
+        return _made(self.func, self.wrapper_code, self.closure)
 
     def _block(self, stmts: list, consts: dict) -> list:
         out = []
@@ -214,11 +236,7 @@ class _Expander:
     def _is_unroll(self, node, consts) -> bool:
         if not (isinstance(node, ast.Call) and len(node.args) in (1, 2) and not node.keywords):
             return False
-        try:
-            fn = self._eval(node.func, consts)
-        except Exception:  # noqa: BLE001 - a run-time name: not the marker
-            return False
-        return id(fn) in _UNROLL_OBJECTS
+        return self._value(node.func, consts, _MARKER)
 
     def _unroll(self, loop: ast.For, consts: dict) -> list:
         where = f"{self.filename}:{loop.lineno}"
@@ -233,8 +251,8 @@ class _Expander:
         var = loop.target.id
         _check_body(loop, var, where)
         try:
-            bounds = [self._eval(a, consts) for a in rng.args]
-            times = self._eval(loop.iter.args[1], consts) if len(loop.iter.args) == 2 else None
+            bounds = [self._value(a, consts, _NUMBER) for a in rng.args]
+            times = self._value(loop.iter.args[1], consts, _NUMBER) if len(loop.iter.args) == 2 else None
         except Exception as e:  # noqa: BLE001
             raise UnrollError(f"{where}: the trip count of an unrolled loop must be a compile-time constant "
                               "(a literal, a module constant, a factory's constant): "
@@ -294,10 +312,116 @@ class _Expander:
             node = ast.Call(ast.Name(_UINT64_NAME, ast.Load()), [node], [])
         return ast.fix_missing_locations(ast.copy_location(node, where))
 
-    def _eval(self, node: ast.expr, consts: dict):
-        """The value of a compile-time expression of the kernel (the counters of enclosing unrolled loops known)."""
-        expr = ast.fix_missing_locations(ast.Expression(_clone(node)))
-        return eval(compile(expr, self.filename, "eval"), {**self.env, **consts})  # noqa: S307 - the kernel's source
+    def _value(self, node: ast.expr, consts: dict, kind: str):
+        """The value of a compile-time expression of the kernel (the counters of enclosing unrolled loops known), as
+        ``kind`` reads it (``_MARKER``: whether it is the ``unroll`` marker), recorded for the cache."""
+        text = ast.unparse(node)
+        code = _expression(text, self.filename)
+        counters = tuple(sorted((n, _number(consts[n])) for n in code.co_names if n in consts))
+        value = _evaluate(code, self.env, consts, kind)
+        self.read[(kind, text, counters)] = _number(value) if kind == _NUMBER else value
+        return value
+
+
+#: what an expression of the expansion is read as: whether it is the ``unroll`` marker, or a number
+_MARKER, _NUMBER = "marker", "number"
+
+
+def _expression(text: str, filename: str, _compiled: dict = {}) -> pytypes.CodeType:  # noqa: B006 - a memo
+    key = (text, filename)
+    code = _compiled.get(key)
+    if code is None:
+        code = _compiled[key] = compile(text.strip(), filename, "eval")
+    return code
+
+
+def _evaluate(code: pytypes.CodeType, env: dict, consts: dict, kind: str):
+    if kind == _MARKER:
+        try:
+            return id(eval(code, {**env, **consts})) in _UNROLL_OBJECTS  # noqa: S307 - the kernel's source
+        except Exception:  # noqa: BLE001 - a run-time name: not the marker
+            return False
+    return eval(code, {**env, **consts})  # noqa: S307 - the kernel's source
+
+
+def _number(value) -> tuple:
+    """A value as the cache records it: an integer's type and value (``np.uint64`` makes the copies' literals
+    unsigned); anything else by its type alone, which no expansion accepts as a bound."""
+    if _is_int(value):
+        return (type(value).__module__, type(value).__qualname__, int(value))
+    return (type(value).__module__, type(value).__qualname__, None)
+
+
+def _from_number(recorded: tuple):
+    """An enclosing loop's counter as the expansion had it (a Python int, or a numpy integer)."""
+    module, name, value = recorded
+    return int(value) if module == "builtins" else getattr(np, name)(value)
+
+
+def _made(func: Callable, wrapper_code: pytypes.CodeType, closure: dict) -> Callable:
+    """The expanded function: the wrapper's code run on ``func``'s globals and closure values."""
+    make = pytypes.FunctionType(wrapper_code, func.__globals__)
+    new = make(*closure.values(), np.uint64)
+    for attr in ("__module__", "__qualname__", "__doc__", "__defaults__", "__kwdefaults__"):
+        setattr(new, attr, getattr(func, attr))
+    setattr(new, ROLLED_ATTR, func)
+    return new
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the cache of expansions
+
+#: bump when what an entry holds changes shape
+_FORMAT = 1
+
+
+def _cache_name(func: Callable) -> str | None:
+    """The entry's name for ``func``: its file's text and its place in it, its closure's values, this module's
+    source and Python's version (the code's format); None when its file cannot be read."""
+    code = func.__code__
+    linecache.checkcache(code.co_filename)  # the file as it is now, as inspect reads it for the expansion
+    lines = linecache.getlines(code.co_filename)
+    if not lines:
+        return None
+    h = hashlib.sha256(f"unroll {_FORMAT}; {sys.version}; {_own_source()}; {code.co_filename}; "
+                       f"{code.co_firstlineno}; {func.__qualname__}\n".encode())
+    h.update("".join(lines).encode())
+    for name, value in closures.closure_values(func).items():
+        h.update(f"\0{name}={_number(value) if _is_int(value) else type(value).__qualname__}".encode())
+    return f"unroll-{h.hexdigest()}.code"
+
+
+def _cached(name: str, func: Callable) -> pytypes.CodeType | None:
+    """The entry's wrapper code when every value its expansion read reads the same now, else None."""
+    data = cache.load_bytes(name)
+    if data is None:
+        return None
+    try:
+        wrapper_code, read = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return None  # another Python's marshal format, or a damaged file
+    env = {**vars(builtins), **func.__globals__, **closures.closure_values(func), _UINT64_NAME: np.uint64}
+    for (kind, text, counters), recorded in read:
+        consts = {n: _from_number(v) for n, v in counters}
+        try:
+            value = _evaluate(_expression(text, func.__code__.co_filename), env, consts, kind)
+        except Exception:  # noqa: BLE001 - a value the expansion read that cannot be read now: expand again
+            return None
+        if (_number(value) if kind == _NUMBER else value) != recorded:
+            return None
+    return wrapper_code if isinstance(wrapper_code, pytypes.CodeType) else None
+
+
+_own: str | None = None
+
+
+def _own_source() -> str:
+    """This module's source, hashed: an expansion made by other code is never reused."""
+    global _own
+    if _own is None:
+        with open(__file__, "rb") as f:
+            _own = hashlib.sha256(f.read()).hexdigest()
+    return _own
 
 
 def _check_body(loop: ast.For, var: str, where: str) -> None:

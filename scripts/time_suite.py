@@ -3,8 +3,9 @@ slow"``), each timed as a user runs it, wall-clock and CPU time (every process o
 the helpers and the children they start), with pytest's summary line; ``--update-readme`` writes the result into the
 README's "suite time" block.
 
-Each run starts with an empty numbakern cache (a temporary ``NUMBAKERN_CACHE_DIR``), as a fresh clone's first run and
-CI's do: typing every kernel and deriving the library is then part of the time. ``--warm`` runs with your own cache
+Each run starts with an empty numbakern cache (a temporary ``NUMBAKERN_CACHE_DIR``, which the tests' child processes
+get too: ``tests/environments.py``), as a fresh clone's first run and CI's do: typing every kernel and deriving the
+library is then part of the time. ``--warm`` runs with your own cache
 instead (a repeat run on the same tree: most of the typing and every derivation remembered).
 
     python scripts/time_suite.py                  # both, printed

@@ -13,7 +13,9 @@ How the suite runs:
   the long ones start at once and the short ones fill the end; a file's tests stay together and in their order, so
   a module fixture is made at most once per worker;
 - ``slow``: a test marked so (``@pytest.mark.slow``, or a module's ``pytestmark``), or one that durations.json
-  measured at ``SLOW_SECONDS`` or more. ``pytest -m "not slow"`` is the quick tier;
+  measured at ``SLOW_SECONDS`` or more, unless a gate of the quick tier gathers its result (a gate computes what
+  the tests it gathers from did not, so they run in the quick tier, spread over the workers, not in the gate at
+  its end). ``pytest -m "not slow"`` is the quick tier;
 - ``run_store``: what the tests of one run share across the workers: set-up made once (the first worker to need it
   makes it under a file lock, the others read it) and results that a gate test gathers from tests that ran on any
   worker (never a module global, which a worker of its own would find empty).
@@ -99,8 +101,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 @pytest.hookimpl(tryfirst=True)  # the slow marks before pytest's -m selects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     times = measured()
+
+    def slow(item: pytest.Item) -> bool:
+        return item.get_closest_marker("slow") is not None or times.get(item.nodeid, 0.0) >= SLOW_SECONDS
+
+    # a test whose result a gate of the quick tier gathers (one that takes run_store, in the file of a gate that is
+    # not slow) is never slow: left out, its work would move into the gate, which runs last and alone
+    gates = [item for item in items if "run_records" in getattr(item, "fixturenames", ())]
+    gathered = {_file(gate) for gate in gates if not slow(gate)}
     for item in items:
-        if times.get(item.nodeid, 0.0) >= SLOW_SECONDS and item.get_closest_marker("slow") is None:
+        if item.get_closest_marker("slow") is not None or times.get(item.nodeid, 0.0) < SLOW_SECONDS:
+            continue
+        if item in gates or _file(item) not in gathered or "run_store" not in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
     # files longest first; in a file its own order (stable sort); gates last, after the tests they gather from
     per_file: dict[str, float] = {}

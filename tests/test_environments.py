@@ -30,3 +30,16 @@ def test_a_clean_child_stays_on_its_workers_gpu(monkeypatch, tmp_path, visible):
     assert environments.clean(tmp_path)["CUDA_VISIBLE_DEVICES"] == visible
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert "CUDA_VISIBLE_DEVICES" not in environments.clean(tmp_path)
+
+
+def test_a_clean_child_uses_the_runs_numbakern_cache(monkeypatch, tmp_path):
+    """A run made with an empty cache (scripts/time_suite.py's first run) gives its children that cache, not the
+    user's warm one under HOME; a test about the cache still gives its child a folder of its own."""
+    monkeypatch.setenv("NUMBAKERN_CACHE_DIR", str(tmp_path / "run-cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    env = environments.clean(tmp_path)
+    assert (env["NUMBAKERN_CACHE_DIR"], env["XDG_CACHE_HOME"]) == (str(tmp_path / "run-cache"), str(tmp_path / "xdg"))
+    assert environments.clean(tmp_path, NUMBAKERN_CACHE_DIR="own")["NUMBAKERN_CACHE_DIR"] == "own"
+    monkeypatch.delenv("NUMBAKERN_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert not {"NUMBAKERN_CACHE_DIR", "XDG_CACHE_HOME"} & set(environments.clean(tmp_path))

@@ -81,6 +81,21 @@ def test_files_run_longest_first_and_measured_slow_tests_are_marked(small_suite)
     assert [line for line in slow.stdout.lines if "::" in line] == ["test_other.py::test_long"]
 
 
+def test_a_test_a_quick_gate_gathers_from_is_never_slow(small_suite):
+    """Left out of the quick tier, a part measured slow would be computed by the quick gate, at its end and alone
+    (test_corpus.py's four slowest kernels did that: ten seconds on one worker while the other waited)."""
+    (small_suite.path / "durations.json").write_text(json.dumps({"test_small.py::test_part[k3]": 99.0}))
+    quick = small_suite.runpytest_subprocess("-n", "0", "-p", "no:cacheprovider", "-m", "not slow", "--collect-only",
+                                             "-q")
+    assert "test_small.py::test_part[k3]" in quick.stdout.lines
+    # a slow gate's parts are slow as they measure (the gate does their work in the whole suite only)
+    small = small_suite.path / "test_small.py"
+    small.write_text(small.read_text().replace("def test_gate(", "@pytest.mark.slow\ndef test_gate("))
+    slow = small_suite.runpytest_subprocess("-n", "0", "-p", "no:cacheprovider", "-m", "slow", "--collect-only", "-q")
+    assert [line for line in slow.stdout.lines if "::" in line] == ["test_small.py::test_part[k3]",
+                                                                    "test_small.py::test_gate"]
+
+
 def test_store_durations_writes_each_tests_cpu_seconds(small_suite):
     (small_suite.path / "test_busy.py").write_text(
         "import time\n\n\ndef test_busy():\n    end = time.process_time() + 0.3\n"

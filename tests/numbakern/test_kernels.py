@@ -12,11 +12,14 @@ import pytest
 
 from numbakern import all_specs, mode, run_case, sim
 from numbakern.registry import DISTRIBUTIONS
+from tests.kernel_variants import marks
 
-CASES = [(spec.name, size) for spec in all_specs() for size in spec.test_sizes]
+# the quick tier runs one variant of each tensor-core kernel factory (tests/kernel_variants.py)
+CASES = [pytest.param(spec.name, size, marks=marks(spec), id=f"{spec.name}-{'x'.join(map(str, size.values()))}")
+         for spec in all_specs() for size in spec.test_sizes]
 
 
-@pytest.mark.parametrize("name, size", CASES, ids=[f"{n}-{'x'.join(map(str, s.values()))}" for n, s in CASES])
+@pytest.mark.parametrize("name, size", CASES)
 def test_kernel_matches_reference(name, size, rng):
     from numbakern import get
 

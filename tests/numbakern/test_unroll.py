@@ -10,6 +10,7 @@ import pytest
 from numba import cuda
 
 from numbakern import mode, specialize
+from numbakern import unroll as unroll_module
 from numbakern.fastpath import u32
 from numbakern.unroll import UnrollError, rolled_function, unroll, unrolled
 
@@ -39,6 +40,34 @@ def test_expansion_computes_what_the_loops_compute(rng):
     assert fast(x) == pytest.approx(triangle(x), rel=1e-12)
     assert _loops(triangle) == 4 and _loops(fast) == N  # only the N copies of the `range(2)` loop are left
     assert unrolled(fast) is fast
+
+
+def test_an_expansion_is_read_back_from_the_cache(monkeypatch, tmp_path, rng):
+    """A process that builds the same function again reads its expanded code back instead of expanding it (every
+    process that loads the kernel library did that for seconds), and that code computes the same."""
+    monkeypatch.setenv("NUMBAKERN_CACHE_DIR", str(tmp_path))
+    first = unrolled(triangle)
+    monkeypatch.setattr(unroll_module._Expander, "expand", lambda self: pytest.fail("expanded again"))
+    again = unrolled(triangle)
+    assert again is not first and again.__code__ == first.__code__ and rolled_function(again) is triangle
+    x = rng.standard_normal(N)
+    assert again(x) == first(x) == pytest.approx(triangle(x), rel=1e-12)
+
+
+@pytest.mark.parametrize("change", ["trip count", "marker"])
+def test_an_expansion_whose_values_changed_is_made_again(monkeypatch, tmp_path, rng, change):
+    """The cache's entry holds every compile-time value the expansion read: a trip count's module constant or the
+    ``unroll`` marker itself that reads otherwise now is expanded again, never taken from the entry."""
+    monkeypatch.setenv("NUMBAKERN_CACHE_DIR", str(tmp_path))
+    assert _loops(unrolled(triangle)) == N
+    if change == "trip count":
+        monkeypatch.setitem(triangle.__globals__, "N", 3)
+        assert _loops(unrolled(triangle)) == 3  # the copies of the `range(2)` loop, one per outer value
+    else:
+        monkeypatch.setitem(triangle.__globals__, "unroll", lambda r, times=None: r)  # not numbakern's marker
+        assert unrolled(triangle) is triangle  # no loop of it is an unroll loop now
+    x = rng.standard_normal(N)
+    assert unrolled(triangle)(x) == pytest.approx(triangle(x), rel=1e-12)
 
 
 def test_the_counter_of_an_unsigned_range_stays_unsigned():

@@ -11,6 +11,7 @@ import pytest
 from numba import cuda
 
 from numbakern import all_specs, run_case, sim
+from tests.kernel_variants import marks
 
 SEED = 20261127
 
@@ -222,7 +223,8 @@ def test_the_environment_can_keep_the_stock_engine(monkeypatch):
     assert sim.active_engine() == "numbakern"
 
 
-@pytest.mark.parametrize("spec", all_specs(), ids=lambda s: s.name)
+# the quick tier runs one variant of each tensor-core kernel factory (tests/kernel_variants.py)
+@pytest.mark.parametrize("spec", [pytest.param(s, marks=marks(s), id=s.name) for s in all_specs()])
 def test_registered_kernels_pass_all_checks_in_shuffled_order(spec, rng):
     size = max(spec.test_sizes, key=lambda s: sum(s.values()))
     case = spec.make_case(size, rng, "uniform")

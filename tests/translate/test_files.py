@@ -34,13 +34,28 @@ def test_nvrtc_compiles_committed_file(filename):
     assert ".entry" in result.ptx
 
 
+def _nvcc_arch(entry: dict) -> list[str]:
+    """The file's own target where it needs one (sm_90a for wgmma and TMA), else sm_90."""
+    return [f for f in entry["build"].get("nvcc_flags", []) if f.startswith("-gencode")] or ["-arch=sm_90"]
+
+
+def _nvcc_builds() -> list:
+    """Every file; the quick tier builds the smallest file of each target (about 0.7 s of CPU a build, 63 files):
+    the launchers come from one emitter, and NVRTC compiles every file's device code in the quick tier."""
+    files = load(GENERATED)["files"]
+    smallest: dict[tuple, str] = {}
+    for name in sorted(files, key=lambda n: (os.path.getsize(os.path.join(GENERATED, n)), n)):
+        smallest.setdefault(tuple(_nvcc_arch(files[name])), name)
+    quick = set(smallest.values())
+    return [pytest.param(name, marks=[] if name in quick else [pytest.mark.slow], id=name) for name in sorted(files)]
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-@pytest.mark.parametrize("filename", _registered())
+@pytest.mark.parametrize("filename", _nvcc_builds())
 def test_nvcc_builds_shared_library(filename, tmp_path):
     so = tmp_path / (filename[:-3] + ".so")
     entry = load(GENERATED)["files"][filename]
-    # the file's own target where it needs one (sm_90a for wgmma and TMA), else sm_90
-    arch = [f for f in entry["build"].get("nvcc_flags", []) if f.startswith("-gencode")] or ["-arch=sm_90"]
+    arch = _nvcc_arch(entry)
     subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", *arch, "-o", str(so),
                     os.path.join(GENERATED, filename)], check=True, capture_output=True)
     lib = ctypes.CDLL(str(so))
@@ -141,6 +156,31 @@ def test_nvrtc_leaves_python_bytes_objects_intact():
     result = nvrtc_compile('extern "C" __global__ void k(float* x) { x[0] = 1.0f; }', "sm_90", name="k.cu")
     assert result.ok and result.log == "" and result.ptx.startswith("//")
     assert b" "[0] == 32 and " ".encode()[0] == 32  # noqa: UP012 - the byte values: every b" " is one shared object
+
+
+@pytest.mark.parametrize("source, registers", [
+    ('extern "C" __global__ void k(float* x) { int unused = 3; x[0] = 1.0f; }', True),
+    # the front end accepts it, ptxas refuses it (more static shared memory than a block may have): compiled, no report
+    ('extern "C" __global__ void k(float* x) { __shared__ float s[100000]; s[threadIdx.x] = 1.0f; __syncthreads();'
+     ' x[0] = s[5]; }', False),
+], ids=["warning", "ptxas refuses"])
+def test_one_nvrtc_compile_gives_the_ptx_and_the_resources(monkeypatch, source, registers):
+    """A translation's compile: the SASS compile's PTX, log (without ptxas' report) and resources are what the PTX
+    compile and the SASS compile gave, in one compile where ptxas accepts the file (a third of the NVRTC time of
+    every translation); where it refuses, the PTX compile alone decides, as before."""
+    from translate import nvrtc
+
+    runs = []
+    run = nvrtc._run
+    monkeypatch.setattr(nvrtc, "_run", lambda *args, **kwargs: runs.append(args[2][0]) or run(*args, **kwargs))
+    result = nvrtc.nvrtc_compile(source, "sm_90", name="k.cu")
+    ok, log, ptx = run(source, "k.cu", ["--gpu-architecture=compute_90", *nvrtc.compile_options("sm_90")[1]])
+    assert (result.ok, result.log, result.ptx) == (ok, log, ptx) and ok and ".entry" in ptx
+    assert "unused" in log or not registers
+    if registers:
+        assert runs == ["--gpu-architecture=sm_90"] and result.registers and result.functions
+    else:
+        assert runs == ["--gpu-architecture=sm_90", "--gpu-architecture=compute_90"] and result.registers is None
 
 
 def test_missing_resource_report_keeps_the_known_one(tmp_path):
