@@ -170,7 +170,9 @@ def shared_wavefronts(a: Accesses) -> tuple[np.ndarray, np.ndarray]:
     out, ideal = _bank_wavefronts(a)
     if a.source is not None and np.any(a.source >= 0):
         copies = np.unique(a.group[a.source >= 0])
-        out[copies] = _copy_wavefronts(a)[copies]
+        rows = np.isin(a.group, copies)  # only the copies' rows are split by source line
+        out[copies] = _copy_wavefronts(Accesses(a.group[rows], a.lane[rows], a.addr[rows], a.nbytes[rows], a.count,
+                                                a.source[rows]))[copies]
     return out, ideal
 
 
