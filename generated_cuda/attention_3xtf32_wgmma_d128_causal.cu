@@ -173,27 +173,27 @@ constexpr int64_t ALIGN = 1024;
 constexpr int64_t FULL_MASK = 4294967295LL;
 constexpr double LOG2E = 1.4426950408889634;
 constexpr double MASKED = -1e+30;
-constexpr int64_t arrivals = 4;
-constexpr int64_t bm = 64;
+constexpr int64_t arrivals = 8;
+constexpr int64_t bm = 128;
 constexpr int64_t cols = 32;
 constexpr int64_t desc_k_major = 4611686293305360384LL;
-constexpr int64_t k_empty = 3;
+constexpr int64_t k_empty = 2;
 constexpr int64_t k_full = 1;
 constexpr int64_t kstep = 8;
 constexpr int64_t kv_elems = 16384;
 constexpr int64_t kv_panel = 2048;
 constexpr int64_t kv_part = 8192;
-constexpr int64_t nbars = 9;
+constexpr int64_t nbars = 5;
 constexpr int64_t o_regs = 64;
 constexpr int64_t p_regs = 16;
 constexpr int64_t panels = 4;
 constexpr int64_t parts = 2;
-constexpr int64_t q_elems = 32768;
-constexpr int64_t q_panel = 4096;
-constexpr int64_t q_part = 16384;
+constexpr int64_t q_elems = 65536;
+constexpr int64_t q_panel = 8192;
+constexpr int64_t q_part = 32768;
 constexpr int64_t s_regs = 16;
-constexpr int64_t v_empty = 7;
-constexpr int64_t v_full = 5;
+constexpr int64_t v_empty = 4;
+constexpr int64_t v_full = 3;
 constexpr int64_t vt_panel = 8192;
 
 __device__ __forceinline__ void start_rows(float* o, int64_t o_shape0, float* m, int64_t m_shape0, float* l, int64_t l_shape0, int64_t o_regs_)
@@ -228,8 +228,8 @@ __device__ __forceinline__ void store_rows(float* out, int64_t out_shape0, int64
     }
 }
 
-template <int bn, int causal, int consumers, int d, int stages, int tf32x3>
-__global__ void __launch_bounds__(256, 1) attention_3xtf32_wgmma_d128_causal(
+template <int bn, int causal, int consumers, int d, int pingpong, int stages, int tf32x3>
+__global__ void __launch_bounds__(384, 1) attention_3xtf32_wgmma_d128_causal(
     float* q, int64_t q_shape0, int64_t q_shape1, int64_t q_shape2,
     float* k, int64_t k_shape0, int64_t k_shape1, int64_t k_shape2,
     float* v, int64_t v_shape0, int64_t v_shape1, int64_t v_shape2,
@@ -257,7 +257,6 @@ __global__ void __launch_bounds__(256, 1) attention_3xtf32_wgmma_d128_causal(
     nkb = nk_min(nkb, (q0 + bm + bn - 1) / bn);
     if (tid == 0) {
         nk_mbarrier_init(&bars[0], (unsigned)(1));
-        #pragma unroll
         for (int64_t s = 0; s < stages; s++) {
             nk_mbarrier_init(&bars[k_full + s], (unsigned)(1));
             nk_mbarrier_init(&bars[v_full + s], (unsigned)(1));
@@ -465,10 +464,10 @@ __global__ void __launch_bounds__(256, 1) attention_3xtf32_wgmma_d128_causal(
     }
 }
 
-template __global__ void attention_3xtf32_wgmma_d128_causal<32, 1, 1, 128, 2, 1>(float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, float, const __grid_constant__ nk_tensor_map, const __grid_constant__ nk_tensor_map, const __grid_constant__ nk_tensor_map);
+template __global__ void attention_3xtf32_wgmma_d128_causal<32, 1, 2, 128, 0, 1, 1>(float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, float, const __grid_constant__ nk_tensor_map, const __grid_constant__ nk_tensor_map, const __grid_constant__ nk_tensor_map);
 
 #ifndef __CUDACC_RTC__
-extern "C" cudaError_t launch_attention_3xtf32_wgmma_d128_causal_bn32_causal1_consumers1_d128_stages2_tf32x31(
+extern "C" cudaError_t launch_attention_3xtf32_wgmma_d128_causal_bn32_causal1_consumers2_d128_pingpong0_stages1_tf32x31(
     float* q, int64_t q_shape0, int64_t q_shape1, int64_t q_shape2,
     float* k, int64_t k_shape0, int64_t k_shape1, int64_t k_shape2,
     float* v, int64_t v_shape0, int64_t v_shape1, int64_t v_shape2,
@@ -482,11 +481,11 @@ extern "C" cudaError_t launch_attention_3xtf32_wgmma_d128_causal_bn32_causal1_co
     size_t shared_bytes, cudaStream_t stream)
 {
     if (shared_bytes > 48 * 1024) {  // past the 48 KiB a launch gets without asking
-        cudaError_t err = cudaFuncSetAttribute(attention_3xtf32_wgmma_d128_causal<32, 1, 1, 128, 2, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
+        cudaError_t err = cudaFuncSetAttribute(attention_3xtf32_wgmma_d128_causal<32, 1, 2, 128, 0, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
         if (err != cudaSuccess) return err;
     }
     nk_tensor_map tmap_q_map;  // (tmap_q's contents are not read: its map is made here)
-    { cudaError_t err = nk_encode_tensor_map(&tmap_q_map, q, q_shape0, q_shape1, q_shape2, q_shape1 * q_shape2 * sizeof(float), q_shape2 * sizeof(float), 64, 32, sizeof(float), 128);
+    { cudaError_t err = nk_encode_tensor_map(&tmap_q_map, q, q_shape0, q_shape1, q_shape2, q_shape1 * q_shape2 * sizeof(float), q_shape2 * sizeof(float), 128, 32, sizeof(float), 128);
       if (err != cudaSuccess) return err; }
     nk_tensor_map tmap_k_map;  // (tmap_k's contents are not read: its map is made here)
     { cudaError_t err = nk_encode_tensor_map(&tmap_k_map, k, k_shape0, k_shape1, k_shape2, k_shape1 * k_shape2 * sizeof(float), k_shape2 * sizeof(float), 32, 32, sizeof(float), 128);
@@ -494,7 +493,7 @@ extern "C" cudaError_t launch_attention_3xtf32_wgmma_d128_causal_bn32_causal1_co
     nk_tensor_map tmap_v_map;  // (tmap_v's contents are not read: its map is made here)
     { cudaError_t err = nk_encode_tensor_map(&tmap_v_map, v, v_shape0, v_shape1, v_shape2, v_shape1 * v_shape2 * sizeof(float), v_shape2 * sizeof(float), 128, 32, sizeof(float), 128);
       if (err != cudaSuccess) return err; }
-    attention_3xtf32_wgmma_d128_causal<32, 1, 1, 128, 2, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
+    attention_3xtf32_wgmma_d128_causal<32, 1, 2, 128, 0, 1, 1><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
         q, q_shape0, q_shape1, q_shape2, k, k_shape0, k_shape1, k_shape2, v, v_shape0, v_shape1, v_shape2, out, out_shape0, out_shape1, out_shape2, scale, tmap_q_map, tmap_k_map, tmap_v_map);
     return cudaGetLastError();
 }

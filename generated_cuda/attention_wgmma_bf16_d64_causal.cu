@@ -114,11 +114,6 @@ __device__ __forceinline__ void nk_tma_load_3d(void *dst, const void *tmap, int 
                     "r"(nk_smem(bar)) : "memory");
 }
 
-// bar.arrive id, count: this thread's warp counted at named barrier `id` of `count` threads, without waiting
-__device__ __forceinline__ void nk_named_barrier_arrive(unsigned id, unsigned count) {
-    asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(count) : "memory");
-}
-
 #ifndef __CUDACC_RTC__
 #include <cudaTypedefs.h>
 // cuTensorMapEncodeTiled (reached through the runtime's driver entry point: no -lcuda): the tensor map of
@@ -236,7 +231,7 @@ __device__ __forceinline__ void store_rows(float* out, int64_t out_shape0, int64
     }
 }
 
-template <int bn, int causal, int consumers, int d, int stages>
+template <int bn, int causal, int consumers, int d, int pingpong, int stages>
 __global__ void __launch_bounds__(512, 1) attention_wgmma_bf16_d64_causal(
     uint16_t* q, int64_t q_shape0, int64_t q_shape1, int64_t q_shape2,
     uint16_t* k, int64_t k_shape0, int64_t k_shape1, int64_t k_shape2,
@@ -330,9 +325,6 @@ __global__ void __launch_bounds__(512, 1) attention_wgmma_bf16_d64_causal(
         float l[2];  // this lane's part of their sums
         float alpha[2];  // their rescaling in the current key block
         start_rows(o_acc, o_regs, m, 2, l, 2, o_regs);
-        if (c == (int64_t)consumers - 1) {  // the first consumer issues first
-            nk_named_barrier_arrive((unsigned)(1), (unsigned)(256));
-        }
         while (!nk_mbarrier_try_wait(&bars[0], (unsigned)(0))) {
         }
         // software-pipelined by one key block: the scores of block j and P V of block j - 1 are issued together,
@@ -341,8 +333,6 @@ __global__ void __launch_bounds__(512, 1) attention_wgmma_bf16_d64_causal(
             s = j % stages;
             phase = j / stages % 2;
             int64_t prev = (j + stages - 1) % stages;  // block j - 1's stage
-            // this warpgroup's turn to issue (barrier 1 + c: its own 128 threads and the previous'
-            nk_named_barrier((unsigned)(1 + c), (unsigned)(256));
             if (j < nkb) {
                 int64_t k_addr = ring + (k_at - pad + s * kv_elems) * 2;
                 while (!nk_mbarrier_try_wait(&bars[k_full + s], (unsigned)(phase))) {
@@ -366,9 +356,6 @@ __global__ void __launch_bounds__(512, 1) attention_wgmma_bf16_d64_causal(
                     nk_wgmma_m64n64k16_bf16_rs<1>(o_acc, &pf[kk * 4], desc_v | (((v_addr + kk * 16 * 128) % 262144) >> 4), 1);
                 }
                 nk_wgmma_commit();
-            }
-            if (j < nkb || c < (int64_t)consumers - 1) {  // the next warpgroup's turn (the first's initial
-                nk_named_barrier_arrive((unsigned)(1 + (c + 1) % consumers), (unsigned)(256));  // turn stands for the last's final one)
             }
             if (j == nkb) {
                 nk_wgmma_wait_32<0>(o_acc);
@@ -453,10 +440,10 @@ __global__ void __launch_bounds__(512, 1) attention_wgmma_bf16_d64_causal(
     }
 }
 
-template __global__ void attention_wgmma_bf16_d64_causal<128, 1, 3, 64, 2>(uint16_t*, int64_t, int64_t, int64_t, uint16_t*, int64_t, int64_t, int64_t, uint16_t*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, float, const __grid_constant__ nk_tensor_map, const __grid_constant__ nk_tensor_map, const __grid_constant__ nk_tensor_map);
+template __global__ void attention_wgmma_bf16_d64_causal<128, 1, 3, 64, 0, 2>(uint16_t*, int64_t, int64_t, int64_t, uint16_t*, int64_t, int64_t, int64_t, uint16_t*, int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, float, const __grid_constant__ nk_tensor_map, const __grid_constant__ nk_tensor_map, const __grid_constant__ nk_tensor_map);
 
 #ifndef __CUDACC_RTC__
-extern "C" cudaError_t launch_attention_wgmma_bf16_d64_causal_bn128_causal1_consumers3_d64_stages2(
+extern "C" cudaError_t launch_attention_wgmma_bf16_d64_causal_bn128_causal1_consumers3_d64_pingpong0_stages2(
     uint16_t* q, int64_t q_shape0, int64_t q_shape1, int64_t q_shape2,
     uint16_t* k, int64_t k_shape0, int64_t k_shape1, int64_t k_shape2,
     uint16_t* v, int64_t v_shape0, int64_t v_shape1, int64_t v_shape2,
@@ -470,7 +457,7 @@ extern "C" cudaError_t launch_attention_wgmma_bf16_d64_causal_bn128_causal1_cons
     size_t shared_bytes, cudaStream_t stream)
 {
     if (shared_bytes > 48 * 1024) {  // past the 48 KiB a launch gets without asking
-        cudaError_t err = cudaFuncSetAttribute(attention_wgmma_bf16_d64_causal<128, 1, 3, 64, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
+        cudaError_t err = cudaFuncSetAttribute(attention_wgmma_bf16_d64_causal<128, 1, 3, 64, 0, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes);
         if (err != cudaSuccess) return err;
     }
     nk_tensor_map tmap_q_map;  // (tmap_q's contents are not read: its map is made here)
@@ -482,7 +469,7 @@ extern "C" cudaError_t launch_attention_wgmma_bf16_d64_causal_bn128_causal1_cons
     nk_tensor_map tmap_v_map;  // (tmap_v's contents are not read: its map is made here)
     { cudaError_t err = nk_encode_tensor_map(&tmap_v_map, v, v_shape0, v_shape1, v_shape2, v_shape1 * v_shape2 * sizeof(uint16_t), v_shape2 * sizeof(uint16_t), 128, 64, sizeof(uint16_t), 128);
       if (err != cudaSuccess) return err; }
-    attention_wgmma_bf16_d64_causal<128, 1, 3, 64, 2><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
+    attention_wgmma_bf16_d64_causal<128, 1, 3, 64, 0, 2><<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), shared_bytes, stream>>>(
         q, q_shape0, q_shape1, q_shape2, k, k_shape0, k_shape1, k_shape2, v, v_shape0, v_shape1, v_shape2, out, out_shape0, out_shape1, out_shape2, scale, tmap_q_map, tmap_k_map, tmap_v_map);
     return cudaGetLastError();
 }

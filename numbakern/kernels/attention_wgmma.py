@@ -361,20 +361,19 @@ def flash_attention_wgmma(f16: bool = False, d: int = 128, causal: bool = False,
                              tmap_k=TensorMapParam("k", bn, PANEL), tmap_v=TensorMapParam("v", bn, PANEL))
 
 
-#: the configuration by (head dim, causal), the fastest of the few tried on an H200 while the kernel was written
-#: (lab timings, not a benchmark script; the benchmark's figures: docs/tensor-cores.md §11, "Hopper"): three
-#: consumer warpgroups at d = 64 (192 query rows a block, 160 registers each), a ring of 3 stages at d = 128, and no
-#: turn-taking for causal d = 128
-CONFIGS = {(64, False): {"bn": 128, "stages": 2, "consumers": 3},
-           (64, True): {"bn": 128, "stages": 2, "consumers": 3},
+#: the configuration by (head dim, causal), the fastest of those tried on an H200 (lab timings, not a benchmark
+#: script; the benchmark's figures: docs/tensor-cores.md section 11, "Hopper"): three consumer warpgroups at d = 64
+#: (192 query rows a block, 160 registers each) issuing without turns, a ring of 3 stages at d = 128 with turns, and
+#: no turn-taking for causal d = 128
+CONFIGS = {(64, False): {"bn": 128, "stages": 2, "consumers": 3, "pingpong": False},
+           (64, True): {"bn": 128, "stages": 2, "consumers": 3, "pingpong": False},
            (128, False): {"bn": 128, "stages": 3, "consumers": 2},
            (128, True): {"bn": 128, "stages": 2, "consumers": 2, "pingpong": False}}
-#: 3xTF32 (``tf32x3``) by head dim, causal or not. Not yet timed on a GPU: chosen to fit. A tile is four times its
-#: bf16 bytes (two fp32 parts), so shared memory decides. d = 64: two consumers (128 query rows, so each K/V byte
-#: serves 128 rows and the two take turns) and 2 stages of 64 keys, 192 KiB; a consumer thread holds S (32), P big
-#: and small (64), O and a key block's partial O (64): ptxas (sm_90a, the C) 168 registers, no spills. d = 128: the Q
-#: tile alone is 64 KiB per consumer, so one consumer (64 rows) and 2 stages of 32 keys, 192 KiB: 240 registers and
-#: 72 bytes of spills (64 keys in one stage fit 192 KiB too, but spill 448 bytes; two consumers leave room for one
-#: stage of 32 keys only)
-TF32X3_CONFIGS = {64: {"bn": 64, "stages": 2, "consumers": 2},
-                  128: {"bn": 32, "stages": 2, "consumers": 1}}
+#: 3xTF32 (``tf32x3``) by head dim, causal or not: the fastest of the configurations timed on an H200 (lab sweep;
+#: docs/tensor-cores.md section 12). A tile is four times its bf16 bytes (two fp32 parts), so shared memory decides,
+#: and two consumer warpgroups (128 query rows: each K/V byte loaded serves 128 rows) issuing without turns beat one
+#: consumer with a deeper ring. d = 64: 2 stages of 64 keys, 192 KiB; a consumer thread holds S (32), P big and small
+#: (64), O and a key block's partial O (64): ptxas (sm_90a, the C) 168 registers, no spills. d = 128: the Q tile is
+#: 64 KiB per consumer, so one stage of 32 keys, 192 KiB
+TF32X3_CONFIGS = {64: {"bn": 64, "stages": 2, "consumers": 2, "pingpong": False},
+                  128: {"bn": 32, "stages": 1, "consumers": 2, "pingpong": False}}
