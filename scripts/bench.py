@@ -114,8 +114,15 @@ def kernels_ran(torch, fn) -> str:
     names = [e.key for e in events if e.device_type.name == kind and e.key and not e.key.startswith("cudaDevice")]
     if not cuda:  # the operator that did the work: the innermost ATen calls, not the wrappers around them
         names = [n for n in names if n.startswith("aten::_") or n in ("aten::mm", "aten::bmm", "aten::addmm")]
-    names = sorted(set(names), key=len)
+    names = sorted(set(map(kernel_label, names)), key=len)
     return "; ".join(n[:90] for n in names[:3]) or f"no {kind} kernel seen"
+
+
+def kernel_label(name: str) -> str:
+    """A CUDA kernel's name as a table cell: a demangled C++ name without ``void``, its template brackets as square
+    ones (``<`` and ``>`` are not table text: ``merge`` refuses them; the template arguments often say the most, as
+    in ``cutlass::Kernel2[cutlass_80_simt_sgemm_256x128_8x4_nn_align1]``)."""
+    return name.removeprefix("void ").replace("<", "[").replace(">", "]")
 
 
 _TRITON: dict = {}

@@ -314,6 +314,19 @@ def test_attention_rows_time_torchs_default_dispatch_and_its_other_backends(benc
         torch.testing.assert_close(fn().double(), want, rtol=0.02, atol=0.02, msg=key)
 
 
+@pytest.mark.parametrize("name, label", [
+    # as torch's profiler named them on an H200: CUTLASS's fp32 SDPA kernel, a translated kernel's template
+    ("fmha_cutlassF_f32_aligned_64x128_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float, cutlass::arch::Sm80>)",
+     "fmha_cutlassF_f32_aligned_64x128_rf_sm80(PyTorchMemEffAttention::AttentionKernel[float, cutlass::arch::Sm80])"),
+    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(cutlass_80_simt_sgemm_256x128_8x4_nn_align1)",
+     "cutlass::Kernel2[cutlass_80_simt_sgemm_256x128_8x4_nn_align1](cutlass_80_simt_sgemm_256x128_8x4_nn_align1)"),
+    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"),
+])
+def test_kernel_names_become_cells_that_merge_takes(bench, name, label):
+    assert bench.kernel_label(name) == label
+    assert not bench._NOT_IN_CELLS.search(label)
+
+
 def test_matmul_rows_name_the_kernel_torch_ran(bench, rng):
     """The matmul rows' torch column names what ran; the BLAS libraries' peers exist only where torch has a GPU."""
     torch = pytest.importorskip("torch")
