@@ -59,6 +59,8 @@ REQUIRED = ("kernel", "size", "metric")
 _KERNEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")
 #: what a text cell may not hold: it goes into Markdown tables (a column break, HTML, code spans)
 _NOT_IN_CELLS = re.compile(r"[|<>`\x00-\x1f\x7f]")
+#: seconds of timed samples per implementation and size, unless --budget says otherwise
+DEFAULT_BUDGET = 0.8
 #: no results file is larger
 MAX_CSV_BYTES = 16 << 20
 #: the largest relative difference between the translated C and Numba at a benchmark size that counts as agreement
@@ -397,8 +399,13 @@ def merge(paths: Sequence[Path]) -> tuple[list[dict], str]:
             kept.append(r)
         order = {k: n for n, k in enumerate(dict.fromkeys(r["kernel"] for r in rows))}
         rows = sorted(kept, key=lambda r: order.get(r["kernel"], len(order)))
-        notes.append(provenance if i == 0 else f"Then {', '.join(kernels)}, measured in a later run (their rows "
-                     f"replace any earlier ones): {provenance}")
+        if i == 0:
+            notes.append(provenance)
+        elif set(kernels) & set(order):
+            notes.append(f"Then {', '.join(kernels)}, measured in a later run (their rows replace any earlier ones): "
+                         f"{provenance}")
+        else:  # nothing replaced: another shard of the run, or another host's
+            notes.append(f"Then {', '.join(kernels)}, added from another run or shard: {provenance}")
     return rows, " ".join(notes)
 
 
@@ -421,11 +428,31 @@ def row_line(r: dict) -> str:
             f"torch {r['torch_ms']:9.4f} ms  C-vs-Numba max rel diff {r['c_numba_max_rel_diff']:.1e}")
 
 
-def bench_here(specs, budget: float, directory: Path, gpu: str, sizes: str = "all") -> tuple[list[dict], str]:
+def command_line(args) -> str:
+    """The command as a results file's provenance names it: the options that choose what was measured and how."""
+    words = ["python scripts/bench.py"]
+    if args.gpus.strip() != "1":
+        words.append(f"--gpus {args.gpus.strip()}")
+    if args.shard:
+        words.append(f"--shard {args.shard}")
+    if args.families:
+        words.append(f"--families {' '.join(args.families)}")
+    if args.kernels:
+        words.append(f"--kernels {' '.join(args.kernels)}" if len(args.kernels) <= 4 else
+                     f"--kernels ({len(args.kernels)} names)")
+    if args.sizes != "all":
+        words.append(f"--sizes {args.sizes}")
+    if args.budget != DEFAULT_BUDGET:
+        words.append(f"--budget {args.budget:g}")
+    return " ".join(words)
+
+
+def bench_here(specs, budget: float, directory: Path, gpu: str, sizes: str = "all",
+               command: str = "python scripts/bench.py") -> tuple[list[dict], str]:
     """Every kernel in this process, on its GPU: ``(rows, provenance)``."""
     began = time.perf_counter()
     torch = benchkit.require_gpu(TOOL)
-    provenance = (f"Measured on {benchkit.device_line(torch)}, {benchkit.today()}, with `python scripts/bench.py`; "
+    provenance = (f"Measured on {benchkit.device_line(torch)}, {benchkit.today()}, with `{command}`; "
                   "median of CUDA-event timings, fp32, TF32 off.")
     print(provenance, flush=True)
     copy = {**copy_bandwidth(budget), "gpu": gpu}
@@ -481,8 +508,8 @@ def comparable(used, devices: dict[int, str], copies: dict[int, float]) -> tuple
                    f"copy bandwidth {rates}.")
 
 
-def bench_spread(specs, used, budget: float, directory: Path, worker_argv=None,
-                 sizes: str = "all") -> tuple[list[dict], str, list[str]]:
+def bench_spread(specs, used, budget: float, directory: Path, worker_argv=None, sizes: str = "all",
+                 command: str = "") -> tuple[list[dict], str, list[str]]:
     """The kernels shared out over the GPUs ``used``, one worker process per GPU, largest first:
     ``(rows, provenance, kernels that could not be measured)``; rows in the order of a run on one GPU, each GPU's
     copy row first. The workers print each row as they measure it, behind their GPU (``[GPU 1#0] ...``)."""
@@ -530,21 +557,21 @@ def bench_spread(specs, used, budget: float, directory: Path, worker_argv=None,
     print(sentence, flush=True)
     shown = "; ".join(f"GPU {i}: {d}" for i, d in sorted(devices.items()))
     provenance = (f"Measured on {len(used)} GPUs ({shown}), {benchkit.today()}, with "
-                  f"`python scripts/bench.py --gpus {len(used)}`, each kernel wholly on one GPU, one measurement per "
-                  f"GPU at a time; median of CUDA-event timings, fp32, TF32 off. {sentence}")
+                  f"`{command or f'python scripts/bench.py --gpus {len(used)}'}`, each kernel wholly on one GPU, one "
+                  f"measurement per GPU at a time; median of CUDA-event timings, fp32, TF32 off. {sentence}")
     rows = [copies[i] for i in sorted(copies)]
     for spec in specs:
         rows += results.get(spec.name, [])
     return rows, provenance, failed
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="folder for bench.csv/.md/.png (default: $OUT, else docs/bench)")
     parser.add_argument("--kernels", nargs="+", metavar="NAME", help="registered kernel names (default: all)")
     parser.add_argument("--families", nargs="+", metavar="FAMILY",
                         help="only these kernel families (matmul, attention, reduce, softmax, norm, ...)")
-    parser.add_argument("--budget", type=float, default=0.8,
+    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
                         help="seconds of timed samples per implementation and size")
     parser.add_argument("--sizes", choices=("all", "last"), default="all",
                         help="each kernel's benchmark sizes: all, or only the last (the largest)")
@@ -557,6 +584,11 @@ def main(argv=None) -> int:
     parser.add_argument("--merge", nargs="+", metavar="CSV", help="one bench.csv (and its table) in --out from these "
                         "runs' CSVs: a later file's rows replace the earlier rows of the kernels it measured")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # one GPU's process of --gpus N
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.budget <= 0:
         parser.error(f"--budget must be positive, got {args.budget}")
@@ -619,9 +651,10 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     failed: list[str] = []
     if used is None or len(used) == 1:
-        rows, provenance = bench_here(specs, args.budget, generated, "GPU 0", args.sizes)
+        rows, provenance = bench_here(specs, args.budget, generated, "GPU 0", args.sizes, command_line(args))
     else:
-        rows, provenance, failed = bench_spread(specs, used, args.budget, generated, sizes=args.sizes)
+        rows, provenance, failed = bench_spread(specs, used, args.budget, generated, sizes=args.sizes,
+                                                command=command_line(args))
     out.mkdir(parents=True, exist_ok=True)
     benchkit.write_csv(out / "bench.csv", rows, FIELDS, provenance)
     md = publish(rows, provenance, out)

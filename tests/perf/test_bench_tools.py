@@ -476,3 +476,22 @@ def test_merge_replaces_the_rerun_kernels_rows_in_place_and_keeps_the_first_runs
     with pytest.raises(SystemExit) as exc:
         bench.main(["--merge", str(tmp_path / "all.csv")])
     assert exc.value.code == 2
+
+
+def test_merging_another_shard_adds_its_rows_and_says_so(bench, benchkit, tmp_path):
+    fields = ["kernel", "size", "metric", "gpu", "c_ms"]
+    for name, kernel in (("one", "a"), ("two", "b")):
+        benchkit.write_csv(tmp_path / f"{name}.csv", [{"kernel": kernel, "size": "8", "metric": "GB/s", "gpu": "GPU 0",
+                                                      "c_ms": 1.0}], fields, f"Measured with `shard {name}`")
+    rows, provenance = bench.merge([tmp_path / "one.csv", tmp_path / "two.csv"])
+    assert [r["kernel"] for r in rows] == ["a", "b"]
+    assert provenance == "Measured with `shard one` Then b, added from another run or shard: Measured with `shard two`"
+
+
+@pytest.mark.parametrize("argv, command", [
+    ([], "python scripts/bench.py"),
+    (["--gpus", "2", "--shard", "1/2", "--budget", "0.3"], "python scripts/bench.py --gpus 2 --shard 1/2 --budget 0.3"),
+    (["--kernels", "softmax", "--sizes", "last"], "python scripts/bench.py --kernels softmax --sizes last"),
+])
+def test_the_provenance_names_the_options_that_chose_what_was_measured(bench, argv, command):
+    assert bench.command_line(bench.build_parser().parse_args(argv)) == command
