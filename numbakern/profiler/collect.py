@@ -2,15 +2,25 @@
 
 The simulator runs each CUDA thread as a greenlet, from barrier to barrier, so the 32 lanes of a warp do not run
 in lockstep: lane 0 may be three loop iterations ahead of lane 1 when it makes an access. What the hardware counts
-is per *warp-level instruction*, so the lanes' accesses must be put back together. The rule: **the k-th time a lane
-executes an access site is the same warp instruction as the k-th time every other lane of its warp executes that
-site.** A site is one bytecode instruction of the kernel (its code object and instruction offset: ``m[r, i]`` and
-``n[i, c]`` on one line are two sites), and for a device function also the chain of call sites up to the kernel,
-because each call of a device function is inlined on the GPU: its copies are different instructions. Under
-structured control flow this is how SIMT execution pairs lanes: lanes that skip an ``if`` do not take part in its
-instructions (fewer active lanes), and a lane that leaves a loop early has no k-th iteration (the warp runs it with
-the others). It holds whatever order the scheduler runs the threads in, so profiling needs no scheduling of its
+is per *warp-level instruction*, so the lanes' accesses must be put back together. The rule: **a lane's access at a
+site in a pass of the loops around it is the same warp instruction as every other lane's of its warp at that site in
+that pass.** A site is one bytecode instruction of the kernel (its code object and instruction offset: ``m[r, i]``
+and ``n[i, c]`` on one line are two sites), and for a device function also the chain of call sites up to the
+kernel, because each call of a device function is inlined on the GPU: its copies are different instructions. The
+pass is which pass of each enclosing loop the lane is in, the device function's loops inside its caller's: under
+structured control flow a warp runs a loop's passes together, so lanes that skip an ``if`` take no part in its
+instructions in that pass (fewer active lanes), and a lane that leaves a loop early (its condition, a ``break``) has
+no later pass. It holds whatever order the scheduler runs the threads in, so profiling needs no scheduling of its
 own.
+
+The pass comes from the rewritten kernel (``numbakern.sim.typed``): each of its loops calls ``typed.LOOP_HOOK`` at
+the start of each pass and when it ends, which the profiler binds to ``Recorder.loop_hook``; a thread's pass is an id
+of (the pass it was in when the loop began, the loop, the pass's number), the same for every lane in the same passes.
+A device function with loops leaves its caller in the pass it was called in, even when it returns from inside one.
+Several accesses of a lane at a site in one pass (an instruction's model that makes several) pair k-th with k-th.
+So do the accesses in loops with no hook: those of a kernel run untyped, and of a function whose control flow
+Python's statements cannot express, which runs as a loop over its blocks; there the k-th rule alone pairs the lanes,
+with its blind spot (an access some lanes skip in some passes and not in others).
 
 What a lane accesses is seen by the array proxies the simulator hands kernels (``ProfiledArray``: every element
 read, write and atomic, with its address). Some instructions are carried out by the simulator's models of declared
@@ -20,10 +30,10 @@ kernel's line that called it, named by the instruction's ``Op.instruction``. ``c
 later wait lets it land, so it is counted when issued, as the model reports it
 (``numbakern.sim.intrinsics.observe``), and the landing itself is not counted again.
 
-Lines are counted by tracing the kernel's own frames (``sys.settrace``, line events): per lane, how many times it
-ran each line. A warp runs a line as many times as its most frequent lane (the k-th rule again); the lanes over
-those runs give the active lanes per executed instruction. The k-th run of an ``if``/``while`` test is divergent
-when the warp's lanes go on to different lines.
+Lines are counted by tracing the kernel's own frames (``sys.settrace``, line events): per lane, the loop pass of
+each run of each of its instructions. A warp runs an instruction once in each pass some lane ran it in (as many times
+as its busiest lane there, if more); the lanes over those runs give the active lanes per executed instruction. An
+``if``/``while`` test's run in a pass is divergent when the warp's lanes go on to different lines.
 
 Large grids are sampled (``plan``): counts are kept per block and scaled by the block's weight.
 """
