@@ -14,6 +14,7 @@ import numbakern
 from numbakern.async_copy import async_commit, async_wait_all, copy_async, copy_async4
 from numbakern.mma import formats, ldmatrix_x4, mma_m16n8k16_bf16
 from numbakern.profiler import collect, lessons
+from numbakern.unroll import rolled_function, unroll, unrolled
 from numbakern.vector_io import vload4, vstore4
 
 pytestmark = pytest.mark.sim
@@ -394,6 +395,31 @@ def test_lanes_with_different_trip_counts(n, rng):
                          for q in range(math.ceil(n / 32))])
     assert ld(p, strided_sum, 6) == expected
     np.testing.assert_allclose(out, [sum(src[e] for e in range(t, n, 32) if e % 3) for t in range(32)], rtol=1e-6)
+
+
+@cuda.jit
+@unrolled
+def skip_unrolled(src, out):
+    t = cuda.threadIdx.x
+    acc = np.float32(0.0)
+    for k in unroll(range(4), 2):  # a loop of 2 passes, its body 2 copies: for k and k + 1
+        if (t + k) % 3 != 0:
+            acc += src[k * 32 + t]
+    out[t] = acc
+
+
+def test_a_load_skipped_in_some_passes_of_a_partly_unrolled_loop(rng):
+    src = rng.random(4 * 32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    p = numbakern.profile(skip_unrolled, 1, 32, src, out)
+    # each copy of the load is an instruction of its own, run once a pass: one instruction for each k (the line's
+    # two copies together), of the lanes with (t + k) % 3 != 0
+    code = rolled_function(skip_unrolled.py_func).__code__
+    m = p.line(code.co_firstlineno + 7, code.co_filename).memory["global_ld"]
+    assert (m.requests, m.accesses, m.sectors) == per_pass([[4 * (k * 32 + t) for t in range(32) if (t + k) % 3]
+                                                            for k in range(4)])
+    np.testing.assert_allclose(out, [sum(src[k * 32 + t] for k in range(4) if (t + k) % 3) for t in range(32)],
+                               rtol=1e-6)
 
 
 def _ldmatrix_kernel(cols):
