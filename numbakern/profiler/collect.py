@@ -173,6 +173,7 @@ class Recorder:
         self.passes: dict = {}
         self._pass_keys: list[tuple[int, int, int]] = [(0, 0, -1)]
         self._pass_ids: dict[tuple[int, int, int], int] = {}
+        self._steps: list[dict[int, int]] = [{}]  # per id: {the hook's argument: the id after it}
         self.arrays: dict[int, object] = {}  # global arrays' labels by address range (``ARRAY_BITS``)
         self.quiet = 0  # > 0 while a stand-in lands accesses already counted (cp.async)
         self.tracing = False  # whether the running block's lines are counted
@@ -245,25 +246,32 @@ class Recorder:
     def loop_hook(self):
         """The rewritten code's ``typed.LOOP_HOOK``: ``(n)`` at the start of each pass of loop ``n``, ``(-n)`` when
         it ends. A thread's pass is named by the pass of the loop around it and the number of this one, so that
-        lanes in the same pass of every loop around them share the id."""
-        passes, keys, ids, scheduler = self.passes, self._pass_keys, self._pass_ids, self.scheduler
+        lanes in the same pass of every loop around them share the id; each id's successors are kept
+        (``_steps``), so that a lane follows the others' steps with two lookups."""
+        passes, steps, scheduler, step = self.passes, self._steps, self.scheduler, self._step
 
         def loop(number: int) -> None:
             thread = scheduler.current
             now = passes.get(thread, 0)
-            outer, inside, count = keys[now]
-            if number < 0:
-                if inside == -number:  # (not when the loop ran no pass)
-                    passes[thread] = outer
-                return
-            key = (outer, number, count + 1) if inside == number else (now, number, 0)
-            found = ids.get(key)
-            if found is None:
-                found = ids[key] = len(keys)
-                keys.append(key)
-            passes[thread] = found
+            found = steps[now].get(number)
+            passes[thread] = found if found is not None else step(now, number)
 
         return loop
+
+    def _step(self, now: int, number: int) -> int:
+        """The pass a lane in pass ``now`` is in after ``loop(number)``."""
+        outer, inside, count = self._pass_keys[now]
+        if number < 0:
+            found = outer if inside == -number else now  # (a loop that ran no pass leaves the lane where it is)
+        else:
+            key = (outer, number, count + 1) if inside == number else (now, number, 0)
+            found = self._pass_ids.get(key)
+            if found is None:
+                found = self._pass_ids[key] = len(self._pass_keys)
+                self._pass_keys.append(key)
+                self._steps.append({})
+        self._steps[now][number] = found
+        return found
 
     # -- tracing lines ---------------------------------------------------------------------------------------------
 
