@@ -501,27 +501,36 @@ class Recorder:
             for key, passes in self._threads[t][0].items():
                 passes_of.setdefault(key, []).append(passes)
         for key, per_lane in passes_of.items():
-            runs = set().union(*per_lane)
-            if any(len(p) > len(runs) or len(set(p)) < len(p) for p in per_lane):
-                # a lane that ran it more than once in a pass (a device function's line, called twice there)
-                busiest: Counter = Counter()
-                for p in per_lane:
-                    busiest |= Counter(p)
-                warp_runs = sum(busiest.values())
+            first = per_lane[0]
+            if per_lane.count(first) == len(per_lane):  # every lane ran it in the same passes (most lines)
+                warp_runs = len(first)
             else:
-                warp_runs = len(runs)
+                runs = set().union(*per_lane)
+                if any(len(p) > len(runs) or len(set(p)) < len(p) for p in per_lane):
+                    # a lane that ran it more than once in a pass (a device function's line, called twice there)
+                    busiest: Counter = Counter()
+                    for p in per_lane:
+                        busiest |= Counter(p)
+                    warp_runs = sum(busiest.values())
+                else:
+                    warp_runs = len(runs)
             row = self.lines[key]
             row[0] += weight * warp_runs
             row[1] += weight * sum(map(len, per_lane))
         taken: dict = {}  # (test, loop pass, k) -> where the lanes went
+        lines: dict = {}  # line key -> (file, line)
         for t in lanes:
             _, last, last_pass = self._threads[t]
             outcomes = self._outcomes.get(t, {})
             for key, went in outcomes.items():
-                k: Counter = Counter()
+                k: dict = {}
                 for in_pass, after in went:
-                    taken.setdefault((key, in_pass, k[in_pass]), set()).add(self._line_of(after))
-                    k[in_pass] += 1
+                    kth = k.get(in_pass, 0)
+                    k[in_pass] = kth + 1
+                    where = lines.get(after)
+                    if where is None:
+                        where = lines[after] = self._line_of(after)
+                    taken.setdefault((key, in_pass, kth), set()).add(where)
             if last in self._branch_keys:  # the lane ran the test and then ended the thread: its own way
                 k_last = sum(1 for in_pass, _ in outcomes.get(last, ()) if in_pass == last_pass)
                 taken.setdefault((last, last_pass, k_last), set()).add("end")
