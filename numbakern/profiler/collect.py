@@ -2,15 +2,25 @@
 
 The simulator runs each CUDA thread as a greenlet, from barrier to barrier, so the 32 lanes of a warp do not run
 in lockstep: lane 0 may be three loop iterations ahead of lane 1 when it makes an access. What the hardware counts
-is per *warp-level instruction*, so the lanes' accesses must be put back together. The rule: **the k-th time a lane
-executes an access site is the same warp instruction as the k-th time every other lane of its warp executes that
-site.** A site is one bytecode instruction of the kernel (its code object and instruction offset: ``m[r, i]`` and
-``n[i, c]`` on one line are two sites), and for a device function also the chain of call sites up to the kernel,
-because each call of a device function is inlined on the GPU: its copies are different instructions. Under
-structured control flow this is how SIMT execution pairs lanes: lanes that skip an ``if`` do not take part in its
-instructions (fewer active lanes), and a lane that leaves a loop early has no k-th iteration (the warp runs it with
-the others). It holds whatever order the scheduler runs the threads in, so profiling needs no scheduling of its
+is per *warp-level instruction*, so the lanes' accesses must be put back together. The rule: **a lane's access at a
+site in a pass of the loops around it is the same warp instruction as every other lane's of its warp at that site in
+that pass.** A site is one bytecode instruction of the kernel (its code object and instruction offset: ``m[r, i]``
+and ``n[i, c]`` on one line are two sites), and for a device function also the chain of call sites up to the
+kernel, because each call of a device function is inlined on the GPU: its copies are different instructions. The
+pass is which pass of each enclosing loop the lane is in, the device function's loops inside its caller's: under
+structured control flow a warp runs a loop's passes together, so lanes that skip an ``if`` take no part in its
+instructions in that pass (fewer active lanes), and a lane that leaves a loop early (its condition, a ``break``) has
+no later pass. It holds whatever order the scheduler runs the threads in, so profiling needs no scheduling of its
 own.
+
+The pass comes from the rewritten kernel (``numbakern.sim.typed``): each of its loops calls ``typed.LOOP_HOOK`` at
+the start of each pass and when it ends, which the profiler binds to ``Recorder.loop_hook``; a thread's pass is an id
+of (the pass it was in when the loop began, the loop, the pass's number), the same for every lane in the same passes.
+A device function with loops leaves its caller in the pass it was called in, even when it returns from inside one.
+Several accesses of a lane at a site in one pass (an instruction's model that makes several) pair k-th with k-th.
+So do the accesses in loops with no hook: those of a kernel run untyped, and of a function whose control flow
+Python's statements cannot express, which runs as a loop over its blocks; there the k-th rule alone pairs the lanes,
+with its blind spot (an access some lanes skip in some passes and not in others).
 
 What a lane accesses is seen by the array proxies the simulator hands kernels (``ProfiledArray``: every element
 read, write and atomic, with its address). Some instructions are carried out by the simulator's models of declared
@@ -20,10 +30,10 @@ kernel's line that called it, named by the instruction's ``Op.instruction``. ``c
 later wait lets it land, so it is counted when issued, as the model reports it
 (``numbakern.sim.intrinsics.observe``), and the landing itself is not counted again.
 
-Lines are counted by tracing the kernel's own frames (``sys.settrace``, line events): per lane, how many times it
-ran each line. A warp runs a line as many times as its most frequent lane (the k-th rule again); the lanes over
-those runs give the active lanes per executed instruction. The k-th run of an ``if``/``while`` test is divergent
-when the warp's lanes go on to different lines.
+Lines are counted by tracing the kernel's own frames (``sys.settrace``, line events): per lane, the loop pass of
+each run of each of its instructions. A warp runs an instruction once in each pass some lane ran it in (as many times
+as its busiest lane there, if more); the lanes over those runs give the active lanes per executed instruction. An
+``if``/``while`` test's run in a pass is divergent when the warp's lanes go on to different lines.
 
 Large grids are sampled (``plan``): counts are kept per block and scaled by the block's weight.
 """
@@ -46,6 +56,7 @@ from ..sim import config, engine, intrinsics, kerneltypes
 from ..sim.checked_array import CheckedArray
 from ..sim.fakecuda import LocalMemory
 from ..sim.stockapi import Dim3
+from ..sim.typed import LOOP_HOOK
 from . import rules
 from .model import KINDS, Branch, Line, Memory
 
@@ -79,7 +90,8 @@ class ProfiledArray(CheckedArray):
     def _note(self, op: int, addr: int, frame) -> None:
         rec = self._rec
         if frame.f_code is rec.kernel_code:
-            rec.events.append((rec.scheduler.current, frame.f_lasti, self._kind + op, addr, self._item))
+            thread = rec.scheduler.current
+            rec.events.append((thread, frame.f_lasti, self._kind + op, addr, self._item, rec.passes.get(thread, 0)))
         else:
             rec.access(frame, self._kind + op, addr, self._item)
 
@@ -99,7 +111,8 @@ class ProfiledArray(CheckedArray):
         rec = self._rec
         frame = _getframe(1)
         if frame.f_code is rec.kernel_code:  # (``_note``, inlined: the commonest call of a profiled launch)
-            rec.events.append((rec.scheduler.current, frame.f_lasti, self._kind, addr, self._item))
+            thread = rec.scheduler.current
+            rec.events.append((thread, frame.f_lasti, self._kind, addr, self._item, rec.passes.get(thread, 0)))
         else:
             rec.access(frame, self._kind, addr, self._item)
         return self._a[idx]
@@ -142,9 +155,9 @@ class Recorder:
     """Everything one profiled launch counts.
 
     While a block runs, element accesses are queued (``events``, ``slow_events``: thread, site, kind, address,
-    bytes; a global array is named by its address range) and each lane's line runs counted by the line tracer; when
-    the block is done (``end_blocks``) the queues become warp instructions, counted by ``rules``, and the lanes'
-    lines become warp runs."""
+    bytes, the loop pass the thread is in; a global array is named by its address range) and each lane's line runs
+    counted by the line tracer; when the block is done (``end_blocks``) the queues become warp instructions, counted
+    by ``rules``, and the lanes' lines become warp runs."""
 
     def __init__(self, scheduler, kernel_codes: list, kernel_code):
         self.scheduler = scheduler
@@ -152,16 +165,23 @@ class Recorder:
         self._codes = {id(c): c for c in kernel_codes}  # (kept alive: their ids key what follows)
         self._roles: dict[int, int] = {}
         self._kept: list = []
-        self.events: list = []  # the kernel's own accesses: (thread, offset, kind, address, bytes)
+        self.events: list = []  # the kernel's own accesses: (thread, offset, kind, address, bytes, pass)
         self.slow_events: list = []  # the others': (thread, site, kind, address, bytes, stand-in frame or None,
-        #                               a cp.async's source address or -1)
+        #                               a cp.async's source address or -1, pass)
+        # the loop pass each thread is in (``loop``): an id of ``_pass_keys``, whose entries are (the enclosing
+        # loop's pass, the loop's number, the pass's number); 0 (the entry below): in no loop
+        self.passes: dict = {}
+        self._pass_keys: list[tuple[int, int, int]] = [(0, 0, -1)]
+        self._pass_ids: dict[tuple[int, int, int], int] = {}
+        self._steps: list[dict[int, int]] = [{}]  # per id: {the hook's argument: the id after it}
         self.arrays: dict[int, object] = {}  # global arrays' labels by address range (``ARRAY_BITS``)
         self.quiet = 0  # > 0 while a stand-in lands accesses already counted (cp.async)
         self.tracing = False  # whether the running block's lines are counted
         self._site_ids: dict[tuple, int] = {}
         self.sites: list[Site] = []
-        self._threads: dict = {}  # SimThread -> [line runs by (code id, offset), last line key]
-        self._outcomes: dict = {}  # SimThread -> {branch key: [the line key after each run]}
+        # SimThread -> [{(code id, offset): the loop pass of each run}, last line key, its loop pass]
+        self._threads: dict = {}
+        self._outcomes: dict = {}  # SimThread -> {branch key: [(the loop pass of a run, the line key after it)]}
         self.lines: dict[tuple[int, int], list[float]] = defaultdict(lambda: [0.0, 0.0])  # [warp, lane runs]
         self.branches: dict[tuple[int, int], Branch] = {}
         self._branch_keys: set[tuple[int, int]] = set()
@@ -201,9 +221,9 @@ class Recorder:
             last = events[-1]
             if last[5] is stand_in and last[0] is thread and last[1] == where and last[2] == kind and \
                     last[3] + last[4] == addr and last[4] + nbytes <= _MAX_ACCESS:
-                events[-1] = last[:4] + (last[4] + nbytes, stand_in, last[6])
+                events[-1] = last[:4] + (last[4] + nbytes,) + last[5:]
                 return
-        events.append((thread, where, kind, addr, nbytes, stand_in, source))
+        events.append((thread, where, kind, addr, nbytes, stand_in, source, self.passes.get(thread, 0)))
 
     def issue(self, instruction: str, accesses, frame) -> None:
         """A stand-in issues ``instruction`` (``intrinsics.observe``): its ``(array, index, bytes, op)`` accesses,
@@ -221,6 +241,38 @@ class Recorder:
         """A stand-in starts (``True``) or ends carrying out accesses it reported when it issued them."""
         self.quiet += 1 if landing else -1
 
+    # -- loop passes -----------------------------------------------------------------------------------------------
+
+    def loop_hook(self):
+        """The rewritten code's ``typed.LOOP_HOOK``: ``(n)`` at the start of each pass of loop ``n``, ``(-n)`` when
+        it ends. A thread's pass is named by the pass of the loop around it and the number of this one, so that
+        lanes in the same pass of every loop around them share the id; each id's successors are kept
+        (``_steps``), so that a lane follows the others' steps with two lookups."""
+        passes, steps, scheduler, step = self.passes, self._steps, self.scheduler, self._step
+
+        def loop(number: int) -> None:
+            thread = scheduler.current
+            now = passes.get(thread, 0)
+            found = steps[now].get(number)
+            passes[thread] = found if found is not None else step(now, number)
+
+        return loop
+
+    def _step(self, now: int, number: int) -> int:
+        """The pass a lane in pass ``now`` is in after ``loop(number)``."""
+        outer, inside, count = self._pass_keys[now]
+        if number < 0:
+            found = outer if inside == -number else now  # (a loop that ran no pass leaves the lane where it is)
+        else:
+            key = (outer, number, count + 1) if inside == number else (now, number, 0)
+            found = self._pass_ids.get(key)
+            if found is None:
+                found = self._pass_ids[key] = len(self._pass_keys)
+                self._pass_keys.append(key)
+                self._steps.append({})
+        self._steps[now][number] = found
+        return found
+
     # -- tracing lines ---------------------------------------------------------------------------------------------
 
     def trace_calls(self, frame, event, arg):
@@ -233,29 +285,48 @@ class Recorder:
         return None
 
     def traced_call(self, fn):
-        """``fn`` (a device function) called with its frame traced, in the blocks whose lines are counted."""
+        """``fn`` (a device function) called with its frame traced, in the blocks whose lines are counted; a
+        function with loops leaves its caller in the pass it was called in (a ``return`` inside a loop ends none)."""
         tracer = self.trace_calls
+        if LOOP_HOOK not in getattr(getattr(fn, "__code__", None), "co_names", ()):
 
-        def call(*args, **kwargs):
+            def call(*args, **kwargs):
+                if self.tracing:
+                    sys.settrace(tracer)
+                return fn(*args, **kwargs)
+
+            return call
+        passes, scheduler = self.passes, self.scheduler
+
+        def call_with_loops(*args, **kwargs):
             if self.tracing:
                 sys.settrace(tracer)
-            return fn(*args, **kwargs)
+            thread = scheduler.current
+            now = passes.get(thread, 0)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                passes[thread] = now
 
-        return call
+        return call_with_loops
 
     def _trace_lines(self, frame, event, arg):
         if event == "line":
             thread = self.scheduler.current
             state = self._threads.get(thread)
             if state is None:
-                state = self._threads[thread] = [{}, None]
+                state = self._threads[thread] = [{}, None, 0]
             key = (id(frame.f_code), frame.f_lasti)
-            runs = state[0]
-            runs[key] = runs.get(key, 0) + 1
+            in_pass = self.passes.get(thread, 0)
+            runs = state[0].get(key)
+            if runs is None:
+                state[0][key] = [in_pass]
+            else:
+                runs.append(in_pass)
             prev = state[1]
             if prev in self._branch_keys:
-                self._outcomes.setdefault(thread, {}).setdefault(prev, []).append(key)
-            state[1] = key
+                self._outcomes.setdefault(thread, {}).setdefault(prev, []).append((state[2], key))
+            state[1], state[2] = key, in_pass
         return self._trace_lines
 
     def _note_branches(self, code) -> None:
@@ -286,13 +357,15 @@ class Recorder:
                 for t in warp.lanes:
                     self._threads.pop(t, None)
                     self._outcomes.pop(t, None)
+                    self.passes.pop(t, None)
 
     def _count_events(self, fast: list, slow: list, weight: float) -> None:
-        """The queued accesses as warp instructions: the k-th access of a lane at a site joins the k-th of every lane
-        of its warp there (each queue is in each thread's order, and a site's accesses are all in one queue)."""
-        threads, sids, addrs, nbytes, sources = [], [], [], [], []
+        """The queued accesses as warp instructions: a lane's access at a site in a loop pass joins those of every
+        lane of its warp at that site in that pass; several there (an instruction's model may make several), the
+        k-th the k-th (each queue is in each thread's order, and a site's accesses are all in one queue)."""
+        threads, sids, addrs, nbytes, sources, passes = [], [], [], [], [], []
         if fast:
-            f_threads, offsets, kinds, f_addrs, f_bytes = zip(*fast)
+            f_threads, offsets, kinds, f_addrs, f_bytes, f_passes = zip(*fast)
             keys = np.array(offsets, np.int64) * len(KINDS) + np.array(kinds, np.int64)
             found, inverse = np.unique(keys, return_inverse=True)
             site_of = np.array([self._site((self._start(self.kernel_code, int(k) // len(KINDS)),
@@ -302,14 +375,16 @@ class Recorder:
             addrs.append(np.array(f_addrs, np.int64))
             nbytes.append(np.array(f_bytes, np.int64))
             sources.append(np.full(len(f_addrs), -1, np.int64))
+            passes.append(np.array(f_passes, np.int64))
         if slow:
-            s_threads, wheres, kinds, s_addrs, s_bytes, stand_ins, s_sources = zip(*slow)
+            s_threads, wheres, kinds, s_addrs, s_bytes, stand_ins, s_sources, s_passes = zip(*slow)
             threads.append(s_threads)
             sids.append(np.array([self._site((self._where(w), k), s) for w, k, s in zip(wheres, kinds, stand_ins)],
                                  np.int64))
             addrs.append(np.array(s_addrs, np.int64))
             nbytes.append(np.array(s_bytes, np.int64))
             sources.append(np.array(s_sources, np.int64))
+            passes.append(np.array(s_passes, np.int64))
         all_threads = [t for part in threads for t in part]
         ids, thread = np.unique(np.fromiter(map(id, all_threads), np.int64, len(all_threads)), return_inverse=True)
         thread = thread.reshape(-1)
@@ -318,17 +393,20 @@ class Recorder:
         warp_ids = {}
         warp_of = np.array([warp_ids.setdefault(id(objects[i].warp), len(warp_ids)) for i in ids.tolist()], np.int64)
         sid = np.concatenate(sids)
-        # k: how many earlier accesses of the same thread at the same site
-        order = np.lexsort((np.arange(len(sid)), sid, thread))
-        t_sorted, s_sorted = thread[order], sid[order]
+        # a site in a loop pass
+        _, at = np.unique(sid * len(self._pass_keys) + np.concatenate(passes), return_inverse=True)
+        at = at.reshape(-1)
+        # k: how many earlier accesses of the same thread at the same site in the same pass
+        order = np.lexsort((np.arange(len(at)), at, thread))
+        t_sorted, a_sorted = thread[order], at[order]
         new = np.ones(len(order), bool)
-        new[1:] = (t_sorted[1:] != t_sorted[:-1]) | (s_sorted[1:] != s_sorted[:-1])
+        new[1:] = (t_sorted[1:] != t_sorted[:-1]) | (a_sorted[1:] != a_sorted[:-1])
         starts = np.maximum.accumulate(np.where(new, np.arange(len(order)), 0))
         k = np.empty(len(order), np.int64)
         k[order] = np.arange(len(order)) - starts
-        # the instruction: (warp, site, k)
-        sites, runs = len(self.sites), int(k.max()) + 1
-        _, group = np.unique((warp_of[thread] * sites + sid) * runs + k, return_inverse=True)
+        # the instruction: (warp, site and pass, k)
+        places, runs = int(at.max()) + 1, int(k.max()) + 1
+        _, group = np.unique((warp_of[thread] * places + at) * runs + k, return_inverse=True)
         group = group.reshape(-1)
         site = np.zeros(int(group.max()) + 1, np.int64)
         site[group] = sid
@@ -415,25 +493,54 @@ class Recorder:
                 bitmap[marked] = True
 
     def _count_lines(self, lanes: list, weight: float) -> None:
-        runs = [self._threads[t][0] for t in lanes]
-        keys = set().union(*runs)
-        for key in keys:
-            counts = [r.get(key, 0) for r in runs]
+        """A warp's line runs: per instruction and loop pass, as many as its busiest lane's (mostly one: a line runs
+        once a pass), and over the lanes the sum of theirs; an ``if``/``while`` test's runs are divergent when the
+        lanes that run it in a pass (the k-th time in it, if more) go on to different lines."""
+        passes_of: dict = {}
+        for t in lanes:
+            for key, passes in self._threads[t][0].items():
+                passes_of.setdefault(key, []).append(passes)
+        for key, per_lane in passes_of.items():
+            first = per_lane[0]
+            if per_lane.count(first) == len(per_lane):  # every lane ran it in the same passes (most lines)
+                warp_runs = len(first)
+            else:
+                runs = set().union(*per_lane)
+                if any(len(p) > len(runs) or len(set(p)) < len(p) for p in per_lane):
+                    # a lane that ran it more than once in a pass (a device function's line, called twice there)
+                    busiest: Counter = Counter()
+                    for p in per_lane:
+                        busiest |= Counter(p)
+                    warp_runs = sum(busiest.values())
+                else:
+                    warp_runs = len(runs)
             row = self.lines[key]
-            row[0] += weight * max(counts)
-            row[1] += weight * sum(counts)
-        outcomes = [self._outcomes.get(t, {}) for t in lanes]
-        for key in set().union(*outcomes):
-            # a lane that ran the test and then ended the thread went its own way: "end"
-            ways = [o.get(key, []) + ["end"] * (r.get(key, 0) - len(o.get(key, []))) for o, r in zip(outcomes, runs)]
+            row[0] += weight * warp_runs
+            row[1] += weight * sum(map(len, per_lane))
+        taken: dict = {}  # (test, loop pass, k) -> where the lanes went
+        lines: dict = {}  # line key -> (file, line)
+        for t in lanes:
+            _, last, last_pass = self._threads[t]
+            outcomes = self._outcomes.get(t, {})
+            for key, went in outcomes.items():
+                k: dict = {}
+                for in_pass, after in went:
+                    kth = k.get(in_pass, 0)
+                    k[in_pass] = kth + 1
+                    where = lines.get(after)
+                    if where is None:
+                        where = lines[after] = self._line_of(after)
+                    taken.setdefault((key, in_pass, kth), set()).add(where)
+            if last in self._branch_keys:  # the lane ran the test and then ended the thread: its own way
+                k_last = sum(1 for in_pass, _ in outcomes.get(last, ()) if in_pass == last_pass)
+                taken.setdefault((last, last_pass, k_last), set()).add("end")
+        for (key, _, _), where in taken.items():
             branch = self.branches.get(key)
             if branch is None:
                 branch = self.branches[key] = Branch()
-            for k in range(max(len(w) for w in ways)):
-                taken = {self._line_of(w[k]) if w[k] != "end" else "end" for w in ways if k < len(w)}
-                branch.executions += weight
-                if len(taken) > 1:
-                    branch.divergent += weight
+            branch.executions += weight
+            if len(where) > 1:
+                branch.divergent += weight
 
     # -- bookkeeping -----------------------------------------------------------------------------------------------
 
@@ -624,11 +731,11 @@ class ProfiledLaunch(engine.Launch):
         def run_here():
             before = sys.gettrace()
             previous = intrinsics.install_observer(recorder)
-            devices = _trace_device_calls(typed, recorder) if typed is not None else []
+            hooked = _hook_functions(typed, recorder) if typed is not None else []
             try:
                 outer.run(args)
             finally:
-                for namespace, name, value in devices:
+                for namespace, name, value in hooked:
                     namespace[name] = value
                 intrinsics.install_observer(previous)
                 sys.settrace(before)
@@ -669,15 +776,19 @@ class ProfiledLaunch(engine.Launch):
         self.recorder.end_blocks(blocks, weight, line_weight)
 
 
-def _trace_device_calls(typed, recorder: Recorder) -> list:
-    """Have the rewritten functions call their device functions through ``Recorder.traced_call`` (their namespaces
-    are the typed kernel's, kept across launches: the ``(namespace, name, value)`` to put back come back)."""
+def _hook_functions(typed, recorder: Recorder) -> list:
+    """Have the rewritten functions tell ``recorder`` their loops' passes (``Recorder.loop_hook``) and call their
+    device functions through ``Recorder.traced_call`` (their namespaces are the typed kernel's, kept across
+    launches: the ``(namespace, name, value)`` to put back come back)."""
     saved = []
+    loop = recorder.loop_hook()
     for f in typed.functions:
         for name, value in list(f.globals.items()):
             if name.startswith(DEVICE_PREFIX) and callable(value):
                 saved.append((f.globals, name, value))
                 f.globals[name] = recorder.traced_call(value)
+        saved.append((f.globals, LOOP_HOOK, f.globals[LOOP_HOOK]))
+        f.globals[LOOP_HOOK] = loop
     return saved
 
 

@@ -18,6 +18,7 @@ import ast
 import builtins as builtins_module
 import copy
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,13 @@ _OP_TEXT = {
 #: integer attributes and names with known ranges (the values a GPU allows): numbakern.frontend.intervals
 _ATTRIBUTE_BOUNDS = intervals.ATTRIBUTE_BOUNDS
 _NAME_BOUNDS = intervals.NAME_BOUNDS
+#: the global a rewritten loop calls at the start of each pass, ``__nk_loop(n)``, and after it ends, ``__nk_loop(-n)``
+#: (``n``: the loop's number, one of its kernel's): a no-op, but for the profiler, which learns from it which pass of
+#: each loop a lane is in (``numbakern.profiler.collect``)
+LOOP_HOOK = "__nk_loop"
+#: the variable of a rebuilt function that runs as a loop over its blocks (``decompile._Decompiler._dispatch_loop``;
+#: named there by its value only: a change to the front end's sources retypes every kernel)
+_DISPATCH_STATE = "_nk_block"
 #: math functions that return a Python int (Numba's may return a float)
 _MATH_RETURNING_INT = {"ceil", "floor", "trunc", "factorial", "gcd", "lcm", "isqrt", "comb", "perm"}
 
@@ -127,8 +135,9 @@ class Rewriter:
     """Rewrites one function (kernel or device function) for one set of facts."""
 
     def __init__(self, facts: FunctionFacts, helpers: Helpers, device_names: dict[int, str],
-                 global_values: dict[str, Any]):
+                 global_values: dict[str, Any], loop_numbers: Iterator[int]):
         self.facts = facts
+        self.loop_numbers = loop_numbers  # shared by the functions of one kernel (``compile_kernel``)
         self.h = helpers
         self.device_names = device_names
         self.global_values = global_values
@@ -297,16 +306,17 @@ class Rewriter:
         return s
 
     def stmt_While(self, s: ast.While):
+        dispatch = _is_dispatch_loop(s)
         s.test = self.test(s.test)
         body = self.block(s.body)
         if not _synchronises_every_pass(s.body):
             # every pass reports to the scheduler: a spin-wait no one ends is found (DeadlockError). A loop that
             # reaches a barrier on every pass needs none: the thread yields there anyway.
-            body.insert(0, ast.copy_location(ast.Expr(ast.copy_location(
-                ast.Call(ast.Name(self.h.name("spin", None), ast.Load()), [], []), s)), s))
+            body.insert(0, _statement(ast.Call(ast.Name(self.h.name("spin", None), ast.Load()), [], []), s))
         s.body = body
         s.orelse = self.block(s.orelse)
-        return s
+        # a loop over the blocks of a graph Python's statements cannot express: its passes are no loop's
+        return s if dispatch else self._hooked(s)
 
     def stmt_For(self, s: ast.For):
         s.iter = self.expr(s.iter).node
@@ -315,7 +325,20 @@ class Rewriter:
                 self.subscript_target(t)
         s.body = self.block(s.body)
         s.orelse = self.block(s.orelse)
-        return s
+        return self._hooked(s)
+
+    def _hooked(self, s: ast.For | ast.While) -> list[ast.stmt]:
+        """The loop calling ``LOOP_HOOK`` at the start of each pass, and when it ends: after it, and first thing in
+        its ``else`` (which runs after the last pass; a ``break`` skips it)."""
+        n = next(self.loop_numbers)
+
+        def hook(number: int) -> ast.stmt:
+            return _statement(ast.Call(ast.Name(LOOP_HOOK, ast.Load()), [ast.Constant(number)], []), s)
+
+        s.body.insert(0, hook(n))
+        if s.orelse:
+            s.orelse.insert(0, hook(-n))
+        return [s, hook(-n)]
 
     def stmt_With(self, s: ast.With):
         s.body = self.block(s.body)
@@ -829,6 +852,18 @@ def _constant_helper(value) -> str:
 _BARRIERS = {"syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp", "sync"}
 
 
+def _statement(call: ast.Call, at: ast.stmt) -> ast.stmt:
+    """``call`` as a statement placed at ``at``."""
+    return ast.copy_location(ast.Expr(ast.copy_location(call, at)), at)
+
+
+def _is_dispatch_loop(s: ast.While) -> bool:
+    """The rebuilt function's loop over its blocks (``decompile``: ``while True:`` around ``if <state> == label``)."""
+    body = s.body
+    return (len(body) == 1 and isinstance(body[0], ast.If) and isinstance(body[0].test, ast.Compare)
+            and isinstance(body[0].test.left, ast.Name) and body[0].test.left.id == _DISPATCH_STATE)
+
+
 def _synchronises_every_pass(body: list[ast.stmt]) -> bool:
     """A statement of the loop body itself (not under an ``if``) calls a barrier: ``cuda.syncthreads()`` and the
     like, or a cooperative group's ``sync()``."""
@@ -980,11 +1015,13 @@ def compile_kernel(facts: dict, kernel_fn, device_fns: list) -> CompiledKernel:
                            "helper returned no Python for it")
     names: dict[int, str] = {i: f"__nk_device_{i}" for i in range(1, len(functions_facts))}
     compiled: list[CompiledFunction | None] = []
+    loop_numbers = itertools.count(1)  # one numbering over all the functions: a loop's number names it
     for data in functions_facts:
         if data is None:
             compiled.append(None)
             continue
-        compiled.append(_rewrite(_function_of(data["label"], kernel_fn, device_fns), data, names, device_fns))
+        compiled.append(_rewrite(_function_of(data["label"], kernel_fn, device_fns), data, names, device_fns,
+                                 loop_numbers))
     return CompiledKernel(compiled, bool(facts.get("cooperative")))
 
 
@@ -1036,14 +1073,15 @@ def _values(pyfunc, names, device_fns: list) -> dict[str, Any]:
     return values
 
 
-def _rewrite(pyfunc, data: dict, device_names: dict[int, str], device_fns: list) -> CompiledFunction:
+def _rewrite(pyfunc, data: dict, device_names: dict[int, str], device_fns: list,
+             loop_numbers: Iterator[int]) -> CompiledFunction:
     python = data["python"]
     fdef = ast.parse(python["text"]).body[0]
     _place(fdef, python["positions"])
     read = sorted(_free_names(fdef))
     values = _values(pyfunc, read, device_fns)
     helpers = Helpers()
-    rewriter = Rewriter(FunctionFacts(data), helpers, device_names, values)
+    rewriter = Rewriter(FunctionFacts(data), helpers, device_names, values, loop_numbers)
     new_def = rewriter.function(fdef)
     module = ast.Module([new_def], [])
     ast.fix_missing_locations(module)
@@ -1067,6 +1105,7 @@ def _bind(f: CompiledFunction, pyfunc, is_cuda_module, device_fns: list) -> Type
     for name in f.helpers:
         namespace[name] = helper_value(name)
     namespace["__nk_spin"] = _no_spin
+    namespace[LOOP_HOOK] = _no_loop_hook
     namespace[MAKE_FUNCTION] = _FunctionMaker(pyfunc)
     exec(f.code, namespace)  # noqa: S102 - the kernel's own (rewritten) definition
     function = namespace[f.name]
@@ -1104,6 +1143,10 @@ def helper_value(name: str):
 
 
 def _no_spin():
+    pass
+
+
+def _no_loop_hook(number: int) -> None:
     pass
 
 

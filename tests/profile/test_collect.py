@@ -1,7 +1,7 @@
 """What ``numbakern.profile`` counts for whole launches in the simulator: warp instructions put together from the
-lanes (the k-th access of a lane at a site with the k-th of the others), stand-ins that are one instruction
-(16-byte vector loads, ldmatrix, cp.async), atomics, flops, sampling; each against counts worked out independently
-from the launch's index arithmetic."""
+lanes (a lane's access at a site, in a pass of the loops around it, with the others' there in that pass), stand-ins
+that are one instruction (16-byte vector loads, ldmatrix, cp.async), atomics, flops, sampling; each against counts
+worked out independently from the launch's index arithmetic."""
 
 import json
 import math
@@ -14,6 +14,7 @@ import numbakern
 from numbakern.async_copy import async_commit, async_wait_all, copy_async, copy_async4
 from numbakern.mma import formats, ldmatrix_x4, mma_m16n8k16_bf16
 from numbakern.profiler import collect, lessons
+from numbakern.unroll import rolled_function, unroll, unrolled
 from numbakern.vector_io import vload4, vstore4
 
 pytestmark = pytest.mark.sim
@@ -208,6 +209,21 @@ def test_a_cp_async_writes_shared_memory_one_source_line_at_a_time(rows, rng):
     assert (s.requests, s.wavefronts, s.ideal_wavefronts) == (1, rows, 1)
 
 
+def per_pass(passes, width=4):
+    """``(requests, accesses, sectors)`` of one access site from the byte addresses of its warp instructions, one list
+    per pass of the loops around it (the hardware's rule: a warp runs its loops' passes together, and a site in a
+    pass is one instruction of the lanes that reach it then; a pass no lane reaches issues none)."""
+    issued = [addrs for addrs in passes if addrs]
+    return len(issued), sum(map(len, issued)), sectors_of(issued, width)
+
+
+def ld(p, kernel, offset):
+    """The global loads at line ``offset`` of ``kernel`` (a kernel or device function)."""
+    code = kernel.py_func.__code__
+    m = p.line(code.co_firstlineno + offset, code.co_filename).memory["global_ld"]
+    return m.requests, m.accesses, m.sectors
+
+
 @cuda.jit
 def skip_some(src, out):
     t = cuda.threadIdx.x
@@ -218,15 +234,192 @@ def skip_some(src, out):
     out[t] = acc
 
 
-@pytest.mark.xfail(strict=True, reason="the k-th rule's blind spot (docs/profiling.md, 'The warp-level view'): a lane "
-                   "that skips iteration 0's load has its iteration-1 load joined with the others' iteration-0 loads")
 def test_a_load_some_lanes_skip_in_some_iterations(rng):
     src = rng.random(64, dtype=np.float32)
-    p = numbakern.profile(skip_some, 1, 32, src, np.zeros(32, np.float32))
+    out = np.zeros(32, np.float32)
+    p = numbakern.profile(skip_some, 1, 32, src, out)
     m = p.line(skip_some.py_func.__code__.co_firstlineno + 6).memory["global_ld"]
-    # the GPU: iteration 0 reads src[1..31] (4 sectors), iteration 1 src[32..63] (4 more); the k-th rule joins the
-    # skipping lanes' iteration-1 reads with iteration 0 (8 sectors) and the rest of iteration 1 after it (4)
+    # the GPU: iteration 0 reads src[t] for the lanes t % 3 > 0 (4 sectors), iteration 1 src[32..63] (4 more). (The
+    # k-th execution of each lane joined would put the skipping lanes' iteration-1 reads into iteration 0's
+    # instruction: 8 sectors, then 4.)
     assert (m.requests, m.sectors) == (2, 8)
+    np.testing.assert_allclose(out, [src[t] * (t % 3 > 0) + src[32 + t] for t in range(32)], rtol=1e-6)
+
+
+@cuda.jit
+def skip_inner(src, out):
+    t = cuda.threadIdx.x
+    acc = np.float32(0.0)
+    for i in range(3):
+        for j in range(4):
+            if (t + i + j) % 3 != 0:  # each lane skips a different pass of the inner loop in each outer pass
+                acc += src[(4 * i + j) * 64 + t]
+    out[t] = acc
+
+
+def test_a_load_skipped_in_some_passes_of_an_inner_loop(rng):
+    src = rng.random(12 * 64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    p = numbakern.profile(skip_inner, 1, 64, src, out)
+    # per warp, one instruction per pass (i, j) of the lanes with (t + i + j) % 3 != 0: 12 passes of 2 warps
+    expected = per_pass([[4 * ((4 * i + j) * 64 + t) for t in range(w, w + 32) if (t + i + j) % 3]
+                         for w in (0, 32) for i in range(3) for j in range(4)])
+    assert expected[0] == 24
+    assert ld(p, skip_inner, 7) == expected
+    np.testing.assert_allclose(out, [sum(src[(4 * i + j) * 64 + t] for i in range(3) for j in range(4)
+                                         if (t + i + j) % 3) for t in range(64)], rtol=1e-5)
+
+
+@cuda.jit
+def skip_in_while(src, out):
+    t = cuda.threadIdx.x
+    acc = np.float32(0.0)
+    k = 0
+    while k < 4:
+        if (t + k) % 4 != 0:  # each lane skips one pass of the four, lanes t, t + 4, .. the same one
+            acc += src[k * 32 + t]
+        k += 1
+    out[t] = acc
+
+
+def test_a_load_some_lanes_skip_in_some_passes_of_a_while_loop(rng):
+    src = rng.random(4 * 32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    p = numbakern.profile(skip_in_while, 1, 32, src, out)
+    # pass k: one instruction of the 24 lanes with (t + k) % 4 != 0, reading row k (every sector of it: 4)
+    expected = per_pass([[4 * (k * 32 + t) for t in range(32) if (t + k) % 4] for k in range(4)])
+    assert expected == (4, 96, 16)
+    assert ld(p, skip_in_while, 7) == expected
+    load = p.line(skip_in_while.py_func.__code__.co_firstlineno + 7)
+    assert (load.executions, load.thread_executions) == (4, 96)  # 4 warp runs, 24 lanes each
+    np.testing.assert_allclose(out, [sum(src[k * 32 + t] for k in range(4) if (t + k) % 4) for t in range(32)],
+                               rtol=1e-6)
+
+
+@cuda.jit
+def leave_at_break(src, stop, out):
+    t = cuda.threadIdx.x
+    last = stop[t]
+    acc = np.float32(0.0)
+    for k in range(4):
+        acc += src[k * 32 + t]
+        if k == last:
+            break
+        if (t + k) % 2 == 1:  # odd passes for the even lanes, even passes for the odd ones
+            acc += src[128 + k * 32 + t]
+    out[t] = acc
+
+
+def test_a_break_some_lanes_take(rng):
+    stop = rng.integers(0, 5, size=32).astype(np.int32)  # the pass each lane leaves in (4: none, it runs all 4)
+    src = rng.random(8 * 32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    p = numbakern.profile(leave_at_break, 1, 32, src, stop, out)
+    # pass k runs on the lanes that have not left: stop[t] >= k; of those, the ones that do not leave in it
+    # (stop[t] > k) and whose pass it is ((t + k) odd) make the second load
+    first = per_pass([[4 * (k * 32 + t) for t in range(32) if stop[t] >= k] for k in range(4)])
+    second = per_pass([[4 * (128 + k * 32 + t) for t in range(32) if stop[t] > k and (t + k) % 2]
+                       for k in range(4)])
+    assert ld(p, leave_at_break, 6) == first
+    assert ld(p, leave_at_break, 10) == second
+    np.testing.assert_allclose(out, [sum(src[k * 32 + t] + (src[128 + k * 32 + t] if k < stop[t] and (t + k) % 2
+                                                             else 0) for k in range(min(stop[t], 3) + 1))
+                                     for t in range(32)], rtol=1e-6)
+
+
+@cuda.jit(device=True)
+def load_if_mine(src, k, t):
+    if (t + k) % 3 == 0:  # a third of the lanes in each pass of the caller's loop, not the same third
+        return src[k * 32 + t]
+    return np.float32(0.0)
+
+
+@cuda.jit(device=True)
+def first_above(src, t, limit):
+    for j in range(4):
+        v = src[j * 32 + t]
+        if v > limit:
+            return v  # out of the loop, and out of the function
+    return np.float32(0.0)
+
+
+@cuda.jit
+def calls_in_a_loop(src, out):
+    t = cuda.threadIdx.x
+    acc = np.float32(0.0)
+    for k in range(3):
+        acc += load_if_mine(src, k, t)
+        acc += first_above(src, t, np.float32(0.5))
+        if (t + k) % 2 == 0:
+            acc += src[96 + k * 32 + t]
+    out[t] = acc
+
+
+def test_a_load_skipped_in_a_device_function_called_in_a_loop(rng):
+    src = rng.random(6 * 32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    p = numbakern.profile(calls_in_a_loop, 1, 32, src, out)
+    # the device function's load: in pass k of the kernel's loop, one instruction of the lanes with (t + k) % 3 == 0
+    assert ld(p, load_if_mine, 3) == per_pass([[4 * (k * 32 + t) for t in range(32) if (t + k) % 3 == 0]
+                                               for k in range(3)])
+    # the other's loop: pass j of each call runs on the lanes whose src[j' * 32 + t] was not above 0.5 for j' < j
+    reached = [[j <= next((jj for jj in range(4) if src[jj * 32 + t] > 0.5), 3) for t in range(32)] for j in range(4)]
+    assert ld(p, first_above, 3) == per_pass([[4 * (j * 32 + t) for t in range(32) if reached[j][t]]
+                                              for k in range(3) for j in range(4)])
+    # back in the kernel's pass k whichever pass of the device function's loop each lane returned from
+    assert ld(p, calls_in_a_loop, 8) == per_pass([[4 * (96 + k * 32 + t) for t in range(32) if (t + k) % 2 == 0]
+                                                  for k in range(3)])
+    found = [next((src[j * 32 + t] for j in range(4) if src[j * 32 + t] > 0.5), 0.0) for t in range(32)]
+    np.testing.assert_allclose(out, [sum((src[k * 32 + t] if (t + k) % 3 == 0 else 0) + found[t] +
+                                         (src[96 + k * 32 + t] if (t + k) % 2 == 0 else 0) for k in range(3))
+                                     for t in range(32)], rtol=1e-5)
+
+
+@cuda.jit
+def strided_sum(src, out, n):
+    t = cuda.threadIdx.x
+    acc = np.float32(0.0)
+    for e in range(t, n, 32):  # lanes t < n % 32 run one pass more
+        if e % 3 != 0:
+            acc += src[e]
+    out[t] = acc
+
+
+@pytest.mark.parametrize("n", [100, 45])
+def test_lanes_with_different_trip_counts(n, rng):
+    src = rng.random(n, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    p = numbakern.profile(strided_sum, 1, 32, src, out, n)
+    # pass q: the lanes with t + 32 q < n, of them those whose element is not a multiple of 3
+    expected = per_pass([[4 * e for e in range(32 * q, min(32 * q + 32, n)) if e % 3]
+                         for q in range(math.ceil(n / 32))])
+    assert ld(p, strided_sum, 6) == expected
+    np.testing.assert_allclose(out, [sum(src[e] for e in range(t, n, 32) if e % 3) for t in range(32)], rtol=1e-6)
+
+
+@cuda.jit
+@unrolled
+def skip_unrolled(src, out):
+    t = cuda.threadIdx.x
+    acc = np.float32(0.0)
+    for k in unroll(range(4), 2):  # a loop of 2 passes, its body 2 copies: for k and k + 1
+        if (t + k) % 3 != 0:
+            acc += src[k * 32 + t]
+    out[t] = acc
+
+
+def test_a_load_skipped_in_some_passes_of_a_partly_unrolled_loop(rng):
+    src = rng.random(4 * 32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    p = numbakern.profile(skip_unrolled, 1, 32, src, out)
+    # each copy of the load is an instruction of its own, run once a pass: one instruction for each k (the line's
+    # two copies together), of the lanes with (t + k) % 3 != 0
+    code = rolled_function(skip_unrolled.py_func).__code__
+    m = p.line(code.co_firstlineno + 7, code.co_filename).memory["global_ld"]
+    assert (m.requests, m.accesses, m.sectors) == per_pass([[4 * (k * 32 + t) for t in range(32) if (t + k) % 3]
+                                                            for k in range(4)])
+    np.testing.assert_allclose(out, [sum(src[k * 32 + t] for k in range(4) if (t + k) % 3) for t in range(32)],
+                               rtol=1e-6)
 
 
 def _ldmatrix_kernel(cols):

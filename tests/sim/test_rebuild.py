@@ -7,6 +7,8 @@ express, a loop over the blocks, is checked the same way."""
 
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -95,6 +97,7 @@ def test_the_rebuilt_python_is_structured(function):
     text = client.call(f"{FUNCTIONS}:rebuilt", module=__name__, name=function.__name__, signature=SIGNATURE,
                        blocks=False)
     assert "_nk_block" not in text and "for " in text, text
+    assert not any(typed._is_dispatch_loop(n) for n in ast.walk(ast.parse(text)) if isinstance(n, ast.While))
 
 
 @pytest.mark.parametrize("function", [control_flow, first_negative])
@@ -102,6 +105,8 @@ def test_a_loop_over_the_blocks_computes_the_same(function):
     text = client.call(f"{FUNCTIONS}:rebuilt", module=__name__, name=function.__name__, signature=SIGNATURE,
                        blocks=True)
     assert "_nk_block" in text, text
+    # its loop is no loop of the kernel's: the rewrite tells no one of its passes (``typed.LOOP_HOOK``)
+    assert any(typed._is_dispatch_loop(n) for n in ast.walk(ast.parse(text)) if isinstance(n, ast.While))
     namespace = dict(globals()) | typed.Helpers().values
     exec(compile(text, f"<rebuilt {function.__name__}>", "exec"), namespace)  # noqa: S102 - the helper's rebuild
     rebuilt = namespace[function.__name__]
