@@ -146,6 +146,8 @@ def _pickler_class():
         def reducer_override(self, obj):
             if isinstance(obj, type) and not cloudpickle.cloudpickle._should_pickle_by_reference(obj):
                 self.dynamic_classes.append(obj)
+            if isinstance(obj, pytypes.CodeType):
+                return self.dispatch_table[pytypes.CodeType](_with_shared_names(obj))
             if not isinstance(obj, _PLAIN):
                 if id(obj) in self.by_value:
                     return self._dynamic_function_reduce(obj)
@@ -175,6 +177,16 @@ def _pickler_class():
 
 
 _PLAIN = (int, float, str, bytes, tuple, list, dict, type(None))
+
+
+def _with_shared_names(code: pytypes.CodeType) -> pytypes.CodeType:
+    """``code`` with its file name and names as the one string object per text (``sys.intern``). Pickle writes a
+    string it has seen before as a reference to it only when it is the same object, so without this the payload's
+    bytes, and with them the request's key, would depend on which code objects share a string: the code of a kernel
+    that ``unroll`` expanded in this process shares its module's file name, the same code read back from the cache
+    (``marshal``) has a copy of its own, and the helper would type the kernel again in every process that read it."""
+    return code.replace(co_filename=sys.intern(code.co_filename), co_name=sys.intern(code.co_name),
+                        co_qualname=sys.intern(code.co_qualname))
 
 
 def _without_tracker_ids(payload: bytes, classes: list) -> bytes | None:

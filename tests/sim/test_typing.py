@@ -215,6 +215,46 @@ def test_argument_types_are_part_of_the_key(rng):
     assert (out64 != -7.0).all()
 
 
+
+@cuda.jit(device=True)
+def twice(v):
+    return v * 2
+
+
+@cuda.jit
+def doubled(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = twice(x[i])
+
+
+def test_a_kernels_code_read_back_from_disk_has_the_key_of_the_code_compiled_here(tmp_path, monkeypatch, rng):
+    """unroll keeps the code it expands in numbakern's cache (marshal): a process that reads it back must find the
+    typing that the process which compiled it stored. The read-back code has a file name string of its own, where
+    compiled code shares its module's with the device functions it calls; the key is made of the content, not of
+    which objects are shared (before, each pytest-xdist worker typed every unrolled library kernel again)."""
+    import types
+
+    monkeypatch.setenv("NUMBAKERN_CACHE_DIR", str(tmp_path))
+    _forget_in_memory()
+    fn = doubled.fn
+    assert fn.__code__.co_filename is twice.fn.__code__.co_filename  # one compile of this module: one string
+    # the code as marshal reads it back: equal, with a file name string of its own
+    filename = (fn.__code__.co_filename + "/")[:-1]
+    read_back = types.FunctionType(fn.__code__.replace(co_filename=filename), fn.__globals__, fn.__name__)
+    assert read_back.__code__.co_filename is not fn.__code__.co_filename
+    x = rng.random(16).astype(np.float32)
+    argtypes = kerneltypes.argument_types(doubled, (x, _poisoned(16)), ("x", "out"))
+    key = kerneltypes.typing_request(doubled, argtypes).key
+    assert kerneltypes.typing_request(cuda.jit(read_back), argtypes).key == key
+    before = client.stats["helper"]
+    for kernel in (doubled, cuda.jit(read_back)):
+        out = _poisoned(16)
+        kernel[1, 16](x, out)
+        np.testing.assert_array_equal(out, x * 2)
+    assert client.stats["helper"] == before + 1, "typed once: the read-back kernel's launch finds its facts"
+
+
 # -- signatures given to cuda.jit ----------------------------------------------------------------------------------
 
 
