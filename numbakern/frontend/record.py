@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import ast
 import sys
+import types as pytypes
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -203,7 +205,78 @@ def inlined_signature(pyfunc, argtypes: tuple):
 def type_function(pyfunc, argtypes: tuple, return_type=None) -> FunctionRecord:
     """The typed record of ``pyfunc`` for ``argtypes`` (``return_type`` None: a kernel, ``compile.INFERRED``: a
     device function whose return type numba infers); raises numba's error if numba rejects it, ``source.NoSource``
-    where the function has no text (``source.rebuilt_function`` gives one)."""
+    where the function has no text (``source.rebuilt_function`` gives one).
+
+    A record is made once per process for the same function, types and values read (``_reads``): typing is most of
+    a translation's cost, and a library's kernels share their device functions (a check of numbakern's library
+    asked for 116 distinct records 348 times)."""
+    kept: list = []
+    reads = _reads(pyfunc, kept)
+    key = (id(pyfunc), tuple(argtypes), return_type, typer.name())
+    found = _made.get(key)
+    if found is not None and found[1] == reads:
+        _made.move_to_end(key)
+        return found[3]
+    record = _typed(pyfunc, argtypes, return_type)
+    _made[key] = (pyfunc, reads, kept, record)  # the function kept too: its id stays its own
+    if len(_made) > _MADE_MOST:
+        _made.popitem(last=False)
+    return record
+
+
+#: (function's id, argtypes, return type, typer) -> (function, what it read, the objects read, its record), the
+#: least recently used dropped past ``_MADE_MOST`` (a library's kernels and device functions fit several times)
+_made: OrderedDict = OrderedDict()
+_MADE_MOST = 1024
+
+
+def _reads(pyfunc, kept: list) -> tuple:
+    """What a compile of ``pyfunc`` reads besides its argument types, as a value that is equal only while all of it
+    is the same: its code, and the global, closure and module attribute values it names (numbers and strings by
+    value, arrays by identity, type and shape, other objects by identity: a device function by its dispatcher, whose
+    compiles numba keeps per signature). The objects go into ``kept``, which the record keeps, so that their
+    identities are not reused."""
+    code = pyfunc.__code__
+    names = _names(code)
+    out: list = [code]
+
+    def value(v) -> tuple:
+        if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
+            return (type(v), v)
+        if isinstance(v, tuple):
+            return (tuple, tuple(value(x) for x in v))
+        kept.append(v)
+        shape = getattr(v, "shape", None)
+        if isinstance(shape, tuple) and hasattr(v, "dtype"):
+            return ("array", id(v), str(v.dtype), shape, getattr(v, "strides", None))
+        return ("object", id(v))
+
+    def read(name: str, v) -> None:
+        out.append((name, value(v)))
+        if isinstance(v, pytypes.ModuleType):  # ``config.TILE``: the attributes the code names
+            out.extend((name, attr, value(getattr(v, attr))) for attr in sorted(names) if hasattr(v, attr))
+
+    for name in sorted(names):
+        if name in pyfunc.__globals__:
+            read(name, pyfunc.__globals__[name])
+    for name, cell in zip(code.co_freevars, pyfunc.__closure__ or ()):
+        try:
+            read(name, cell.cell_contents)
+        except ValueError:  # an empty cell
+            out.append((name, "empty"))
+    return tuple(out)
+
+
+def _names(code) -> frozenset:
+    """Every name ``code`` and the code objects nested in it read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, pytypes.CodeType):
+            names |= _names(const)
+    return frozenset(names)
+
+
+def _typed(pyfunc, argtypes: tuple, return_type) -> FunctionRecord:
     src = function_source(pyfunc)
     registry = CodeRegistry()
     with tagged_locations(registry), dead_code_kept():
