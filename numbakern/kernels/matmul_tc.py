@@ -33,7 +33,7 @@ from ..specialize import specialize
 from .config import positive_ints, sizes
 from .matmul import checked_matmul_args, matmul_case, matmul_work, register_matmul
 from .matmul_tc_pipe import check_warp_tiles, matmul_bf16_pipelined, matmul_f16_pipelined, mma_launch, tc_ready
-from .tiles import block_tile, stage_tile
+from .tiles import block_tile, stage_tile, store_accumulators
 
 #: the plain kernel's default tile configuration
 PLAIN_CONFIG = {"bm": 64, "bn": 64, "bk": 32, "warps_m": 2, "warps_n": 2}
@@ -121,15 +121,7 @@ def _plain(f16, bm, bn, bk, warps_m, warps_n):
                         mma(acc, t, af, mi * 4, bf, ni * 2, acc, t)
             cuda.syncthreads()
 
-        g = lane >> 2  # groupID: c0, c1 in row g, c2, c3 in row g + 8
-        t4 = lane % 4  # threadID_in_group: columns 2 * t4, 2 * t4 + 1
-        for mi in range(mi_n):
-            for ni in range(ni_n):
-                for i in range(4):
-                    r = row0 + wrow + mi * 16 + g + (i // 2) * 8
-                    c = col0 + wcol + ni * 8 + t4 * 2 + i % 2
-                    if r < m and c < n:
-                        out[r, c] = acc[(mi * ni_n + ni) * 4 + i]
+        store_accumulators(out, acc, row0 + wrow, col0 + wcol, m, n, lane, mi_n, ni_n, True)
 
     return matmul_tc_plain
 

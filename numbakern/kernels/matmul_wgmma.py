@@ -115,12 +115,8 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
     @cuda.jit(**jit_options(threads=threads, min_blocks=1))
     def matmul_wgmma(a, b, out, tmap_a, tmap_b, tmap_out):
         tid = cuda.threadIdx.x
-        if tf32x3:  # a: (2, h, k), b: (2, w, k)
-            h = a.shape[1]
-            k = a.shape[2]
-        else:
-            h = a.shape[0]
-            k = a.shape[1]
+        h = a.shape[1] if tf32x3 else a.shape[0]  # (tf32x3: a (2, h, k), b (2, w, k))
+        k = a.shape[2] if tf32x3 else a.shape[1]
         w = b.shape[1]
         smem = cuda.shared.array(0, dtype=np.uint16)
         smem32 = cuda.shared.array(0, dtype=np.uint32)  # (the same bytes, for the epilogue's 32-bit stores)
