@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import mode
-from ..launch import array_info, to_kernel_arg
+from ..launch import to_kernel_arg
 from ..specialize import specialize
-from .config import chunks_ready, sizes
+from .config import chunks_ready, on_hopper, sizes
 from .matmul import checked_matmul_args, matmul_case, register_matmul
 from .matmul_tc_pipe import check_tf32_config, mma_launch, pipelined_kernel
 
@@ -67,7 +67,7 @@ def matmul_3xtf32(a, b, out=None, config: dict | None = None, kernel: str = "aut
     if h == 0 or w == 0:
         return out
     k = a.shape[1]
-    if (kernel == "wgmma" or (kernel == "auto" and wgmma_pays(h, k, w) and _on_hopper(a))) and k > 0:  # (k = 0: no map)
+    if (kernel == "wgmma" or (kernel == "auto" and wgmma_pays(h, k, w) and on_hopper(a))) and k > 0:  # (k = 0: no map)
         _wgmma(*(to_kernel_arg(x) for x in (a, b, out)), config)
         return out
     config = dict(DEFAULT_CONFIG if config is None else config)
@@ -79,15 +79,6 @@ def matmul_3xtf32(a, b, out=None, config: dict | None = None, kernel: str = "aut
 def wgmma_pays(h: int, k: int, w: int) -> bool:
     """Whether ``"auto"`` takes the Hopper path for an h×k by k×w product (``WGMMA_MIN_WORK``)."""
     return h * k * w >= WGMMA_MIN_WORK or k >= WGMMA_MIN_K
-
-
-def _on_hopper(a) -> bool:
-    """A GPU of compute capability 9.0 holds ``a`` (never in the simulator)."""
-    if mode.in_simulator() or not array_info("a", a).on_gpu:
-        return False
-    from numba import cuda
-
-    return tuple(cuda.get_current_device().compute_capability) == (9, 0)
 
 
 def _wgmma(a, b, out, config):

@@ -25,12 +25,11 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from .. import mode
 from ..fastpath import jit_options
 from ..launch import BFLOAT16, to_kernel_arg
 from ..mma import ldmatrix_x4, ldmatrix_x4_trans, mma_m16n8k16_bf16, mma_m16n8k16_f16
 from ..specialize import specialize
-from .config import positive_ints, sizes
+from .config import on_hopper, positive_ints, sizes
 from .matmul import checked_matmul_args, matmul_case, matmul_work, register_matmul
 from .matmul_tc_pipe import check_warp_tiles, matmul_bf16_pipelined, matmul_f16_pipelined, mma_launch, tc_ready
 from .tiles import block_tile, stage_tile, store_accumulators
@@ -172,13 +171,9 @@ def _matmul(f16, a, b, out, kernel, config):
 
 
 def wgmma_ready(a, b, out) -> bool:
-    """True when ``a @ b`` may run as the Hopper kernel: a GPU of compute capability 9.0 (not the simulator), data
-    on it, and the pipelined kernel's preconditions (whole 16-byte rows for the tensor maps)."""
-    from ..launch import array_info
-
-    if mode.in_simulator() or not tc_ready(a, b, out) or not array_info("a", a).on_gpu:
-        return False
-    return tuple(cuda.get_current_device().compute_capability) == (9, 0)
+    """True when ``a @ b`` may run as the Hopper kernel: a GPU of compute capability 9.0 holding the data
+    (``config.on_hopper``), and the pipelined kernel's preconditions (whole 16-byte rows for the tensor maps)."""
+    return on_hopper(a) and tc_ready(a, b, out)
 
 
 # ---------------------------------------------------------------------------------------------------------------
