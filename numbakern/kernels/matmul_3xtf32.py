@@ -29,7 +29,6 @@ from ..launch import to_kernel_arg
 from ..specialize import specialize
 from .config import chunks_ready, on_hopper, sizes
 from .matmul import checked_matmul_args, matmul_case, register_matmul
-from .matmul_tc import BENCH_SIZES
 from .matmul_tc_pipe import check_tf32_config, mma_launch, pipelined_kernel
 
 CHUNK = 4  # floats in one 16-byte copy and one ldmatrix row
@@ -117,9 +116,10 @@ def _sgemm(a, b, out):
     return run, "torch.matmul fp32, TF32 off (cuBLAS SGEMM)"
 
 
-#: GPU verification (k and w multiples of 4), of this kernel and the Hopper one
+#: GPU verification (k and w multiples of 4) and the benchmark's sizes, of this kernel and the Hopper one's
 VERIFY_SIZES = sizes("h k w", (1, 4, 4), (37, 36, 44), (127, 132, 260), (256, 256, 256), (7, 1020, 4),
                      (509, 264, 388))
+BENCH_SIZES = sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120))
 
 register_matmul(
     "matmul_3xtf32", matmul_3xtf32_pipelined(**DEFAULT_CONFIG),

@@ -22,9 +22,10 @@ from ..registry import Case, random_array
 from .config import sizes
 from .half import random16
 from .matmul import matmul_reference, matmul_work, register_matmul
+from .matmul_3xtf32 import BENCH_SIZES as BENCH_SIZES_3XTF32
 from .matmul_3xtf32 import VERIFY_SIZES as VERIFY_SIZES_3XTF32
 from .matmul_3xtf32 import _sgemm
-from .matmul_tc import BENCH_SIZES, VERIFY_SIZES, _cublas
+from .matmul_tc import _cublas
 from .matmul_wgmma import DEFAULT_CONFIG, TF32X3_CONFIG, matmul_wgmma, wgmma_grid, wgmma_shared_bytes
 
 #: multiprocessors the registered launches assume (an H100's and H200's): the kernel is persistent, each block
@@ -86,8 +87,10 @@ for _f16, _out16 in ((False, False), (True, False), (True, True)):
         signatures=(_signature(_f16, _out16),),
         reference=_reference6,
         test_sizes=TEST_SIZES,
-        verify_sizes=VERIFY_SIZES,
-        bench_sizes=BENCH_SIZES,
+        # k and w multiples of 8 (the tensor maps' 16-byte rows), none a multiple of the tiles
+        verify_sizes=sizes("h k w", (1, 8, 8), (37, 72, 40), (127, 136, 264), (256, 256, 256), (7, 1024, 8),
+                           (509, 264, 384)),
+        bench_sizes=sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120)),
         # fp32 accumulation of exact 16-bit products (as matmul_bf16's); with f16 output its rounding on top
         rtol=2.0**-10 if _out16 else 1e-5,
         constants=dict(_config),
@@ -128,7 +131,7 @@ register_matmul(
     # none a multiple of the 128x128 tile or the 32-deep k-tile; a single row with k under one k-tile
     test_sizes=sizes("h k w", (130, 200, 264), (1, 4, 4)),
     verify_sizes=VERIFY_SIZES_3XTF32,
-    bench_sizes=BENCH_SIZES,
+    bench_sizes=BENCH_SIZES_3XTF32,
     # fp32-accurate, as matmul_3xtf32 (its bar: 1e-6 of sum |a||b| catches one tensor-core accumulator over all of k)
     rtol=1e-6,
     constants=dict(TF32X3_CONFIG),

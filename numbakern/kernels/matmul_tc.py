@@ -182,11 +182,6 @@ def wgmma_ready(a, b, out) -> bool:
 SIGNATURES = {False: "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])",
               True: "void(float16[:, ::1], float16[:, ::1], float32[:, ::1])"}
 SIGNATURE = SIGNATURES[False]
-#: GPU verification of the 16-bit kernels, mma.sync and wgmma: k and w multiples of 8 (their precondition, the tensor
-#: maps' 16-byte rows), none a multiple of the tiles; the benchmark's sizes of every tensor-core matmul
-VERIFY_SIZES = sizes("h k w", (1, 8, 8), (37, 72, 40), (127, 136, 264), (256, 256, 256), (7, 1024, 8),
-                     (509, 264, 384))
-BENCH_SIZES = sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120))
 
 
 def _cublas(a, b, out, *tensor_maps):
@@ -210,8 +205,9 @@ for _f16 in (False, True):
         signatures=(SIGNATURES[_f16],),
         # k and w multiples of 8 (the kernel's precondition), none a multiple of the tiles
         test_sizes=sizes("h k w", (37, 72, 40), (1, 8, 8), (70, 24, 136)),
-        verify_sizes=VERIFY_SIZES,
-        bench_sizes=BENCH_SIZES,
+        verify_sizes=sizes("h k w", (1, 8, 8), (37, 72, 40), (127, 136, 264), (256, 256, 256), (7, 1024, 8),
+                           (509, 264, 384)),
+        bench_sizes=sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120)),
         # inputs are exact 16-bit values, so the error is fp32 accumulation's alone: the simulator rounds each mma's
         # exact sum once (k/16 roundings), a GPU's tensor cores truncate inside the sum (a few units more)
         rtol=1e-5,
