@@ -120,6 +120,11 @@ def _sgemm(a, b, out):
 VERIFY_SIZES = sizes("h k w", (1, 4, 4), (37, 36, 44), (127, 132, 260), (256, 256, 256), (7, 1020, 4),
                      (509, 264, 388))
 BENCH_SIZES = sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120))
+#: what the specs of the 3xTF32 matmuls (this one and the Hopper one) share: the sizes, k and w multiples of 4, and
+#: fp32 accuracy: the dropped small*small terms are ~2**-22 of each product, the rest is fp32 accumulation (cuBLAS
+#: SGEMM's worst element is ~3.6e-7 of this scale at 4096^3; one tensor-core accumulator over all of k gave 4.4e-6,
+#: which this bar catches)
+TF32X3_SPEC = dict(verify_sizes=VERIFY_SIZES, bench_sizes=BENCH_SIZES, rtol=1e-6, size_multiples={"k": 4, "w": 4})
 
 register_matmul(
     "matmul_3xtf32", matmul_3xtf32_pipelined(**DEFAULT_CONFIG),
@@ -127,13 +132,7 @@ register_matmul(
     "fp32 inputs and output, fp32-accurate on the tf32 tensor cores: the 3xTF32 split (small*big + big*small + "
     "big*big), cp.async pipeline, swizzled A tile, ldmatrix.x4",
     test_sizes=sizes("h k w", (37, 36, 44), (1, 4, 4), (130, 20, 132)),
-    verify_sizes=VERIFY_SIZES,
-    bench_sizes=BENCH_SIZES,
-    # fp32-accurate: the dropped small*small terms are ~2**-22 of each product, the rest is fp32 accumulation
-    # (cuBLAS SGEMM's worst element is ~3.6e-7 of this scale at 4096^3; one tensor-core accumulator over all of k
-    # gave 4.4e-6, which this bar catches)
-    rtol=1e-6,
     constants=dict(DEFAULT_CONFIG),
-    size_multiples={"k": 4, "w": 4},
     baseline=_sgemm,
+    **TF32X3_SPEC,
 )

@@ -22,9 +22,7 @@ from ..registry import Case, random_array
 from .config import sizes
 from .half import random16
 from .matmul import matmul_reference, matmul_work, register_matmul
-from .matmul_3xtf32 import BENCH_SIZES as BENCH_SIZES_3XTF32
-from .matmul_3xtf32 import VERIFY_SIZES as VERIFY_SIZES_3XTF32
-from .matmul_3xtf32 import _sgemm
+from .matmul_3xtf32 import TF32X3_SPEC, _sgemm
 from .matmul_tc import _cublas
 from .matmul_wgmma import DEFAULT_CONFIG, TF32X3_CONFIG, matmul_wgmma, wgmma_grid, wgmma_shared_bytes
 
@@ -130,13 +128,9 @@ register_matmul(
     error_scale=_split_error_scale,
     # none a multiple of the 128x128 tile or the 32-deep k-tile; a single row with k under one k-tile
     test_sizes=sizes("h k w", (130, 200, 264), (1, 4, 4)),
-    verify_sizes=VERIFY_SIZES_3XTF32,
-    bench_sizes=BENCH_SIZES_3XTF32,
-    # fp32-accurate, as matmul_3xtf32 (its bar: 1e-6 of sum |a||b| catches one tensor-core accumulator over all of k)
-    rtol=1e-6,
     constants=dict(TF32X3_CONFIG),
-    size_multiples={"k": 4, "w": 4},
     baseline=_sgemm_of_parts,
+    **TF32X3_SPEC,  # (fp32-accurate, as matmul_3xtf32)
 )
 
 __all__ = ["MULTIPROCESSORS", "TEST_SIZES"]
