@@ -182,7 +182,7 @@ __device__ __forceinline__ void mma_3xtf32_(float* d, int64_t d_shape0, int64_t 
     nk_mma_m16n8k8_tf32(&d[d_at], &a_big[a_at], &b_big[b_at], &d[d_at]);
 }
 
-__device__ __forceinline__ void store_accumulators(float* out, int64_t out_shape0, int64_t out_shape1, const float* acc, int64_t acc_shape0, int64_t row0, int64_t col0, int64_t h, int64_t w, int64_t lane, int64_t mi_n_, int64_t ni_n_)
+__device__ __forceinline__ void store_accumulators(float* out, int64_t out_shape0, int64_t out_shape1, const float* acc, int64_t acc_shape0, int64_t row0, int64_t col0, int64_t h, int64_t w, int64_t lane, int64_t mi_n_, int64_t ni_n_, bool odd_w)
 {
     int64_t g = lane >> 2;
     int64_t t4 = nk_floormod(lane, (int64_t)4);
@@ -197,7 +197,9 @@ __device__ __forceinline__ void store_accumulators(float* out, int64_t out_shape
                     int64_t c = col0 + ni * 8 + t4 * 2;
                     if (c < w) {
                         out[(uint32_t)r * out_shape1 + (uint32_t)c] = acc[(mi * ni_n_ + ni) * 4 + half_ * 2];
-                        out[(uint32_t)r * out_shape1 + (uint32_t)(c + 1)] = acc[(mi * ni_n_ + ni) * 4 + half_ * 2 + 1];
+                        if (!odd_w || c + 1 < w) {
+                            out[(uint32_t)r * out_shape1 + (uint32_t)(c + 1)] = acc[(mi * ni_n_ + ni) * 4 + half_ * 2 + 1];
+                        }
                     }
                 }
             }
@@ -319,7 +321,7 @@ __global__ void __launch_bounds__(256) matmul_3xtf32(
             acc[i] += part[i];
         }
     }
-    store_accumulators(out, out_shape0, out_shape1, acc, acc_n, row0 + wrow, col0 + wcol, h, w, lane, mi_n, ni_n);
+    store_accumulators(out, out_shape0, out_shape1, acc, acc_n, row0 + wrow, col0 + wcol, h, w, lane, mi_n, ni_n, false);
 }
 
 template __global__ void matmul_3xtf32<16, 128, 128, 8, 2, 2, 4>(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t, int64_t);

@@ -161,7 +161,7 @@ __device__ __forceinline__ void fill_stage(uint16_t* a_s, int64_t a_s_shape0, in
     nk_async_commit();
 }
 
-__device__ __forceinline__ void store_accumulators(float* out, int64_t out_shape0, int64_t out_shape1, const float* acc, int64_t acc_shape0, int64_t row0, int64_t col0, int64_t h, int64_t w, int64_t lane, int64_t mi_n_, int64_t ni_n_)
+__device__ __forceinline__ void store_accumulators(float* out, int64_t out_shape0, int64_t out_shape1, const float* acc, int64_t acc_shape0, int64_t row0, int64_t col0, int64_t h, int64_t w, int64_t lane, int64_t mi_n_, int64_t ni_n_, bool odd_w)
 {
     int64_t g = lane >> 2;
     int64_t t4 = nk_floormod(lane, (int64_t)4);
@@ -176,7 +176,9 @@ __device__ __forceinline__ void store_accumulators(float* out, int64_t out_shape
                     int64_t c = col0 + ni * 8 + t4 * 2;
                     if (c < w) {
                         out[(uint32_t)r * out_shape1 + (uint32_t)c] = acc[(mi * ni_n_ + ni) * 4 + half_ * 2];
-                        out[(uint32_t)r * out_shape1 + (uint32_t)(c + 1)] = acc[(mi * ni_n_ + ni) * 4 + half_ * 2 + 1];
+                        if (!odd_w || c + 1 < w) {
+                            out[(uint32_t)r * out_shape1 + (uint32_t)(c + 1)] = acc[(mi * ni_n_ + ni) * 4 + half_ * 2 + 1];
+                        }
                     }
                 }
             }
@@ -260,7 +262,7 @@ __global__ void __launch_bounds__(128, 2) matmul_bf16(
         }
     }
     // they stay small, and the k-tiles add up here with round-to-nearest, as an fp32 GEMM's
-    store_accumulators(out, out_shape0, out_shape1, acc, acc_n, row0 + wrow, col0 + wcol, h, w, lane, mi_n, ni_n);
+    store_accumulators(out, out_shape0, out_shape1, acc, acc_n, row0 + wrow, col0 + wcol, h, w, lane, mi_n, ni_n, false);
 }
 
 template __global__ void matmul_bf16<32, 128, 128, 8, 3, 2, 2>(const uint16_t*, int64_t, int64_t, const uint16_t*, int64_t, int64_t, float*, int64_t, int64_t);

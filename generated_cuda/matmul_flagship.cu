@@ -97,6 +97,18 @@ __device__ __forceinline__ void block_tile(int64_t group_, int64_t bm, int64_t b
     return;
 }
 
+__device__ __forceinline__ void load_group(const float* x, int64_t x_shape0, int64_t x_shape1, uint32_t r, int64_t c, float* regs, int64_t regs_shape0, int64_t at, bool vec_)
+{
+    if (vec_) {
+        {
+            const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
+            regs[at] = nk_v.x; regs[at + 1] = nk_v.y; regs[at + 2] = nk_v.z; regs[at + 3] = nk_v.w;
+        }
+    } else {
+        regs[at] = x[r * x_shape1 + (uint32_t)c];
+    }
+}
+
 __device__ __forceinline__ void load_fragment(float* frag, int64_t frag_shape0, int64_t at, const float* tile, int64_t tile_shape0, int64_t tile_shape1, int64_t tile_shape2, int64_t stage, int64_t kk, uint32_t base, int64_t n, int64_t group_, int64_t spacing)
 {
     #pragma unroll
@@ -205,7 +217,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
                 int64_t gr = row0 + ar + i * a_rstep;
                 gk = k_next + ac;
                 if (gr < h && gk < k) {  // (vec: k % 4 == 0, so the whole group is inside)
-                    a_ld[i] = m[(uint32_t)gr * m_shape1 + (uint32_t)gk];
+                    load_group(m, m_shape0, m_shape1, (uint32_t)gr, gk, a_ld, la_n, i * vw, vec);
                 } else {
                     for (int64_t q = 0; q < vw; q++) {
                         a_ld[i * vw + q] = 0.0f;
@@ -217,7 +229,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship(
                 gk = k_next + br + i * b_rstep;
                 int64_t gc = col0 + bc;
                 if (gk < k && gc < w) {
-                    b_ld[i] = n[(uint32_t)gk * n_shape1 + (uint32_t)gc];
+                    load_group(n, n_shape0, n_shape1, (uint32_t)gk, gc, b_ld, lb_n, i * vw, vec);
                 } else {
                     for (int64_t q = 0; q < vw; q++) {
                         b_ld[i * vw + q] = 0.0f;

@@ -95,6 +95,18 @@ __device__ __forceinline__ void block_tile(int64_t group, int64_t bm, int64_t bn
     return;
 }
 
+__device__ __forceinline__ void load_group(const float* x, int64_t x_shape0, int64_t x_shape1, uint32_t r, int64_t c, float* regs, int64_t regs_shape0, int64_t at, bool vec)
+{
+    if (vec) {
+        {
+            const float4 nk_v = *reinterpret_cast<const float4 *>(&x[r * x_shape1 + (uint32_t)c]);
+            regs[at] = nk_v.x; regs[at + 1] = nk_v.y; regs[at + 2] = nk_v.z; regs[at + 3] = nk_v.w;
+        }
+    } else {
+        regs[at] = x[r * x_shape1 + (uint32_t)c];
+    }
+}
+
 __device__ __forceinline__ void load_fragment(float* frag, int64_t frag_shape0, int64_t at, const float* tile, int64_t tile_shape0, int64_t tile_shape1, int64_t tile_shape2, int64_t stage, int64_t kk, uint32_t base, int64_t n, int64_t group, int64_t spacing)
 {
     #pragma unroll
@@ -203,10 +215,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
                 int64_t gr = row0 + ar + i * a_rstep;
                 gk = k_next + ac;
                 if (gr < h && gk < k) {  // (vec: k % 4 == 0, so the whole group is inside)
-                    {
-                        const float4 nk_v = *reinterpret_cast<const float4 *>(&m[(uint32_t)gr * m_shape1 + (uint32_t)gk]);
-                        a_ld[i * vw] = nk_v.x; a_ld[i * vw + 1] = nk_v.y; a_ld[i * vw + 2] = nk_v.z; a_ld[i * vw + 3] = nk_v.w;
-                    }
+                    load_group(m, m_shape0, m_shape1, (uint32_t)gr, gk, a_ld, la_n, i * vw, (bool)vec);
                 } else {
                     #pragma unroll
                     for (int64_t q = 0; q < vw; q++) {
@@ -219,10 +228,7 @@ __global__ void __launch_bounds__(256, 2) matmul_flagship_vec(
                 gk = k_next + br + i * b_rstep;
                 int64_t gc = col0 + bc;
                 if (gk < k && gc < w) {
-                    {
-                        const float4 nk_v = *reinterpret_cast<const float4 *>(&n[(uint32_t)gk * n_shape1 + (uint32_t)gc]);
-                        b_ld[i * vw] = nk_v.x; b_ld[i * vw + 1] = nk_v.y; b_ld[i * vw + 2] = nk_v.z; b_ld[i * vw + 3] = nk_v.w;
-                    }
+                    load_group(n, n_shape0, n_shape1, (uint32_t)gk, gc, b_ld, lb_n, i * vw, (bool)vec);
                 } else {
                     #pragma unroll
                     for (int64_t q = 0; q < vw; q++) {

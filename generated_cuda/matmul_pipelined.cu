@@ -161,10 +161,8 @@ __global__ void __launch_bounds__(256, 2) matmul_pipelined(
     int64_t row0;
     int64_t col0;
     block_tile((int64_t)group, (int64_t)bm, (int64_t)bn, &row0, &col0);
-    int64_t h;
-    int64_t k;
-    h = m_shape0;
-    k = m_shape1;
+    int64_t h = m_shape0;
+    int64_t k = m_shape1;
     int64_t w = n_shape1;
     __shared__ __align__(16) float a_s[stages][bk][pa];  // A^T tiles, k-major
     __shared__ __align__(16) float b_s[stages][bk][bn];

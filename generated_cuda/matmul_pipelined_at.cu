@@ -153,10 +153,8 @@ __global__ void __launch_bounds__(128) matmul_pipelined_at(
     int64_t row0;
     int64_t col0;
     block_tile((int64_t)group, (int64_t)bm, (int64_t)bn, &row0, &col0);
-    int64_t h;
-    int64_t k;
-    k = m_shape0;
-    h = m_shape1;
+    int64_t h = m_shape1;
+    int64_t k = m_shape0;
     int64_t w = n_shape1;
     __shared__ __align__(16) float a_s[stages][bk][pa];  // A^T tiles, k-major
     __shared__ __align__(16) float b_s[stages][bk][bn];

@@ -180,10 +180,8 @@ __global__ void __launch_bounds__(384, 1) matmul_wgmma_bf16(
     const __grid_constant__ nk_tensor_map tmap_out)
 {
     int32_t tid = threadIdx.x;
-    int64_t h;
-    int64_t k;
-    h = a_shape0;
-    k = a_shape1;
+    int64_t h = a_shape0;  // (tf32x3: a (2, h, k), b (2, w, k))
+    int64_t k = a_shape1;
     int64_t w = b_shape1;
     extern __shared__ uint16_t smem[];
     extern __shared__ uint32_t smem32[];  // (the same bytes, for the epilogue's 32-bit stores)

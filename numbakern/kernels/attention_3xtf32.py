@@ -31,7 +31,7 @@ from .. import mode
 from ..specialize import specialize
 from .attention import head_dim_config, register_attention, run_attention
 from .attention_tc import flash_kernel
-from .matmul_3xtf32 import _on_hopper
+from .config import on_hopper
 
 
 @specialize
@@ -72,9 +72,9 @@ def attention_3xtf32(q, k, v, *, causal: bool = False, scale: float | None = Non
 
     def launch(q3, k3, v3, out3, scale32):
         bh, lq, d = q3.shape
-        if kernel == "mma" or (kernel == "auto" and not (wgmma_pays(bh, lq, k3.shape[1], d) and _on_hopper(q3))):
+        if kernel == "mma" or (kernel == "auto" and not (wgmma_pays(bh, lq, k3.shape[1], d) and on_hopper(q3))):
             return False
-        if not mode.in_simulator() and not _on_hopper(q3):
+        if not mode.in_simulator() and not on_hopper(q3):
             raise ValueError("attention_3xtf32: kernel='wgmma' needs a GPU of compute capability 9.0 holding the "
                              "arguments (wgmma, TMA: sm_90a)")
         _wgmma(q3, k3, v3, out3, scale32, causal)

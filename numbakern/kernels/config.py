@@ -70,6 +70,17 @@ def checked_out(what: str, out, like, like_info, shape: tuple, dtype=np.float32)
     return out, info
 
 
+def on_hopper(a) -> bool:
+    """A GPU of compute capability 9.0 holds ``a`` (never in the simulator): the wgmma kernels may run on it."""
+    from .. import mode
+
+    if mode.in_simulator() or not array_info("a", a).on_gpu:
+        return False
+    from numba import cuda
+
+    return tuple(cuda.get_current_device().compute_capability) == (9, 0)
+
+
 def for_mode(sim: dict, gpu: dict) -> dict:
     """A copy of the configuration a registered kernel uses: the simulator's small one, or the GPU's."""
     return dict(sim if sim_shaped() else gpu)

@@ -169,11 +169,15 @@ def matmul_case(launch, transposed: bool = False, f16: bool | None = None, extra
     return make_case
 
 
-def matmul_reference(transposed: bool = False):
-    """The float64 product (``a.T @ b`` with ``transposed``) and its error scale: each element's rounding error is
-    bounded relative to ``sum(|a_ri * b_ic|)``, whatever cancellation does to the sum."""
+def matmul_reference(transposed: bool = False, parts: bool = False):
+    """The float64 product (``a.T @ b`` with ``transposed``; with ``parts``, of the matrices whose split parts ``a``
+    (2, h, k) and ``b`` (2, w, k) are: A and B^T) and its error scale: each element's rounding error is bounded
+    relative to ``sum(|a_ri * b_ic|)``, whatever cancellation does to the sum."""
     def operands(a, b, scale):
-        a64, b64 = values(a.T if transposed else a), values(b)
+        if parts:
+            a64, b64 = values(a).sum(0), values(b).sum(0).T
+        else:
+            a64, b64 = values(a.T if transposed else a), values(b)
         return (np.abs(a64), np.abs(b64)) if scale else (a64, b64)
 
     def reference(a, b, out, *_):
@@ -198,12 +202,12 @@ def matmul_work(in_bytes: int = 4):
 
 def register_matmul(name: str, kernel, make_case, description: str, transposed: bool = False, **spec) -> None:
     """A matmul kernel into the registry: ``out = a @ b`` (``a.T @ b`` with ``transposed``) against the float64
-    product, the default sizes, signature and work unless ``spec`` says otherwise."""
+    product, the default sizes, signature, work and reference unless ``spec`` says otherwise."""
     reference, error_scale = matmul_reference(transposed)
     defaults = dict(signatures=(SIGNATURE,), test_sizes=TEST_SIZES, verify_sizes=VERIFY_SIZES,
-                    bench_sizes=BENCH_SIZES, work=matmul_work())
-    register(KernelSpec(name=name, family="matmul", kernel=kernel, make_case=make_case, reference=reference,
-                        error_scale=error_scale, outputs=(2,), description=description, **{**defaults, **spec}))
+                    bench_sizes=BENCH_SIZES, work=matmul_work(), reference=reference, error_scale=error_scale)
+    register(KernelSpec(name=name, family="matmul", kernel=kernel, make_case=make_case, outputs=(2,),
+                        description=description, **{**defaults, **spec}))
 
 
 def _grid(tw):

@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import mode
-from ..launch import array_info, to_kernel_arg
+from ..launch import to_kernel_arg
 from ..specialize import specialize
-from .config import chunks_ready, sizes
+from .config import chunks_ready, on_hopper, sizes
 from .matmul import checked_matmul_args, matmul_case, register_matmul
 from .matmul_tc_pipe import check_tf32_config, mma_launch, pipelined_kernel
 
@@ -67,7 +67,7 @@ def matmul_3xtf32(a, b, out=None, config: dict | None = None, kernel: str = "aut
     if h == 0 or w == 0:
         return out
     k = a.shape[1]
-    if (kernel == "wgmma" or (kernel == "auto" and wgmma_pays(h, k, w) and _on_hopper(a))) and k > 0:  # (k = 0: no map)
+    if (kernel == "wgmma" or (kernel == "auto" and wgmma_pays(h, k, w) and on_hopper(a))) and k > 0:  # (k = 0: no map)
         _wgmma(*(to_kernel_arg(x) for x in (a, b, out)), config)
         return out
     config = dict(DEFAULT_CONFIG if config is None else config)
@@ -79,15 +79,6 @@ def matmul_3xtf32(a, b, out=None, config: dict | None = None, kernel: str = "aut
 def wgmma_pays(h: int, k: int, w: int) -> bool:
     """Whether ``"auto"`` takes the Hopper path for an h×k by k×w product (``WGMMA_MIN_WORK``)."""
     return h * k * w >= WGMMA_MIN_WORK or k >= WGMMA_MIN_K
-
-
-def _on_hopper(a) -> bool:
-    """A GPU of compute capability 9.0 holds ``a`` (never in the simulator)."""
-    if mode.in_simulator() or not array_info("a", a).on_gpu:
-        return False
-    from numba import cuda
-
-    return tuple(cuda.get_current_device().compute_capability) == (9, 0)
 
 
 def _wgmma(a, b, out, config):
@@ -129,6 +120,11 @@ def _sgemm(a, b, out):
 VERIFY_SIZES = sizes("h k w", (1, 4, 4), (37, 36, 44), (127, 132, 260), (256, 256, 256), (7, 1020, 4),
                      (509, 264, 388))
 BENCH_SIZES = sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120))
+#: what the specs of the 3xTF32 matmuls (this one and the Hopper one) share: the sizes, k and w multiples of 4, and
+#: fp32 accuracy: the dropped small*small terms are ~2**-22 of each product, the rest is fp32 accumulation (cuBLAS
+#: SGEMM's worst element is ~3.6e-7 of this scale at 4096^3; one tensor-core accumulator over all of k gave 4.4e-6,
+#: which this bar catches)
+TF32X3_SPEC = dict(verify_sizes=VERIFY_SIZES, bench_sizes=BENCH_SIZES, rtol=1e-6, size_multiples={"k": 4, "w": 4})
 
 register_matmul(
     "matmul_3xtf32", matmul_3xtf32_pipelined(**DEFAULT_CONFIG),
@@ -136,13 +132,7 @@ register_matmul(
     "fp32 inputs and output, fp32-accurate on the tf32 tensor cores: the 3xTF32 split (small*big + big*small + "
     "big*big), cp.async pipeline, swizzled A tile, ldmatrix.x4",
     test_sizes=sizes("h k w", (37, 36, 44), (1, 4, 4), (130, 20, 132)),
-    verify_sizes=VERIFY_SIZES,
-    bench_sizes=BENCH_SIZES,
-    # fp32-accurate: the dropped small*small terms are ~2**-22 of each product, the rest is fp32 accumulation
-    # (cuBLAS SGEMM's worst element is ~3.6e-7 of this scale at 4096^3; one tensor-core accumulator over all of k
-    # gave 4.4e-6, which this bar catches)
-    rtol=1e-6,
     constants=dict(DEFAULT_CONFIG),
-    size_multiples={"k": 4, "w": 4},
     baseline=_sgemm,
+    **TF32X3_SPEC,
 )

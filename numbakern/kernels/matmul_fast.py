@@ -32,7 +32,7 @@ from ..autotune import Autotuner
 from ..fastpath import jit_options, u32
 from ..launch import launch_config, to_kernel_arg
 from ..specialize import specialize
-from ..vector_io import vload4, vstore4
+from ..vector_io import vstore4
 from .config import for_mode, positive_ints, sizes
 from .flagship_config import (
     FLAGSHIP_BENCH_SIZES,
@@ -55,6 +55,7 @@ from .matmul_pipe import (
     pipe_launch,
     pipe_ready,
 )
+from .rows import load_group
 from .tiles import block_tile, multiply_tile, store_tile, thread_origin
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -168,10 +169,7 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
                     gr = row0 + ar + i * a_rstep
                     gk = k_next + ac
                     if gr < h and gk < k:  # (vec: k % 4 == 0, so the whole group is inside)
-                        if vec:
-                            vload4(m, (u32(gr), u32(gk)), a_ld, i * vw)
-                        else:
-                            a_ld[i] = m[u32(gr), u32(gk)]
+                        load_group(m, u32(gr), gk, a_ld, i * vw, vec)
                     else:
                         for q in range(vw):
                             a_ld[i * vw + q] = np.float32(0.0)
@@ -179,10 +177,7 @@ def matmul_flagship(bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: 
                     gk = k_next + br + i * b_rstep
                     gc = col0 + bc
                     if gk < k and gc < w:
-                        if vec:
-                            vload4(n, (u32(gk), u32(gc)), b_ld, i * vw)
-                        else:
-                            b_ld[i] = n[u32(gk), u32(gc)]
+                        load_group(n, u32(gk), gc, b_ld, i * vw, vec)
                     else:
                         for q in range(vw):
                             b_ld[i * vw + q] = np.float32(0.0)

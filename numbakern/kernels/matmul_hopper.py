@@ -18,13 +18,11 @@ import numpy as np
 
 from ..launch import LaunchConfig
 from ..mma import formats
-from ..registry import Case, KernelSpec, random_array, register
+from ..registry import Case, random_array
 from .config import sizes
 from .half import random16
-from .matmul import matmul_reference, matmul_work
-from .matmul_3xtf32 import BENCH_SIZES as BENCH_SIZES_3XTF32
-from .matmul_3xtf32 import VERIFY_SIZES as VERIFY_SIZES_3XTF32
-from .matmul_3xtf32 import _sgemm
+from .matmul import matmul_reference, matmul_work, register_matmul
+from .matmul_3xtf32 import TF32X3_SPEC, _sgemm
 from .matmul_tc import _cublas
 from .matmul_wgmma import DEFAULT_CONFIG, TF32X3_CONFIG, matmul_wgmma, wgmma_grid, wgmma_shared_bytes
 
@@ -63,7 +61,8 @@ def _case_maker(f16: bool, out16: bool, config: dict):
     return make_case
 
 
-_reference, _error_scale = matmul_reference()
+_reference = matmul_reference()[0]
+_split_reference, _split_error_scale = matmul_reference(parts=True)
 
 
 def _reference6(a, b, out, *maps):
@@ -77,15 +76,14 @@ def _reference6(a, b, out, *maps):
 for _f16, _out16 in ((False, False), (True, False), (True, True)):
     _fmt = "f16" if _f16 else "bf16"
     _config = {**DEFAULT_CONFIG, "f16": _f16, **({"out16": True} if _out16 else {})}
-    register(KernelSpec(
-        name=f"matmul_wgmma_{_fmt}{'_out16' if _out16 else ''}",
-        family="matmul",
-        kernel=matmul_wgmma(**_config),
+    register_matmul(
+        f"matmul_wgmma_{_fmt}{'_out16' if _out16 else ''}", matmul_wgmma(**_config),
+        _case_maker(_f16, _out16, _config),
+        f"{_fmt} inputs, fp32 accumulation, {'f16' if _out16 else 'fp32'} output on Hopper: a persistent "
+        "warp-specialised kernel, TMA loads into a 4-stage ring guarded by mbarriers, wgmma m64n256k16 from shared "
+        "memory, a TMA-store epilogue",
         signatures=(_signature(_f16, _out16),),
-        make_case=_case_maker(_f16, _out16, _config),
         reference=_reference6,
-        error_scale=_error_scale,
-        outputs=(2,),
         test_sizes=TEST_SIZES,
         # k and w multiples of 8 (the tensor maps' 16-byte rows), none a multiple of the tiles
         verify_sizes=sizes("h k w", (1, 8, 8), (37, 72, 40), (127, 136, 264), (256, 256, 256), (7, 1024, 8),
@@ -97,11 +95,7 @@ for _f16, _out16 in ((False, False), (True, False), (True, True)):
         size_multiples={"k": 8, "w": 8},
         work=matmul_work(2),
         baseline=_cublas,
-        description=f"{_fmt} inputs, fp32 accumulation, {'f16' if _out16 else 'fp32'} output on Hopper: a "
-                    "persistent warp-specialised kernel, TMA loads into a 4-stage ring guarded by mbarriers, wgmma "
-                    "m64n256k16 from shared memory, a TMA-store epilogue",
-    ))
-
+    )
 
 
 def _split_case(size, rng, dist="uniform"):
@@ -116,21 +110,6 @@ def _split_case(size, rng, dist="uniform"):
                 dict(size))
 
 
-def _whole(parts_a, parts_b):
-    """A and B in float64 from their parts (big + small: the fp32 values to about 2**-22 of each)."""
-    return parts_a.astype(np.float64).sum(0), parts_b.astype(np.float64).sum(0).T
-
-
-def _split_reference(parts_a, parts_b, out, *maps):
-    a, b = _whole(parts_a, parts_b)
-    return {2: a @ b}
-
-
-def _split_error_scale(parts_a, parts_b, out, *maps):
-    a, b = _whole(parts_a, parts_b)
-    return {2: np.abs(a) @ np.abs(b)}
-
-
 def _sgemm_of_parts(parts_a, parts_b, out, *maps):
     """The benchmark's baseline: matmul_3xtf32's (cuBLAS SGEMM) on the fp32 A and B the parts make up, formed once
     here."""
@@ -138,30 +117,20 @@ def _sgemm_of_parts(parts_a, parts_b, out, *maps):
     return run, f"{label} of big + small"
 
 
-register(KernelSpec(
-    name="matmul_3xtf32_wgmma",
-    family="matmul",
-    kernel=matmul_wgmma(**TF32X3_CONFIG),
+register_matmul(
+    "matmul_3xtf32_wgmma", matmul_wgmma(**TF32X3_CONFIG), _split_case,
+    "fp32-accurate on Hopper's tf32 tensor cores (3xTF32: small*big + big*small + big*big per k8): matmul_wgmma "
+    "with the split parts of A and B^T loaded by TMA (four 128-byte-swizzled tiles a stage, 3 stages), wgmma "
+    "m64n128k8 tf32, a fresh accumulator per k-tile added in registers, TMA-store epilogue",
     signatures=("void(float32[:, :, ::1], float32[:, :, ::1], float32[:, ::1], uint64[::1], uint64[::1], "
                 "uint64[::1])",),
-    make_case=_split_case,
     reference=_split_reference,
     error_scale=_split_error_scale,
-    outputs=(2,),
     # none a multiple of the 128x128 tile or the 32-deep k-tile; a single row with k under one k-tile
     test_sizes=sizes("h k w", (130, 200, 264), (1, 4, 4)),
-    verify_sizes=VERIFY_SIZES_3XTF32,
-    bench_sizes=BENCH_SIZES_3XTF32,
-    # fp32-accurate, as matmul_3xtf32 (its bar: 1e-6 of sum |a||b| catches one tensor-core accumulator over all of k)
-    rtol=1e-6,
     constants=dict(TF32X3_CONFIG),
-    size_multiples={"k": 4, "w": 4},
-    work=matmul_work(),
     baseline=_sgemm_of_parts,
-    description="fp32-accurate on Hopper's tf32 tensor cores (3xTF32: small*big + big*small + big*big per k8): "
-                "matmul_wgmma with the split parts of A and B^T loaded by TMA (four 128-byte-swizzled tiles a stage, "
-                "3 stages), wgmma m64n128k8 tf32, a fresh accumulator per k-tile added in registers, TMA-store "
-                "epilogue",
-))
+    **TF32X3_SPEC,  # (fp32-accurate, as matmul_3xtf32)
+)
 
 __all__ = ["MULTIPROCESSORS", "TEST_SIZES"]

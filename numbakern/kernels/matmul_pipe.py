@@ -104,12 +104,8 @@ def matmul_pipelined(bm: int = 128, bn: int = 128, bk: int = 16, tm: int = 8, tn
         bc = u32(tid % b_cpr * 4)  # its B copies: columns bc..bc+3 of rows br + i * b_rstep
         br = u32(tid // b_cpr)
         row0, col0 = block_tile(group, bm, bn)
-        if a_t:
-            k = m.shape[0]
-            h = m.shape[1]
-        else:
-            h = m.shape[0]
-            k = m.shape[1]
+        h = m.shape[1] if a_t else m.shape[0]
+        k = m.shape[0] if a_t else m.shape[1]
         w = n.shape[1]
 
         a_s = cuda.shared.array((stages, bk, pa), dtype=np.float32, alignment=16)  # A^T tiles, k-major

@@ -25,15 +25,14 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from .. import mode
 from ..fastpath import jit_options
 from ..launch import BFLOAT16, to_kernel_arg
 from ..mma import ldmatrix_x4, ldmatrix_x4_trans, mma_m16n8k16_bf16, mma_m16n8k16_f16
 from ..specialize import specialize
-from .config import positive_ints, sizes
+from .config import on_hopper, positive_ints, sizes
 from .matmul import checked_matmul_args, matmul_case, matmul_work, register_matmul
 from .matmul_tc_pipe import check_warp_tiles, matmul_bf16_pipelined, matmul_f16_pipelined, mma_launch, tc_ready
-from .tiles import block_tile, stage_tile
+from .tiles import block_tile, stage_tile, store_accumulators
 
 #: the plain kernel's default tile configuration
 PLAIN_CONFIG = {"bm": 64, "bn": 64, "bk": 32, "warps_m": 2, "warps_n": 2}
@@ -121,15 +120,7 @@ def _plain(f16, bm, bn, bk, warps_m, warps_n):
                         mma(acc, t, af, mi * 4, bf, ni * 2, acc, t)
             cuda.syncthreads()
 
-        g = lane >> 2  # groupID: c0, c1 in row g, c2, c3 in row g + 8
-        t4 = lane % 4  # threadID_in_group: columns 2 * t4, 2 * t4 + 1
-        for mi in range(mi_n):
-            for ni in range(ni_n):
-                for i in range(4):
-                    r = row0 + wrow + mi * 16 + g + (i // 2) * 8
-                    c = col0 + wcol + ni * 8 + t4 * 2 + i % 2
-                    if r < m and c < n:
-                        out[r, c] = acc[(mi * ni_n + ni) * 4 + i]
+        store_accumulators(out, acc, row0 + wrow, col0 + wcol, m, n, lane, mi_n, ni_n, True)
 
     return matmul_tc_plain
 
@@ -180,13 +171,9 @@ def _matmul(f16, a, b, out, kernel, config):
 
 
 def wgmma_ready(a, b, out) -> bool:
-    """True when ``a @ b`` may run as the Hopper kernel: a GPU of compute capability 9.0 (not the simulator), data
-    on it, and the pipelined kernel's preconditions (whole 16-byte rows for the tensor maps)."""
-    from ..launch import array_info
-
-    if mode.in_simulator() or not tc_ready(a, b, out) or not array_info("a", a).on_gpu:
-        return False
-    return tuple(cuda.get_current_device().compute_capability) == (9, 0)
+    """True when ``a @ b`` may run as the Hopper kernel: a GPU of compute capability 9.0 holding the data
+    (``config.on_hopper``), and the pipelined kernel's preconditions (whole 16-byte rows for the tensor maps)."""
+    return on_hopper(a) and tc_ready(a, b, out)
 
 
 # ---------------------------------------------------------------------------------------------------------------

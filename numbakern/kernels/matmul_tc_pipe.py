@@ -238,7 +238,7 @@ def pipelined_kernel(f16, bm, bn, bk, warps_m, warps_n, stages, group, min_block
                 for i in unroll(range(acc_n)):
                     acc[i] += part[i]
 
-        store_accumulators(out, acc, row0 + wrow, col0 + wcol, h, w, lane, mi_n, ni_n)
+        store_accumulators(out, acc, row0 + wrow, col0 + wcol, h, w, lane, mi_n, ni_n, False)
 
     return matmul_mma_pipelined
 

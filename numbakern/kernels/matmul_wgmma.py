@@ -115,12 +115,8 @@ def matmul_wgmma(f16: bool = False, bn: int = 256, stages: int = 4, consumers: i
     @cuda.jit(**jit_options(threads=threads, min_blocks=1))
     def matmul_wgmma(a, b, out, tmap_a, tmap_b, tmap_out):
         tid = cuda.threadIdx.x
-        if tf32x3:  # a: (2, h, k), b: (2, w, k)
-            h = a.shape[1]
-            k = a.shape[2]
-        else:
-            h = a.shape[0]
-            k = a.shape[1]
+        h = a.shape[1] if tf32x3 else a.shape[0]  # (tf32x3: a (2, h, k), b (2, w, k))
+        k = a.shape[2] if tf32x3 else a.shape[1]
         w = b.shape[1]
         smem = cuda.shared.array(0, dtype=np.uint16)
         smem32 = cuda.shared.array(0, dtype=np.uint32)  # (the same bytes, for the epilogue's 32-bit stores)
@@ -311,20 +307,13 @@ class WgmmaMatmul:
         ptr = [device_address(x) for x in (a, b, out)]
         key = (*ptr, a.shape, b.shape)
         if key not in self._maps:
-            if self.config.get("tf32x3"):  # the maps the kernel declares, of the 3-D parts
-                params = declared_tensor_maps(self.kernel)
-                made = tuple(params[f"tmap_{n}"].make(x) for n, x in (("a", a), ("b", b), ("out", out)))
-            else:
-                bm = 64 * self.config["consumers"]
-                (h, k), (_, w) = a.shape, b.shape
-                ma = hopper.tensor_map_2d(ptr[0], h, k, k * 2, bm, BK)
-                mb = hopper.tensor_map_2d(ptr[1], k, w, w * 2, BK, PANEL)
-                if self.config.get("out16"):
-                    mo = hopper.tensor_map_2d(ptr[2], h, w, w * 2, 64, 64, 2)
-                else:
-                    mo = hopper.tensor_map_2d(ptr[2], h, w, w * 4, 64, 32, 4)
-                made = (ma, mb, mo)
-            self._maps[key] = made if mode.in_simulator() else tuple(cuda.to_device(m) for m in made)
+            params = declared_tensor_maps(self.kernel)
+            out16 = self.config.get("out16")  # (out: a 32-bit view of the 16-bit output, mapped as the 16-bit matrix)
+            names = ("a", "b") if out16 else ("a", "b", "out")
+            made = [params[f"tmap_{n}"].make(x) for n, x in zip(names, (a, b, out))]
+            if out16:
+                made.append(hopper.tensor_map_2d(ptr[2], out.shape[0], b.shape[1], b.shape[1] * 2, 64, 64, 2))
+            self._maps[key] = tuple(made) if mode.in_simulator() else tuple(cuda.to_device(m) for m in made)
         return self._maps[key]
 
     def __call__(self, a, b, out):

@@ -72,10 +72,10 @@ def copy_chunks(dst, stage, dst_at, dst_step, src, src_at, src_step, copies, ins
 
 
 @cuda.jit(device=True, forceinline=True, fastmath=True)
-def store_accumulators(out, acc, row0, col0, h, w, lane, mi_n, ni_n):
+def store_accumulators(out, acc, row0, col0, h, w, lane, mi_n, ni_n, odd_w):
     """A warp's ``mi_n``×``ni_n`` m16n8 accumulator tiles into ``out`` from ``(row0, col0)``, inside ``h``×``w``
-    (``w`` even: a lane's pair of columns is inside or outside together). Lane (g, t) holds rows g and g + 8 of a
-    tile, columns 2 t and 2 t + 1 (``numbakern.mma.layout``)."""
+    (``w`` even unless ``odd_w``: a lane's pair of columns is inside or outside together). Lane (g, t) holds rows g
+    and g + 8 of a tile, columns 2 t and 2 t + 1 (``numbakern.mma.layout``)."""
     g = lane >> 2
     t4 = lane % 4
     for mi in unroll(range(mi_n)):
@@ -86,7 +86,8 @@ def store_accumulators(out, acc, row0, col0, h, w, lane, mi_n, ni_n):
                     c = col0 + ni * 8 + t4 * 2
                     if c < w:
                         out[u32(r), u32(c)] = acc[(mi * ni_n + ni) * 4 + half * 2]
-                        out[u32(r), u32(c + 1)] = acc[(mi * ni_n + ni) * 4 + half * 2 + 1]
+                        if not odd_w or c + 1 < w:
+                            out[u32(r), u32(c + 1)] = acc[(mi * ni_n + ni) * 4 + half * 2 + 1]
 
 
 # ---------------------------------------------------------------------------------------------------------------
