@@ -33,26 +33,9 @@ __device__ __forceinline__ void nk_copy_async4(float *dst, const float *src, int
 __device__ __forceinline__ void nk_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void nk_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
-// cp.async of 16 bytes of any element type (8 bf16/f16 values, 4 floats, ...) from src[offset]: the same
-// instruction as nk_copy_async4
-template <typename D, typename S>
-__device__ __forceinline__ void nk_copy_async16(D *dst, const S *src, int64_t offset, bool valid) {
-    unsigned shared_addr = (unsigned)__cvta_generic_to_shared(dst);
-    const S *from = valid ? src + offset : src;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared_addr), "l"(from), "r"(valid ? 16 : 0)
-                 : "memory");
-}
-
 // cp.async.wait_group N: all but this thread's N most recent groups of copies have landed (N an immediate)
 template <int N> __device__ __forceinline__ void nk_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-
-// Python modulo as numba computes it: the result has the divisor's sign; x % 0 == 0 and INT64_MIN % -1 == 0
-__device__ __forceinline__ int64_t nk_floormod(int64_t x, int64_t y) {
-    if (y == 0 || (x == INT64_MIN && y == -1)) return 0;
-    int64_t r = x % y;
-    return (r != 0 && ((r ^ y) < 0)) ? r + y : r;
 }
 
 constexpr int64_t FULL_MASK = 4294967295LL;
@@ -72,35 +55,6 @@ constexpr int64_t s_n = 16;
 constexpr int64_t step = 512;
 constexpr int64_t v_wait = 1;
 constexpr int64_t vb = 1;
-
-__device__ __forceinline__ void copy_rows(float* tile, int64_t tile_shape0, int64_t tile_shape1, const float* src, int64_t src_shape0, int64_t src_shape1, int64_t src_shape2, int64_t first, int64_t row0, int64_t rows, uint32_t crow, uint32_t cc, int64_t copies, int64_t row_step, int64_t src_step, int64_t chunk)
-{
-    #pragma unroll
-    for (int64_t i = 0; i < copies; i++) {
-        int64_t r = crow + i * row_step;
-        nk_copy_async16(&tile[r * tile_shape1 + (cc ^ nk_floormod(r, (int64_t)8)) * chunk], src, first + i * src_step, row0 + r < rows);
-    }
-}
-
-__device__ __forceinline__ void copy_rows4(float* tiles, int64_t tiles_shape0, int64_t tiles_shape1, int64_t tiles_shape2, int64_t buf, const float* src, int64_t src_shape0, int64_t src_shape1, int64_t src_shape2, int64_t first, int64_t row0, int64_t rows, uint32_t crow, uint32_t cc, int64_t copies, int64_t row_step, int64_t src_step)
-{
-    #pragma unroll
-    for (int64_t i = 0; i < copies; i++) {
-        int64_t r = crow + i * row_step;
-        int64_t col = (cc ^ nk_floormod(r, (int64_t)8)) * 4;
-        nk_copy_async4(&tiles[(buf * tiles_shape1 + r) * tiles_shape2 + col], src, first + i * src_step, row0 + r < rows);
-    }
-}
-
-__device__ __forceinline__ void copy_rows4_(float* tiles, int64_t tiles_shape0, int64_t tiles_shape1, int64_t tiles_shape2, int64_t buf, const float* src, int64_t src_shape0, int64_t src_shape1, int64_t src_shape2, int64_t first, int64_t row0, int64_t rows, uint32_t crow, uint32_t cc, int64_t copies, int64_t row_step, int64_t src_step)
-{
-    #pragma unroll
-    for (int64_t i = 0; i < copies; i++) {
-        int64_t r = crow + i * row_step;
-        int64_t col = (int64_t)cc * 4;
-        nk_copy_async4(&tiles[(buf * tiles_shape1 + r) * tiles_shape2 + col], src, first + i * src_step, row0 + r < rows);
-    }
-}
 
 template <int bm, int bn, int causal, int d, int kv_split>
 __global__ void __launch_bounds__(128, 4) attention_d64(
@@ -148,8 +102,17 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
     // `next_block` further: compile-time distances, which fold into the copies' address immediates
     int64_t q_first = (bh * lq + q0 + crow) * d + (int64_t)cc * 4;
     int64_t kv_first = (bh * lk + crow) * d + (int64_t)cc * 4;
-    copy_rows(&q_s[0][0], bm, d, q, q_shape0, q_shape1, q_shape2, q_first, q0, lq, crow, cc, q_copies, rstep, step, (int64_t)4);
-    copy_rows4(&kv_s[0][0][0], kv_bufs, bn, d, (int64_t)0, k, k_shape0, k_shape1, k_shape2, kv_first, (int64_t)0, lk, crow, cc, kv_copies, rstep, step);
+    int64_t r;
+    #pragma unroll
+    for (int64_t i = 0; i < q_copies; i++) {
+        r = crow + i * rstep;
+        nk_copy_async4(&q_s[r][(cc ^ (r % 8)) * 4], q, q_first + i * step, q0 + r < lq);
+    }
+    #pragma unroll
+    for (int64_t i = 0; i < kv_copies; i++) {
+        r = crow + i * rstep;
+        nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], k, kv_first + i * step, r < lk);
+    }
     nk_async_commit();
     int64_t row;
     float total;
@@ -159,7 +122,11 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
         __syncthreads();  // ... for everyone; everyone is done with the last block's V and probabilities
         int64_t kv_block = kv_first + kb0 * d;
         // V of this block lands while the scores are computed
-        copy_rows4_(&kv_s[0][0][0], kv_bufs, bn, d, vb, v, v_shape0, v_shape1, v_shape2, kv_block, kb0, lk, crow, cc, kv_copies, rstep, step);
+        #pragma unroll
+        for (int64_t i = 0; i < kv_copies; i++) {
+            r = crow + i * rstep;
+            nk_copy_async4(&kv_s[vb][r][cc * 4], v, kv_block + i * step, kb0 + r < lk);
+        }
         nk_async_commit();
         // scores: s[qq, rr] = q[row rr] . k[key qq], 4 head-dim columns at a time
         #pragma unroll
@@ -236,8 +203,13 @@ __global__ void __launch_bounds__(128, 4) attention_d64(
             *reinterpret_cast<float4 *>(&p_s[lx + (uint32_t)(8 * qq)][slot]) = make_float4(s[qq * 4], s[qq * 4 + 1], s[qq * 4 + 2], s[qq * 4 + 3]);
         }
         __syncthreads();  // the probabilities are written, and everyone is done with this block's K
-        if (t + 1 < nkb) {  // K of the next block lands during p @ v (else an empty group: the count holds)
-            copy_rows4(&kv_s[0][0][0], kv_bufs, bn, d, (int64_t)0, k, k_shape0, k_shape1, k_shape2, kv_block + next_block, kb0 + bn, lk, crow, cc, kv_copies, rstep, step);
+        // K of the next block lands during p @ v (an empty group after the last block: the count holds)
+        if (t + 1 < nkb) {
+            #pragma unroll
+            for (int64_t i = 0; i < kv_copies; i++) {
+                r = crow + i * rstep;
+                nk_copy_async4(&kv_s[0][r][(cc ^ (r % 8)) * 4], k, kv_block + next_block + i * step, kb0 + bn + r < lk);
+            }
         }
         nk_async_commit();
         nk_async_wait<v_wait>();  // V of this block has landed ...

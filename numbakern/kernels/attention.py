@@ -40,7 +40,7 @@ import math
 import numpy as np
 from numba import cuda
 
-from ..async_copy import async_commit, async_wait
+from ..async_copy import async_commit, async_wait, copy_async4
 from ..fastpath import jit_options, u32
 from ..launch import LaunchConfig, cdiv, check_array, check_same_device, empty_like_on, to_kernel_arg
 from ..registry import Case, KernelSpec, Work, random_array, register
@@ -48,7 +48,6 @@ from ..specialize import specialize
 from ..unroll import unroll
 from ..vector_io import vload4, vstore4
 from .config import fits_static_shared, flags, for_mode, positive_ints, sizes
-from .flash import copy_rows, copy_rows4
 from .half import to16, values
 
 #: a masked score: exp(MASKED - m) is 0 for any finite row maximum m
@@ -150,8 +149,12 @@ def flash_attention(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 3
         # `next_block` further: compile-time distances, which fold into the copies' address immediates
         q_first = (bh * lq + q0 + crow) * d + cc * 4
         kv_first = (bh * lk + crow) * d + cc * 4
-        copy_rows(q_s, q, q_first, q0, lq, crow, cc, q_copies, rstep, step, 4)
-        copy_rows4(kv_s, 0, k, kv_first, 0, lk, crow, cc, kv_copies, rstep, step, True)
+        for i in unroll(range(q_copies)):
+            r = crow + i * rstep
+            copy_async4(q_s, (r, (cc ^ (r % 8)) * 4), q, q_first + i * step, q0 + r < lq)
+        for i in unroll(range(kv_copies)):
+            r = crow + i * rstep
+            copy_async4(kv_s, (0, r, (cc ^ (r % 8)) * 4), k, kv_first + i * step, r < lk)
         async_commit()
 
         for t in range(nkb):
@@ -160,7 +163,9 @@ def flash_attention(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 3
             cuda.syncthreads()  # ... for everyone; everyone is done with the last block's V and probabilities
             kv_block = kv_first + kb0 * d
             if kv_split:  # V of this block lands while the scores are computed
-                copy_rows4(kv_s, vb, v, kv_block, kb0, lk, crow, cc, kv_copies, rstep, step, False)
+                for i in unroll(range(kv_copies)):
+                    r = crow + i * rstep
+                    copy_async4(kv_s, (vb, r, cc * 4), v, kv_block + i * step, kb0 + r < lk)
                 async_commit()
 
             # scores: s[qq, rr] = q[row rr] . k[key qq], 4 head-dim columns at a time
@@ -209,10 +214,17 @@ def flash_attention(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 3
 
             cuda.syncthreads()  # the probabilities are written, and everyone is done with this block's K
             if not kv_split:  # V into the one buffer now that K is read
-                copy_rows4(kv_s, 0, v, kv_block, kb0, lk, crow, cc, kv_copies, rstep, step, False)
-            elif t + 1 < nkb:  # K of the next block lands during p @ v (else an empty group: the count holds)
-                copy_rows4(kv_s, 0, k, kv_block + next_block, kb0 + bn, lk, crow, cc, kv_copies, rstep, step, True)
-            async_commit()
+                for i in unroll(range(kv_copies)):
+                    r = crow + i * rstep
+                    copy_async4(kv_s, (0, r, cc * 4), v, kv_block + i * step, kb0 + r < lk)
+                async_commit()
+            else:  # K of the next block lands during p @ v (an empty group after the last block: the count holds)
+                if t + 1 < nkb:
+                    for i in unroll(range(kv_copies)):
+                        r = crow + i * rstep
+                        copy_async4(kv_s, (0, r, (cc ^ (r % 8)) * 4), k, kv_block + next_block + i * step,
+                                    kb0 + bn + r < lk)
+                async_commit()
             async_wait(v_wait)  # V of this block has landed ...
             cuda.syncthreads()  # ... for everyone
 
@@ -227,7 +239,10 @@ def flash_attention(d: int = 64, causal: bool = False, bm: int = 64, bn: int = 3
 
             if not kv_split and t + 1 < nkb:  # K of the next block, once everyone is done with V
                 cuda.syncthreads()
-                copy_rows4(kv_s, 0, k, kv_block + next_block, kb0 + bn, lk, crow, cc, kv_copies, rstep, step, True)
+                for i in unroll(range(kv_copies)):
+                    r = crow + i * rstep
+                    copy_async4(kv_s, (0, r, (cc ^ (r % 8)) * 4), k, kv_block + next_block + i * step,
+                                kb0 + bn + r < lk)
                 async_commit()
 
         for rr in range(4):

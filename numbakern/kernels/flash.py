@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import cuda
 
-from ..async_copy import copy_async4, copy_async16
+from ..async_copy import copy_async16
 from ..unroll import unroll
 
 #: scores and maxima are kept in base-2 units: exp(scale x - m) = exp2(scale log2(e) x - m'), one ex2 a probability
@@ -33,15 +33,6 @@ def copy_rows(tile, src, first, row0, rows, crow, cc, copies, row_step, src_step
     for i in unroll(range(copies)):
         r = crow + i * row_step
         copy_async16(tile, (r, (cc ^ (r % 8)) * chunk), src, first + i * src_step, row0 + r < rows)
-
-
-@cuda.jit(device=True, forceinline=True, fastmath=True)
-def copy_rows4(tiles, buf, src, first, row0, rows, crow, cc, copies, row_step, src_step, swizzle):
-    """``copy_rows`` of float32 rows into ``tiles[buf]``, their chunks XORed with the row mod 8 with ``swizzle``."""
-    for i in unroll(range(copies)):
-        r = crow + i * row_step
-        col = (cc ^ (r % 8)) * 4 if swizzle else cc * 4
-        copy_async4(tiles, (buf, r, col), src, first + i * src_step, row0 + r < rows)
 
 
 @cuda.jit(device=True, forceinline=True, fastmath=True)
