@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import typer
+from . import closures, typer
 from .compile import CODE_STRIDE, INFERRED, CodeRegistry, compile_function, dead_code_kept, tagged_locations
 from .source import FunctionSource, function_source
 
@@ -259,10 +259,11 @@ def _reads(pyfunc, kept: list) -> tuple:
     for name in sorted(names):
         if name in pyfunc.__globals__:
             read(name, pyfunc.__globals__[name])
-    for name, cell in zip(code.co_freevars, pyfunc.__closure__ or ()):
-        try:
-            read(name, cell.cell_contents)
-        except ValueError:  # an empty cell
+    bound = closures.closure_values(pyfunc)
+    for name in closures.free_names(pyfunc):
+        if name in bound:
+            read(name, bound[name])
+        else:  # an empty cell
             out.append((name, "empty"))
     return tuple(out)
 
