@@ -43,10 +43,6 @@ _VOTES = (cuda.all_sync, cuda.any_sync, cuda.eq_sync, cuda.ballot_sync)
 _BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
 
 
-def is_intrinsic(obj) -> bool:
-    return obj in BUILTINS
-
-
 def call(tr, obj, node):
     return BUILTINS[obj](tr, obj, node)
 

@@ -41,11 +41,7 @@ class NodeTypes:
     def typeof(self, node) -> Any:
         if node in self._types:
             return self._types[node]
-        try:
-            t = self._typeof(node)
-        except Exception:  # noqa: BLE001 - numba cannot type it: unknown
-            t = None
-        self._types[node] = t
+        t = self._types[node] = self._typeof(node)
         return t
 
     def signature(self, node):
