@@ -74,7 +74,6 @@ class ExprMixin:
         def flow_nonneg(self, node: ast.AST) -> bool: ...
         def operation_ranges(self, node: ast.AST) -> tuple | None: ...
         def bounded(self, node: ast.AST) -> bool: ...
-        def no_overflow(self, node: ast.AST) -> bool: ...
 
     @property
     def src(self) -> SourceInfo:
@@ -423,7 +422,7 @@ class ExprMixin:
             # a value that may have wrapped around past INT64_MAX is negative to numba: the floor helper)
             plain = ranges is not None and within(ranges[0], 0, INT64_MAX) and within(ranges[1], 1, INT64_MAX)
             if plain or is_int(akey) and left.nonneg and not left.deps and isinstance(divisor, int) and \
-                    divisor > 0 and left_node is not None and self.no_overflow(left_node):
+                    divisor > 0 and left_node is not None and self.bounded(left_node):
                 left, right = arith_casts(left, right, rkey)
                 return self._infix(left, "/" if op == "//" else "%", right, c_arith(left.key, right.key),
                                    sig.return_type, nonneg=True, deps=deps)
@@ -455,7 +454,7 @@ class ExprMixin:
             right = cast(right, akey) if right.literal is None else right
             left_node = node.left if isinstance(node, ast.BinOp) else getattr(node, "target", None)
             if op == "<<" and is_signed(akey) and not (
-                    left.nonneg and not left.deps and isinstance(node, ast.BinOp) and self.no_overflow(node)):
+                    left.nonneg and not left.deps and isinstance(node, ast.BinOp) and self.bounded(node)):
                 # numba shifts the bits (LLVM shl); a C left shift of a negative or overflowing signed value is
                 # undefined: shift the unsigned bits and convert back
                 ukey = "u" + str(akey)

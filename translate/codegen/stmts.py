@@ -233,10 +233,6 @@ class FunctionTranslator(ExprMixin):
         """Does numba compute ``node`` without wrapping around past its type (its + - * cannot overflow)?"""
         return self.values.fits(node, getattr(self, "statement", None))
 
-    def no_overflow(self, node) -> bool:
-        """Is the non-negative integer ``node`` also below 2**63 (its arithmetic never wrapped around)?"""
-        return self.values.fits(node, getattr(self, "statement", None))
-
     def mark_written(self, cname):
         self.written.add(self.view_owners.get(cname, cname))
 
