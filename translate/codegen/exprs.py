@@ -546,7 +546,7 @@ class ExprMixin:
             if i + 1 < len(node.ops) and not right.pure:
                 raise self.src.error(right_node, "a chained comparison evaluates this operand twice in C",
                                      hint="assign it to a variable first")
-            sig = self.signature(node)
+            sig = self.signature(node, i)  # each comparison of a chain is an operation of its own
             target = scalar_key(sig.args[0])
             a, b = compare_casts(left, right, target)
             prec = BINARY_PREC[op]
