@@ -10,7 +10,6 @@ its own (``retyped``: where each type is stored and read).
 
 from __future__ import annotations
 
-import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,6 @@ from .cnames import _INT_BITS, is_int, is_signed, scalar_key
 
 @dataclass(frozen=True)
 class TypedFunction:
-    pyfunc: pytypes.FunctionType
     argtypes: tuple[types.Type, ...]
     return_type: types.Type
     record: FunctionRecord                          # numba's operations, on the function's syntax tree
@@ -53,7 +51,7 @@ def type_function(pyfunc, argtypes: tuple, return_type=None, others: tuple = ())
         else:
             merged[name] = t
     retyped = {name: found.retyped[name] for name in conflicts}
-    return TypedFunction(pyfunc, found.argtypes, found.return_type, found, merged, conflicts, retyped,
+    return TypedFunction(found.argtypes, found.return_type, found, merged, conflicts, retyped,
                          dict(found.literals))
 
 

@@ -65,6 +65,8 @@ EXTRA = [
        (custom(lambda rng: rng.integers(-2 ** 62, 2 ** 62, 500)), ints((500, 2), np.int64, -9, 9))),
     _e("mixed_signedness", "void(uint32[::1], int32[::1], int64[:, ::1])", L(4, 128),
        (ints(500, np.uint32, 0, 2 ** 32), ints(500, np.int32, -2 ** 31, 2 ** 31), ints((500, 3), np.int64, -9, 9))),
+    _e("chained_compare", "void(int32[::1], float64[::1], int32[::1])", L(4, 128),
+       (ints(500, np.int32, -3, 4), floats(500, np.float64, -3, 4), ints(500, np.int32, -9, 9))),
     _e("powers", "void(float32[::1], int64[::1], float64[:, ::1])", L(4, 128),
        (floats(500, np.float32, 0.5, 2), ints(500, np.int64, -6, 7), floats((500, 4), np.float64))),
     _e("nan_min_max", "void(float32[::1], float32[::1], float32[:, ::1])", L(4, 128),

@@ -234,6 +234,15 @@ def mixed_signedness(u, s, out):
 
 
 @cuda.jit
+def chained_compare(a, y, out):
+    """int32 < float64 inside a chain: each comparison has its own types (numba compares a with y as float64);
+    the first comparison's int64 would truncate y, and 1 < 1.5 would be false."""
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        out[i] = 1 if 0 < a[i] < y[i] else 0
+
+
+@cuda.jit
 def powers(x, n, out):
     """float ** int by repeated squaring (numba), int ** negative int, float ** float."""
     i = cuda.grid(1)

@@ -69,17 +69,12 @@ class Translator(Protocol):
         """An expression used for its truth value."""
         ...
 
-    def resolve(self, fn: Any, argtypes: Any, node: ast.AST, kws: Any = None) -> Any:
-        """numba's signature of the operation ``node`` performs (``signature``; ``fn``/``argtypes`` are not typed
-        again)."""
-        ...
-
     def signature(self, node: ast.AST, index: int = 0) -> Any:
         """numba's signature of the operation ``node`` performs, from the typed record (a located error where numba
         compiled none)."""
         ...
 
-    def binop(self, op: str, fn: Any, left: Any, right: Any, node: ast.AST, sig: Any = None) -> Any:
+    def binop(self, op: str, left: Any, right: Any, node: ast.AST, sig: Any = None) -> Any:
         """``left op right`` (``CExpr``) as numba computes it with signature ``sig`` (default: ``node``'s)."""
         ...
 

@@ -1,4 +1,4 @@
-"""Expressions. Every operator's result type comes from Numba's typing context (``resolve_call``), and casts
+"""Expressions. Every operator's result type is the one numba chose (the function's typed record), and casts
 are inserted exactly where C's promotions would compute in a different type (see ``cexpr``)."""
 
 from __future__ import annotations
@@ -40,15 +40,12 @@ from .diagnose import internal_error
 from .emitter import Emitter
 from .valueflow import within
 
-BINOPS = {ast.Add: ("+", operator.add), ast.Sub: ("-", operator.sub), ast.Mult: ("*", operator.mul),
-          ast.Div: ("/", operator.truediv), ast.FloorDiv: ("//", operator.floordiv), ast.Mod: ("%", operator.mod),
-          ast.Pow: ("**", operator.pow), ast.LShift: ("<<", operator.lshift), ast.RShift: (">>", operator.rshift),
-          ast.BitAnd: ("&", operator.and_), ast.BitOr: ("|", operator.or_), ast.BitXor: ("^", operator.xor)}
+BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+          ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
 INT64_MAX = 2 ** 63 - 1
 #: C's 32-bit integer types and their values
 C32 = {"uint32": (0, 2 ** 32 - 1), "int32": (-(2 ** 31), 2 ** 31 - 1)}
-CMPOPS = {ast.Lt: ("<", operator.lt), ast.LtE: ("<=", operator.le), ast.Gt: (">", operator.gt),
-          ast.GtE: (">=", operator.ge), ast.Eq: ("==", operator.eq), ast.NotEq: ("!=", operator.ne)}
+CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 _UNSUPPORTED_EXPR_HINT = ("arithmetic, comparisons, and/or/not, conditional expressions, array indexing, "
                           "cuda.* intrinsics, math.* functions, min/max/abs, int()/float()/np.float32() casts")
@@ -77,7 +74,6 @@ class ExprMixin:
         def flow_nonneg(self, node: ast.AST) -> bool: ...
         def operation_ranges(self, node: ast.AST) -> tuple | None: ...
         def bounded(self, node: ast.AST) -> bool: ...
-        def no_overflow(self, node: ast.AST) -> bool: ...
 
     @property
     def src(self) -> SourceInfo:
@@ -383,12 +379,12 @@ class ExprMixin:
 
     # -- operators ---------------------------------------------------------------------------------------------
     def v_BinOp(self, node):
-        op, fn = BINOPS.get(type(node.op), (None, None))
+        op = BINOPS.get(type(node.op))
         if op is None:
             raise self.src.error(node, "unsupported operator", hint="+ - * / // % ** << >> & | ^")
-        return self.binop(op, fn, self.expr(node.left), self.expr(node.right), node)
+        return self.binop(op, self.expr(node.left), self.expr(node.right), node)
 
-    def binop(self, op, fn, left: CExpr, right: CExpr, node, sig=None) -> CExpr:
+    def binop(self, op, left: CExpr, right: CExpr, node, sig=None) -> CExpr:
         """``left op right`` as numba computes it; ``sig``: numba's signature of it (default: the record's of
         ``node``)."""
         sig = sig if sig is not None else self.signature(node)
@@ -426,7 +422,7 @@ class ExprMixin:
             # a value that may have wrapped around past INT64_MAX is negative to numba: the floor helper)
             plain = ranges is not None and within(ranges[0], 0, INT64_MAX) and within(ranges[1], 1, INT64_MAX)
             if plain or is_int(akey) and left.nonneg and not left.deps and isinstance(divisor, int) and \
-                    divisor > 0 and left_node is not None and self.no_overflow(left_node):
+                    divisor > 0 and left_node is not None and self.bounded(left_node):
                 left, right = arith_casts(left, right, rkey)
                 return self._infix(left, "/" if op == "//" else "%", right, c_arith(left.key, right.key),
                                    sig.return_type, nonneg=True, deps=deps)
@@ -458,7 +454,7 @@ class ExprMixin:
             right = cast(right, akey) if right.literal is None else right
             left_node = node.left if isinstance(node, ast.BinOp) else getattr(node, "target", None)
             if op == "<<" and is_signed(akey) and not (
-                    left.nonneg and not left.deps and isinstance(node, ast.BinOp) and self.no_overflow(node)):
+                    left.nonneg and not left.deps and isinstance(node, ast.BinOp) and self.bounded(node)):
                 # numba shifts the bits (LLVM shl); a C left shift of a negative or overflowing signed value is
                 # undefined: shift the unsigned bits and convert back
                 ukey = "u" + str(akey)
@@ -513,15 +509,14 @@ class ExprMixin:
                 isinstance(node.operand.value, (int, float, complex)) and not isinstance(node.operand.value, bool):
             v = -node.operand.value
             e = self.v_Constant(ast.Constant(v))
-            nbt = self.resolve(operator.neg, (self.v_Constant(node.operand).nbt,), node).return_type
+            nbt = self.signature(node).return_type
             return CExpr(e.code, e.key, nbt, UNARY if e.key != "complex128" else PRIMARY, e.nonneg, literal=v)
         if isinstance(node.op, ast.Not):
             e = self.cond(node.operand)
             return CExpr(f"!{paren(e, UNARY)}", "bool", types.boolean, UNARY, pure=e.pure)
         e = self.expr(node.operand)
-        fn, op = {ast.USub: (operator.neg, "-"), ast.UAdd: (operator.pos, "+"), ast.Invert: (operator.invert, "~")}[
-            type(node.op)]
-        sig = self.resolve(fn, (e.nbt,), node)
+        op = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~"}[type(node.op)]
+        sig = self.signature(node)
         rkey = scalar_key(sig.return_type)
         if rkey in ("complex64", "complex128") and op == "-":  # numba negates both parts (signed zeros too)
             f, make = ("f", "make_cuFloatComplex") if rkey == "complex64" else ("", "make_cuDoubleComplex")
@@ -540,7 +535,7 @@ class ExprMixin:
         left_node = node.left
         left = self.expr(left_node)
         for i, (opnode, right_node) in enumerate(zip(node.ops, node.comparators)):
-            op, fn = CMPOPS.get(type(opnode), (None, None))
+            op = CMPOPS.get(type(opnode))
             if op is None:
                 raise self.src.error(node, "unsupported comparison", hint="< <= > >= == != (not `is`/`in`)")
             if i == 0:
@@ -551,7 +546,7 @@ class ExprMixin:
             if i + 1 < len(node.ops) and not right.pure:
                 raise self.src.error(right_node, "a chained comparison evaluates this operand twice in C",
                                      hint="assign it to a variable first")
-            sig = self.resolve(fn, (left.nbt, right.nbt), node)
+            sig = self.signature(node, i)  # each comparison of a chain is an operation of its own
             target = scalar_key(sig.args[0])
             a, b = compare_casts(left, right, target)
             prec = BINARY_PREC[op]
@@ -629,11 +624,6 @@ class ExprMixin:
 
     def v_Call(self, node):
         return builtins.call(self, node)
-
-    def resolve(self, fn, argtypes, node, kws=None):
-        """numba's signature for the operation ``node`` performs (read off the typed record; ``fn``, ``argtypes``
-        and ``kws`` say what the caller expects and are not typed again)."""
-        return self.signature(node)
 
     def signature(self, node, index=0):
         """The signature numba chose for the operation ``node`` performs (the ``index``-th of a chained

@@ -43,10 +43,6 @@ _VOTES = (cuda.all_sync, cuda.any_sync, cuda.eq_sync, cuda.ballot_sync)
 _BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
 
 
-def is_intrinsic(obj) -> bool:
-    return obj in BUILTINS
-
-
 def call(tr, obj, node):
     return BUILTINS[obj](tr, obj, node)
 
@@ -64,7 +60,7 @@ def _simple_c(site: Site, obj):
         code = f"{SIMPLE[obj]}({', '.join(cast(a, 'uint32').code for a in args)})"
         return CExpr(code, site.scalar_key(rt) if rt is not None else None, rt if rt is not None else types.none,
                      PRIMARY, pure=False)
-    sig = site.signature(obj, [a.nbt for a in args])
+    sig = site.signature()
     args = [cast(a, site.scalar_key(t)) if site.scalar_key(t) and a.key != site.scalar_key(t) and not
             (is_int(a.key) and is_int(site.scalar_key(t)) and a.literal is not None) else a
             for a, t in zip(args, sig.args)]
@@ -77,7 +73,7 @@ def _simple_c(site: Site, obj):
 
 def _typed_args(tr, obj, node):
     args = [tr.expr(a) for a in node.args]
-    sig = tr.resolve(obj, [a.nbt for a in args], node)
+    sig = tr.signature(node)
     return [cast(a, tr.scalar_key(t)) for a, t in zip(args, sig.args)], sig
 
 
@@ -127,7 +123,7 @@ def _selp(tr, obj, node):
         raise tr.src.error(node, "cuda.selp takes three arguments: selp(predicate, a, b)")
     test = tr.cond(node.args[0])
     a, b = tr.expr(node.args[1]), tr.expr(node.args[2])
-    sig = tr.resolve(obj, [test.nbt, a.nbt, b.nbt], node)
+    sig = tr.signature(node)
     key = tr.scalar_key(sig.return_type)
     a, b = cast(a, key), cast(b, key)
     if not (a.pure and b.pure):  # numba evaluates both values; a C conditional evaluates one
@@ -144,7 +140,7 @@ def _lanemask_lt(tr, obj, node):
 
 def _match_all(site: Site):
     args = [site.expr(i) for i in range(site.nargs)]
-    sig = site.signature(cuda.match_all_sync, [a.nbt for a in args])
+    sig = site.signature()
     mask, value = (cast(a, site.scalar_key(t)) for a, t in zip(args, sig.args))
     result = site.temp("match")
     pred = site.temp("match_pred")

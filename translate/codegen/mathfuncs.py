@@ -36,7 +36,7 @@ def _args(tr, node):
 
 def _math(tr, obj, node):
     args = _args(tr, node)
-    sig = tr.resolve(obj, [a.nbt for a in args], node)
+    sig = tr.signature(node)
     name = MATH[obj.__name__]
     akey = scalar_key(sig.args[0])
     rkey = scalar_key(sig.return_type)
@@ -95,7 +95,7 @@ def _minmax(tr, obj, node):
     args = _args(tr, node)
     if len(args) < 2:
         raise tr.src.error(node, f"{obj.__name__}() needs at least two numbers", hint="min(a, b)")
-    sig = tr.resolve(obj, [a.nbt for a in args], node)
+    sig = tr.signature(node)
     rkey = scalar_key(sig.return_type)
     if len(args) == 2 and all(is_float(scalar_key(t)) for t in sig.args):
         # numba-cuda lowers min/max of two floats to libdevice fmin/fmax (a NaN operand is ignored), not to
@@ -138,7 +138,7 @@ def _sum(tr, obj, node):
 
 def _abs(tr, obj, node):
     (a,) = _args(tr, node)
-    sig = tr.resolve(_py.abs, [a.nbt], node)
+    sig = tr.signature(node)
     key = scalar_key(sig.return_type)
     if key is None:
         raise tr.src.error(node, f"abs() of {sig.return_type} has no C value")
@@ -155,7 +155,7 @@ def _fp16(tr, obj, node):
     """``cuda.fp16.*``: numba-cuda binds these to cuda_fp16.h's functions of the same name (``hadd`` is
     ``__hadd``)."""
     args = _args(tr, node)
-    sig = tr.resolve(obj, [a.nbt for a in args], node)
+    sig = tr.signature(node)
     args = [cast(a, scalar_key(t)) for a, t in zip(args, sig.args)]
     tr.helpers.add("nk_fp16")
     return CExpr(f"{obj.__name__}({', '.join(a.code for a in args)})", scalar_key(sig.return_type),
@@ -176,7 +176,7 @@ def _split(tr, fn, node, cname, ret_name, ptr_name):
     """A math function returning a pair whose libdevice version returns one part and writes the other
     through a pointer (modf, frexp): the call is a statement of its own before the expression."""
     (x,) = _args(tr, node)
-    sig = tr.resolve(fn, [x.nbt], node)
+    sig = tr.signature(node)
     key = scalar_key(sig.args[0])
     if not is_float(key):
         raise tr.src.error(node, f"math.{fn.__name__} of {key} is not supported",
@@ -194,7 +194,7 @@ def _split(tr, fn, node, cname, ret_name, ptr_name):
 
 def _round(tr, obj, node):
     args = _args(tr, node)
-    sig = tr.resolve(_py.round, [a.nbt for a in args], node)
+    sig = tr.signature(node)
     key = scalar_key(sig.args[0])
     if not is_float(key):
         raise tr.src.error(node, f"round() of {key} is not supported", hint="round(x) / round(x, n) of floats")
@@ -211,7 +211,7 @@ def _round(tr, obj, node):
 
 def _degrees_radians(tr, obj, node):
     (a,) = _args(tr, node)
-    sig = tr.resolve(obj, [a.nbt], node)
+    sig = tr.signature(node)
     key = scalar_key(sig.args[0])
     factor = (180.0 / math.pi) if obj is math.degrees else (math.pi / 180.0)
     if key == "float32":  # numba: the factor as a constant of the argument's type, times the argument
@@ -257,7 +257,7 @@ def _complex(tr, obj, node):
     args = _args(tr, node)
     if not 1 <= len(args) <= 2 or any(a.key in COMPLEX for a in args):
         raise tr.src.error(node, "complex() takes one or two real numbers here", hint="complex(re, im)")
-    sig = tr.resolve(complex, [a.nbt for a in args], node)
+    sig = tr.signature(node)
     key = str(scalar_key(sig.return_type))
     zero = CExpr("0", "int32", types.literal(0), literal=0)
     return make_complex(key, args[0], args[1] if len(args) == 2 else zero, sig.return_type)
@@ -290,7 +290,7 @@ CMATH = {cmath.exp: "nk_cexp", cmath.log: "nk_clog", cmath.log10: "nk_clog10", c
 
 def _cmath(tr, obj, node):
     args = _args(tr, node)
-    sig = tr.resolve(obj, [a.nbt for a in args], node)
+    sig = tr.signature(node)
     rkey = scalar_key(sig.return_type)
     args = [cast(a, scalar_key(t)) for a, t in zip(args, sig.args)]
     pure = all(a.pure for a in args)
@@ -307,7 +307,7 @@ def _cmath(tr, obj, node):
 def _phase(tr, obj, node):
     """cmath.phase(z) = math.atan2(z.imag, z.real); cmath.polar(z) = (math.hypot(re, im), math.atan2(im, re))."""
     (z,) = _args(tr, node)
-    sig = tr.resolve(obj, [z.nbt], node)
+    sig = tr.signature(node)
     if z.key not in COMPLEX:
         z = cast(z, scalar_key(sig.args[0]))
     re, im = parts(tr, z)
@@ -322,7 +322,7 @@ def _phase(tr, obj, node):
 def _rect(tr, obj, node):
     """cmath.rect(r, phi) of two floats of one type (numba's overload: the special cases of infinite r)."""
     args = _args(tr, node)
-    sig = tr.resolve(obj, [a.nbt for a in args], node)
+    sig = tr.signature(node)
     keys = {scalar_key(t) for t in sig.args}
     if len(keys) != 1 or not keys <= {"float32", "float64"}:
         raise tr.src.error(node, "cmath.rect is translated for two float32 or two float64 arguments",

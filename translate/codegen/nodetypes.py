@@ -1,22 +1,14 @@
-"""Numba's types of a function's expressions, asked of numba's typing context without generating any code: what the
-value ranges (``valueflow``) need to know where numba's integer arithmetic wraps around and what it converts its
-operands to. An expression this cannot type is None (its range is then unknown)."""
+"""Numba's types of a function's expressions, read off its typed record: what the value ranges (``valueflow``) need
+to know where numba's integer arithmetic wraps around and what it converts its operands to. An expression the record
+does not type is None (its range is then unknown)."""
 
 from __future__ import annotations
 
 import ast
-import operator
 from typing import Any
 
 from numba.cuda import types
 
-OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-             ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-             ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
-             ast.BitOr: operator.or_, ast.BitXor: operator.xor}
-COMPARISONS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-               ast.Eq: operator.eq, ast.NotEq: operator.ne}
-UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
 #: calls whose result depends on their arguments only (two calls with the same arguments are one value)
 PURE = {min, max, abs, len, round}
 
@@ -32,7 +24,6 @@ class NodeTypes:
         self.lookup_global = lookup_global    # name -> (found, value) of the module and closure
         self.truth = truth                    # test -> True/False where every instantiation agrees, else None
         self._types: dict = {}
-        self._sigs: dict = {}
 
     def name_type(self, name: str):
         typed = self.ctx.typed
@@ -50,17 +41,16 @@ class NodeTypes:
     def typeof(self, node) -> Any:
         if node in self._types:
             return self._types[node]
-        try:
-            t = self._typeof(node)
-        except Exception:  # noqa: BLE001 - numba cannot type it: unknown
-            t = None
-        self._types[node] = t
+        t = self._types[node] = self._typeof(node)
         return t
 
     def signature(self, node):
-        """numba's signature of a BinOp, UnaryOp or single Compare (the types it converts the operands to)."""
-        self.typeof(node)
-        return self._sigs.get(node)
+        """numba's signature of an operator, a single comparison or a call of a module's function (the types it
+        converts the operands to); None where an operand has no type here (a name of several types)."""
+        operands = _operands(node, self.static)
+        if operands is None or any(self.typeof(a) is None for a in operands):
+            return None
+        return self.ctx.typed.record.signature(node)
 
     def static(self, node):
         """The Python object an expression names (a module's function, a number type), or None."""
@@ -110,76 +100,30 @@ class NodeTypes:
             return None
         if isinstance(node, ast.Name):
             return self.name_type(node.id)
-        if isinstance(node, ast.Attribute):
-            return self._attribute(node)
-        if isinstance(node, ast.Subscript):
-            return self._subscript(node)
-        if isinstance(node, ast.UnaryOp):
-            if isinstance(node.op, ast.Not):
-                return types.boolean
-            return self._resolve(node, UNARY[type(node.op)], [node.operand])
-        if isinstance(node, ast.BinOp):
-            return self._resolve(node, OPERATORS[type(node.op)], [node.left, node.right])
-        if isinstance(node, ast.Compare):
-            if len(node.ops) == 1 and type(node.ops[0]) in COMPARISONS:
-                self._resolve(node, COMPARISONS[type(node.ops[0])], [node.left, node.comparators[0]])
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return types.boolean
         if isinstance(node, ast.BoolOp):
             ts = [self.typeof(v) for v in node.values]
             return types.boolean if all(isinstance(t, types.Boolean) for t in ts) else None
-        if isinstance(node, ast.IfExp):
-            return self.ctx.typed.record.unified(node)
-        if isinstance(node, ast.Call) and not node.keywords:
-            obj = self.static(node.func)
-            if obj is None:
-                return None
-            return self._resolve(node, obj, node.args)
-        return None
+        if isinstance(node, ast.Compare):
+            return types.boolean
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Call)):
+            sig = self.signature(node)
+            return sig and sig.return_type
+        return self.ctx.typed.record.type_of(node)
 
-    def _resolve(self, node, fn, args):
-        argtypes = [self.typeof(a) for a in args]
-        if any(t is None for t in argtypes):
-            return None
-        sig = self.ctx.typed.record.signature(node)
-        if sig is None:
-            return None
-        self._sigs[node] = sig
-        return sig.return_type
 
-    def _attribute(self, node):
-        from . import builtins
-
-        base = self.static(node.value)
-        if base is not None:
-            if base in builtins.DIM3 and node.attr in ("x", "y", "z"):
-                return types.int32
-            sub = getattr(base, node.attr, None)
-            return _value_type(sub) if isinstance(sub, (int, float)) else None
-        from numba.cuda import stubs
-
-        obj = self.static(node)
-        if obj in (stubs.laneid, stubs.warpsize):
-            return types.int32
-        t = self.typeof(node.value)
-        if t is not None and str(t) == "Dim3" and node.attr in ("x", "y", "z"):
-            return types.int32
-        if isinstance(t, types.Array) and node.attr == "size":
-            return types.intp
-        if isinstance(t, types.Array) and node.attr == "ndim":
-            return types.literal(t.ndim)
-        return None
-
-    def _subscript(self, node):
-        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
-            return types.intp
-        t = self.typeof(node.value)
-        index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if isinstance(t, types.Array) and len(index) == t.ndim and not any(isinstance(i, ast.Slice) for i in index):
-            return t.dtype
-        if isinstance(t, types.BaseTuple) and isinstance(node.slice, ast.Constant) and \
-                isinstance(node.slice.value, int) and -len(t) <= node.slice.value < len(t):
-            return t[node.slice.value]
-        return None
+def _operands(node, static) -> list | None:
+    if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
+        return [node.left, node.right]
+    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
+        return [node.operand]
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and \
+            not isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+        return [node.left, node.comparators[0]]
+    if isinstance(node, ast.Call) and not node.keywords and static(node.func) is not None:
+        return node.args
+    return None
 
 
 def _value_type(v):

@@ -27,7 +27,7 @@ def _cast(tr, obj, node):
     if len(node.args) != 1:
         raise tr.src.error(node, "casts take exactly one argument", hint="np.float32(x), int(x)")
     a = tr.expr(node.args[0])
-    sig = tr.resolve(obj, [a.nbt], node)
+    sig = tr.signature(node)
     key = tr.scalar_key(sig.return_type)
     if key == "bool":
         return CExpr(f"{paren(a, 10)} != 0", "bool", types.boolean, 9, pure=a.pure)
@@ -111,8 +111,6 @@ def c_string(text: str) -> str:
 
 def _divmod(tr, obj, node):
     """``divmod(a, b)``: numba's ``(a // b, a % b)``, each as the operator computes it."""
-    import operator
-
     from numba.cuda.typing.templates import signature
 
     if len(node.args) != 2 or node.keywords:
@@ -122,8 +120,8 @@ def _divmod(tr, obj, node):
     b = b if b.pure else tr.hoist(b, "b")
     sig = tr.signature(node)
     q, r = sig.return_type
-    return TupleVal([tr.binop("//", operator.floordiv, a, b, node, signature(q, *sig.args)),
-                     tr.binop("%", operator.mod, a, b, node, signature(r, *sig.args))])
+    return TupleVal([tr.binop("//", a, b, node, signature(q, *sig.args)),
+                     tr.binop("%", a, b, node, signature(r, *sig.args))])
 
 
 def is_namedtuple_class(obj) -> bool:

@@ -80,9 +80,9 @@ class Site:
             return arrays.element_at(self._tr, info, [CExpr("0", "int32", None, literal=0, nonneg=True)], self._node)
         return arrays.element(self._tr, info, self._node.args[index], self._node, offset=offset)
 
-    def signature(self, obj, argtypes):
-        """numba's signature of calling ``obj`` (a numba-cuda stub) with ``argtypes``."""
-        return self._tr.resolve(obj, argtypes, self._node)
+    def signature(self):
+        """numba's signature of the call."""
+        return self._tr.signature(self._node)
 
     def scalar_key(self, numba_type) -> str | None:
         return self._tr.scalar_key(numba_type)

@@ -233,10 +233,6 @@ class FunctionTranslator(ExprMixin):
         """Does numba compute ``node`` without wrapping around past its type (its + - * cannot overflow)?"""
         return self.values.fits(node, getattr(self, "statement", None))
 
-    def no_overflow(self, node) -> bool:
-        """Is the non-negative integer ``node`` also below 2**63 (its arithmetic never wrapped around)?"""
-        return self.values.fits(node, getattr(self, "statement", None))
-
     def mark_written(self, cname):
         self.written.add(self.view_owners.get(cname, cname))
 
@@ -962,13 +958,13 @@ class FunctionTranslator(ExprMixin):
         self.out.emit(f"{lhs.code} = {self._store_value(cast(value, lhs.key), lhs.key).code};")
 
     def s_AugAssign(self, node):
-        op, fn = BINOPS.get(type(node.op), (None, None))
+        op = BINOPS.get(type(node.op))
         if op is None:
             raise self.src.error(node, "unsupported augmented assignment")
         target = node.target
         if isinstance(target, ast.Name) and target.id in self.retyped:  # the version read, then the one stored
             cur = self.as_cexpr(self.v_Name(ast.copy_location(ast.Name(target.id, ast.Load()), target)), target)
-            res = self.binop(op, fn, cur, self.expr(node.value), node)
+            res = self.binop(op, cur, self.expr(node.value), node)
             return self._assign_name(target.id, None, node, target, value=res)
         if isinstance(target, ast.Name):
             if target.id not in self.scalars:
@@ -988,7 +984,7 @@ class FunctionTranslator(ExprMixin):
         else:
             raise self.src.error(target, "unsupported augmented assignment target")
         rhs = self.expr(node.value)
-        res = self.binop(op, fn, cur, rhs, node)
+        res = self.binop(op, cur, rhs, node)
         if res.infix is not None and res.infix[0] == lhs_code and res.infix[1] in "+-*/%&|^<<>>":
             self.out.emit(f"{lhs_code} {res.infix[1]}= {res.infix[2]};")
         else:
