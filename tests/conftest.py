@@ -7,12 +7,11 @@ has a "random inputs" section with its seed and the command that reproduces it.
 
 How the suite runs:
 
-- on pytest-xdist's workers, one per core (``-n auto --dist worksteal`` in pyproject's addopts; ``-n 0`` runs one
-  process), the test files longest first by their measured CPU times (``tests/durations.json``, which ``pytest
-  --store-durations`` writes again: CPU time, child processes included, is what a test costs whatever else the
-  machine runs). Each worker starts with half the tests, in this order, and one that runs out takes the back half of
-  the other's queue, so the long files start at once and the short ones fill the end; a file's tests stay together
-  and in their order (but where a queue is split), so a module fixture is made about once per worker;
+- on pytest-xdist's workers, one per core (``-n auto --dist load --maxschedchunk 16`` in pyproject's addopts; ``-n 0``
+  runs one process), the test files longest first by their measured CPU times (``tests/durations.json``, which
+  ``pytest --store-durations`` writes again: CPU time, child processes included, is what a test costs whatever else
+  the machine runs), handed out at most 16 at a time, so that the long ones start at once and the short ones fill the
+  end; a worker runs its tests in this order, so a module fixture is made at most once per worker;
 - ``slow``: a test marked so (``@pytest.mark.slow``, or a module's ``pytestmark``), or one that durations.json
   measured at ``SLOW_SECONDS`` or more, unless a gate of the quick tier gathers its result (a gate computes what
   the tests it gathers from did not, so they run in the quick tier, spread over the workers, not in the gate at
