@@ -7,11 +7,11 @@ has a "random inputs" section with its seed and the command that reproduces it.
 
 How the suite runs:
 
-- on pytest-xdist's workers, one per core (``-n auto --dist loadfile`` in pyproject's addopts; ``-n 0`` runs one
-  process), a test file whole on one worker, the files longest first by their measured CPU times
-  (``tests/durations.json``, which ``pytest --store-durations`` writes again: CPU time, child processes included, is
-  what a test costs whatever else the machine runs): a worker about done with its file takes the next, so the long
-  files start at once and the short ones fill the end, and a module fixture is made once a run;
+- on pytest-xdist's workers, one per core (``-n auto`` in pyproject's addopts; ``-n 0`` runs one process), the test
+  files longest first by their measured CPU times (``tests/durations.json``, which ``pytest --store-durations``
+  writes again: CPU time, child processes included, is what a test costs whatever else the machine runs), so that
+  the long ones start at once and the short ones fill the end; a file's tests stay together and in their order, so
+  a module fixture is made at most once per worker;
 - ``slow``: a test marked so (``@pytest.mark.slow``, or a module's ``pytestmark``), or one that durations.json
   measured at ``SLOW_SECONDS`` or more, unless a gate of the quick tier gathers its result (a gate computes what
   the tests it gathers from did not, so they run in the quick tier, spread over the workers, not in the gate at
@@ -106,7 +106,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return item.get_closest_marker("slow") is not None or times.get(item.nodeid, 0.0) >= SLOW_SECONDS
 
     # a test whose result a gate of the quick tier gathers (one that takes run_store, in the file of a gate that is
-    # not slow) is never slow: left out, its work would move into the gate, which runs after its file's other tests
+    # not slow) is never slow: left out, its work would move into the gate, which runs last and alone
     gates = [item for item in items if "run_records" in getattr(item, "fixturenames", ())]
     gathered = {_file(gate) for gate in gates if not slow(gate)}
     for item in items:
@@ -217,5 +217,5 @@ def run_store(tmp_path_factory: pytest.TempPathFactory) -> RunStore:
 
 @pytest.fixture
 def run_records(run_store: RunStore) -> RunStore:
-    """``run_store``, for a gate test: the tests that take this fixture run after the others of their file."""
+    """``run_store``, for a gate test: the tests that take this fixture run after all the others."""
     return run_store
