@@ -235,7 +235,8 @@ def _reads(pyfunc, kept: list) -> tuple:
     is the same: its code, and the global, closure and module attribute values it names (numbers and strings by
     value, arrays by identity, type and shape, other objects by identity: a device function by its dispatcher, whose
     compiles numba keeps per signature). The objects go into ``kept``, which the record keeps, so that their
-    identities are not reused."""
+    identities are not reused. A module's attributes are read one level deep (``config.TILE``, not
+    ``params.tile.N``: a value changed that deep in one process is not seen until the record is dropped)."""
     code = pyfunc.__code__
     names = _names(code)
     out: list = [code]
