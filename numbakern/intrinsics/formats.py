@@ -24,6 +24,8 @@ function                        PTX                                   rounding
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 #: what cvt.rn.{bf16,f16}.f32 gives for a NaN (the canonical NaN of each format)
@@ -31,7 +33,10 @@ BF16_NAN = 0x7FFF
 F16_NAN = 0x7FFF
 #: the mantissa bits tf32 drops from a float32
 TF32_DROPPED_BITS = 13
-_TF32_MASK = np.uint32((0xFFFFFFFF << TF32_DROPPED_BITS) & 0xFFFFFFFF)
+_TF32_MASK_INT = (0xFFFFFFFF << TF32_DROPPED_BITS) & 0xFFFFFFFF
+_TF32_MASK = np.uint32(_TF32_MASK_INT)
+#: a float32's exponent bits: all set in an infinity or a NaN
+_F32_EXPONENT = 0x7F800000
 
 
 def _f32_bits(x) -> np.ndarray:
@@ -75,14 +80,21 @@ def f32_to_tf32(x):
     """float32 -> tf32 (a float32 with its low 13 bits zero), rounded to nearest with ties away from zero, as
     ``cvt.rna.tf32.f32`` does. Infinities and NaNs pass through; a value that rounds past the largest tf32 becomes
     infinity."""
+    if type(x) is np.float32:  # the simulator's scalars: the same rounding on a Python int, no array made
+        bits = int(x.view(np.uint32))
+        return x if bits & _F32_EXPONENT == _F32_EXPONENT else np.uint32(_round_to_tf32(bits)).view(np.float32)
     x32 = np.asarray(x, dtype=np.float32)
-    bits = x32.view(np.uint32).astype(np.uint64)
-    # adding half of the dropped range to the magnitude bits rounds half away from zero (the sign bit is untouched:
-    # a carry out of the exponent lands on infinity, never on the sign)
-    rounded = ((bits + (1 << (TF32_DROPPED_BITS - 1))) & int(_TF32_MASK)).astype(np.uint32)
+    rounded = _round_to_tf32(x32.view(np.uint32).astype(np.uint64)).astype(np.uint32)
     special = ~np.isfinite(x32)
     out = np.where(special, x32.view(np.uint32), rounded).astype(np.uint32).view(np.float32)
     return _scalar_or_array(out, x)
+
+
+def _round_to_tf32(bits):
+    """The tf32 bits of finite float32 ``bits`` (an int, or an array wide enough for the carry): adding half of the
+    dropped range to the magnitude bits rounds half away from zero (the sign bit is untouched: a carry out of the
+    exponent lands on infinity, never on the sign)."""
+    return (bits + (1 << (TF32_DROPPED_BITS - 1))) & _TF32_MASK_INT
 
 
 def tf32_operand(x):
@@ -95,6 +107,9 @@ def tf32_operand(x):
 def split_tf32(x):
     """The 3xTF32 split of a float32: ``big = tf32(x)``, ``small = tf32(x - big)`` (the subtraction is exact in
     float32). ``a*b ~ big_a*big_b + big_a*small_b + small_a*big_b`` then keeps float32's accuracy."""
+    if type(x) is np.float32 and math.isfinite(x):  # the simulator's scalars; x - big is exact in float64 too
+        big = f32_to_tf32(x)
+        return big, f32_to_tf32(np.float32(float(x) - float(big)))
     x32 = np.asarray(x, dtype=np.float32)
     big = np.asarray(f32_to_tf32(x32), dtype=np.float32)
     with np.errstate(invalid="ignore"):

@@ -16,10 +16,12 @@ hardware's internal order and width of the additions are not documented (measure
 and the sum aligned to the largest term with truncation); the model is the one result that depends on no order,
 it is bit-identical to the GPU wherever the exact sum is a float32 (small integers, the GPU test), and elsewhere it
 differs from the GPU by at most a few units in the last place of the largest term, never more than sequential
-float32 additions would. A float64 sum is not enough to be exact (bf16 products span 2**-266 .. 2**256), so each
-element is summed with ``math.fsum`` (correctly rounded to float64) and a float64 result that falls exactly on a
-float32 rounding boundary is settled by the sign of the float64 rounding error. Infinities and NaNs propagate as
-in IEEE arithmetic; a NaN result is the canonical 0x7FFFFFFF.
+float32 additions would. A float64 sum is not always exact (bf16 products span 2**-266 .. 2**256): the product is
+taken in float64 with a bound on its error (``exact_matmul_f32``), and the elements whose float32 rounding the
+bound leaves in doubt are summed one by one (``exact_dot_f32``) with ``math.fsum`` (correctly rounded to float64),
+a float64 result exactly on a float32 rounding boundary settled by the sign of the float64 rounding error.
+Infinities and NaNs propagate as in IEEE arithmetic; a NaN result is the canonical 0x7FFFFFFF. ``wgmma`` (the
+Hopper simulator) computes with the same function.
 """
 
 from __future__ import annotations
@@ -112,19 +114,30 @@ def _as_float(f: np.float32) -> float:
 def mma(shape: MmaShape, a_regs, b_regs, c_regs) -> np.ndarray:
     """``D = A @ B + C`` with the rounding model above; D as the lanes' registers (32 x 4 float32)."""
     a, b, c = gather(shape, a_regs, b_regs, c_regs)
-    with np.errstate(invalid="ignore"):  # inf * 0
-        products = a[:, None, :] * b.T[None, :, :]  # (m, n, k): exact in float64
-    d = np.empty((shape.m, shape.n), np.float32)
-    if np.isfinite(products).all() and np.isfinite(c).all():
-        for i in range(shape.m):
-            for j in range(shape.n):
-                d[i, j] = exact_dot_f32([*products[i, j].tolist(), float(c[i, j])])
-    else:
-        with np.errstate(invalid="ignore", over="ignore"):
-            total = products.sum(axis=2) + c
-            d[...] = np.where(np.isnan(total), _NAN32, total.astype(np.float32))
+    d = exact_matmul_f32(a, b, c)
     _, _, pc = _positions(shape)
     return d[pc[..., 0], pc[..., 1]]
+
+
+def exact_matmul_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``round_f32(c + a @ b)`` with exact products and one rounding of each exact sum (float64 inputs, each value
+    exact: 16-bit or tf32 operands, float32 accumulators): ``exact_dot_f32`` of every element, the float64 product
+    standing in for it wherever an error bound shows both round alike (all but a few elements)."""
+    k = a.shape[1]
+    with np.errstate(all="ignore"):
+        s = a @ b + c
+        scale = np.abs(a) @ np.abs(b) + np.abs(c)
+        # recursive float64 summation errs by at most (k + 1) u sum|terms|; twice that, plus the roundings of
+        # s +- bound themselves, keeps the true sum inside [s - bound, s + bound]
+        bound = scale * ((k + 8) * 2.0**-51)
+        d = s.astype(np.float32)
+        doubt = (np.asarray(s - bound, np.float32) != np.asarray(s + bound, np.float32)) | ~np.isfinite(scale)
+        rows, cols = np.nonzero(doubt)
+        if len(rows):
+            # near a float32 rounding boundary (most often exactly on one), or an infinity or NaN among the terms
+            terms = np.concatenate([a[rows] * b[:, cols].T, c[rows, cols][:, None]], axis=1)
+            d[rows, cols] = [exact_dot_f32(t) for t in terms.tolist()]
+    return d
 
 
 def mma_collective(shape_name: str):
@@ -191,9 +204,10 @@ def mma_model(shape: MmaShape):
 
     def model(launch, frame, d, d_at, a, a_at, b, b_at, c, c_at):
         scheduler = _scheduler(launch)
-        a_regs = [a[int(a_at) + i] for i in range(shape.a_regs)]  # each read through the array: checked
-        b_regs = [b[int(b_at) + i] for i in range(shape.b_regs)]
-        c_regs = [np.float32(c[int(c_at) + i]) for i in range(shape.c_regs)]
+        a_at, b_at, c_at = int(a_at), int(b_at), int(c_at)
+        a_regs = [a[i] for i in range(a_at, a_at + shape.a_regs)]  # each read through the array: checked
+        b_regs = [b[i] for i in range(b_at, b_at + shape.b_regs)]
+        c_regs = [np.float32(c[i]) for i in range(c_at, c_at + shape.c_regs)]
         if shape.packed:
             a_regs = [int(x) & 0xFFFFFFFF for x in a_regs]
             b_regs = [int(x) & 0xFFFFFFFF for x in b_regs]
@@ -201,8 +215,9 @@ def mma_model(shape: MmaShape):
             a_regs = [np.float32(x) for x in a_regs]
             b_regs = [np.float32(x) for x in b_regs]
         result = scheduler.warp_collective(site_of(frame), kind, FULL_MASK, (a_regs, b_regs, c_regs))
+        d_at = int(d_at)
         for i, value in enumerate(result):
-            d[int(d_at) + i] = np.float32(value)
+            d[d_at + i] = np.float32(value)
 
     return model
 

@@ -72,6 +72,27 @@ def test_f32_to_tf32_rounds_half_away_from_zero(rng):
     assert formats.f32_to_tf32(np.float32(-(1 + 2**-11))) == np.float32(-(1 + 2**-10))
 
 
+def test_one_float32_scalar_rounds_as_the_reference_and_as_an_array_does(rng):
+    """The simulator hands the conversions one np.float32 at a time, which they round on a Python int: the same
+    bits as the exact reference and as the array path, for every class of float32 (NaN payloads, infinities,
+    subnormals, signed zeros, values that round past the largest tf32, exact ties)."""
+    random_bits = rng.integers(0, 2**32, 3000, dtype=np.uint64).astype(np.uint32)
+    ties = ((random_bits[:300] & np.uint32(0xFFFFE000)) | np.uint32(0x1000)).view(np.float32)
+    nans = np.array([0x7FC00001, 0xFFC00000, 0x7F800001, 0xFF812345], np.uint32).view(np.float32)
+    x = np.concatenate([_nasty_floats(rng, 500), random_bits.view(np.float32), ties, nans,
+                        np.array([3.4028235e38, -3.4028235e38], np.float32)])
+    for v in x:
+        got = formats.f32_to_tf32(v)
+        assert type(got) is np.float32
+        assert got.view(np.uint32) == formats.f32_to_tf32(np.array([v]))[0].view(np.uint32)
+        if np.isfinite(v):
+            assert got.view(np.uint32) == _tf32_reference(v).view(np.uint32)
+        big, small = formats.split_tf32(v)
+        array_big, array_small = formats.split_tf32(np.array([v]))
+        assert (big.view(np.uint32), small.view(np.uint32)) == (array_big[0].view(np.uint32),
+                                                                 array_small[0].view(np.uint32))
+
+
 def test_split_tf32_keeps_21_bits(rng):
     x = rng.standard_normal(5000).astype(np.float32)
     big, small = formats.split_tf32(x)

@@ -175,6 +175,44 @@ def test_infinities_and_nans_propagate():
     assert exact_dot_f32([3.0e38, 3.0e38, -3.0e38]) == np.float32(3.0e38)
 
 
+def _round_f32(q) -> np.float32:
+    """The float32 nearest the rational ``q``, ties to the even neighbour, by exact comparisons."""
+    from fractions import Fraction
+
+    f = np.float32(float(q))  # at most one float32 step from the answer (float64, then float32, rounding)
+    near = [f, np.nextafter(f, np.float32(np.inf)), np.nextafter(f, np.float32(-np.inf))]
+    return min(near, key=lambda v: (abs(Fraction(float(v)) - q), int(v.view(np.uint32)) & 1))
+
+
+@pytest.mark.parametrize("exponents", [(-3, 3), (-60, 60)], ids=["similar magnitudes", "wide magnitudes"])
+def test_every_element_is_the_exact_sum_rounded_once(rng, exponents):
+    """mma's (and wgmma's) product, computed for a whole tile at once, against each element's exact sum (Python
+    fractions) rounded to float32 here: bf16-like operands (8 significant bits) over a narrow and a wide exponent
+    range, float32 accumulators, and rows built to land exactly on a float32 tie, broken either way or not at all."""
+    from fractions import Fraction
+
+    from numbakern.sim.tensorcore import exact_matmul_f32
+
+    m, n, k = 16, 8, 16
+
+    def values(shape, low, high):
+        mantissa = rng.integers(128, 256, shape) * rng.choice([-1, 1], shape)
+        return np.ldexp(mantissa.astype(np.float64), rng.integers(low, high, shape) - 8)
+
+    a, b = values((m, k), *exponents), values((k, n), *exponents)
+    c = values((m, n), *exponents).astype(np.float32).astype(np.float64)
+    # row 0: 1 + 2**-24 (a float32 tie: to even) plus 0, +2**-80 or -2**-80 (column 0, 1, 2)
+    a[0], b[:, :3], c[0, :3] = 0.0, 0.0, 1.0
+    a[0, 0], a[0, 1] = 2.0**-12, 2.0**-40
+    b[0, :3], b[1, :3] = 2.0**-12, [0.0, 2.0**-40, -(2.0**-40)]
+    d = exact_matmul_f32(a, b, c)
+    assert d.dtype == np.float32
+    want = np.array([[_round_f32(sum(Fraction(x) * Fraction(y) for x, y in zip(a[i], b[:, j])) + Fraction(c[i, j]))
+                      for j in range(n)] for i in range(m)], np.float32)
+    np.testing.assert_array_equal(d.view(np.uint32), want.view(np.uint32))
+    assert d[0, 0] == np.float32(1) and d[0, 1] == np.nextafter(np.float32(1), np.float32(2)) and d[0, 2] == 1
+
+
 def test_hand_tile_16x8x16_matches_numpy(rng):
     """The docs' first example: one warp, fragments loaded by hand, one mma, D stored."""
     a = random_16bit(rng, (16, 16), "bf16")

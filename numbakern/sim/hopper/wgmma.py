@@ -10,15 +10,13 @@ warpgroup: when all 128 threads are there, with the same wgmma operations in the
 ``n`` newest is computed (operands read now) and the accumulators written.
 
 **Numerics.** ``D = round_f32(C + sum_k A[i, k] * B[k, j])`` with every product exact and one rounding (to nearest,
-ties to even) of the exact sum, the model of ``numbakern.sim.tensorcore`` for ``mma.sync``: bit-identical to a
-GPU wherever the exact sum is a float32, a few units in the last place of the largest term otherwise (the
-hardware's internal order and truncation are not documented). The sum is taken in float64 with a bound on its
-error; the few elements whose float32 rounding the bound leaves in doubt are summed exactly (``math.fsum``).
+ties to even) of the exact sum, the model of ``numbakern.sim.tensorcore`` for ``mma.sync`` and its one
+implementation (``exact_matmul_f32``): bit-identical to a GPU wherever the exact sum is a float32, a few units in
+the last place of the largest term otherwise (the hardware's internal order and truncation are not documented).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,15 +33,12 @@ from ..errors import (
     describe_thread,
     describe_threads,
 )
+from ..tensorcore import exact_matmul_f32
 from .layout import WARPGROUP, MatrixDescriptor, a_fragment, d_fragment, operand_addresses
 from .state import BlockState, Op, Rendezvous
 from .window import raw
 
 M = 64
-#: the NaN a tensor-core result carries (``numbakern.sim.tensorcore``'s canonical one)
-NAN32 = np.uint32(0x7FFFFFFF).view(np.float32)
-
-
 @dataclass
 class Operands:
     """What the first thread to issue a warpgroup's wgmma found; the other threads must name the same."""
@@ -311,45 +306,6 @@ def _compute(state: BlockState, op: Op, issues: list[Issue]) -> None:
         values = d[rows[t], cols[t]]
         for i in range(shape.n // 2):
             acc[i] = values[i]
-
-
-def exact_matmul_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``round_f32(c + a @ b)`` with exact products and one rounding of each exact sum (float64 inputs, each value
-    exact: 16-bit or tf32 operands, float32 accumulators)."""
-    k = a.shape[1]
-    with np.errstate(all="ignore"):
-        s = a @ b + c
-        scale = np.abs(a) @ np.abs(b) + np.abs(c)
-        # recursive float64 summation errs by at most (k + 1) u sum|terms|; twice that, plus the roundings of
-        # s +- bound themselves, keeps the true sum inside [s - bound, s + bound]
-        bound = scale * ((k + 8) * 2.0**-51)
-        d = s.astype(np.float32)
-        doubt = (np.asarray(s - bound, np.float32) != np.asarray(s + bound, np.float32)) | ~np.isfinite(scale)
-    rows, cols = np.nonzero(doubt)
-    if not len(rows):
-        return d
-    with np.errstate(all="ignore"):
-        terms = np.concatenate([a[rows] * b[:, cols].T, c[rows, cols][:, None]], axis=1)
-    finite = np.isfinite(terms).all(axis=1)
-    # the doubtful sums (they lie near a float32 rounding boundary, most often exactly on one): math.fsum rounds the
-    # exact sum once to float64; only a float64 result exactly on a float32 midpoint needs the rest of the sum
-    sums = np.array([math.fsum(t) if ok else math.nan for t, ok in zip(terms.tolist(), finite)])
-    out = sums.astype(np.float32)
-    nearest = out.astype(np.float64)
-    away = np.nextafter(out, np.where(sums > nearest, np.float32(np.inf), np.float32(-np.inf)))
-    tie = finite & (sums != nearest) & np.isfinite(away) & (sums == (nearest + away.astype(np.float64)) / 2)
-    for q in np.nonzero(tie)[0]:
-        # on the midpoint in float64: the part of the exact sum float64 rounded away decides (none: a true tie,
-        # which the cast above rounded to even)
-        rest = math.fsum([*terms[q].tolist(), -sums[q]])
-        if rest:
-            out[q] = max(out[q], away[q]) if rest > 0 else min(out[q], away[q])
-    for q in np.nonzero(~finite)[0]:  # infinities or NaNs among the terms: IEEE arithmetic decides
-        with np.errstate(all="ignore"):
-            total = terms[q].sum()
-        out[q] = NAN32 if np.isnan(total) else np.float32(total)
-    d[rows, cols] = out
-    return d
 
 
 def _describe(fields) -> str:
