@@ -54,9 +54,11 @@ class Timing:
     summary: str
     returncode: int
     load: float  # the machine's load average over the last 5 minutes, when the run ended
+    workers: str  # pytest-xdist's "created: N/N workers", or "" (one process)
 
     def line(self) -> str:
-        return (f"`{self.command}`: {self.wall / 60:.1f} min wall, {self.cpu / 60:.1f} min of CPU time, "
+        on = f" on {self.workers.split('/')[0]} pytest-xdist workers" if self.workers else ""
+        return (f"`{self.command}`{on}: {self.wall / 60:.1f} min wall, {self.cpu / 60:.1f} min of CPU time, "
                 f"{self.summary} (load average {self.load:.1f} at its end)")
 
 
@@ -69,19 +71,22 @@ def run(argv: list[str], warm: bool) -> Timing:
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", *argv[0:1], "-p", "no:cacheprovider", *argv[1:]], cwd=ROOT,
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        last = ""
+        last = workers = ""
         assert proc.stdout is not None
         for line in proc.stdout:
             sys.stdout.write(line)
             if line.strip():
                 last = line.strip()
+            created = re.match(r"created: (\d+/\d+) workers", line)
+            if created:
+                workers = created.group(1)
         proc.wait()
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     summary = re.sub(r"^=+ | =+$", "", last)
     command = " ".join(f'"{a}"' if " " in a else a for a in argv)
-    return Timing(command, wall, cpu, summary, proc.returncode, os.getloadavg()[1])
+    return Timing(command, wall, cpu, summary, proc.returncode, os.getloadavg()[1], workers)
 
 
 def main(argv=None) -> int:

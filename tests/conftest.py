@@ -7,9 +7,10 @@ has a "random inputs" section with its seed and the command that reproduces it.
 
 How the suite runs:
 
-- on pytest-xdist's workers, one per core (``-n auto`` in pyproject's addopts; ``-n 0`` runs one process), the test
-  files longest first by their measured CPU times (``tests/durations.json``, which ``pytest --store-durations``
-  writes again: CPU time, child processes included, is what a test costs whatever else the machine runs), so that
+- on pytest-xdist's workers, one per core and one more (``-n auto`` in pyproject's addopts and
+  ``pytest_xdist_auto_num_workers`` below; ``-n 0`` runs one process), the test files longest first by their
+  measured CPU times (``tests/durations.json``, which ``pytest --store-durations`` writes again: CPU time, child
+  processes included, is what a test costs whatever else the machine runs), so that
   the long ones start at once and the short ones fill the end; a file's tests stay together and in their order, so
   a module fixture is made at most once per worker;
 - ``slow``: a test marked so (``@pytest.mark.slow``, or a module's ``pytestmark``), or one that durations.json
@@ -36,8 +37,9 @@ from filelock import FileLock
 
 DURATIONS = Path(__file__).with_name("durations.json")
 #: a test measured at this many CPU seconds or more (set-up and teardown included) is slow: the quick tier keeps
-#: about 200 CPU seconds of tests (of about 1,000), under 3 minutes on 2 cores with the workers' start
-SLOW_SECONDS = 1.0
+#: about 220 CPU seconds of tests (of about 1,300), about 3 minutes on 2 cores with the workers' start (1.0 kept
+#: 260: 3.2 min)
+SLOW_SECONDS = 0.8
 #: what a test without a measured time is taken to need, for the order
 UNMEASURED_SECONDS = 0.5
 
@@ -50,6 +52,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: one of the long tests; pytest -m 'not slow' is the quick tier")
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` in simulator mode: a worker per core and one more. With a worker per core, a fifth of the cores'
+    time went idle on 2 cores (a test waiting on its child processes, on a file lock another worker holds while it
+    makes what both need, or on a deadline); a third worker fills it: 12.3 -> 11.1 min for the whole suite, measured
+    with an empty cache (``python scripts/time_suite.py``). With ``--gpu``, xdist's own count (numbakern's plugin
+    gives each worker a GPU)."""
+    if config.getoption("gpu", False):
+        return None
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return cores + 1
 
 
 #: this run's measured times, test id -> CPU seconds (on xdist's controller: every worker's reports come to it)
