@@ -16,9 +16,10 @@ def _e(kernel, sig, launch, args, **kw):
 
 
 def _starts(n, width, extent):
-    """``n`` start offsets of ``width``-long segments inside ``extent`` (some of them overlapping the end: the
-    slice is cut short there, as numba cuts it)."""
-    return custom(lambda rng: rng.integers(0, extent - 2, n).astype(np.int64))
+    """``n`` start offsets of disjoint ``width``-long segments inside ``extent`` (the last one may overlap the end:
+    the slice is cut short there, as numba cuts it). Disjoint: two threads writing one element would race, and the
+    GPU's order of their writes is not Numba's (a mismatch on an H200 with overlapping random starts)."""
+    return custom(lambda rng: rng.choice(np.arange(0, extent - 2, width), n, replace=False).astype(np.int64))
 
 
 def _records(n):

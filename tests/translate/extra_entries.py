@@ -124,4 +124,6 @@ EXTRA = [
        (floats((500, 7), np.float32, -1, 1), floats(7, np.float32, -1, 1), floats(500, np.float64))),
     _e("calls_made_device", "void(float64[::1], float64[::1])", L(4, 128),
        (floats(500, np.float64, -30, 30), floats(500, np.float64))),
+    _e("mbarrier_in_device_function", "void(float32[::1], float32[::1])", L(4, 128),
+       (floats(500, np.float32, -1, 1), floats(500, np.float32))),
 ]

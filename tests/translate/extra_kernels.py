@@ -9,6 +9,8 @@ import numba
 import numpy as np
 from numba import cuda
 
+from numbakern.mma import hopper
+
 TILE = 16
 HALO = TILE + 2          # numba takes a shared-array shape from a module constant, not from an expression
 INT64_MAX = 2 ** 63 - 1
@@ -592,3 +594,27 @@ def calls_made_device(x, out):
     i = cuda.grid(1)
     if i < x.shape[0]:
         out[i] = made_softplus(x[i])
+
+
+@cuda.jit(device=True)
+def arrive_and_wait(bars, slot, phase):
+    hopper.mbarrier_arrive(bars, slot)
+    while not hopper.mbarrier_try_wait(bars, slot, phase):
+        pass
+
+
+@cuda.jit
+def mbarrier_in_device_function(x, out):
+    """A shared mbarrier array handed to a device function that arrives on it and waits (a pipeline step shared
+    between kernels): every thread's value is in the tile before any thread reads its neighbour's."""
+    bars = cuda.shared.array(1, np.uint64)
+    tile = cuda.shared.array(128, np.float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    if t == 0:
+        hopper.mbarrier_init(bars, 0, 128)
+    cuda.syncthreads()
+    tile[t] = x[i] if i < x.shape[0] else np.float32(0)
+    arrive_and_wait(bars, 0, 0)
+    if i < x.shape[0]:
+        out[i] = tile[(t + 1) % 128] - tile[t]

@@ -40,6 +40,9 @@ FRAGMENTS = {
                          "out[i * out_shape1 + 2] = (uint64_t)u[i] - (uint32_t)7;"],
     # each comparison of a chain in its own types: a compared with y as a double, not y truncated to an integer
     "chained_compare": ["out[i] = (0 < a[i] && a[i] < y[i]) ? (int64_t)1 : (int64_t)0;"],
+    # a shared mbarrier array passed to a device function: a pointer, the barrier's address converted there
+    "mbarrier_in_device_function": ["__device__ void arrive_and_wait(uint64_t* bars, int64_t bars_shape0)",
+                                    "nk_mbarrier_arrive(&bars[0]);", "arrive_and_wait(bars, 1);"],
     "powers": ["nk_powi(x[i], (int64_t)3)", "nk_powi(x[i], n[i])", "nk_ipow(n[i], (int64_t)(-1))",
                "pow((double)x[i], 0.5)"],
     "nan_min_max": ["fmaxf(a[i], b[i])", "fminf(a[i], b[i])", "r_f64 = 2.5;", "llrint(r_f64)"],

@@ -226,8 +226,8 @@ def _void(code: str) -> CExpr:
 
 
 def _address(site, array: int, index: int, what: str, written: bool = False) -> str:
-    info = site.value(array)
-    if not isinstance(info, ArrayInfo) or info.kind not in ("shared", "dynamic", "view"):
+    # a device function's array parameter is whatever its caller passes: the caller's shared array, as a pointer
+    if site.array(array, "shared", "dynamic", "view") is None:
         raise site.error(array, f"{site.op.name}: {what} must be a shared array (cuda.shared.array)")
     if written:
         site.writes(array)
