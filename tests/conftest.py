@@ -57,9 +57,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` in simulator mode: a worker per core and one more. With a worker per core, a fifth of the cores'
     time went idle on 2 cores (a test waiting on its child processes, on a file lock another worker holds while it
-    makes what both need, or on a deadline); a third worker fills it: 12.3 -> 11.1 min for the whole suite, measured
-    with an empty cache (``python scripts/time_suite.py``). With ``--gpu``, xdist's own count (numbakern's plugin
-    gives each worker a GPU)."""
+    makes what both need, or on a deadline); a third worker fills it, for some CPU time of its own: the whole suite
+    with an empty cache took 12.3 and 12.7 min on two workers, 11.1, 12.0 and 11.9 on three. With ``--gpu``, xdist's
+    own count (numbakern's plugin gives each worker a GPU)."""
     if config.getoption("gpu", False):
         return None
     try:

@@ -39,6 +39,8 @@ from .state import BlockState, Op, Rendezvous
 from .window import raw
 
 M = 64
+
+
 @dataclass
 class Operands:
     """What the first thread to issue a warpgroup's wgmma found; the other threads must name the same."""
