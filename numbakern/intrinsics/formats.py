@@ -33,8 +33,7 @@ BF16_NAN = 0x7FFF
 F16_NAN = 0x7FFF
 #: the mantissa bits tf32 drops from a float32
 TF32_DROPPED_BITS = 13
-_TF32_MASK_INT = (0xFFFFFFFF << TF32_DROPPED_BITS) & 0xFFFFFFFF
-_TF32_MASK = np.uint32(_TF32_MASK_INT)
+_TF32_MASK = (0xFFFFFFFF << TF32_DROPPED_BITS) & 0xFFFFFFFF
 #: a float32's exponent bits: all set in an infinity or a NaN
 _F32_EXPONENT = 0x7F800000
 
@@ -94,7 +93,7 @@ def _round_to_tf32(bits):
     """The tf32 bits of finite float32 ``bits`` (an int, or an array wide enough for the carry): adding half of the
     dropped range to the magnitude bits rounds half away from zero (the sign bit is untouched: a carry out of the
     exponent lands on infinity, never on the sign)."""
-    return (bits + (1 << (TF32_DROPPED_BITS - 1))) & _TF32_MASK_INT
+    return (bits + (1 << (TF32_DROPPED_BITS - 1))) & _TF32_MASK
 
 
 def tf32_operand(x):
