@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 
 from . import typer
+from .liveness import faster_liveness
 from .target import TYPING_CC, cuda_typing
 
 #: col = code index * CODE_STRIDE + numba's bytecode offset
@@ -128,7 +129,7 @@ def compile_function(pyfunc, argtypes: tuple, return_type=None, cc=TYPING_CC):
     from numba.cuda.compiler import compile_cuda
 
     ret = types.void if return_type is None else None if return_type is INFERRED else return_type
-    with cuda_typing(cc):
+    with cuda_typing(cc), faster_liveness():
         return compile_cuda(pyfunc, ret, tuple(argtypes), cc=cc)
 
 
