@@ -241,7 +241,8 @@ def _read_row(smem, index, frame) -> list[int]:
     """The 16 bytes at ``&smem[index]`` as eight 16-bit patterns (the lane's row of an ldmatrix)."""
     idx = tuple(int(i) for i in index) if isinstance(index, tuple) else (int(index),)
     shape = tuple(int(s) for s in smem.shape)
-    itemsize = int(smem.dtype.itemsize)
+    dtype = np.dtype(smem.dtype)
+    itemsize = dtype.itemsize
     if len(idx) != len(shape) or itemsize not in (2, 4):
         raise TypeError(f"ldmatrix: the index must have one integer per dimension of a shared array of 16- or "
                         f"32-bit elements, got index {idx} into shape {shape} of {smem.dtype}")
@@ -249,25 +250,29 @@ def _read_row(smem, index, frame) -> list[int]:
     for i, n in zip(idx, shape):
         flat = flat * n + i
     per_row = ROW_BYTES // itemsize
-    where = describe_site(site_of(frame))
     why = misalignment(smem, flat, ROW_BYTES)
     if why:
         raise MisalignedAccessError(
             f"ldmatrix: the row address of element {idx} of a shared array of shape {shape} ({smem.dtype}) {why}, "
-            f"at {where} (every row address of ldmatrix must be 16-byte aligned)")
-    total = int(np.prod(shape))
-    if not all(0 <= i < n for i, n in zip(idx, shape)) or flat + per_row > total:
+            f"at {describe_site(site_of(frame))} (every row address of ldmatrix must be 16-byte aligned)")
+    if not all(0 <= i < n for i, n in zip(idx, shape)) or flat + per_row > math.prod(shape):
         raise OutOfBoundsError(
             f"ldmatrix: the 16-byte row at element {idx} of a shared array of shape {shape} ({smem.dtype}) reaches "
-            f"past its end, at {where}")
-    values = []
-    dtype = np.dtype(smem.dtype)
+            f"past its end, at {describe_site(site_of(frame))}")
     bits = np.dtype(f"u{itemsize}")
-    for q in range(per_row):
-        element = np.unravel_index(flat + q, shape)
-        v = smem[tuple(int(e) for e in element) if len(shape) > 1 else int(element[0])]
-        # the element's bits, whatever its type (float16 values, bf16 patterns in uint16, float32 or uint32 words)
-        values.append(int(np.asarray(v, dtype=dtype).view(bits)))
+    values = []
+    for q in range(flat, flat + per_row):
+        if len(shape) == 1:
+            element = q
+        else:  # (np.unravel_index, in Python: this runs eight times per lane per ldmatrix)
+            element = []
+            for n in reversed(shape):
+                q, i = divmod(q, n)
+                element.append(i)
+            element = tuple(reversed(element))
+        # each element read through the array (checked); its bits, whatever its type (float16 values, bf16
+        # patterns in uint16, float32 or uint32 words)
+        values.append(int(dtype.type(smem[element]).view(bits)))
     if itemsize == 4:  # a 32-bit array: two 16-bit elements per word, the lower address in the lower half
         values = [half for v in values for half in (v & 0xFFFF, (v >> 16) & 0xFFFF)]
     return [v & 0xFFFF for v in values]
