@@ -488,6 +488,18 @@ class LocalTrackedArray(CheckedArray):
             return
         super().__setitem__(idx, value)
 
+    def store_first(self, values) -> None:
+        """``self[i] = values[i]`` for every i, at once (a thread's registers written together: wgmma's
+        accumulators)."""
+        n, step = len(values), self._stride0 // self._item
+        if self._len1d < n or step <= 0:  # (not a 1-D run of n elements: one at a time, with the usual errors)
+            for i in range(n):
+                self[i] = values[i]
+            return
+        self._a[:n] = values
+        first = (self._ptr - self._base) // self._item
+        self._written[first:first + n * step:step] = b"\x01" * n
+
     def _uninitialised(self, addr: int):
         frame = sys._getframe(2)
         while frame.f_code.co_filename.startswith(_SIM_DIR):  # up to the kernel's line (also through helpers)

@@ -36,7 +36,7 @@ from ..errors import (
 from ..tensorcore import exact_matmul_f32
 from .layout import WARPGROUP, MatrixDescriptor, a_fragment, d_fragment, operand_addresses
 from .state import BlockState, Op, Rendezvous
-from .window import raw
+from .window import raw, store_registers
 
 M = 64
 
@@ -304,10 +304,7 @@ def _compute(state: BlockState, op: Op, issues: list[Issue]) -> None:
         c[rows, cols] = np.array([raw(x.acc)[:shape.n // 2] for x in issues], dtype=np.float32)
     d = exact_matmul_f32(a, b, c)
     for t, x in enumerate(issues):
-        acc = x.acc
-        values = d[rows[t], cols[t]]
-        for i in range(shape.n // 2):
-            acc[i] = values[i]
+        store_registers(x.acc, d[rows[t], cols[t]])
 
 
 def _describe(fields) -> str:
