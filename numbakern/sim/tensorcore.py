@@ -241,8 +241,7 @@ def _read_row(smem, index, frame) -> list[int]:
     """The 16 bytes at ``&smem[index]`` as eight 16-bit patterns (the lane's row of an ldmatrix)."""
     idx = tuple(int(i) for i in index) if isinstance(index, tuple) else (int(index),)
     shape = tuple(int(s) for s in smem.shape)
-    dtype = np.dtype(smem.dtype)
-    itemsize = dtype.itemsize
+    itemsize = np.dtype(smem.dtype).itemsize
     if len(idx) != len(shape) or itemsize not in (2, 4):
         raise TypeError(f"ldmatrix: the index must have one integer per dimension of a shared array of 16- or "
                         f"32-bit elements, got index {idx} into shape {shape} of {smem.dtype}")
@@ -259,20 +258,14 @@ def _read_row(smem, index, frame) -> list[int]:
         raise OutOfBoundsError(
             f"ldmatrix: the 16-byte row at element {idx} of a shared array of shape {shape} ({smem.dtype}) reaches "
             f"past its end, at {describe_site(site_of(frame))}")
-    bits = np.dtype(f"u{itemsize}")
-    values = []
-    for q in range(flat, flat + per_row):
-        if len(shape) == 1:
-            element = q
-        else:  # (np.unravel_index, in Python: this runs eight times per lane per ldmatrix)
-            element = []
-            for n in reversed(shape):
-                q, i = divmod(q, n)
-                element.append(i)
-            element = tuple(reversed(element))
-        # each element read through the array (checked); its bits, whatever its type (float16 values, bf16
-        # patterns in uint16, float32 or uint32 words)
-        values.append(int(dtype.type(smem[element]).view(bits)))
+    if idx[-1] + per_row <= shape[-1]:  # (the commonest case: the 16 bytes within one row of the array)
+        head, last = idx[:-1], idx[-1]
+        elements = [head + (last + q,) for q in range(per_row)] if head else range(last, last + per_row)
+    else:
+        elements = [tuple(int(i) for i in np.unravel_index(q, shape)) for q in range(flat, flat + per_row)]
+    # each element read through the array (checked); their bits, whatever their type (float16 values, bf16
+    # patterns in uint16, float32 or uint32 words)
+    values = np.array([smem[e] for e in elements], dtype=smem.dtype).view(f"u{itemsize}").tolist()
     if itemsize == 4:  # a 32-bit array: two 16-bit elements per word, the lower address in the lower half
         values = [half for v in values for half in (v & 0xFFFF, (v >> 16) & 0xFFFF)]
     return [v & 0xFFFF for v in values]

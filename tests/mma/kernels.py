@@ -184,6 +184,22 @@ def ldmatrix_of_an_unaligned_tile(src, out):
         out[tid, j] = regs[j]
 
 
+@cuda.jit
+def ldmatrix_x4_of_narrow_rows(src, rows, cols, out):
+    """``_ldmatrix_kernel``'s x4 load from the same 384 values in a (96, 4) shared tile: each 16-byte row a lane
+    addresses spans two rows of the array."""
+    tid = cuda.threadIdx.x
+    tile = cuda.shared.array((96, 4), dtype=np.uint16, alignment=16)
+    for e in range(tid, 16 * 24, 32):
+        tile[e // 4, e % 4] = src[e // 24, e % 24]
+    cuda.syncthreads()
+    regs = cuda.local.array(4, np.uint32)
+    at = rows[tid] * 24 + cols[tid]
+    ldmatrix_x4(regs, 0, tile, (at // 4, at % 4))
+    for j in range(4):
+        out[tid, j] = regs[j]
+
+
 ldmatrix_kernels = {
     (count, trans): _ldmatrix_kernel(fn, count)
     for (count, trans), fn in {

@@ -49,6 +49,17 @@ def test_ldmatrix_matches_the_addressing_model(count, trans, rng):
     np.testing.assert_array_equal(out, ldmatrix_model(src, rows, cols, count, trans))
 
 
+def test_a_row_across_rows_of_the_array_is_read_in_address_order(rng):
+    """The 16 bytes a lane addresses are the next eight elements in memory, also where the array's rows are
+    shorter than that (a (96, 4) tile: each row address covers two of its rows)."""
+    src = rng.integers(1, 2**16, (16, 24), dtype=np.uint16)
+    rows, cols = _addresses(rng, 4)
+    out = np.zeros((LANES, 4), np.uint32)
+    with sim.checks("all"):
+        kernels.ldmatrix_x4_of_narrow_rows[1, LANES](src, rows, cols, out)
+    np.testing.assert_array_equal(out, ldmatrix_model(src, rows, cols, 4, False))
+
+
 def test_ldmatrix_x4_of_a_16x16_tile_is_the_mma_a_fragment(rng):
     """The usual addressing: lane l names row l % 16 at column 8 * (l // 16); registers 0..3 are then a0..a3."""
     src = rng.integers(1, 2**16, (16, 24), dtype=np.uint16)
