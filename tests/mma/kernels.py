@@ -149,17 +149,22 @@ def mma_b1_unwritten(a_regs, b_regs, c_regs, d_regs):
         d_regs[tid, i] = c[i]
 
 
-def _ldmatrix_kernel(load, count):
+def _ldmatrix_kernel(load, count, row_len=24):
+    """Copy ``src`` (uint16, 16x24) into a shared tile of rows of ``row_len`` values, in the same order (24: the same
+    shape; 4: each 16-byte row a lane addresses spans two rows of the tile), then each lane loads from element
+    (rows[lane], cols[lane]) of ``src``'s shape."""
+    shape = (16 * 24 // row_len, row_len)
+
     @cuda.jit
     def kernel(src, rows, cols, out):
-        """Copy ``src`` (uint16) into a shared tile, then each lane loads from (rows[lane], cols[lane])."""
         tid = cuda.threadIdx.x
-        tile = cuda.shared.array((16, 24), dtype=np.uint16, alignment=16)
+        tile = cuda.shared.array(shape, dtype=np.uint16, alignment=16)
         for e in range(tid, 16 * 24, 32):
-            tile[e // 24, e % 24] = src[e // 24, e % 24]
+            tile[e // row_len, e % row_len] = src[e // 24, e % 24]
         cuda.syncthreads()
         regs = cuda.local.array(4, np.uint32)
-        load(regs, 0, tile, (rows[tid], cols[tid]))
+        at = rows[tid] * 24 + cols[tid]
+        load(regs, 0, tile, (at // row_len, at % row_len))
         for j in range(count):
             out[tid, j] = regs[j]
 
@@ -184,22 +189,6 @@ def ldmatrix_of_an_unaligned_tile(src, out):
         out[tid, j] = regs[j]
 
 
-@cuda.jit
-def ldmatrix_x4_of_narrow_rows(src, rows, cols, out):
-    """``_ldmatrix_kernel``'s x4 load from the same 384 values in a (96, 4) shared tile: each 16-byte row a lane
-    addresses spans two rows of the array."""
-    tid = cuda.threadIdx.x
-    tile = cuda.shared.array((96, 4), dtype=np.uint16, alignment=16)
-    for e in range(tid, 16 * 24, 32):
-        tile[e // 4, e % 4] = src[e // 24, e % 24]
-    cuda.syncthreads()
-    regs = cuda.local.array(4, np.uint32)
-    at = rows[tid] * 24 + cols[tid]
-    ldmatrix_x4(regs, 0, tile, (at // 4, at % 4))
-    for j in range(4):
-        out[tid, j] = regs[j]
-
-
 ldmatrix_kernels = {
     (count, trans): _ldmatrix_kernel(fn, count)
     for (count, trans), fn in {
@@ -207,3 +196,5 @@ ldmatrix_kernels = {
         (1, True): ldmatrix_x1_trans, (2, True): ldmatrix_x2_trans, (4, True): ldmatrix_x4_trans,
     }.items()
 }
+#: the x4 load from a (96, 4) tile of the same values
+ldmatrix_x4_of_narrow_rows = _ldmatrix_kernel(ldmatrix_x4, 4, row_len=4)
