@@ -24,6 +24,7 @@ import numpy as np
 from ...intrinsics.hopper import WgmmaShape
 from ...mma import formats
 from ...tensormap import pattern_bytes
+from ..checked_array import LocalTrackedArray
 from ..errors import (
     BarrierDivergenceError,
     MisalignedAccessError,
@@ -36,7 +37,7 @@ from ..errors import (
 from ..tensorcore import exact_matmul_f32
 from .layout import WARPGROUP, MatrixDescriptor, a_fragment, d_fragment, operand_addresses
 from .state import BlockState, Op, Rendezvous
-from .window import raw, store_registers
+from .window import raw
 
 M = 64
 
@@ -304,7 +305,19 @@ def _compute(state: BlockState, op: Op, issues: list[Issue]) -> None:
         c[rows, cols] = np.array([raw(x.acc)[:shape.n // 2] for x in issues], dtype=np.float32)
     d = exact_matmul_f32(a, b, c)
     for t, x in enumerate(issues):
-        store_registers(x.acc, d[rows[t], cols[t]])
+        _store_accumulators(x.acc, d[rows[t], cols[t]])
+
+
+def _store_accumulators(acc, values) -> None:
+    """``acc[i] = values[i]`` for every i: a thread's local array at once (its written-element mask too), any other
+    array element by element, through its checks."""
+    if isinstance(acc, LocalTrackedArray):
+        acc.store_first(values)
+    elif isinstance(acc, np.ndarray):
+        acc[:len(values)] = values
+    else:
+        for i, value in enumerate(values):
+            acc[i] = value
 
 
 def _describe(fields) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checked_array import CheckedArray, LocalTrackedArray
+from ..checked_array import CheckedArray
 from ..errors import OutOfBoundsError
 
 #: the address of the dynamic shared buffer
@@ -44,18 +44,6 @@ class Root:
 def raw(array) -> np.ndarray:
     """The numpy array behind a simulator array (checked or plain)."""
     return array._a if isinstance(array, CheckedArray) else array
-
-
-def store_registers(array, values) -> None:
-    """``array[i] = values[i]`` for every i: a thread's local array at once (its written-element mask too), any
-    other array element by element, through its checks."""
-    if isinstance(array, LocalTrackedArray):
-        array.store_first(values)
-    elif isinstance(array, np.ndarray):
-        array[:len(values)] = values
-    else:
-        for i, value in enumerate(values):
-            array[i] = value
 
 
 class SharedWindow:
