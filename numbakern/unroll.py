@@ -37,7 +37,9 @@ How each consumer sees it:
 
 - **Numba (GPU)**: the expanded function, straight-line code. Outside an expanded function ``unroll`` is an inline
   identity on the range, so such a loop is correct, just rolled.
-- **Simulator**: the same expanded function (so the simulator runs the code that the GPU compiles).
+- **Simulator**: the original, rolled function, typed by numba as written (numba types a tensor-core kernel's
+  expansion for seconds, its loops in about one); the expansion where numba refuses the rolled loops (a counter
+  that must be a literal), and for the profiler, which counts the GPU's code (``numbakern.sim.kerneltypes``).
 - **translate**: the original, rolled function (``rolled_function``), with ``#pragma unroll`` on the loop.
 """
 

@@ -697,6 +697,8 @@ class ProfiledLaunch(engine.Launch):
     """A launch on the simulator's engine whose arrays report to a ``Recorder``, whose lines are traced, and whose
     blocks may be a sample of the grid (``plan``: linear block index -> weight)."""
 
+    rolled = False  # an expanded kernel's loops as the GPU runs them: their passes are what is counted and sampled
+
     def __init__(self, kernel, plan_budget: int | None):
         settings = config.current()
         # bounds checked (an address outside an array is no address); no race or initialisation bookkeeping
@@ -716,7 +718,8 @@ class ProfiledLaunch(engine.Launch):
         names = code.co_varnames[: code.co_argcount]
         names = [names[i] if i < len(names) else f"arg{i}" for i in range(len(args))]
         typing = self.settings.typing and self.adapter.can_type(self.kernel)
-        typed, self.argtypes = kerneltypes.type_launch(self.kernel, args, names) if typing else (None, None)
+        typed, self.argtypes = (kerneltypes.type_launch(self.kernel, args, names, self.rolled) if typing
+                                else (None, None))
         self.typed = typed
         functions = [f.function for f in typed.functions] if typed is not None else [self.fn]
         codes: list = []

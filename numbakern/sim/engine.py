@@ -117,6 +117,9 @@ def _call(kernel, *args):
 
 
 class Launch:
+    #: an expanded kernel typed and run with its ``unroll`` loops as written (``kerneltypes``' doc)
+    rolled = True
+
     def __init__(self, kernel, settings: config.Settings):
         self.kernel = kernel
         self.adapter = adapter = adapter_of(kernel)
@@ -163,7 +166,7 @@ class Launch:
         names = [names[i] if i < len(names) else f"arg{i}" for i in range(len(args))]
         args = [simulator_argument(n, a) for n, a in zip(names, args)]
         typing = self.settings.typing and self.adapter.can_type(self.kernel)
-        typed, argtypes = kerneltypes.type_launch(self.kernel, args, names) if typing else (None, None)
+        typed, argtypes = kerneltypes.type_launch(self.kernel, args, names, self.rolled) if typing else (None, None)
         retr: list = []
         kernel_args = [self._kernel_arg(n, a, retr, argtypes[i] if typed is not None else None)
                        for i, (n, a) in enumerate(zip(names, args))]

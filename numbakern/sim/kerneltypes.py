@@ -8,6 +8,13 @@ kernel's own line, or returns its facts, from which ``typed`` builds the kernel 
 Like numba-cuda's dispatcher, a kernel object is typed once per set of argument types, and the module constants and
 closure values it reads are frozen then (numpy arrays copied): changing them later in the process changes nothing,
 on a GPU as here. The disk cache's key includes those values, so the next process sees the new ones.
+
+A kernel whose ``unroll`` loops were expanded (``numbakern.unroll``) is typed and run as its author wrote it, loops
+rolled, as ``translate`` types it: numba types the expansion of a tensor-core kernel for 3-12 s and the loops for
+about one, and both compute the same (the expansion's tests; the library's C, from the rolled typing, verifies bit
+for bit against the expanded Numba kernel on a GPU). Where numba rejects the rolled loops (a counter that must be a
+literal), the expansion, which is what a GPU compiles, is typed and run, and its verdict stands. The profiler asks
+for the expansion (``rolled=False``): its operation counts and sampled loops are those of the GPU's code.
 """
 
 from __future__ import annotations
@@ -20,11 +27,13 @@ import weakref
 import numpy as np
 
 from ..frontend import typer
+from ..unroll import rolled_function
 from . import typed, typedcache
 from .adapters import adapter_of, cuda_modules
 from .errors import TypingError
 
-_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel object -> {argtypes: outcome}
+#: kernel object -> {(argtypes, rolled): outcome}
+_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def forget() -> None:
@@ -44,9 +53,10 @@ class Rejected:
         self.message = message
 
 
-def type_launch(kernel, args, arg_names) -> tuple[typed.TypedKernel | None, tuple]:
+def type_launch(kernel, args, arg_names, rolled: bool = True) -> tuple[typed.TypedKernel | None, tuple]:
     """The typed kernel for this launch (None: run the kernel as written) and the argument types it was typed
-    for; raises ``TypingError`` if numba-cuda rejects it."""
+    for; raises ``TypingError`` if numba-cuda rejects it. ``rolled``: an expanded kernel's loops as written (the
+    module doc says when not)."""
     argtypes = argument_types(kernel, args, arg_names)
     declared, specialized = adapter_of(kernel).declared_signatures(kernel)
     if declared and specialized:
@@ -56,9 +66,9 @@ def type_launch(kernel, args, arg_names) -> tuple[typed.TypedKernel | None, tupl
     per_kernel = _memo.get(kernel)
     if per_kernel is None:
         per_kernel = _memo[kernel] = {}
-    outcome = per_kernel.get(argtypes, _MISSING)
+    outcome = per_kernel.get((argtypes, rolled), _MISSING)
     if outcome is _MISSING:
-        outcome = per_kernel[argtypes] = _type(kernel, argtypes, arg_names)
+        outcome = per_kernel[argtypes, rolled] = _type(kernel, argtypes, arg_names, rolled)
     if isinstance(outcome, Rejected):
         raise TypingError(outcome.message)
     return outcome, argtypes
@@ -169,22 +179,35 @@ def argument_types(kernel, args, arg_names) -> tuple:
 _array_types: dict = {}
 
 
-def typing_request(kernel, argtypes: tuple):
-    """The front end's request for ``kernel`` and a launch's argument types (``type_launch``'s): its facts, and what
-    else is asked of the helper about the kernel (the profiler's compile), are keyed by it."""
+def typing_request(kernel, argtypes: tuple, fn=None):
+    """The front end's request for ``kernel`` (its function ``fn``: by default the one it launches, an expanded
+    kernel's expansion) and a launch's argument types (``type_launch``'s): its facts, and what else is asked of the
+    helper about the kernel (the profiler's compile), are keyed by it."""
     from ..frontend import build_request
     from ..frontend.request import CONFIG, config_settings
 
     # numba-cuda's run-time configuration (numba-cuda-mlir keeps its own elsewhere, and none of it is sent)
     settings = config_settings(typer.module("core.config")) if not typer.is_mlir() else {}
-    return build_request(kernel.fn, {CONFIG: settings} if settings else {}, argtypes, adapter_of(kernel).recognize)
+    return build_request(fn or kernel.fn, {CONFIG: settings} if settings else {}, argtypes,
+                         adapter_of(kernel).recognize)
 
 
-def _type(kernel, argtypes: tuple, arg_names):
+def _type(kernel, argtypes: tuple, arg_names, rolled: bool):
+    written = rolled_function(kernel.fn)
+    if rolled and written is not kernel.fn:
+        try:
+            outcome = _type_function(kernel, written, argtypes, arg_names)
+        except typed.RebuildError:
+            outcome = None
+        if outcome is not None and not isinstance(outcome, Rejected):
+            return outcome
+    return _type_function(kernel, kernel.fn, argtypes, arg_names)
+
+
+def _type_function(kernel, fn, argtypes: tuple, arg_names):
     from ..frontend import client
 
-    fn = kernel.fn
-    request = typing_request(kernel, argtypes)
+    request = typing_request(kernel, argtypes, fn)
     key = request.key
     compiled = typedcache.load(key)
     if compiled is None:

@@ -214,3 +214,49 @@ def test_simulator_reports_point_at_the_loop_body():
     x = np.ones(3, np.float32)
     with pytest.raises(OutOfBoundsError, match=r"test_unroll\.py:\d+ \(reads_past_the_end\): out\[0\] \+= x\[i\]"):
         reads_past_the_end(4)[1, 1](x, np.zeros(1, np.float32))
+
+
+@pytest.mark.sim
+def test_the_simulator_types_and_runs_the_loops_as_written(rng):
+    """numba types the rolled loops (a tensor-core kernel's expansion takes it seconds more), as ``translate`` does;
+    the profiler asks for the expansion, the code a GPU runs."""
+    from numbakern.sim import kerneltypes
+
+    kernel = scaled_sum(3, 4)
+    x = rng.standard_normal(37).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    kernel[2, 32](x, out)
+    expected = sum(x.astype(np.float64) * (a + 1) - b for a in range(3) for b in range(a, 4))
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    rolled, _ = kerneltypes.type_launch(kernel, (x, out), ("x", "out"))
+    expanded, _ = kerneltypes.type_launch(kernel, (x, out), ("x", "out"), rolled=False)
+    assert _loops(rolled_function(kernel.fn)) == 2 and _loops(kernel.fn) == 0
+    assert _loops(rolled.kernel.function) == 2 and _loops(expanded.kernel.function) == 0
+
+
+@specialize
+def mixed_parts(n: int):
+    @cuda.jit
+    def mixed_parts(x, out):
+        parts = (np.float32(0.5), np.int64(3))  # a tuple of two types: only a literal index reads it
+        acc = np.float32(0.0)
+        for i in unroll(range(n)):
+            acc += parts[i] * x[i]
+        out[0] = acc
+
+    return mixed_parts
+
+
+@pytest.mark.sim
+def test_loops_numba_types_only_expanded_run_expanded(rng):
+    """Rolled, ``parts[i]`` is refused (no type for a tuple of two types read at a run-time index); the expansion,
+    which is what a GPU compiles, is typed then, and its verdict stands."""
+    from numbakern.sim import kerneltypes
+
+    kernel = mixed_parts(2)
+    x = (rng.random(2) + 1).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    kernel[1, 1](x, out)
+    assert out[0] == np.float32(np.float64(np.float32(0.5) * x[0]) + 3 * np.float64(x[1]))
+    typed, _ = kerneltypes.type_launch(kernel, (x, out), ("x", "out"))
+    assert _loops(typed.kernel.function) == 0
