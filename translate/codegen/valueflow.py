@@ -41,24 +41,33 @@ class State:
     ranges: dict = field(default_factory=dict)   # name -> (lo, hi), None for an unknown end
     defs: dict = field(default_factory=dict)     # name -> its current value (an AST expression)
     floors: list = field(default_factory=list)   # AST comparisons known true here
+    # id of an expression -> (it, the names it reads), shared by the states of one walk: every assignment asks it of
+    # each value and comparison the state remembers, and a walk of each per ask made long bodies quadratic
+    read_names: dict = field(default_factory=dict)
 
     def copy(self) -> State:
-        return State(dict(self.ranges), dict(self.defs), list(self.floors))
+        return State(dict(self.ranges), dict(self.defs), list(self.floors), self.read_names)
+
+    def names(self, node) -> frozenset:
+        found = self.read_names.get(id(node))
+        if found is None or found[0] is not node:
+            found = self.read_names[id(node)] = (node, _names(node))
+        return found[1]
 
     def assign(self, name: str, value, interval) -> None:
-        self.defs = {n: v for n, v in self.defs.items() if n != name and name not in _names(v)}
-        self.floors = [f for f in self.floors if name not in _names(f)]
+        self.defs = {n: v for n, v in self.defs.items() if n != name and name not in self.names(v)}
+        self.floors = [f for f in self.floors if name not in self.names(f)]
         self.ranges[name] = interval
-        if value is not None and name not in _names(value):
+        if value is not None and name not in self.names(value):
             self.defs[name] = value
 
     def forget(self, names: set) -> None:
-        self.defs = {n: v for n, v in self.defs.items() if n not in names and not (names & _names(v))}
-        self.floors = [f for f in self.floors if not (names & _names(f))]
+        self.defs = {n: v for n, v in self.defs.items() if n not in names and not (names & self.names(v))}
+        self.floors = [f for f in self.floors if not (names & self.names(f))]
 
 
-def _names(node) -> set:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+def _names(node) -> frozenset:
+    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
 
 
 def join(a, b):
