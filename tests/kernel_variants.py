@@ -1,11 +1,11 @@
-"""Which of the library's kernels the quick tier (``pytest -m "not slow"``) runs in the tests that run every kernel
-(tests/numbakern/test_kernels.py, tests/sim/test_engine.py); the whole suite runs all of them.
+"""Which of the library's kernels the quick tier (``pytest -m "not slow"``) runs in the test that runs every kernel
+(tests/numbakern/test_kernels.py); the whole suite runs all of them.
 
-numba types a tensor-core or flash-attention kernel for seconds (a wgmma matmul 10-17 s, a wgmma attention 4-5 s),
-and a first run of the suite types each variant once, in whichever test reaches it first: the per-test times that
-mark the slow tests (tests/durations.json) show only that one test's share. So the quick tier runs the variants in
-``QUICK`` of such kernel code, and the kernels made from the same code (the same Python function, specialized for
-another element type or head size) are slow.
+numba types a tensor-core or flash-attention kernel for a second or two and the simulator runs it for seconds, and a
+first run of the suite types each variant once, in whichever test reaches it first: the per-test times that mark the
+slow tests (tests/durations.json) show only that one test's share. So the quick tier runs the variants in ``QUICK``
+of such kernel code, and the kernels made from the same code (the same Python function, specialized for another
+element type or head size) are slow.
 """
 
 from __future__ import annotations

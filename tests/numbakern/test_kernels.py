@@ -1,8 +1,10 @@
 """Every registered kernel against its independent reference, on fresh random inputs.
 
 Runs in the simulator on a CPU-only machine, with every checker on whatever ``NUMBAKERN_SIM_CHECKS`` says (the one
-test that each registered kernel passes them at each of its test sizes; tests/sim/test_engine.py adds shuffled
-thread orders), and on the real GPU with ``pytest --gpu``.
+test that each registered kernel passes them at each of its test sizes), and on the real GPU with ``pytest --gpu``.
+In the simulator the largest test size of each kernel runs its threads and blocks in a shuffled order (the seed from
+the test's rng), the others in the GPU-like fixed order: a kernel that is right only in one order (an unordered
+exchange between blocks, a race its checker could not see) fails.
 """
 
 import contextlib
@@ -19,6 +21,10 @@ CASES = [pytest.param(spec.name, size, marks=marks(spec), id=f"{spec.name}-{'x'.
          for spec in all_specs() for size in spec.test_sizes]
 
 
+def largest(spec) -> dict:
+    return max(spec.test_sizes, key=lambda s: sum(s.values()))
+
+
 @pytest.mark.parametrize("name, size", CASES)
 def test_kernel_matches_reference(name, size, rng):
     from numbakern import get
@@ -27,10 +33,15 @@ def test_kernel_matches_reference(name, size, rng):
     # each test draws its distribution with its inputs (``pytest --seed random``: a different one each run)
     dist = DISTRIBUTIONS[rng.integers(len(DISTRIBUTIONS))]
     case = spec.make_case(size, rng, dist)
-    with sim.checks("all") if mode.in_simulator() else contextlib.nullcontext():
+    order = int(rng.integers(2**31)) if mode.in_simulator() and size == largest(spec) else None
+    with contextlib.ExitStack() as simulated:
+        if mode.in_simulator():
+            simulated.enter_context(sim.checks("all"))
+            simulated.enter_context(sim.shuffled(order))
         results = spec.check(case, run_case(spec, case))
+    shuffled = f", threads in shuffled order {order}" if order is not None else ""
     for result in results.values():
-        assert result.ok, f"{dist} inputs: {result}"
+        assert result.ok, f"{dist} inputs{shuffled}: {result}"
 
 
 def test_a_wrong_kernel_is_caught(rng):

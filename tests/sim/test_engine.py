@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from numbakern import all_specs, run_case, sim
-from tests.kernel_variants import marks
+from numbakern import sim
 
 SEED = 20261127
 
@@ -208,10 +207,6 @@ def test_stock_engine_gives_the_same_results(rng):
     np.testing.assert_array_equal(ours, stock)
 
 
-# -- every registered kernel passes with every check on (in the GPU-like order: tests/numbakern/test_kernels.py,
-# every test size, every checker on in the simulator; here, in shuffled thread orders) -------------------------------
-
-
 def test_the_environment_can_keep_the_stock_engine(monkeypatch):
     monkeypatch.setenv(sim.ENGINE_ENV, "stock")
     try:
@@ -221,16 +216,6 @@ def test_the_environment_can_keep_the_stock_engine(monkeypatch):
         monkeypatch.delenv(sim.ENGINE_ENV)
         sim.install()
     assert sim.active_engine() == "numbakern"
-
-
-# the quick tier runs one variant of each tensor-core kernel factory (tests/kernel_variants.py)
-@pytest.mark.parametrize("spec", [pytest.param(s, marks=marks(s), id=s.name) for s in all_specs()])
-def test_registered_kernels_pass_all_checks_in_shuffled_order(spec, rng):
-    size = max(spec.test_sizes, key=lambda s: sum(s.values()))
-    case = spec.make_case(size, rng, "uniform")
-    with sim.checks("all"), sim.shuffled(20241122):
-        results = spec.check(case, run_case(spec, case))
-    assert all(r.ok for r in results.values()), (spec.name, size, results)
 
 
 @cuda.jit
