@@ -23,6 +23,7 @@ import greenlet
 import numpy as np
 
 from ..intrinsics.memory import BYTES, WIDTH
+from .checked_array import CheckedArray
 from .errors import MisalignedAccessError, OutOfBoundsError
 from .intrinsics import landing, observe
 
@@ -45,7 +46,9 @@ def placed(shape, dtype, alignment: int | None = None) -> np.ndarray:
 
 
 def _data(arr) -> np.ndarray:
-    return arr._a if hasattr(arr, "_a") else np.asarray(arr)  # a checked array's numpy array, or the array
+    # a checked array's numpy array, or the array (the stock simulator's arrays answer any attribute asked of them
+    # with an IndexError, so the class is asked)
+    return arr._a if isinstance(arr, CheckedArray) else np.asarray(arr)
 
 
 def misalignment(arr, idx, nbytes: int) -> str:
