@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from array import array
 
 import numpy as np
@@ -53,9 +54,19 @@ COOPERATIVE_SMS, THREADS_PER_SM, BLOCKS_PER_SM = 132, 2048, 32
 
 _enabled = False
 _active: Launch | None = None  # the launch running now: device-function calls join it
+#: the OS thread that runs it (every simulated thread is a greenlet of that one)
+_active_thread: int | None = None
 #: called as ``hook(kernel, args)`` before every launch runs (``pytest --profile`` profiles the kernels it watches)
 launch_hooks: list = []
-intrinsics.install_launch_source(lambda: _active)  # the stand-ins of GPU intrinsics reach it through this seam
+
+
+def _running_launch() -> Launch | None:
+    """The launch running now, as the stand-ins of GPU intrinsics see it: none from another OS thread (numba-cuda's
+    stock simulator runs each GPU thread as one, and those of a failed stock launch may still be running)."""
+    return _active if threading.get_ident() == _active_thread else None
+
+
+intrinsics.install_launch_source(_running_launch)  # the stand-ins of GPU intrinsics reach it through this seam
 
 
 def max_cooperative_blocks(block_dim) -> int:
@@ -160,7 +171,7 @@ class Launch:
         return found
 
     def run(self, args) -> None:
-        global _active
+        global _active, _active_thread
         code = self.fn.__code__
         names = code.co_varnames[: code.co_argcount]
         names = [names[i] if i < len(names) else f"arg{i}" for i in range(len(args))]
@@ -185,7 +196,7 @@ class Launch:
             self.scheduler.exit_code = code  # a lane that reads an exited lane is told where that one exited
         if self.adapter.is_debug(self.kernel):
             body = _raising_on_division_by_zero(body)
-        _active = self
+        _active, _active_thread = self, threading.get_ident()
         blocks = None
         try:
             if typed is None:
@@ -209,7 +220,7 @@ class Launch:
             self.global_memory.report_pending()
         finally:
             self.scheduler.close(blocks)
-            _active = None
+            _active = _active_thread = None
             for globs, original in self._swapped.values():
                 globs.update(original)
             for cell, original in self._swapped_cells.values():

@@ -3,6 +3,7 @@ checks on."""
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numba
@@ -11,6 +12,7 @@ import pytest
 from numba import cuda
 
 from numbakern import sim
+from numbakern.sim import intrinsics
 
 SEED = 20261127
 
@@ -194,6 +196,33 @@ def test_shuffle_seed_from_the_environment(monkeypatch):
 
 
 # -- the stock engine stays reachable (the benchmark's baseline) ---------------------------------------------------
+
+
+_seen_from: dict = {}
+
+
+def _look_from_two_threads():
+    """Which launch the stand-ins of GPU intrinsics see, from this thread and from another one."""
+    other = threading.Thread(target=lambda: _seen_from.update(other=intrinsics.active_launch()))
+    other.start()
+    other.join()
+    _seen_from["launch"] = intrinsics.active_launch()
+
+
+@cuda.jit
+def looks_from_two_threads(out):
+    _look_from_two_threads()
+    out[0] = 1.0
+
+
+def test_another_os_thread_sees_no_launch():
+    """The stock simulator runs each GPU thread as an OS thread, and a failed stock launch may leave some running
+    into the next launch: their warp intrinsics must not join it (the benchmark saw a warp's lanes 'diverge' so)."""
+    _seen_from.clear()
+    out = np.zeros(1, np.float32)
+    with sim.typing(False):  # (a plain Python call in the kernel)
+        looks_from_two_threads[1, 1](out)
+    assert out[0] == 1.0 and _seen_from["launch"] is not None and _seen_from["other"] is None
 
 
 def test_stock_engine_gives_the_same_results(rng):
