@@ -129,6 +129,13 @@ def bad_loop_var(out):
 
 
 @cuda.jit
+def bad_unpacked_loop_var(x, out):
+    for k, (a, b) in enumerate(zip(x, out)):
+        out[k] = a + b
+    out[0] = a
+
+
+@cuda.jit
 def retyped(out, n):
     x = 1
     if n > 0:

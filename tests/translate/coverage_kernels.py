@@ -198,6 +198,8 @@ def enumerate_zip(x, y, out):
             s += k * v
         for a, b in zip(x, y):
             s += a * b
+        for j, (p, q) in enumerate(zip(y, x), 1):  # zip's pairs unpacked in enumerate's target
+            s += j * p - q
         out[0] = s
 
 

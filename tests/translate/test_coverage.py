@@ -37,7 +37,9 @@ FRAGMENTS = {
                       "int32_t ex = excludes[ex_i];"],
     "iterate_tuple": ["const double w_items[3] = {0.25, 0.5, 0.25};", "double w = w_items[w_i];"],
     "enumerate_zip": ["for (int64_t k = 0; k < x_shape0; k++) {", "double v = x[k];",
-                      "a_i < (x_shape0 < y_shape0 ? x_shape0 : y_shape0)", "double b = y[a_i];"],
+                      "a_i < (x_shape0 < y_shape0 ? x_shape0 : y_shape0)", "double b = y[a_i];",
+                      # enumerate(zip(y, x), 1) with the pair unpacked in the target
+                      "int64_t j = p_i + 1;", "double p = y[p_i];", "double q = x[p_i];"],
     "tuple_argument": ["int64_t shape_0, int64_t shape_1,", "int64_t h = shape_0;",
                        "int64_t r = nk_floordiv(i, w);", "int64_t c = nk_floormod(i, w);"],
     "namedtuple_value": ["__device__ double norm2(double p_0, double p_1)", "return p_0 * p_0 + p_1 * p_1;",

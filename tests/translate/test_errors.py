@@ -11,6 +11,7 @@ from .conftest import KERNELS
 @pytest.mark.parametrize("kernel,sig,line_text,message", [
     ("bad_strings", "void(int64[::1])", 's = "hello"', "strings are not supported"),
     ("bad_loop_var", "void(int64[::1])", "out[0] = i", "loop variable"),
+    ("bad_unpacked_loop_var", "void(int64[::1], int64[::1])", "out[0] = a", "loop variable"),
     ("bad_while_else", "void(int64[::1])", "while", "while ... else is not supported"),
 ])
 def test_located_error(kernel, sig, line_text, message):

@@ -20,8 +20,8 @@ def check(src, body: list[ast.stmt]) -> tuple[set, set]:
     another value than Python."""
     loops: dict[str, list] = {}
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(node, ast.For):  # (for k, v in enumerate(x): each of them)
-            for t in node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]:
+        if isinstance(node, ast.For):  # (for k, (a, b) in enumerate(zip(x, y)): each of them)
+            for t in ast.walk(node.target):
                 if isinstance(t, ast.Name):
                     loops.setdefault(t.id, []).append(node)
     reused = set()

@@ -545,13 +545,16 @@ class FunctionTranslator(ExprMixin):
             if len(targets) != 2:
                 raise self.src.error(node.target, "enumerate() gives pairs: for k, v in enumerate(x)")
             counter_node, targets = targets[0], targets[1:]
+            if isinstance(targets[0], ast.Tuple) and self._calls_zip(seqs[0]):  # for k, (a, b) in enumerate(zip(x, y))
+                seqs, targets = seqs[0].args, targets[0].elts
         else:
             counter_node = None
         names = [t for t in targets if isinstance(t, ast.Name)]
         if len(names) != len(seqs) or len(names) != len(targets) or not (
                 counter_node is None or isinstance(counter_node, ast.Name)):
             raise self.src.error(node.target, "a loop over arrays and tuples binds one name per item",
-                                 hint="for v in x / for k, v in enumerate(x) / for a, b in zip(x, y)")
+                                 hint="for v in x / for k, v in enumerate(x) / for a, b in zip(x, y) / "
+                                      "for k, (a, b) in enumerate(zip(x, y))")
         items, counts = [], []
         for seq, target in zip(seqs, names):
             v = arrays.as_array(self, self.value(seq), seq)
@@ -612,6 +615,11 @@ class FunctionTranslator(ExprMixin):
                 self.out.emit(f"{c_name(key)} {self.cname(target.id)} = {cast(e, key).code};")
             self.block(node.body)
         self.out.emit("}")
+
+    def _calls_zip(self, node) -> bool:
+        """``node`` is ``zip(...)`` of arguments by position."""
+        return isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) and bool(node.args) \
+            and not node.keywords and isinstance(f := self.value(node.func), Static) and f.obj is zip
 
     def _constant_trip_count(self, it: ast.Call):
         """The most iterations a ``range`` of compile-time constants makes in any instantiation, else None."""
