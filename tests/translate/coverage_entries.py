@@ -69,6 +69,8 @@ COVERAGE = [
     _e("record_scalars", "void(PAIR[::1], float64[::1])", L(2, 64), (_records(90), floats(90, np.float64))),
     _e("chained_assignment", "void(int64[::1], int64[::1])", L(2, 64), (ints(99, np.int64, -50, 50),
                                                                         ints(99, np.int64, 0, 1))),
+    _e("membership", "void(int64[::1], int64[::1])", L(2, 64), (ints(99, np.int64, -8, 8),
+                                                                ints(99, np.int64, 0, 1))),
     _e("reductions", "void(float32[:, ::1], float32[:, ::1])", L(2, 64),
        (floats((100, 3), np.float32, -1, 1), floats((100, 4), np.float32))),
     _e("slice_fill", "void(float64[:, ::1], float64[:, ::1])", L(2, 64),

@@ -250,6 +250,21 @@ def chained_assignment(x, out):
 
 
 @cuda.jit
+def membership(x, out):
+    """`in` and `not in` over tuples of the value's type: a tuple variable and a literal tuple."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        k = x[i] % 7
+        odd = (1, 3, 5)
+        hit = 0
+        if k in odd:
+            hit += 1
+        if x[i] not in (0, -3, 6):
+            hit += 2
+        out[i] = hit
+
+
+@cuda.jit
 def reductions(x, out):
     i = cuda.grid(1)
     if i < x.shape[0]:

@@ -46,6 +46,8 @@ FRAGMENTS = {
                          "out[i] = norm2(xs[i], ys[i]);"],
     "record_scalars": ["nk_record_a_b r = recs[i];", "out[i] = r.a * r.b;"],
     "chained_assignment": ["int64_t a = 0;", "int64_t b = 0;", "int64_t c = x[i];", "int64_t d = x[i];"],
+    # numba compares each item with == in the value's type, stopping at the first equal one
+    "membership": ["if (k == odd_0 || k == odd_1 || k == odd_2) {", "if (x[i] != 0 && x[i] != -3 && x[i] != 6) {"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
                    "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
     # a number stored into a slice: a loop over the view's elements, the slice's length as numba clamps it

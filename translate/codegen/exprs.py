@@ -21,6 +21,7 @@ from . import arrays, builtins
 from .cexpr import (
     BINARY_PREC,
     COND,
+    EQ,
     LAND,
     LOR,
     PRIMARY,
@@ -531,6 +532,8 @@ class ExprMixin:
     def v_Compare(self, node):
         if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
             return self._is_none(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            return self._in_tuple(node)
         parts = []
         left_node = node.left
         left = self.expr(left_node)
@@ -557,6 +560,32 @@ class ExprMixin:
             return parts[0]
         return CExpr(" && ".join(paren(p, LAND + 1) for p in parts), "bool", types.boolean, LAND,
                      pure=all(p.pure for p in parts))
+
+    def _in_tuple(self, node):
+        """``x in (a, b)`` / ``x not in t`` over a tuple numba types as one of x's own type: ``x == a || x == b``
+        (numba compares each item with ``==`` in the order of the tuple and stops at the first equal one). Other
+        containers, and items of another type (whose comparison numba types inside its own implementation, out of
+        the record's sight), are refused."""
+        sig = self.signature(node)  # numba's contains(container, value)
+        container, value_type = sig.args if sig is not None else (None, None)
+        items_type = getattr(container, "dtype", None) if isinstance(container, types.UniTuple) else None
+        if items_type is None or items_type != value_type or scalar_key(value_type) is None:
+            raise self.src.error(node, "`in` is supported over a tuple of numbers of the value's own type",
+                                 hint="x in (1, 3) with an int x; else x == a or x == b")
+        items = self.value(node.comparators[0])
+        if not isinstance(items, TupleVal) or not all(isinstance(v, CExpr) for v in items.items):
+            raise self.src.error(node.comparators[0], "`in` is supported over a tuple of numbers",
+                                 hint="x in (1, 3)")
+        key = scalar_key(value_type)
+        x = self.expr(node.left)
+        if not x.pure and len(items.items) > 1:
+            x = self.out.hoist(x, "value")
+        op, join, prec = ("==", " || ", LOR) if isinstance(node.ops[0], ast.In) else ("!=", " && ", LAND)
+        tests = [f"{paren(a, EQ)} {op} {paren(b, EQ + 1)}" for a, b in (compare_casts(x, v, key) for v in items.items)]
+        joined = join.join(tests) or ("false" if op == "==" else "true")
+        prec = prec if len(tests) > 1 else EQ
+        return CExpr(joined, "bool", types.boolean, prec if tests else PRIMARY,
+                     pure=x.pure and all(v.pure for v in items.items))
 
     def _is_none(self, node):
         """``x is None`` / ``x is not None`` of an Optional value: its flag."""
