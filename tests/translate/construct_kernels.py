@@ -143,6 +143,11 @@ def bad_membership(x, out):
 
 
 @cuda.jit
+def bad_sum_2d(m, out):
+    out[0] = m.sum()
+
+
+@cuda.jit
 def retyped(out, n):
     x = 1
     if n > 0:

@@ -69,6 +69,8 @@ COVERAGE = [
     _e("record_scalars", "void(PAIR[::1], float64[::1])", L(2, 64), (_records(90), floats(90, np.float64))),
     _e("chained_assignment", "void(int64[::1], int64[::1])", L(2, 64), (ints(99, np.int64, -50, 50),
                                                                         ints(99, np.int64, 0, 1))),
+    _e("array_sums", "void(int32[::1], float32[:, ::1], float64[::1])", L(2, 64),
+       (ints(99, np.int32, -1000, 1000), floats((99, 13), np.float32), floats(99, np.float64))),
     _e("membership", "void(int64[::1], int64[::1])", L(2, 64), (ints(99, np.int64, -8, 8),
                                                                 ints(99, np.int64, 0, 1))),
     _e("reductions", "void(float32[:, ::1], float32[:, ::1])", L(2, 64),

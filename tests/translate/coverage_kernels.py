@@ -1,8 +1,8 @@
 """What numba-cuda compiles, construct by construct, as other people's kernels use it (issue 39's list): arrays as
 views (slices of global, shared and local arrays, passed to device functions and returned from them, row views,
 .real/.imag, .view(dtype), .dtype, .T), iteration over arrays, tuples, enumerate and zip, tuples as arguments and
-values, unpacking, chained assignment, min/max/sum over arrays and tuples, cuda.libdevice, half-precision
-signatures. Each is translated and NVRTC-compiled here (test_coverage.py) and verified against Numba on a GPU
+values, unpacking, chained assignment, min/max/sum over arrays and tuples, x.sum(), `in` over tuples,
+cuda.libdevice, half-precision signatures. Each is translated and NVRTC-compiled here (test_coverage.py) and verified against Numba on a GPU
 (test_corpus_gpu.py, the ``COVERAGE`` entries of coverage_entries.py)."""
 
 import math
@@ -247,6 +247,14 @@ def chained_assignment(x, out):
         c = d = x[i]
         a += 1
         out[i] = a + b + c + d
+
+
+@cuda.jit
+def array_sums(a, m, out):
+    """x.sum() of 1-D arrays: a slice of int32 (summed in int64), a row and a strided row of float32."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = a[i:i + 4].sum() + m[i].sum() + m[i, ::2].sum()
 
 
 @cuda.jit

@@ -46,6 +46,10 @@ FRAGMENTS = {
                          "out[i] = norm2(xs[i], ys[i]);"],
     "record_scalars": ["nk_record_a_b r = recs[i];", "out[i] = r.a * r.b;"],
     "chained_assignment": ["int64_t a = 0;", "int64_t b = 0;", "int64_t c = x[i];", "int64_t d = x[i];"],
+    # numba-cuda's array.sum: c = R(0); c = R(c + v) for each item, R the item type with integers widened
+    "array_sums": ["nk_sum_of<int64_t>((a + nk_bound(i, a_shape0)), nk_span(i, i + 4, a_shape0), 1)",
+                   "nk_sum_of<float>((m + i * m_shape1), m_shape1, 1)",
+                   "nk_sum_of<float>((m + i * m_shape1), (m_shape1 + 1) / 2, 2)"],
     # numba compares each item with == in the value's type, stopping at the first equal one
     "membership": ["if (k == odd_0 || k == odd_1 || k == odd_2) {", "if (x[i] != 0 && x[i] != -3 && x[i] != 6) {"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",

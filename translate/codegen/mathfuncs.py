@@ -136,6 +136,16 @@ def _sum(tr, obj, node):
                  pure=all(t.pure for t in terms))
 
 
+def array_sum(tr, info, node):
+    """``x.sum()`` of ``info``, a 1-D array of numbers: numba-cuda's ``c = R(0); for v in x: c = R(c + v)``, R the
+    type its typing gives the sum (the item type, an integer widened to 64 bits), so every addition is in R."""
+    sig = tr.signature(node)
+    rkey = scalar_key(sig.return_type)
+    if info.ndim != 1 or info.extents is None or not {rkey, info.key}.isdisjoint({None, "bool", *COMPLEX}):
+        raise tr.src.error(node, ".sum() is supported on 1-D arrays of real numbers", hint="sum(x), or a loop")
+    return _array_reduction(tr, "nk_sum_of", info, rkey, sig.return_type)
+
+
 def _abs(tr, obj, node):
     (a,) = _args(tr, node)
     sig = tr.signature(node)
