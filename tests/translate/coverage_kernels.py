@@ -1,9 +1,9 @@
 """What numba-cuda compiles, construct by construct, as other people's kernels use it (issue 39's list): arrays as
 views (slices of global, shared and local arrays, passed to device functions and returned from them, row views,
 .real/.imag, .view(dtype), .dtype, .T), iteration over arrays, tuples, enumerate and zip, tuples as arguments and
-values, unpacking, chained assignment, min/max/sum over arrays and tuples, x.sum(), `in` over tuples,
-cuda.libdevice, half-precision signatures. Each is translated and NVRTC-compiled here (test_coverage.py) and verified against Numba on a GPU
-(test_corpus_gpu.py, the ``COVERAGE`` entries of coverage_entries.py)."""
+values, unpacking, chained assignment, min/max/sum over arrays and tuples, x.sum(), x.mean(), pow(), `in` over
+tuples, cuda.libdevice, half-precision signatures. Each is translated and NVRTC-compiled here (test_coverage.py) and
+verified against Numba on a GPU (test_corpus_gpu.py, the ``COVERAGE`` entries of coverage_entries.py)."""
 
 import math
 from collections import namedtuple
@@ -251,10 +251,12 @@ def chained_assignment(x, out):
 
 @cuda.jit
 def array_sums(a, m, out):
-    """x.sum() of 1-D arrays: a slice of int32 (summed in int64), a row and a strided row of float32."""
+    """x.sum() and x.mean() of 1-D arrays: a slice of int32 (summed in int64; its mean in float64), a row and a
+    strided row of float32 (summed in float32); pow() of numbers."""
     i = cuda.grid(1)
     if i < out.shape[0]:
         out[i] = a[i:i + 4].sum() + m[i].sum() + m[i, ::2].sum()
+        out[i] += a[i:i + 3].mean() * m[i].mean() + pow(m[i, 0], 3) + pow(out[i], 0.5) + pow(a[i] % 5, 2)
 
 
 @cuda.jit

@@ -49,7 +49,13 @@ FRAGMENTS = {
     # numba-cuda's array.sum: c = R(0); c = R(c + v) for each item, R the item type with integers widened
     "array_sums": ["nk_sum_of<int64_t>((a + nk_bound(i, a_shape0)), nk_span(i, i + 4, a_shape0), 1)",
                    "nk_sum_of<float>((m + i * m_shape1), m_shape1, 1)",
-                   "nk_sum_of<float>((m + i * m_shape1), (m_shape1 + 1) / 2, 2)"],
+                   "nk_sum_of<float>((m + i * m_shape1), (m_shape1 + 1) / 2, 2)",
+                   # array.mean: an integer array's sum in float64, a float32 one's in float32, then / the extent
+                   "nk_sum_of<double>((a + nk_bound(i, a_shape0)), nk_span(i, i + 3, a_shape0), 1) / "
+                   "nk_span(i, i + 3, a_shape0) * ((double)nk_sum_of<float>((m + i * m_shape1), m_shape1, 1) / "
+                   "m_shape1)",
+                   # pow(x, y) is x ** y
+                   "nk_powi(m[i * m_shape1], (int64_t)3)", "pow(out[i], 0.5)"],
     # numba compares each item with == in the value's type, stopping at the first equal one
     "membership": ["if (k == odd_0 || k == odd_1 || k == odd_2) {", "if (x[i] != 0 && x[i] != -3 && x[i] != 6) {"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",

@@ -102,7 +102,7 @@ def _method(tr, node: ast.Call):
     attr = node.func.attr
     if attr == "view" and len(node.args) == 1:
         return _view(tr, node)
-    if attr == "sum" and not node.args and not node.keywords:
+    if attr in ("sum", "mean") and not node.args and not node.keywords:
         base = arrays.as_array(tr, tr.value(node.func.value), node.func.value)
         return mathfuncs.array_sum(tr, base, node) if isinstance(base, arrays.ArrayInfo) else None
     if attr not in ("bit_count", "conjugate", "sync") or node.args:

@@ -4,6 +4,7 @@ come from Numba's typing of the call."""
 
 from __future__ import annotations
 
+import ast
 import builtins as _py
 import cmath
 import math
@@ -12,7 +13,7 @@ import numpy as np
 from numba.cuda import types
 
 from ..cnames import c_name, is_float, is_int, scalar_key
-from .cexpr import PRIMARY, CExpr, TupleVal, cast, float_literal, paren
+from .cexpr import MUL, PRIMARY, CExpr, TupleVal, cast, float_literal, paren
 
 MATH = {name: name for name in (
     "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
@@ -137,13 +138,30 @@ def _sum(tr, obj, node):
 
 
 def array_sum(tr, info, node):
-    """``x.sum()`` of ``info``, a 1-D array of numbers: numba-cuda's ``c = R(0); for v in x: c = R(c + v)``, R the
-    type its typing gives the sum (the item type, an integer widened to 64 bits), so every addition is in R."""
+    """``x.sum()`` / ``x.mean()`` of ``info``, a 1-D array of real numbers, as numba-cuda computes them: ``c = R(0);
+    for v in x: c = R(c + v)``, R the type its typing gives the sum (the item type, an integer widened to 64 bits),
+    so every addition is in R; the mean's sum is in float64 for integers (else the item type), then divided by the
+    extent."""
+    assert isinstance(node.func, ast.Attribute)
+    method = node.func.attr
     sig = tr.signature(node)
     rkey = scalar_key(sig.return_type)
     if info.ndim != 1 or info.extents is None or not {rkey, info.key}.isdisjoint({None, "bool", *COMPLEX}):
-        raise tr.src.error(node, ".sum() is supported on 1-D arrays of real numbers", hint="sum(x), or a loop")
-    return _array_reduction(tr, "nk_sum_of", info, rkey, sig.return_type)
+        raise tr.src.error(node, f".{method}() is supported on 1-D arrays of real numbers",
+                           hint=f"{'sum(x)' if method == 'sum' else 'sum(x) / len(x)'}, or a loop")
+    if method == "sum":
+        return _array_reduction(tr, "nk_sum_of", info, rkey, sig.return_type)
+    acc = info.key if is_float(info.key) else "float64"
+    total = cast(_array_reduction(tr, "nk_sum_of", info, acc, getattr(types, acc)), rkey)
+    return CExpr(f"{paren(total, MUL)} / {paren(info.extents[0], MUL + 1)}", rkey, sig.return_type, MUL)
+
+
+def _pow(tr, obj, node):
+    """``pow(x, y)``: numba types and computes it as ``x ** y``."""
+    if node.keywords or len(node.args) != 2:
+        raise tr.src.error(node, "pow(x, y) by position, without a modulus", hint="x ** y")
+    base, exponent = _args(tr, node)
+    return tr.binop("**", base, exponent, node, sig=tr.signature(node))
 
 
 def _abs(tr, obj, node):
@@ -354,7 +372,8 @@ CSQRT_THRESHOLD = {"float32": _sqrt_threshold(np.finfo(np.float32).max),
 
 # -- the table (translate.codegen.builtins merges it) -----------------------------------------------------------
 BUILTINS = {
-    _py.min: _minmax, _py.max: _minmax, _py.sum: _sum, _py.abs: _abs, _py.round: _round, _py.complex: _complex,
+    _py.min: _minmax, _py.max: _minmax, _py.sum: _sum, _py.abs: _abs, _py.pow: _pow, _py.round: _round,
+    _py.complex: _complex,
     math.degrees: _degrees_radians, math.radians: _degrees_radians, math.modf: _modf, math.frexp: _frexp,
     cmath.phase: _phase, cmath.polar: _phase, cmath.rect: _rect,
     **{f: _cmath for f in CMATH},
