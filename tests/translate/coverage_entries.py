@@ -62,6 +62,8 @@ COVERAGE = [
                                                                        floats(99, np.float64))),
     _e("enumerate_zip", "void(float64[::1], float64[::1], float64[::1])", L(1, 32),
        (floats(33, np.float64), floats(33, np.float64), floats(1, np.float64))),
+    _e("device_keywords", "void(float32[::1], float64[::1])", L(2, 64),
+       (floats(99, np.float32), floats(99, np.float64))),
     _e("tuple_argument", "void(float64[::1], UniTuple(int64, 2), float64[::1])", L(2, 64),
        (floats(77, np.float64), fixed((7, 11)), floats(77, np.float64))),
     _e("namedtuple_value", "void(float64[::1], float64[::1], float64[::1])", L(2, 64),

@@ -2,8 +2,9 @@
 views (slices of global, shared and local arrays, passed to device functions and returned from them, row views,
 .real/.imag, .view(dtype), .dtype, .T), iteration over arrays, tuples, enumerate and zip, tuples as arguments and
 values, unpacking, chained assignment, min/max/sum over arrays and tuples, x.sum(), x.mean(), pow(), `in` over
-tuples, cuda.libdevice, half-precision signatures. Each is translated and NVRTC-compiled here (test_coverage.py) and
-verified against Numba on a GPU (test_corpus_gpu.py, the ``COVERAGE`` entries of coverage_entries.py)."""
+tuples, device functions' keyword and default arguments, cuda.libdevice, half-precision signatures. Each is
+translated and NVRTC-compiled here (test_coverage.py) and verified against Numba on a GPU (test_corpus_gpu.py, the
+``COVERAGE`` entries of coverage_entries.py)."""
 
 import math
 from collections import namedtuple
@@ -201,6 +202,19 @@ def enumerate_zip(x, y, out):
         for j, (p, q) in enumerate(zip(y, x), 1):  # zip's pairs unpacked in enumerate's target
             s += j * p - q
         out[0] = s
+
+
+@cuda.jit(device=True)
+def scaled(x, factor=2.0, shift=0):
+    return x * factor + shift
+
+
+@cuda.jit
+def device_keywords(x, out):
+    """A device function's arguments by name and by its defaults: a C function per set of defaults used."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = scaled(x[i], shift=1) + scaled(x[i]) + scaled(factor=-0.5, x=x[i])
 
 
 # -- tuples, namedtuples, records ------------------------------------------------------------------------------------

@@ -40,6 +40,11 @@ FRAGMENTS = {
                       "a_i < (x_shape0 < y_shape0 ? x_shape0 : y_shape0)", "double b = y[a_i];",
                       # enumerate(zip(y, x), 1) with the pair unpacked in the target
                       "int64_t j = p_i + 1;", "double p = y[p_i];", "double q = x[p_i];"],
+    # a parameter left out is numba's compile-time default: a C function per set of defaults, its value inlined
+    "device_keywords": ["__device__ double scaled(float x, int64_t shift)", "return x * 2.0 + shift;",
+                        "__device__ double scaled_(float x)", "__device__ double scaled_2(float x, double factor)",
+                        "return x * factor + 0;",
+                        "out[i] = scaled(x[i], (int64_t)1) + scaled_(x[i]) + scaled_2(x[i], -0.5);"],
     "tuple_argument": ["int64_t shape_0, int64_t shape_1,", "int64_t h = shape_0;",
                        "int64_t r = nk_floordiv(i, w);", "int64_t c = nk_floormod(i, w);"],
     "namedtuple_value": ["__device__ double norm2(double p_0, double p_1)", "return p_0 * p_0 + p_1 * p_1;",

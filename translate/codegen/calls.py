@@ -20,12 +20,10 @@ from .statics import is_static_type, needs_value
 def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
     """A call of a ``@cuda.jit(device=True)`` or ``@numba.jit`` function: its arguments that numba types as
     compile-time values (functions, dtypes, literals) specialize the C function; the others are passed."""
-    if node.keywords:
-        raise tr.src.error(node, "keyword arguments to device functions are not supported",
-                             hint="pass the arguments by position")
-    vals = [tr.value(a) for a in node.args]
-    vals = [arrays.row_array(tr, v, a) if isinstance(v, arrays.Row) else v for v, a in zip(vals, node.args)]
-    sig = call_signature(tr, pyfunc, vals, node)
+    given = [*node.args, *(k.value for k in node.keywords)]
+    vals = [tr.value(a) for a in given]
+    vals = [arrays.row_array(tr, v, a) if isinstance(v, arrays.Row) else v for v, a in zip(vals, given)]
+    sig = call_signature(tr, pyfunc, vals[:len(node.args)], node)
     try:
         fn = parse_function(pyfunc)[0]
     except NoSource:  # made by exec(): its Python rebuilt from numba's IR for these argument types
@@ -35,11 +33,10 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
             raise tr.src.error(node, str(e)) from None
         fn = parse_function(pyfunc)[0]
     names = [a.arg for a in fn.args.args]
-    if len(names) != len(vals):
-        raise tr.src.error(node, f"'{pyfunc.__name__}' takes {len(names)} arguments, {len(vals)} given")
+    vals, given = _by_parameter(tr, pyfunc, names, sig, node, vals, given)
     static_names = {p for p, t in zip(names, sig.args) if is_static_type(t)} | _global_names(fn, names)
     bound, runtime = {}, []
-    for pname, v, t, a in zip(names, vals, sig.args, node.args):
+    for pname, v, t, a in zip(names, vals, sig.args, given):
         number = isinstance(t, types.Literal) and isinstance(t.literal_value, (int, float))
         if number and isinstance(v, CExpr) and v.literal is None:
             # the caller's template parameter: numba saw one instantiation's value, the C passes each one's
@@ -108,6 +105,28 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
     return CExpr(f"{dev.cname}({', '.join(cargs)})", rkey, sig.return_type, pure=False)
 
 
+def _by_parameter(tr, pyfunc, names, sig, node, vals, given):
+    """The call's values and their nodes in the order of ``pyfunc``'s parameters, as numba folds a call: positional
+    arguments first, then keyword arguments by name; a parameter left out is its default, which numba types as a
+    compile-time value (``omitted(default=...)``) and the C function is specialised for."""
+    if len(node.args) > len(names):
+        raise tr.src.error(node, f"'{pyfunc.__name__}' takes {len(names)} arguments, {len(node.args)} given")
+    slots = dict(enumerate(zip(vals[:len(node.args)], given[:len(node.args)])))
+    for k, v, a in zip(node.keywords, vals[len(node.args):], given[len(node.args):]):
+        if k.arg not in names or names.index(k.arg) in slots:
+            raise tr.src.error(a, f"'{pyfunc.__name__}' has no parameter '{k.arg}' left to pass by name"
+                               if k.arg is not None else "** arguments are not supported here",
+                               hint="arguments by position or by the parameters' names, once each")
+        slots[names.index(k.arg)] = (v, a)
+    for i, t in enumerate(sig.args):
+        if i not in slots and isinstance(t, types.Omitted):
+            slots[i] = (Static(t.value), node)
+    if len(slots) != len(names) or len(sig.args) != len(names):
+        raise tr.src.error(node, f"'{pyfunc.__name__}' takes {len(names)} arguments, {len(slots)} given")
+    ordered = [slots[i] for i in range(len(names))]
+    return [v for v, _ in ordered], [a for _, a in ordered]
+
+
 def call_signature(tr, pyfunc, vals, node):
     """numba's signature of the call ``node`` of device function ``pyfunc`` (its arguments' values ``vals``), from
     the typed record; for a call numba inlined (``inline="always"``), the callee typed for the arguments' types."""
@@ -117,6 +136,9 @@ def call_signature(tr, pyfunc, vals, node):
     sig = _recorded_call(tr.ctx.typed.record, node, pyfunc)
     if sig is not None:
         return sig
+    if node.keywords:
+        raise tr.src.error(node, f"keyword arguments to '{pyfunc.__name__}', which numba inlines, are not supported",
+                           hint="pass the arguments by position")
     argtypes = [arg_type(tr, v, a) for v, a in zip(vals, node.args)]
     try:
         return inlined_signature(pyfunc, tuple(argtypes))
