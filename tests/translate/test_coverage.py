@@ -108,6 +108,35 @@ def test_a_bfloat16_scalar_in_a_signature_is_a_parameter_not_a_crash(tmp_path):
     assert r.entry["launchers"][0]["params"][2] == {"name": "s", "kind": "scalar", "dtype": "bfloat16"}
 
 
+IN_WITH_A_CALL = """\
+from numba import cuda
+
+
+@cuda.jit(device=True)
+def bump(a, i):
+    a[i] += 1
+    return a[i] % 4
+
+
+@cuda.jit
+def in_arg(a, allowed, out):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        out[i] = 1 if bump(a, i) in allowed else 0
+"""
+
+
+def test_in_evaluates_its_value_once(tmp_path):
+    """``bump(a, i) in allowed``: the call runs once (it writes a[i]), not once per item of the tuple argument."""
+    path = tmp_path / "member.py"
+    path.write_text(IN_WITH_A_CALL)
+    r = translate_kernel(f"{path}:in_arg", signature="void(int64[::1], UniTuple(int64, 2), int64[::1])", write=False)
+    assert r.compile["ok"], r.compile["log"]
+    assert r.code.count("bump(a, a_shape0, i)") == 1
+    assert "const int64_t value = bump(a, a_shape0, i);" in r.code
+    assert "out[i] = (value == allowed_0 || value == allowed_1) ? (int64_t)1 : (int64_t)0;" in r.code
+
+
 def test_a_launcher_refuses_no_value_the_kernel_means():
     """window_mask is launched with beg = -3 (the kernel branches on beg + i >= 0): its launcher checks nothing of
     beg (a negative index would be numba's wraparound, not undefined)."""

@@ -572,19 +572,17 @@ class ExprMixin:
         if items_type is None or items_type != value_type or scalar_key(value_type) is None:
             raise self.src.error(node, "`in` is supported over a tuple of numbers of the value's own type",
                                  hint="x in (1, 3) with an int x; else x == a or x == b")
+        x = self.expr(node.left)  # first, as Python evaluates it; once, however many items it meets
+        if not x.pure:
+            x = self.out.hoist(x, "value")
         items = self.value(node.comparators[0])
         if not isinstance(items, TupleVal) or not all(isinstance(v, CExpr) for v in items.items):
             raise self.src.error(node.comparators[0], "`in` is supported over a tuple of numbers",
                                  hint="x in (1, 3)")
         key = scalar_key(value_type)
-        x = self.expr(node.left)
-        if not x.pure and len(items.items) > 1:
-            x = self.out.hoist(x, "value")
         op, join, prec = ("==", " || ", LOR) if isinstance(node.ops[0], ast.In) else ("!=", " && ", LAND)
         tests = [f"{paren(a, EQ)} {op} {paren(b, EQ + 1)}" for a, b in (compare_casts(x, v, key) for v in items.items)]
-        joined = join.join(tests) or ("false" if op == "==" else "true")
-        prec = prec if len(tests) > 1 else EQ
-        return CExpr(joined, "bool", types.boolean, prec if tests else PRIMARY,
+        return CExpr(join.join(tests), "bool", types.boolean, prec if len(tests) > 1 else EQ,
                      pure=x.pure and all(v.pure for v in items.items))
 
     def _is_none(self, node):
