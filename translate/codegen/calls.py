@@ -106,22 +106,17 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
 
 
 def _by_parameter(tr, pyfunc, names, sig, node, vals, given):
-    """The call's values and their nodes in the order of ``pyfunc``'s parameters, as numba folds a call: positional
-    arguments first, then keyword arguments by name; a parameter left out is its default, which numba types as a
-    compile-time value (``omitted(default=...)``) and the C function is specialised for."""
-    if len(node.args) > len(names):
-        raise tr.src.error(node, f"'{pyfunc.__name__}' takes {len(names)} arguments, {len(node.args)} given")
+    """The call's values and their nodes in the order of ``pyfunc``'s parameters, as numba folds a call (numba has
+    checked the names and counts): positional arguments first, then keyword arguments by name; a parameter left out
+    is its default, which numba types as a compile-time value (``omitted(default=...)``) and the C function is
+    specialised for."""
     slots = dict(enumerate(zip(vals[:len(node.args)], given[:len(node.args)])))
     for k, v, a in zip(node.keywords, vals[len(node.args):], given[len(node.args):]):
-        if k.arg not in names or names.index(k.arg) in slots:
-            raise tr.src.error(a, f"'{pyfunc.__name__}' has no parameter '{k.arg}' left to pass by name"
-                               if k.arg is not None else "** arguments are not supported here",
-                               hint="arguments by position or by the parameters' names, once each")
         slots[names.index(k.arg)] = (v, a)
     for i, t in enumerate(sig.args):
         if i not in slots and isinstance(t, types.Omitted):
             slots[i] = (Static(t.value), node)
-    if len(slots) != len(names) or len(sig.args) != len(names):
+    if sorted(slots) != list(range(len(names))):  # a function numba calls otherwise (*args): not by its source
         raise tr.src.error(node, f"'{pyfunc.__name__}' takes {len(names)} arguments, {len(slots)} given")
     ordered = [slots[i] for i in range(len(names))]
     return [v for v, _ in ordered], [a for _, a in ordered]
