@@ -19,7 +19,10 @@ How the suite runs:
   its end). ``pytest -m "not slow"`` is the quick tier;
 - ``run_store``: what the tests of one run share across the workers: set-up made once (the first worker to need it
   makes it under a file lock, the others read it) and results that a gate test gathers from tests that ran on any
-  worker (never a module global, which a worker of its own would find empty).
+  worker (never a module global, which a worker of its own would find empty);
+- the translate command, which the tests run as a process of its own some two hundred times, is forked from a
+  process per worker that imported numba and the translator once (``tests/forked.py``: a second of imports saved
+  per command; a fresh process wherever a forked one could differ, and ``tests/test_forked.py`` compares the two).
 """
 
 from __future__ import annotations

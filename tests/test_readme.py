@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests import environments
+from tests import environments, forked
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -65,8 +65,7 @@ def test_the_readme_shows_what_the_main_command_prints_in_a_fresh_clone(tmp_path
     sample = re.search(r"```text\n(\w+ +generated_cuda/matmul_tiled\.cu .*?)```", README, re.S).group(1)
     shutil.copytree(ROOT / "generated_cuda", tmp_path / "generated_cuda")
     env = environments.with_path_first({k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}, ROOT)
-    run = subprocess.run([sys.executable, "-m", "translate.cli", "matmul_tiled"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=600)
+    run = forked.run([sys.executable, "-m", "translate.cli", "matmul_tiled"], cwd=tmp_path, env=env, timeout=600)
     assert run.returncode == 0, run.stderr
 
     def timeless(text):

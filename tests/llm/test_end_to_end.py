@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
+
+from tests import forked
 
 from . import samples
 from .conftest import TEST_KEY
@@ -47,8 +48,7 @@ def test_llm_backend_through_the_pipeline(no_key_leak, llm_env):
 def _cli(args, env_overrides, cwd):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env.update(env_overrides)
-    return subprocess.run([sys.executable, "-m", "translate.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=120)
+    return forked.run([sys.executable, "-m", "translate.cli", *args], env=env, cwd=cwd, timeout=120)
 
 
 def test_translate_command_with_the_llm_backend(tmp_path, server):

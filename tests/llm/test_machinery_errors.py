@@ -6,12 +6,12 @@ never shown."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pytest
 
 from numbakern import mode
+from tests import forked
 from tests.environments import clean, with_path_first
 from translate.verify import sandbox
 
@@ -21,10 +21,9 @@ SECRET = "sk-numbakern-secret-part-3b9e"
 
 def _translate(server, tmp_path, *extra, key=SECRET, **env):
     environ = with_path_first(clean(tmp_path, OPENAI_API_KEY=key, NO_PROXY="127.0.0.1,localhost", **env), ROOT)
-    return subprocess.run([sys.executable, "-m", "translate.cli", "vector_add", "--backend", "llm", "--model",
-                           "scripted-model", "--base-url", server.base_url, "--max-retries", "0", "--out",
-                           str(tmp_path / "gen"), *extra], cwd=tmp_path, env=environ, capture_output=True,
-                          text=True, timeout=300)
+    return forked.run([sys.executable, "-m", "translate.cli", "vector_add", "--backend", "llm", "--model",
+                       "scripted-model", "--base-url", server.base_url, "--max-retries", "0", "--out",
+                       str(tmp_path / "gen"), *extra], cwd=tmp_path, env=environ, timeout=300)
 
 
 def _one_line(r) -> str:
@@ -51,9 +50,8 @@ def test_a_key_no_header_can_carry_is_refused_unshown_before_anything_is_sent(se
                                       ("http://127.0.0.1:99999/v1", "out of range")])
 def test_an_endpoint_url_that_does_not_parse_is_one_line(server, tmp_path, url, why):
     environ = with_path_first(clean(tmp_path, OPENAI_API_KEY=SECRET), ROOT)
-    r = subprocess.run([sys.executable, "-m", "translate.cli", "vector_add", "--backend", "llm", "--model", "m",
-                        "--base-url", url, "--out", "gen"], cwd=tmp_path, env=environ, capture_output=True,
-                       text=True, timeout=300)
+    r = forked.run([sys.executable, "-m", "translate.cli", "vector_add", "--backend", "llm", "--model", "m",
+                    "--base-url", url, "--out", "gen"], cwd=tmp_path, env=environ, timeout=300)
     assert r.returncode == 2
     line = _one_line(r)
     assert line.startswith("translate: the endpoint (--base-url) is not a valid URL: ") and why in line, line

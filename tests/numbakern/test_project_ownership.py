@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
 from numbakern import project
+from tests import forked
 from tests.environments import clean, with_path_first
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -44,8 +44,7 @@ def test_a_project_owned_by_another_user_is_refused_by_the_cli(tmp_path):
     work.mkdir()
     env = with_path_first(clean(tmp_path), ROOT)
     for args in (("--list",), ("vector_add", "--out", str(tmp_path / "gen")), ("--check",)):
-        r = subprocess.run([sys.executable, "-m", "translate.cli", *args], cwd=work, env=env, capture_output=True,
-                           text=True, timeout=300)
+        r = forked.run([sys.executable, "-m", "translate.cli", *args], cwd=work, env=env, timeout=300)
         assert r.returncode == 2, r.stdout + r.stderr
         assert not marker.exists(), f"translate {' '.join(args)} imported a module another user planted"
         assert re.match(rf"translate: not using the project {shared / 'pyproject.toml'}: {shared} is owned by "
@@ -53,8 +52,7 @@ def test_a_project_owned_by_another_user_is_refused_by_the_cli(tmp_path):
         assert "safe.directory" in r.stderr and project.SAFE_ENV in r.stderr
     # the user may say they trust the folder, as git's safe.directory does
     env[project.SAFE_ENV] = str(shared)
-    r = subprocess.run([sys.executable, "-m", "translate.cli", "--list"], cwd=work, env=env, capture_output=True,
-                       text=True, timeout=300)
+    r = forked.run([sys.executable, "-m", "translate.cli", "--list"], cwd=work, env=env, timeout=300)
     assert marker.exists() and r.returncode == 0, r.stdout + r.stderr
 
 

@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 
+from tests import forked
 from tests.environments import clean, with_path_first
 from translate import api
 from translate.errors import UnknownKernel
@@ -45,8 +46,7 @@ def _env(cwd, **extra):
 
 
 def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env=_env(cwd), timeout=600)
+    return forked.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, env=_env(cwd), timeout=600)
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,11 @@ an attribute of a settings module, the file itself -- is still caught (``transla
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pytest
 
+from tests import forked
 from tests.environments import clean, with_path_first
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -32,8 +32,7 @@ def weigh(x, out):
 
 def _cli(*args, cwd, cache):
     env = with_path_first(clean(cwd, NUMBAKERN_CACHE_DIR=str(cache)), ROOT)
-    return subprocess.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=600)
+    return forked.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, env=env, timeout=600)
 
 
 def _translated_project(tmp_path):

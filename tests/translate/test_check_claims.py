@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from numbakern import mode
+from tests import forked
 from tests.environments import clean, with_path_first
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,8 +30,7 @@ __attribute__((constructor)) static void nk_setup() {{ std::system("touch {marke
 
 def _cli(*args, cwd, cache):
     env = with_path_first(clean(cwd, NUMBAKERN_CACHE_DIR=str(cache)), ROOT)
-    return subprocess.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=600)
+    return forked.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, env=env, timeout=600)
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+from tests import forked
 from tests.environments import clean, with_path_first
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -21,8 +21,7 @@ pytestmark = pytest.mark.gpu
 
 def _cli(*args, cwd):
     env = with_path_first(clean(cwd), ROOT)
-    return subprocess.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=600)
+    return forked.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, env=env, timeout=600)
 
 
 def test_require_verified_verifies_every_file_and_writes_no_record(tmp_path):

@@ -4,13 +4,12 @@ file; shared memory a kernel takes at launch is "dynamic", never ``0``."""
 import io
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests import environments
+from tests import environments, forked
 from translate import output
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,8 +113,8 @@ def test_the_command_says_dynamic_shared_memory_and_what_it_did(tmp_path):
     out = tmp_path / "gen"
 
     def run():
-        return subprocess.run([sys.executable, "-m", "translate.cli", "matmul_tiled", "--out", str(out)], cwd=ROOT,
-                              env=env, capture_output=True, text=True, timeout=600)
+        return forked.run([sys.executable, "-m", "translate.cli", "matmul_tiled", "--out", str(out)], cwd=ROOT,
+                          env=env, timeout=600)
 
     first, second = run(), run()
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr

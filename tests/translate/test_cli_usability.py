@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from numbakern._version import __version__
-from tests import environments
+from tests import environments, forked
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -29,8 +29,7 @@ def env() -> dict[str, str]:
 
 def run(*args: str, cwd: Path = ROOT, command: tuple[str, ...] = ("-m", "translate.cli")
         ) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *command, *args], cwd=cwd, env=env(), capture_output=True, text=True,
-                          timeout=600)
+    return forked.run([sys.executable, *command, *args], cwd=cwd, env=env(), timeout=600)
 
 
 def test_version_of_each_entry_point():
@@ -194,8 +193,7 @@ def test_the_other_translate_package_installed_beside_numbakern_is_named(tmp_pat
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: translate\nVersion: 3.6.1\n")
     environment = environments.with_path_first(env(), ROOT, site)
-    r = subprocess.run([sys.executable, "-m", "translate.cli", "--version"], env=environment, capture_output=True,
-                       text=True, timeout=300)
+    r = forked.run([sys.executable, "-m", "translate.cli", "--version"], env=environment, timeout=300)
     assert r.stdout == f"translate (numbakern) {__version__}\n"
     assert r.stderr.startswith("translate: warning: the PyPI package 'translate' 3.6.1 is installed in this "
                                "environment too;") and "docs/cli.md" in r.stderr, r.stderr

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from tests import forked
 from translate.api import check, translate_kernel
 from translate.manifest import load
 
@@ -86,8 +87,7 @@ def test_manifest_entry_schema():
 def _cli(*args, cwd=ROOT):
     env = dict(os.environ)
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    return subprocess.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env)
+    return forked.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, env=env)
 
 
 @pytest.mark.slow

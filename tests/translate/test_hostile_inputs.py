@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from numbakern import mode
+from tests import forked
 from tests.environments import clean, with_path_first
 
 from . import test_hostile_manifests as hostile
@@ -43,8 +44,7 @@ project = hostile.project
 
 def _run(*args, cwd, module="translate.cli", timeout=300, **env):
     environ = with_path_first(clean(cwd, **env), ROOT)
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True,
-                          env=environ, timeout=timeout)
+    return forked.run([sys.executable, "-m", module, *args], cwd=cwd, env=environ, timeout=timeout)
 
 
 def _no_traceback(r):

@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+from tests import forked
 from tests.environments import clean, with_path_first
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -40,8 +41,8 @@ SIGNATURE = "void(float32[::1], float32[::1])"
 
 def _cli(*args, cwd, limits=None, timeout=300):
     env = with_path_first(clean(cwd), ROOT)
-    return subprocess.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=timeout, preexec_fn=limits)
+    return forked.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, env=env, timeout=timeout,
+                      preexec_fn=limits)
 
 
 def _one_line(text: str) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from translate import api, manifest
 from translate.manifest import ManifestError
 
@@ -49,8 +50,7 @@ def _state(path: Path):
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    return subprocess.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=600)
+    return forked.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, env=env, timeout=600)
 
 
 @pytest.mark.parametrize("case", list(DAMAGED))

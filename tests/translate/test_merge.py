@@ -8,12 +8,12 @@ import json
 import multiprocessing
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests import forked
 from translate import manifest
 from translate.merge import merge
 
@@ -185,8 +185,7 @@ def test_merges_at_the_same_time_lose_nothing(tmp_path):
 
 def translate_merge(cwd: Path, *args):
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    return subprocess.run([sys.executable, "-m", "translate", "--merge", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True)
+    return forked.run([sys.executable, "-m", "translate", "--merge", *map(str, args)], cwd=cwd, env=env)
 
 
 def test_the_command_prints_a_line_each_and_fails_on_a_conflict(tmp_path):

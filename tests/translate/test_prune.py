@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+from tests import forked
 from tests.environments import clean, with_path_first
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -54,8 +54,8 @@ numbakern.declare(scale, args=scale_args, launch=_launch, outputs="out",
 
 
 def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env=with_path_first(clean(cwd), ROOT), timeout=600)
+    return forked.run([sys.executable, "-m", "translate.cli", *args], cwd=cwd, env=with_path_first(clean(cwd), ROOT),
+                      timeout=600)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import environments
+from tests import environments, forked
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,10 +100,8 @@ def env(**extra):
 
 
 def translate(cwd, *args, umask=None, command=None):
-    preexec = (lambda: os.umask(umask)) if umask is not None else None
     command = command or [sys.executable, "-m", "translate.cli"]
-    return subprocess.run([*command, *args], cwd=cwd, env=env(), capture_output=True, text=True, timeout=600,
-                          preexec_fn=preexec)
+    return forked.run([*command, *args], cwd=cwd, env=env(), timeout=600, umask=umask)
 
 
 def python(cwd, code, **extra):

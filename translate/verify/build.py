@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 DEFAULT_ARCH = "sm_90"
-DEFAULT_CACHE = Path(os.environ.get("NUMBAKERN_BUILD_DIR", Path(__file__).resolve().parents[2] / "build" / "verify"))
+#: where builds are kept unless ``NUMBAKERN_BUILD_DIR`` names another folder (read at each build)
+DEFAULT_CACHE = Path(__file__).resolve().parents[2] / "build" / "verify"
 BASE_FLAGS = ("-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo")
 
 
@@ -68,7 +69,7 @@ def build_shared_library(
     extra = tuple(extra_flags)
     source = cu.read_bytes()
     key = hashlib.sha256(source + repr((BASE_FLAGS, arch, extra, nvcc_version())).encode()).hexdigest()[:16]
-    cache = Path(cache_dir) if cache_dir else DEFAULT_CACHE
+    cache = Path(cache_dir or os.environ.get("NUMBAKERN_BUILD_DIR") or DEFAULT_CACHE)
     cache.mkdir(parents=True, exist_ok=True)
     target = cache / f"{cu.stem}-{arch}-{key}.so"
     if _private_file(target):  # a library someone else could have put there is built again, never loaded
