@@ -73,6 +73,8 @@ COVERAGE = [
                                                                         ints(99, np.int64, 0, 1))),
     _e("array_sums", "void(int32[::1], float32[:, ::1], float64[::1])", L(2, 64),
        (ints(99, np.int32, -1000, 1000), floats((99, 13), np.float32), floats(99, np.float64))),
+    _e("array_sums_nd", "void(float32[:, ::1], int32[:, :, ::1], float64[::1])", L(2, 64),
+       (floats((99, 7), np.float32), ints((99, 4, 5), np.int32, -1000, 1000), floats(99, np.float64))),
     _e("membership", "void(int64[::1], int64[::1])", L(2, 64), (ints(99, np.int64, -8, 8),
                                                                 ints(99, np.int64, 0, 1))),
     _e("reductions", "void(float32[:, ::1], float32[:, ::1])", L(2, 64),

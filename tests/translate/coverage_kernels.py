@@ -274,6 +274,19 @@ def array_sums(a, m, out):
 
 
 @cuda.jit
+def array_sums_nd(m, t, out):
+    """x.sum() and x.mean() of N-D arrays, their items in numba's order: a 2-D window of float32 rows and its
+    transpose (numba types that as strided, "A": C order, the window's columns first), the transpose of three whole
+    rows (numba types that as Fortran-ordered: the first index fastest, the rows' memory order), a 2-D row of an
+    int32 3-D array (summed in int64) and the mean of a 3-D window."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        w = m[i:i + 3, 1:6]
+        out[i] = w.sum() + w.T.sum() * 0.5 + m[i:i + 3].T.sum() * 0.25 + t[i].sum()
+        out[i] += t[i:i + 2, 1:, ::2].mean()
+
+
+@cuda.jit
 def membership(x, out):
     """`in` and `not in` over tuples of the value's type: a tuple variable and a literal tuple."""
     i = cuda.grid(1)

@@ -61,6 +61,15 @@ FRAGMENTS = {
                    "m_shape1)",
                    # pow(x, y) is x ** y
                    "nk_powi(m[i * m_shape1], (int64_t)3)", "pow(out[i], 0.5)"],
+    # an N-D array's sum: one accumulator over its items in numba's np.nditer order, an (extent, stride) pair per
+    # loop, outermost first: C order for C and strided ("A") arrays, the reverse for Fortran-ordered ones (a .T of
+    # whole rows); the mean divides by the product of the extents
+    "array_sums_nd": ["nk_sum_nd<float>(w, w_shape0, w_stride0, w_shape1, w_stride1)",
+                      "nk_sum_nd<float>(w, w_shape1, w_stride1, w_shape0, w_stride0) * 0.5",
+                      "nk_sum_nd<float>((m + nk_bound(i, m_shape0) * m_shape1), nk_span(i, i + 3, m_shape0), "
+                      "m_shape1, m_shape1, 1) * 0.25",
+                      "nk_sum_nd<int64_t>((t + i * t_shape1 * t_shape2), t_shape1, t_shape2, t_shape2, 1)",
+                      "/ (nk_span(i, i + 2, t_shape0) * (t_shape1 - nk_bound(1, t_shape1)) * ((t_shape2 + 1) / 2))"],
     # numba compares each item with == in the value's type, stopping at the first equal one
     "membership": ["if (k == odd_0 || k == odd_1 || k == odd_2) {", "if (x[i] != 0 && x[i] != -3 && x[i] != 6) {"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",

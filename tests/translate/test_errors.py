@@ -12,7 +12,8 @@ from .conftest import KERNELS
     ("bad_strings", "void(int64[::1])", 's = "hello"', "strings are not supported"),
     ("bad_loop_var", "void(int64[::1])", "out[0] = i", "loop variable"),
     ("bad_unpacked_loop_var", "void(int64[::1], int64[::1])", "out[0] = a", "loop variable"),
-    ("bad_sum_2d", "void(float32[:, ::1], float64[::1])", "out[0] = m.sum()", ".sum() is supported on 1-D arrays"),
+    ("bad_sum_complex", "void(complex64[::1], float64[::1])", "out[0] = z.sum().real",
+     ".sum() is supported on arrays of real numbers"),
     ("bad_membership", "void(float32[::1], int64[::1])", "if x[i] in (1, 2)", "`in` is supported over a tuple"),
     ("bad_while_else", "void(int64[::1])", "while", "while ... else is not supported"),
 ])

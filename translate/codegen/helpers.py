@@ -438,6 +438,19 @@ template <typename R, typename T> __device__ R nk_sum_of(const T* a, int64_t n, 
     return s;
 }
 """,
+    "nk_sum_nd": """\
+// the sum of an N-D array's items as numba computes it (np.nditer): from 0 in the result's type R, the items in C
+// order (the last index fastest); each dimension an (extent, stride in elements) pair
+template <typename R, typename T> __device__ R nk_sum_into(R s, const T* a) { return s + (R)*a; }
+template <typename R, typename T, typename... Dims>
+__device__ R nk_sum_into(R s, const T* a, int64_t n, int64_t stride, Dims... rest) {
+    for (int64_t k = 0; k < n; k++) s = nk_sum_into<R>(s, a + k * stride, rest...);
+    return s;
+}
+template <typename R, typename T, typename... Dims> __device__ R nk_sum_nd(const T* a, Dims... dims) {
+    return nk_sum_into<R>(R(0), a, dims...);
+}
+""",
     "nk_lanemask_lt": """\
 __device__ __forceinline__ uint32_t nk_lanemask_lt() { uint32_t m; asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(m)); return m; }
 """,

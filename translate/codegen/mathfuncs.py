@@ -68,14 +68,21 @@ def _iterable(tr, node):
     raise tr.src.error(node.args[0], "min/max/sum of a tuple of numbers or of a 1-D array")
 
 
-def _array_reduction(tr, helper, info, rkey, nbt):
-    """``helper(pointer, extent, stride)`` over a 1-D array (numba's loop over its items)."""
+def _array_reduction(tr, helper, info, rkey, nbt, layout="C"):
+    """``helper(pointer, extent, stride)`` over a 1-D array (numba's loop over its items); a sum over an N-D array
+    is ``nk_sum_nd(pointer, extent, stride, ...)``, a pair per dimension, outermost loop first: numba's
+    ``np.nditer`` goes in C order (the last index fastest), or the reverse for an array numba types as
+    Fortran-ordered (``layout`` "F": the first index fastest, a ``.T`` of a C-contiguous array in its memory's
+    order)."""
     from . import arrays
 
-    tr.helpers.add("nk_reductions")
-    stride = arrays.element_strides(info)[0]
-    return CExpr(f"{helper}<{c_name(rkey)}>({arrays.base_pointer(info)}, {info.extents[0].code}, {stride.code})",
-                 rkey, nbt, PRIMARY)
+    pairs = [f"{e.code}, {s.code}" for e, s in zip(info.extents, arrays.element_strides(info))]
+    dims = ", ".join(reversed(pairs) if layout == "F" else pairs)
+    if info.ndim > 1:
+        assert helper == "nk_sum_of", helper  # min/max of an N-D array iterate its rows: numba rejects those
+        helper = "nk_sum_nd"
+    tr.helpers.add("nk_reductions" if info.ndim == 1 else helper)
+    return CExpr(f"{helper}<{c_name(rkey)}>({arrays.base_pointer(info)}, {dims})", rkey, nbt, PRIMARY)
 
 
 def _minmax(tr, obj, node):
@@ -138,22 +145,25 @@ def _sum(tr, obj, node):
 
 
 def array_sum(tr, info, node):
-    """``x.sum()`` / ``x.mean()`` of ``info``, a 1-D array of real numbers, as numba-cuda computes them: ``c = R(0);
-    for v in x: c = R(c + v)``, R the type its typing gives the sum (the item type, an integer widened to 64 bits),
-    so every addition is in R; the mean's sum is in float64 for integers (else the item type), then divided by the
-    extent."""
+    """``x.sum()`` / ``x.mean()`` of ``info``, an array of real numbers, as numba-cuda computes them: ``c = R(0);
+    for v in np.nditer(x): c = R(c + v)`` (the items in ``_array_reduction``'s order), R the type its typing gives
+    the sum (the item type, an integer widened to 64 bits), so every addition is in R; the mean's sum is in float64
+    for integers (else the item type), then divided by the number of items."""
     assert isinstance(node.func, ast.Attribute)
     method = node.func.attr
     sig = tr.signature(node)
     rkey = scalar_key(sig.return_type)
-    if info.ndim != 1 or info.extents is None or not {rkey, info.key}.isdisjoint({None, "bool", *COMPLEX}):
-        raise tr.src.error(node, f".{method}() is supported on 1-D arrays of real numbers",
+    if info.extents is None or not {rkey, info.key}.isdisjoint({None, "bool", *COMPLEX}):
+        raise tr.src.error(node, f".{method}() is supported on arrays of real numbers",
                            hint=f"{'sum(x)' if method == 'sum' else 'sum(x) / len(x)'}, or a loop")
+    layout = getattr(info.nbt, "layout", "C")  # numba's type of the array: a .T of a C-contiguous one is "F"
     if method == "sum":
-        return _array_reduction(tr, "nk_sum_of", info, rkey, sig.return_type)
+        return _array_reduction(tr, "nk_sum_of", info, rkey, sig.return_type, layout)
     acc = info.key if is_float(info.key) else "float64"
-    total = cast(_array_reduction(tr, "nk_sum_of", info, acc, getattr(types, acc)), rkey)
-    return CExpr(f"{paren(total, MUL)} / {paren(info.extents[0], MUL + 1)}", rkey, sig.return_type, MUL)
+    total = cast(_array_reduction(tr, "nk_sum_of", info, acc, getattr(types, acc), layout), rkey)
+    size = (paren(info.extents[0], MUL + 1) if info.ndim == 1
+            else "(" + " * ".join(paren(e, MUL if k == 0 else MUL + 1) for k, e in enumerate(info.extents)) + ")")
+    return CExpr(f"{paren(total, MUL)} / {size}", rkey, sig.return_type, MUL)
 
 
 def _pow(tr, obj, node):
