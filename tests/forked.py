@@ -19,7 +19,8 @@ never passes on the template's account:
   (``PYTHONUNBUFFERED``, ``PYTHONPATH``; and ``PYTHONDONTWRITEBYTECODE``: a child writes no bytecode, ``_child``
   says why);
 - a folder on the call's path that holds a module of another file than the one the template imported (a project
-  shadowing ``numpy``, say), or a template whose imports printed anything (a warning a fresh process would print
+  shadowing ``numpy``, say), a call whose path leaves out a folder the template imported from (its PYTHONPATH's),
+  or a template whose imports printed anything (a warning a fresh process would print
   again, which the children would not).
 
 ``NUMBAKERN_TEST_FORKED=0`` turns the templates off: every command a fresh process (``COUNTS`` says how many of
@@ -211,7 +212,10 @@ def _serve() -> None:
                 *[p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p], *base]
         if user_site not in path and os.path.isdir(user_site):
             path.append(user_site)
-        shadowed = _shadowed([p for p in path if p not in base])
+        # a folder the template imported from that the call's path leaves out (numba where PYTHONPATH put it) would
+        # be missing from a fresh process: not there, as there
+        missing = [p for p in own if p not in path]
+        shadowed = f"{missing[0]} is not on the path" if missing else _shadowed([p for p in path if p not in base])
         if shadowed:
             reply.write(json.dumps({"fresh": shadowed}) + "\n")
         else:
