@@ -4,7 +4,8 @@ A test of the ``translate`` command runs it as a process of its own: its exit st
 leaves. Started with ``python -m translate.cli``, each such process spends about a second importing numba, its CUDA
 target and the translator before doing a test's few milliseconds of work, and the suite starts some two hundred of
 them. ``run`` starts them from a *template* process instead, one per pytest worker, that imported all of that once
-(with ``NUMBA_ENABLE_CUDASIM=0``, as the command sets it) and then forks a child per command. The child is what
+(with ``NUMBA_ENABLE_CUDASIM=0``, as the command sets it) and loaded numba's CUDA typing and lowering registries (what
+a process's first compile does), and then forks a child per command. The child is what
 ``python -m <module>`` would be: the test's working folder, environment, ``sys.argv``, ``sys.path`` (the working
 folder, then the environment's PYTHONPATH, then the interpreter's own), a fresh ``__main__`` run by ``runpy``, its
 own stdin, stdout and stderr, its own process group (killed whole on a timeout), and the exit status it sets.
@@ -191,6 +192,12 @@ def _serve() -> None:
     try:
         for name in PRELOAD:
             importlib.import_module(name)
+        # numba's CUDA typing and lowering registries loaded, as the first compile of a process loads them (a later
+        # import's registries are added at the child's first compile, after these, in the order it would add them)
+        from numba.cuda.descriptor import cuda_target
+
+        cuda_target.typing_context.refresh()
+        cuda_target.target_context.refresh()
         ok = True
     except BaseException:
         ok = False
