@@ -439,8 +439,8 @@ template <typename R, typename T> __device__ R nk_sum_of(const T* a, int64_t n, 
 }
 """,
     "nk_sum_nd": """\
-// the sum of an N-D array's items as numba computes it (np.nditer): from 0 in the result's type R, the items in C
-// order (the last index fastest); each dimension an (extent, stride in elements) pair
+// the sum of an N-D array's items as numba computes it (np.nditer): from 0 in the result's type R, one loop per
+// (extent, stride in elements) pair, the first pair's loop outermost (the caller orders them as numba iterates)
 template <typename R, typename T> __device__ R nk_sum_into(R s, const T* a) { return s + (R)*a; }
 template <typename R, typename T, typename... Dims>
 __device__ R nk_sum_into(R s, const T* a, int64_t n, int64_t stride, Dims... rest) {
