@@ -17,6 +17,7 @@ from typing import Any
 from numba.cuda import types
 
 from numbakern.frontend import closures, mlir_view
+from numbakern.frontend.record import lowering_error
 from numbakern.frontend.signatures import SignatureError, parse_signature, signature_text
 from numbakern.tensormap import declared_tensor_maps
 from numbakern.unroll import rolled_function
@@ -26,7 +27,7 @@ from .codegen.arrays import indirectly_written
 from .codegen.diagnose import find_recursion, typing_error
 from .codegen.source import NoSource, parse_function, rebuilt_function
 from .depends import kernel_dependencies
-from .errors import SourceInfo
+from .errors import SourceInfo, TranslationError
 from .request import KernelRequest, ParamSpec, TranslateOptions
 from .typed import TypedFunction, type_function
 from .writes import written_arrays
@@ -166,6 +167,16 @@ def _typed(pyfunc, argtypes: tuple, sig, src: SourceInfo, fn, others: tuple = ()
         return type_function(pyfunc, argtypes, others=others)
     except Exception as e:  # numba's TypingError: its first relevant line, where it says
         raise typing_error(e, src, fn, f"numba cannot type the kernel for {signature_text(sig)}") from None
+
+
+def numba_rejection(request: KernelRequest, error: TranslationError) -> TranslationError:
+    """``error``, or numba's own where its whole compile rejects the kernel (``record.lowering_error``: the record is
+    typed only, lowering being a fourth of a compile); asked only of a kernel whose translation failed."""
+    rejected = lowering_error(request.pyfunc, request.argtypes)
+    if rejected is None:
+        return error
+    fn, src = parse_function(request.pyfunc)
+    return typing_error(rejected, src, fn, f"numba cannot compile the kernel for {request.signature}")
 
 
 def _device_sources(pyfunc):

@@ -30,8 +30,8 @@ from .backends import get_backend
 from .candidates import PipelineChecks
 from .codegen import hopper
 from .depends import source_sha256
-from .errors import CompileError
-from .kernel_request import Constants, build_request
+from .errors import CompileError, TranslationError
+from .kernel_request import Constants, build_request, numba_rejection
 from .nvrtc import nvrtc_compile
 from .request import DeviceCode, KernelRequest, TranslateOptions, TranslationResult
 from .verify.sandboxed_compile import compile_untrusted
@@ -56,7 +56,10 @@ def translate(target: str | targets.KernelTarget, *, signature: str | None = Non
     with _timed(seconds, "backend"):
         checks = PipelineChecks(request, verify_on_gpu=opts.verify, spec=registry.spec_for_kernel(tgt.kernel))
         backend = get_backend(opts.backend)
-        device = backend.generate(request, checks)
+        try:
+            device = backend.generate(request, checks)
+        except TranslationError as e:
+            raise numba_rejection(request, e) from None
         check_dependencies(request, device)
     with _timed(seconds, "emit"):
         code = emit.assemble(request, device, _header(tgt, request))

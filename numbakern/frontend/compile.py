@@ -6,8 +6,10 @@ translator); ``compile_kernel``, for the simulator's facts, also tags every IR e
 instruction that made it. It is what a launch on a GPU does before anything runs: numba-cuda's front end (type
 inference) and lowering to LLVM IR for the kernel and every device function it calls, at a fixed compute
 capability. A kernel it rejects raises numba's own error. Lowering is included because some rejections happen
-there only (a Python list needs NRT, which CUDA kernels do not have). NVVM (LLVM IR to PTX) is left out unless
-asked for: it costs about as much again and rejects almost nothing the earlier stages accept.
+there only (a Python list needs NRT, which CUDA kernels do not have); the translator's record, which reads types
+only, leaves it out (``lower=False``) and compiles a kernel again, lowered, only when its translation fails
+(``record.lowering_error``). NVVM (LLVM IR to PTX) is left out unless asked for: it costs about
+as much again and rejects almost nothing the earlier stages accept.
 
 Each IR expression's ``loc.col`` carries ``(code index, bytecode offset)`` packed into one int: numba records
 only lines, and the simulator needs to know which AST node (down to the column) each typed operation is.
@@ -16,10 +18,12 @@ only lines, and the simulator needs to know which AST node (down to the column) 
 from __future__ import annotations
 
 import contextlib
+import functools
 
 from . import typer
 from .liveness import faster_liveness
 from .target import TYPING_CC, cuda_typing
+from .typed_result import typed_function_pass
 
 #: col = code index * CODE_STRIDE + numba's bytecode offset
 CODE_STRIDE = 1 << 24
@@ -112,11 +116,13 @@ def dead_code_kept():
 INFERRED = "inferred"
 
 
-def compile_function(pyfunc, argtypes: tuple, return_type=None, cc=TYPING_CC):
+def compile_function(pyfunc, argtypes: tuple, return_type=None, cc=TYPING_CC, lower: bool = True):
     """numba-cuda's compile of ``pyfunc`` for ``argtypes`` (a kernel: ``return_type`` None, void; ``INFERRED``: a
     device function, the return type numba infers), its front end and lowering to LLVM IR; raises numba's error if
-    it rejects it. Where numba-cuda-mlir is the typer (``typer``): its own passes up to lowering, with the same IR
-    and types in the result (``mlir_typing``)."""
+    it rejects it. Without ``lower``, the passes up to lowering only: a ``TypedFunction`` (the translator's record
+    reads types, and lowering is a fourth of a compile; see the module doc). Where numba-cuda-mlir is the typer
+    (``typer``): its own passes up to lowering whatever ``lower`` says, with the same IR and types in the result
+    (``mlir_typing``)."""
     if typer.is_mlir():
         from .mlir_typing import compile_typed
 
@@ -130,7 +136,50 @@ def compile_function(pyfunc, argtypes: tuple, return_type=None, cc=TYPING_CC):
 
     ret = types.void if return_type is None else None if return_type is INFERRED else return_type
     with cuda_typing(cc), faster_liveness():
-        return compile_cuda(pyfunc, ret, tuple(argtypes), cc=cc)
+        if lower:
+            return compile_cuda(pyfunc, ret, tuple(argtypes), cc=cc)
+        return _typed_only(pyfunc, ret, tuple(argtypes), cc)
+
+
+def _typed_only(pyfunc, return_type, argtypes: tuple, cc):
+    """``compile_cuda``'s pipeline and flags (numba-cuda 0.30) without its library, lowering and backend."""
+    from numba.cuda import utils
+    from numba.cuda.compiler import CUDAFlags, compile_extra
+    from numba.cuda.descriptor import cuda_target
+
+    flags = CUDAFlags()
+    flags.no_compile = flags.no_cpython_wrapper = flags.no_cfunc_wrapper = True
+    flags.inline = "never"
+    flags.error_model = "numpy"
+    flags.compute_capability = cc
+    call_conv = typer.module("core.callconv").CUDACallConv(cuda_target.target_context)
+    with utils.numba_target_override():
+        return compile_extra(typingctx=cuda_target.typing_context, targetctx=cuda_target.target_context,
+                             func=pyfunc, args=argtypes, return_type=return_type, flags=flags, locals={},
+                             pipeline_class=_typing_pipeline(), call_conv=call_conv, abi_info={})
+
+
+@functools.cache
+def _typing_pipeline():
+    """numba-cuda's ``CUDACompiler`` with its passes up to (not including) ``CreateLibrary``, then one that makes the
+    ``TypedFunction``."""
+    from numba.cuda.compiler import CreateLibrary, CUDACompiler
+
+    machinery = typer.module("core.compiler_machinery")
+    keep = typed_function_pass(machinery, typer.module("types").GridGroup)
+
+    class TypingOnly(CUDACompiler):
+        def define_pipelines(self):
+            pm = machinery.PassManager("numbakern: numba-cuda typing only")
+            for impl, description in CUDACompiler.define_pipelines(self)[0].passes:
+                if impl is CreateLibrary:
+                    break
+                pm.passes.append((impl, description))
+            pm.add_pass(keep, "the typed function is the result")
+            pm.finalize()
+            return [pm]
+
+    return TypingOnly
 
 
 def compile_kernel(pyfunc, argtypes: tuple, registry: CodeRegistry, cc=TYPING_CC, ptx: bool = False):

@@ -23,8 +23,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from types import SimpleNamespace
 from typing import Any
+
+from .typed_result import typed_function_pass
 
 _lock = threading.RLock()
 
@@ -113,58 +114,25 @@ def compile_typed(pyfunc, argtypes: tuple, return_type=None, cc=None, targetopti
                          pipeline_class=_typing_pipeline(options))
 
 
-class TypedFunction:
-    """What numbakern reads of a compile result (``facts``, ``decompile``), for a function typed and not lowered."""
-
-    objectmode = False  # a dispatcher's overloads are read as compile results
-
-    def __init__(self, state):
-        from numba_cuda_mlir.numba_cuda import typing
-        from numba_cuda_mlir.numba_cuda.types import GridGroup
-
-        self.fndesc = SimpleNamespace(typemap=state.typemap, calltypes=state.calltypes)
-        self.type_annotation = state.type_annotation
-        self.signature = typing.signature(state.return_type, *state.args)
-        # numba-cuda-mlir's lowering of cuda.cg.this_grid() marks the launch cooperative; typing sees its value
-        cooperative = any(isinstance(t, GridGroup) for t in state.typemap.values())
-        self.library = SimpleNamespace(use_cooperative=cooperative)
-
-
 def _typing_pipeline(options: dict):
     """numba-cuda-mlir's compiler class for these target options, its passes up to (not including) its MLIR
     backend, then one that makes the ``TypedFunction``."""
     from numba_cuda_mlir.mlir_compiler import MLIRBackend, get_compiler_class
-    from numba_cuda_mlir.numba_cuda.core.compiler_machinery import PassManager
+    from numba_cuda_mlir.numba_cuda.core import compiler_machinery
+    from numba_cuda_mlir.numba_cuda.types import GridGroup
 
     base = get_compiler_class(options)
+    keep = typed_function_pass(compiler_machinery, GridGroup)
 
     class TypingOnly(base):
         def define_pipelines(self):
-            pm = PassManager("numbakern: numba-cuda-mlir typing only")
+            pm = compiler_machinery.PassManager("numbakern: numba-cuda-mlir typing only")
             for impl, description in base.define_pipelines(self)[0].passes:
                 if impl is MLIRBackend:
                     break
                 pm.passes.append((impl, description))
-            pm.add_pass(_keep_typing_pass(), "the typed function is the result")
+            pm.add_pass(keep, "the typed function is the result")
             pm.finalize()
             return [pm]
 
     return TypingOnly
-
-
-@functools.cache
-def _keep_typing_pass():
-    from numba_cuda_mlir.numba_cuda.core.compiler_machinery import AnalysisPass, register_pass
-
-    @register_pass(mutates_CFG=False, analysis_only=True)
-    class KeepTyping(AnalysisPass):  # not a FunctionPass: those may not see the IR's `del`s legalisation added
-        _name = "numbakern_keep_typing"
-
-        def __init__(self):
-            AnalysisPass.__init__(self)
-
-        def run_pass(self, state):
-            state.cr = TypedFunction(state)
-            return False
-
-    return KeepTyping

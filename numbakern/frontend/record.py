@@ -278,11 +278,22 @@ def _names(code) -> frozenset:
     return frozenset(names)
 
 
+def lowering_error(pyfunc, argtypes: tuple) -> Exception | None:
+    """numba's error where its whole compile of the kernel ``pyfunc`` (lowered, its device functions too) rejects
+    what ``type_function`` typed, else None: a record is typed only, and a few refusals come from lowering alone (a
+    Python list needs NRT, which CUDA kernels do not have)."""
+    try:
+        compile_function(pyfunc, tuple(argtypes))
+    except Exception as e:  # noqa: BLE001 - whatever numba raises is its refusal
+        return e
+    return None
+
+
 def _typed(pyfunc, argtypes: tuple, return_type) -> FunctionRecord:
     src = function_source(pyfunc)
     registry = CodeRegistry()
     with tagged_locations(registry), dead_code_kept():
-        cres = compile_function(pyfunc, tuple(argtypes), return_type)
+        cres = compile_function(pyfunc, tuple(argtypes), return_type, lower=False)
     return _record(pyfunc, argtypes, cres, registry, src)
 
 
