@@ -77,6 +77,21 @@ def test_numba_typing_error_is_summarised_and_located(tmp_path):
     assert "\n" not in e.message and e.line == 6 and "out.foo" in e.source_line
 
 
+def test_what_only_numbas_lowering_rejects_is_numbas_error(tmp_path):
+    """The translator's typing stops before lowering; a kernel numba types and then refuses to lower (a list needs
+    NRT, which CUDA kernels do not have) is numba's refusal all the same, not an unsupported construct; a device
+    function's list too."""
+    path = _module(tmp_path, "lst.py", "from numba import cuda\n\n\n@cuda.jit(device=True)\ndef pair(x):\n"
+                   "    return [x[0], x[1]]\n\n\n@cuda.jit\ndef k(x, out):\n    w = [x[0], x[1]]\n"
+                   "    out[0] = w[0] + w[1]\n\n\n@cuda.jit\ndef d(x, out):\n    out[0] = pair(x)[0]\n")
+    # the device function is lowered when the kernel's typing compiles it (numba's dispatcher): a typing error
+    for kernel, line, what in (("k", 10, "compile"), ("d", 16, "type")):
+        e = _refusal(f"{path}:{kernel}", "void(float32[::1], float32[::1])")
+        assert e.message == f"numba cannot {what} the kernel for void(float32[::1], float32[::1]): NRT required but " \
+                            "not enabled"
+        assert e.line == line and "numba itself rejects this" in str(e)
+
+
 def test_module_that_fails_to_import_is_located(tmp_path):
     path = _module(tmp_path, "imp.py",
                    "from numba import cuda\nSCALE = 1 / 0\n\n\n@cuda.jit\ndef k(x):\n    x[0] = SCALE\n")
