@@ -24,6 +24,7 @@ values numba read (``globals``); and whether the function needs a cooperative la
 from __future__ import annotations
 
 import ast
+import operator
 import sys
 import types as pytypes
 from collections import OrderedDict
@@ -60,6 +61,8 @@ class Operation:
     operands: tuple = ()       # numba's types of its operands, as they are before any conversion
     callee: Any = None         # a call: numba's type of what is called
     value: Any = None          # a constant's value, a global's object
+    #: ``x in items`` over a sequence: the signature of ``item == x`` that numba's implementation compares with
+    item_comparison: Any = None
 
 
 @dataclass
@@ -125,6 +128,11 @@ class FunctionRecord:
                 for n in ast.walk(node)):
             return _folded_signature(node)
         return None
+
+    def item_comparison(self, node: ast.Compare):
+        """numba's signature of ``item == x`` inside ``x in items`` (None where the record has none)."""
+        op = self.operation(node)
+        return op.item_comparison if op is not None else None
 
     def type_of(self, node: ast.AST):
         """numba's type of the value of expression ``node`` (None where the record has no operation of it)."""
@@ -301,6 +309,7 @@ def _record(pyfunc, argtypes, cres, registry: CodeRegistry, src: FunctionSource)
     ir, types = typer.module("core.ir"), typer.module("types")
 
     typemap, calltypes = cres.fndesc.typemap, cres.fndesc.calltypes
+    typingctx = getattr(cres, "typing_context", None)
     versions: dict[str, list] = {}
     for key, t in typemap.items():
         if key.startswith("$") or key.startswith("arg."):
@@ -350,14 +359,14 @@ def _record(pyfunc, argtypes, cres, registry: CodeRegistry, src: FunctionSource)
                     if at is not None:
                         copies.setdefault(at, []).append(target)
                 elif isinstance(value, ir.Expr):
-                    add(value, _operation(ir, value, target, typeof, calltypes))
+                    add(value, _operation(ir, value, target, typeof, calltypes, typingctx))
             elif isinstance(stmt, (ir.SetItem, ir.StaticSetItem)):
                 index = stmt.index if isinstance(stmt, ir.SetItem) else stmt.index_var
                 add(stmt, Operation("setitem" if isinstance(stmt, ir.SetItem) else "staticsetitem", None,
                                     calltypes.get(stmt), tuple(typeof(v) if v is not None else None
                                                                for v in (stmt.target, index, stmt.value))))
     if sys.version_info >= (3, 12):
-        _join_split_branches(src.tree, ops, copies, versions, types, getattr(cres, "typing_context", None))
+        _join_split_branches(src.tree, ops, copies, versions, types, typingctx)
     return FunctionRecord(
         pyfunc, tuple(argtypes), cres.signature.return_type, src, versions, literals, retyped, read,
         bool(getattr(cres.library, "use_cooperative", False)),
@@ -395,11 +404,12 @@ def _value_type(node, at, ops: dict, versions: dict, types):
     return None
 
 
-def _operation(ir, expr, target, typeof, calltypes) -> Operation:
+def _operation(ir, expr, target, typeof, calltypes, typingctx) -> Operation:
     op = expr.op
     sig = calltypes.get(expr)
     if op in ("binop", "inplace_binop"):
-        return Operation(op, target, sig, (typeof(expr.lhs), typeof(expr.rhs)))
+        compared = _item_comparison(sig, typingctx) if expr.fn is operator.contains else None
+        return Operation(op, target, sig, (typeof(expr.lhs), typeof(expr.rhs)), item_comparison=compared)
     if op == "unary":
         return Operation(op, target, sig, (typeof(expr.value),))
     if op == "call":
@@ -411,6 +421,18 @@ def _operation(ir, expr, target, typeof, calltypes) -> Operation:
         return Operation(op, target, None, (typeof(expr.value),), value=expr.attr)
     value = _field(expr, "value")
     return Operation(op, target, sig, (typeof(value),) if isinstance(value, ir.Var) else ())
+
+
+def _item_comparison(sig, typingctx):
+    """numba's signature of ``item == value`` for ``value in items`` (``sig``: contains(items, value)) over a
+    sequence: its implementation compares each item with ``==``, typed inside it, out of the IR's sight."""
+    items = sig.args[0] if sig is not None else None
+    if typingctx is None or not isinstance(items, typer.module("types").Sequence):
+        return None
+    try:
+        return typingctx.resolve_function_type(operator.eq, (items.dtype, sig.args[1]), {})
+    except Exception:  # noqa: BLE001 - numba compiled the kernel: a comparison it cannot type is not this one
+        return None
 
 
 def _field(expr, name):

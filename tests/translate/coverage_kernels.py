@@ -302,6 +302,22 @@ def membership(x, out):
 
 
 @cuda.jit
+def membership_mixed(x, n, out):
+    """`in` over tuples of another type than the value: numba compares each item and the value with == in the type
+    the two unify to (a float32 value and int64 items in float64: 1.5 is not 1; an int32 value and float64 items)."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        hit = 0
+        if x[i] in (1, 2):
+            hit += 1
+        if n[i] not in (3.5, -1.0):
+            hit += 10
+        if n[i] in (3, 7):
+            hit += 100
+        out[i] = hit
+
+
+@cuda.jit
 def reductions(x, out):
     i = cuda.grid(1)
     if i < x.shape[0]:

@@ -72,6 +72,9 @@ FRAGMENTS = {
                       "/ (nk_span(i, i + 2, t_shape0) * (t_shape1 - nk_bound(1, t_shape1)) * ((t_shape2 + 1) / 2))"],
     # numba compares each item with == in the value's type, stopping at the first equal one
     "membership": ["if (k == odd_0 || k == odd_1 || k == odd_2) {", "if (x[i] != 0 && x[i] != -3 && x[i] != 6) {"],
+    # ... in the type the item and the value unify to: float64 for a float32 value and int64 items
+    "membership_mixed": ["if ((double)x[i] == 1 || (double)x[i] == 2) {", "if (n[i] != 3.5 && n[i] != -1.0) {",
+                         "if (n[i] == 3 || n[i] == 7) {"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
                    "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
     # a number stored into a slice: a loop over the view's elements, the slice's length as numba clamps it

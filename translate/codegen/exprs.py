@@ -562,16 +562,17 @@ class ExprMixin:
                      pure=all(p.pure for p in parts))
 
     def _in_tuple(self, node):
-        """``x in (a, b)`` / ``x not in t`` over a tuple numba types as one of x's own type: ``x == a || x == b``
-        (numba compares each item with ``==`` in the order of the tuple and stops at the first equal one). Other
-        containers, and items of another type (whose comparison numba types inside its own implementation, out of
-        the record's sight), are refused."""
+        """``x in (a, b)`` / ``x not in t`` over a tuple of numbers: ``x == a || x == b`` (numba compares each item
+        with ``==`` in the order of the tuple and stops at the first equal one), each comparison in the type numba's
+        implementation compares an item and ``x`` in (the record's ``item_comparison``: an int64 item and a float32
+        ``x`` in float64). Other containers are refused."""
         sig = self.signature(node)  # numba's contains(container, value)
         container, value_type = sig.args if sig is not None else (None, None)
         items_type = getattr(container, "dtype", None) if isinstance(container, types.UniTuple) else None
-        if items_type is None or items_type != value_type or scalar_key(value_type) is None:
-            raise self.src.error(node, "`in` is supported over a tuple of numbers of the value's own type",
-                                 hint="x in (1, 3) with an int x; else x == a or x == b")
+        compared = self.ctx.typed.record.item_comparison(node)
+        key = scalar_key(compared.args[0]) if compared is not None else None
+        if None in (key, scalar_key(items_type), scalar_key(value_type)):
+            raise self.src.error(node, "`in` is supported over a tuple of numbers", hint="x in (1, 3)")
         x = self.expr(node.left)  # first, as Python evaluates it; once, however many items it meets
         if not x.pure:
             x = self.out.hoist(x, "value")
@@ -579,7 +580,6 @@ class ExprMixin:
         if not isinstance(items, TupleVal) or not all(isinstance(v, CExpr) for v in items.items):
             raise self.src.error(node.comparators[0], "`in` is supported over a tuple of numbers",
                                  hint="x in (1, 3)")
-        key = scalar_key(value_type)
         op, join, prec = ("==", " || ", LOR) if isinstance(node.ops[0], ast.In) else ("!=", " && ", LAND)
         tests = [f"{paren(a, EQ)} {op} {paren(b, EQ + 1)}" for a, b in (compare_casts(x, v, key) for v in items.items)]
         return CExpr(join.join(tests), "bool", types.boolean, prec if len(tests) > 1 else EQ,
