@@ -32,6 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from . import closures, typer
 from .compile import CODE_STRIDE, INFERRED, CodeRegistry, compile_function, dead_code_kept, tagged_locations
 from .source import FunctionSource, function_source
@@ -424,15 +426,23 @@ def _operation(ir, expr, target, typeof, calltypes, typingctx) -> Operation:
 
 
 def _item_comparison(sig, typingctx):
-    """numba's signature of ``item == value`` for ``value in items`` (``sig``: contains(items, value)) over a
-    sequence: its implementation compares each item with ``==``, typed inside it, out of the IR's sight."""
+    """numba's signature of ``item == value`` for ``value in items`` (``sig``: contains(items, value)), which its
+    implementation compares inside it, out of the IR's sight: ``==`` of an item of a sequence and the value; over an
+    array, the loop of ``np.equal`` (np.nditer's 0-d items against the value: a float32 array and an int64 value
+    compare in float32)."""
     items = sig.args[0] if sig is not None else None
-    if typingctx is None or not isinstance(items, typer.module("types").Sequence):
+    if typingctx is None or items is None:
         return None
+    types = typer.module("types")
     try:
-        return typingctx.resolve_function_type(operator.eq, (items.dtype, sig.args[1]), {})
+        if isinstance(items, types.Array):
+            loop = typer.module("np.numpy_support").ufunc_find_matching_loop(np.equal, (items.dtype, sig.args[1]))
+            return None if loop is None else typer.module("typing").signature(types.boolean, *loop.inputs)
+        if isinstance(items, types.Sequence):
+            return typingctx.resolve_function_type(operator.eq, (items.dtype, sig.args[1]), {})
     except Exception:  # noqa: BLE001 - numba compiled the kernel: a comparison it cannot type is not this one
         return None
+    return None
 
 
 def _field(expr, name):

@@ -22,6 +22,19 @@ def _starts(n, width, extent):
     return custom(lambda rng: rng.choice(np.arange(0, extent - 2, width), n, replace=False).astype(np.int64))
 
 
+def _halves_and_two_to_the_24(rng):
+    """Whole numbers and halves, 2**24 among the first four (float32 holds it; 2**24 + 1 rounds to it)."""
+    x = (rng.integers(-12, 12, 99) / 2).astype(np.float32)
+    x[rng.integers(4)] = 2.0 ** 24
+    return x
+
+
+def _small_and_two_to_the_24_plus_one(rng):
+    big = rng.integers(-3, 45, 99).astype(np.int64)
+    big[rng.choice(99, 20, replace=False)] = 2 ** 24 + 1
+    return big
+
+
 def _records(n):
     from .coverage_kernels import PAIR_DTYPE
 
@@ -79,6 +92,9 @@ COVERAGE = [
                                                                 ints(99, np.int64, 0, 1))),
     _e("membership_mixed", "void(float32[::1], int32[::1], int64[::1])", L(2, 64),
        (custom(lambda rng: (rng.integers(-4, 8, 99) / 2).astype(np.float32)), ints(99, np.int32, -2, 9),
+        ints(99, np.int64, 0, 1))),
+    _e("membership_containers", "void(float32[::1], int64[::1], int32[:, ::1], int64[::1])", L(2, 64),
+       (custom(_halves_and_two_to_the_24), custom(_small_and_two_to_the_24_plus_one), ints((5, 4), np.int32, -6, 6),
         ints(99, np.int64, 0, 1))),
     _e("reductions", "void(float32[:, ::1], float32[:, ::1])", L(2, 64),
        (floats((100, 3), np.float32, -1, 1), floats((100, 4), np.float32))),

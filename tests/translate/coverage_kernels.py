@@ -302,6 +302,29 @@ def membership(x, out):
 
 
 @cuda.jit
+def membership_containers(x, big, table, out):
+    """`in` over arrays (each item against the value in the type of np.equal's loop: an int64 value against float32
+    items in float32, so 16777217 is found where 16777216.0 is) and over range(...) (numba's test: inside the span,
+    on the step; a float only when it is integral)."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        hit = 0
+        if x[i] in table[1:4]:
+            hit += 1
+        if big[i] in x[:4]:
+            hit += 10
+        if x[i] not in table:
+            hit += 100
+        if big[i] in range(3, 40, 3):
+            hit += 1000
+        if x[i] in range(-5, 5):
+            hit += 10000
+        if i in range(60, 10, -7):
+            hit += 100000
+        out[i] = hit
+
+
+@cuda.jit
 def membership_mixed(x, n, out):
     """`in` over tuples of another type than the value: numba compares each item and the value with == in the type
     the two unify to (a float32 value and int64 items in float64: 1.5 is not 1; an int32 value and float64 items)."""

@@ -75,6 +75,13 @@ FRAGMENTS = {
     # ... in the type the item and the value unify to: float64 for a float32 value and int64 items
     "membership_mixed": ["if ((double)x[i] == 1 || (double)x[i] == 2) {", "if (n[i] != 3.5 && n[i] != -1.0) {",
                          "if (n[i] == 3 || n[i] == 7) {"],
+    # over an array: each item against the value in np.equal's loop type; over range(...): numba's range test
+    "membership_containers": [
+        "if (nk_contains<float>((table + nk_bound(1, table_shape0) * table_shape1), x[i], nk_span(1, 4, table_shape0), "
+        "table_shape1, table_shape1, 1)) {", "if (nk_contains<float>(x, big[i], nk_bound(4, x_shape0), 1)) {",
+        "if (!nk_contains<float>(table, x[i], table_shape0, table_shape1, table_shape1, 1)) {",
+        "if (nk_in_range(big[i], 3, 40, 3)) {", "if (nk_in_range((double)x[i], -5, 5, 1)) {",
+        "if (nk_in_range(i, 60, 10, -7)) {"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
                    "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
     # a number stored into a slice: a loop over the view's elements, the slice's length as numba clamps it

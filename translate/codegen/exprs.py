@@ -533,7 +533,7 @@ class ExprMixin:
         if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
             return self._is_none(node)
         if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
-            return self._in_tuple(node)
+            return self._membership(node)
         parts = []
         left_node = node.left
         left = self.expr(left_node)
@@ -561,18 +561,38 @@ class ExprMixin:
         return CExpr(" && ".join(paren(p, LAND + 1) for p in parts), "bool", types.boolean, LAND,
                      pure=all(p.pure for p in parts))
 
-    def _in_tuple(self, node):
-        """``x in (a, b)`` / ``x not in t`` over a tuple of numbers: ``x == a || x == b`` (numba compares each item
-        with ``==`` in the order of the tuple and stops at the first equal one), each comparison in the type numba's
-        implementation compares an item and ``x`` in (the record's ``item_comparison``: an int64 item and a float32
-        ``x`` in float64). Other containers are refused."""
+    def _membership(self, node):
+        """``x in items`` / ``x not in items`` as numba computes it: over a tuple ``x == a || x == b`` (numba compares
+        each item with ``==`` in the order of the tuple and stops at the first equal one), over an array
+        ``nk_contains`` (each item against ``x``), both in the type numba's implementation compares an item and ``x``
+        in (the record's ``item_comparison``: ``==``'s for a tuple, np.equal's loop for an array); over
+        ``range(...)`` ``nk_in_range`` (numba's range test: a float only when integral)."""
         sig = self.signature(node)  # numba's contains(container, value)
         container, value_type = sig.args if sig is not None else (None, None)
-        items_type = getattr(container, "dtype", None) if isinstance(container, types.UniTuple) else None
+        negate = isinstance(node.ops[0], ast.NotIn)
+        if isinstance(container, types.RangeType):
+            found = self._in_range(node, value_type)
+        elif isinstance(container, types.Array):
+            found = self._in_array(node, value_type)
+        elif isinstance(container, types.UniTuple):
+            return self._in_tuple(node, container, value_type, negate)
+        else:
+            raise self.src.error(node, "`in` is supported over a tuple, an array or range(...) of numbers",
+                                 hint="x in (1, 3)")
+        return CExpr(f"!{found.code}", "bool", types.boolean, UNARY, pure=found.pure) if negate else found
+
+    def _compared_in(self, node, items_type, value_type) -> str:
+        """The type ``item == x`` compares in inside numba's ``x in items`` (the record's ``item_comparison``)."""
         compared = self.ctx.typed.record.item_comparison(node)
-        key = scalar_key(compared.args[0]) if compared is not None else None
-        if None in (key, scalar_key(items_type), scalar_key(value_type)):
-            raise self.src.error(node, "`in` is supported over a tuple of numbers", hint="x in (1, 3)")
+        keys = [scalar_key(t) for t in compared.args] if compared is not None else [None]
+        key = keys[0]
+        if key is None or set(keys) != {key} or "complex" in key or None in (scalar_key(items_type),
+                                                                                 scalar_key(value_type)):
+            raise self.src.error(node, "`in` is supported over real numbers", hint="x in (1, 3)")
+        return key
+
+    def _in_tuple(self, node, container, value_type, negate):
+        key = self._compared_in(node, container.dtype, value_type)
         x = self.expr(node.left)  # first, as Python evaluates it; once, however many items it meets
         if not x.pure:
             x = self.out.hoist(x, "value")
@@ -580,10 +600,45 @@ class ExprMixin:
         if not isinstance(items, TupleVal) or not all(isinstance(v, CExpr) for v in items.items):
             raise self.src.error(node.comparators[0], "`in` is supported over a tuple of numbers",
                                  hint="x in (1, 3)")
-        op, join, prec = ("==", " || ", LOR) if isinstance(node.ops[0], ast.In) else ("!=", " && ", LAND)
+        op, join, prec = ("!=", " && ", LAND) if negate else ("==", " || ", LOR)
         tests = [f"{paren(a, EQ)} {op} {paren(b, EQ + 1)}" for a, b in (compare_casts(x, v, key) for v in items.items)]
         return CExpr(join.join(tests), "bool", types.boolean, prec if len(tests) > 1 else EQ,
                      pure=x.pure and all(v.pure for v in items.items))
+
+    def _in_array(self, node, value_type):
+        x = self.expr(node.left)  # first, as Python evaluates it
+        if not x.pure:
+            x = self.out.hoist(x, "value")
+        info = arrays.as_array(self, self.value(node.comparators[0]), node.comparators[0])
+        if not isinstance(info, arrays.ArrayInfo) or info.extents is None:
+            raise self.src.error(node.comparators[0], "`in` over an array whose extents the translator knows",
+                                 hint="x in a")
+        key = self._compared_in(node, info.nbt.dtype, value_type)
+        dims = ", ".join(f"{e.code}, {s.code}" for e, s in zip(info.extents, arrays.element_strides(info)))
+        self.helpers.add("nk_contains")
+        return CExpr(f"nk_contains<{c_name(key)}>({arrays.base_pointer(info)}, {x.code}, {dims})", "bool",
+                     types.boolean, PRIMARY)
+
+    def _in_range(self, node, value_type):
+        call = node.comparators[0]
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "range"
+                and 1 <= len(call.args) <= 3 and not call.keywords):
+            raise self.src.error(call, "`in` a range is supported over range(...) written in place",
+                                 hint="x in range(a, b, step)")
+        vkey = scalar_key(value_type)
+        if vkey is None or not (vkey == "bool" or is_float(vkey) or (is_int(vkey) and is_signed(vkey))):
+            raise self.src.error(node, "`in` a range is supported for a signed integer, bool or float value",
+                                 hint="x in range(a, b) with an int64 x")
+        x = self.expr(node.left)  # first, as Python evaluates it (C leaves the order of a call's arguments open)
+        if not x.pure:
+            x = self.out.hoist(x, "value")
+        bounds = [self.expr(a) for a in call.args]  # numba's range takes integers: C converts them to int64_t
+        bounds = [b if b.pure else self.out.hoist(b, "bound") for b in bounds]
+        start, stop, step = (["0", bounds[0].code, "1"] if len(bounds) == 1 else
+                             [b.code for b in bounds] + (["1"] if len(bounds) == 2 else []))
+        self.helpers.add("nk_in_range")
+        v = cast(x, "float64" if is_float(vkey) else "int64")
+        return CExpr(f"nk_in_range({v.code}, {start}, {stop}, {step})", "bool", types.boolean, PRIMARY)
 
     def _is_none(self, node):
         """``x is None`` / ``x is not None`` of an Optional value: its flag."""

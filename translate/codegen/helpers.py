@@ -451,6 +451,31 @@ template <typename R, typename T, typename... Dims> __device__ R nk_sum_nd(const
     return nk_sum_into<R>(R(0), a, dims...);
 }
 """,
+    "nk_contains": """\
+// `value in a` of an N-D array as numba computes it (np.nditer over the items, each compared with == in K, the type
+// of np.equal's loop for the item and the value): true at the first equal item; one loop per (extent, stride) pair
+template <typename K, typename T, typename V> __device__ bool nk_contains_at(const T* a, V v) { return (K)*a == (K)v; }
+template <typename K, typename T, typename V, typename... Dims>
+__device__ bool nk_contains_at(const T* a, V v, int64_t n, int64_t stride, Dims... rest) {
+    for (int64_t k = 0; k < n; k++) if (nk_contains_at<K>(a + k * stride, v, rest...)) return true;
+    return false;
+}
+template <typename K, typename T, typename V, typename... Dims> __device__ bool nk_contains(const T* a, V v, Dims... dims) {
+    return nk_contains_at<K>(a, v, dims...);
+}
+""",
+    "nk_in_range": """\
+// `value in range(start, stop, step)` as numba computes it (its rangeobj impl_contains): an integer inside the range's
+// span and on its step; a float only when it is integral, as int(value)
+__device__ bool nk_in_range(int64_t v, int64_t start, int64_t stop, int64_t step) {
+    if (step > 0 && (v < start || v >= stop)) return false;
+    if (step < 0 && (v <= stop || v > start)) return false;
+    return (v - start) % step == 0;
+}
+__device__ bool nk_in_range(double v, int64_t start, int64_t stop, int64_t step) {
+    return fmod(v, 1.0) == 0.0 && nk_in_range((int64_t)v, start, stop, step);
+}
+""",
     "nk_lanemask_lt": """\
 __device__ __forceinline__ uint32_t nk_lanemask_lt() { uint32_t m; asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(m)); return m; }
 """,
