@@ -23,7 +23,7 @@ import functools
 from . import typer
 from .liveness import faster_liveness
 from .target import TYPING_CC, cuda_typing
-from .typed_result import typed_function_pass
+from .typed_result import typing_only
 
 #: col = code index * CODE_STRIDE + numba's bytecode offset
 CODE_STRIDE = 1 << 24
@@ -165,21 +165,8 @@ def _typing_pipeline():
     ``TypedFunction``."""
     from numba.cuda.compiler import CreateLibrary, CUDACompiler
 
-    machinery = typer.module("core.compiler_machinery")
-    keep = typed_function_pass(machinery, typer.module("types").GridGroup)
-
-    class TypingOnly(CUDACompiler):
-        def define_pipelines(self):
-            pm = machinery.PassManager("numbakern: numba-cuda typing only")
-            for impl, description in CUDACompiler.define_pipelines(self)[0].passes:
-                if impl is CreateLibrary:
-                    break
-                pm.passes.append((impl, description))
-            pm.add_pass(keep, "the typed function is the result")
-            pm.finalize()
-            return [pm]
-
-    return TypingOnly
+    return typing_only(CUDACompiler, CreateLibrary, typer.module("core.compiler_machinery"),
+                       typer.module("types").GridGroup, "numba-cuda")
 
 
 def compile_kernel(pyfunc, argtypes: tuple, registry: CodeRegistry, cc=TYPING_CC, ptx: bool = False):

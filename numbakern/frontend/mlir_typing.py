@@ -25,7 +25,7 @@ import functools
 import threading
 from typing import Any
 
-from .typed_result import typed_function_pass
+from .typed_result import typing_only
 
 _lock = threading.RLock()
 
@@ -121,18 +121,4 @@ def _typing_pipeline(options: dict):
     from numba_cuda_mlir.numba_cuda.core import compiler_machinery
     from numba_cuda_mlir.numba_cuda.types import GridGroup
 
-    base = get_compiler_class(options)
-    keep = typed_function_pass(compiler_machinery, GridGroup)
-
-    class TypingOnly(base):
-        def define_pipelines(self):
-            pm = compiler_machinery.PassManager("numbakern: numba-cuda-mlir typing only")
-            for impl, description in base.define_pipelines(self)[0].passes:
-                if impl is MLIRBackend:
-                    break
-                pm.passes.append((impl, description))
-            pm.add_pass(keep, "the typed function is the result")
-            pm.finalize()
-            return [pm]
-
-    return TypingOnly
+    return typing_only(get_compiler_class(options), MLIRBackend, compiler_machinery, GridGroup, "numba-cuda-mlir")

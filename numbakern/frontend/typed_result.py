@@ -24,6 +24,25 @@ class TypedFunction:
         self.library = SimpleNamespace(use_cooperative=cooperative)
 
 
+def typing_only(base: type, stop: type, machinery, grid_group: type, name: str) -> type:
+    """The compiler class ``base`` (a typer's) with its passes up to (not including) ``stop`` (the first that lowers),
+    then one that makes the compile's result a ``TypedFunction``."""
+    keep = typed_function_pass(machinery, grid_group)
+
+    class TypingOnly(base):
+        def define_pipelines(self):
+            pm = machinery.PassManager(f"numbakern: {name} typing only")
+            for impl, description in base.define_pipelines(self)[0].passes:
+                if impl is stop:
+                    break
+                pm.passes.append((impl, description))
+            pm.add_pass(keep, "the typed function is the result")
+            pm.finalize()
+            return [pm]
+
+    return TypingOnly
+
+
 def typed_function_pass(machinery, grid_group: type):
     """A pass of ``machinery`` (a typer's ``compiler_machinery``) that makes the compile's result a
     ``TypedFunction``; one per typer (a pass class is registered by name)."""
