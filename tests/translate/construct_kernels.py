@@ -136,13 +136,6 @@ def bad_unpacked_loop_var(x, out):
 
 
 @cuda.jit
-def bad_membership(z, out):
-    i = cuda.grid(1)
-    if z[i] in (1j, 2j):  # complex numbers
-        out[i] = 1
-
-
-@cuda.jit
 def bad_sum_complex(z, out):
     out[0] = z.sum().real
 

@@ -22,6 +22,11 @@ def _starts(n, width, extent):
     return custom(lambda rng: rng.choice(np.arange(0, extent - 2, width), n, replace=False).astype(np.int64))
 
 
+def _small_complex(rng, dtype):
+    """Complex numbers with parts 0, 1 or 2, so that many are equal (1j and 2 among them)."""
+    return (rng.integers(0, 3, 99) + 1j * rng.integers(0, 3, 99)).astype(dtype)
+
+
 def _halves_and_two_to_the_24(rng):
     """Whole numbers and halves, 2**24 among the first four (float32 holds it; 2**24 + 1 rounds to it)."""
     x = (rng.integers(-12, 12, 99) / 2).astype(np.float32)
@@ -92,6 +97,9 @@ COVERAGE = [
                                                                 ints(99, np.int64, 0, 1))),
     _e("membership_mixed", "void(float32[::1], int32[::1], int64[::1])", L(2, 64),
        (custom(lambda rng: (rng.integers(-4, 8, 99) / 2).astype(np.float32)), ints(99, np.int32, -2, 9),
+        ints(99, np.int64, 0, 1))),
+    _e("complex_equality", "void(complex64[::1], complex128[::1], int64[::1])", L(2, 64),
+       (custom(lambda rng: _small_complex(rng, np.complex64)), custom(lambda rng: _small_complex(rng, np.complex128)),
         ints(99, np.int64, 0, 1))),
     _e("membership_containers", "void(float32[::1], int64[::1], int32[:, ::1], int64[::1])", L(2, 64),
        (custom(_halves_and_two_to_the_24), custom(_small_and_two_to_the_24_plus_one), ints((5, 4), np.int32, -6, 6),

@@ -302,6 +302,22 @@ def membership(x, out):
 
 
 @cuda.jit
+def complex_equality(z, w, out):
+    """== and != of complex numbers (numba compares both parts; cuComplex has no operator ==), a complex64 against a
+    complex128 in complex128, and `in` over a tuple of them."""
+    i = cuda.grid(1)
+    if i < z.shape[0]:
+        hit = 0
+        if z[i] == w[i]:
+            hit += 1
+        if z[i] != 1j:
+            hit += 10
+        if w[i] in (1j, 2 + 0j, w[0]):
+            hit += 100
+        out[i] = hit
+
+
+@cuda.jit
 def membership_containers(x, big, table, out):
     """`in` over arrays (each item against the value in the type of np.equal's loop: an int64 value against float32
     items in float32, so 16777217 is found where 16777216.0 is) and over range(...) (numba's test: inside the span,

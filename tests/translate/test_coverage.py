@@ -75,6 +75,10 @@ FRAGMENTS = {
     # ... in the type the item and the value unify to: float64 for a float32 value and int64 items
     "membership_mixed": ["if ((double)x[i] == 1 || (double)x[i] == 2) {", "if (n[i] != 3.5 && n[i] != -1.0) {",
                          "if (n[i] == 3 || n[i] == 7) {"],
+    # complex == and != part by part, also inside `in`
+    "complex_equality": ["if (nk_ceq(cuComplexFloatToDouble(z[i]), w[i])) {",
+                         "if (!nk_ceq(cuComplexFloatToDouble(z[i]), make_cuDoubleComplex(0.0, 1.0))) {",
+                         "if (nk_ceq(w[i], make_cuDoubleComplex(0.0, 1.0)) || "],
     # over an array: each item against the value in np.equal's loop type; over range(...): numba's range test
     "membership_containers": [
         "if (nk_contains<float>((table + nk_bound(1, table_shape0) * table_shape1), x[i], nk_span(1, 4, table_shape0), "

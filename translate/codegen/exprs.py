@@ -21,7 +21,6 @@ from . import arrays, builtins
 from .cexpr import (
     BINARY_PREC,
     COND,
-    EQ,
     LAND,
     LOR,
     PRIMARY,
@@ -552,14 +551,24 @@ class ExprMixin:
             sig = self.signature(node, i)  # each comparison of a chain is an operation of its own
             target = scalar_key(sig.args[0])
             a, b = compare_casts(left, right, target)
-            prec = BINARY_PREC[op]
-            parts.append(CExpr(f"{paren(a, prec)} {op} {paren(b, prec + 1)}", "bool", types.boolean, prec,
-                               pure=a.pure and b.pure))
+            parts.append(self._compared(a, op, b, target))
             left = right
         if len(parts) == 1:
             return parts[0]
         return CExpr(" && ".join(paren(p, LAND + 1) for p in parts), "bool", types.boolean, LAND,
                      pure=all(p.pure for p in parts))
+
+    def _compared(self, a: CExpr, op: str, b: CExpr, key: str | None) -> CExpr:
+        """``a op b`` of two values already converted for the comparison numba makes in ``key``; complex numbers,
+        which numba compares with == and != only, part by part (``nk_ceq``: cuComplex has no operator ==)."""
+        if key is not None and "complex" in key:
+            self.helpers.add("nk_ceq")
+            equal = f"nk_ceq({a.code}, {b.code})"
+            return CExpr(equal if op == "==" else f"!{equal}", "bool", types.boolean,
+                         PRIMARY if op == "==" else UNARY, pure=a.pure and b.pure)
+        prec = BINARY_PREC[op]
+        return CExpr(f"{paren(a, prec)} {op} {paren(b, prec + 1)}", "bool", types.boolean, prec,
+                     pure=a.pure and b.pure)
 
     def _membership(self, node):
         """``x in items`` / ``x not in items`` as numba computes it: over a tuple ``x == a || x == b`` (numba compares
@@ -586,9 +595,8 @@ class ExprMixin:
         compared = self.ctx.typed.record.item_comparison(node)
         keys = [scalar_key(t) for t in compared.args] if compared is not None else [None]
         key = keys[0]
-        if key is None or set(keys) != {key} or "complex" in key or None in (scalar_key(items_type),
-                                                                                 scalar_key(value_type)):
-            raise self.src.error(node, "`in` is supported over real numbers", hint="x in (1, 3)")
+        if key is None or set(keys) != {key} or None in (scalar_key(items_type), scalar_key(value_type)):
+            raise self.src.error(node, "`in` is supported over numbers", hint="x in (1, 3)")
         return key
 
     def _in_tuple(self, node, container, value_type, negate):
@@ -601,9 +609,11 @@ class ExprMixin:
             raise self.src.error(node.comparators[0], "`in` is supported over a tuple of numbers",
                                  hint="x in (1, 3)")
         op, join, prec = ("!=", " && ", LAND) if negate else ("==", " || ", LOR)
-        tests = [f"{paren(a, EQ)} {op} {paren(b, EQ + 1)}" for a, b in (compare_casts(x, v, key) for v in items.items)]
-        return CExpr(join.join(tests), "bool", types.boolean, prec if len(tests) > 1 else EQ,
-                     pure=x.pure and all(v.pure for v in items.items))
+        tests = [self._compared(a, op, b, key) for a, b in (compare_casts(x, v, key) for v in items.items)]
+        if len(tests) == 1:
+            return tests[0]
+        return CExpr(join.join(paren(t, prec + 1) for t in tests), "bool", types.boolean, prec,
+                     pure=all(t.pure for t in tests))
 
     def _in_array(self, node, value_type):
         x = self.expr(node.left)  # first, as Python evaluates it

@@ -47,6 +47,11 @@ __device__ __forceinline__ cuDoubleComplex nk_cdiv(cuDoubleComplex a, cuDoubleCo
     return make_cuDoubleComplex((a.x * ratio + a.y) / denom, (a.y * ratio - a.x) / denom);
 }
 """,
+    "nk_ceq": """\
+// == of complex numbers as numba computes it: both parts equal (cuComplex has no operator ==)
+__device__ __forceinline__ bool nk_ceq(cuFloatComplex a, cuFloatComplex b) { return a.x == b.x && a.y == b.y; }
+__device__ __forceinline__ bool nk_ceq(cuDoubleComplex a, cuDoubleComplex b) { return a.x == b.x && a.y == b.y; }
+""",
     "nk_cmath": """\
 // cmath functions as numba-cuda computes them (its cpython/cmathimpl.py: CPython's and NumPy's algorithms, the
 // special cases of infinite and NaN parts included); nk_cplx<T> is the cuComplex type of parts of type T
@@ -570,7 +575,7 @@ _TYPES = ("int64", "uint64", "float64", "float32")
 #: helpers that call other helpers (or stand for a group of them)
 DEPENDS = {"nk_floordiv": tuple(f"nk_floordiv_{t}" for t in _TYPES),
            "nk_floormod": tuple(f"nk_floormod_{t}" for t in _TYPES), "nk_round_ndigits": ("nk_powi",),
-           "nk_cdiv": ("nk_complex",), "nk_cmath": ("nk_complex",),
+           "nk_cdiv": ("nk_complex",), "nk_ceq": ("nk_complex",), "nk_cmath": ("nk_complex",),
            **_VECTOR_DEPENDS, **_MMA_DEPENDS}
 
 
