@@ -136,6 +136,13 @@ def bad_unpacked_loop_var(x, out):
 
 
 @cuda.jit
+def bad_membership(x, out):
+    i = cuda.grid(1)
+    if (x[i], 1) in ((1, 1), (2, 1)):  # tuples of tuples
+        out[i] = 1
+
+
+@cuda.jit
 def bad_sum_complex(z, out):
     out[0] = z.sum().real
 
