@@ -63,7 +63,8 @@ class Operation:
     operands: tuple = ()       # numba's types of its operands, as they are before any conversion
     callee: Any = None         # a call: numba's type of what is called
     value: Any = None          # a constant's value, a global's object
-    #: ``x in items`` over a sequence: the signature of ``item == x`` that numba's implementation compares with
+    #: ``x in items`` over a sequence: the signature of ``item == x`` that numba's implementation compares with; of
+    #: tuples, a tuple of signatures, one for each pair of numbers that numba's tuple ``==`` compares
     item_comparison: Any = None
 
 
@@ -439,10 +440,19 @@ def _item_comparison(sig, typingctx):
             loop = typer.module("np.numpy_support").ufunc_find_matching_loop(np.equal, (items.dtype, sig.args[1]))
             return None if loop is None else typer.module("typing").signature(types.boolean, *loop.inputs)
         if isinstance(items, types.Sequence):
-            return typingctx.resolve_function_type(operator.eq, (items.dtype, sig.args[1]), {})
+            return _equality(items.dtype, sig.args[1], typingctx, types)
     except Exception:  # noqa: BLE001 - numba compiled the kernel: a comparison it cannot type is not this one
         return None
     return None
+
+
+def _equality(a, b, typingctx, types):
+    """numba's signature of ``a == b``; of two tuples of one length, the signatures of their items' ``==``, which
+    numba's tuple ``==`` compares one by one (``tuple_eq``), as a tuple."""
+    if isinstance(a, types.BaseTuple) and isinstance(b, types.BaseTuple) and len(a) == len(b):
+        pairs = [_equality(x, y, typingctx, types) for x, y in zip(a, b)]
+        return tuple(s for p in pairs for s in (p if isinstance(p, tuple) else (p,)))
+    return typingctx.resolve_function_type(operator.eq, (a, b), {})
 
 
 def _field(expr, name):

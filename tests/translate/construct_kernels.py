@@ -138,7 +138,8 @@ def bad_unpacked_loop_var(x, out):
 @cuda.jit
 def bad_membership(x, out):
     i = cuda.grid(1)
-    if (x[i], 1) in ((1, 1), (2, 1)):  # tuples of tuples
+    r = range(1, 5)  # a range held in a variable (numba compiles it)
+    if x[i] in r:
         out[i] = 1
 
 

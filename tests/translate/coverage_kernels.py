@@ -459,3 +459,51 @@ def inlined_predicate(xs, ys, box, out):
             out[i] = 1
         else:
             out[i] = -1
+
+
+@cuda.jit(device=True)
+def bounds_and_sums(a, b):
+    """A tuple of tuples returned: numba's nested UniTuple, through one pointer per number in C."""
+    return (min(a, b), max(a, b)), (a + b, a - b)
+
+
+@cuda.jit(device=True)
+def weighted(pair, weights):
+    """Tuples of tuples passed: one C parameter per number."""
+    (w0, w1), bias = weights
+    return pair[0] * w0 + pair[1] * w1 + bias
+
+
+@cuda.jit
+def nested_tuples(x, n, out):
+    """Tuples of tuples as values: a table looped over (`for a, b in pairs`, with enumerate), indexed at run time
+    (one conditional chain per number of the item), unpacked in a nested pattern, returned by and passed to device
+    functions, swapped item by item, and `in` over them (numba's tuple ==: every pair of numbers in its own type,
+    a float32 against an int64 in float64)."""
+    i = cuda.grid(1)
+    if i < x.shape[0] - 1:
+        u = x[i] * 1.0  # (float64: a tuple of one type is numba's UniTuple, which a loop and an index take)
+        v = x[i + 1] * 1.0
+        pairs = ((u, 1.0), (2.0, v), (u * v, -0.5))
+        acc = 0.0
+        for a, b in pairs:
+            acc += a * b
+        for k, (a, b) in enumerate(pairs):
+            acc += k * (a - b)
+        for pair in pairs:
+            acc += pair[1]
+        j = n[i] % 3
+        acc += pairs[j][0] * 10 + pairs[j - 1][1]
+        (lo, hi), (s, d) = bounds_and_sums(x[i], x[i + 1])
+        r = bounds_and_sums(x[i], n[i])
+        acc += lo * 1000 + hi * 100 + s * 10 + d + r[0][1] - r[1][0]
+        acc += weighted((x[i], x[i + 1]), ((0.5, 0.25), n[i]))
+        swapped = ((x[i], n[i]), (x[i + 1], n[i + 1]))
+        for _ in range(j):
+            swapped = (swapped[1], swapped[0])
+        acc += swapped[0][0] * 3 + swapped[1][1]
+        if (x[i], n[i]) in ((1.0, 1), (2.0, 2), (0.5, 3)):
+            acc += 10000
+        if (n[i], (n[i + 1], x[i])) not in ((1, (2, 0.5)), (2, (2, 2.0))):
+            acc += 100000
+        out[i] = acc

@@ -86,6 +86,21 @@ FRAGMENTS = {
         "if (!nk_contains<float>(table, x[i], table_shape0, table_shape1, table_shape1, 1)) {",
         "if (nk_in_range(big[i], 3, 40, 3)) {", "if (nk_in_range((double)x[i], -5, 5, 1)) {",
         "if (nk_in_range(i, 60, 10, -7)) {"],
+    # tuples of tuples: one C variable per number, named by its place (pairs_1_0 is item 0 of item 1); a loop over
+    # them reads one C array per number of the item; a run-time index chooses each number; `in` is numba's tuple ==
+    "nested_tuples": ["const double a_items[3] = {pairs_0_0, pairs_1_0, pairs_2_0};", "double b = b_items[a_i];",
+                      "double pair_1 = pair_1_items[pair_0_i];",
+                      "(j == 0 ? pairs_0_0 : j == 1 ? pairs_1_0 : pairs_2_0) * 10",
+                      "((j - 1 == 0 || j - 1 == -3) ? pairs_0_1 : (j - 1 == 1 || j - 1 == -2) ? pairs_1_1 : pairs_2_1)",
+                      "__device__ void bounds_and_sums(float a, float b, float *ret_0_0, float *ret_0_1, "
+                      "float *ret_1_0, float *ret_1_1)", "*ret_1_1 = a - b;", "lo = bounds_and_sums_0_0;",
+                      "double r_1_0 = bounds_and_sums_1_0_;",
+                      "__device__ double weighted(float pair_0, float pair_1, double weights_0_0, double weights_0_1, "
+                      "int64_t weights_1)", "acc += weighted(x[i], x[i + 1], 0.5, 0.25, n[i]);",
+                      "const int64_t swapped_0_1_new = swapped_1_1;",
+                      "if ((x[i] == 1.0 && n[i] == 1) || (x[i] == 2.0 && n[i] == 2) || (x[i] == 0.5 && n[i] == 3)) {",
+                      "if (!((n[i] == 1 && n[i + 1] == 2 && x[i] == 0.5) || (n[i] == 2 && n[i + 1] == 2 && "
+                      "x[i] == 2.0))) {"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
                    "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
     # a number stored into a slice: a loop over the view's elements, the slice's length as numba clamps it

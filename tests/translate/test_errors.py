@@ -14,8 +14,8 @@ from .conftest import KERNELS
     ("bad_unpacked_loop_var", "void(int64[::1], int64[::1])", "out[0] = a", "loop variable"),
     ("bad_sum_complex", "void(complex64[::1], float64[::1])", "out[0] = z.sum().real",
      ".sum() is supported on arrays of real numbers"),
-    ("bad_membership", "void(int64[::1], int64[::1])", "if (x[i], 1) in ((1, 1), (2, 1))",
-     "`in` is supported over numbers"),
+    ("bad_membership", "void(int64[::1], int64[::1])", "r = range(1, 5)",
+     "range() is supported only as the iterable of a for loop"),
     ("bad_while_else", "void(int64[::1])", "while", "while ... else is not supported"),
 ])
 def test_located_error(kernel, sig, line_text, message):

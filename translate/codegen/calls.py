@@ -15,6 +15,7 @@ from .cexpr import CExpr, Static, TupleVal, cast
 from .diagnose import typing_error
 from .source import NoSource, parse_function, rebuilt_function
 from .statics import is_static_type, needs_value
+from .variables import leaf_types, leaf_values, leaves, shaped, tuple_cvars
 
 
 def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
@@ -58,8 +59,9 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
         elif isinstance(v, CExpr):
             k = tr.scalar_key(t)
             cargs.append((v if v.key == k else cast(v, k)).code)
-        elif isinstance(v, TupleVal) and isinstance(t, types.BaseTuple):
-            cargs += [cast(tr.as_cexpr(i, a), tr.scalar_key(x)).code for i, x in zip(v.items, t)]
+        elif isinstance(v, TupleVal) and isinstance(t, types.BaseTuple):  # one C parameter per number
+            cargs += [cast(tr.as_cexpr(i, a), tr.scalar_key(x)).code
+                      for i, x in zip(leaf_values(v), leaf_types(t))]
         else:
             raise tr.src.error(a, f"this argument of '{pyfunc.__name__}' has no C value",
                                  hint="numbers and arrays (functions, dtypes and constants as compile-time "
@@ -83,13 +85,12 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
     if dev.outs:  # a tuple result: into variables of the caller (given, or new ones)
         if outs is None:
             tr.require_hoist(node)
-            outs = []
-            for i, (key, t) in enumerate(dev.outs):
-                name = tr.temp(f"{dev.cname.rstrip('_')}_{i}")
-                tr.emit(f"{c_name(key)} {name};")
-                outs.append(CExpr(name, key, t))
+            outs = []  # named as the result's numbers: `minmax_1_0` is item 0 of item 1
+            for var in leaves(tuple_cvars(sig.return_type, tr.scalar_key, tr.temp, dev.cname.rstrip("_"))):
+                tr.emit(f"{c_name(var.key)} {var.cname};")
+                outs.append(CExpr(var.cname, var.key, var.nbt))
         tr.emit(f"{dev.cname}({', '.join(cargs + ['&' + o.code for o in outs])});")
-        return TupleVal(list(outs))
+        return shaped(list(outs), sig.return_type)
     if dev.optional:  # the flag into the caller's variable, or a new one
         if present is None:
             tr.require_hoist(node)

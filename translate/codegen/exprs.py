@@ -17,7 +17,7 @@ from numbakern.frontend import closures
 
 from ..cnames import _INT_BITS, c_arith, c_name, is_float, is_int, is_signed, scalar_key
 from ..errors import SourceInfo, TranslationError
-from . import arrays, builtins
+from . import arrays, builtins, variables
 from .cexpr import (
     BINARY_PREC,
     COND,
@@ -39,6 +39,7 @@ from .context import FunctionContext
 from .diagnose import internal_error
 from .emitter import Emitter
 from .valueflow import within
+from .variables import tree_value, version_at
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
           ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
@@ -151,15 +152,13 @@ class ExprMixin:
         if name in self.ctx.bound:
             return self.literal_value(self.ctx.bound[name], node)
         if name in self.retyped:
-            from .variables import version_at
-
-            var = self.retyped[name][version_at(self, name, node, "load")]
+            loaded = version_at(self, name, node, "load")
+            var = self.retyped[name][loaded]
             if isinstance(var, list):
-                return TupleVal([CExpr(v.cname, v.key, v.nbt) for v in var])
+                return tree_value(var, loaded)
             return CExpr(var.cname, var.key, var.nbt)
         if name in self.tuple_vars:
-            return TupleVal([CExpr(v.cname, v.key, v.nbt) for v in self.tuple_vars[name]],
-                            tuple(getattr(self.ctx.var_type(name), "fields", ())))
+            return tree_value(self.tuple_vars[name], self.ctx.var_type(name))
         if name in self.scalars:
             key = self.scalars[name]
             deps = self.facts.get(name)
@@ -337,7 +336,7 @@ class ExprMixin:
             return self.record_field(base, _str_constant(node.slice), node)
         if isinstance(base, TupleVal):
             i = self.const_value(node.slice)
-            if i is None and _homogeneous(base):
+            if i is None and homogeneous_tuple(base):
                 return self._tuple_item(base, node)
             if not isinstance(i, int) or not -len(base.items) <= i < len(base.items):
                 raise self.src.error(node.slice, "tuple index must be a constant within the tuple",
@@ -359,23 +358,31 @@ class ExprMixin:
             self.view_owners[view.name] = self.view_owners.get(view.owner, view.owner)
         return view
 
-    def _tuple_item(self, tup: TupleVal, node) -> CExpr:
+    def _tuple_item(self, tup: TupleVal, node) -> CExpr | TupleVal:
         """``t[i]`` of a tuple of numbers of one type at a run-time index, as numba's switch over the items
-        (``i`` or ``i - len(t)``): a chain of conditional expressions. An index out of range is numba's IndexError
-        (the thread stops); the C then reads the last item."""
+        (``i`` or ``i - len(t)``): a chain of conditional expressions (of a tuple of tuples, one chain per number of
+        the item). An index out of range is numba's IndexError (the thread stops); the C then reads the last
+        item."""
         idx = self.expr(node.slice)
         if not is_int(idx.key):
             raise self.src.error(node.slice, "a tuple index must be an integer")
         if not idx.pure:
             idx = self.out.hoist(idx, "index")
-        items, n = tup.items, len(tup.items)
         nonneg = idx.nonneg and not idx.deps or self.flow_nonneg(node.slice)
-        code = paren(items[-1], COND)
         i = paren(idx, REL)
-        for k in range(n - 2, -1, -1):
-            test = f"{i} == {k}" if nonneg else f"({i} == {k} || {i} == {k - n})"
-            code = f"{test} ? {paren(items[k], COND + 1)} : {code}"
-        return CExpr(code, items[0].key, items[0].nbt, COND, all(x.nonneg for x in items), idx.pure)
+
+        def chosen(items: list) -> CExpr | TupleVal:
+            if isinstance(items[0], TupleVal):
+                return TupleVal([chosen([t.items[j] for t in items]) for j in range(len(items[0].items))],
+                                items[0].fields)
+            n = len(items)
+            code = paren(items[-1], COND)
+            for k in range(n - 2, -1, -1):
+                test = f"{i} == {k}" if nonneg else f"({i} == {k} || {i} == {k - n})"
+                code = f"{test} ? {paren(items[k], COND + 1)} : {code}"
+            return CExpr(code, items[0].key, items[0].nbt, COND, all(x.nonneg for x in items), idx.pure)
+
+        return chosen(tup.items)
 
     # -- operators ---------------------------------------------------------------------------------------------
     def v_BinOp(self, node):
@@ -600,6 +607,8 @@ class ExprMixin:
         return key
 
     def _in_tuple(self, node, container, value_type, negate):
+        if isinstance(container.dtype, types.BaseTuple):
+            return self._in_tuples(node, container, value_type, negate)
         key = self._compared_in(node, container.dtype, value_type)
         x = self.expr(node.left)  # first, as Python evaluates it; once, however many items it meets
         if not x.pure:
@@ -614,6 +623,35 @@ class ExprMixin:
             return tests[0]
         return CExpr(join.join(paren(t, prec + 1) for t in tests), "bool", types.boolean, prec,
                      pure=all(t.pure for t in tests))
+
+    def _in_tuples(self, node, container, value_type, negate):
+        """``(a, b) in ((1, 2), (3, 4))``: numba's tuple ``==`` of each item and the value, every pair of numbers
+        compared in the type of its own ``==`` (the record's ``item_comparison``), all of them joined by ``&&``."""
+        compared = self.ctx.typed.record.item_comparison(node)
+        keys = [scalar_key(t.args[0]) if len(set(t.args)) == 1 else None for t in compared] \
+            if isinstance(compared, tuple) else [None]
+        if None in keys:
+            raise self.src.error(node, "`in` over a tuple of tuples is supported for tuples of numbers of one shape",
+                                 hint="(a, b) in ((1, 2), (3, 4))")
+        x = self.value(node.left)  # first, as Python evaluates it; once, however many items it meets
+        items = self.value(node.comparators[0])
+        if not isinstance(x, TupleVal) or not isinstance(items, TupleVal):
+            raise self.src.error(node, "`in` over a tuple of tuples needs a tuple on the left",
+                                 hint="(a, b) in ((1, 2), (3, 4))")
+        values = [v if v.pure else self.out.hoist(v, "value") for v in variables.leaf_values(x)]
+        tests = []
+        for item in items.items:
+            numbers = variables.leaf_values(item) if isinstance(item, TupleVal) else []
+            if len(numbers) != len(values) or not all(isinstance(v, CExpr) for v in numbers):
+                raise self.src.error(node.comparators[0], "`in` over a tuple of tuples of numbers of one shape",
+                                     hint="(a, b) in ((1, 2), (3, 4))")
+            same = [self._compared(a, "==", b, key) for v, n, key in zip(values, numbers, keys)
+                    for a, b in [compare_casts(v, n, key)]]
+            tests.append(same[0] if len(same) == 1 else CExpr(" && ".join(paren(t, LAND + 1) for t in same), "bool",
+                                                               types.boolean, LAND))
+        found = tests[0] if len(tests) == 1 else CExpr(" || ".join(paren(t, LAND + 1) for t in tests), "bool",
+                                                         types.boolean, LOR)  # (a && b) || (c && d)
+        return CExpr(f"!({found.code})", "bool", types.boolean, UNARY) if negate else found
 
     def _in_array(self, node, value_type):
         x = self.expr(node.left)  # first, as Python evaluates it
@@ -773,10 +811,21 @@ def _dotted(node) -> bool:
     return isinstance(node, ast.Name)
 
 
-def _homogeneous(tup: TupleVal) -> bool:
-    """A tuple of C values of one type (numba's UniTuple, which a run-time index may index)."""
-    return bool(tup.items) and all(isinstance(x, CExpr) for x in tup.items) and \
-        len({x.key for x in tup.items}) == 1
+def homogeneous_tuple(tup: TupleVal) -> bool:
+    """A tuple of C values of one type, or of tuples of one shape of them (numba's UniTuple, which a run-time
+    index may index)."""
+    shapes = {_shape(x) for x in tup.items}
+    return len(shapes) == 1 and None not in shapes
+
+
+def _shape(v):
+    """A C value's type key, a tuple's the shapes of its items; None where some item has no C value."""
+    if isinstance(v, CExpr):
+        return v.key
+    if isinstance(v, TupleVal) and v.items:
+        shapes = tuple(_shape(x) for x in v.items)
+        return None if None in shapes else shapes
+    return None
 
 
 def _number_tuple(obj) -> bool:

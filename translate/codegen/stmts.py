@@ -16,7 +16,7 @@ from .cexpr import CExpr, Static, TupleVal, cast, paren
 from .context import FunctionContext
 from .diagnose import internal_error
 from .emitter import Emitter
-from .exprs import BINOPS, ExprMixin
+from .exprs import BINOPS, ExprMixin, homogeneous_tuple
 from .source import parse_function
 
 _STMT_HINT = ("assignments (also tuple unpacking and augmented), if/elif/else, for ... in range(...), while, "
@@ -132,8 +132,7 @@ class FunctionTranslator(ExprMixin):
             if isinstance(t, types.BaseTuple) and name not in self.arrays and name not in self.scalars:
                 stem = self.param_c[name][0].rstrip("_")
                 given = self.param_c[name][1]  # the kernel's: the launcher's names of the items
-                self.tuple_vars[name] = [variables.CVar(given[i] if given else self.out.names.claim(f"{stem}_{i}"),
-                                                        self.scalar_key(x), x) for i, x in enumerate(t)]
+                self.tuple_vars[name] = variables.tuple_cvars(t, self.scalar_key, self.out.names.claim, stem, given)
         for name in self.present:
             self.present[name] = self.out.names.claim(f"{self.local_c[name].rstrip('_')}_present")
         self.ret_outs = None
@@ -150,28 +149,27 @@ class FunctionTranslator(ExprMixin):
             self.ret_array = ([claim(f"ret_shape{d}") for d in range(rt.ndim)],
                               [claim(f"ret_stride{d}") for d in range(rt.ndim)] if rt.layout != "C" else [])
         if self.ctx.kind == "device" and isinstance(rt, types.BaseTuple):
-            if not all(self.scalar_key(x) for x in rt):
+            if not variables.is_number_tuple(rt, self.scalar_key):
                 raise self.src.error(self.ctx.fn, f"'{self.ctx.name}' returns {rt}: device functions may return "
                                      "numbers and tuples of numbers")
-            self.ret_outs = [variables.CVar(self.out.names.claim(f"ret_{i}"), self.scalar_key(x), x)
-                             for i, x in enumerate(rt)]
+            #: through pointers, one per number (``ret_0_1`` of a tuple of tuples)
+            self.ret_outs = variables.tuple_cvars(rt, self.scalar_key, self.out.names.claim, "ret")
         for name, item_types in list(self.tuple_vars.items()):
             if name in self.ctx.runtime_params:
                 continue
             if name not in self.local_c:
                 del self.tuple_vars[name]
                 continue
-            stem = self.local_c[name].rstrip("_")
-            self.tuple_vars[name] = [variables.CVar(self.out.names.claim(f"{stem}_{i}"), self.scalar_key(t), t)
-                                     for i, t in enumerate(item_types)]
+            self.tuple_vars[name] = variables.tuple_cvars(item_types, self.scalar_key, self.out.names.claim,
+                                                          self.local_c[name].rstrip("_"))
         self.ctx.unit.local_names.update(self.out.names.taken)
 
     def declarations(self, name) -> list[str]:
         """The C declarations (uninitialised) of a Python local's variable(s)."""
         if name in self.retyped:
-            return [f"{c_name(v.key)} {v.cname};" for vs in self.retyped[name].values() for v in variables.flat(vs)]
+            return [f"{c_name(v.key)} {v.cname};" for vs in self.retyped[name].values() for v in variables.leaves(vs)]
         if name in self.tuple_vars:
-            return [f"{c_name(v.key)} {v.cname};" for v in self.tuple_vars[name]]
+            return [f"{c_name(v.key)} {v.cname};" for v in variables.leaves(self.tuple_vars[name])]
         if name in self.array_aliases:
             return arrays.alias_declarations(self.array_aliases[name])
         flag = [f"bool {self.present[name]};"] if name in self.present else []
@@ -194,8 +192,12 @@ class FunctionTranslator(ExprMixin):
                 self.arrays[name] = arrays.param_array(c, t, extents, strides, self)
             elif self.scalar_key(t) is not None:
                 self.scalars[name] = self.scalar_key(t)
-            elif isinstance(t, types.BaseTuple) and len(t) and all(self.scalar_key(x) for x in t):
-                pass  # a tuple of numbers: one C parameter per element (named in _name_locals)
+            elif variables.is_number_tuple(t, self.scalar_key) and (
+                    self.ctx.kind == "device" or all(self.scalar_key(x) for x in t)):
+                pass  # a tuple of numbers: one C parameter per number (named in _name_locals)
+            elif self.ctx.kind != "device" and variables.is_number_tuple(t, self.scalar_key):
+                raise self.src.error(self.ctx.fn, f"argument '{name}' is a tuple of tuples ({t}): a kernel's "
+                                     "launcher takes tuples of numbers", hint="pass the numbers as one flat tuple")
             else:
                 raise self.src.error(self.ctx.fn, f"argument '{name}' has type {t}, which is not supported",
                                      hint="arrays, numbers and tuples of numbers")
@@ -210,8 +212,8 @@ class FunctionTranslator(ExprMixin):
             elif isinstance(t, types.Optional) and self.scalar_key(t.type) is not None:
                 self.scalars[name] = self.scalar_key(t.type)  # the value, and a flag: is it there (not None)
                 self.present[name] = None
-            elif isinstance(t, types.BaseTuple) and len(t) and all(self.scalar_key(x) for x in t):
-                self.tuple_vars[name] = list(t)
+            elif variables.is_number_tuple(t, self.scalar_key):
+                self.tuple_vars[name] = t
         self.values = analyses.Values(self.ctx, self.template_consts, dict(self.scalars), self.lookup_global,
                                       self.static_truth)
         self.facts = self.values.facts
@@ -341,11 +343,9 @@ class FunctionTranslator(ExprMixin):
             self.out.emit(f"return {arrays.base_pointer(info)};")
             return
         if self.ret_outs is not None:  # a tuple comes back through pointers: `*ret_0 = a; *ret_1 = b;`
-            v = self.value(value)
-            if not isinstance(v, TupleVal) or len(v.items) != len(self.ret_outs):
-                raise self.src.error(value, f"'{self.ctx.name}' returns a tuple of {len(self.ret_outs)} here")
-            for out, item in zip(self.ret_outs, v.items):
-                self.out.emit(f"*{out.cname} = {cast(self.as_cexpr(item, value), out.key).code};")
+            for out, item in self._paired(self.ret_outs, self.value(value), value,
+                                          f"'{self.ctx.name}' returns {self.ctx.typed.return_type}"):
+                self.out.emit(f"*{out.cname} = {cast(item, out.key).code};")
             self.out.emit("return;")
             return
         if self.ret_present is not None:  # an Optional result: whether it is there, through the pointer
@@ -549,15 +549,30 @@ class FunctionTranslator(ExprMixin):
                 seqs, targets = seqs[0].args, targets[0].elts
         else:
             counter_node = None
-        names = [t for t in targets if isinstance(t, ast.Name)]
-        if len(names) != len(seqs) or len(names) != len(targets) or not (
+        if len(targets) != len(seqs) or not all(isinstance(t, (ast.Name, ast.Tuple)) for t in targets) or not (
                 counter_node is None or isinstance(counter_node, ast.Name)):
             raise self.src.error(node.target, "a loop over arrays and tuples binds one name per item",
                                  hint="for v in x / for k, v in enumerate(x) / for a, b in zip(x, y) / "
                                       "for k, (a, b) in enumerate(zip(x, y))")
-        items, counts = [], []
-        for seq, target in zip(seqs, names):
+        #: (C name, C type key, the items it takes in turn): one per number the loop binds
+        bound: list[tuple] = []
+        counts = []
+        for seq, target in zip(seqs, targets):
             v = arrays.as_array(self, self.value(seq), seq)
+            if isinstance(v, TupleVal) and v.items and isinstance(v.items[0], TupleVal) and homogeneous_tuple(v):
+                # a tuple of tuples: one C array per number of the item (`for a, b in pairs`)
+                for cname, key, values in self._loop_numbers(target, v.items, seq):
+                    held = self.out.temp(f"{cname.rstrip('_')}_items")
+                    self.out.emit(f"const {c_name(key)} {held}[{len(values)}] = "
+                                  f"{{{', '.join(cast(x, key).code for x in values)}}};")
+                    bound.append((cname, key, arrays.ArrayInfo(held, "local", key, 1, None, None)))
+                n = len(v.items)
+                counts.append(CExpr(str(n), "int64", nt.literal(n), literal=n, nonneg=True))
+                continue
+            if not isinstance(target, ast.Name):
+                raise self.src.error(target, "a loop over numbers binds one name per item",
+                                     hint="for v in x / for a, b in ((1, 2), (3, 4))")
+            key = scalar_key(self.ctx.var_type(target.id))
             if isinstance(v, arrays.ArrayInfo):
                 if v.extents is None:
                     raise self.src.error(seq, "dynamic shared memory cannot be iterated: its extent is not known "
@@ -565,15 +580,16 @@ class FunctionTranslator(ExprMixin):
                 if v.ndim != 1:
                     raise self.src.error(seq, "a loop over the rows of an array is not supported",
                                          hint="for r in range(m.shape[0]): row = m[r]")
-                items.append(v)
+                bound.append((self.cname(target.id), key, v))
                 counts.append(v.extents[0])
             elif isinstance(v, TupleVal) and v.items and all(isinstance(x, CExpr) for x in v.items):
-                key = scalar_key(self.ctx.var_type(target.id)) or v.items[0].key
+                first = v.items[0]
+                key = key or (first.key if isinstance(first, CExpr) else None)
                 assert key is not None
                 held = self.out.temp(f"{self.cname(target.id).rstrip('_')}_items")
                 values = ", ".join(cast(x, key).code for x in v.items)
                 self.out.emit(f"const {c_name(key)} {held}[{len(v.items)}] = {{{values}}};")
-                items.append(arrays.ArrayInfo(held, "local", key, 1, None, None))
+                bound.append((self.cname(target.id), key, arrays.ArrayInfo(held, "local", key, 1, None, None)))
                 n = len(v.items)
                 counts.append(CExpr(str(n), "int64", nt.literal(n), literal=n, nonneg=True))
             else:
@@ -595,7 +611,7 @@ class FunctionTranslator(ExprMixin):
             index = self.cname(counter.id)  # enumerate's counter is the loop's own
             counter = None
         else:
-            index = self.out.temp(f"{self.cname(names[0].id).rstrip('_')}_i")
+            index = self.out.temp(f"{bound[0][0].rstrip('_')}_i")
         if not count.pure:
             count = CExpr(self.out.hoist(count, f"{index}_stop").code, "int64", nt.int64, nonneg=True)
         note = self.header_comment(node)
@@ -608,13 +624,28 @@ class FunctionTranslator(ExprMixin):
                 k = f"{index} + {paren(start, 13)}" if start is not None else index
                 self.out.emit(f"{c_name(key)} {self.cname(counter.id)} = {k};")
             i = CExpr(index, "int64", nt.int64, nonneg=True)
-            for target, info in zip(names, items):
-                key = scalar_key(self.ctx.var_type(target.id))
+            for cname, key, info in bound:
                 e = arrays.element_at(self, info, [i], node.iter) if info.extents is not None else \
                     CExpr(f"{info.name}[{index}]", info.key, None)
-                self.out.emit(f"{c_name(key)} {self.cname(target.id)} = {cast(e, key).code};")
+                self.out.emit(f"{c_name(key)} {cname} = {cast(e, key).code};")
             self.block(node.body)
         self.out.emit("}")
+
+    def _loop_numbers(self, target, items: list, seq) -> list[tuple]:
+        """(C name, C type key, its value in each item) for each number that the loop target ``target`` (a name
+        or a pattern of names) binds from the tuples ``items``."""
+        first = items[0]
+        if isinstance(first, CExpr) and isinstance(target, ast.Name) and target.id in self.scalars:
+            return [(self.cname(target.id), self.scalars[target.id], items)]
+        if isinstance(first, TupleVal) and isinstance(target, ast.Tuple) and len(target.elts) == len(first.items):
+            return [number for j, t in enumerate(target.elts)
+                    for number in self._loop_numbers(t, [item.items[j] for item in items], seq)]
+        if isinstance(first, TupleVal) and isinstance(target, ast.Name) and target.id in self.tuple_vars:
+            numbers = [variables.leaf_values(item) for item in items]
+            return [(var.cname, var.key, [values[j] for values in numbers])
+                    for j, var in enumerate(variables.leaves(self.tuple_vars[target.id]))]
+        raise self.src.error(target, "this loop target does not match the items of the tuple",
+                             hint="for a, b in ((1, 2), (3, 4)) / for pair in ((1, 2), (3, 4))")
 
     def _calls_zip(self, node) -> bool:
         """``node`` is ``zip(...)`` of arguments by position."""
@@ -747,7 +778,7 @@ class FunctionTranslator(ExprMixin):
                 rhs = value if value is not None else self.expr(value_node)
                 self.out.emit(f"{var.cname} = {self._store_value(rhs, var.key).code};")
             for src, dst in variables.copies_after_store(self, name, target_node, stored):
-                for a, b in zip(variables.flat(src), variables.flat(dst)):
+                for a, b in zip(variables.leaves(src), variables.leaves(dst)):
                     self.out.emit(f"{b.cname} = ({c_name(b.key)}){a.cname};")
             return
         if name in self.present:
@@ -799,13 +830,19 @@ class FunctionTranslator(ExprMixin):
         self.out.emit(f"{decl}{self.cname(name)} = {cast(rhs, key).code};")
         self.out.emit(f"{flag} = true;")
 
+    def _paired(self, tree, v, node, what) -> list[tuple]:
+        """(CVar, CExpr) for each number of the tuple value ``v`` stored into the variables ``tree`` (nested as
+        the tuple); a located error where ``v`` is not a tuple of that shape."""
+        if not isinstance(v, TupleVal) or len(v.items) != len(tree):
+            raise self.src.error(node, f"this value cannot be stored: {what}", hint="a tuple of numbers: t = (a, b)")
+        return [pair for var, item in zip(tree, v.items)
+                for pair in (self._paired(var, item, node, what) if isinstance(var, list)
+                             else [(var, self.as_cexpr(item, node))])]
+
     def _assign_tuple(self, name, value_node, value, inline, target_node, cvars=None):
         v = value if value is not None else self.value(value_node)
-        cvars = cvars or self.tuple_vars[name]
-        if not isinstance(v, TupleVal) or len(v.items) != len(cvars):
-            raise self.src.error(target_node, f"this value cannot be stored in the tuple '{name}'",
-                                 hint="a tuple of numbers: t = (a, b)")
-        items = [self.as_cexpr(i, target_node) for i in v.items]
+        pairs = self._paired(cvars or self.tuple_vars[name], v, target_node, f"'{name}' is {self.ctx.var_type(name)}")
+        cvars, items = [var for var, _ in pairs], [item for _, item in pairs]
         reads = {c.cname for c in cvars} & set(_identifiers(" ".join(i.code for i in items)))
         if reads and len(cvars) > 1:  # `t = (t[1], t[0])`: every value first, as Python does
             temps = []
@@ -888,9 +925,10 @@ class FunctionTranslator(ExprMixin):
 
     def _unpack(self, target, value_node, stmt, value=None):
         names = target.elts
-        if not all(isinstance(n, (ast.Name, ast.Subscript)) for n in names):
+        if not all(isinstance(n, (ast.Name, ast.Subscript, ast.Tuple)) for n in names):
             raise self.src.error(target, "tuple unpacking supports names and array elements", hint="a, b = ...")
-        if isinstance(value_node, ast.Tuple) and value is None:
+        nested = any(isinstance(n, ast.Tuple) for n in names)  # (lo, hi), (s, d) = f(x)
+        if isinstance(value_node, ast.Tuple) and value is None and not nested:
             if len(value_node.elts) != len(names):
                 raise self.src.error(value_node, "unpacking needs as many values as names")
             reads = {n.id for v in value_node.elts for n in ast.walk(v) if isinstance(n, ast.Name)}
@@ -923,14 +961,29 @@ class FunctionTranslator(ExprMixin):
             calls.device_call(self, f.obj.py_func, value_node, f.obj, outs=direct)
             return
         v = value if value is not None else self.value(value_node)
-        v = arrays.as_array(self, v, value_node)
+        where = value_node if value_node is not None else target  # (an inner target's value has no node)
+        v = arrays.as_array(self, v, where)
         if isinstance(v, arrays.ArrayInfo):  # x, y, z = m[i]: its elements (or rows), after numba's length check
-            v = self._array_items(v, len(names), value_node)
+            v = self._array_items(v, len(names), where)
         if not isinstance(v, TupleVal) or len(v.items) != len(names):
-            raise self.src.error(value_node, "this value cannot be unpacked into names",
+            raise self.src.error(where, "this value cannot be unpacked into names",
                                  hint="a, b = x, y / h, w = m.shape / c, r = cuda.grid(2)")
+        if nested and value is None:  # every value first, as Python does: `(a, b), c = (b, a), 1`
+            v = self._held(v, {self.cname(n.id) for n in ast.walk(target) if isinstance(n, ast.Name)})
         for n, item in zip(names, v.items):
             self._assign_item(n, item, stmt)
+
+    def _held(self, v: TupleVal, written: set) -> TupleVal:
+        """The tuple ``v`` with each number that reads a variable in ``written`` (C names) held in a constant
+        first."""
+        items = []
+        for x in v.items:
+            if isinstance(x, TupleVal):
+                x = self._held(x, written)
+            elif isinstance(x, CExpr) and (not x.pure or written & set(_identifiers(x.code))):
+                x = self.out.hoist(x, "value")
+            items.append(x)
+        return TupleVal(items, v.fields)
 
     def _array_items(self, info, n, node) -> TupleVal:
         """The ``n`` items of an array being unpacked: numba raises ValueError for an array of another length,
@@ -958,6 +1011,8 @@ class FunctionTranslator(ExprMixin):
         """One target of an unpacking, its value already evaluated."""
         if isinstance(target, ast.Name):
             return self._assign_name(target.id, None, stmt, target, value=value)
+        if isinstance(target, ast.Tuple):
+            return self._unpack(target, None, stmt, value=value)
         base = self.value(target.value)
         if not isinstance(base, (arrays.ArrayInfo, arrays.Row)):
             raise self.src.error(target, "only array elements can be assigned", hint="x[i] = v")

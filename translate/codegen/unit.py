@@ -10,6 +10,7 @@ from ..typed import type_function
 from .calls import call_signature
 from .diagnose import typing_error
 from .source import parse_function
+from .variables import leaves
 
 
 @dataclass
@@ -105,11 +106,12 @@ class Unit:
                 cparams.append(f"{const}{c_name(info.key)}* {c}")
                 cparams += [f"int64_t {e}" for e in (*extents, *strides)]
             elif name in tr.tuple_vars:
-                cparams += [f"{c_name(v.key)} {v.cname}" for v in tr.tuple_vars[name]]
+                cparams += [f"{c_name(v.key)} {v.cname}" for v in leaves(tr.tuple_vars[name])]
             else:
                 cparams.append(f"{c_name(tr.scalars[name])} {c}")
-        outs = [(v.key, v.nbt) for v in tr.ret_outs] if tr.ret_outs else []
-        cparams += [f"{c_name(v.key)} *{v.cname}" for v in tr.ret_outs or ()]
+        ret_outs = leaves(tr.ret_outs) if tr.ret_outs else []
+        outs = [(v.key, v.nbt) for v in ret_outs]
+        cparams += [f"{c_name(v.key)} *{v.cname}" for v in ret_outs]
         if tr.ret_present is not None:
             cparams.append(f"bool *{tr.ret_present}")
         if tr.ret_array is not None:

@@ -7,13 +7,16 @@ means comes from numba's typed IR (the versions stored and read on that source l
 version into another (its phi copies, at the end of the assignment's block) the C assigns the converted value
 right after the assignment, which is the same: no other version of the name is live in between.
 
-A tuple-typed local (``bin = (tx, ty)``) is one C variable per element (``bin_0``, ``bin_1``)."""
+A tuple-typed local (``bin = (tx, ty)``) is one C variable per element (``bin_0``, ``bin_1``); a tuple of tuples
+one per number, nested as the tuple is (``pairs = ((1, 2), (3, 4))``: ``pairs_0_0`` ... ``pairs_1_1``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from numba.cuda import types
+
+from .cexpr import CExpr, TupleVal
 
 SUFFIX = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16", "int32": "i32",
           "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "b",
@@ -27,6 +30,55 @@ class CVar:
     nbt: object       # numba type
 
 
+def is_number_tuple(t, scalar_key) -> bool:
+    """A tuple whose items are numbers, or tuples of them at any depth: C holds it as one variable per number."""
+    return isinstance(t, types.BaseTuple) and len(t) > 0 and all(
+        scalar_key(x) is not None or is_number_tuple(x, scalar_key) for x in t)
+
+
+def tuple_cvars(t, scalar_key, claim, stem, given=None) -> list:
+    """One CVar per number of the tuple type ``t``, nested as ``t`` is: item ``j`` of item ``i`` is ``stem_i_j``.
+    ``given``: the C names of a flat tuple's items, where they are named already (a kernel's parameters)."""
+    return [tuple_cvars(x, scalar_key, claim, f"{stem}_{i}") if isinstance(x, types.BaseTuple) else
+            CVar(given[i] if given else claim(f"{stem}_{i}"), scalar_key(x), x) for i, x in enumerate(t)]
+
+
+def leaves(tree) -> list:
+    """The CVars (or values) of a nested list, in order."""
+    if not isinstance(tree, list):
+        return [tree]
+    return [leaf for item in tree for leaf in leaves(item)]
+
+
+def leaf_types(t) -> list:
+    """The number types of a (nested) tuple type, in order."""
+    return [y for x in t for y in (leaf_types(x) if isinstance(x, types.BaseTuple) else [x])]
+
+
+def leaf_values(v) -> list:
+    """The items of a (nested) tuple value, in order."""
+    return [y for x in v.items for y in (leaf_values(x) if isinstance(x, TupleVal) else [x])]
+
+
+def shaped(values: list, t) -> TupleVal:
+    """The tuple of type ``t`` whose numbers, in order, are ``values``."""
+    items, rest = [], iter(values)
+    for x in t:
+        if isinstance(x, types.BaseTuple):
+            n = len(leaf_types(x))
+            items.append(shaped([next(rest) for _ in range(n)], x))
+        else:
+            items.append(next(rest))
+    return TupleVal(items, tuple(getattr(t, "fields", ())))
+
+
+def tree_value(tree, t=None) -> TupleVal:
+    """The tuple a nested list of CVars holds (its namedtuple fields from the numba type ``t``)."""
+    types_of = list(t) if t is not None and isinstance(t, types.BaseTuple) else [None] * len(tree)
+    return TupleVal([tree_value(v, x) if isinstance(v, list) else CExpr(v.cname, v.key, v.nbt)
+                     for v, x in zip(tree, types_of)], tuple(getattr(t, "fields", ())))
+
+
 def retyped_vars(tr, name, versions) -> dict | None:
     """{numba type: CVar (a scalar) or [CVar] (a tuple)} for a name stored with several types; None if some
     version is neither."""
@@ -36,16 +88,12 @@ def retyped_vars(tr, name, versions) -> dict | None:
         key = tr.scalar_key(t)
         if key is not None:
             out[t] = CVar(tr.local_c[name] if i == 0 else tr.out.names.claim(f"{stem}_{SUFFIX.get(key, key)}"), key, t)
-        elif isinstance(t, types.BaseTuple) and len(t) and all(tr.scalar_key(x) for x in t):
+        elif is_number_tuple(t, tr.scalar_key):
             prefix = stem if i == 0 else tr.out.names.claim(f"{stem}_{i + 1}")
-            out[t] = [CVar(tr.out.names.claim(f"{prefix}_{j}"), tr.scalar_key(x), x) for j, x in enumerate(t)]
+            out[t] = tuple_cvars(t, tr.scalar_key, tr.out.names.claim, prefix)
         else:
             return None
     return out
-
-
-def flat(v) -> list:
-    return v if isinstance(v, list) else [v]
 
 
 def version_at(tr, name, node, kind: str):
