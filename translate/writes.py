@@ -10,11 +10,12 @@ from __future__ import annotations
 import ast
 
 
-def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _seen=None) -> set[str]:
+def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _seen=None, _local=None) -> set[str]:
     """``callee(call_node)``: the called device function's ``ast.FunctionDef`` and a ``callee`` for its own calls,
     or None where it cannot tell."""
     out = set()
     seen = set() if _seen is None else _seen
+    local = {**(_local or {}), **local_functions(fn)}  # the functions defined in this one (and around it)
     # names of views of the arrays (``bits = arr.view(np.int32)``, ``seg = out[a:b]``): a store into one is a
     # store into the array. (Only names used as arrays -- indexed, or with an array's attribute -- can be views: a
     # number read from an array, ``a = x[i]``, is not one.)
@@ -51,7 +52,14 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _se
             if fname and fname.startswith(("mma_m16n8", "ldmatrix_x")):  # numbakern.mma: the registers they write
                 vector_written = 0
             inner = None
-            if callee is not None and not (is_atomic or builtin) and vector_written is None:
+            defined = local.get(f.id) if isinstance(f, ast.Name) else None
+            if defined is not None and id(defined) not in seen:  # a function defined in this one: its body is read
+                seen.add(id(defined))
+                cparams = [p.arg for p in defined.args.args]
+                inner = written_arrays(defined, set(cparams), callee, seen, local)
+                inner = {i for i, p in enumerate(cparams) if p in inner}
+                seen.discard(id(defined))
+            elif callee is not None and not (is_atomic or builtin) and vector_written is None:
                 found = callee(node)
                 if found is not None and id(found[0]) not in seen:
                     seen.add(id(found[0]))
@@ -74,6 +82,41 @@ def written_arrays(fn: ast.FunctionDef, array_params: set[str], callee=None, _se
                     elif (is_atomic and i == 0) or not (is_atomic or builtin):
                         out.add(a.id)
     return {views.get(n, n) for n in out} & array_params
+
+
+def local_functions(fn: ast.FunctionDef) -> dict[str, ast.FunctionDef]:
+    """The functions ``fn`` defines inside it, by name (``def f(v): ...``, and ``f = lambda v: ...`` as a def)."""
+    out = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.FunctionDef) and node is not fn:
+            out[node.name] = node
+        elif isinstance(node, ast.Assign) and is_lambda_assignment(node):
+            target = node.targets[0]
+            assert isinstance(target, ast.Name)
+            out[target.id] = lambda_as_def(node)
+    return out
+
+
+def is_lambda_assignment(node) -> bool:
+    """``name = lambda ...: ...``."""
+    return isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+        and isinstance(node.value, ast.Lambda)
+
+
+def lambda_as_def(node: ast.Assign) -> ast.FunctionDef:
+    """``name = lambda args: value`` as ``def name(args): return value`` (at the assignment's place)."""
+    lam = node.value
+    assert isinstance(lam, ast.Lambda) and isinstance(node.targets[0], ast.Name)
+    body = [ast.copy_location(ast.Return(lam.body), lam.body)]
+    return ast.copy_location(function_def(node.targets[0].id, lam.args, body), node)
+
+
+def function_def(name: str, args: ast.arguments, body: list) -> ast.FunctionDef:
+    """``def name(args): body``, undecorated."""
+    fdef = ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None, type_comment=None)
+    if "type_params" in ast.FunctionDef._fields:  # (Python 3.12: a field every FunctionDef has)
+        setattr(fdef, "type_params", [])  # noqa: B010 - (no such attribute in 3.11's typeshed)
+    return fdef
 
 
 _ARRAY_ATTRIBUTES = ("shape", "size", "ndim", "T")  # (not .real, .imag, .view: numbers have them too)

@@ -144,6 +144,15 @@ def bad_membership(x, out):
 
 
 @cuda.jit
+def bad_inner_default(x, out):
+    def scaled(v, k=2):  # an inner function with a default (numba compiles it)
+        return v * k
+
+    i = cuda.grid(1)
+    out[i] = scaled(x[i])
+
+
+@cuda.jit
 def bad_sum_complex(z, out):
     out[0] = z.sum().real
 

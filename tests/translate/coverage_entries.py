@@ -123,6 +123,8 @@ COVERAGE = [
     _e("nested_tuples", "void(float32[::1], int64[::1], float64[::1])", L(2, 64),
        (custom(lambda rng: (rng.integers(0, 5, 99) / 2).astype(np.float32)), ints(99, np.int64, 0, 3),
         floats(99, np.float64))),
+    _e("inner_functions", "void(float32[::1], float64[::1], float32)", L(2, 64),
+       (floats(99, np.float32, -1, 1), floats(99, np.float64), fixed(np.float32(1.5)))),
     _e("bfloat16_arrays", "void(bfloat16[::1], bfloat16[::1], float32)", L(2, 64),
        (floats(99, ml_dtypes.bfloat16, -2, 2), floats(99, ml_dtypes.bfloat16), fixed(np.float32(1.5))), rtol=1e-2),
 ]

@@ -507,3 +507,29 @@ def nested_tuples(x, n, out):
         if (n[i], (n[i + 1], x[i])) not in ((1, (2, 0.5)), (2, (2, 2.0))):
             acc += 100000
         out[i] = acc
+
+
+@cuda.jit
+def inner_functions(x, out, scale):
+    """Functions defined inside a kernel (numba inlines them; the C gets a device function of each): one that reads
+    only its arguments keeps its own text, one that reads the kernel's locals and arguments (a closure) takes them
+    as leading parameters, one inner function calls another, one stores into a kernel argument, one is called with
+    two argument types; and a conditional expression whose branches are tuples."""
+    offset = x.shape[0] * 0.5
+
+    def square(v):
+        # the kernel's own comment, carried into the C
+        return v * v
+
+    shifted = lambda v: v * scale + offset  # noqa: E731
+
+    def blend(v, w):
+        return shifted(v) - square(w)
+
+    def store(k, v):
+        out[k] = v
+
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        lo, hi = (x[i], 1.0) if x[i] < 0.25 else (1.0, x[i] * 2)
+        store(i, blend(x[i], lo) + square(hi) + shifted(2.0) + square(np.int64(i % 3)))

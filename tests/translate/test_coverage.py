@@ -101,6 +101,17 @@ FRAGMENTS = {
                       "if ((x[i] == 1.0 && n[i] == 1) || (x[i] == 2.0 && n[i] == 2) || (x[i] == 0.5 && n[i] == 3)) {",
                       "if (!((n[i] == 1 && n[i + 1] == 2 && x[i] == 0.5) || (n[i] == 2 && n[i + 1] == 2 && "
                       "x[i] == 2.0))) {"],
+    # functions defined in the kernel: a C function each, the kernel's names they read passed first; their comments
+    # go with them; a conditional expression of tuples chooses each number
+    "inner_functions": ["__device__ double square(double v)", "    // the kernel's own comment, carried into the C",
+                        "__device__ double shifted(double offset, float scale, float v)",
+                        "__device__ double blend(double offset, float scale, float v, double w)",
+                        "return shifted(offset, scale, v) - square(w);",
+                        "__device__ int64_t square_(int64_t v)",
+                        "__device__ void store(double* out, int64_t out_shape0, int64_t k, double v)",
+                        "const bool chosen = x[i] < 0.25;", "double hi = chosen ? 1.0 : (double)x[i] * 2;",
+                        "store(out, out_shape0, i, blend(offset, scale, x[i], lo) + square(hi) + "
+                        "shifted_(offset, scale, 2.0) + square_(i % 3));"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
                    "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
     # a number stored into a slice: a loop over the view's elements, the slice's length as numba clamps it

@@ -17,6 +17,7 @@ from .conftest import KERNELS
     ("bad_membership", "void(int64[::1], int64[::1])", "r = range(1, 5)",
      "range() is supported only as the iterable of a for loop"),
     ("bad_while_else", "void(int64[::1])", "while", "while ... else is not supported"),
+    ("bad_inner_default", "void(int64[::1], int64[::1])", "def scaled(v, k=2):", "without defaults"),
 ])
 def test_located_error(kernel, sig, line_text, message):
     with pytest.raises(TranslationError) as info:

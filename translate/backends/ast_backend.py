@@ -60,7 +60,7 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
         helpers=tuple(sorted(unit.helpers)),
         constants=dict(sorted(unit.module_consts.items())),
         nonneg_params=tuple(sorted(tr.assumed)),
-        device_functions=tuple(dict.fromkeys(q for q, _ in unit.device_order)),
+        device_functions=tuple(dict.fromkeys(q for q, _ in unit.device_order if q is not None)),
         cooperative=unit.cooperative,
         constant_names={c: key[1] for key, c in unit.const_cnames.items() if isinstance(c, str) and c != key[1]},
     )

@@ -43,6 +43,10 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
             # the caller's template parameter: numba saw one instantiation's value, the C passes each one's
             runtime.append((pname, v, types.unliteral(t), a))
         elif is_static_type(t) and not (number and not needs_value(fn, pname, static_names)):
+            if isinstance(v, Static) and any(f.dispatcher is v.obj and f.free for f in tr.inner.values()):
+                raise tr.src.error(a, f"'{ast.unparse(a)}' reads names of the function it is defined in, so it is "
+                                   "passed those at each call: pass it on as a value, it could not be",
+                                   hint="call it here, or pass what it reads as arguments")
             bound[pname] = static_value(tr, v, a)
         else:  # a number literal the callee uses as a number: passed, as C code would
             runtime.append((pname, v, types.unliteral(t), a))

@@ -17,7 +17,7 @@ from numbakern.frontend import closures
 
 from ..cnames import _INT_BITS, c_arith, c_name, is_float, is_int, is_signed, scalar_key
 from ..errors import SourceInfo, TranslationError
-from . import arrays, builtins, variables
+from . import arrays, builtins, calls, inner, variables
 from .cexpr import (
     BINARY_PREC,
     COND,
@@ -60,6 +60,7 @@ class ExprMixin:
     template_consts: Mapping
     # the C variables of the function's names (stmts.FunctionTranslator sets them up)
     aliases: dict
+    inner: dict
     arrays: dict
     scalars: dict
     retyped: dict
@@ -151,6 +152,8 @@ class ExprMixin:
             return self.arrays[name]
         if name in self.ctx.bound:
             return self.literal_value(self.ctx.bound[name], node)
+        if name in self.inner:  # (called by v_Call, with what it reads of this function)
+            return Static(self.inner[name].dispatcher)
         if name in self.retyped:
             loaded = version_at(self, name, node, "load")
             var = self.retyped[name][loaded]
@@ -739,10 +742,12 @@ class ExprMixin:
         known = self.static_truth(node.test)
         if known is not None:  # numba compiles the branch a compile-time condition takes, and nothing of the other
             return self.value(node.body if known else node.orelse)
+        t = self.ctx.typed.record.unified(node)
+        if variables.is_number_tuple(t, scalar_key):
+            return self._tuple_if(node, t)
         test = self.cond(node.test)
         with self.out.no_hoist():
             a, b = self.expr(node.body), self.expr(node.orelse)
-        t = self.ctx.typed.record.unified(node)
         key = scalar_key(t)
         if key is None:
             raise self.src.error(node, "the branches of this conditional expression have no common type")
@@ -752,7 +757,33 @@ class ExprMixin:
         return CExpr(f"{tcode} ? {paren(a, COND + 1)} : {paren(b, COND)}", key, t, COND,
                      a.nonneg and b.nonneg, test.pure and a.pure and b.pure, a.deps | b.deps)
 
+    def _tuple_if(self, node, t) -> TupleVal:
+        """``(a, b) if c else (d, e)``: the test once, then each number of the tuple chosen by it
+        (``chosen ? a : d``), converted to the type numba unifies the branches to."""
+        test = self.cond(node.test)
+        if not test.pure or len(variables.leaf_types(t)) > 1:
+            test = self.out.hoist(test, "chosen")
+        with self.out.no_hoist():
+            a, b = self.value(node.body), self.value(node.orelse)
+        if not (isinstance(a, TupleVal) and isinstance(b, TupleVal)):
+            raise self.src.error(node, "the branches of this conditional expression are not both tuples of numbers")
+        pairs = list(zip(variables.leaf_values(a), variables.leaf_values(b), variables.leaf_types(t)))
+        if len(pairs) != len(variables.leaf_types(t)) or not all(isinstance(x, CExpr) and isinstance(y, CExpr)
+                                                                  for x, y, _ in pairs):
+            raise self.src.error(node, "the branches of this conditional expression are not both tuples of numbers")
+        tcode = paren(test, COND + 1)
+        numbers = []
+        for x, y, leaf in pairs:
+            key = scalar_key(leaf)
+            x, y = cast(x, key), cast(y, key)
+            numbers.append(CExpr(f"{tcode} ? {paren(x, COND + 1)} : {paren(y, COND)}", key, leaf, COND,
+                                 x.nonneg and y.nonneg, x.pure and y.pure, x.deps | y.deps))
+        return variables.shaped(numbers, t)
+
     def v_Call(self, node):
+        if isinstance(node.func, ast.Name) and node.func.id in self.inner:  # a function defined in this one
+            fn = self.inner[node.func.id]
+            return calls.device_call(self, fn.dispatcher.py_func, inner.call_node(node, fn), fn.dispatcher)
         return builtins.call(self, node)
 
     def signature(self, node, index=0):

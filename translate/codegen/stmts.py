@@ -11,7 +11,8 @@ from numba.cuda import types
 from .. import cnames
 from ..cnames import c_name, is_int, scalar_key
 from ..errors import TranslationError
-from . import analyses, arrays, calls, comments, loopvars, scope, unroll, variables, vectors
+from ..writes import is_lambda_assignment, local_functions
+from . import analyses, arrays, calls, comments, inner, loopvars, scope, unroll, variables, vectors
 from .cexpr import CExpr, Static, TupleVal, cast, paren
 from .context import FunctionContext
 from .diagnose import internal_error
@@ -54,6 +55,7 @@ class FunctionTranslator(ExprMixin):
             tuple(dict(c) for c in (all_template_consts or [self.template_consts])))
         self.comments = comments.Comments(src.lines)
         self.aliases: dict = {}
+        self.inner: dict = {}  # the functions defined in this one: name -> inner.InnerFunction
         self.arrays: dict = {}
         self.scalars: dict = {}
         self.written: set = set()
@@ -109,9 +111,10 @@ class FunctionTranslator(ExprMixin):
         """Every Python name the body assigns gets its C name now, before any generated one (so a local named
         ``x_shape0`` cannot shadow the extent of ``x``: the extent was named first and the local gets a suffix)."""
         self.local_c: dict[str, str] = {}
-        for node in ast.walk(self.ctx.fn):
+        defined = local_functions(self.ctx.fn)  # (C functions of their own: their names and locals are theirs)
+        for node in _own_nodes(self.ctx.fn):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in self.ctx.params \
-                    and node.id not in self.local_c:
+                    and node.id not in self.local_c and node.id not in defined:
                 self.local_c[node.id] = self.out.names.claim(node.id)
         array_locals = {n for n, t in self.ctx.typed.var_types.items()
                         if isinstance(t, types.Array) and n in self.local_c and n not in self.ctx.typed.conflicts}
@@ -682,7 +685,15 @@ class FunctionTranslator(ExprMixin):
             return
         self._assign(node.target, node.value, node)
 
+    def s_FunctionDef(self, node):
+        """A function defined in this one: a C function of its own (``inner``), where its comments go too."""
+        name, fn = inner.define(self, node)
+        self.inner[name] = fn
+        self.comments.drop(node.lineno, node.end_lineno)
+
     def s_Assign(self, node):
+        if is_lambda_assignment(node):
+            return self.s_FunctionDef(node)  # f = lambda v: ... is def f(v): return ...
         if len(node.targets) == 1:
             return self._assign(node.targets[0], node.value, node)
         # a = b = v: v evaluated once, then stored into each target from left to right, as Python does
@@ -1052,6 +1063,16 @@ class FunctionTranslator(ExprMixin):
             self.out.emit(f"{lhs_code} {res.infix[1]}= {res.infix[2]};")
         else:
             self.out.emit(f"{lhs_code} = {res.code};")
+
+
+def _own_nodes(fn: ast.FunctionDef):
+    """The nodes of ``fn`` outside the functions defined inside it."""
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
 
 
 def _identifiers(code: str) -> list[str]:

@@ -9,6 +9,7 @@ from ..cnames import Namespace, c_name
 from ..typed import type_function
 from .calls import call_signature
 from .diagnose import typing_error
+from .inner import inner_of
 from .source import parse_function
 from .variables import leaves
 
@@ -125,7 +126,9 @@ class Unit:
         dev = DeviceFn(cname, list(tr.ctx.runtime_params), written, code, typed.return_type, outs,
                        tr.ret_present is not None, tr.ret_array is not None)
         self.devices[key] = dev
-        self.device_order.append((f"{pyfunc.__module__}:{pyfunc.__qualname__}", dev))
+        # (a function defined inside the kernel is part of its source, not a dependency of its own)
+        name = None if inner_of(pyfunc) else f"{pyfunc.__module__}:{pyfunc.__qualname__}"
+        self.device_order.append((name, dev))
         return dev
 
     def return_type_of(self, tr, fnobj, node):
