@@ -10,7 +10,7 @@ its own (``retyped``: where each type is stored and read).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from numba.cuda import types
@@ -33,6 +33,13 @@ class TypedFunction:
     retyped: dict[str, Versions] = field(default_factory=dict)
     #: locals numba types as a literal (a single assignment of a constant, e.g. ``N = 100``): name -> value
     literals: dict[str, Any] = field(default_factory=dict)
+
+
+def evaluation(typed: TypedFunction, node, which: int, of: int) -> TypedFunction:
+    """``typed`` as the ``which``-th of ``of`` evaluations of an expression Python compiles more than once sees it
+    (``FunctionRecord.evaluation``: a while loop's test)."""
+    record = typed.record.evaluation(node, which, of)
+    return replace(typed, record=record, retyped={name: record.retyped[name] for name in typed.retyped})
 
 
 def type_function(pyfunc, argtypes: tuple, return_type=None, others: tuple = ()) -> TypedFunction:

@@ -132,6 +132,41 @@ class FunctionRecord:
             return _folded_signature(node)
         return None
 
+    def evaluation(self, node: ast.AST, which: int, of: int) -> FunctionRecord:
+        """This record as the ``which``-th of ``of`` evaluations of ``node`` sees it, where Python compiles ``node``
+        more than once (a while loop's test: before the loop, and again at the end of its body, each typed by
+        numba with the versions there): inside ``node``, each position's operations, and each of its lines' loads
+        and conversions of re-typed names, keep that evaluation's share (they come in IR order, one evaluation
+        after another)."""
+        span = _span(node)
+        if span is None:
+            return self
+        first, last = self.source.first_line + span[0] - 1, self.source.first_line + span[2] - 1
+
+        def share(items, kind=lambda item: None):
+            # (an evaluation whose operations differ in kind: numba folded one, ``n < 50`` of a literal ``n = 0``
+            # before the loop: every evaluation reads the operations the others have)
+            n = len(items) // of
+            kinds = {tuple(map(kind, items[k * n:(k + 1) * n])) for k in range(of)}
+            if not n or n * of != len(items) or len(kinds) > 1:
+                return items
+            return items[which * n:(which + 1) * n]
+
+        def inside(at) -> bool:
+            return at[:2] >= span[:2] and at[2:] <= span[2:]
+
+        def lines(by_line: dict) -> dict:
+            return {line: share(items) if first <= line <= last else items for line, items in by_line.items()}
+
+        def kind(op):
+            return op.kind
+
+        return replace(
+            self, operations_at={at: share(ops, kind) if inside(at) else ops for at, ops in self.operations_at.items()},
+            copies_at={at: share(c) if inside(at) else c for at, c in self.copies_at.items()},
+            retyped={name: replace(v, loads=lines(v.loads), copies=lines(v.copies))
+                     for name, v in self.retyped.items()})
+
     def item_comparison(self, node: ast.Compare):
         """numba's signature of ``item == x`` inside ``x in items`` (None where the record has none)."""
         op = self.operation(node)
@@ -147,13 +182,20 @@ class FunctionRecord:
     def unified(self, node: ast.IfExp):
         """The type numba gives a conditional expression: the one its branches are converted to (their last phi
         copy), None where the record does not show it."""
-        found = self.copies_at.get(_span(node.body) or (), ())
-        other = self.copies_at.get(_span(node.orelse) or (), ())
+        found, other = self._branch_copies(node.body), self._branch_copies(node.orelse)
         if found and other and found[-1] == other[-1]:
             return found[-1]
         if not found and not other:
             return self._returned(node)
         return None
+
+    def _branch_copies(self, branch: ast.expr) -> tuple:
+        """The phi copies of a conditional expression's branch; of a branch that is itself one (``a if c else (b if
+        d else e)``: its branches join the outer ones' phi), the type that one unifies to."""
+        if isinstance(branch, ast.IfExp):
+            inner = self.unified(branch)
+            return () if inner is None else (inner,)
+        return self.copies_at.get(_span(branch) or (), ())
 
     def _returned(self, node: ast.IfExp):
         """The type of ``return x if c else y`` where Python 3.12 compiled a return into each branch (no phi): the

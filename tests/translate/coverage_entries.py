@@ -125,6 +125,9 @@ COVERAGE = [
         floats(99, np.float64))),
     _e("inner_functions", "void(float32[::1], float64[::1], float32)", L(2, 64),
        (floats(99, np.float32, -1, 1), floats(99, np.float64), fixed(np.float32(1.5)))),
+    _e("retyped_while", "void(float32[::1], float64[::1], int64[::1])", L(2, 64),
+       (custom(lambda rng: np.where(rng.random(99) < 0.2, 0, rng.uniform(-1, 4, 99)).astype(np.float32)),
+        floats(99, np.float64), ints(99, np.int64, -5, 5))),
     _e("bfloat16_arrays", "void(bfloat16[::1], bfloat16[::1], float32)", L(2, 64),
        (floats(99, ml_dtypes.bfloat16, -2, 2), floats(99, ml_dtypes.bfloat16), fixed(np.float32(1.5))), rtol=1e-2),
 ]

@@ -533,3 +533,32 @@ def inner_functions(x, out, scale):
     if i < x.shape[0]:
         lo, hi = (x[i], 1.0) if x[i] < 0.25 else (1.0, x[i] * 2)
         store(i, blend(x[i], lo) + square(hi) + shifted(2.0) + square(np.int64(i % 3)))
+
+
+@cuda.jit
+def retyped_while(x, out, sign):
+    """While loops whose test reads a name numba types twice: Python compiles the test before the loop, where `v` is
+    float32, and again at the end of the body, where `v / 3` made it float64 (numba converts `v` before its first
+    branch, so the name read after the loop is float64 whether the loop ran or not); with a `continue` the test is
+    compiled once, at the loop's head. And nested conditional expressions."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        v = x[i]
+        n = 0
+        while abs(v) * v > 1e-3 and n < 40:
+            v = v / 3
+            n += 1
+        w = x[i]
+        while w * w > 0.01:
+            w = w / 2
+            n += 1
+            if n % 4 == 0:
+                continue
+            n += 1
+        u = x[i]
+        k = 0
+        while abs(u) > 1e-3 and k < 50:  # (u is not read after the loop)
+            u = u / 2
+            k += 1
+        out[i] = v + w + n + k
+        sign[i] = -1 if x[i] < 0 else (0 if x[i] == 0 else (2 if x[i] > 0.5 else 1))

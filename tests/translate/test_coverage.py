@@ -112,6 +112,16 @@ FRAGMENTS = {
                         "const bool chosen = x[i] < 0.25;", "double hi = chosen ? 1.0 : (double)x[i] * 2;",
                         "store(out, out_shape0, i, blend(offset, scale, x[i], lo) + square(hi) + "
                         "shifted_(offset, scale, 2.0) + square_(i % 3));"],
+    # a while loop's test in the types numba gives each of its two evaluations: before the loop (float32 v), then
+    # as do { ... } while at the end of the body (float64 v); numba's conversion of v made once, before the branch
+    "retyped_while": ["v = x[i];\n        v_f64 = (double)v;\n        int64_t n = 0;\n        if (fabsf(v) * v > 0.001 "
+                      "&& n < 40) {\n            do {", "} while (fabs(v_f64) * v_f64 > 0.001 && n < 40);",
+                      "while (w_f64 * w_f64 > 0.01) {", "out[i] = v_f64 + w_f64 + n + k;",
+                      "u = x[i];\n        int64_t k = 0;\n        u_f64 = (double)u;\n        if (fabsf(u) > 0.001 && "
+                      "k < 50) {  // (u is not read after the loop)\n            do {\n"
+                      "                u_f64 = u_f64 / 2;",
+                      "sign[i] = (double)x[i] < 0 ? -1 : ((double)x[i] == 0) ? 0 : x[i] > 0.5 ? (int64_t)2 : "
+                      "(int64_t)1;"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
                    "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
     # a number stored into a slice: a loop over the view's elements, the slice's length as numba clamps it

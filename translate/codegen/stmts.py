@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import operator
+import re
 
 import numpy as np
 from numba.cuda import types
@@ -11,6 +13,7 @@ from numba.cuda import types
 from .. import cnames
 from ..cnames import c_name, is_int, scalar_key
 from ..errors import TranslationError
+from ..typed import evaluation
 from ..writes import is_lambda_assignment, local_functions
 from . import analyses, arrays, calls, comments, inner, loopvars, scope, unroll, variables, vectors
 from .cexpr import CExpr, Static, TupleVal, cast, paren
@@ -456,11 +459,73 @@ class FunctionTranslator(ExprMixin):
     def s_While(self, node):
         if node.orelse:
             raise self.src.error(node, "while ... else is not supported", hint="a flag variable")
+        if self._retyped_in_test(node):
+            return self._rotated_while(node)
         with self.out.no_hoist():  # evaluated before every iteration
             test = self.cond(node.test)
         self.out.emit(f"while ({test.code}) {{" + self.header_comment(node))
         self._nested(node.body)
         self.out.emit("}")
+
+    def _retyped_in_test(self, node) -> list[str]:
+        """The names of several types that a while loop's test reads in more than one type: Python compiles the
+        test twice, before the loop and at the end of its body, and numba types each (``v = x[i]`` float32 before,
+        ``v = v / 2`` float64 in the body)."""
+        return [name for name in self._retyped_in_test_names(node.test) if len(set(
+            self.ctx.typed.retyped[name].loads.get(self.src.first_line + node.test.lineno - 1, []))) > 1]
+
+    def _retyped_in_test_names(self, test) -> list[str]:
+        return sorted({n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in self.retyped})
+
+    def _rotated_while(self, node):
+        """``while c: body`` as numba runs it when its test reads a name in two types: the test before the loop in
+        the types there, numba's conversions into the loop's versions, then ``do { body } while (c)`` with the test
+        in the body's types (each evaluation translated with its share of the typed record)."""
+        whole = self.ctx
+        tests = []
+        for which in (0, 1):
+            self.ctx = dataclasses.replace(whole, typed=evaluation(whole.typed, node.test, which, 2))
+            try:
+                with self.out.no_hoist():
+                    tests.append(self.cond(node.test))
+                if which == 0:
+                    converted = self._converted_after(node.test)
+            finally:
+                self.ctx = whole
+        for line in converted:  # (numba converts before it branches: also where the loop does not run)
+            self.out.emit(line)
+        self.out.emit(f"if ({tests[0].code}) {{" + self.header_comment(node))
+        with self.out.nested():
+            self.out.emit("do {")
+            self._nested(node.body)
+            self.out.emit(f"}} while ({tests[1].code});")
+        self.out.emit("}")
+
+    def _converted_after(self, test) -> list[str]:
+        """numba's conversions of re-typed names on the line of a while loop's test (this evaluation's): into the
+        versions the loop's body, and the code after it, read (its phi nodes)."""
+        line, out = self.src.first_line + test.lineno - 1, []
+        for name in self._retyped_in_test_names(test):
+            versions, cvars = self.ctx.typed.retyped[name], self.retyped[name]
+            for src, dst in dict.fromkeys(versions.copies.get(line, [])):
+                if src != dst:
+                    for a, b in zip(variables.leaves(cvars[src]), variables.leaves(cvars[dst])):
+                        conversion = f"{b.cname} = ({c_name(b.key)}){a.cname};"
+                        if not self._still_holds(conversion, a.cname, b.cname):
+                            out.append(conversion)
+        return out
+
+    def _still_holds(self, conversion: str, src: str, dst: str) -> bool:
+        """Was ``conversion`` (``dst = (T)src;``) the last assignment to either name, in this block (numba also
+        converts right after the store, ``v = x[i]``, where its phi copy lies on that line)?"""
+        assigns = re.compile(rf"^(?:\w+ )?(?:{re.escape(src)}|{re.escape(dst)}) *(?:[-+*/%&|^]|<<|>>)?=(?!=)")
+        for text in reversed(self.out.lines):
+            text = text.strip()
+            if text == conversion:
+                return True
+            if assigns.match(text) or text.endswith("{") or text == "}":
+                return False  # (assigned since, or another block: not a straight line back to it)
+        return False
 
     def s_For(self, node):
         if node.orelse:
