@@ -524,10 +524,11 @@ def inner_functions(x, out, scale):
     shifted = lambda v: v * scale + offset  # noqa: E731
 
     def blend(v, w):
+        # a closure's own comment, carried too
         return shifted(v) - square(w)
 
     def store(k, v):
-        out[k] = v
+        out[k] = v  # (into the kernel's argument)
 
     i = cuda.grid(1)
     if i < x.shape[0]:
@@ -562,3 +563,4 @@ def retyped_while(x, out, sign):
             k += 1
         out[i] = v + w + n + k
         sign[i] = -1 if x[i] < 0 else (0 if x[i] == 0 else (2 if x[i] > 0.5 else 1))
+

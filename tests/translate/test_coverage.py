@@ -106,7 +106,9 @@ FRAGMENTS = {
     "inner_functions": ["__device__ double square(double v)", "    // the kernel's own comment, carried into the C",
                         "__device__ double shifted(double offset, float scale, float v)",
                         "__device__ double blend(double offset, float scale, float v, double w)",
-                        "return shifted(offset, scale, v) - square(w);",
+                        "    // a closure's own comment, carried too\n"
+                        "    return shifted(offset, scale, v) - square(w);",
+                        "    out[k] = v;  // (into the kernel's argument)",
                         "__device__ int64_t square_(int64_t v)",
                         "__device__ void store(double* out, int64_t out_shape0, int64_t k, double v)",
                         "const bool chosen = x[i] < 0.25;", "double hi = chosen ? 1.0 : (double)x[i] * 2;",

@@ -4,9 +4,10 @@ function, specialised per argument types.
 
 What such a function reads of the enclosing function's parameters and locals (a closure, ``lambda v: v * scale``)
 becomes leading parameters of the device function, passed at each call: Python reads a closure's variables when it
-is called, so their values at the call are the ones it sees. An inner function without such names keeps its own
-source (comments, lines: errors point into the kernel's file); one with them is written out again with the extra
-parameters (``ast.unparse``), under a file name of its own registered in ``linecache``."""
+is called, so their values at the call are the ones it sees. An inner function keeps its own text, comments and line
+numbers (errors name the kernel file's lines): as it stands in the kernel's file where it reads no such names, else
+with them inserted as parameters (and passed on to the inner functions it calls), under a file name of its own
+registered in ``linecache``; a lambda is written out as a one-line def."""
 
 from __future__ import annotations
 
@@ -50,15 +51,14 @@ def define(tr, node: ast.FunctionDef | ast.Assign) -> tuple[str, InnerFunction]:
     namespace.update({name: f.dispatcher for name, f in tr.inner.items()})  # one inner function calls another
     if not free and isinstance(node, ast.FunctionDef):
         code = _own_text(tr, fdef)  # its own text, at its place in the kernel's file
-    else:
+    elif isinstance(node, ast.FunctionDef):
+        code = _with_free(tr, fdef, free, called)
+    else:  # a lambda: a def of one line
         params = ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in free] + list(args.args), vararg=None,
                                kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
         body = [_PassingFree(called).visit(copy.deepcopy(s)) for s in fdef.body]
-        written = function_def(fdef.name, params, body)
-        text = ast.unparse(ast.fix_missing_locations(written)) + "\n"
-        filename = f"<{tr.ctx.name}.{fdef.name}, an inner function of {tr.ctx.name}>"
-        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-        code = compile(text, filename, "exec")
+        text = ast.unparse(ast.fix_missing_locations(function_def(fdef.name, params, body))) + "\n"
+        code = _registered(tr, fdef.name, text)
     exec(code, namespace)
     made = namespace[fdef.name]
     made.__qualname__ = fdef.name
@@ -88,6 +88,35 @@ class _PassingFree(ast.NodeTransformer):
         if isinstance(node.func, ast.Name) and node.func.id in self.called:
             return call_node(node, self.called[node.func.id])
         return node
+
+
+def _with_free(tr, fdef: ast.FunctionDef, free: tuple, called: dict):
+    """``fdef``'s own text, its comments and lines kept, with the enclosing function's names it reads (``free``)
+    inserted as its first parameters, and passed first to the inner functions it calls that read some of their own
+    (``called``)."""
+    lines = tr.src.lines[fdef.lineno - 1:fdef.end_lineno]
+    inserts = [(0, lines[0].index("(", fdef.col_offset) + 1, free)]  # (line, column, names): after "def name("
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in called \
+                and called[n.func.id].free:
+            line = (n.func.end_lineno or n.func.lineno) - fdef.lineno
+            end = n.func.end_col_offset or n.func.col_offset
+            inserts.append((line, lines[line].index("(", end) + 1, called[n.func.id].free))
+    for line, col, names in sorted(inserts, reverse=True):
+        text = lines[line]
+        rest = text[col:].lstrip()
+        sep = "" if rest.startswith(")") else ", "
+        lines[line] = text[:col] + ", ".join(names) + sep + text[col:]
+    # at the kernel's own line numbers, so that an error in it names the kernel file's line
+    padding = "\n" * (tr.src.first_line + fdef.lineno - 2)
+    return _registered(tr, fdef.name, padding + textwrap.dedent("\n".join(lines)) + "\n")
+
+
+def _registered(tr, name: str, text: str):
+    """``text`` compiled under a file name of its own, registered in ``linecache`` (where inspect reads it)."""
+    filename = f"<{tr.ctx.name}.{name}, an inner function of {tr.ctx.name}, with its closure as parameters>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    return compile(text, filename, "exec")
 
 
 def _own_text(tr, fdef: ast.FunctionDef):
