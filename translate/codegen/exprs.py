@@ -39,7 +39,6 @@ from .context import FunctionContext
 from .diagnose import internal_error
 from .emitter import Emitter
 from .valueflow import within
-from .variables import tree_value, version_at
 
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
           ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
@@ -155,13 +154,13 @@ class ExprMixin:
         if name in self.inner:  # (called by v_Call, with what it reads of this function)
             return Static(self.inner[name].dispatcher)
         if name in self.retyped:
-            loaded = version_at(self, name, node, "load")
+            loaded = variables.version_at(self, name, node, "load")
             var = self.retyped[name][loaded]
             if isinstance(var, list):
-                return tree_value(var, loaded)
+                return variables.tree_value(var, loaded)
             return CExpr(var.cname, var.key, var.nbt)
         if name in self.tuple_vars:
-            return tree_value(self.tuple_vars[name], self.ctx.var_type(name))
+            return variables.tree_value(self.tuple_vars[name], self.ctx.var_type(name))
         if name in self.scalars:
             key = self.scalars[name]
             deps = self.facts.get(name)

@@ -72,11 +72,9 @@ def shaped(values: list, t) -> TupleVal:
     return TupleVal(items, tuple(getattr(t, "fields", ())))
 
 
-def tree_value(tree, t=None) -> TupleVal:
-    """The tuple a nested list of CVars holds (its namedtuple fields from the numba type ``t``)."""
-    types_of = list(t) if t is not None and isinstance(t, types.BaseTuple) else [None] * len(tree)
-    return TupleVal([tree_value(v, x) if isinstance(v, list) else CExpr(v.cname, v.key, v.nbt)
-                     for v, x in zip(tree, types_of)], tuple(getattr(t, "fields", ())))
+def tree_value(tree, t) -> TupleVal:
+    """The tuple of type ``t`` that a nested list of CVars holds."""
+    return shaped([CExpr(v.cname, v.key, v.nbt) for v in leaves(tree)], t)
 
 
 def retyped_vars(tr, name, versions) -> dict | None:
