@@ -130,4 +130,7 @@ COVERAGE = [
         floats(99, np.float64), ints(99, np.int64, -5, 5))),
     _e("bfloat16_arrays", "void(bfloat16[::1], bfloat16[::1], float32)", L(2, 64),
        (floats(99, ml_dtypes.bfloat16, -2, 2), floats(99, ml_dtypes.bfloat16), fixed(np.float32(1.5))), rtol=1e-2),
+    # n = 23: the sizes of the miscompiled loop in docs/translate.md (m = 11)
+    _e("downward_ranges", "void(float32[::1], float64[::1], int64)", L(2, 64),
+       (floats(99, np.float32), floats(99, np.float64), fixed(np.int64(23)))),
 ]

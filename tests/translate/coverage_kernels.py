@@ -564,3 +564,26 @@ def retyped_while(x, out, sign):
         out[i] = v + w + n + k
         sign[i] = -1 if x[i] < 0 else (0 if x[i] == 0 else (2 if x[i] > 0.5 else 1))
 
+
+
+@cuda.jit
+def downward_ranges(x, out, n):
+    """Loops that count down to a run-time stop, with floating-point accumulators: the form in which CUDA 13.0's
+    ptxas miscompiles a C loop ``for (k = m; k > -m; k -= 3)`` (docs/translate.md). A stop the body changes, a
+    start the body changes, and a literal stop (the plain C loop)."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        m = n // 2
+        acc = 0.0
+        for k in range(m, -m, -3):
+            acc -= k
+        low = np.float32(0)
+        for j in range(i % 7 + m, -2 * m, -1):
+            low += x[(j + 2 * m) % x.shape[0]]
+        hi = i % 5
+        for k in range(hi + 3, hi - 9, -2):
+            hi -= 1
+            acc += k * 0.25
+        for q in range(m, -1, -4):
+            acc += q
+        out[i] = acc + low + hi

@@ -124,6 +124,13 @@ FRAGMENTS = {
                       "                u_f64 = u_f64 / 2;",
                       "sign[i] = (double)x[i] < 0 ? -1 : ((double)x[i] == 0) ? 0 : x[i] > 0.5 ? (int64_t)2 : "
                       "(int64_t)1;"],
+    # counted down to a run-time stop as numba counts: trips up from 0 (ptxas 13.0 miscompiles the plain C loop)
+    "downward_ranges": ["const int64_t k_trips = m > -m ? (m - (-m) - 1) / 3 + 1 : 0;\n        "
+                        "for (int64_t k_trip = 0; k_trip < k_trips; k_trip++) {\n            "
+                        "const int64_t k = m - k_trip * 3;",
+                        "const int64_t j_trips = j_start > j_stop ? j_start - j_stop : 0;",
+                        "const int64_t k_stop = hi - 9;\n        const int64_t k_start = hi + 3;",
+                        "for (int64_t q = m; q > -1; q -= 4) {"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
                    "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
     # a number stored into a slice: a loop over the view's elements, the slice's length as numba clamps it

@@ -579,6 +579,10 @@ class FunctionTranslator(ExprMixin):
             self.out.emit("#pragma unroll")
         if step is None or step.literal == 1:
             self.out.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var}++) {{" + note)
+        elif isinstance(step.literal, int) and step.literal < 0 and stop.literal is None:
+            start_names = {n.id for n in ast.walk(it.args[0]) if isinstance(n, ast.Name)}
+            self._counted_down(node, var, ctype, key, start, stop, -step.literal, bool(assigned & start_names), note)
+            return
         elif isinstance(step.literal, int) and step.literal != 0:
             cmp = "<" if step.literal > 0 else ">"
             inc = f"{var} += {step.literal}" if step.literal > 0 else f"{var} -= {-step.literal}"
@@ -593,6 +597,27 @@ class FunctionTranslator(ExprMixin):
                 step = before_loop(step, "step")
             self.out.emit(f"for ({ctype} {var} = {start.code}; {paren(step, 11)} > 0 ? {var} < {paren(stop, 11)} : "
                       f"{var} > {paren(stop, 11)}; {var} += {paren(step, 3)}) {{" + note)
+        self._nested(node.body)
+        self.out.emit("}")
+
+    def _counted_down(self, node, var, ctype, key, start, stop, by: int, start_assigned: bool, note: str) -> None:
+        """``for k in range(start, stop, -by)`` with a run-time stop, as numba's range iterator counts: the trips
+        counted up from 0, and ``k`` made of each. ptxas of CUDA 13.0 at -O3 (and the driver's JIT) miscompiles
+        ``for (k = n; k > -n; k -= 3)`` with a floating-point accumulator, and no upward loop (docs/translate.md,
+        "A miscompile in CUDA 13.0's ptxas")."""
+        base = var.rstrip("_")
+        # each is read more than once, start in the body too: a literal or a name as it is (a stop the body changes
+        # is held already), anything else computed once, before the loop
+        start, stop = (e if re.fullmatch(r"-?\w+", e.code) and not assigned else
+                       self.out.hoist(cast(e, key), f"{base}_{what}")
+                       for e, what, assigned in ((start, "start", start_assigned), (stop, "stop", False)))
+        first, last = paren(start, 6), f"({stop.code})" if stop.code.startswith("-") else paren(stop, 7)
+        trips, trip = self.out.temp(f"{base}_trips"), self.out.temp(f"{base}_trip")
+        count = f"{first} - {last}" if by == 1 else f"({first} - {last} - 1) / {by} + 1"
+        self.out.emit(f"const {ctype} {trips} = {paren(start, 11)} > {paren(stop, 11)} ? {count} : 0;")
+        self.out.emit(f"for ({ctype} {trip} = 0; {trip} < {trips}; {trip}++) {{" + note)
+        with self.out.nested():
+            self.out.emit(f"const {ctype} {var} = {first} - {trip}" + (f" * {by};" if by != 1 else ";"))
         self._nested(node.body)
         self.out.emit("}")
 
