@@ -136,9 +136,11 @@ def bad_unpacked_loop_var(x, out):
 
 
 @cuda.jit
-def bad_membership(x, out):
+def bad_held_range(x, out):
     i = cuda.grid(1)
-    r = range(1, 5)  # a range held in a variable (numba compiles it)
+    r = range(1, 5)
+    if i > 2:
+        r = range(2, 7)  # a range held in a variable, made again on one path (numba compiles it)
     if x[i] in r:
         out[i] = 1
 

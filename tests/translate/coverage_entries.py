@@ -133,4 +133,8 @@ COVERAGE = [
     # n = 23: the sizes of the miscompiled loop in docs/translate.md (m = 11)
     _e("downward_ranges", "void(float32[::1], float64[::1], int64)", L(2, 64),
        (floats(99, np.float32), floats(99, np.float64), fixed(np.int64(23)))),
+    # x whole numbers in [-12, 12), so that `x[i] in down` is sometimes true
+    _e("held_ranges", "void(float32[::1], float64[::1], int64)", L(2, 64),
+       (custom(lambda rng: rng.integers(-12, 12, 99).astype(np.float32)), floats(99, np.float64),
+        fixed(np.int64(23)))),
 ]

@@ -587,3 +587,24 @@ def downward_ranges(x, out, n):
         for q in range(m, -1, -4):
             acc += q
         out[i] = acc + low + hi
+
+
+@cuda.jit
+def held_ranges(x, out, n):
+    """Ranges held in variables: Python computes their bounds where they are made, so a loop over one, ``in`` and
+    ``len`` read those, whatever the names they were made of hold by then; one counting down to a run-time stop,
+    and one of literals."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        odd = range(1, n, 2)
+        down = range(n + i % 3, -n, -3)
+        n = n - 1  # (odd and down keep the bounds they were made with)
+        acc = 0.0
+        for k in odd:
+            acc += x[k % x.shape[0]]
+        for k in down:
+            acc -= k
+        eight = range(8)
+        for q in eight:
+            acc += q * 0.5
+        out[i] = acc + (i in odd) + len(odd) * 100 + len(down) + (x[i] in down) + n

@@ -125,12 +125,20 @@ FRAGMENTS = {
                       "sign[i] = (double)x[i] < 0 ? -1 : ((double)x[i] == 0) ? 0 : x[i] > 0.5 ? (int64_t)2 : "
                       "(int64_t)1;"],
     # counted down to a run-time stop as numba counts: trips up from 0 (ptxas 13.0 miscompiles the plain C loop)
-    "downward_ranges": ["const int64_t k_trips = m > -m ? (m - (-m) - 1) / 3 + 1 : 0;\n        "
+    "downward_ranges": ["const int64_t k_trips = nk_range_len(m, -m, -3);\n        "
                         "for (int64_t k_trip = 0; k_trip < k_trips; k_trip++) {\n            "
                         "const int64_t k = m - k_trip * 3;",
-                        "const int64_t j_trips = j_start > j_stop ? j_start - j_stop : 0;",
+                        "const int64_t j_start = i % 7 + m;\n        const int64_t j_trips = nk_range_len(j_start, "
+                        "-2 * m, -1);",
                         "const int64_t k_stop = hi - 9;\n        const int64_t k_start = hi + 3;",
                         "for (int64_t q = m; q > -1; q -= 4) {"],
+    # a range's bounds held where it is made (literals as they are)
+    "held_ranges": ["const int64_t odd_stop = n;\n        const int64_t down_start = n + i % 3;\n        "
+                    "const int64_t down_stop = -n;\n        n = n - 1;",
+                    "for (int64_t k = 1; k < odd_stop; k += 2) {",
+                    "const int64_t k_trips = nk_range_len(down_start, down_stop, -3);",
+                    "#pragma unroll\n        for (int64_t q = 0; q < 8; q++) {",
+                    "nk_in_range(i, 1, odd_stop, 2)", "nk_range_len(1, odd_stop, 2) * 100"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
                    "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
     # a number stored into a slice: a loop over the view's elements, the slice's length as numba clamps it

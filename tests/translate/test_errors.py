@@ -14,8 +14,8 @@ from .conftest import KERNELS
     ("bad_unpacked_loop_var", "void(int64[::1], int64[::1])", "out[0] = a", "loop variable"),
     ("bad_sum_complex", "void(complex64[::1], float64[::1])", "out[0] = z.sum().real",
      ".sum() is supported on arrays of real numbers"),
-    ("bad_membership", "void(int64[::1], int64[::1])", "r = range(1, 5)",
-     "range() is supported only as the iterable of a for loop"),
+    ("bad_held_range", "void(int64[::1], int64[::1])", "r = range(2, 7)",
+     "a range held in a variable is made once"),
     ("bad_while_else", "void(int64[::1])", "while", "while ... else is not supported"),
     ("bad_inner_default", "void(int64[::1], int64[::1])", "def scaled(v, k=2):", "without defaults"),
 ])

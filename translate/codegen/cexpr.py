@@ -40,6 +40,14 @@ class TupleVal:
 
 
 @dataclass
+class RangeVal:
+    """``range(start, stop, step)`` as a value (``odd = range(1, n, 2)``): its bounds, in the type it counts in."""
+    start: CExpr
+    stop: CExpr
+    step: CExpr
+
+
+@dataclass
 class Static:
     """A compile-time Python object: a module, a CUDA stub, a function, a device function."""
     obj: Any

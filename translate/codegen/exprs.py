@@ -27,6 +27,7 @@ from .cexpr import (
     REL,
     UNARY,
     CExpr,
+    RangeVal,
     Static,
     TupleVal,
     arith_casts,
@@ -671,10 +672,12 @@ class ExprMixin:
 
     def _in_range(self, node, value_type):
         call = node.comparators[0]
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "range"
+        held = self.aliases.get(call.id) if isinstance(call, ast.Name) else None
+        if not isinstance(held, RangeVal) and not (
+                isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "range"
                 and 1 <= len(call.args) <= 3 and not call.keywords):
-            raise self.src.error(call, "`in` a range is supported over range(...) written in place",
-                                 hint="x in range(a, b, step)")
+            raise self.src.error(call, "`in` a range is supported over range(...) written in place or held in a "
+                                 "variable", hint="x in range(a, b, step)")
         vkey = scalar_key(value_type)
         if vkey is None or not (vkey == "bool" or is_float(vkey) or (is_int(vkey) and is_signed(vkey))):
             raise self.src.error(node, "`in` a range is supported for a signed integer, bool or float value",
@@ -682,10 +685,13 @@ class ExprMixin:
         x = self.expr(node.left)  # first, as Python evaluates it (C leaves the order of a call's arguments open)
         if not x.pure:
             x = self.out.hoist(x, "value")
-        bounds = [self.expr(a) for a in call.args]  # numba's range takes integers: C converts them to int64_t
-        bounds = [b if b.pure else self.out.hoist(b, "bound") for b in bounds]
-        start, stop, step = (["0", bounds[0].code, "1"] if len(bounds) == 1 else
-                             [b.code for b in bounds] + (["1"] if len(bounds) == 2 else []))
+        if isinstance(held, RangeVal):  # (its bounds held in constants when it was made)
+            start, stop, step = held.start.code, held.stop.code, held.step.code
+        else:  # (range(...) written in place, checked above)
+            bounds = [self.expr(a) for a in getattr(call, "args", ())]  # numba's range takes integers: int64_t in C
+            bounds = [b if b.pure else self.out.hoist(b, "bound") for b in bounds]
+            start, stop, step = (["0", bounds[0].code, "1"] if len(bounds) == 1 else
+                                 [b.code for b in bounds] + (["1"] if len(bounds) == 2 else []))
         self.helpers.add("nk_in_range")
         v = cast(x, "float64" if is_float(vkey) else "int64")
         return CExpr(f"nk_in_range({v.code}, {start}, {stop}, {step})", "bool", types.boolean, PRIMARY)

@@ -469,6 +469,13 @@ template <typename K, typename T, typename V, typename... Dims> __device__ bool 
     return nk_contains_at<K>(a, v, dims...);
 }
 """,
+    "nk_range_len": """\
+// len(range(start, stop, step)) as Python counts it; numba's range iterator counts its trips so
+__device__ int64_t nk_range_len(int64_t start, int64_t stop, int64_t step) {
+    if (step > 0) return start < stop ? (stop - start - 1) / step + 1 : 0;
+    return start > stop ? (start - stop - 1) / -step + 1 : 0;
+}
+""",
     "nk_in_range": """\
 // `value in range(start, stop, step)` as numba computes it (its rangeobj impl_contains): an integer inside the range's
 // span and on its step; a float only when it is integral, as int(value)

@@ -1,6 +1,6 @@
 """Python's own builtins in C: ``len``, the number types used as casts (``int(x)``, ``np.float32(x)``, numba's
-``float32(x)``), ``print`` (``printf`` with numba-cuda's formats), and the builtins that are only valid in one place
-(``range`` as a loop's iterable, shared/local arrays assigned to a name)."""
+``float32(x)``), ``print`` (``printf`` with numba-cuda's formats), ``range`` as a value (its bounds: a loop over it,
+``in`` and ``len`` read them), and shared/local arrays, valid only assigned to a name."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from numba.cuda import types
 
 from ..cnames import is_int, is_signed, scalar_key
 from . import arrays
-from .cexpr import LOR, PRIMARY, UNARY, CExpr, TupleVal, cast, paren
+from .cexpr import LOR, PRIMARY, UNARY, CExpr, RangeVal, TupleVal, cast, paren
 
 
 def _len(tr, obj, node):
     a = tr.value(node.args[0]) if len(node.args) == 1 else None
+    if isinstance(a, RangeVal):
+        return range_len(tr, a)
     if not isinstance(a, arrays.ArrayInfo) or a.extents is None:
         raise tr.src.error(node, "len() is supported on arrays with known extents", hint="len(x) of an argument")
     return a.extents[0]
@@ -140,8 +142,23 @@ def _namedtuple(tr, cls, node):
     return TupleVal([tr.value(v) for v in values], tuple(cls._fields))
 
 
-def _range(tr, obj, node):
-    raise tr.src.error(node, "range() is supported only as the iterable of a for loop", hint="for i in range(...):")
+def _range(tr, obj, node) -> RangeVal:
+    """``range(...)`` as a value: its bounds converted to the type it counts in (numba's range type's), as Python
+    evaluates them, in order (a loop over ``range(...)`` written in place reads its own bounds: ``stmts.s_For``)."""
+    if not 1 <= len(node.args) <= 3 or node.keywords:
+        raise tr.src.error(node, "range takes 1 to 3 positional arguments")
+    key = tr.scalar_key(tr.signature(node).return_type.dtype)
+    bounds = [b if b.literal is not None else cast(b, key) for b in map(tr.expr, node.args)]
+    one, zero = (CExpr(str(v), "int32", None, literal=v, nonneg=True) for v in (1, 0))
+    start, stop, step = ([zero, *bounds, one] if len(bounds) == 1 else bounds + [one] * (3 - len(bounds)))
+    return RangeVal(start, stop, step)
+
+
+def range_len(tr, r: RangeVal) -> CExpr:
+    """``len(r)``: the number of its items, as numba's range counts them."""
+    tr.helpers.add("nk_range_len")
+    return CExpr(f"nk_range_len({r.start.code}, {r.stop.code}, {r.step.code})", "int64", types.int64, PRIMARY,
+                 nonneg=True, pure=r.start.pure and r.stop.pure and r.step.pure)
 
 
 def _array_here(tr, obj, node):

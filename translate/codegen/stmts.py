@@ -16,7 +16,7 @@ from ..errors import TranslationError
 from ..typed import evaluation
 from ..writes import is_lambda_assignment, local_functions
 from . import analyses, arrays, calls, comments, inner, loopvars, scope, unroll, variables, vectors
-from .cexpr import CExpr, Static, TupleVal, cast, paren
+from .cexpr import CExpr, RangeVal, Static, TupleVal, cast, paren
 from .context import FunctionContext
 from .diagnose import internal_error
 from .emitter import Emitter
@@ -172,6 +172,10 @@ class FunctionTranslator(ExprMixin):
 
     def declarations(self, name) -> list[str]:
         """The C declarations (uninitialised) of a Python local's variable(s)."""
+        if name in self.held_ranges:
+            raise self.src.error(self.statement, f"'{name}' holds a range made in a block that does not contain all "
+                                 "its uses: a range held in a variable is made once, before the code that reads it",
+                                 hint=f"{name} = range(...) on a line of its own before the loops that read it")
         if name in self.retyped:
             return [f"{c_name(v.key)} {v.cname};" for vs in self.retyped[name].values() for v in variables.leaves(vs)]
         if name in self.tuple_vars:
@@ -208,6 +212,7 @@ class FunctionTranslator(ExprMixin):
                 raise self.src.error(self.ctx.fn, f"argument '{name}' has type {t}, which is not supported",
                                      hint="arrays, numbers and tuples of numbers")
         self.tuple_vars: dict = {}
+        self.held_ranges: set = set()  # locals that hold a range (``odd = range(1, n, 2)``): aliases of its bounds
         self.present: dict = {}  # an Optional local -> the C name of its flag (named with the other locals)
         for name, t in self.ctx.typed.var_types.items():
             if name in self.ctx.params or name in self.ctx.typed.conflicts:
@@ -220,6 +225,8 @@ class FunctionTranslator(ExprMixin):
                 self.present[name] = None
             elif variables.is_number_tuple(t, self.scalar_key):
                 self.tuple_vars[name] = t
+            elif isinstance(t, types.RangeType):
+                self.held_ranges.add(name)
         self.values = analyses.Values(self.ctx, self.template_consts, dict(self.scalars), self.lookup_global,
                                       self.static_truth)
         self.facts = self.values.facts
@@ -251,7 +258,8 @@ class FunctionTranslator(ExprMixin):
                 isinstance(body[0].value.value, str):
             body = body[1:]
         self.loop_vars, reused = loopvars.check(self.ctx.src, body)
-        declarable = {n for n in (*self.scalars, *self.retyped, *self.tuple_vars, *self.array_aliases)
+        declarable = {n for n in (*self.scalars, *self.retyped, *self.tuple_vars, *self.array_aliases,
+                                  *self.held_ranges)
                       if n not in self.ctx.params and (n not in self.loop_vars or n in reused)}
         # a name reused after its loops: declared where its other uses need it (the loops declare their own)
         in_loops = {id(n) for loop in ast.walk(ast.Module(body=body, type_ignores=[]))
@@ -535,29 +543,42 @@ class FunctionTranslator(ExprMixin):
         it = marked[0] if marked is not None else it
         f = self.value(it.func) if isinstance(it, ast.Call) and marked is None and not it.keywords and \
             isinstance(it.func, (ast.Name, ast.Attribute)) else None
-        if marked is None and not (isinstance(f, Static) and f.obj is range):
+        held = self.aliases.get(it.id) if isinstance(it, ast.Name) else None
+        if marked is None and not (isinstance(f, Static) and f.obj is range) and not isinstance(held, RangeVal):
             return self._for_each(node, f.obj if isinstance(f, Static) else None)
         if not isinstance(node.target, ast.Name):
             raise self.src.error(it, "a loop over range(...) binds a single name", hint="for i in range(n)")
-        if not 1 <= len(it.args) <= 3 or it.keywords:
-            raise self.src.error(it, "range takes 1 to 3 positional arguments")
         name = node.target.id
         key = scalar_key(self.ctx.var_type(name))
+        if isinstance(held, RangeVal):  # its bounds held in constants when it was made
+            return self._range_loop(node, name, key, held.start, held.stop,
+                                    None if held.step.literal == 1 else held.step, set(), [False] * 3, None)
+        if not isinstance(it, ast.Call) or not 1 <= len(it.args) <= 3 or it.keywords:
+            raise self.src.error(it, "range takes 1 to 3 positional arguments")
         args = [self.expr(a) for a in it.args]
         start, stop, step = (CExpr("0", "int32", types.literal(0), literal=0), args[0], None) if len(args) == 1 else \
             (args[0], args[1], args[2] if len(args) == 3 else None)
-        start, stop = cast(start, key) if start.literal is None else start, self._bound(stop, key)
-        var = self.cname(name)
-        ctype = c_name(key)
-        assigned = {n.id for s in node.body for n in ast.walk(s)
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         stop_names = {n.id for n in ast.walk(it) if isinstance(n, ast.Name)}
         # `for x in range(x, x + n)` reads the x declared before the loop, but in C the new x's scope begins at its
         # own initialiser (`for (int64_t x = x; ...)` reads itself) and covers the test: such bounds are computed
         # before the loop, as Python computes them
         reads_own = [name in {n.id for n in ast.walk(a) if isinstance(n, ast.Name)} for a in it.args]
-        start_reads_own, stop_reads_own, step_reads_own = ([False, *reads_own, False] if len(it.args) == 1
-                                                           else reads_own + [False] * (3 - len(it.args)))
+        reads_own = [False, *reads_own, False] if len(it.args) == 1 else reads_own + [False] * (3 - len(it.args))
+        start_names = {n.id for n in ast.walk(it.args[0]) if isinstance(n, ast.Name)} if len(it.args) > 1 else set()
+        self._range_loop(node, name, key, start, stop, step, stop_names, reads_own, marked, start_names)
+
+    def _range_loop(self, node, name, key, start, stop, step, stop_names: set[str], reads_own: list[bool], marked,
+                    start_names: set[str] | None = None):
+        """The C loop of ``for name in range(...)`` from its bounds (``step`` None: 1); ``stop_names``: the names the
+        bounds read, ``reads_own``: whether start, stop and step read the loop variable, ``marked``: the range under
+        ``unroll(...)`` and its pragma, ``start_names``: the names the start reads."""
+        it = node.iter
+        start, stop = cast(start, key) if start.literal is None else start, self._bound(stop, key)
+        var = self.cname(name)
+        ctype = c_name(key)
+        assigned = {n.id for s in node.body for n in ast.walk(s)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        start_reads_own, stop_reads_own, step_reads_own = reads_own
 
         def before_loop(value, what):  # a bound computed once, before the loop: `const int64_t i_stop = n;`
             temp = self.out.temp(f"{var.rstrip('_')}_{what}")
@@ -571,7 +592,9 @@ class FunctionTranslator(ExprMixin):
         step_hoisted = step is not None and step.literal is None and step_reads_own
         if step_hoisted:
             step = before_loop(self._bound(step, key), "step")
-        trips = self._constant_trip_count(it)
+        trips = self._constant_trip_count(it) if isinstance(it, ast.Call) else len(range(
+            start.literal, stop.literal, 1 if step is None else step.literal)) if all(
+            b is None or isinstance(b.literal, int) for b in (start, stop, step)) else None
         note = self.header_comment(node)
         if marked is not None:
             self.out.emit(marked[1])
@@ -580,8 +603,8 @@ class FunctionTranslator(ExprMixin):
         if step is None or step.literal == 1:
             self.out.emit(f"for ({ctype} {var} = {start.code}; {var} < {paren(stop, 11)}; {var}++) {{" + note)
         elif isinstance(step.literal, int) and step.literal < 0 and stop.literal is None:
-            start_names = {n.id for n in ast.walk(it.args[0]) if isinstance(n, ast.Name)}
-            self._counted_down(node, var, ctype, key, start, stop, -step.literal, bool(assigned & start_names), note)
+            start_assigned = bool(assigned & (start_names or set()))
+            self._counted_down(node, var, ctype, key, start, stop, -step.literal, start_assigned, note)
             return
         elif isinstance(step.literal, int) and step.literal != 0:
             cmp = "<" if step.literal > 0 else ">"
@@ -606,18 +629,16 @@ class FunctionTranslator(ExprMixin):
         ``for (k = n; k > -n; k -= 3)`` with a floating-point accumulator, and no upward loop (docs/translate.md,
         "A miscompile in CUDA 13.0's ptxas")."""
         base = var.rstrip("_")
-        # each is read more than once, start in the body too: a literal or a name as it is (a stop the body changes
-        # is held already), anything else computed once, before the loop
-        start, stop = (e if re.fullmatch(r"-?\w+", e.code) and not assigned else
-                       self.out.hoist(cast(e, key), f"{base}_{what}")
-                       for e, what, assigned in ((start, "start", start_assigned), (stop, "stop", False)))
-        first, last = paren(start, 6), f"({stop.code})" if stop.code.startswith("-") else paren(stop, 7)
+        # the start is read again in the body: a literal or a name the body does not assign as it is, anything else
+        # computed once, before the loop
+        if not re.fullmatch(r"-?\w+", start.code) or start_assigned:
+            start = self.out.hoist(cast(start, key), f"{base}_start")
         trips, trip = self.out.temp(f"{base}_trips"), self.out.temp(f"{base}_trip")
-        count = f"{first} - {last}" if by == 1 else f"({first} - {last} - 1) / {by} + 1"
-        self.out.emit(f"const {ctype} {trips} = {paren(start, 11)} > {paren(stop, 11)} ? {count} : 0;")
-        self.out.emit(f"for ({ctype} {trip} = 0; {trip} < {trips}; {trip}++) {{" + note)
+        self.helpers.add("nk_range_len")
+        self.out.emit(f"const int64_t {trips} = nk_range_len({start.code}, {stop.code}, -{by});")
+        self.out.emit(f"for (int64_t {trip} = 0; {trip} < {trips}; {trip}++) {{" + note)
         with self.out.nested():
-            self.out.emit(f"const {ctype} {var} = {first} - {trip}" + (f" * {by};" if by != 1 else ";"))
+            self.out.emit(f"const {ctype} {var} = {paren(start, 6)} - {trip}" + (f" * {by};" if by != 1 else ";"))
         self._nested(node.body)
         self.out.emit("}")
 
@@ -898,12 +919,27 @@ class FunctionTranslator(ExprMixin):
             return self._assign_tuple(name, value_node, value, inline, target_node)
         self._conflict_check(name, target_node)
         v = value if value is not None else self.value(value_node)
+        if isinstance(v, RangeVal):
+            return self._hold_range(name, v, stmt, target_node)
         if name in self.aliases or not isinstance(v, (Static, TupleVal)):
             raise self.src.error(target_node, f"'{name}' holds a value the C code cannot store ({t})",
                                  hint="assign numbers and arrays; CUDA objects such as cuda.threadIdx once")
         if isinstance(v, TupleVal) and not all(isinstance(i, CExpr) and i.pure for i in v.items):
             raise self.src.error(target_node, "tuples are supported only as names for pure values (x.shape)")
         self.aliases[name] = v
+
+    def _hold_range(self, name, r: RangeVal, stmt, target_node) -> None:
+        """``odd = range(1, n, 2)``: Python computes the bounds here, so the C holds them here, in constants named
+        after the range (a literal as it is); a loop over ``odd``, ``x in odd`` and ``len(odd)`` read them."""
+        if name in self.aliases or (id(stmt), name) not in self.plan.inline:
+            raise self.src.error(target_node, f"'{name}' holds a range and is assigned more than once, or where not "
+                                 "all its uses follow: a range held in a variable is made once, before the code "
+                                 "that reads it", hint=f"{name} = range(...) on a line of its own, once")
+
+        def held(bound: CExpr, what: str) -> CExpr:
+            return bound if bound.literal is not None else self.out.hoist(bound, f"{name}_{what}")
+
+        self.aliases[name] = RangeVal(held(r.start, "start"), held(r.stop, "stop"), held(r.step, "step"))
 
     def _assign_optional(self, name, value_node, value, inline):
         """An Optional local: ``b = None`` clears its flag, a number sets both, a call of a device function that
