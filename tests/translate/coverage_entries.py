@@ -137,4 +137,6 @@ COVERAGE = [
     _e("held_ranges", "void(float32[::1], float64[::1], int64)", L(2, 64),
        (custom(lambda rng: rng.integers(-12, 12, 99).astype(np.float32)), floats(99, np.float64),
         fixed(np.int64(23)))),
+    _e("zipped_ranges", "void(float32[::1], float64[::1], int64)", L(2, 64),
+       (floats(99, np.float32), floats(99, np.float64), fixed(np.int64(23)))),
 ]

@@ -608,3 +608,22 @@ def held_ranges(x, out, n):
         for q in eight:
             acc += q * 0.5
         out[i] = acc + (i in odd) + len(odd) * 100 + len(down) + (x[i] in down) + n
+
+
+@cuda.jit
+def zipped_ranges(x, out, n):
+    """Ranges inside zip() and enumerate(), written in place or held in a variable: each item is the range's start
+    plus the loop's count times its step, and zip stops at the shortest."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        acc = 0.0
+        for a, b in zip(range(3), range(5, 8)):
+            acc += a * b
+        for k, v in enumerate(range(n, i % 4 - n, -3)):
+            acc += k * v * 0.5
+        back = range(n - 1, -1, -1)
+        for v, r in zip(x, back):
+            acc += v * r
+        for k, (v, r) in enumerate(zip(x, range(i % 5, n))):
+            acc -= k + v * r
+        out[i] = acc

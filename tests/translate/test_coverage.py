@@ -139,6 +139,13 @@ FRAGMENTS = {
                     "const int64_t k_trips = nk_range_len(down_start, down_stop, -3);",
                     "#pragma unroll\n        for (int64_t q = 0; q < 8; q++) {",
                     "nk_in_range(i, 1, odd_stop, 2)", "nk_range_len(1, odd_stop, 2) * 100"],
+    # an item of a range in zip() or enumerate(): start plus the count times the step; bounds held before the loop
+    "zipped_ranges": ["#pragma unroll\n        for (int64_t a_i = 0; a_i < 3; a_i++) {\n            int64_t a = a_i;\n"
+                      "            int64_t b = 5 + a_i;",
+                      "const int64_t k_stop = nk_range_len(v_start, v_stop, -3);\n        "
+                      "for (int64_t k = 0; k < k_stop; k++) {\n            int64_t v = v_start - k * 3;",
+                      "x_shape0 < nk_range_len(back_start, -1, -1) ? x_shape0 : nk_range_len(back_start, -1, -1);",
+                      "float v_f32 = x[v_f32_i];\n            int64_t r = back_start - v_f32_i;"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
                    "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
     # a number stored into a slice: a loop over the view's elements, the slice's length as numba clamps it

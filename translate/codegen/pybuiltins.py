@@ -155,7 +155,10 @@ def _range(tr, obj, node) -> RangeVal:
 
 
 def range_len(tr, r: RangeVal) -> CExpr:
-    """``len(r)``: the number of its items, as numba's range counts them."""
+    """``len(r)``: the number of its items, as numba's range counts them (of literal bounds, a literal)."""
+    if all(isinstance(b.literal, int) for b in (r.start, r.stop, r.step)):
+        n = len(range(r.start.literal, r.stop.literal, r.step.literal))
+        return CExpr(str(n), "int64", types.literal(n), literal=n, nonneg=True)
     tr.helpers.add("nk_range_len")
     return CExpr(f"nk_range_len({r.start.code}, {r.stop.code}, {r.step.code})", "int64", types.int64, PRIMARY,
                  nonneg=True, pure=r.start.pure and r.stop.pure and r.step.pure)

@@ -15,8 +15,8 @@ from ..cnames import c_name, is_int, scalar_key
 from ..errors import TranslationError
 from ..typed import evaluation
 from ..writes import is_lambda_assignment, local_functions
-from . import analyses, arrays, calls, comments, inner, loopvars, scope, unroll, variables, vectors
-from .cexpr import CExpr, RangeVal, Static, TupleVal, cast, paren
+from . import analyses, arrays, calls, comments, inner, loopvars, pybuiltins, scope, unroll, variables, vectors
+from .cexpr import ADD, MUL, PRIMARY, CExpr, RangeVal, Static, TupleVal, cast, paren
 from .context import FunctionContext
 from .diagnose import internal_error
 from .emitter import Emitter
@@ -644,7 +644,7 @@ class FunctionTranslator(ExprMixin):
 
     def _for_each(self, node, called):
         """``for v in x`` over an array (its elements), a tuple (its items, held in a C array), ``enumerate`` and
-        ``zip`` of those: a counted C loop that reads each item where Python's iterator would."""
+        ``zip`` of those and of ranges: a counted C loop that reads each item where Python's iterator would."""
         from numba.cuda import types as nt
 
         it = node.iter
@@ -686,7 +686,7 @@ class FunctionTranslator(ExprMixin):
             if not isinstance(target, ast.Name):
                 raise self.src.error(target, "a loop over numbers binds one name per item",
                                      hint="for v in x / for a, b in ((1, 2), (3, 4))")
-            key = scalar_key(self.ctx.var_type(target.id))
+            cname, key = self._loop_target(target)
             if isinstance(v, arrays.ArrayInfo):
                 if v.extents is None:
                     raise self.src.error(seq, "dynamic shared memory cannot be iterated: its extent is not known "
@@ -694,21 +694,29 @@ class FunctionTranslator(ExprMixin):
                 if v.ndim != 1:
                     raise self.src.error(seq, "a loop over the rows of an array is not supported",
                                          hint="for r in range(m.shape[0]): row = m[r]")
-                bound.append((self.cname(target.id), key, v))
+                bound.append((cname, key, v))
                 counts.append(v.extents[0])
+            elif isinstance(v, RangeVal):
+                # zip() and enumerate() made the range before the loop: its bounds as they were then (a range held
+                # in a variable holds them already)
+                if not isinstance(seq, ast.Name):
+                    v = RangeVal(*(b if b.literal is not None else self.out.hoist(b, f"{target.id}_{what}")
+                                   for b, what in ((v.start, "start"), (v.stop, "stop"), (v.step, "step"))))
+                bound.append((cname, key, v))
+                counts.append(pybuiltins.range_len(self, v))
             elif isinstance(v, TupleVal) and v.items and all(isinstance(x, CExpr) for x in v.items):
                 first = v.items[0]
                 key = key or (first.key if isinstance(first, CExpr) else None)
                 assert key is not None
-                held = self.out.temp(f"{self.cname(target.id).rstrip('_')}_items")
+                held = self.out.temp(f"{cname.rstrip('_')}_items")
                 values = ", ".join(cast(x, key).code for x in v.items)
                 self.out.emit(f"const {c_name(key)} {held}[{len(v.items)}] = {{{values}}};")
-                bound.append((self.cname(target.id), key, arrays.ArrayInfo(held, "local", key, 1, None, None)))
+                bound.append((cname, key, arrays.ArrayInfo(held, "local", key, 1, None, None)))
                 n = len(v.items)
                 counts.append(CExpr(str(n), "int64", nt.literal(n), literal=n, nonneg=True))
             else:
                 raise self.src.error(seq, "for loops iterate over range(...), arrays, tuples of numbers, "
-                                     "enumerate() and zip() of those")
+                                     "enumerate() and zip() of those and of ranges")
         count = counts[0]
         for c in counts[1:]:  # zip stops at the shortest
             count = c if count.literal is not None and c.literal is not None and c.literal < count.literal else \
@@ -726,7 +734,7 @@ class FunctionTranslator(ExprMixin):
             counter = None
         else:
             index = self.out.temp(f"{bound[0][0].rstrip('_')}_i")
-        if not count.pure:
+        if not count.pure or (count.literal is None and any(isinstance(b[2], RangeVal) for b in bound)):
             count = CExpr(self.out.hoist(count, f"{index}_stop").code, "int64", nt.int64, nonneg=True)
         note = self.header_comment(node)
         if count.literal is not None and 1 < count.literal <= UNROLL_LIMIT:
@@ -734,16 +742,32 @@ class FunctionTranslator(ExprMixin):
         self.out.emit(f"for (int64_t {index} = 0; {index} < {paren(count, 11)}; {index}++) {{" + note)
         with self.out.nested():
             if counter is not None:
-                key = scalar_key(self.ctx.var_type(counter.id))
+                cname, key = self._loop_target(counter)
                 k = f"{index} + {paren(start, 13)}" if start is not None else index
-                self.out.emit(f"{c_name(key)} {self.cname(counter.id)} = {k};")
+                self.out.emit(f"{c_name(key)} {cname} = {k};")
             i = CExpr(index, "int64", nt.int64, nonneg=True)
             for cname, key, info in bound:
-                e = arrays.element_at(self, info, [i], node.iter) if info.extents is not None else \
-                    CExpr(f"{info.name}[{index}]", info.key, None)
+                if isinstance(info, RangeVal):  # its item: start + index * step
+                    down = isinstance(info.step.literal, int) and info.step.literal < 0  # (start - index * 3)
+                    by = str(-info.step.literal) if down else paren(info.step, MUL + 1)
+                    step = "" if by == "1" else f" * {by}"
+                    start = "" if info.start.literal == 0 and not down else \
+                        f"{paren(info.start, ADD)} {'-' if down else '+'} "
+                    e = CExpr(f"{start}{index}{step}", "int64", nt.int64, ADD if start else MUL if step else PRIMARY)
+                else:
+                    e = arrays.element_at(self, info, [i], node.iter) if info.extents is not None else \
+                        CExpr(f"{info.name}[{index}]", info.key, None)
                 self.out.emit(f"{c_name(key)} {cname} = {cast(e, key).code};")
             self.block(node.body)
         self.out.emit("}")
+
+    def _loop_target(self, target: ast.Name) -> tuple[str, str | None]:
+        """The C variable (name, type key) a loop over items binds ``target`` to: of a name numba types differently
+        in different places, the version this loop stores."""
+        if target.id in self.retyped:
+            var = self.retyped[target.id][variables.version_at(self, target.id, target, "store")]
+            return var.cname, var.key
+        return self.cname(target.id), scalar_key(self.ctx.var_type(target.id))
 
     def _loop_numbers(self, target, items: list, seq) -> list[tuple]:
         """(C name, C type key, its value in each item) for each number that the loop target ``target`` (a name
