@@ -24,8 +24,11 @@ explicit specializations indexed by the template parameters.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
+
+from numbakern.frontend.source import NoSource, function_source
 
 from .errors import TranslationError
 from .targets import KernelTarget
@@ -202,6 +205,10 @@ def kernel_options(tgt: KernelTarget, instantiations) -> list[dict]:
 
 def from_target(tgt: KernelTarget, instantiations) -> CodegenOptions:
     opts = kernel_options(tgt, instantiations)
+    if any(o.get("debug") for o in opts) and _raises(tgt.pyfunc):
+        raise TranslationError(f"{tgt.qualname}: compiled with debug=True, numba reports the kernel's exceptions "
+                               "(raise, assert) to the host, which the C cannot; translate it without debug=True, "
+                               "where numba ends the thread, as the C does", filename=f"{tgt.name}.cu")
     fm = {bool(o.get("fastmath")) for o in opts}
     if len(fm) > 1:
         raise TranslationError(f"{tgt.qualname}: fastmath differs between the specializations; one file is "
@@ -212,3 +219,12 @@ def from_target(tgt: KernelTarget, instantiations) -> CodegenOptions:
         launch_bounds=tuple(_normal_bounds(o.get("launch_bounds")) for o in opts),
         max_registers=tuple((int(o["max_registers"]) if o.get("max_registers") is not None else None) for o in opts),
     )
+
+
+def _raises(pyfunc) -> bool:
+    """Whether the kernel's own text has a ``raise`` or an ``assert``."""
+    try:
+        tree = function_source(pyfunc).tree
+    except NoSource:  # (the translation says so where it needs the text)
+        return False
+    return any(isinstance(n, (ast.Raise, ast.Assert)) for n in ast.walk(tree))

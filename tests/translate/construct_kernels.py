@@ -236,3 +236,24 @@ def const_through_call(m, out):
     r = cuda.grid(1)
     if r < m.shape[0]:
         out[r] = row_sum(m, r) + (r + 128 >> 8) + (r & 3 | 8)
+
+
+@cuda.jit(device=True)
+def _non_negative(v):
+    if v < 0:
+        raise ValueError("negative")  # a raise inside a device function (numba compiles it)
+    return v
+
+
+@cuda.jit
+def bad_raise_in_device(x, out):
+    i = cuda.grid(1)
+    out[i] = _non_negative(x[i])
+
+
+@cuda.jit(debug=True, opt=False)
+def bad_debug_raise(x, out):
+    i = cuda.grid(1)
+    if x[i] < 0:
+        raise ValueError("negative")  # numba reports it to the host, with debug=True
+    out[i] = x[i]

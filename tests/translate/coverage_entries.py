@@ -139,4 +139,7 @@ COVERAGE = [
         fixed(np.int64(23)))),
     _e("zipped_ranges", "void(float32[::1], float64[::1], int64)", L(2, 64),
        (floats(99, np.float32), floats(99, np.float64), fixed(np.int64(23)))),
+    # x in [-1, 1) and a limit of 0.5: a quarter of the threads raise, a quarter fail the assert
+    _e("raising", "void(float32[::1], float32[::1], float32)", L(2, 64),
+       (floats(99, np.float32, -1, 1), floats(99, np.float32), fixed(np.float32(0.5)))),
 ]

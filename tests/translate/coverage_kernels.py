@@ -627,3 +627,16 @@ def zipped_ranges(x, out, n):
         for k, (v, r) in enumerate(zip(x, range(i % 5, n))):
             acc -= k + v * r
         out[i] = acc
+
+
+@cuda.jit
+def raising(x, out, limit):
+    """``raise`` and ``assert`` in a kernel: numba-cuda (without debug=True) ends the thread there, so its output
+    element keeps what it held."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        v = x[i]
+        if v > limit:
+            raise ValueError("x above the limit")
+        assert v > -limit, "x below minus the limit"
+        out[i] = v * 2

@@ -146,6 +146,9 @@ FRAGMENTS = {
                       "for (int64_t k = 0; k < k_stop; k++) {\n            int64_t v = v_start - k * 3;",
                       "x_shape0 < nk_range_len(back_start, -1, -1) ? x_shape0 : nk_range_len(back_start, -1, -1);",
                       "float v_f32 = x[v_f32_i];\n            int64_t r = back_start - v_f32_i;"],
+    # the thread ends where numba's kernel would raise
+    "raising": ["if (v > limit) {\n            return;  // raise ValueError(\"x above the limit\")\n        }",
+                "if (!(v > -limit)) return;  // assert v > -limit, \"x below minus the limit\""],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
                    "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
     # a number stored into a slice: a loop over the view's elements, the slice's length as numba clamps it

@@ -18,6 +18,8 @@ from .conftest import KERNELS
      "a range held in a variable is made once"),
     ("bad_while_else", "void(int64[::1])", "while", "while ... else is not supported"),
     ("bad_inner_default", "void(int64[::1], int64[::1])", "def scaled(v, k=2):", "without defaults"),
+    ("bad_raise_in_device", "void(int64[::1], int64[::1])", 'raise ValueError("negative")',
+     "raise in a device function"),
 ])
 def test_located_error(kernel, sig, line_text, message):
     with pytest.raises(TranslationError) as info:
@@ -29,6 +31,12 @@ def test_located_error(kernel, sig, line_text, message):
     assert f"construct_kernels.py:{e.line}:{e.col + 1}: error:" in text
     assert line_text in e.source_line
     assert "^" in text and "supported instead:" in text
+
+
+def test_a_kernel_that_raises_with_debug_is_refused():
+    """With debug=True numba reports a kernel's exception to the host; the C can only end the thread."""
+    with pytest.raises(TranslationError, match="compiled with debug=True, numba reports the kernel's exceptions"):
+        translate_kernel(f"{KERNELS}:bad_debug_raise", signature="void(int64[::1], int64[::1])", write=False)
 
 
 def test_any_layout_passes_strides():

@@ -16,7 +16,7 @@ from ..errors import TranslationError
 from ..typed import evaluation
 from ..writes import is_lambda_assignment, local_functions
 from . import analyses, arrays, calls, comments, inner, loopvars, pybuiltins, scope, unroll, variables, vectors
-from .cexpr import ADD, MUL, PRIMARY, CExpr, RangeVal, Static, TupleVal, cast, paren
+from .cexpr import ADD, MUL, PRIMARY, UNARY, CExpr, RangeVal, Static, TupleVal, cast, paren
 from .context import FunctionContext
 from .diagnose import internal_error
 from .emitter import Emitter
@@ -326,6 +326,29 @@ class FunctionTranslator(ExprMixin):
             return
         e = self.expr(node.value)
         self.out.emit(f"{e.code};")
+
+    def s_Raise(self, node):
+        """``raise`` in a kernel: numba-cuda ends the thread there (a kernel compiled without ``debug=True`` drops
+        the exception; ``options.from_target`` refuses one compiled with it)."""
+        self._ends_the_thread(node, "raise")
+        self.out.emit("return;" + self._said(node))
+
+    def s_Assert(self, node):
+        """``assert c``: numba raises AssertionError where ``c`` is false, which ends the thread (``s_Raise``)."""
+        self._ends_the_thread(node, "assert")
+        test = self.cond(node.test)
+        self.out.emit(f"if (!{paren(test, UNARY)}) return;" + self._said(node))
+
+    def _said(self, node) -> str:
+        """The statement as the kernel says it, as a comment (unless the author's own comment follows it)."""
+        if self.comments.trailing(node.lineno, node.end_lineno) or node.lineno != node.end_lineno:
+            return ""
+        return f"  // {self.src.lines[node.lineno - 1].strip()}"
+
+    def _ends_the_thread(self, node, what: str) -> None:
+        if self.ctx.kind != "kernel":
+            raise self.src.error(node, f"{what} in a device function: numba-cuda ends the thread through every "
+                                 "caller, which the C does not do", hint="test the condition in the kernel")
 
     def s_Break(self, node):
         self.out.emit("break;")
