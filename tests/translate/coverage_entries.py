@@ -142,4 +142,7 @@ COVERAGE = [
     # x in [-1, 1) and a limit of 0.5: a quarter of the threads raise, a quarter fail the assert
     _e("raising", "void(float32[::1], float32[::1], float32)", L(2, 64),
        (floats(99, np.float32, -1, 1), floats(99, np.float32), fixed(np.float32(0.5)))),
+    # x in [-1, 1): log(x) is NaN where x < 0
+    _e("numpy_scalar_functions", "void(float32[::1], float64[::1], boolean[::1])", L(2, 64),
+       (floats(99, np.float32, -1, 1), floats(99, np.float64), custom(lambda rng: rng.random(99) < 0.5))),
 ]

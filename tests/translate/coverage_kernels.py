@@ -640,3 +640,15 @@ def raising(x, out, limit):
             raise ValueError("x above the limit")
         assert v > -limit, "x below minus the limit"
         out[i] = v * 2
+
+
+@cuda.jit
+def numpy_scalar_functions(x, out, flags):
+    """numpy's ufuncs on numbers, whose CUDA loops are math's functions: float32 in, float32 out (np.arctan2 of a
+    float32 and a float64 in float64), and np.isnan; and len() of a tuple."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        v = x[i]
+        parts = (v, np.sin(v), i)
+        out[i] = np.sin(v) + np.arctan2(v, 0.5) + np.log(v + 2) + np.tanh(v) * np.hypot(v, np.float32(1.5)) + len(parts)
+        flags[i] = np.isnan(np.log(v))

@@ -149,6 +149,9 @@ FRAGMENTS = {
     # the thread ends where numba's kernel would raise
     "raising": ["if (v > limit) {\n            return;  // raise ValueError(\"x above the limit\")\n        }",
                 "if (!(v > -limit)) return;  // assert v > -limit, \"x below minus the limit\""],
+    # a ufunc's loop takes its operands in its output's type: np.arctan2 of a float32 and 0.5 in double
+    "numpy_scalar_functions": ["out[i] = sinf(v) + atan2((double)v, 0.5) + log((double)v + 2) + tanhf(v) * "
+                               "hypotf(v, 1.5f) + 3;", "flags[i] = isnan(logf(v));"],
     "reductions": ["nk_min_of<float>(row, row_shape0, 1)", "nk_max(nk_max(t_0, t_1), t_2)",
                    "(double)t_0 + (double)t_1 + (double)t_2", "fminf(t_0, t_1)"],
     # a number stored into a slice: a loop over the view's elements, the slice's length as numba clamps it

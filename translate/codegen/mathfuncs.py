@@ -22,6 +22,12 @@ MATH = {name: name for name in (
     "ldexp")}
 MATH["gamma"] = "tgamma"
 MATH_BOOL = {"isnan", "isinf", "isfinite"}
+#: numpy's ufuncs on numbers whose CUDA loops are math's own functions (numba-cuda's ufuncs.py: ``np_unary_impl(
+#: math.sin, ...)``, fastmath's variants included), by math's name
+NP_UFUNCS = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "asin", np.arccos: "acos", np.arctan: "atan",
+             np.arctan2: "atan2", np.hypot: "hypot", np.sinh: "sinh", np.cosh: "cosh", np.tanh: "tanh",
+             np.arcsinh: "asinh", np.arccosh: "acosh", np.arctanh: "atanh", np.log: "log", np.log2: "log2",
+             np.log10: "log10", np.isnan: "isnan"}
 #: numba with fastmath, on float32 (numba_cuda mathimpl: ``unarys_fastmath``/``binarys_fastmath``, libdevice's
 #: ``__nv_fast_*``, which are these intrinsics); tanh is ``tanh.approx.f32`` (cc >= 7.5)
 FAST_F32 = {"sin": "__sinf", "cos": "__cosf", "tan": "__tanf", "exp": "__expf", "log": "__logf",
@@ -38,14 +44,19 @@ def _args(tr, node):
 def _math(tr, obj, node):
     args = _args(tr, node)
     sig = tr.signature(node)
-    name = MATH[obj.__name__]
-    akey = scalar_key(sig.args[0])
+    pyname = _math_name(obj)
+    name = MATH[pyname]
     rkey = scalar_key(sig.return_type)
+    # numba's signature of a ufunc keeps the operands' own types; its loop takes them in its output's type
+    # ('dd->d' for a float32 and a float64)
+    keys = [rkey] * len(args) if isinstance(obj, np.ufunc) and is_float(rkey) else [scalar_key(t) for t in sig.args]
+    akey = keys[0]
     if not is_float(akey):
-        if obj.__name__ in ("floor", "ceil", "trunc") and is_int(akey):
+        if pyname in ("floor", "ceil", "trunc") and is_int(akey):
             return cast(args[0], rkey)
-        raise tr.src.error(node, f"math.{obj.__name__} on {akey} is not supported")
-    cargs = [cast(a, scalar_key(t)) for a, t in zip(args, sig.args)]
+        module = "np" if isinstance(obj, np.ufunc) else "math"
+        raise tr.src.error(node, f"{module}.{obj.__name__} on {akey} is not supported")
+    cargs = [cast(a, k) for a, k in zip(args, keys)]
     fname = name + ("f" if akey == "float32" and name not in MATH_BOOL else "")
     if akey == "float32" and getattr(tr.unit, "fastmath", False) and name in FAST_F32:
         fname = FAST_F32[name]
@@ -391,8 +402,15 @@ BUILTINS = {
 
 
 def is_math_function(obj) -> bool:
+    """A function of math's, or a numpy ufunc whose CUDA loop is one (``NP_UFUNCS``)."""
+    if isinstance(obj, np.ufunc):
+        return obj in NP_UFUNCS
     name = getattr(obj, "__name__", "")
     return name in MATH and obj is math.__dict__.get(name)
+
+
+def _math_name(obj) -> str:
+    return NP_UFUNCS[obj] if isinstance(obj, np.ufunc) else obj.__name__
 
 
 def is_fp16_binding(obj) -> bool:
@@ -459,5 +477,6 @@ def _libdevice(tr, obj, node):
 
 
 #: families of callables, each recognised by a predicate: (what they are, predicate, handler)
-FAMILIES = (("math.* functions", is_math_function, _math), ("cuda.fp16.* functions", is_fp16_binding, _fp16),
+FAMILIES = (("math.* functions and numpy's ufuncs of them", is_math_function, _math),
+            ("cuda.fp16.* functions", is_fp16_binding, _fp16),
             ("cuda.libdevice functions", is_libdevice, _libdevice))

@@ -20,8 +20,11 @@ def _len(tr, obj, node):
     a = tr.value(node.args[0]) if len(node.args) == 1 else None
     if isinstance(a, RangeVal):
         return range_len(tr, a)
+    if isinstance(a, TupleVal):
+        return CExpr(str(len(a.items)), "int64", types.literal(len(a.items)), literal=len(a.items), nonneg=True)
     if not isinstance(a, arrays.ArrayInfo) or a.extents is None:
-        raise tr.src.error(node, "len() is supported on arrays with known extents", hint="len(x) of an argument")
+        raise tr.src.error(node, "len() is supported on arrays with known extents, tuples and ranges",
+                           hint="len(x) of an argument")
     return a.extents[0]
 
 
