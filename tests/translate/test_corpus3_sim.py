@@ -38,19 +38,10 @@ FINDINGS = {
     # xp[-1]: the last element, numba's wraparound (the C wraps it too)
     "interp2d_kernel": (sim.allow_negative_indices, "xp[-1] is the last element"),
 }
-#: what numbakern's simulator cannot run yet, though numba-cuda compiles it (the translation is checked on a GPU)
-SIMULATOR_GAPS = {
-    "_radon_inner_2d_kernel": "the simulator has no cuda.libdevice",
-    "_aradon_inner_2d_kernel": "the simulator has no cuda.libdevice",
-    "_run_gpu_bin": "the simulator does not stand in for numba.cuda reached as nb.cuda (import numba as nb)",
-    "_run_gpu_hotspots": "the simulator does not stand in for numba.cuda reached as nb.cuda (import numba as nb)",
-}
 
 
 def _run(entry, seed=0):
     """(the inputs, the arguments after the kernel ran on them in the simulator)."""
-    if entry.kernel in SIMULATOR_GAPS:
-        pytest.xfail(SIMULATOR_GAPS[entry.kernel])
     args = entry.make_args(seed)
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     launch = entry.launch
