@@ -337,6 +337,12 @@ class CheckedArray:
     def mean(self, *args, **kwargs):
         return self._read_all().mean(*args, **kwargs)
 
+    def var(self, *args, **kwargs):
+        return self._read_all().var(*args, **kwargs)
+
+    def std(self, *args, **kwargs):
+        return self._read_all().std(*args, **kwargs)
+
     def argmin(self, *args, **kwargs):
         return self._read_all().argmin(*args, **kwargs)
 

@@ -139,6 +139,10 @@ def _anything_to(t: Num):
         convert = np.float16
     elif t.name == "bool":
         convert = bool
+    elif t.name == "complex64":  # complex(x, y) of two float32 is a complex64 in numba, a complex128 in Python
+        convert = np.complex64
+    elif t.name == "complex128":
+        convert = complex
     else:
         return None
     return convert

@@ -418,7 +418,8 @@ class Rewriter:
 
     def expr_Attribute(self, e: ast.Attribute) -> Val:
         base = self.expr(e.value)
-        e.value = base.node
+        # a value in no known form (an unknown call's) first takes its type's (z.imag of a complex64 is a float32)
+        e.value = self.canon(base) if base.state == ANY else base.node
         fact = self.facts.get(e, "getattr")
         t = num(fact["ret"]) if fact else None
         if t is None:

@@ -356,3 +356,20 @@ def test_fma_rounds_once():
     fused[1, 1](x, out)
     assert out[0] == np.float32(2**-24)  # (1 + 2**-12)**2 - (1 + 2**-11), exactly
     assert out[1] == (x[0] * x[1]) + x[2] == 0.0  # the float32 product rounds the 2**-24 away
+
+
+@cuda.jit
+def complex_parts_in_float32(x, y, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        # numba: complex() of two float32 is a complex64, so the conjugate's .imag is a float32
+        out[i] = x[i] / y[i] + np.conjugate(complex(x[i], y[i])).imag
+
+
+def test_complex_of_two_float32_is_a_complex64(rng):
+    """Python's complex() is a complex128; numba's of two float32 is a complex64: the sum stays float32."""
+    x, y = (rng.random(500) + 0.5).astype(np.float32), (rng.random(500) + 0.5).astype(np.float32)
+    out = np.zeros(500, np.float64)
+    complex_parts_in_float32[4, 128](x, y, out)
+    np.testing.assert_array_equal(out, (x / y - y).astype(np.float64), err_msg=f"seed {SEED}")
+    assert (out != (x / y).astype(np.float64) - y).any(), "the float32 and float64 sums must differ here"

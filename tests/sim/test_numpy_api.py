@@ -92,6 +92,8 @@ def array_methods(m, out):
         out[3] = m[2:4].sum()
         out[4] = m.T[1, 0]
         out[5] = m.reshape(m.size)[1]
+        out[6] = m[3].var()
+        out[7] = m[1:3].std()
 
 
 @pytest.mark.parametrize("checks", ["none", "all"])
@@ -99,12 +101,13 @@ def test_array_methods_a_kernel_calls(checks, rng):
     byte_arr = rng.integers(0, 256, 4 * 37, dtype=np.uint8)
     out = np.zeros(37, np.int32)
     m = rng.standard_normal((5, 7))
-    got = np.zeros(6)
+    got = np.zeros(8)
     with sim.checks(checks):
         reinterpret[2, 32](byte_arr, out)
         array_methods[1, 1](m, got)
     np.testing.assert_array_equal(out, byte_arr.view(np.int32), err_msg=f"seed {SEED}")
-    np.testing.assert_allclose(got, [m[-1, -1], m.sum(), m[1].prod(), m[2:4].sum(), m[0, 1], m[0, 1]], rtol=1e-12)
+    np.testing.assert_allclose(got, [m[-1, -1], m.sum(), m[1].prod(), m[2:4].sum(), m[0, 1], m[0, 1], m[3].var(),
+                                     m[1:3].std()], rtol=1e-12)
 
 
 def copies(x, out):
