@@ -99,6 +99,14 @@ def is_float(key: str | None) -> bool:
     return key in ("float32", "float64")
 
 
+#: the complex types' keys (cuFloatComplex, cuDoubleComplex)
+COMPLEX = ("complex64", "complex128")
+
+
+def is_complex(key: str | None) -> bool:
+    return key in COMPLEX
+
+
 def is_signed(key: str | None) -> bool:
     return key is not None and key.startswith("int")
 

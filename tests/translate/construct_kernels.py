@@ -167,15 +167,6 @@ def retyped(out, n):
     out[0] = x
 
 
-@cuda.jit
-def bad_while_else(out):
-    i = 0
-    while i < 3:
-        i += 1
-    else:
-        out[0] = i
-
-
 WIDE = True
 
 

@@ -34,6 +34,19 @@ def _halves_and_two_to_the_24(rng):
     return x
 
 
+def _with_nans_and_zeros(shape, nans=0.1, zeros=0.15):
+    """Random float32 in [-1, 1) with NaN and zeros (0.0 and -0.0) among them."""
+    def make(rng):
+        x = rng.uniform(-1, 1, size=shape).astype(np.float32)
+        pick = rng.random(size=shape)
+        x[pick < zeros] = np.float32(0.0)
+        x[pick < zeros / 2] = np.float32(-0.0)
+        x[pick > 1 - nans] = np.nan
+        return x
+
+    return custom(make)
+
+
 def _small_and_two_to_the_24_plus_one(rng):
     big = rng.integers(-3, 45, 99).astype(np.int64)
     big[rng.choice(99, 20, replace=False)] = 2 ** 24 + 1
@@ -145,4 +158,22 @@ COVERAGE = [
     # x in [-1, 1): log(x) is NaN where x < 0
     _e("numpy_scalar_functions", "void(float32[::1], float64[::1], boolean[::1])", L(2, 64),
        (floats(99, np.float32, -1, 1), floats(99, np.float64), custom(lambda rng: rng.random(99) < 0.5))),
+    _e("array_reductions", "void(float32[:, ::1], int32[:, ::1], float64[::1], int64[:, ::1])", L(2, 64),
+       (_with_nans_and_zeros((99, 7), nans=0.03), ints((99, 5), np.int32, -2, 3), floats(99, np.float64),
+        ints((99, 6), np.int64, 0, 1))),
+    _e("numpy_elementwise", "void(float32[::1], float32[::1], int32[::1], complex64[::1], float64[:, ::1], int64[::1])",
+       L(2, 64), (_with_nans_and_zeros(99), _with_nans_and_zeros(99), ints(99, np.int32, -3, 4),
+                  complexes(99, np.complex64), floats((99, 7), np.float64), ints(99, np.int64, 0, 1))),
+    # a in [-0.1, 1): some rows hold a negative number (the for loop breaks), some one above 0.9 (the while loop does)
+    _e("loop_else", "void(float32[:, ::1], float32[::1], int64[::1])", L(2, 64),
+       (floats((99, 6), np.float32, -0.1, 1), floats(99, np.float32), ints(99, np.int64, 0, 1))),
+    # x * 1e38 above float32's largest number in about two thirds of the threads
+    _e("number_limits", "void(float32[::1], float64[::1], int16[::1])", L(2, 64),
+       (floats(99, np.float32, 0, 10), floats(99, np.float64), ints(99, np.int16, 0, 1))),
+    # b % 3 is 0 for a third of the threads (a / 0: inf, -inf or NaN); a and b small, some equal
+    _e("numpy_operators", "void(int32[::1], int64[::1], float32[::1], float32[::1], float64[:, ::1], int64[::1], "
+                          "int64[::1])", L(2, 64),
+       (ints(99, np.int32, -4, 5), ints(99, np.int64, -4, 5), _with_nans_and_zeros(99, nans=0.05),
+        floats(99, np.float32, -1, 1), floats((99, 2), np.float64), ints(99, np.int64, 0, 1),
+        ints(99, np.int64, 0, 1))),
 ]

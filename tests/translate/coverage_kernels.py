@@ -652,3 +652,102 @@ def numpy_scalar_functions(x, out, flags):
         parts = (v, np.sin(v), i)
         out[i] = np.sin(v) + np.arctan2(v, 0.5) + np.log(v + 2) + np.tanh(v) * np.hypot(v, np.float32(1.5)) + len(parts)
         flags[i] = np.isnan(np.log(v))
+
+
+@cuda.jit
+def array_reductions(m, t, out, picks):
+    """numpy's reductions of whole arrays, as functions and as methods: prod, nansum (the NaN items left out),
+    argmin and argmax (the index of the first NaN where there is one; over a window, in .flat's C order, also of a
+    transpose numba types as Fortran-ordered), all, any and count_nonzero (NaN is true), var and std (two passes,
+    the second in float64; over a Fortran-ordered transpose in its memory's order, as np.nditer goes), np.sum and
+    np.mean; of float32 rows with NaN and zeros among their items and of int32 rows with zeros."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        row = m[i]
+        w = m[i:i + 3, 1:5]
+        out[i] = np.prod(row[:3]) + row.prod() * 0.5 + np.nansum(row) + np.sum(t[i]) + np.mean(row[1:])
+        out[i] += np.var(t[i]) + row.std() + w.var() * 2 + np.std(w.T) + m[i:i + 3].T.var() * 3
+        picks[i, 0] = np.argmin(row)
+        picks[i, 1] = row.argmax()
+        picks[i, 2] = w.argmin()
+        picks[i, 3] = np.argmax(w.T) + 10 * m[i:i + 3].T.argmax() + 1000 * t[i].argmin()
+        picks[i, 4] = np.count_nonzero(row) + 10 * np.all(t[i]) + 100 * row.any() + 1000 * np.any(w)
+        picks[i, 5] = 10 * t[i].all() + np.count_nonzero(t[i])
+
+
+@cuda.jit
+def numpy_elementwise(x, y, k, z, out, flags):
+    """numpy's ufuncs that numba-cuda's CUDA loops give a meaning of their own: maximum and minimum (a NaN operand
+    wins), fmax and fmin (a NaN operand loses; of a float32 and an int32 in float64, the loop's type), degrees and
+    radians (an integer in float64), the logical ones on the numbers' truth (NaN is true, 0.0 and -0.0 false), and
+    np.real / np.imag of real and complex numbers."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        a, b = x[i], y[i]
+        out[i, 0] = np.maximum(a, b)
+        out[i, 1] = np.minimum(a, b)
+        out[i, 2] = np.fmax(a, b)
+        out[i, 3] = np.fmin(a, k[i])
+        out[i, 4] = np.degrees(a) + np.radians(k[i]) + np.rad2deg(k[i]) + np.deg2rad(b)
+        out[i, 5] = np.real(z[i]) + np.imag(z[i]) * 2 + np.real(a) + np.imag(a)
+        out[i, 6] = np.maximum(k[i], 3) - np.minimum(k[i], -2)
+        flags[i] = np.logical_and(a, b) + 2 * np.logical_or(a, k[i]) + 4 * np.logical_xor(b, k[i]) + \
+            8 * np.logical_not(a)
+
+
+@cuda.jit
+def loop_else(a, out, found):
+    """for ... else and while ... else: the else runs where the loop ends without a break (a flag the loop's own
+    breaks set; the break of a loop inside it is that loop's), and always after a loop without a break; -1 from an
+    else is an index numba wraps."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        k = 0
+        for v in a[i]:
+            if v < 0:
+                break
+            k += 1
+        else:
+            k = -1
+        out[i] = a[i, k]
+        j = 0
+        while j < a.shape[1]:
+            for w in range(3):
+                if a[i, w] > 0.5:
+                    break
+            if a[i, j] > 0.9:
+                found[i] = j
+                break
+            j += 1
+        else:
+            found[i] = -5
+        for q in range(2):
+            out[i] += q
+        else:
+            out[i] *= 2
+
+
+@cuda.jit
+def number_limits(x, out, lim):
+    """np.iinfo and np.finfo of a number type or of an array's dtype: numba reads their fields as constants."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        big = np.iinfo(lim.dtype).max
+        out[i] = min(x[i] * 1e38, np.finfo(np.float32).max) + np.finfo(x.dtype).eps * i
+        lim[i] = big - i + np.iinfo(np.int8).min
+
+
+@cuda.jit
+def numpy_operators(a, b, x, y, out, bits, flags):
+    """numpy's ufuncs that are operators of the loop numba picks for the operands' types: bitwise and shifts of
+    int32 and int64 (int64's loop), np.invert of a number and of a boolean, np.divide of two integers (the
+    double loop: a zero divisor gives inf or NaN, as numpy does) and of float32, the comparisons (a float32 and an
+    int64 in float32's loop) and np.conjugate of real and complex numbers."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        bits[i] = np.bitwise_and(a[i], b[i]) + np.bitwise_or(a[i], 3) * 2 + np.bitwise_xor(b[i], a[i])
+        bits[i] += np.left_shift(a[i], 3) + np.right_shift(b[i], 2) + np.invert(a[i]) + np.invert(a[i] > 0)
+        out[i, 0] = np.divide(a[i], b[i] % 3)
+        out[i, 1] = np.true_divide(x[i], y[i]) + np.conjugate(x[i]) + np.conjugate(complex(x[i], y[i])).imag
+        flags[i] = np.greater(x[i], b[i]) + 2 * np.less_equal(x[i], y[i]) + 4 * np.equal(a[i], b[i] % 3) + \
+            8 * np.not_equal(x[i], 0.5) + 16 * np.greater_equal(a[i], 0) + 32 * np.less(y[i], x[i])

@@ -2,8 +2,10 @@
 arrays, iteration, tuples, chained assignment, reductions, libdevice, half precision), translated and compiled by
 NVRTC here; on a GPU each is verified against Numba (test_corpus_gpu.py runs the ``COVERAGE`` entries)."""
 
+import numpy as np
 import pytest
 
+from numbakern import sim
 from translate.api import translate_kernel
 
 from .coverage_entries import COVERAGE
@@ -171,6 +173,34 @@ FRAGMENTS = {
     # the inlined call's own signature, not that of the bool() that tests its result at the same position
     "inlined_predicate": ["if (inside(xs[i], ys[i], box, box_shape0)) {"],
     "bfloat16_arrays": ["#include <cuda_bf16.h>", "const __nv_bfloat16* x", "out[i] = (float)x[i] * s + (float)x[i];"],
+    # numpy's reductions: a helper per loop of numba's arraymath over the (extent, stride) pairs, in np.nditer's
+    # order (a Fortran-ordered transpose in its memory's order) or .flat's (C order) for argmin/argmax; std is
+    # var ** 0.5 as numba computes it
+    "array_reductions": ["nk_prod_of<float>(row, nk_bound(3, row_shape0), 1)",
+                         "nk_nansum_of<float>(row, row_shape0, 1)",
+                         "nk_var_of<double>((t + i * t_shape1), t_shape1, t_shape1, 1)",
+                         "pow(nk_var_of<float>(row, row_shape0, row_shape0, 1), 0.5)",
+                         "nk_var_of<float>((m + nk_bound(i, m_shape0) * m_shape1), (m_shape1 * nk_span(i, i + 3, "
+                         "m_shape0)), nk_span(i, i + 3, m_shape0), m_shape1, m_shape1, 1)",
+                         "nk_argmax_of((m + nk_bound(i, m_shape0) * m_shape1), m_shape1, 1, nk_span(i, i + 3, "
+                         "m_shape0), m_shape1)", "nk_count_nonzero_of(row, row_shape0, 1)"],
+    # numpy's own selections and the operands' truth, in the type of the ufunc's loop
+    "numpy_elementwise": ["out[i * out_shape1] = nk_np_maximum(a, b);", "nk_np_fmin(a, (float)k[i])",
+                          "57.295780181884766f * a + 0.017453292519943295 * (double)k[i]",
+                          "(b != 0) != (k[i] != 0)", "8 * (int64_t)(a == 0)"],
+    # a loop's else: under a flag its own breaks set, or after the loop when it has no break; its -1 is wrapped
+    "loop_else": ["bool broke = false;", "broke = true;\n                break;", "if (!broke) {  // the loop's else",
+                  "out[i] = a[i * a_shape1 + nk_wrap(k, a_shape1)];", "found[i] = -5;",
+                  "}\n        out[i] = (double)out[i] * 2;"],
+    # np.iinfo / np.finfo fields: numbers in the C, as numba reads them
+    "number_limits": ["int64_t big = 32767;", "fmin(x[i] * 1e+38, 3.4028234663852886e+38)",
+                      "1.1920928955078125e-07 * i", "lim[i] = big - i + -128;"],
+    # the operator in the type of the loop numba picks: int64's for an int32 and an int64, double's for np.divide
+    # of integers, float32's for a float32 and an int64
+    "numpy_operators": ["((int64_t)a[i] & b[i])", "(int64_t)((uint64_t)(int64_t)a[i] << (int64_t)3)",
+                        "~a[i] + !(a[i] > 0)",
+                        "(double)a[i] / (double)nk_floormod(b[i], (int64_t)3)", "(x[i] > (float)b[i])",
+                        "cuCimagf(cuConjf(make_cuFloatComplex(x[i], y[i])))"],
 }
 
 
@@ -279,3 +309,66 @@ def test_a_call_is_typed_by_its_own_operation_not_by_another_call_at_its_positio
     assert _recorded_call(record(truth, mine), None, callee) == mine.signature
     assert _recorded_call(record(theirs, mine), None, callee) == mine.signature
     assert _recorded_call(record(truth), None, callee) is None            # inlined: typed for its arguments
+
+
+@pytest.mark.sim
+# np.divide by zero (inf, NaN): numpy warns, as the simulator's arithmetic does; the GPU computes it silently
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+def test_numpy_reductions_and_elementwise_ufuncs_in_the_simulator_give_numpys_answers():
+    """The semantics the C of array_reductions, numpy_elementwise and numpy_operators copies from numba (NaN wins in
+    argmin and np.maximum, loses in np.fmin, is true in np.logical_*; var in two passes; the loop's type of each
+    operator), checked against numpy itself on the entries' inputs (NaN, 0.0 and -0.0 among them) in numbakern's
+    simulator, which runs numba's typed code."""
+    from . import coverage_kernels as kernels
+
+    entries = {e.kernel: e for e in COVERAGE}
+    m, t, out, picks = entries["array_reductions"].make_args(3)
+    m64, t64 = m.astype(np.float64), t.astype(np.int64)
+    kernels.array_reductions[2, 64](m, t, out, picks)
+    for i in range(m.shape[0]):
+        row, w = m[i], m[i:i + 3, 1:5]
+        assert list(picks[i]) == [
+            np.argmin(row), np.argmax(row), np.argmin(w),
+            np.argmax(w.T) + 10 * np.argmax(m[i:i + 3].T) + 1000 * np.argmin(t[i]),
+            np.count_nonzero(row) + 10 * np.all(t[i]) + 100 * np.any(row) + 1000 * np.any(w),
+            10 * np.all(t[i]) + np.count_nonzero(t[i])], i
+        r64, w64 = m64[i], m64[i:i + 3, 1:5]
+        expected = (np.prod(r64[:3]) + np.prod(r64) * 0.5 + np.nansum(r64) + np.sum(t64[i]) + np.mean(r64[1:])
+                    + np.var(t64[i]) + np.std(r64) + np.var(w64) * 2 + np.std(w64) + np.var(m64[i:i + 3]) * 3)
+        np.testing.assert_allclose(out[i], expected, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+    x, y, k, z, out, flags = entries["numpy_elementwise"].make_args(3)
+    kernels.numpy_elementwise[2, 64](x, y, k, z, out, flags)
+    expected = np.stack([np.maximum(x, y), np.minimum(x, y), np.fmax(x, y), np.fmin(x.astype(np.float64), k),
+                         np.degrees(x) + np.radians(k) + np.rad2deg(k) + np.deg2rad(y),
+                         z.real + z.imag.astype(np.float64) * 2 + x, np.maximum(k, 3) - np.minimum(k, -2)], axis=1)
+    np.testing.assert_allclose(out, expected, rtol=1e-6, equal_nan=True)
+    assert list(flags) == list(np.logical_and(x, y) + 2 * np.logical_or(x, k) + 4 * np.logical_xor(y, k)
+                               + 8 * np.logical_not(x))
+
+    a, b, x, y, out, bits, flags = entries["numpy_operators"].make_args(3)
+    kernels.numpy_operators[2, 64](a, b, x, y, out, bits, flags)
+    a64 = a.astype(np.int64)
+    assert list(bits) == list((a64 & b) + (a64 | 3) * 2 + (b ^ a64) + (a64 << 3) + (b >> 2) + ~a + ~(a > 0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(out[:, 0], a / (b % 3))
+    np.testing.assert_array_equal(out[:, 1], x / y + x - y)
+    assert list(flags) == list((x > b) + 2 * (x <= y) + 4 * (a == b % 3) + 8 * (x != 0.5) + 16 * (a >= 0)
+                               + 32 * (y < x))
+
+
+@pytest.mark.sim
+def test_a_loops_else_in_the_simulator_runs_where_python_runs_it():
+    from . import coverage_kernels as kernels
+
+    a, out, found = next(e for e in COVERAGE if e.kernel == "loop_else").make_args(5)
+    with sim.allow_negative_indices():  # a[i, -1] where no item is negative: the last item, as numba reads it
+        kernels.loop_else[2, 64](a, out, found)
+    for i, row in enumerate(a):
+        negative = np.flatnonzero(row < 0)
+        k = negative[0] if len(negative) else -1
+        assert out[i] == np.float32((float(row[k]) + 0 + 1) * 2), i
+        above = np.flatnonzero(row > 0.9)
+        assert found[i] == (above[0] if len(above) else -5), i
+    assert 0 < sum(1 for row in a if (row < 0).any()) < len(a)  # both ways out of the for loop are taken
+    assert 0 < sum(1 for row in a if (row > 0.9).any()) < len(a)

@@ -16,7 +16,6 @@ from .conftest import KERNELS
      ".sum() is supported on arrays of real numbers"),
     ("bad_held_range", "void(int64[::1], int64[::1])", "r = range(2, 7)",
      "a range held in a variable is made once"),
-    ("bad_while_else", "void(int64[::1])", "while", "while ... else is not supported"),
     ("bad_inner_default", "void(int64[::1], int64[::1])", "def scaled(v, k=2):", "without defaults"),
     ("bad_raise_in_device", "void(int64[::1], int64[::1])", 'raise ValueError("negative")',
      "raise in a device function"),

@@ -19,18 +19,19 @@ from numba import cuda
 from numba.cuda import stubs, types
 
 from ..cnames import c_name, is_int
-from . import arrays, atomics, calls, hopper, intrinsics, mathfuncs, mma, pybuiltins, vectors
+from . import arrays, atomics, calls, hopper, intrinsics, mathfuncs, mma, pybuiltins, reductions, vectors
 from .cexpr import PRIMARY, CExpr, Static, TupleVal
 
 #: the modules whose ``BUILTINS`` ({object: handler}) and ``FAMILIES`` ((what, predicate, handler), ...) make the
 #: table, in the order families are tried
-PROVIDERS = (intrinsics, atomics, mathfuncs, mma, hopper, pybuiltins, vectors, calls)
+PROVIDERS = (intrinsics, atomics, mathfuncs, reductions, mma, hopper, pybuiltins, vectors, calls)
 
 DIM3 = {stubs.threadIdx: "threadIdx", stubs.blockIdx: "blockIdx", stubs.blockDim: "blockDim",
         stubs.gridDim: "gridDim"}
 
 SUPPORTED_CALLS = ("cuda.grid/gridsize/syncthreads*/shfl_*_sync/ballot_sync/syncwarp/atomic.*, "
-                   "cuda.shared.array/cuda.local.array (assigned to a name), math.*, cmath.*, min/max/abs/len, "
+                   "cuda.shared.array/cuda.local.array (assigned to a name), math.*, cmath.*, min/max/abs/len/sum, "
+                   "numpy's ufuncs of numbers and reductions of arrays (np.maximum, np.sum, x.argmax(), ...), "
                    "complex(), print(), numbakern.vector_io.vload4/vstore4 (as statements), numbakern.mma.*, "
                    "numbakern.mma.hopper.*, "
                    "int()/float()/bool()/np.float32() etc., @cuda.jit(device=True) and @numba.jit functions")
@@ -102,9 +103,8 @@ def _method(tr, node: ast.Call):
     attr = node.func.attr
     if attr == "view" and len(node.args) == 1:
         return _view(tr, node)
-    if attr in ("sum", "mean") and not node.args and not node.keywords:
-        base = arrays.as_array(tr, tr.value(node.func.value), node.func.value)
-        return mathfuncs.array_sum(tr, base, node) if isinstance(base, arrays.ArrayInfo) else None
+    if attr in reductions.METHODS:
+        return reductions.method(tr, node)
     if attr not in ("bit_count", "conjugate", "sync") or node.args:
         return None
     base = tr.value(node.func.value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cnames import c_arith, c_name, is_int, is_signed
+from ..cnames import c_arith, c_name, is_complex, is_int, is_signed
 
 # C precedence: higher binds tighter
 PRIMARY, UNARY, MUL, ADD, SHIFT, REL, EQ, BAND, BXOR, BOR, LAND, LOR, COND = 16, 15, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3
@@ -72,7 +72,7 @@ def cast(e: CExpr, key: str | None, nbt=None) -> CExpr:
                          nonneg=e.nonneg)
         if key == "float64" and isinstance(e.literal, (int, float)):
             return CExpr(float_literal(float(e.literal)), key, nbt or e.nbt, literal=e.literal, nonneg=e.nonneg)
-    if key in ("complex64", "complex128"):
+    if is_complex(key):
         return _to_complex(e, key, nbt)
     # an unsigned value is never negative: numba does not wrap an unsigned index around, and neither does the C
     unsigned = key.startswith("uint")

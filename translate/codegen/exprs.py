@@ -15,9 +15,9 @@ from numba.cuda import types
 
 from numbakern.frontend import closures
 
-from ..cnames import _INT_BITS, c_arith, c_name, is_float, is_int, is_signed, scalar_key
+from ..cnames import _INT_BITS, c_arith, c_name, is_complex, is_float, is_int, is_signed, scalar_key
 from ..errors import SourceInfo, TranslationError
-from . import arrays, builtins, calls, inner, variables
+from . import arrays, builtins, calls, inner, pybuiltins, variables
 from .cexpr import (
     BINARY_PREC,
     COND,
@@ -273,7 +273,7 @@ class ExprMixin:
             return base.items[base.fields.index(node.attr)]
         if isinstance(base, CExpr) and isinstance(base.nbt, types.Record):
             return self.record_field(base, node.attr, node)
-        if isinstance(base, CExpr) and base.key in ("complex64", "complex128") and node.attr in ("real", "imag"):
+        if isinstance(base, CExpr) and is_complex(base.key) and node.attr in ("real", "imag"):
             f = "f" if base.key == "complex64" else ""
             part = "float32" if base.key == "complex64" else "float64"
             fname = ("cuCreal" if node.attr == "real" else "cuCimag") + f
@@ -290,8 +290,9 @@ class ExprMixin:
             special = builtins.attribute(self, obj, node.attr, sub, node)
             if special is not None:
                 return special
-            if isinstance(sub, (int, float, bool, np.integer, np.floating)) and isinstance(obj, pytypes.ModuleType):
-                # math.pi, np.inf, ...: numba reads a module's number as a constant when it compiles the kernel
+            if isinstance(sub, (int, float, bool, np.integer, np.floating)) and (
+                    isinstance(obj, pytypes.ModuleType) or pybuiltins.is_number_info(obj)):
+                # math.pi, np.inf, np.iinfo(np.int32).max: numba reads these as constants when it compiles the kernel
                 return self.literal_value(sub, node)
             return Static(sub)
         raise self.src.error(node, f"attribute '{node.attr}' is not supported here",
@@ -326,7 +327,7 @@ class ExprMixin:
                                  "code")
         if node.attr == "T":
             return self.viewed(arrays.transposed(info, self.ctx.typed.record.type_of(node)))
-        if node.attr in ("real", "imag") and info.key in ("complex64", "complex128"):
+        if node.attr in ("real", "imag") and is_complex(info.key):
             return self.viewed(arrays.complex_part(self, info, node.attr, self.ctx.typed.record.type_of(node)))
         if node.attr == "real":  # of a real array: the array itself
             return info
@@ -405,7 +406,7 @@ class ExprMixin:
             nonneg = True
         deps = left.deps | right.deps
         pure = left.pure and right.pure
-        if rkey in ("complex64", "complex128"):
+        if is_complex(rkey):
             return self._complex_binop(op, left, right, rkey, sig.return_type, node)
         ranges = self.operation_ranges(node) if is_int(rkey) and is_int(akey) else None
         if ranges is not None and ranges[2][0] is not None and ranges[2][0] >= 0:
@@ -528,7 +529,7 @@ class ExprMixin:
         op = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~"}[type(node.op)]
         sig = self.signature(node)
         rkey = scalar_key(sig.return_type)
-        if rkey in ("complex64", "complex128") and op == "-":  # numba negates both parts (signed zeros too)
+        if is_complex(rkey) and op == "-":  # numba negates both parts (signed zeros too)
             f, make = ("f", "make_cuFloatComplex") if rkey == "complex64" else ("", "make_cuDoubleComplex")
             x = self.out.hoist(cast(e, rkey), "z") if not e.pure else cast(e, rkey)
             return CExpr(f"{make}(-cuCreal{f}({x.code}), -cuCimag{f}({x.code}))", rkey, sig.return_type, PRIMARY,

@@ -456,6 +456,105 @@ template <typename R, typename T, typename... Dims> __device__ R nk_sum_nd(const
     return nk_sum_into<R>(R(0), a, dims...);
 }
 """,
+    "nk_array_reductions": """\
+// numpy's reductions of a whole array as numba-cuda computes them (its arraymath.py). nk_each_item: numba's loop
+// over the items, visit(item) for each, one loop per (extent, stride in elements) pair, the first pair's loop
+// outermost (the caller orders them as numba iterates); a visit that returns false ends the walk
+template <typename T, typename Visit> __device__ bool nk_each_item(const T* a, Visit& visit) { return visit(*a); }
+template <typename T, typename Visit, typename... Dims>
+__device__ bool nk_each_item(const T* a, Visit& visit, int64_t n, int64_t stride, Dims... rest) {
+    for (int64_t k = 0; k < n; k++)
+        if (!nk_each_item(a + k * stride, visit, rest...)) return false;
+    return true;
+}
+// prod from 1 and nansum from 0 in the result's type R (nansum leaves out the NaN items)
+template <typename R, typename T, typename... Dims> __device__ R nk_prod_of(const T* a, Dims... dims) {
+    R product = 1;
+    auto times = [&](T v) { product = product * (R)v; return true; };
+    nk_each_item(a, times, dims...);
+    return product;
+}
+template <typename R, typename T, typename... Dims> __device__ R nk_nansum_of(const T* a, Dims... dims) {
+    R sum = 0;
+    auto add = [&](T v) { if (v == v) sum = sum + (R)v; return true; };
+    nk_each_item(a, add, dims...);
+    return sum;
+}
+// all, any and count_nonzero: an item is true when it is not 0 (a NaN is true)
+template <typename T, typename... Dims> __device__ bool nk_all_of(const T* a, Dims... dims) {
+    auto nonzero = [](T v) { return v != (T)0; };
+    return nk_each_item(a, nonzero, dims...);
+}
+template <typename T, typename... Dims> __device__ bool nk_any_of(const T* a, Dims... dims) {
+    auto zero = [](T v) { return v == (T)0; };
+    return !nk_each_item(a, zero, dims...);
+}
+template <typename T, typename... Dims> __device__ int64_t nk_count_nonzero_of(const T* a, Dims... dims) {
+    int64_t count = 0;
+    auto counted = [&](T v) { if (v != (T)0) count = count + 1; return true; };
+    nk_each_item(a, counted, dims...);
+    return count;
+}
+// argmin and argmax: the index, in C order (.flat's), of the first smallest / largest item, or of the first NaN;
+// no items raise (numba: ValueError), which ends the thread on a GPU
+template <bool Largest, typename T, typename... Dims> __device__ int64_t nk_arg_extreme(const T* a, Dims... dims) {
+    T best = 0;
+    int64_t at = 0, best_at = -1;
+    auto visit = [&](T v) {
+        if (v != v) {  // a NaN (never for integers): numba's loop returns its index
+            best_at = at;
+            return false;
+        }
+        if (best_at < 0 || (Largest ? v > best : v < best)) {
+            best = v;
+            best_at = at;
+        }
+        at = at + 1;
+        return true;
+    };
+    nk_each_item(a, visit, dims...);
+    if (best_at < 0) asm volatile("exit;");
+    return best_at;
+}
+template <typename T, typename... Dims> __device__ int64_t nk_argmin_of(const T* a, Dims... dims) {
+    return nk_arg_extreme<false>(a, dims...);
+}
+template <typename T, typename... Dims> __device__ int64_t nk_argmax_of(const T* a, Dims... dims) {
+    return nk_arg_extreme<true>(a, dims...);
+}
+// var: numba's two passes over the items, the mean's sum in A (the item type for floats, else double) divided in
+// double by the number of items, then the squared differences from the mean summed in double
+template <typename A, typename T, typename... Dims> __device__ double nk_var_of(const T* a, int64_t size, Dims... dims) {
+    A sum = 0;
+    auto add = [&](T v) { sum = sum + (A)v; return true; };
+    nk_each_item(a, add, dims...);
+    const double mean = (double)sum / (double)size;
+    double squares = 0.0;
+    auto square = [&](T v) {
+        const double d = (double)v - mean;
+        squares = squares + d * d;
+        return true;
+    };
+    nk_each_item(a, square, dims...);
+    return squares / (double)size;
+}
+""",
+    "nk_np_extremes": """\
+// numpy's maximum and minimum (a NaN operand wins, the first if both are) and fmax and fmin (a NaN operand loses),
+// as numba-cuda's loops select them (npyfuncs np_real_maximum_impl, ...); for integers, the larger / smaller
+template <typename T> __device__ __forceinline__ T nk_np_maximum(T a, T b) {
+    return (a != a || b != b) ? (a != a ? a : b) : (a >= b ? a : b);
+}
+template <typename T> __device__ __forceinline__ T nk_np_minimum(T a, T b) {
+    return (a != a || b != b) ? (a != a ? a : b) : (a <= b ? a : b);
+}
+template <typename T> __device__ __forceinline__ T nk_np_fmax(T a, T b) {
+    return (a != a || b != b) ? (b != b ? a : b) : (a >= b ? a : b);
+}
+template <typename T> __device__ __forceinline__ T nk_np_fmin(T a, T b) {
+    return (a != a || b != b) ? (a != a ? b : a) : (a <= b ? a : b);
+}
+""",
     "nk_contains": """\
 // `value in a` of an N-D array as numba computes it (np.nditer over the items, each compared with == in K, the type
 // of np.equal's loop for the item and the value): true at the first equal item; one loop per (extent, stride) pair

@@ -4,7 +4,6 @@ come from Numba's typing of the call."""
 
 from __future__ import annotations
 
-import ast
 import builtins as _py
 import cmath
 import math
@@ -12,8 +11,9 @@ import math
 import numpy as np
 from numba.cuda import types
 
-from ..cnames import c_name, is_float, is_int, scalar_key
-from .cexpr import MUL, PRIMARY, CExpr, TupleVal, cast, float_literal, paren
+from ..cnames import COMPLEX, c_name, is_float, is_int, scalar_key
+from . import reductions
+from .cexpr import EQ, LAND, LOR, PRIMARY, REL, UNARY, CExpr, TupleVal, cast, float_literal, paren
 
 MATH = {name: name for name in (
     "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
@@ -79,30 +79,13 @@ def _iterable(tr, node):
     raise tr.src.error(node.args[0], "min/max/sum of a tuple of numbers or of a 1-D array")
 
 
-def _array_reduction(tr, helper, info, rkey, nbt, layout="C"):
-    """``helper(pointer, extent, stride)`` over a 1-D array (numba's loop over its items); a sum over an N-D array
-    is ``nk_sum_nd(pointer, extent, stride, ...)``, a pair per dimension, outermost loop first: numba's
-    ``np.nditer`` goes in C order (the last index fastest), or the reverse for an array numba types as
-    Fortran-ordered (``layout`` "F": the first index fastest, a ``.T`` of a C-contiguous array in its memory's
-    order)."""
-    from . import arrays
-
-    pairs = [f"{e.code}, {s.code}" for e, s in zip(info.extents, arrays.element_strides(info))]
-    dims = ", ".join(reversed(pairs) if layout == "F" else pairs)
-    if info.ndim > 1:
-        assert helper == "nk_sum_of", helper  # min/max of an N-D array iterate its rows: numba rejects those
-        helper = "nk_sum_nd"
-    tr.helpers.add("nk_reductions" if info.ndim == 1 else helper)
-    return CExpr(f"{helper}<{c_name(rkey)}>({arrays.base_pointer(info)}, {dims})", rkey, nbt, PRIMARY)
-
-
 def _minmax(tr, obj, node):
     if len(node.args) == 1 and not node.keywords:  # min(iterable): Python's algorithm over its items
         items = _iterable(tr, node)
         sig = tr.signature(node)
         rkey = scalar_key(sig.return_type)
         if not isinstance(items, list):
-            return _array_reduction(tr, f"nk_{obj.__name__}_of", items, rkey, sig.return_type)
+            return reductions.over_items(tr, f"nk_{obj.__name__}_of", items, rkey, sig.return_type)
         acc = cast(items[0], rkey)
         if len(items) > 1:
             tr.helpers.add("nk_min")
@@ -144,7 +127,7 @@ def _sum(tr, obj, node):
     sig = tr.signature(node)
     rkey = scalar_key(sig.return_type)
     if not isinstance(items, list):
-        total = _array_reduction(tr, "nk_sum_of", items, rkey, sig.return_type)
+        total = reductions.over_items(tr, "nk_sum_of", items, rkey, sig.return_type)
         if len(node.args) == 2:
             start = cast(tr.expr(node.args[1]), rkey)
             return CExpr(f"{paren(start, 12)} + {total.code}", rkey, sig.return_type, 12)
@@ -153,28 +136,6 @@ def _sum(tr, obj, node):
     terms += [cast(x, rkey) for x in items]
     return CExpr(" + ".join(paren(t, 12) for t in terms), rkey, sig.return_type, 12,
                  pure=all(t.pure for t in terms))
-
-
-def array_sum(tr, info, node):
-    """``x.sum()`` / ``x.mean()`` of ``info``, an array of real numbers, as numba-cuda computes them: ``c = R(0);
-    for v in np.nditer(x): c = R(c + v)`` (the items in ``_array_reduction``'s order), R the type its typing gives
-    the sum (the item type, an integer widened to 64 bits), so every addition is in R; the mean's sum is in float64
-    for integers (else the item type), then divided by the number of items."""
-    assert isinstance(node.func, ast.Attribute)
-    method = node.func.attr
-    sig = tr.signature(node)
-    rkey = scalar_key(sig.return_type)
-    if info.extents is None or not {rkey, info.key}.isdisjoint({None, "bool", *COMPLEX}):
-        raise tr.src.error(node, f".{method}() is supported on arrays of real numbers",
-                           hint=f"{'sum(x)' if method == 'sum' else 'sum(x) / len(x)'}, or a loop")
-    layout = getattr(info.nbt, "layout", "C")  # numba's type of the array: a .T of a C-contiguous one is "F"
-    if method == "sum":
-        return _array_reduction(tr, "nk_sum_of", info, rkey, sig.return_type, layout)
-    acc = info.key if is_float(info.key) else "float64"
-    total = cast(_array_reduction(tr, "nk_sum_of", info, acc, getattr(types, acc), layout), rkey)
-    size = (paren(info.extents[0], MUL + 1) if info.ndim == 1
-            else "(" + " * ".join(paren(e, MUL if k == 0 else MUL + 1) for k, e in enumerate(info.extents)) + ")")
-    return CExpr(f"{paren(total, MUL)} / {size}", rkey, sig.return_type, MUL)
 
 
 def _pow(tr, obj, node):
@@ -259,10 +220,12 @@ def _round(tr, obj, node):
 
 
 def _degrees_radians(tr, obj, node):
+    """``math.degrees(x)``, ``np.radians(x)``, ...: the argument times the factor as a constant of its type (numba's
+    ``degrees_float_impl``); a numpy ufunc's loop takes the argument in its output's type (``d->d`` for an integer)."""
     (a,) = _args(tr, node)
     sig = tr.signature(node)
-    key = scalar_key(sig.args[0])
-    factor = (180.0 / math.pi) if obj is math.degrees else (math.pi / 180.0)
+    key = scalar_key(sig.return_type if isinstance(obj, np.ufunc) else sig.args[0])
+    factor = (180.0 / math.pi) if obj in (math.degrees, np.degrees, np.rad2deg) else (math.pi / 180.0)
     if key == "float32":  # numba: the factor as a constant of the argument's type, times the argument
         factor = float(np.float32(factor))
     a = cast(a, key)
@@ -272,10 +235,114 @@ def _degrees_radians(tr, obj, node):
     return e if e.key == rkey else cast(e, rkey)
 
 
+#: numpy's maximum/minimum (a NaN operand wins) and fmax/fmin (a NaN operand loses), numba-cuda's npyfuncs loops
+NP_EXTREMES = {np.maximum: "nk_np_maximum", np.minimum: "nk_np_minimum", np.fmax: "nk_np_fmax",
+               np.fmin: "nk_np_fmin"}
+
+
+def _np_extreme(tr, obj, node):
+    """``np.maximum(a, b)`` and the like, both operands in the type of the ufunc's loop (its output's)."""
+    sig = tr.signature(node)
+    rkey = scalar_key(sig.return_type)
+    if rkey is None or rkey in COMPLEX:
+        raise tr.src.error(node, f"np.{obj.__name__} of real numbers", hint="max(a, b) / min(a, b)")
+    a, b = (cast(x, rkey) for x in _args(tr, node))
+    tr.helpers.add("nk_np_extremes")
+    return CExpr(f"{NP_EXTREMES[obj]}({a.code}, {b.code})", rkey, sig.return_type, PRIMARY, pure=a.pure and b.pure)
+
+
+#: numpy's ufuncs whose CUDA loops are an operator of their loop's type (numba-cuda's ufuncs.py: ``int_and_impl``,
+#: ``int_shl_impl``, ``real_gt_impl``, ``np_real_div_impl`` -- a division by zero is inf or NaN, numpy's)
+NP_OPERATORS = {np.bitwise_and: "&", np.bitwise_or: "|", np.bitwise_xor: "^", np.left_shift: "<<",
+                np.right_shift: ">>", np.divide: "/", np.greater: ">", np.greater_equal: ">=", np.less: "<",
+                np.less_equal: "<=", np.equal: "==", np.not_equal: "!=", np.invert: "~"}
+
+
+def _np_operator(tr, obj, node):
+    """``np.bitwise_and(a, b)``, ``np.left_shift``, ``np.divide``, ``np.greater``, ``np.invert(a)``, ...: the
+    operands converted to the inputs of the loop numba picks for their types (its ``ufunc_find_matching_loop``:
+    ``np.divide`` of two int64 is the ``dd->d`` loop), then the operator in that type."""
+    from numba.cuda.np.numpy_support import ufunc_find_matching_loop
+
+    sig = tr.signature(node)
+    loop = ufunc_find_matching_loop(obj, sig.args)
+    keys = [scalar_key(t) for t in loop.inputs] if loop is not None else [None]
+    if None in keys or any(k in COMPLEX for k in keys):
+        raise tr.src.error(node, f"np.{obj.__name__} of real numbers or booleans", hint="the operator itself")
+    args = [cast(a, k) for a, k in zip(_args(tr, node), keys)]
+    op, out = NP_OPERATORS[obj], loop.outputs[0]
+    if op == "~":
+        (a,) = args
+        e = CExpr(f"!{paren(a, UNARY)}" if a.key == "bool" else f"~{paren(a, UNARY)}", a.key, out, UNARY, pure=a.pure)
+    elif op in ("<", "<=", ">", ">=", "==", "!="):
+        prec = REL if op in ("<", "<=", ">", ">=") else EQ
+        e = CExpr(f"{paren(args[0], prec)} {op} {paren(args[1], prec + 1)}", "bool", out, prec,
+                  pure=all(a.pure for a in args))
+    else:
+        e = tr.binop(op, args[0], args[1], node, sig=out(*loop.inputs))
+    return cast(e, scalar_key(sig.return_type), sig.return_type)
+
+
+def _truth(a: CExpr) -> CExpr:
+    """``a`` as numba's truth of a number: not 0 (a NaN is true)."""
+    if a.key == "bool":
+        return a
+    return CExpr(f"{paren(a, REL)} != 0", "bool", types.boolean, EQ, pure=a.pure)
+
+
+def _np_logical(tr, obj, node):
+    """``np.logical_and(a, b)``, ``np.logical_or``, ``np.logical_xor``, ``np.logical_not(a)``: on the operands'
+    truth. numba evaluates both operands before its loop: C's ``&&`` and ``||`` must not skip the second, so
+    operands with side effects are held first, in order."""
+    args = _args(tr, node)
+    sig = tr.signature(node)
+    if any(a.key in (None, *COMPLEX) for a in args):
+        raise tr.src.error(node, f"np.{obj.__name__} of real numbers or booleans", hint="and / or / not")
+    if len(args) == 2 and not all(a.pure for a in args):
+        args = [tr.hoist(a, f"{obj.__name__[8:]}_operand") for a in args]
+    truths = [_truth(a) for a in args]
+    if obj is np.logical_not:
+        a = args[0]
+        code, prec = (f"!{paren(a, UNARY)}", UNARY) if a.key == "bool" else (f"{paren(a, REL)} == 0", EQ)
+    else:
+        op, prec = {np.logical_and: ("&&", LAND), np.logical_or: ("||", LOR), np.logical_xor: ("!=", EQ)}[obj]
+        # (x != 0) != (k != 0): the truths of logical_xor in parentheses, as a person writes them
+        code = f"{paren(truths[0], prec + (op == '!='))} {op} {paren(truths[1], prec + 1)}"
+    e = CExpr(code, "bool", types.boolean, prec, pure=all(a.pure for a in args))
+    return cast(e, scalar_key(sig.return_type), sig.return_type)
+
+
+def _np_conjugate(tr, obj, node):
+    """``np.conjugate(z)`` of a number: a complex number's conjugate, a real number itself (numba-cuda's
+    ``complex_conjugate_impl`` / ``real_conjugate_impl``)."""
+    (a,) = _args(tr, node)
+    sig = tr.signature(node)
+    if a.key in COMPLEX:
+        return conjugate(tr, a, node)
+    return cast(a, scalar_key(sig.return_type), sig.return_type)
+
+
+def _np_real_imag(tr, obj, node):
+    """``np.real(x)`` / ``np.imag(x)`` of a number (numba: ``x.real`` / ``x.imag``): a real number is its own real
+    part, and its imaginary part is 0."""
+    (a,) = _args(tr, node)
+    sig = tr.signature(node)
+    rkey = scalar_key(sig.return_type)
+    if a.key in COMPLEX:
+        re, im = parts(tr, a)
+        return cast(re if obj is np.real else im, rkey, sig.return_type)
+    if a.key is None or rkey is None:
+        raise tr.src.error(node, f"np.{obj.__name__} of a number", hint="x.real / x.imag of a complex number")
+    if obj is np.real:
+        return cast(a, rkey, sig.return_type)
+    if not a.pure:
+        tr.hoist(a, "x")  # numba evaluates the argument; its imaginary part is 0 whatever it is
+    zero = float_literal(0.0, f32=rkey == "float32") if is_float(rkey) else "0"
+    return cast(CExpr(zero, a.key if is_float(a.key) else "int64", sig.return_type, PRIMARY, literal=0), rkey,
+                sig.return_type)
+
+
 # -- complex numbers ------------------------------------------------------------------------------------------
-COMPLEX = ("complex64", "complex128")
-
-
 def part_key(key: str) -> str:
     """The float type of a complex type's parts."""
     return "float32" if key == "complex64" else "float64"
@@ -395,7 +462,12 @@ CSQRT_THRESHOLD = {"float32": _sqrt_threshold(np.finfo(np.float32).max),
 BUILTINS = {
     _py.min: _minmax, _py.max: _minmax, _py.sum: _sum, _py.abs: _abs, _py.pow: _pow, _py.round: _round,
     _py.complex: _complex,
-    math.degrees: _degrees_radians, math.radians: _degrees_radians, math.modf: _modf, math.frexp: _frexp,
+    math.degrees: _degrees_radians, math.radians: _degrees_radians,
+    **{f: _degrees_radians for f in (np.degrees, np.radians, np.rad2deg, np.deg2rad)},
+    **{f: _np_extreme for f in NP_EXTREMES}, **{f: _np_operator for f in NP_OPERATORS},
+    np.real: _np_real_imag, np.imag: _np_real_imag, np.conjugate: _np_conjugate,
+    **{f: _np_logical for f in (np.logical_and, np.logical_or, np.logical_xor, np.logical_not)},
+    math.modf: _modf, math.frexp: _frexp,
     cmath.phase: _phase, cmath.polar: _phase, cmath.rect: _rect,
     **{f: _cmath for f in CMATH},
 }

@@ -13,7 +13,7 @@ from numba.cuda import types
 
 from ..cnames import is_int, is_signed, scalar_key
 from . import arrays
-from .cexpr import LOR, PRIMARY, UNARY, CExpr, RangeVal, TupleVal, cast, paren
+from .cexpr import ADD, LOR, MUL, PRIMARY, UNARY, CExpr, RangeVal, Static, TupleVal, cast, paren
 
 
 def _len(tr, obj, node):
@@ -167,12 +167,40 @@ def range_len(tr, r: RangeVal) -> CExpr:
                  nonneg=True, pure=r.start.pure and r.stop.pure and r.step.pure)
 
 
+def range_item(start: CExpr, index: str, step: CExpr) -> CExpr:
+    """Item ``index`` (a C int64) of ``range(start, ..., step)``, as numba's range iterator makes it from the count
+    of trips: ``start + index * step``, ``start - index * 3`` for a literal negative step, ``index * step`` from 0."""
+    down = isinstance(step.literal, int) and step.literal < 0
+    by = str(-step.literal) if down else paren(step, MUL + 1)
+    times = "" if by == "1" else f" * {by}"
+    if start.literal == 0 and not down:
+        return CExpr(f"{index}{times}", "int64", types.int64, MUL if times else PRIMARY)
+    return CExpr(f"{paren(start, ADD)} {'-' if down else '+'} {index}{times}", "int64", types.int64, ADD)
+
+
 def _array_here(tr, obj, node):
     raise tr.src.error(node, "shared/local arrays must be assigned to a name where they are created",
                        hint="tile = cuda.shared.array((16, 16), np.float32)")
 
 
+def _number_info(tr, obj, node):
+    """``np.iinfo(t)`` / ``np.finfo(t)`` of a number type (``np.int32``, ``x.dtype``): numba reads its fields
+    (``.max``, ``.eps``) as constants when it compiles the kernel, and so does the C."""
+    from numba.np.numpy_support import as_dtype
+
+    arg = tr.value(node.args[0]) if len(node.args) == 1 and not node.keywords else None
+    if not isinstance(arg, Static):
+        raise tr.src.error(node, f"np.{obj.__name__}() of a number type", hint=f"np.{obj.__name__}(np.int32)")
+    t = arg.obj
+    return Static(obj(as_dtype(t) if isinstance(t, types.Type) else t))
+
+
+def is_number_info(obj) -> bool:
+    """``np.iinfo(np.int32)`` and the like: their fields are numbers known when the kernel is compiled."""
+    return isinstance(obj, (np.iinfo, np.finfo))
+
+
 BUILTINS = {_py.len: _len, _py.print: _print, _py.divmod: _divmod, _py.range: _range, cuda.shared.array: _array_here,
-            cuda.local.array: _array_here}
+            cuda.local.array: _array_here, np.iinfo: _number_info, np.finfo: _number_info}
 
 FAMILIES = (("number types as casts", is_number_type, _cast), ("namedtuple classes", is_namedtuple_class, _namedtuple))

@@ -11,12 +11,12 @@ import numpy as np
 from numba.cuda import types
 
 from .. import cnames
-from ..cnames import c_name, is_int, scalar_key
+from ..cnames import c_name, is_complex, is_int, scalar_key
 from ..errors import TranslationError
 from ..typed import evaluation
 from ..writes import is_lambda_assignment, local_functions
 from . import analyses, arrays, calls, comments, inner, loopvars, pybuiltins, scope, unroll, variables, vectors
-from .cexpr import ADD, MUL, PRIMARY, UNARY, CExpr, RangeVal, Static, TupleVal, cast, paren
+from .cexpr import UNARY, CExpr, RangeVal, Static, TupleVal, cast, paren
 from .context import FunctionContext
 from .diagnose import internal_error
 from .emitter import Emitter
@@ -31,6 +31,15 @@ _STMT_HINT = ("assignments (also tuple unpacking and augmented), if/elif/else, f
 #: a loop rolled when its body is large (docs/performance.md: the flagship's k-steps), nvcc does not always unroll it
 #: either, and a fully unrolled k-loop is what separates 78% from 92% of cuBLAS for the cp.async matmul
 UNROLL_LIMIT = 64
+
+
+def _own_statements(body):
+    """The statements of a loop's ``body`` and of the blocks in it, but not of the loops in it."""
+    for stmt in body:
+        yield stmt
+        if not isinstance(stmt, (ast.For, ast.While, ast.FunctionDef)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                yield from _own_statements(getattr(stmt, field, None) or [])
 
 
 class FunctionTranslator(ExprMixin):
@@ -65,6 +74,8 @@ class FunctionTranslator(ExprMixin):
         self.view_owners: dict = {}  # the C pointer expression of a view -> the C name of the array it is part of
         self.assumed: set = set()
         self.loop_vars: set = set()
+        #: per enclosing loop, innermost last: the flag a ``break`` sets when the loop has an ``else`` (else None)
+        self.break_flags: list[str | None] = []
         self.out = self._name_params(params)
         self._classify()
         self._name_locals()
@@ -351,6 +362,8 @@ class FunctionTranslator(ExprMixin):
                                  "caller, which the C does not do", hint="test the condition in the kernel")
 
     def s_Break(self, node):
+        if self.break_flags and self.break_flags[-1] is not None:
+            self.out.emit(f"{self.break_flags[-1]} = true;")
         self.out.emit("break;")
 
     def s_Continue(self, node):
@@ -488,8 +501,32 @@ class FunctionTranslator(ExprMixin):
             self.block(body)
 
     def s_While(self, node):
-        if node.orelse:
-            raise self.src.error(node, "while ... else is not supported", hint="a flag variable")
+        self._loop(node, self._while_loop)
+
+    def s_For(self, node):
+        self._loop(node, self._for_loop)
+
+    def _loop(self, node, emit_loop):
+        """A ``for`` or ``while`` loop, and its ``else``, which runs when the loop ends without a ``break``: after
+        the loop, under a flag that its own breaks set (``bool broke = false;``), or unconditionally when it has
+        none. Breaks in loops inside it are theirs."""
+        breaks = node.orelse and any(isinstance(n, ast.Break) for n in _own_statements(node.body))
+        flag = self.temp("broke") if breaks else None
+        if flag is not None:
+            self.out.emit(f"bool {flag} = false;")
+        self.break_flags.append(flag)
+        try:
+            emit_loop(node)
+        finally:
+            self.break_flags.pop()
+        if flag is not None:
+            self.out.emit(f"if (!{flag}) {{  // the loop's else")
+            self._nested(node.orelse)
+            self.out.emit("}")
+        elif node.orelse:
+            self.block(node.orelse)
+
+    def _while_loop(self, node):
         if self._retyped_in_test(node):
             return self._rotated_while(node)
         with self.out.no_hoist():  # evaluated before every iteration
@@ -558,9 +595,7 @@ class FunctionTranslator(ExprMixin):
                 return False  # (assigned since, or another block: not a straight line back to it)
         return False
 
-    def s_For(self, node):
-        if node.orelse:
-            raise self.src.error(node, "for ... else is not supported", hint="a flag variable")
+    def _for_loop(self, node):
         it = node.iter
         marked = unroll.unroll_range(self, it)  # for i in unroll(range(...)): #pragma unroll, whatever the trips
         it = marked[0] if marked is not None else it
@@ -661,7 +696,8 @@ class FunctionTranslator(ExprMixin):
         self.out.emit(f"const int64_t {trips} = nk_range_len({start.code}, {stop.code}, -{by});")
         self.out.emit(f"for (int64_t {trip} = 0; {trip} < {trips}; {trip}++) {{" + note)
         with self.out.nested():
-            self.out.emit(f"const {ctype} {var} = {paren(start, 6)} - {trip}" + (f" * {by};" if by != 1 else ";"))
+            down = CExpr(str(-by), "int64", types.literal(-by), literal=-by)
+            self.out.emit(f"const {ctype} {var} = {pybuiltins.range_item(start, trip, down).code};")
         self._nested(node.body)
         self.out.emit("}")
 
@@ -770,13 +806,8 @@ class FunctionTranslator(ExprMixin):
                 self.out.emit(f"{c_name(key)} {cname} = {k};")
             i = CExpr(index, "int64", nt.int64, nonneg=True)
             for cname, key, info in bound:
-                if isinstance(info, RangeVal):  # its item: start + index * step
-                    down = isinstance(info.step.literal, int) and info.step.literal < 0  # (start - index * 3)
-                    by = str(-info.step.literal) if down else paren(info.step, MUL + 1)
-                    step = "" if by == "1" else f" * {by}"
-                    start = "" if info.start.literal == 0 and not down else \
-                        f"{paren(info.start, ADD)} {'-' if down else '+'} "
-                    e = CExpr(f"{start}{index}{step}", "int64", nt.int64, ADD if start else MUL if step else PRIMARY)
+                if isinstance(info, RangeVal):
+                    e = pybuiltins.range_item(info.start, index, info.step)
                 else:
                     e = arrays.element_at(self, info, [i], node.iter) if info.extents is not None else \
                         CExpr(f"{info.name}[{index}]", info.key, None)
@@ -1047,7 +1078,7 @@ class FunctionTranslator(ExprMixin):
     def _store_value(self, rhs, key):
         if rhs.literal is not None and key in ("float32",) and rhs.key != key:
             return cast(rhs, key)
-        if key in ("complex64", "complex128") and rhs.key != key:  # cuComplex types do not convert implicitly
+        if is_complex(key) and rhs.key != key:  # cuComplex types do not convert implicitly
             return cast(rhs, key)
         return rhs
 

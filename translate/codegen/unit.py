@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..cnames import Namespace, c_name
+from ..cnames import Namespace, c_name, is_complex
 from ..typed import type_function
 from .calls import call_signature
 from .diagnose import typing_error
@@ -187,7 +187,7 @@ def _elements(key, flat) -> str:
         return ", ".join("{" + ", ".join("{0}" if n is None else _elements(_field_key(flat.dtype.fields[n][0]),
                                                                             np.array([v[n]]))
                                           for n, _ in members) + "}" for v in flat)
-    if key in ("complex64", "complex128"):
+    if is_complex(key):
         f32 = key == "complex64"
         return ", ".join(f"{{{float_literal(float(v.real), f32)}, {float_literal(float(v.imag), f32)}}}" for v in flat)
     if key in ("float32", "float64"):

@@ -311,11 +311,13 @@ class Flow:
             after.ranges[n] = current[n] if current[n] is not None else (None, None)
         if isinstance(s, ast.While):  # left at the top, where the test was false, or at a break
             after = self.refine(after, s.test, False)
-        for b in breaks:
-            for n in names:
-                after.ranges[n] = join(after.ranges[n], b.ranges.get(n, (None, None)))
         if target is not None:
             after.ranges.pop(target, None)  # a loop variable is not read after its loop (loopvars checks)
+        if s.orelse:  # the loop's else runs where it ended without a break
+            after = self.block(s.orelse, after)
+        for b in breaks:
+            for n in (names | _assigned(s.orelse)) - {target}:
+                after.ranges[n] = join(after.ranges.get(n, (None, None)), b.ranges.get(n, (None, None)))
         return after
 
     @staticmethod
