@@ -176,4 +176,7 @@ COVERAGE = [
        (ints(99, np.int32, -4, 5), ints(99, np.int64, -4, 5), _with_nans_and_zeros(99, nans=0.05),
         floats(99, np.float32, -1, 1), floats((99, 2), np.float64), ints(99, np.int64, 0, 1),
         ints(99, np.int64, 0, 1))),
+    _e("numpy_angles_and_traces", "void(complex64[::1], float32[::1], float32[:, ::1], float64[:, ::1])", L(2, 64),
+       (complexes(99, np.complex64), _with_nans_and_zeros(99, nans=0.05), floats((5, 6), np.float32, -1, 1),
+        floats((99, 3), np.float64))),
 ]

@@ -751,3 +751,15 @@ def numpy_operators(a, b, x, y, out, bits, flags):
         out[i, 1] = np.true_divide(x[i], y[i]) + np.conjugate(x[i]) + np.conjugate(complex(x[i], y[i])).imag
         flags[i] = np.greater(x[i], b[i]) + 2 * np.less_equal(x[i], y[i]) + 4 * np.equal(a[i], b[i] % 3) + \
             8 * np.not_equal(x[i], 0.5) + 16 * np.greater_equal(a[i], 0) + 32 * np.less(y[i], x[i])
+
+
+@cuda.jit
+def numpy_angles_and_traces(z, x, m, out):
+    """np.angle of complex64, float32 and integer numbers (in degrees too: float64), np.sinc (in float64 whatever
+    its argument, 0 included), np.trace of a 2-D float32 array and of a window of it, on, above and below the
+    diagonal (summed in float64)."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i, 0] = np.angle(z[i]) + np.angle(x[i], True) + np.angle(i - 50)
+        out[i, 1] = np.sinc(x[i]) + np.sinc(0.0) * 0.5
+        out[i, 2] = np.trace(m) + np.trace(m[i % 3:, 1:], i % 5 - 2)

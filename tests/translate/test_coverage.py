@@ -201,6 +201,10 @@ FRAGMENTS = {
                         "~a[i] + !(a[i] > 0)",
                         "(double)a[i] / (double)nk_floormod(b[i], (int64_t)3)", "(x[i] > (float)b[i])",
                         "cuCimagf(cuConjf(make_cuFloatComplex(x[i], y[i])))"],
+    # numba's np.angle (arctan2 of the parts in their loop's type), np.sinc (in double) and np.trace
+    "numpy_angles_and_traces": ["(double)atan2f(cuCimagf(z[i]), cuCrealf(z[i]))",
+                                "(double)atan2f(0.0f, x[i]) * 57.29577951308232", "nk_sinc((double)x[i])",
+                                "nk_trace_of<double>(m, 0, m_shape0, m_shape1, m_shape1, 1)"],
 }
 
 

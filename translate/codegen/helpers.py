@@ -538,6 +538,18 @@ template <typename A, typename T, typename... Dims> __device__ double nk_var_of(
     nk_each_item(a, square, dims...);
     return squares / (double)size;
 }
+// trace: the sum of the diagonal `offset` above the main one (below it where negative), from 0 in R
+template <typename R, typename T> __device__ R nk_trace_of(const T* a, int64_t offset, int64_t rows, int64_t row_stride,
+                                                           int64_t cols, int64_t col_stride) {
+    if (offset < 0) rows = rows + offset;
+    if (offset > 0) cols = cols - offset;
+    const int64_t n = rows < cols ? (rows > 0 ? rows : 0) : (cols > 0 ? cols : 0);
+    R sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum = sum + (R)(offset >= 0 ? a[i * row_stride + (offset + i) * col_stride]
+                                    : a[(i - offset) * row_stride + i * col_stride]);
+    return sum;
+}
 """,
     "nk_np_extremes": """\
 // numpy's maximum and minimum (a NaN operand wins, the first if both are) and fmax and fmin (a NaN operand loses),
@@ -553,6 +565,14 @@ template <typename T> __device__ __forceinline__ T nk_np_fmax(T a, T b) {
 }
 template <typename T> __device__ __forceinline__ T nk_np_fmin(T a, T b) {
     return (a != a || b != b) ? (a != a ? b : a) : (a <= b ? a : b);
+}
+""",
+    "nk_sinc": """\
+// np.sinc as numba computes it, in double whatever the argument: sin(pi x) / (pi x), with 1e-20 standing for 0
+__device__ __forceinline__ double nk_sinc(double x) {
+    if (x == 0.0) x = 1e-20;
+    x *= 3.141592653589793;
+    return sin(x) / x;
 }
 """,
     "nk_contains": """\

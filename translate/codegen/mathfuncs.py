@@ -10,10 +10,11 @@ import math
 
 import numpy as np
 from numba.cuda import types
+from numba.cuda.np.numpy_support import ufunc_find_matching_loop
 
 from ..cnames import COMPLEX, c_name, is_float, is_int, scalar_key
 from . import reductions
-from .cexpr import EQ, LAND, LOR, PRIMARY, REL, UNARY, CExpr, TupleVal, cast, float_literal, paren
+from .cexpr import EQ, LAND, LOR, MUL, PRIMARY, REL, UNARY, CExpr, TupleVal, cast, float_literal, paren
 
 MATH = {name: name for name in (
     "sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
@@ -262,8 +263,6 @@ def _np_operator(tr, obj, node):
     """``np.bitwise_and(a, b)``, ``np.left_shift``, ``np.divide``, ``np.greater``, ``np.invert(a)``, ...: the
     operands converted to the inputs of the loop numba picks for their types (its ``ufunc_find_matching_loop``:
     ``np.divide`` of two int64 is the ``dd->d`` loop), then the operator in that type."""
-    from numba.cuda.np.numpy_support import ufunc_find_matching_loop
-
     sig = tr.signature(node)
     loop = ufunc_find_matching_loop(obj, sig.args)
     keys = [scalar_key(t) for t in loop.inputs] if loop is not None else [None]
@@ -309,6 +308,46 @@ def _np_logical(tr, obj, node):
         # (x != 0) != (k != 0): the truths of logical_xor in parentheses, as a person writes them
         code = f"{paren(truths[0], prec + (op == '!='))} {op} {paren(truths[1], prec + 1)}"
     e = CExpr(code, "bool", types.boolean, prec, pure=all(a.pure for a in args))
+    return cast(e, scalar_key(sig.return_type), sig.return_type)
+
+
+def _np_sinc(tr, obj, node):
+    """``np.sinc(x)`` of a number, numba's: ``x`` in the type numba unifies it to (its ``x = 1e-20`` at 0 makes it a
+    float64), then ``sin(pi x) / (pi x)``."""
+    (a,) = _args(tr, node)
+    sig = tr.signature(node)
+    key = scalar_key(sig.return_type)
+    if not is_float(key):
+        raise tr.src.error(node, "np.sinc of a real number", hint="math.sin(math.pi * x) / (math.pi * x)")
+    tr.helpers.add("nk_sinc")
+    return CExpr(f"nk_sinc({cast(a, key).code})", key, sig.return_type, PRIMARY, pure=a.pure)
+
+
+def _np_angle(tr, obj, node):
+    """``np.angle(z[, deg])`` of a number, numba's: ``np.arctan2(z.imag, z.real)`` in the loop numba picks for the
+    parts (float32 for a complex64), times ``180 / pi`` (a float64) when ``deg`` is True."""
+    args = _args(tr, node)
+    deg = args[1] if len(args) > 1 else tr.expr(node.keywords[0].value) if node.keywords else None
+    if deg is not None and not isinstance(deg.literal, bool):
+        raise tr.src.error(node, "np.angle(z, deg) with deg True or False as written", hint="np.angle(z, True)")
+    z = args[0]
+    if z.key in COMPLEX:
+        re, im = parts(tr, z)
+        loop = ufunc_find_matching_loop(np.arctan2, (im.nbt, re.nbt))
+    elif is_float(z.key) or is_int(z.key):  # a real number's imaginary part is 0 of its type
+        re, im = z, None
+        loop = ufunc_find_matching_loop(np.arctan2, (z.nbt, z.nbt))
+    else:
+        raise tr.src.error(node, "np.angle of a number", hint="cmath.phase(z)")
+    key = scalar_key(loop.outputs[0])
+    re = cast(re, key)
+    im = cast(im, key) if im is not None else CExpr(float_literal(0.0, f32=key == "float32"), key, None, literal=0.0)
+    e = CExpr(f"atan2{'f' if key == 'float32' else ''}({im.code}, {re.code})", key, loop.outputs[0], PRIMARY,
+              pure=re.pure and im.pure)
+    if deg is not None and deg.literal:
+        e = CExpr(f"{paren(cast(e, 'float64'), MUL)} * {float_literal(180 / math.pi)}", "float64", types.float64, MUL,
+                  pure=e.pure)
+    sig = tr.signature(node)
     return cast(e, scalar_key(sig.return_type), sig.return_type)
 
 
@@ -465,7 +504,8 @@ BUILTINS = {
     math.degrees: _degrees_radians, math.radians: _degrees_radians,
     **{f: _degrees_radians for f in (np.degrees, np.radians, np.rad2deg, np.deg2rad)},
     **{f: _np_extreme for f in NP_EXTREMES}, **{f: _np_operator for f in NP_OPERATORS},
-    np.real: _np_real_imag, np.imag: _np_real_imag, np.conjugate: _np_conjugate,
+    np.real: _np_real_imag, np.imag: _np_real_imag, np.conjugate: _np_conjugate, np.sinc: _np_sinc,
+    np.angle: _np_angle,
     **{f: _np_logical for f in (np.logical_and, np.logical_or, np.logical_xor, np.logical_not)},
     math.modf: _modf, math.frexp: _frexp,
     cmath.phase: _phase, cmath.polar: _phase, cmath.rect: _rect,

@@ -116,5 +116,21 @@ def _function(tr, obj, node):
     return reduce(tr, name, info, node, f"np.{name}(x)")
 
 
+def _trace(tr, obj, node):
+    """``np.trace(a[, offset])`` of a 2-D array, numba's (its linalg ``matrix_trace_impl``): the diagonal's sum
+    from 0 in the type its typing gives the result (float64 for float32 items, int64 for integers)."""
+    from . import arrays
+
+    info = arrays.as_array(tr, tr.value(node.args[0]), node.args[0]) if node.args else None
+    if not isinstance(info, arrays.ArrayInfo) or info.ndim != 2 or info.extents is None or \
+            info.key in (None, "bool", *COMPLEX):
+        raise tr.src.error(node, "np.trace of a 2-D array of real numbers", hint="a loop over the diagonal")
+    offset = tr.expr(node.args[1]) if len(node.args) > 1 else tr.expr(node.keywords[0].value) if node.keywords \
+        else CExpr("0", "int64", types.literal(0), literal=0)
+    sig = tr.signature(node)
+    rkey = scalar_key(sig.return_type)
+    return over_items(tr, "nk_trace_of", info, rkey, sig.return_type, extra=(cast(offset, "int64").code,))
+
+
 # -- the table (translate.codegen.builtins merges it) -----------------------------------------------------------
-BUILTINS = {obj: _function for obj in FUNCTIONS}
+BUILTINS = {**{obj: _function for obj in FUNCTIONS}, np.trace: _trace}
