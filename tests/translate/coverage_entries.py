@@ -179,4 +179,7 @@ COVERAGE = [
     _e("numpy_angles_and_traces", "void(complex64[::1], float32[::1], float32[:, ::1], float64[:, ::1])", L(2, 64),
        (complexes(99, np.complex64), _with_nans_and_zeros(99, nans=0.05), floats((5, 6), np.float32, -1, 1),
         floats((99, 3), np.float64))),
+    # a third of the flags false: some rows all true (prod 1), most not
+    _e("boolean_reductions", "void(boolean[:, ::1], float64[::1])", L(2, 64),
+       (custom(lambda rng: rng.random((99, 4)) < 0.8), floats(99, np.float64))),
 ]

@@ -763,3 +763,14 @@ def numpy_angles_and_traces(z, x, m, out):
         out[i, 0] = np.angle(z[i]) + np.angle(x[i], True) + np.angle(i - 50)
         out[i, 1] = np.sinc(x[i]) + np.sinc(0.0) * 0.5
         out[i, 2] = np.trace(m) + np.trace(m[i % 3:, 1:], i % 5 - 2)
+
+
+@cuda.jit
+def boolean_reductions(flags, out):
+    """Reductions of boolean arrays, which numba counts in int64 (sum, prod, nansum) and averages in float64 (mean,
+    var, std), over a row and a 2-D window."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        row = flags[i]
+        out[i] = row.sum() + np.sum(flags[i:i + 2]) * 10 + row.prod() * 100 + np.nansum(row) * 1000
+        out[i] += row.mean() + row.var() + np.std(flags[i:i + 2, 1:]) * 0.5

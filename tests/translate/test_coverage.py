@@ -205,6 +205,10 @@ FRAGMENTS = {
     "numpy_angles_and_traces": ["(double)atan2f(cuCimagf(z[i]), cuCrealf(z[i]))",
                                 "(double)atan2f(0.0f, x[i]) * 57.29577951308232", "nk_sinc((double)x[i])",
                                 "nk_trace_of<double>(m, 0, m_shape0, m_shape1, m_shape1, 1)"],
+    # booleans counted as 0 and 1: in int64 for sums and products, in double for the mean and the variance
+    "boolean_reductions": ["nk_sum_of<int64_t>(row, row_shape0, 1)", "nk_prod_of<int64_t>(row, row_shape0, 1) * 100",
+                           "nk_sum_of<double>(row, row_shape0, 1) / row_shape0",
+                           "nk_var_of<double>(row, row_shape0, row_shape0, 1)"],
 }
 
 

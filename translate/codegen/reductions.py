@@ -51,8 +51,8 @@ def _item_count(info) -> str:
 
 
 def reduce(tr, name: str, info, node, spelled: str) -> CExpr:
-    """``x.<name>()`` / ``np.<name>(x)`` (as the kernel ``spelled`` it) of ``info``, an array of real numbers (or
-    booleans, where numba's loop takes them), as numba-cuda computes it:
+    """``x.<name>()`` / ``np.<name>(x)`` (as the kernel ``spelled`` it) of ``info``, an array of real numbers or
+    booleans (counted as 0 and 1), as numba-cuda computes it:
 
     - ``sum``: ``c = R(0); for v in np.nditer(x): c = c + v``, R the type numba gives the result (the item type, an
       integer widened to 64 bits); ``mean``: the sum in float64 for integers (else the item type), divided by the
@@ -64,8 +64,7 @@ def reduce(tr, name: str, info, node, spelled: str) -> CExpr:
       items; ``std``: ``var ** 0.5``."""
     sig = tr.signature(node)
     rkey = scalar_key(sig.return_type)
-    if info.extents is None or rkey is None or info.key in (None, *COMPLEX) or \
-            (info.key == "bool" and name in ("sum", "mean", "var", "std")):
+    if info.extents is None or rkey is None or info.key in (None, *COMPLEX):
         raise tr.src.error(node, f"{spelled} is supported on arrays of real numbers", hint="a loop over the items")
     layout = getattr(info.nbt, "layout", "C")  # numba's type of the array: a .T of a C-contiguous one is "F"
     if name == "sum":
