@@ -248,3 +248,10 @@ def bad_debug_raise(x, out):
     if x[i] < 0:
         raise ValueError("negative")  # numba reports it to the host, with debug=True
     out[i] = x[i]
+
+
+@cuda.jit
+def bad_np_sqrt(x, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = x[i] * 2 + np.sqrt(x[i])

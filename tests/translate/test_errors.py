@@ -19,6 +19,8 @@ from .conftest import KERNELS
     ("bad_inner_default", "void(int64[::1], int64[::1])", "def scaled(v, k=2):", "without defaults"),
     ("bad_raise_in_device", "void(int64[::1], int64[::1])", 'raise ValueError("negative")',
      "raise in a device function"),
+    # numba-cuda's KeyError for a ufunc its CUDA target has no loop for, at the call, with math's namesake
+    ("bad_np_sqrt", "void(float32[::1], float32[::1])", "np.sqrt(x[i])", "no CUDA loop for np.sqrt"),
 ])
 def test_located_error(kernel, sig, line_text, message):
     with pytest.raises(TranslationError) as info:

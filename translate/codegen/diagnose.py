@@ -72,7 +72,14 @@ def find_recursion(pyfunc) -> TranslationError | None:
 
 def typing_error(e: Exception, src, fn, what: str) -> TranslationError:
     """numba's typing error as a located TranslationError: at the file and line numba names (when it names one
-    in a source file), else at the function."""
+    in a source file), else at the function; a numpy ufunc that numba-cuda has no CUDA loop for, at its call."""
+    missing = _missing_ufunc(e)
+    if missing is not None:
+        name, instead = missing
+        call = next((n for n in ast.walk(fn) if isinstance(n, ast.Call) and
+                     getattr(n.func, "attr", getattr(n.func, "id", None)) == name), fn)
+        return src.error(call, f"{what}: numba-cuda has no CUDA loop for np.{name} (its ufuncs.py lists none)",
+                         hint=instead)
     summary, path, line = typing_failure(e)
     message = f"{what}: {summary}"
     hint = "numba itself rejects this; its full message comes from running the kernel with numba"
@@ -82,6 +89,27 @@ def typing_error(e: Exception, src, fn, what: str) -> TranslationError:
         return TranslationError(message, filename=path, line=line, col=col, source_line=text,
                                 width=max(1, len(text.strip())), hint=hint)
     return src.error(fn, message, hint=hint)
+
+
+#: what a kernel writes instead of a numpy ufunc numba-cuda has no CUDA loop for, where math has no namesake
+_UFUNC_INSTEAD = {"absolute": "abs(x)", "add": "a + b", "subtract": "a - b", "multiply": "a * b", "power": "a ** b",
+                  "negative": "-x", "square": "x * x", "remainder": "a % b", "floor_divide": "a // b",
+                  "reciprocal": "1 / x", "float_power": "a ** b", "rint": "round(x)"}
+
+
+def _missing_ufunc(e: Exception) -> tuple[str, str] | None:
+    """(the ufunc's name, what to write instead) where ``e`` is numba-cuda's KeyError for a numpy ufunc whose CUDA
+    loop it lacks (``np.sqrt``: numba-cuda's CUDA target has loops for fewer ufuncs than numba's CPU target)."""
+    import math
+
+    import numpy as np
+
+    key = e.args[0] if isinstance(e, KeyError) and e.args else None
+    if not isinstance(key, np.ufunc):
+        return None
+    name = key.__name__
+    instead = f"math.{name}(x)" if hasattr(math, name) else _UFUNC_INSTEAD.get(name, "the math module's function")
+    return name, f"{instead}, which numba-cuda compiles"
 
 
 def typing_failure(e: Exception) -> tuple[str, str | None, int | None]:
