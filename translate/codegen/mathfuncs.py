@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins as _py
 import cmath
 import math
+from typing import Any
 
 import numpy as np
 from numba.cuda import types
@@ -241,15 +242,25 @@ NP_EXTREMES = {np.maximum: "nk_np_maximum", np.minimum: "nk_np_minimum", np.fmax
                np.fmin: "nk_np_fmin"}
 
 
+def _in_loop_types(tr, ufunc, node) -> tuple[list[CExpr], Any]:
+    """The call's operands converted to the inputs of the loop numba picks for their types (its
+    ``ufunc_find_matching_loop``: ``np.divide`` of two int64 is the ``dd->d`` loop), and that loop; a located error
+    where no loop fits or the loop takes complex numbers."""
+    loop = ufunc_find_matching_loop(ufunc, tr.signature(node).args)
+    keys = [scalar_key(t) for t in loop.inputs] if loop is not None else [None]
+    if None in keys or any(k in COMPLEX for k in keys):
+        raise tr.src.error(node, f"np.{ufunc.__name__} of real numbers or booleans", hint="the operator itself")
+    return [cast(a, k) for a, k in zip(_args(tr, node), keys)], loop
+
+
 def _np_extreme(tr, obj, node):
-    """``np.maximum(a, b)`` and the like, both operands in the type of the ufunc's loop (its output's)."""
-    sig = tr.signature(node)
-    rkey = scalar_key(sig.return_type)
-    if rkey is None or rkey in COMPLEX:
-        raise tr.src.error(node, f"np.{obj.__name__} of real numbers", hint="max(a, b) / min(a, b)")
-    a, b = (cast(x, rkey) for x in _args(tr, node))
+    """``np.maximum(a, b)`` and the like, both operands in the type of the ufunc's loop."""
+    (a, b), loop = _in_loop_types(tr, obj, node)
     tr.helpers.add("nk_np_extremes")
-    return CExpr(f"{NP_EXTREMES[obj]}({a.code}, {b.code})", rkey, sig.return_type, PRIMARY, pure=a.pure and b.pure)
+    out = loop.outputs[0]
+    e = CExpr(f"{NP_EXTREMES[obj]}({a.code}, {b.code})", scalar_key(out), out, PRIMARY, pure=a.pure and b.pure)
+    sig = tr.signature(node)
+    return cast(e, scalar_key(sig.return_type), sig.return_type)
 
 
 #: numpy's ufuncs whose CUDA loops are an operator of their loop's type (numba-cuda's ufuncs.py: ``int_and_impl``,
@@ -261,14 +272,9 @@ NP_OPERATORS = {np.bitwise_and: "&", np.bitwise_or: "|", np.bitwise_xor: "^", np
 
 def _np_operator(tr, obj, node):
     """``np.bitwise_and(a, b)``, ``np.left_shift``, ``np.divide``, ``np.greater``, ``np.invert(a)``, ...: the
-    operands converted to the inputs of the loop numba picks for their types (its ``ufunc_find_matching_loop``:
-    ``np.divide`` of two int64 is the ``dd->d`` loop), then the operator in that type."""
+    operator in the type of the ufunc's loop (``_in_loop_types``)."""
     sig = tr.signature(node)
-    loop = ufunc_find_matching_loop(obj, sig.args)
-    keys = [scalar_key(t) for t in loop.inputs] if loop is not None else [None]
-    if None in keys or any(k in COMPLEX for k in keys):
-        raise tr.src.error(node, f"np.{obj.__name__} of real numbers or booleans", hint="the operator itself")
-    args = [cast(a, k) for a, k in zip(_args(tr, node), keys)]
+    args, loop = _in_loop_types(tr, obj, node)
     op, out = NP_OPERATORS[obj], loop.outputs[0]
     if op == "~":
         (a,) = args

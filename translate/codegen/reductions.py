@@ -30,7 +30,7 @@ def over_items(tr, helper, info, rkey, nbt, layout="C", extra=()):
     stride) pair per dimension, outermost loop first. numba's ``np.nditer`` goes in C order (the last index fastest),
     or the reverse for an array numba types as Fortran-ordered (``layout`` "F": the first index fastest, a ``.T`` of
     a C-contiguous array in its memory's order); ``.flat`` goes in C order whatever the layout. ``rkey``: the
-    helper's type argument (None: it takes none, and returns ``nbt``)."""
+    helper's type argument (None: it takes none); it returns ``nbt``."""
     from . import arrays
 
     pairs = [f"{e.code}, {s.code}" for e, s in zip(info.extents, arrays.element_strides(info))]
@@ -40,7 +40,7 @@ def over_items(tr, helper, info, rkey, nbt, layout="C", extra=()):
     tr.helpers.add(HELPER_BLOCKS.get(helper, "nk_array_reductions"))
     template = f"<{c_name(rkey)}>" if rkey is not None else ""
     args = ", ".join([arrays.base_pointer(info), *extra, dims])
-    return CExpr(f"{helper}{template}({args})", rkey or scalar_key(nbt), nbt, PRIMARY)
+    return CExpr(f"{helper}{template}({args})", scalar_key(nbt), nbt, PRIMARY)
 
 
 def _item_count(info) -> str:
@@ -80,7 +80,6 @@ def reduce(tr, name: str, info, node, spelled: str) -> CExpr:
         return cast(over_items(tr, f"nk_{name}_of", info, None, result), rkey, sig.return_type)
     acc = info.key if is_float(info.key) else "float64"  # var, std: the mean's sum, as ``mean`` adds it
     var = over_items(tr, "nk_var_of", info, acc, types.float64, layout, extra=(_item_count(info),))
-    var = CExpr(var.code, "float64", types.float64, PRIMARY)
     if name == "var":
         return cast(var, rkey, sig.return_type)
     half = CExpr(float_literal(0.5), "float64", types.float64, PRIMARY, literal=0.5)
