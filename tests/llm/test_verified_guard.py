@@ -4,12 +4,10 @@ kernel's source hash, which decides that, is the same whichever backend wrote th
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from numbakern.frontend import client
 from numbakern.registry import all_specs
 from translate import api, manifest
 from translate.api import check
@@ -51,32 +49,6 @@ def test_verified_file_survives_an_unverified_llm_translation(tmp_path, llm_env)
 # ---------------------------------------------------------------------------------------------------------------
 # one source hash, whatever the backend
 
-AST_TRANSLATIONS = """
-import json
-import sys
-from translate import api, emit
-from translate.backends import ast_backend
-
-made = []
-generate = ast_backend.generate
-
-
-def recording(request, checks):
-    made.append(generate(request, checks))
-    return made[-1]
-
-
-ast_backend.generate = recording
-out = {}
-for name in json.loads(sys.argv[1]):
-    result = api.translate_kernel(name, write=False)
-    device = made.pop()
-    constants = [emit._const_decl(n, k, v) for n, (k, v) in device.constants.items()]
-    out[name] = {"device_code": "".join(c + "\\n" for c in constants) + device.code,
-                 "depends": result.entry["depends"], "source_sha256": result.entry["source_sha256"]}
-print(json.dumps(out))
-"""
-
 
 def one_kernel_per_module() -> list[str]:
     """The first registered kernel of each module of the library (18 of 63 kernels): every family, every way a kernel
@@ -92,24 +64,23 @@ def one_kernel_per_module() -> list[str]:
 
 
 def _ast_translations() -> dict[str, dict]:
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    proc = subprocess.run([sys.executable, "-c", AST_TRANSLATIONS, json.dumps(one_kernel_per_module())],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    # in the helper process, where numba-cuda is not in simulator mode (the mode is chosen at import)
+    return client.call("tests.llm.ast_translations:ast_translations", names=one_kernel_per_module())
 
 
 @pytest.fixture
 def ast_translations(run_store) -> dict[str, dict]:
     """The ast backend's translation of one kernel per library module: its device code with its constants (a model
-    reply that is right), its entry's dependencies and source hash. Made in a process of its own, where numba-cuda is
-    not in simulator mode (the mode is chosen at import); once per run, whichever workers run this file's tests."""
+    reply that is right), its entry's dependencies and source hash (``ast_translations.py``). Made in the worker's
+    helper process, whose typed records the llm translations then reuse; once per run, whichever workers run this
+    file's tests."""
     return run_store.once("ast-translations", _ast_translations)
 
 
-def test_every_library_module_gets_the_same_source_hash_from_both_backends(ast_translations, module_llm_env):
+def test_every_library_module_gets_the_same_source_hash_from_both_backends(module_llm_env, ast_translations):
     """One test on one worker, not one per kernel: the translations it reads take a while to make, and a second
-    worker would wait for them."""
+    worker would wait for them. The llm environment first: the helper that a change of it replaces
+    (``numbakern.frontend.helper_env``) then makes both backends' translations, typing each kernel once."""
     names = one_kernel_per_module()
     assert sorted(names) == sorted(ast_translations) and len(names) >= 10
     # the kernels whose constants the llm backend's hash used to leave out
