@@ -20,7 +20,7 @@ import numpy as np
 
 from ..launch import LaunchConfig, cdiv
 from ..registry import Case
-from .attention import TEST_SIZES, _fp32_scale, attention_case, reference, register_attention
+from .attention import TEST_SIZES, _fp32_scale, attention_case, head_dim_config, reference, register_attention
 from .attention_tc import _bound
 from .attention_wgmma import CONFIGS, SIGNATURE_TF32X3, SIGNATURES, TF32X3_CONFIGS, flash_attention_wgmma, shared_bytes
 from .matmul_hopper import PLACEHOLDER
@@ -55,10 +55,8 @@ for _fmt in ("bf16", "f16"):
 
 def tf32x3_config(d: int, causal: bool) -> dict:
     """The registered 3xTF32 configuration for head dim ``d``."""
-    if d not in TF32X3_CONFIGS:
-        raise ValueError(f"attention_3xtf32 (wgmma): head dim {d} is not supported; supported: "
-                         f"{', '.join(map(str, sorted(TF32X3_CONFIGS)))}")
-    return {"d": d, "causal": bool(causal), "tf32x3": True, **TF32X3_CONFIGS[d]}
+    return {"d": d, "causal": bool(causal), "tf32x3": True,
+            **head_dim_config("attention_3xtf32 (wgmma)", TF32X3_CONFIGS, TF32X3_CONFIGS, d)}
 
 
 def _joined(q_parts, k_parts, v_parts):

@@ -18,12 +18,12 @@ import numpy as np
 
 from ..launch import LaunchConfig
 from ..mma import formats
-from ..registry import Case, random_array
+from ..registry import Case
 from .config import sizes
 from .half import random16
-from .matmul import matmul_reference, matmul_work, register_matmul
+from .matmul import matmul_case, matmul_reference, register_matmul
 from .matmul_3xtf32 import TF32X3_SPEC, _sgemm
-from .matmul_tc import _cublas
+from .matmul_tc import TC_SPEC
 from .matmul_wgmma import DEFAULT_CONFIG, TF32X3_CONFIG, matmul_wgmma, wgmma_grid, wgmma_shared_bytes
 
 #: multiprocessors the registered launches assume (an H100's and H200's): the kernel is persistent, each block
@@ -85,29 +85,23 @@ for _f16, _out16 in ((False, False), (True, False), (True, True)):
         signatures=(_signature(_f16, _out16),),
         reference=_reference6,
         test_sizes=TEST_SIZES,
-        # k and w multiples of 8 (the tensor maps' 16-byte rows), none a multiple of the tiles
-        verify_sizes=sizes("h k w", (1, 8, 8), (37, 72, 40), (127, 136, 264), (256, 256, 256), (7, 1024, 8),
-                           (509, 264, 384)),
-        bench_sizes=sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120)),
         # fp32 accumulation of exact 16-bit products (as matmul_bf16's); with f16 output its rounding on top
         rtol=2.0**-10 if _out16 else 1e-5,
         constants=dict(_config),
-        size_multiples={"k": 8, "w": 8},
-        work=matmul_work(2),
-        baseline=_cublas,
+        **TC_SPEC,  # (k and w multiples of 8: the tensor maps' 16-byte rows)
     )
 
 
+_fp32_case = matmul_case(lambda h, w: _launch(TF32X3_CONFIG, h, w))
+
+
 def _split_case(size, rng, dist="uniform"):
-    """Random fp32 A (h×k) and B (k×w) as the kernel takes them: the split parts of A and of B^T, (2, h, k) and
-    (2, w, k)."""
-    h, k, w = size["h"], size["k"], size["w"]
-    a = random_array(rng, (h, k), np.float32, dist)
-    b = random_array(rng, (k, w), np.float32, dist)
+    """``matmul_case``'s random fp32 A (h×k) and B (k×w) as the kernel takes them: the split parts of A and of B^T,
+    (2, h, k) and (2, w, k)."""
+    case = _fp32_case(size, rng, dist)
+    a, b, out = case.args
     parts_a, parts_b = (np.stack(formats.split_tf32(x)) for x in (a, np.ascontiguousarray(b.T)))
-    maps = [PLACEHOLDER.copy() for _ in range(3)]
-    return Case((parts_a, parts_b, np.full((h, w), np.nan, np.float32), *maps), _launch(TF32X3_CONFIG, h, w),
-                dict(size))
+    return Case((parts_a, parts_b, out, *(PLACEHOLDER.copy() for _ in range(3))), case.launch, case.size)
 
 
 def _sgemm_of_parts(parts_a, parts_b, out, *maps):

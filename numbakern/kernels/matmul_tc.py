@@ -195,6 +195,13 @@ def _cublas(a, b, out, *tensor_maps):
     return (lambda: torch.matmul(a16, b16)), "torch.matmul on bf16 (bf16 out)"
 
 
+#: what the specs of the 16-bit matmuls (these and the Hopper ones) share: k and w multiples of 8 (the kernels'
+#: precondition), none a multiple of the tiles, 16-bit inputs, torch's GEMM as the peer
+TC_SPEC = dict(verify_sizes=sizes("h k w", (1, 8, 8), (37, 72, 40), (127, 136, 264), (256, 256, 256), (7, 1024, 8),
+                                  (509, 264, 384)),
+               bench_sizes=sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120)), size_multiples={"k": 8, "w": 8},
+               work=matmul_work(2), baseline=_cublas)
+
 for _f16 in (False, True):
     _fmt = "f16" if _f16 else "bf16"
     register_matmul(
@@ -205,14 +212,9 @@ for _f16 in (False, True):
         signatures=(SIGNATURES[_f16],),
         # k and w multiples of 8 (the kernel's precondition), none a multiple of the tiles
         test_sizes=sizes("h k w", (37, 72, 40), (1, 8, 8), (70, 24, 136)),
-        verify_sizes=sizes("h k w", (1, 8, 8), (37, 72, 40), (127, 136, 264), (256, 256, 256), (7, 1024, 8),
-                           (509, 264, 384)),
-        bench_sizes=sizes("h k w", (4096, 4096, 4096), (5120, 256, 5120)),
         # inputs are exact 16-bit values, so the error is fp32 accumulation's alone: the simulator rounds each mma's
         # exact sum once (k/16 roundings), a GPU's tensor cores truncate inside the sum (a few units more)
         rtol=1e-5,
         constants=dict(PIPE_CONFIG),
-        size_multiples={"k": 8, "w": 8},
-        work=matmul_work(2),
-        baseline=_cublas,
+        **TC_SPEC,
     )

@@ -24,8 +24,8 @@ import numpy as np
 from numba import cuda
 
 from ..fastpath import jit_options, u32
-from ..launch import check_array, to_kernel_arg
-from ..registry import Case, KernelSpec, Work, random_array, register
+from ..launch import check_array, check_same_device, to_kernel_arg
+from ..registry import Case, random_array
 from ..specialize import specialize
 from ..vector_io import vload4
 from . import rows as row_groups
@@ -165,8 +165,7 @@ def _norm(what: str, rms: bool, x, weight, bias, eps, out):
         if pi.shape != (cols,):
             raise ValueError(f"{what}: argument '{name}' must have shape ({cols},) (one per column of 'x'), "
                              f"got {pi.shape}")
-        if pi.device != info.device:
-            raise ValueError(f"arguments must all be on one device, got 'x' on {info.device}, '{name}' on {pi.device}")
+        check_same_device(x=info, **{name: pi})
         infos.append(pi)
     if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)) or not eps >= 0:
         raise ValueError(f"{what}: argument 'eps' must be a non-negative number, got {eps!r}")
@@ -251,44 +250,21 @@ def _baseline(rms: bool):
     return baseline
 
 
-def _work(size) -> Work:
-    n = size["rows"] * size["cols"]
-    return Work(flops=8.0 * n, bytes=8.0 * n)
-
-
-#: the registered kernels: (name suffix, row length the config is for, simulator test sizes, GPU verification
-#: sizes, bench sizes); each size set has rows longer than the register span (read again) and rows of 4 columns
+#: the registered kernels: (name suffix, row length the config is for, (simulator test sizes, GPU verification
+#: sizes, bench sizes)); each size set has rows longer than the register span (read again) and rows of 4 columns
 REGISTERED = (
-    ("", 1024, ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 3, "cols": 1100}),
-     ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 1031, "cols": 1024}, {"rows": 3, "cols": 4100},
-      {"rows": 65537, "cols": 128}),
-     ({"rows": 65536, "cols": 1024},)),
-    ("_block", 4096, ({"rows": 1, "cols": 4}, {"rows": 3, "cols": 1000}, {"rows": 2, "cols": 4100}),
-     ({"rows": 1, "cols": 4}, {"rows": 7, "cols": 4100}, {"rows": 1025, "cols": 4096}, {"rows": 5, "cols": 10000}),
-     ({"rows": 16384, "cols": 4096},)),
+    ("", 1024, (row_groups.WARP_SIZES[0], (*row_groups.WARP_SIZES[1], {"rows": 65537, "cols": 128}),
+                ({"rows": 65536, "cols": 1024},))),
+    ("_block", 4096, row_groups.BLOCK_SIZES),
 )
 
 for _rms, _name in ((False, "layer_norm"), (True, "rms_norm")):
     _bias = not _rms  # F.rms_norm has no bias
-    for _suffix, _cols, _tests, _verify, _bench in REGISTERED:
+    for _suffix, _cols, _sizes in REGISTERED:
         _config = row_groups.config_for(_cols)
-        register(KernelSpec(
-            name=f"{_name}{_suffix}",
-            family="norm",
-            kernel=norm_rows(_rms, _bias, **_config),
-            signatures=(SIGNATURE,),
-            make_case=functools.partial(_case, rms=_rms, config=_config),
-            reference=_reference(_rms, _bias),
-            error_scale=_error_scale(_rms, _bias),
-            outputs=(3,),
-            rtol=1e-5,
-            constants={"rms": _rms, "bias": _bias, **_config, "vec": True},
-            test_sizes=_tests,
-            verify_sizes=_verify,
-            bench_sizes=_bench,
-            work=_work,
-            size_multiples={"cols": 4},
-            description=f"{_name.replace('_', ' ')} forward for rows up to {_cols}: {_config['group']} threads per "
-                        "row, the row in registers",
-            baseline=_baseline(_rms),
-        ))
+        row_groups.register_rows(
+            f"{_name}{_suffix}", "norm", norm_rows(_rms, _bias, **_config), _config, _cols,
+            f"{_name.replace('_', ' ')} forward", functools.partial(_case, rms=_rms), _sizes,
+            flops=8.0, constants={"rms": _rms, "bias": _bias}, signatures=(SIGNATURE,),
+            reference=_reference(_rms, _bias), error_scale=_error_scale(_rms, _bias), outputs=(3,), rtol=1e-5,
+            baseline=_baseline(_rms))

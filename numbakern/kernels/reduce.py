@@ -197,9 +197,7 @@ def reduce_launch(config: dict, rows: int, cols: int) -> LaunchConfig:
 
 def workspace(rows: int, parts: int, like=None):
     """Zeroed ``partials`` (rows x parts, float32) and ``counters`` (rows, uint32) for ``reduce_rows``: new host
-    arrays without ``like``, else the cached ones on ``like``'s device (``scratch``)."""
-    if like is None:
-        return np.zeros((rows, parts), np.float32), np.zeros(rows, np.uint32)
+    arrays without ``like``, else the cached ones on ``like``'s device (``scratch.zeroed``)."""
     return (scratch.zeroed("reduce_partials", (rows, parts), np.float32, like),
             scratch.zeroed("reduce_counters", (rows,), np.uint32, like))
 
@@ -330,12 +328,10 @@ def _baseline(is_max: bool, whole: bool):
     def baseline(x, out, *ws):
         import torch
 
+        op, name = (torch.amax, "torch.amax") if is_max else (torch.sum, "torch.sum")
         if whole:
-            op = (lambda: torch.amax(x)) if is_max else (lambda: torch.sum(x))
-            return op, "torch.amax" if is_max else "torch.sum"
-        if is_max:
-            return (lambda: torch.amax(x, dim=-1, out=out)), "torch.amax(x, -1)"
-        return (lambda: torch.sum(x, dim=-1, out=out)), "torch.sum(x, -1)"
+            return (lambda: op(x)), name
+        return (lambda: op(x, dim=-1, out=out)), f"{name}(x, -1)"
 
     return baseline
 

@@ -9,15 +9,18 @@ group holds ``cache`` 16-byte groups of its row in registers; the configurations
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import cuda
 
 from ..autotune import Autotuner
 from ..fastpath import u32
 from ..launch import LaunchConfig, cdiv, check_array
+from ..registry import KernelSpec, Work, register
 from ..vector_io import vload4, vstore4
 from .collectives import check_group
-from .config import checked_out, flags
+from .config import checked_out, flags, sizes
 
 
 def check_row_config(what: str, nt: int, group: int, cache: int, vec: bool) -> None:
@@ -138,3 +141,30 @@ def row_tuner(name: str, index: int, build) -> Autotuner:
     configs = configs_around(ROW_CONFIGS, cols)
     return Autotuner(f"{name}_{cols}", build, configs=configs, key=lambda x, *rest: tuple(x.shape),
                      launch=lambda config, x, *rest: row_launch(config, int(x.shape[0])), sim_config=configs[0])
+
+
+#: the registered (test, verify, bench) sizes of the row kernels for rows up to 1024 (lanes of a warp a row) and up
+#: to 4096 (a block a row): rows longer than the register span (read again) and rows of 4 columns
+WARP_SIZES = (sizes("rows cols", (1, 4), (9, 132), (3, 1100)),
+              sizes("rows cols", (1, 4), (9, 132), (1031, 1024), (3, 4100)), sizes("rows cols", (32768, 1024)))
+BLOCK_SIZES = (sizes("rows cols", (1, 4), (3, 1000), (2, 4100)),
+               sizes("rows cols", (1, 4), (7, 4100), (1025, 4096), (5, 10000)), sizes("rows cols", (16384, 4096)))
+
+
+def register_rows(name: str, family: str, kernel, config: dict, cols: int, what: str, make_case, row_sizes: tuple, *,
+                  flops: float, constants: dict | None = None, **spec) -> None:
+    """A row-group kernel into the registry: ``kernel`` built for ``config`` (the default for rows up to ``cols``)
+    with 16-byte groups, described as ``what`` for such rows; ``make_case(size, rng, dist, config=config)`` its
+    cases, ``row_sizes`` its (test, verify, bench) sizes, rows a multiple of 4 long, ``constants`` and then the
+    configuration its constants, ``flops`` per element and 8 bytes (read once, written once) its work; ``spec`` the
+    rest of its fields."""
+    def work(size) -> Work:
+        n = size["rows"] * size["cols"]
+        return Work(flops=flops * n, bytes=8.0 * n)
+
+    test_sizes, verify_sizes, bench_sizes = row_sizes
+    register(KernelSpec(
+        name=name, family=family, kernel=kernel, make_case=functools.partial(make_case, config=config),
+        constants={**(constants or {}), **config, "vec": True}, test_sizes=test_sizes, verify_sizes=verify_sizes,
+        bench_sizes=bench_sizes, work=work, size_multiples={"cols": 4},
+        description=f"{what} for rows up to {cols}: {config['group']} threads per row, the row in registers", **spec))

@@ -197,9 +197,7 @@ def scan_launch(config: dict, n: int) -> LaunchConfig:
 
 def workspace(tiles: int, like=None):
     """Zeroed ``flags``, ``values`` and ``counters`` for ``tiles`` tiles: new host arrays without ``like``, else the
-    cached ones on ``like``'s device (``scratch``)."""
-    if like is None:
-        return np.zeros(tiles, np.uint32), np.zeros((2, tiles), np.float32), np.zeros(2, np.uint32)
+    cached ones on ``like``'s device (``scratch.zeroed``)."""
     return (scratch.zeroed("scan_flags", (tiles,), np.uint32, like),
             scratch.zeroed("scan_values", (2, tiles), np.float32, like),
             scratch.zeroed("scan_counters", (2,), np.uint32, like))

@@ -34,9 +34,9 @@ def zeros_like_on(like, shape: tuple[int, ...], dtype) -> object:
 
 
 def zeroed(name: str, shape: tuple[int, ...], dtype, like) -> object:
-    """A zeroed array of at least ``shape`` on ``like``'s device, cached under ``name`` (fresh in the simulator,
-    where host arrays cost nothing to make)."""
-    if mode.in_simulator():
+    """A zeroed array of at least ``shape`` on ``like``'s device, cached under ``name`` (a new host array without
+    ``like``, and fresh in the simulator, where host arrays cost nothing to make)."""
+    if like is None or mode.in_simulator():
         return zeros_like_on(None, shape, dtype)
     key = (name, np.dtype(dtype).str, type(like).__module__.split(".")[0], str(getattr(like, "device", "")))
     have = _cache.get(key)

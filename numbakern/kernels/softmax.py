@@ -27,10 +27,11 @@ from numba import cuda
 
 from ..fastpath import jit_options, u32
 from ..launch import to_kernel_arg
-from ..registry import Case, KernelSpec, Work, random_array, register
+from ..registry import Case, random_array
 from ..specialize import specialize
 from . import rows as row_groups
 from .collectives import group_reduce, nan_max
+from .config import sizes
 from .rows import load_cached, load_group, row_of, store_group
 
 
@@ -143,21 +144,16 @@ def softmax(x, out=None):
 # registry
 
 SIGNATURE = "void(float32[:, ::1], float32[:, ::1])"
-#: the registered kernels: (name, row length the config is for, simulator test sizes, GPU verification sizes, bench
-#: sizes). Each size set has rows longer than the register span (the online part) and rows of 1 group (4 columns).
+#: the registered kernels: (name, row length the config is for, (simulator test sizes, GPU verification sizes, bench
+#: sizes)). Each size set has rows longer than the register span (the online part) and rows of 1 group (4 columns).
 REGISTERED = (
-    ("softmax", 128, ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 33, "cols": 36}),
-     ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 65537, "cols": 128}, {"rows": 1031, "cols": 1024}),
-     ({"rows": 262144, "cols": 128},)),
-    ("softmax_warp", 1024, ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 3, "cols": 1100}),
-     ({"rows": 1, "cols": 4}, {"rows": 9, "cols": 132}, {"rows": 1031, "cols": 1024}, {"rows": 3, "cols": 4100}),
-     ({"rows": 32768, "cols": 1024},)),
-    ("softmax_block", 4096, ({"rows": 1, "cols": 4}, {"rows": 3, "cols": 1000}, {"rows": 2, "cols": 4100}),
-     ({"rows": 1, "cols": 4}, {"rows": 7, "cols": 4100}, {"rows": 1025, "cols": 4096}, {"rows": 5, "cols": 10000}),
-     ({"rows": 16384, "cols": 4096},)),
-    ("softmax_long", 32768, ({"rows": 1, "cols": 4}, {"rows": 2, "cols": 33000}),
-     ({"rows": 1, "cols": 4}, {"rows": 33, "cols": 32768}, {"rows": 5, "cols": 65540}),
-     ({"rows": 2048, "cols": 32768},)),
+    ("softmax", 128, (sizes("rows cols", (1, 4), (9, 132), (33, 36)),
+                      sizes("rows cols", (1, 4), (9, 132), (65537, 128), (1031, 1024)),
+                      sizes("rows cols", (262144, 128)))),
+    ("softmax_warp", 1024, row_groups.WARP_SIZES),
+    ("softmax_block", 4096, row_groups.BLOCK_SIZES),
+    ("softmax_long", 32768, (sizes("rows cols", (1, 4), (2, 33000)),
+                             sizes("rows cols", (1, 4), (33, 32768), (5, 65540)), sizes("rows cols", (2048, 32768)))),
 )
 
 
@@ -180,30 +176,10 @@ def _baseline(x, out):
     return (lambda: torch.softmax(x, -1)), "torch.softmax(x, -1)"
 
 
-def _work(size) -> Work:
-    n = size["rows"] * size["cols"]
-    return Work(flops=5.0 * n, bytes=8.0 * n)
-
-
-for _name, _cols, _tests, _verify, _bench in REGISTERED:
+for _name, _cols, _sizes in REGISTERED:
     _config = row_groups.config_for(_cols)
-    register(KernelSpec(
-        name=_name,
-        family="softmax",
-        kernel=softmax_rows(**_config),
-        signatures=(SIGNATURE,),
-        make_case=functools.partial(_case, config=_config),
-        reference=_reference,
-        outputs=(1,),
+    row_groups.register_rows(
+        _name, "softmax", softmax_rows(**_config), _config, _cols, "row softmax", _case, _sizes, flops=5.0,
+        signatures=(SIGNATURE,), reference=_reference, outputs=(1,), baseline=_baseline,
         # float32 exp and sums against float64: a few ulp of each output (the error is relative to the output)
-        rtol=1e-5,
-        atol=1e-7,
-        constants={**_config, "vec": True},
-        test_sizes=_tests,
-        verify_sizes=_verify,
-        bench_sizes=_bench,
-        work=_work,
-        size_multiples={"cols": 4},
-        description=f"row softmax for rows up to {_cols}: {_config['group']} threads per row, the row in registers",
-        baseline=_baseline,
-    ))
+        rtol=1e-5, atol=1e-7)
