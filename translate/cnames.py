@@ -258,6 +258,17 @@ def kernel_cname(name: str) -> str:
     return Namespace().claim(name)
 
 
+def is_array_tuple(t) -> bool:
+    """A tuple of arrays (numba's UniTuple or Tuple of them): each array is a parameter of its own in C."""
+    return isinstance(t, types.BaseTuple) and len(t) > 0 and all(isinstance(x, types.Array) for x in t)
+
+
+def flat_params(names, argtypes) -> list[tuple[str, types.Type]]:
+    """``(name, type)`` per C parameter group: a tuple of arrays as its arrays (``pair_0``, ``pair_1``, ...)."""
+    return [item for n, t in zip(names, argtypes)
+            for item in ([(f"{n}_{k}", x) for k, x in enumerate(t)] if is_array_tuple(t) else [(n, t)])]
+
+
 def param_cnames(kernel_c: str, params: list[tuple[str, int, bool]], reserved=()) -> tuple[Namespace, list]:
     """C names for a function's parameters ``(python name, ndim (0 = scalar), strided)``: each parameter's own
     name first (in order), then the extents and strides each array passes (``x_shape0``, ``x_stride0``).

@@ -230,10 +230,15 @@ def _launcher_params(kernel_c: str, names: tuple[str, ...], argtypes: tuple, tem
     written = written_arrays(fn, array_names, callee) | indirectly_written(fn, array_names, array_locals)
     _, named = cnames.param_cnames(kernel_c, [(n, t.ndim if isinstance(t, types.Array) else 0,
                                               isinstance(t, types.Array) and t.layout != "C")
-                                             for n, t in zip(names, argtypes)],
+                                             for n, t in cnames.flat_params(names, argtypes)],
                                    reserved={*cnames.LAUNCHER_PARAMS, *template_params})
     params = []
-    for n, t, (c, extents, strides) in zip(names, argtypes, named):
+    for n, t in zip(names, argtypes):
+        if cnames.is_array_tuple(t):  # each array a parameter of its own; written, as far as this can tell
+            items = [_array_param(f"{n}[{k}]", x, False, *named.pop(0)) for k, x in enumerate(t)]
+            params.append(ParamSpec(n, "tuple", "tuple", items=tuple(items)))
+            continue
+        c, extents, strides = named.pop(0)
         if isinstance(t, types.Array) and isinstance(t.dtype, types.Record):
             key = cnames.record_key(t.dtype)
             if key is None:
@@ -243,14 +248,17 @@ def _launcher_params(kernel_c: str, names: tuple[str, ...], argtypes: tuple, tem
                                     extents=extents, strides=strides, ctype=cnames.c_name(key),
                                     record=_record_layout(t.dtype)))
         elif isinstance(t, types.Array):
-            params.append(ParamSpec(n, "array", cnames.scalar_key(t.dtype) or str(t.dtype), t.ndim,
-                                    const=n not in written, layout=t.layout, cname=c, extents=extents,
-                                    strides=strides))
+            params.append(_array_param(n, t, n not in written, c, extents, strides))
         elif isinstance(t, types.BaseTuple) and len(t) and all(cnames.scalar_key(x) for x in t):
             params.append(ParamSpec(n, "tuple", "tuple", cname=c, items=tuple(str(cnames.scalar_key(x)) for x in t)))
         else:
             params.append(ParamSpec(n, "scalar", cnames.scalar_key(t) or str(t), cname=c))
     return params
+
+
+def _array_param(name: str, t, const: bool, cname: str, extents, strides) -> ParamSpec:
+    return ParamSpec(name, "array", cnames.scalar_key(t.dtype) or str(t.dtype), t.ndim, const=const, layout=t.layout,
+                     cname=cname, extents=extents, strides=strides)
 
 
 def _record_layout(t) -> tuple:

@@ -75,7 +75,7 @@ class ParamSpec:
     (the Python name unless that collides with C/C++/CUDA or a generated name)."""
 
     name: str
-    kind: str            # "array" | "scalar" | "tuple" (of numbers: one C parameter per item)
+    kind: str            # "array" | "scalar" | "tuple" (of numbers: one C parameter each; of arrays: each's own)
     dtype: str           # numba dtype name: float32, int64, ... ("tuple" for a tuple)
     ndim: int = 0
     const: bool = False  # arrays the kernel never writes
@@ -85,7 +85,8 @@ class ParamSpec:
     extents: tuple[str, ...] = ()  # C names of the extents ("" = <cname>_shape<d>)
     strides: tuple[str, ...] = ()  # C names of the strides (<cname>_stride<d>)
     record: tuple = ()   # dtype "record": (itemsize, ((field, dtype, offset), ...)); its C struct is ctype
-    items: tuple[str, ...] = ()  # a tuple: its items' dtypes (C parameters <cname>_0, <cname>_1, ...)
+    #: a tuple: its numbers' dtypes (C parameters <cname>_0, <cname>_1, ...), or its arrays (ParamSpecs)
+    items: tuple = ()
     #: the tensor map of another argument (numbakern.tensormap.tensor_map_params): (source, box_rows, box_cols,
     #: swizzle). The launcher takes the 16-word array as the kernel's caller gives it, ignores its contents, makes
     #: the map from the source array's pointer and passes it to the kernel by value (a __grid_constant__)
@@ -111,10 +112,18 @@ class ParamSpec:
                 out["tensor_map"] = {"of": source, "box": [rows, cols], "swizzle": swizzle}
             return out
         if self.kind == "tuple":
-            return {"name": self.name, "kind": "tuple", "dtype": "tuple", "items": list(self.items)}
+            return {"name": self.name, "kind": "tuple", "dtype": "tuple",
+                    "items": [i.manifest() if isinstance(i, ParamSpec) else i for i in self.items]}
         return {"name": self.name, "kind": "scalar", "dtype": self.dtype}
 
+    @property
+    def arrays(self) -> tuple[ParamSpec, ...]:
+        """A tuple of arrays: its arrays, each passed as an array parameter is (else none)."""
+        return tuple(i for i in self.items if isinstance(i, ParamSpec))
+
     def c_params(self) -> list[str]:
+        if self.arrays:
+            return [c for a in self.arrays for c in a.c_params()]
         if self.kind == "tuple":
             return [f"{c_name(d)} {a}" for d, a in zip(self.items, self.c_args())]
         ctype = self.ctype or c_name(self.dtype)
@@ -144,6 +153,8 @@ class ParamSpec:
     def c_args(self) -> list[str]:
         if self.kind == "array":
             return [self.c] + self.extent_names() + self.stride_names()
+        if self.arrays:
+            return [c for a in self.arrays for c in a.c_args()]
         if self.kind == "tuple":
             return [f"{self.c}_{i}" for i in range(len(self.items))]
         return [self.c]

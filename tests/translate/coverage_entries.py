@@ -182,4 +182,15 @@ COVERAGE = [
     # a third of the flags false: some rows all true (prod 1), most not
     _e("boolean_reductions", "void(boolean[:, ::1], float64[::1])", L(2, 64),
        (custom(lambda rng: rng.random((99, 4)) < 0.8), floats(99, np.float64))),
+    _e("starred_call", "void(float32[::1], float64[::1])", L(2, 64),
+       (floats(99, np.float32, -2, 2), floats(99, np.float64))),
+    # m and n of different widths: each array's own extents travel with it
+    _e("tuple_of_arrays", "void(float64[::1], float64[::1], float64[:, ::1], float64[:, ::1], float64[::1], "
+                          "float64[::1])", L(2, 64),
+       (floats(99, np.float64, -1, 1), floats(99, np.float64, -1, 1), floats((99, 3), np.float64, -1, 1),
+        floats((99, 5), np.float64, -1, 1), floats(99, np.float64), floats(99, np.float64))),
+    _e("iterate_rows", "void(float32[:, ::1], float64[:, :, ::1], float64[::1])", L(2, 64),
+       (floats((7, 13), np.float32, -1, 1), floats((3, 6, 4), np.float64, -1, 1), floats(99, np.float64))),
+    _e("array_tuple_argument", "void(UniTuple(float64[::1], 2), float64[::1])", L(2, 64),
+       (custom(lambda rng: (rng.uniform(-1, 1, 99), rng.uniform(-1, 1, 99))), floats(99, np.float64))),
 ]

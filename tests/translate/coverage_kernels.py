@@ -774,3 +774,73 @@ def boolean_reductions(flags, out):
         row = flags[i]
         out[i] = row.sum() + np.sum(flags[i:i + 2]) * 10 + row.prod() * 100 + np.nansum(row) * 1000
         out[i] += row.mean() + row.var() + np.std(flags[i:i + 2, 1:]) * 0.5
+
+
+# -- starred calls and tuples of arrays -----------------------------------------------------------------------------
+@cuda.jit(device=True)
+def affine(x, w, b):
+    return x * w + b
+
+
+@cuda.jit
+def starred_call(x, out):
+    """f(*t) and f(a, *t): numba passes the tuple's items as the callee's arguments."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        t = (x[i], 2.0, -1.0)
+        wb = (0.5, x[i])
+        out[i] = affine(*t) + affine(x[i], *wb)
+
+
+@cuda.jit(device=True)
+def dot_pair(pair, i):
+    a, b = pair
+    return a[i, 0] * b[i, b.shape[1] - 1]
+
+
+@cuda.jit(device=True)
+def fill_pair(pair, i, v):
+    for arr in pair:
+        arr[i] = v
+
+
+@cuda.jit
+def tuple_of_arrays(x, y, m, n, out_a, out_b):
+    """Tuples of arrays as values: named, unpacked, indexed, iterated over, and passed to device functions (which
+    read them, unpack them and write through them)."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        vecs = (x, y)
+        u, v = vecs
+        s = 0.0
+        for arr in vecs:
+            s += arr[i] * arr.shape[0]
+        mats = (m, n)
+        fill_pair((out_a, out_b), i, s + u[i] - vecs[1][i] + dot_pair(mats, i))
+        out_b[i] += v[i] * mats[1].shape[1]
+
+
+@cuda.jit
+def iterate_rows(m, w, out):
+    """A loop over a 2-D array's rows (numba's views of layout A) and over a 3-D window's 2-D planes."""
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        s = 0.0
+        for row in m:
+            s += row[i % row.shape[0]] * row.shape[0]
+        for plane in w[:, 1:]:
+            s += plane[i % plane.shape[0], plane.shape[1] - 1]
+        out[i] = s
+
+
+@cuda.jit
+def array_tuple_argument(pair, out):
+    """A tuple of arrays as the kernel's argument: each array is a launcher parameter of its own (one written)."""
+    i = cuda.grid(1)
+    a, b = pair
+    if i < out.shape[0]:
+        s = 0.0
+        for arr in pair:
+            s += arr[i]
+        out[i] = s * a.shape[0] - pair[1][i]
+        b[i] = a[i] * 2.0

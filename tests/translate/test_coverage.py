@@ -52,6 +52,25 @@ FRAGMENTS = {
     "namedtuple_value": ["__device__ double norm2(double p_0, double p_1)", "return p_0 * p_0 + p_1 * p_1;",
                          "out[i] = norm2(xs[i], ys[i]);"],
     "record_scalars": ["nk_record_a_b r = recs[i];", "out[i] = r.a * r.b;"],
+    # a loop over rows: the alias of each row, assigned by the loop
+    "iterate_rows": ["for (int64_t row_i = 0; row_i < m_shape0; row_i++) {", "float *row = (m + row_i * m_shape1);",
+                     "int64_t row_shape0 = m_shape1;", "int64_t plane_shape0 = w_shape1 - nk_bound(1, w_shape1);"],
+    # a tuple of arrays as the kernel's argument: each array with its extents, in the launcher too
+    "array_tuple_argument": ["double* pair_0, int64_t pair_0_shape0, double* pair_1, int64_t pair_1_shape0,",
+                             "double *arr_items[2] = {pair_0, pair_1};", "b = pair_1;",
+                             "out[i] = s * a_shape0 - pair_1[i];",
+                             "pair_0, pair_0_shape0, pair_1, pair_1_shape0, out, out_shape0);"],
+    # a starred tuple: its items as the callee's arguments
+    "starred_call": ["out[i] = affine(t_0, t_1, t_2) + affine_(x[i], wb_0, wb_1);"],
+    # a tuple of arrays: each array's pointer and extents (a device function's parameters, a loop's C arrays)
+    "tuple_of_arrays": ["__device__ void fill_pair(double* pair_0, int64_t pair_0_shape0, double* pair_1, "
+                        "int64_t pair_1_shape0, int64_t i, double v)",
+                        "double *arr_items[2] = {x, y};", "int64_t arr_shape0_items[2] = {x_shape0, y_shape0};",
+                        "double *arr = arr_items[arr_i];", "s += arr[i] * arr_shape0;",
+                        "a = pair_0;", "b_shape1 = pair_1_shape1;",
+                        "fill_pair(out_a, out_a_shape0, out_b, out_b_shape0, i, s + u[i] - y[i] + "
+                        "dot_pair(m, m_shape0, m_shape1, n, n_shape0, n_shape1, i));",
+                        "out_b[i] += v[i] * n_shape1;"],
     "chained_assignment": ["int64_t a = 0;", "int64_t b = 0;", "int64_t c = x[i];", "int64_t d = x[i];"],
     # numba-cuda's array.sum: c = R(0); c = R(c + v) for each item, R the item type with integers widened
     "array_sums": ["nk_sum_of<int64_t>((a + nk_bound(i, a_shape0)), nk_span(i, i + 4, a_shape0), 1)",

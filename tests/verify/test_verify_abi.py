@@ -97,6 +97,23 @@ def test_a_tuple_travels_as_one_parameter_per_item():
         abi.argtypes({"symbol": "s", "params": [{"name": "x", "kind": "tuple", "dtype": "tuple"}]})
 
 
+def test_a_tuple_of_arrays_travels_as_its_arrays():
+    """A ``UniTuple(array, 2)`` kernel argument: the launcher takes each array's pointer and extents; the caller
+    passes a Python tuple of arrays, each checked as an array parameter is."""
+    item = {"kind": "array", "dtype": "float64", "ndim": 2, "const": False}
+    launcher = {"symbol": "launch_t", "params": [{"name": "pair", "kind": "tuple", "dtype": "tuple",
+                                                  "items": [{**item, "name": "pair[0]"}, {**item, "name": "pair[1]"}]}]}
+    assert abi.argtypes(launcher)[:6] == [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] * 2
+    args = abi.call_args(launcher, [((4096, (3, 5), np.float64), (8192, (2, 7), np.float64))], (1,), (32,))
+    assert [a.value if isinstance(a, ctypes.c_void_p) else a for a in args[:6]] == [4096, 3, 5, 8192, 2, 7]
+    assert "double* pair_0, int64_t pair_0_shape0, int64_t pair_0_shape1, double* pair_1" in \
+        abi.c_declaration(launcher)
+    with pytest.raises(abi.AbiError, match="tuple of 2 arrays"):
+        abi.call_args(launcher, [((4096, (3, 5), np.float64),)], (1,), (32,))
+    with pytest.raises(abi.AbiError, match=r"'pair\[1\]' must have dtype float64"):
+        abi.call_args(launcher, [((4096, (3, 5), np.float64), (8192, (2, 7), np.float32))], (1,), (32,))
+
+
 def test_a_launcher_is_selected_by_its_own_constants():
     # a factory parameter the kernel body never reads (here nt) is no template parameter, so no launcher names it
     from translate.verify.abi import AbiError, select_launcher

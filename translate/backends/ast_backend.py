@@ -25,8 +25,12 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
     unit.file_names.reserve(request.c_name, *request.template_params)
     unit.template_params = set(request.template_params)
     consts = dict(request.instantiations[0]) if request.template_params else {}
-    params = [(p.c, tuple(p.c_args()) if p.kind == "tuple" else tuple(p.extent_names()), tuple(p.stride_names()))
-              for p in request.params]
+    def named(p):  # (C name, extents or a tuple's numbers, strides); a tuple of arrays: one of those per array
+        if p.arrays:
+            return [named(a) for a in p.arrays]
+        return p.c, tuple(p.c_args()) if p.kind == "tuple" else tuple(p.extent_names()), tuple(p.stride_names())
+
+    params = [named(p) for p in request.params]
     try:
         tr = FunctionTranslator(unit, request.pyfunc, request.typed, kind="kernel", name=request.name,
                                 cname=request.c_name, params=params, template_consts=consts,
@@ -37,8 +41,9 @@ def generate(request: KernelRequest, checks: CandidateChecks) -> DeviceCode:
     except Exception as e:  # noqa: BLE001 - a bug of the code generator outside any statement: at the kernel's def
         fn, src = parse_function(request.pyfunc)
         raise internal_error(src, fn, e) from e
-    written = {p.c for p in request.params if p.kind == "array" and not p.const}
-    for name in tr.written & {p.c for p in request.params}:
+    arrays = [a for p in request.params for a in (p.arrays or [p])]
+    written = {a.c for a in arrays if a.kind == "array" and not a.const}
+    for name in tr.written & {a.c for a in arrays}:
         if name not in written:
             raise AssertionError(f"the kernel writes '{name}', which the request marked const")
     lines = unit.prelude()

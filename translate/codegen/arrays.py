@@ -272,16 +272,29 @@ def call_args(tr, info: ArrayInfo, want, node) -> list[str]:
 # -- arrays that name other arrays ------------------------------------------------------------------------------
 def alias_names(fn, array_locals: set, dynamic: Collection[str] = frozenset()) -> set:
     """Array-typed locals that name another array or a view of one (``data = buf_0``, ``seg = out[a:b]``, ``row =
-    m[i]``, ``t = a.T``, ``bits = x.view(np.int32)``): a C pointer with its extents (and strides), assigned where
-    Python assigns the name. Not: arrays made by ``cuda.shared.array``/``local.array``/``const.array_like``, and
-    views of the dynamic shared array ``dynamic`` (``ms = shar[a:b]``: a pointer into it, its extent unknown)."""
+    m[i]``, ``t = a.T``, ``bits = x.view(np.int32)``, ``a, b = pair``, ``for arr in (x, y)``): a C pointer with
+    its extents (and strides), assigned where Python assigns the name. Not: arrays made by
+    ``cuda.shared.array``/``local.array``/``const.array_like``, and views of the dynamic shared array ``dynamic``
+    (``ms = shar[a:b]``: a pointer into it, its extent unknown)."""
     values: dict = {}
+    unpacked: set = set()  # bound by unpacking or by a loop: `a, b = pair`, `for arr in (x, y)`
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign):
             for t in node.targets:
-                if isinstance(t, ast.Name):
-                    values.setdefault(t.id, []).append(node.value)
-    return {n for n in array_locals if n in values and all(_names_an_array(v, dynamic) for v in values[n])}
+                pairs = [(t, node.value)]
+                while any(isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts)
+                          for t, v in pairs):  # `lo, hi = a[:n], a[n:]`: name by name, as the C assigns them
+                    pairs = [p for t, v in pairs for p in (zip(t.elts, v.elts) if isinstance(t, ast.Tuple) and
+                             isinstance(v, ast.Tuple) and len(t.elts) == len(v.elts) else [(t, v)])]
+                for target, value in pairs:
+                    if isinstance(target, ast.Name):
+                        values.setdefault(target.id, []).append(value)
+                    else:
+                        unpacked |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.For):
+            unpacked |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    return {n for n in array_locals if (n in values or n in unpacked)
+            and all(_names_an_array(v, dynamic) for v in values.get(n, ()))}
 
 
 def _names_an_array(value, dynamic: Collection[str]) -> bool:
@@ -320,7 +333,8 @@ def dynamic_names(tr, fn) -> set:
 def indirectly_written(fn, array_params: set, array_locals: Collection[str] = frozenset()) -> set:
     """Array parameters the kernel may write through another name (conservatively): those assigned to a local
     name (``data = buf_0``), those a local array names a view of (``seg = out[a:b]``, ``t = a.T``: the
-    ``array_locals``), and those sliced into a call's argument (``atomic.cas(res[gid:], ...)``)."""
+    ``array_locals``), those sliced into a call's argument (``atomic.cas(res[gid:], ...)``) and those made items of
+    a tuple (``for arr in (x, y)``)."""
     out = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in array_params and \
@@ -331,6 +345,13 @@ def indirectly_written(fn, array_params: set, array_locals: Collection[str] = fr
             root = root_name(node.value)
             if root in array_params:
                 out.add(root)
+        if isinstance(node, ast.For) and any(isinstance(n, ast.Name) and n.id in array_locals
+                                             for n in ast.walk(node.target)):  # for row in m
+            root = root_name(node.iter)
+            if root in array_params:
+                out.add(root)
+        if isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load):  # (x, y): each item named elsewhere
+            out |= {e.id for e in node.elts if isinstance(e, ast.Name) and e.id in array_params}
         if isinstance(node, ast.Call):
             for a in node.args:
                 if isinstance(a, ast.Subscript) and isinstance(a.slice, ast.Slice) and \
@@ -367,6 +388,35 @@ def alias_declarations(info: ArrayInfo) -> list[str]:
 
 
 def alias_assignment(tr, info: ArrayInfo, src, node) -> list[str]:
+    return [f"{name} = {value};" for name, value in zip(alias_variables(info), alias_parts(tr, info, src, node))]
+
+
+def alias_variables(info: ArrayInfo) -> list[str]:
+    """The C variables of an alias: its pointer, then its extents, then its strides."""
+    return [info.name] + [e.code for e in info.extents] + [s.code for s in info.strides or ()]
+
+
+def alias_items(tr, info: ArrayInfo, items: list, node) -> tuple[list[str], list[str]]:
+    """A loop over a tuple of arrays (``for arr in (x, y)``) that binds the alias ``info``: the C arrays of the
+    items' pointers, extents and strides, declared before the loop, and what the loop's counter indexes in them to
+    assign the alias (the lines and the names, pointer first)."""
+    parts = [alias_parts(tr, info, item, node) for item in items]
+    names = [tr.out.temp(f"{v.rstrip('_')}_items") for v in alias_variables(info)]
+    ctypes = alias_ctypes(info)
+    lines = [f"{ctype}{name}[{len(items)}] = {{{', '.join(p[k] for p in parts)}}};"
+             for k, (ctype, name) in enumerate(zip(ctypes, names))]
+    return lines, names
+
+
+def alias_ctypes(info: ArrayInfo) -> list[str]:
+    """The C types of ``alias_variables``, each followed by what separates it from the name."""
+    return [f"{c_name(info.key)} *"] + ["int64_t "] * (len(alias_variables(info)) - 1)
+
+
+def alias_parts(tr, info: ArrayInfo, src, node) -> list[str]:
+    """What the alias ``info`` takes of the array ``src`` it names, as ``alias_variables`` lists them: the pointer,
+    the extents and (where ``info`` has them) the strides, as C code; a located error where ``src`` is no array of
+    its kind."""
     src = as_array(tr, src, node)
     if not isinstance(src, ArrayInfo):
         raise tr.src.error(node, "this value is not an array", hint="an array, a slice or row of one")
@@ -379,13 +429,11 @@ def alias_assignment(tr, info: ArrayInfo, src, node) -> list[str]:
     if src.kind not in ("param", "alias") and not info.strides and src.strides:
         raise tr.src.error(node, "numba's type of this name says its elements are contiguous, but this view's "
                            "are not", hint="a name for each kind of view")
-    lines = [f"{info.name} = {base_pointer(src)};"] + [f"{e.code} = {s.code};"
-                                                         for e, s in zip(info.extents, src.extents)]
+    strides = []
     if info.strides:
         strides = [s.code for s in src.strides] if src.strides else \
             [" * ".join(e.code for e in src.extents[d + 1:]) or "1" for d in range(src.ndim)]
-        lines += [f"{s.code} = {v};" for s, v in zip(info.strides, strides)]
-    return lines
+    return [base_pointer(src)] + [e.code for e in src.extents] + strides
 
 
 # -- cuda.const.array_like --------------------------------------------------------------------------------------

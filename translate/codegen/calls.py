@@ -21,10 +21,12 @@ from .variables import leaf_types, leaf_values, leaves, shaped, tuple_cvars
 def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
     """A call of a ``@cuda.jit(device=True)`` or ``@numba.jit`` function: its arguments that numba types as
     compile-time values (functions, dtypes, literals) specialize the C function; the others are passed."""
-    given = [*node.args, *(k.value for k in node.keywords)]
-    vals = [tr.value(a) for a in given]
+    vals, given = positional_args(tr, node)
+    npos = len(vals)
+    vals += [tr.value(k.value) for k in node.keywords]
+    given += [k.value for k in node.keywords]
     vals = [arrays.row_array(tr, v, a) if isinstance(v, arrays.Row) else v for v, a in zip(vals, given)]
-    sig = call_signature(tr, pyfunc, vals[:len(node.args)], node)
+    sig = call_signature(tr, pyfunc, vals[:npos], given[:npos], node)
     try:
         fn = parse_function(pyfunc)[0]
     except NoSource:  # made by exec(): its Python rebuilt from numba's IR for these argument types
@@ -34,7 +36,7 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
             raise tr.src.error(node, str(e)) from None
         fn = parse_function(pyfunc)[0]
     names = [a.arg for a in fn.args.args]
-    vals, given = _by_parameter(tr, pyfunc, names, sig, node, vals, given)
+    vals, given = _by_parameter(tr, pyfunc, names, sig, node, npos, vals, given)
     static_names = {p for p, t in zip(names, sig.args) if is_static_type(t)} | _global_names(fn, names)
     bound, runtime = {}, []
     for pname, v, t, a in zip(names, vals, sig.args, given):
@@ -63,6 +65,11 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
         elif isinstance(v, CExpr):
             k = tr.scalar_key(t)
             cargs.append((v if v.key == k else cast(v, k)).code)
+        elif isinstance(v, TupleVal) and v.items and all(isinstance(i, arrays.ArrayInfo) for i in v.items):
+            for k, (info, x) in enumerate(zip(v.items, t)):  # each array as an array argument
+                if (pname, k) in dev.written:
+                    tr.mark_written(info.owner or info.name)
+                cargs.append(", ".join(arrays.call_args(tr, info, x, a)))
         elif isinstance(v, TupleVal) and isinstance(t, types.BaseTuple):  # one C parameter per number
             cargs += [cast(tr.as_cexpr(i, a), tr.scalar_key(x)).code
                       for i, x in zip(leaf_values(v), leaf_types(t))]
@@ -110,13 +117,31 @@ def device_call(tr, pyfunc, node, fnobj=None, outs=None, present=None):
     return CExpr(f"{dev.cname}({', '.join(cargs)})", rkey, sig.return_type, pure=False)
 
 
-def _by_parameter(tr, pyfunc, names, sig, node, vals, given):
+def positional_args(tr, node: ast.Call) -> tuple[list, list]:
+    """The values of a call's positional arguments and the node of each, a starred tuple (``f(x, *t)``) as its items
+    (numba passes them one by one: the callee's parameters are the items)."""
+    vals, nodes = [], []
+    for a in node.args:
+        if isinstance(a, ast.Starred):
+            t = tr.value(a.value)
+            if not isinstance(t, TupleVal):
+                raise tr.src.error(a, "only a tuple can be unpacked into a call's arguments here",
+                                   hint="f(*t) with t a tuple")
+            vals += t.items
+            nodes += [a] * len(t.items)
+        else:
+            vals.append(tr.value(a))
+            nodes.append(a)
+    return vals, nodes
+
+
+def _by_parameter(tr, pyfunc, names, sig, node, npos, vals, given):
     """The call's values and their nodes in the order of ``pyfunc``'s parameters, as numba folds a call (numba has
     checked the names and counts): positional arguments first, then keyword arguments by name; a parameter left out
     is its default, which numba types as a compile-time value (``omitted(default=...)``) and the C function is
     specialised for."""
-    slots = dict(enumerate(zip(vals[:len(node.args)], given[:len(node.args)])))
-    for k, v, a in zip(node.keywords, vals[len(node.args):], given[len(node.args):]):
+    slots = dict(enumerate(zip(vals[:npos], given[:npos])))
+    for k, v, a in zip(node.keywords, vals[npos:], given[npos:]):
         slots[names.index(k.arg)] = (v, a)
     for i, t in enumerate(sig.args):
         if i not in slots and isinstance(t, types.Omitted):
@@ -127,10 +152,11 @@ def _by_parameter(tr, pyfunc, names, sig, node, vals, given):
     return [v for v, _ in ordered], [a for _, a in ordered]
 
 
-def call_signature(tr, pyfunc, vals, node):
-    """numba's signature of the call ``node`` of device function ``pyfunc`` (its arguments' values ``vals``), from
-    the typed record; for a call numba inlined (``inline="always"``), the callee typed for the arguments' types."""
-    for v, a in zip(vals, node.args):
+def call_signature(tr, pyfunc, vals, nodes, node):
+    """numba's signature of the call ``node`` of device function ``pyfunc`` (its positional arguments' values
+    ``vals``, at ``nodes``), from the typed record; for a call numba inlined (``inline="always"``), the callee typed
+    for the arguments' types."""
+    for v, a in zip(vals, nodes):
         if isinstance(v, arrays.ArrayInfo):
             arg_type(tr, v, a)  # an array the C cannot pass on is refused whatever numba says
     sig = _recorded_call(tr.ctx.typed.record, node, pyfunc)
@@ -139,7 +165,7 @@ def call_signature(tr, pyfunc, vals, node):
     if node.keywords:
         raise tr.src.error(node, f"keyword arguments to '{pyfunc.__name__}', which numba inlines, are not supported",
                            hint="pass the arguments by position")
-    argtypes = [arg_type(tr, v, a) for v, a in zip(vals, node.args)]
+    argtypes = [arg_type(tr, v, a) for v, a in zip(vals, nodes)]
     try:
         return inlined_signature(pyfunc, tuple(argtypes))
     except Exception as e:  # noqa: BLE001 - numba's typing error of the callee

@@ -109,14 +109,21 @@ class FunctionTranslator(ExprMixin):
         if self.ctx.kind != "kernel":  # the kernel's template parameters are not in scope in a device function
             taken -= self.ctx.unit.template_params - set(self.template_consts)
         if params is None:
-            spec = [(p, getattr(types_of[p], "ndim", 0) if isinstance(types_of[p], types.Array) else 0,
-                     isinstance(types_of[p], types.Array) and types_of[p].layout != "C")
-                    for p in self.ctx.runtime_params]
-            names, named = cnames.param_cnames(self.ctx.c_function, spec, reserved=taken)
+            # a tuple of arrays passes each array (``pair_0``, ``pair_0_shape0``, ``pair_1``, ...)
+            runtime = [types_of[p] for p in self.ctx.runtime_params]
+            spec = [(n, t.ndim if isinstance(t, types.Array) else 0, isinstance(t, types.Array) and t.layout != "C")
+                    for n, t in cnames.flat_params(self.ctx.runtime_params, runtime)]
+            names, flat = cnames.param_cnames(self.ctx.c_function, spec, reserved=taken)
+            named = []
+            for t in runtime:
+                k = len(t) if cnames.is_array_tuple(t) else 1
+                named.append(flat[:k] if cnames.is_array_tuple(t) else flat[0])
+                flat = flat[k:]
         else:
             names, named = cnames.Namespace(taken | {self.ctx.c_function}), list(params)
-            for c, extents, strides in named:
-                names.reserve(c, *extents, *strides)
+            for group in named:
+                for c, extents, strides in group if isinstance(group, list) else [group]:
+                    names.reserve(c, *extents, *strides)
         self.param_c = dict(zip(self.ctx.runtime_params, named))
         self.ctx.unit.local_names.update(names.taken)
         return Emitter(names, self.ctx.unit.local_names, self.ctx.src)
@@ -146,7 +153,8 @@ class FunctionTranslator(ExprMixin):
         types_of = dict(zip(self.ctx.params, self.ctx.typed.argtypes))
         for name in self.ctx.runtime_params:
             t = types_of[name]
-            if isinstance(t, types.BaseTuple) and name not in self.arrays and name not in self.scalars:
+            if isinstance(t, types.BaseTuple) and name not in self.arrays and name not in self.scalars \
+                    and name not in self.array_tuples:
                 stem = self.param_c[name][0].rstrip("_")
                 given = self.param_c[name][1]  # the kernel's: the launcher's names of the items
                 self.tuple_vars[name] = variables.tuple_cvars(t, self.scalar_key, self.out.names.claim, stem, given)
@@ -205,6 +213,7 @@ class FunctionTranslator(ExprMixin):
         return self.out.names.claim(name)
 
     def _classify(self):
+        self.array_tuples: dict = {}  # a device function's parameter that is a tuple of arrays -> their ArrayInfos
         for name, t in zip(self.ctx.params, self.ctx.typed.argtypes):
             if name in self.ctx.bound:
                 continue
@@ -213,6 +222,10 @@ class FunctionTranslator(ExprMixin):
                 self.arrays[name] = arrays.param_array(c, t, extents, strides, self)
             elif self.scalar_key(t) is not None:
                 self.scalars[name] = self.scalar_key(t)
+            elif cnames.is_array_tuple(t):  # its arrays, parameters of their own
+                self.array_tuples[name] = [arrays.param_array(c, x, extents, strides, self)
+                                           for x, (c, extents, strides) in zip(t, self.param_c[name])]
+                self.aliases[name] = TupleVal(list(self.array_tuples[name]))
             elif variables.is_number_tuple(t, self.scalar_key) and (
                     self.ctx.kind == "device" or all(self.scalar_key(x) for x in t)):
                 pass  # a tuple of numbers: one C parameter per number (named in _name_locals)
@@ -277,6 +290,7 @@ class FunctionTranslator(ExprMixin):
                     if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id in reused
                     for n in ast.walk(loop) if isinstance(n, ast.Name) and n.id == loop.target.id}
         self.plan = scope.plan(body, declarable, ignore=in_loops)
+        self.plan_declared = declarable
         self.block(body)
         for text in self.comments.before(len(self.ctx.src.lines) + 1):  # after the last statement
             self.out.emit(f"// {text}")
@@ -729,6 +743,8 @@ class FunctionTranslator(ExprMixin):
                                       "for k, (a, b) in enumerate(zip(x, y))")
         #: (C name, C type key, the items it takes in turn): one per number the loop binds
         bound: list[tuple] = []
+        #: (Python name, its alias, what it takes in turn: the C arrays of a tuple's items, or an array's rows)
+        aliased: list[tuple] = []
         counts = []
         for seq, target in zip(seqs, targets):
             v = arrays.as_array(self, self.value(seq), seq)
@@ -742,9 +758,29 @@ class FunctionTranslator(ExprMixin):
                 n = len(v.items)
                 counts.append(CExpr(str(n), "int64", nt.literal(n), literal=n, nonneg=True))
                 continue
+            if isinstance(v, TupleVal) and v.items and all(isinstance(x, arrays.ArrayInfo) for x in v.items):
+                # a tuple of arrays: C arrays of their pointers and extents, indexed by the loop's counter
+                if not (isinstance(target, ast.Name) and target.id in self.array_aliases):
+                    raise self.src.error(target, "a loop over a tuple of arrays binds one name to each array",
+                                         hint="for arr in (x, y)")
+                info = self.array_aliases[target.id]
+                lines, held = arrays.alias_items(self, info, v.items, seq)
+                for line in lines:
+                    self.out.emit(line)
+                aliased.append((target.id, info, held))
+                n = len(v.items)
+                counts.append(CExpr(str(n), "int64", nt.literal(n), literal=n, nonneg=True))
+                continue
             if not isinstance(target, ast.Name):
                 raise self.src.error(target, "a loop over numbers binds one name per item",
                                      hint="for v in x / for a, b in ((1, 2), (3, 4))")
+            if isinstance(v, arrays.ArrayInfo) and v.ndim > 1 and target.id in self.array_aliases:
+                if v.extents is None:
+                    raise self.src.error(seq, "dynamic shared memory cannot be iterated: its extent is not known "
+                                         "to the C code")
+                aliased.append((target.id, self.array_aliases[target.id], v))  # its rows
+                counts.append(v.extents[0])
+                continue
             cname, key = self._loop_target(target)
             if isinstance(v, arrays.ArrayInfo):
                 if v.extents is None:
@@ -792,7 +828,8 @@ class FunctionTranslator(ExprMixin):
             index = self.cname(counter.id)  # enumerate's counter is the loop's own
             counter = None
         else:
-            index = self.out.temp(f"{bound[0][0].rstrip('_')}_i")
+            stem = bound[0][0] if bound else aliased[0][1].name
+            index = self.out.temp(f"{stem.rstrip('_')}_i")
         if not count.pure or (count.literal is None and any(isinstance(b[2], RangeVal) for b in bound)):
             count = CExpr(self.out.hoist(count, f"{index}_stop").code, "int64", nt.int64, nonneg=True)
         note = self.header_comment(node)
@@ -812,6 +849,16 @@ class FunctionTranslator(ExprMixin):
                     e = arrays.element_at(self, info, [i], node.iter) if info.extents is not None else \
                         CExpr(f"{info.name}[{index}]", info.key, None)
                 self.out.emit(f"{c_name(key)} {cname} = {cast(e, key).code};")
+            for name, info, source in aliased:
+                if isinstance(source, arrays.ArrayInfo):
+                    row = arrays.row_array(self, arrays.Row(source, [i], [node.iter]), node.iter)
+                    values = arrays.alias_parts(self, info, row, node.iter)
+                else:
+                    values = [f"{items}[{index}]" for items in source]
+                # (a loop variable used only in its loop is declared here; the plan declares one used after it)
+                declared = name in self.plan_declared
+                for ctype, var, value in zip(arrays.alias_ctypes(info), arrays.alias_variables(info), values):
+                    self.out.emit(f"{'' if declared else ctype}{var} = {value};")
             self.block(node.body)
         self.out.emit("}")
 
@@ -964,7 +1011,7 @@ class FunctionTranslator(ExprMixin):
     def _assign_name(self, name, value_node, stmt, target_node, value=None):
         t = self.ctx.var_type(name)
         if isinstance(t, types.Array) and name not in self.ctx.typed.conflicts:
-            return self._assign_array(name, value_node, stmt, target_node)
+            return self._assign_array(name, value_node, stmt, target_node, value)
         inline = (id(stmt), name) in self.plan.inline
         if name in self.retyped:
             stored = variables.version_at(self, name, target_node, "store")
@@ -1002,8 +1049,9 @@ class FunctionTranslator(ExprMixin):
         if name in self.aliases or not isinstance(v, (Static, TupleVal)):
             raise self.src.error(target_node, f"'{name}' holds a value the C code cannot store ({t})",
                                  hint="assign numbers and arrays; CUDA objects such as cuda.threadIdx once")
-        if isinstance(v, TupleVal) and not all(isinstance(i, CExpr) and i.pure for i in v.items):
-            raise self.src.error(target_node, "tuples are supported only as names for pure values (x.shape)")
+        if isinstance(v, TupleVal) and not _named(v):
+            raise self.src.error(target_node, "tuples are supported only as names for arrays and pure values "
+                                 "(x.shape, (x, y))")
         self.aliases[name] = v
 
     def _hold_range(self, name, r: RangeVal, stmt, target_node) -> None:
@@ -1082,7 +1130,7 @@ class FunctionTranslator(ExprMixin):
             return cast(rhs, key)
         return rhs
 
-    def _assign_array(self, name, value_node, stmt, target_node):
+    def _assign_array(self, name, value_node, stmt, target_node, value=None):
         if name in self.arrays and name not in self.array_aliases:
             raise self.src.error(target_node, f"the array name '{name}' is assigned twice",
                                  hint="one name per array")
@@ -1091,9 +1139,14 @@ class FunctionTranslator(ExprMixin):
             if (id(stmt), name) in self.plan.inline:
                 for line in arrays.alias_declarations(info):
                     self.out.emit(line)
-            for line in arrays.alias_assignment(self, info, self.value(value_node), value_node):
+            where = value_node if value is None else target_node  # (an unpacked item has no node of its own)
+            src = self.value(value_node) if value is None else value
+            for line in arrays.alias_assignment(self, info, src, where):
                 self.out.emit(line)
             return
+        if value is not None:
+            raise self.src.error(target_node, f"'{name}' is bound to an array here; the C code binds only names it "
+                                 "can point anywhere", hint="a name of its own for each array")
         if isinstance(value_node, ast.Call):
             f = self.value(value_node.func)
             from numba import cuda
@@ -1283,3 +1336,12 @@ def _identifiers(code: str) -> list[str]:
     import re
 
     return re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code)
+
+
+def _named(v: TupleVal) -> bool:
+    """Can a Python name stand for the tuple ``v`` in the C (its items read again where the name is read): pure
+    numbers, arrays (pointers that do not move) and tuples of those."""
+    return all(_named(i) if isinstance(i, TupleVal) else isinstance(i, arrays.ArrayInfo) or
+               isinstance(i, CExpr) and i.pure for i in v.items)
+
+

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..cnames import Namespace, c_name, is_complex
 from ..typed import type_function
-from .calls import call_signature
+from .calls import call_signature, positional_args
 from .diagnose import typing_error
 from .inner import inner_of
 from .source import parse_function
@@ -18,7 +18,7 @@ from .variables import leaves
 class DeviceFn:
     cname: str
     params: list                     # the Python parameters that are C parameters (runtime ones), in order
-    written: set                     # array parameters the function writes
+    written: set                     # array parameters the function writes ((name, k): item k of a tuple of them)
     code: list = field(default_factory=list)
     return_type: object = None
     outs: list = field(default_factory=list)   # a tuple result: (scalar key, numba type) per element, by pointer
@@ -99,13 +99,18 @@ class Unit:
         finally:
             self.active.pop()
         cparams = []
+        def array_params(info, c, extents, strides) -> list[str]:
+            const = "" if info.name in tr.written else "const "
+            return [f"{const}{c_name(info.key)}* {c}"] + [f"int64_t {e}" for e in (*extents, *strides)]
+
         for name in tr.ctx.runtime_params:
+            if name in tr.array_tuples:  # each array of the tuple
+                for info, named in zip(tr.array_tuples[name], tr.param_c[name]):
+                    cparams += array_params(info, *named)
+                continue
             c, extents, strides = tr.param_c[name]
             if name in tr.arrays:
-                info = tr.arrays[name]
-                const = "" if info.name in tr.written else "const "
-                cparams.append(f"{const}{c_name(info.key)}* {c}")
-                cparams += [f"int64_t {e}" for e in (*extents, *strides)]
+                cparams += array_params(tr.arrays[name], c, extents, strides)
             elif name in tr.tuple_vars:
                 cparams += [f"{c_name(v.key)} {v.cname}" for v in leaves(tr.tuple_vars[name])]
             else:
@@ -123,6 +128,8 @@ class Unit:
         inline = "__forceinline__ " if forceinline else ""
         code = [f"__device__ {inline}{rtype} {cname}({', '.join(cparams)})", "{"] + body + ["}"]
         written = {n for n in tr.ctx.runtime_params if n in tr.arrays and tr.arrays[n].name in tr.written}
+        written |= {(n, k) for n, infos in tr.array_tuples.items() for k, info in enumerate(infos)
+                    if info.name in tr.written}  # (item k of a tuple of arrays)
         dev = DeviceFn(cname, list(tr.ctx.runtime_params), written, code, typed.return_type, outs,
                        tr.ret_present is not None, tr.ret_array is not None)
         self.devices[key] = dev
@@ -134,7 +141,7 @@ class Unit:
     def return_type_of(self, tr, fnobj, node):
         """numba's return type for the call ``node`` of device function ``fnobj`` (None if it cannot be typed)."""
         try:
-            return call_signature(tr, fnobj.py_func, [tr.value(a) for a in node.args], node).return_type
+            return call_signature(tr, fnobj.py_func, *positional_args(tr, node), node).return_type
         except Exception:  # noqa: BLE001 - the ordinary path reports it
             return None
 

@@ -45,7 +45,7 @@ class Param:
     const: bool = False
     layout: str = "C"
     record: dict | None = None  # dtype "record": {"itemsize": n, "fields": [[name, dtype, offset], ...]}
-    items: tuple = ()  # kind "tuple": its items' dtypes (one C parameter each)
+    items: tuple = ()  # kind "tuple": its numbers' dtypes (one C parameter each), or its arrays (Params)
 
     @property
     def strided(self) -> bool:
@@ -53,37 +53,40 @@ class Param:
 
 
 def params_of(launcher: Mapping[str, Any]) -> list[Param]:
-    out = []
-    for i, p in enumerate(launcher.get("params", ())):
-        kind = p.get("kind")
-        dtype = str(p.get("dtype"))
-        if kind == "tuple":
-            listed: Any = p.get("items") or ()
-            items = tuple(str(d) for d in listed)
-            if not items or any(d not in SCALAR_CTYPES for d in items):
-                raise AbiError(f"{launcher.get('symbol')}: tuple param {p.get('name', i)!r} has items {items!r}")
-            out.append(Param(str(p.get("name", f"arg{i}")), kind, "tuple", items=items))
-            continue
-        if kind not in ("array", "scalar"):
-            raise AbiError(f"{launcher.get('symbol')}: param {i} has kind {kind!r}; expected 'array' or 'scalar'")
-        array_dtype = dtype in ARRAY_ONLY_DTYPES or (dtype == "record" and p.get("record"))
-        if dtype not in SCALAR_CTYPES and not (kind == "array" and array_dtype):
-            raise AbiError(f"{launcher.get('symbol')}: param {p.get('name', i)!r} has unsupported dtype {dtype!r}")
-        ndim = int(p.get("ndim", 0)) if kind == "array" else 0
-        if kind == "array" and ndim < 1:
-            raise AbiError(f"{launcher.get('symbol')}: array param {p.get('name', i)!r} needs ndim >= 1")
-        layout = str(p.get("layout", "C"))
-        if layout not in ("C", "F", "A"):
-            raise AbiError(f"{launcher.get('symbol')}: array param {p.get('name', i)!r} has layout {layout!r}")
-        out.append(Param(str(p.get("name", f"arg{i}")), kind, dtype, ndim, bool(p.get("const", False)), layout,
-                         p.get("record")))
-    return out
+    return [_param(launcher, i, p) for i, p in enumerate(launcher.get("params", ()))]
+
+
+def _param(launcher: Mapping[str, Any], i: int, p: Mapping[str, Any], in_tuple: bool = False) -> Param:
+    kind = p.get("kind")
+    dtype = str(p.get("dtype"))
+    if kind == "tuple" and not in_tuple:
+        listed: Any = p.get("items") or ()
+        if listed and all(isinstance(d, Mapping) and d.get("kind") == "array" for d in listed):  # of arrays
+            arrays = tuple(_param(launcher, i, d, True) for d in listed)
+            return Param(str(p.get("name", f"arg{i}")), kind, "tuple", items=arrays)
+        items = tuple(str(d) for d in listed)
+        if not items or any(d not in SCALAR_CTYPES for d in items):
+            raise AbiError(f"{launcher.get('symbol')}: tuple param {p.get('name', i)!r} has items {items!r}")
+        return Param(str(p.get("name", f"arg{i}")), kind, "tuple", items=items)
+    if kind not in ("array", "scalar"):
+        raise AbiError(f"{launcher.get('symbol')}: param {i} has kind {kind!r}; expected 'array' or 'scalar'")
+    array_dtype = dtype in ARRAY_ONLY_DTYPES or (dtype == "record" and p.get("record"))
+    if dtype not in SCALAR_CTYPES and not (kind == "array" and array_dtype):
+        raise AbiError(f"{launcher.get('symbol')}: param {p.get('name', i)!r} has unsupported dtype {dtype!r}")
+    ndim = int(p.get("ndim", 0)) if kind == "array" else 0
+    if kind == "array" and ndim < 1:
+        raise AbiError(f"{launcher.get('symbol')}: array param {p.get('name', i)!r} needs ndim >= 1")
+    layout = str(p.get("layout", "C"))
+    if layout not in ("C", "F", "A"):
+        raise AbiError(f"{launcher.get('symbol')}: array param {p.get('name', i)!r} has layout {layout!r}")
+    return Param(str(p.get("name", f"arg{i}")), kind, dtype, ndim, bool(p.get("const", False)), layout,
+                 p.get("record"))
 
 
 def argtypes(launcher: Mapping[str, Any]) -> list[Any]:
     """The ctypes argument types of a launcher, in C order."""
     types: list[Any] = []
-    for p in params_of(launcher):
+    for p in _flat(params_of(launcher)):
         if p.kind == "array":
             types.append(ctypes.c_void_p)
             types.extend([ctypes.c_int64] * (p.ndim * (2 if p.strided else 1)))
@@ -100,16 +103,17 @@ def c_declaration(launcher: Mapping[str, Any]) -> str:
                "bfloat16": "__nv_bfloat16", "complex64": "cuFloatComplex", "complex128": "cuDoubleComplex",
                "record": "struct"}
     parts = []
-    for p in params_of(launcher):
+    for p in _flat(params_of(launcher)):
         if p.kind == "tuple":
             parts.extend(f"{c_names.get(d, f'{d}_t')} {p.name}_{i}" for i, d in enumerate(p.items))
             continue
         ctype = c_names.get(p.dtype, f"{p.dtype}_t")
         if p.kind == "array":
-            parts.append(f"{'const ' if p.const else ''}{ctype}* {p.name}")
-            parts.extend(f"int64_t {p.name}_shape{d}" for d in range(p.ndim))
+            name = p.name.replace("[", "_").rstrip("]")  # (a tuple's array `pair[0]` is `pair_0` in C)
+            parts.append(f"{'const ' if p.const else ''}{ctype}* {name}")
+            parts.extend(f"int64_t {name}_shape{d}" for d in range(p.ndim))
             if p.strided:
-                parts.extend(f"int64_t {p.name}_stride{d}" for d in range(p.ndim))
+                parts.extend(f"int64_t {name}_stride{d}" for d in range(p.ndim))
         else:
             parts.append(f"{ctype} {p.name}")
     parts += [f"unsigned {a}" for a in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")]
@@ -178,22 +182,13 @@ def call_args(
     out: list[Any] = []
     for p, a in zip(params, args):
         if p.kind == "array":
-            address, shape, dtype, strides = _array_parts(a)
-            if len(shape) != p.ndim:
-                raise AbiError(f"{launcher['symbol']}: '{p.name}' must be {p.ndim}-D, got shape {tuple(shape)}")
-            if p.record is not None:
-                if not _record_matches(np.dtype(dtype), p.record):
-                    raise AbiError(f"{launcher['symbol']}: '{p.name}' must be a record array laid out as "
-                                   f"{p.record}, got dtype {np.dtype(dtype)}")
-            elif np.dtype(dtype) != _numpy_dtype(p.dtype):
-                raise AbiError(f"{launcher['symbol']}: '{p.name}' must have dtype {p.dtype}, got {np.dtype(dtype)}")
-            out.append(ctypes.c_void_p(int(address)))
-            out.extend(int(s) for s in shape)
-            if p.strided:
-                out.extend(int(s) for s in (strides if strides is not None else c_strides(shape)))
-            elif strides is not None and tuple(strides) != c_strides(shape) and 0 not in shape:
-                raise AbiError(f"{launcher['symbol']}: '{p.name}' must be C-contiguous (the kernel's signature "
-                               f"says so), got strides {tuple(strides)} (elements)")
+            out += _array_args(launcher, p, a)
+        elif p.kind == "tuple" and isinstance(p.items[0], Param):
+            if not isinstance(a, tuple) or len(a) != len(p.items):
+                raise AbiError(f"{launcher['symbol']}: '{p.name}' is a tuple of {len(p.items)} arrays, got "
+                               f"{type(a).__name__}")
+            for item, x in zip(p.items, a):
+                out += _array_args(launcher, item, x)
         elif p.kind == "tuple":
             if not isinstance(a, tuple) or len(a) != len(p.items):
                 raise AbiError(f"{launcher['symbol']}: '{p.name}' is a tuple of {len(p.items)} numbers, got {a!r}")
@@ -201,6 +196,31 @@ def call_args(
         else:
             out.append(_scalar(launcher, p.name, p.dtype, a))
     return out + [*_triple(grid), *_triple(block), int(shared_bytes), ctypes.c_void_p(int(stream) or None)]
+
+
+def _flat(params: list[Param]) -> list[Param]:
+    """The parameters with each tuple of arrays as its arrays (C parameters of their own)."""
+    return [q for p in params for q in (p.items if p.kind == "tuple" and isinstance(p.items[0], Param) else [p])]
+
+
+def _array_args(launcher, p: Param, a) -> list[Any]:
+    """The C arguments of the array ``a`` for the array parameter ``p``: its address and extents (and strides)."""
+    address, shape, dtype, strides = _array_parts(a)
+    if len(shape) != p.ndim:
+        raise AbiError(f"{launcher['symbol']}: '{p.name}' must be {p.ndim}-D, got shape {tuple(shape)}")
+    if p.record is not None:
+        if not _record_matches(np.dtype(dtype), p.record):
+            raise AbiError(f"{launcher['symbol']}: '{p.name}' must be a record array laid out as "
+                           f"{p.record}, got dtype {np.dtype(dtype)}")
+    elif np.dtype(dtype) != _numpy_dtype(p.dtype):
+        raise AbiError(f"{launcher['symbol']}: '{p.name}' must have dtype {p.dtype}, got {np.dtype(dtype)}")
+    out: list[Any] = [ctypes.c_void_p(int(address)), *(int(s) for s in shape)]
+    if p.strided:
+        out.extend(int(s) for s in (strides if strides is not None else c_strides(shape)))
+    elif strides is not None and tuple(strides) != c_strides(shape) and 0 not in shape:
+        raise AbiError(f"{launcher['symbol']}: '{p.name}' must be C-contiguous (the kernel's signature "
+                       f"says so), got strides {tuple(strides)} (elements)")
+    return out
 
 
 def _scalar(launcher, name: str, dtype: str, a):

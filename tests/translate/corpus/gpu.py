@@ -210,11 +210,17 @@ def candidate(entry, prep: Prepared, args):
     lib = ctypes.CDLL(prep.so)
     fn = abi.bind(lib, prep.launcher)
     buffers, call = [], []
+
+    def uploaded(a):
+        d, strides = _upload(a)
+        buffers.append((d, a))
+        return abi.ArrayArg(d.address, a.shape, a.dtype, strides)
+
     for a in args:
         if isinstance(a, np.ndarray):
-            d, strides = _upload(a)
-            buffers.append((d, a))
-            call.append(abi.ArrayArg(d.address, a.shape, a.dtype, strides))
+            call.append(uploaded(a))
+        elif _array_tuple(a):
+            call.append(tuple(uploaded(x) for x in a))
         else:
             call.append(a)
     try:
@@ -246,11 +252,31 @@ def reference(entry, args):
         _, argtypes = parse_signature(entry.signature, tgt.pyfunc.__globals__)
         _REFERENCES[entry.id] = cuda.jit(tuple(argtypes))(tgt.pyfunc)
     kernel = _REFERENCES[entry.id]
-    uploaded = [_numba_upload(cuda, a) if isinstance(a, np.ndarray) else (a, None) for a in args]
+    downloads = []
+
+    def uploaded(a):
+        if isinstance(a, np.ndarray):
+            d, download = _numba_upload(cuda, a)
+            downloads.append(download)
+            return d
+        return tuple(uploaded(x) for x in a) if _array_tuple(a) else a
+
+    given = [uploaded(a) for a in args]
     launch = entry.launch
-    kernel[launch.grid, launch.block, 0, launch.shared_bytes](*(d for d, _ in uploaded))
+    kernel[launch.grid, launch.block, 0, launch.shared_bytes](*given)
     cuda.synchronize()
-    return [download() for _, download in uploaded if download is not None]
+    return [download() for download in downloads]
+
+
+def _array_tuple(a) -> bool:
+    """A tuple of arrays: an argument whose arrays travel (and come back) one by one."""
+    return isinstance(a, tuple) and len(a) > 0 and all(isinstance(x, np.ndarray) for x in a)
+
+
+def _copied(args) -> list:
+    """Fresh copies of the arrays of ``args`` (each run writes its own)."""
+    return [a.copy(order="K") if isinstance(a, np.ndarray) else
+            tuple(x.copy(order="K") for x in a) if _array_tuple(a) else a for a in args]
 
 
 def _numba_upload(cuda, a: np.ndarray):
@@ -310,11 +336,11 @@ def run_one(entry, prep: Prepared, seeds=SEEDS) -> Verdict:
     for seed in seeds:
         args = entry.make_args(seed)
         try:
-            got = candidate(entry, prep, [a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args])
+            got = candidate(entry, prep, _copied(args))
         except Exception as e:  # noqa: BLE001 - reported per entry
             return Verdict(entry.id, "launch-error", f"seed {seed}: {type(e).__name__}: {e}")
         try:
-            want = reference(entry, [a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args])
+            want = reference(entry, _copied(args))
         except Exception as e:  # noqa: BLE001 - the Numba kernel itself failed: nothing to compare with
             return Verdict(entry.id, "reference-error", f"seed {seed}: {type(e).__name__}: {str(e)[:300]}")
         ok, why, err = compare(entry, got, want)
