@@ -806,8 +806,8 @@ def fill_pair(pair, i, v):
 
 @cuda.jit
 def tuple_of_arrays(x, y, m, n, out_a, out_b):
-    """Tuples of arrays as values: named, unpacked, indexed, iterated over, and passed to device functions (which
-    read them, unpack them and write through them)."""
+    """Tuples of arrays as values: named, unpacked, indexed, iterated over (zipped with numbers and enumerated too),
+    and passed to device functions (which read them, unpack them and write through them)."""
     i = cuda.grid(1)
     if i < x.shape[0]:
         vecs = (x, y)
@@ -815,6 +815,8 @@ def tuple_of_arrays(x, y, m, n, out_a, out_b):
         s = 0.0
         for arr in vecs:
             s += arr[i] * arr.shape[0]
+        for k, (arr, w) in enumerate(zip(vecs, (0.5, 2.0))):
+            s += arr[i] * w * (k + 1)
         mats = (m, n)
         fill_pair((out_a, out_b), i, s + u[i] - vecs[1][i] + dot_pair(mats, i))
         out_b[i] += v[i] * mats[1].shape[1]

@@ -67,6 +67,9 @@ FRAGMENTS = {
                         "int64_t pair_1_shape0, int64_t i, double v)",
                         "double *arr_items[2] = {x, y};", "int64_t arr_shape0_items[2] = {x_shape0, y_shape0};",
                         "double *arr = arr_items[arr_i];", "s += arr[i] * arr_shape0;",
+                        # zip() of the arrays with numbers, enumerated: the counter indexes both
+                        "const double w_items[2] = {0.5, 2.0};", "double *arr = arr_items_[k];",
+                        "s += arr[i] * w * (k + 1);",
                         "a = pair_0;", "b_shape1 = pair_1_shape1;",
                         "fill_pair(out_a, out_a_shape0, out_b, out_b_shape0, i, s + u[i] - y[i] + "
                         "dot_pair(m, m_shape0, m_shape1, n, n_shape0, n_shape1, i));",
@@ -252,6 +255,20 @@ def test_a_bfloat16_scalar_in_a_signature_is_a_parameter_not_a_crash(tmp_path):
     assert r.compile["ok"], r.compile["log"]
     assert "__nv_bfloat16 s)" in r.code and "out[i] = x[i] * s;" in r.code
     assert r.entry["launchers"][0]["params"][2] == {"name": "s", "kind": "scalar", "dtype": "bfloat16"}
+
+
+def test_a_starred_tuple_outside_a_device_functions_call_is_a_located_refusal(tmp_path):
+    """``max(*t)`` compiles in numba, but the C unpacks a tuple only into a device function's parameters: the error
+    points at the starred argument and says where it is taken (not an internal error)."""
+    from translate.errors import TranslationError
+
+    path = tmp_path / "star.py"
+    path.write_text("from numba import cuda\n\n\n@cuda.jit\ndef biggest(x, out):\n    i = cuda.grid(1)\n"
+                    "    if i < x.shape[0]:\n        t = (x[i], 1.0)\n        out[i] = max(*t)\n")
+    with pytest.raises(TranslationError) as err:
+        translate_kernel(f"{path}:biggest", signature="void(float64[::1], float64[::1])", write=False)
+    text = str(err.value)
+    assert "star.py:9:" in text and "only into a device function's arguments" in text, text
 
 
 IN_WITH_A_CALL = """\

@@ -264,6 +264,10 @@ class ExprMixin:
                         return None
         return None
 
+    def v_Starred(self, node):
+        raise self.src.error(node, "a starred tuple is unpacked here only into a device function's arguments",
+                             hint="f(*t) of a @cuda.jit(device=True) function; elsewhere index it: max(t[0], t[1])")
+
     def v_Tuple(self, node):
         return TupleVal([self.value(e) for e in node.elts])
 
