@@ -381,14 +381,14 @@ def alias_info(tr, name: str, cname: str, nbt) -> ArrayInfo:
 
 
 def alias_declarations(info: ArrayInfo) -> list[str]:
-    lines = [f"{c_name(info.key)} *{info.name};"]
-    lines += [f"int64_t {e.code};" for e in info.extents]
-    lines += [f"int64_t {s.code};" for s in info.strides or ()]
-    return lines
+    return [f"{ctype}{var};" for ctype, var in zip(alias_ctypes(info), alias_variables(info))]
 
 
-def alias_assignment(tr, info: ArrayInfo, src, node) -> list[str]:
-    return [f"{name} = {value};" for name, value in zip(alias_variables(info), alias_parts(tr, info, src, node))]
+def alias_assignment(tr, info: ArrayInfo, src, node, declare: bool = False) -> list[str]:
+    """``info`` made to name the array ``src``: its variables assigned (with ``declare``, declared there too)."""
+    ctypes = alias_ctypes(info) if declare else [""] * len(alias_variables(info))
+    return [f"{ctype}{name} = {value};"
+            for ctype, name, value in zip(ctypes, alias_variables(info), alias_parts(tr, info, src, node))]
 
 
 def alias_variables(info: ArrayInfo) -> list[str]:

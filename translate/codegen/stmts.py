@@ -850,15 +850,17 @@ class FunctionTranslator(ExprMixin):
                         CExpr(f"{info.name}[{index}]", info.key, None)
                 self.out.emit(f"{c_name(key)} {cname} = {cast(e, key).code};")
             for name, info, source in aliased:
-                if isinstance(source, arrays.ArrayInfo):
-                    row = arrays.row_array(self, arrays.Row(source, [i], [node.iter]), node.iter)
-                    values = arrays.alias_parts(self, info, row, node.iter)
-                else:
-                    values = [f"{items}[{index}]" for items in source]
                 # (a loop variable used only in its loop is declared here; the plan declares one used after it)
-                declared = name in self.plan_declared
-                for ctype, var, value in zip(arrays.alias_ctypes(info), arrays.alias_variables(info), values):
-                    self.out.emit(f"{'' if declared else ctype}{var} = {value};")
+                declare = name not in self.plan_declared
+                if isinstance(source, arrays.ArrayInfo):  # its row
+                    row = arrays.row_array(self, arrays.Row(source, [i], [node.iter]), node.iter)
+                    lines = arrays.alias_assignment(self, info, row, node.iter, declare)
+                else:  # the items' pointers and extents, from their C arrays
+                    ctypes = arrays.alias_ctypes(info) if declare else [""] * len(source)
+                    lines = [f"{ctype}{var} = {items}[{index}];"
+                             for ctype, var, items in zip(ctypes, arrays.alias_variables(info), source)]
+                for line in lines:
+                    self.out.emit(line)
             self.block(node.body)
         self.out.emit("}")
 
@@ -1136,12 +1138,9 @@ class FunctionTranslator(ExprMixin):
                                  hint="one name per array")
         if name in self.array_aliases:
             info = self.array_aliases[name]
-            if (id(stmt), name) in self.plan.inline:
-                for line in arrays.alias_declarations(info):
-                    self.out.emit(line)
             where = value_node if value is None else target_node  # (an unpacked item has no node of its own)
             src = self.value(value_node) if value is None else value
-            for line in arrays.alias_assignment(self, info, src, where):
+            for line in arrays.alias_assignment(self, info, src, where, (id(stmt), name) in self.plan.inline):
                 self.out.emit(line)
             return
         if value is not None:
