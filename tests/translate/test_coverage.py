@@ -271,6 +271,21 @@ def test_a_starred_tuple_outside_a_device_functions_call_is_a_located_refusal(tm
     assert "star.py:9:" in text and "only into a device function's arguments" in text, text
 
 
+def test_a_tuple_of_an_alias_assigned_again_is_refused_not_read_late(tmp_path):
+    """``t = (a, y)`` reads ``a``'s pointer again wherever ``t`` is read; Python's tuple keeps the array ``a`` named
+    when it was made. An alias assigned again later would make the C read the new array: refused, located."""
+    from translate.errors import TranslationError
+
+    path = tmp_path / "moving.py"
+    path.write_text("from numba import cuda\n\n\n@cuda.jit\ndef moving(x, y, out):\n    i = cuda.grid(1)\n"
+                    "    a = x\n    t = (a, y)\n    a = y\n    if i < out.shape[0]:\n"
+                    "        out[i] = t[0][i] + a[i]\n")
+    with pytest.raises(TranslationError) as err:
+        translate_kernel(f"{path}:moving", signature="void(float32[::1], float32[::1], float32[::1])", write=False)
+    text = str(err.value)
+    assert "moving.py:8:" in text and "holds 'a', which is assigned another array elsewhere" in text, text
+
+
 IN_WITH_A_CALL = """\
 from numba import cuda
 

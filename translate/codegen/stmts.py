@@ -213,7 +213,7 @@ class FunctionTranslator(ExprMixin):
         return self.out.names.claim(name)
 
     def _classify(self):
-        self.array_tuples: dict = {}  # a device function's parameter that is a tuple of arrays -> their ArrayInfos
+        self.array_tuples: dict = {}  # a parameter that is a tuple of arrays -> their ArrayInfos
         for name, t in zip(self.ctx.params, self.ctx.typed.argtypes):
             if name in self.ctx.bound:
                 continue
@@ -1054,7 +1054,25 @@ class FunctionTranslator(ExprMixin):
         if isinstance(v, TupleVal) and not _named(v):
             raise self.src.error(target_node, "tuples are supported only as names for arrays and pure values "
                                  "(x.shape, (x, y))")
+        if isinstance(v, TupleVal):
+            self._check_fixed_items(v, target_node)
         self.aliases[name] = v
+
+    def _check_fixed_items(self, v: TupleVal, node) -> None:
+        """A name for a tuple reads its arrays again where it is read: an alias among them that Python assigns
+        again later (``a = x; t = (a, y); a = z``) would then be the new array, where Python's tuple holds the old."""
+        stores: dict = {}
+        for n in ast.walk(self.ctx.fn):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                stores[n.id] = stores.get(n.id, 0) + 1
+        moving = {info.name: py for py, info in self.array_aliases.items() if stores.get(py, 0) > 1}
+        for item in v.items:
+            if isinstance(item, TupleVal):
+                self._check_fixed_items(item, node)
+            elif isinstance(item, arrays.ArrayInfo) and item.name in moving:
+                raise self.src.error(node, f"this tuple holds '{moving[item.name]}', which is assigned another "
+                                     "array elsewhere: the C would read the array it names then",
+                                     hint="put the array itself in the tuple, or give each array a name of its own")
 
     def _hold_range(self, name, r: RangeVal, stmt, target_node) -> None:
         """``odd = range(1, n, 2)``: Python computes the bounds here, so the C holds them here, in constants named
@@ -1342,5 +1360,3 @@ def _named(v: TupleVal) -> bool:
     numbers, arrays (pointers that do not move) and tuples of those."""
     return all(_named(i) if isinstance(i, TupleVal) else isinstance(i, arrays.ArrayInfo) or
                isinstance(i, CExpr) and i.pure for i in v.items)
-
-
