@@ -263,10 +263,19 @@ def is_array_tuple(t) -> bool:
     return isinstance(t, types.BaseTuple) and len(t) > 0 and all(isinstance(x, types.Array) for x in t)
 
 
-def flat_params(names, argtypes) -> list[tuple[str, types.Type]]:
-    """``(name, type)`` per C parameter group: a tuple of arrays as its arrays (``pair_0``, ``pair_1``, ...)."""
-    return [item for n, t in zip(names, argtypes)
-            for item in ([(f"{n}_{k}", x) for k, x in enumerate(t)] if is_array_tuple(t) else [(n, t)])]
+def typed_param_cnames(kernel_c: str, names, argtypes, reserved=()) -> tuple[Namespace, list]:
+    """``param_cnames`` of parameters by their numba types: ``(cname, extents, strides)`` per parameter, and for a
+    tuple of arrays a list of those, one per array (``pair_0``, ``pair_0_shape0``, ``pair_1``, ...)."""
+    items = [[(f"{n}_{k}", x) for k, x in enumerate(t)] if is_array_tuple(t) else [(n, t)]
+             for n, t in zip(names, argtypes)]
+    ns, flat = param_cnames(kernel_c, [(n, t.ndim if isinstance(t, types.Array) else 0,
+                                        isinstance(t, types.Array) and t.layout != "C")
+                                       for group in items for n, t in group], reserved)
+    grouped = []
+    for t, group in zip(argtypes, items):
+        these, flat = flat[:len(group)], flat[len(group):]
+        grouped.append(these if is_array_tuple(t) else these[0])
+    return ns, grouped
 
 
 def param_cnames(kernel_c: str, params: list[tuple[str, int, bool]], reserved=()) -> tuple[Namespace, list]:

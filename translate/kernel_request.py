@@ -228,17 +228,15 @@ def _launcher_params(kernel_c: str, names: tuple[str, ...], argtypes: tuple, tem
     callee = _device_sources(pyfunc) if pyfunc is not None else None
     array_locals = {n for n, t in typed.var_types.items() if isinstance(t, types.Array)} if typed else set()
     written = written_arrays(fn, array_names, callee) | indirectly_written(fn, array_names, array_locals)
-    _, named = cnames.param_cnames(kernel_c, [(n, t.ndim if isinstance(t, types.Array) else 0,
-                                              isinstance(t, types.Array) and t.layout != "C")
-                                             for n, t in cnames.flat_params(names, argtypes)],
-                                   reserved={*cnames.LAUNCHER_PARAMS, *template_params})
+    _, named = cnames.typed_param_cnames(kernel_c, names, argtypes,
+                                         reserved={*cnames.LAUNCHER_PARAMS, *template_params})
     params = []
-    for n, t in zip(names, argtypes):
+    for n, t, group in zip(names, argtypes, named):
         if cnames.is_array_tuple(t):  # each array a parameter of its own; written, as far as this can tell
-            items = [_array_param(f"{n}[{k}]", x, False, *named.pop(0)) for k, x in enumerate(t)]
+            items = [_array_param(f"{n}[{k}]", x, False, *g) for k, (x, g) in enumerate(zip(t, group))]
             params.append(ParamSpec(n, "tuple", "tuple", items=tuple(items)))
             continue
-        c, extents, strides = named.pop(0)
+        c, extents, strides = group
         if isinstance(t, types.Array) and isinstance(t.dtype, types.Record):
             key = cnames.record_key(t.dtype)
             if key is None:

@@ -109,16 +109,8 @@ class FunctionTranslator(ExprMixin):
         if self.ctx.kind != "kernel":  # the kernel's template parameters are not in scope in a device function
             taken -= self.ctx.unit.template_params - set(self.template_consts)
         if params is None:
-            # a tuple of arrays passes each array (``pair_0``, ``pair_0_shape0``, ``pair_1``, ...)
-            runtime = [types_of[p] for p in self.ctx.runtime_params]
-            spec = [(n, t.ndim if isinstance(t, types.Array) else 0, isinstance(t, types.Array) and t.layout != "C")
-                    for n, t in cnames.flat_params(self.ctx.runtime_params, runtime)]
-            names, flat = cnames.param_cnames(self.ctx.c_function, spec, reserved=taken)
-            named = []
-            for t in runtime:
-                k = len(t) if cnames.is_array_tuple(t) else 1
-                named.append(flat[:k] if cnames.is_array_tuple(t) else flat[0])
-                flat = flat[k:]
+            names, named = cnames.typed_param_cnames(self.ctx.c_function, self.ctx.runtime_params,
+                                                     [types_of[p] for p in self.ctx.runtime_params], reserved=taken)
         else:
             names, named = cnames.Namespace(taken | {self.ctx.c_function}), list(params)
             for group in named:
