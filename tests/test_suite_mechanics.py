@@ -48,6 +48,12 @@ def small_suite(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A fresh pytest process on the small suite, without numbakern's own plugin: the suite uses none of it, and
+    its import (numba's) cost each pytest process and each of its workers over a second of CPU."""
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:numbakern", *args)
+
+
 def _records(pytester: pytest.Pytester, kind: str) -> dict:
     """What the run's tests recorded (pytester runs them with a ``--basetemp`` in its folder)."""
     (folder,) = pytester.path.glob(f"runpytest-[0-9]*/run-store/records-{kind}")
@@ -55,7 +61,7 @@ def _records(pytester: pytest.Pytester, kind: str) -> dict:
 
 
 def test_a_gate_sees_the_records_of_every_worker_and_set_up_is_made_once(small_suite):
-    result = small_suite.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
+    result = _run(small_suite, "-n", "2")
     result.assert_outcomes(passed=9)
     assert _records(small_suite, "gate")["found"] >= 4  # it ran last: after the parts the workers were given first
     parts = _records(small_suite, "parts")
@@ -64,7 +70,7 @@ def test_a_gate_sees_the_records_of_every_worker_and_set_up_is_made_once(small_s
 
 
 def test_a_gate_run_alone_computes_what_it_lacks_instead_of_skipping(small_suite):
-    result = small_suite.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "-k", "gate")
+    result = _run(small_suite, "-n", "2", "-k", "gate")
     result.assert_outcomes(passed=1)
     assert _records(small_suite, "gate")["found"] == 0
 
@@ -73,11 +79,10 @@ def test_files_run_longest_first_and_measured_slow_tests_are_marked(small_suite)
     (small_suite.path / "test_other.py").write_text("def test_quick():\n    pass\n\n\ndef test_long():\n    pass\n")
     (small_suite.path / "durations.json").write_text(json.dumps(
         {"test_other.py::test_quick": 0.1, "test_other.py::test_long": 99.0}))
-    result = small_suite.runpytest_subprocess("-n", "0", "-p", "no:cacheprovider", "--collect-only", "-q")
+    result = _run(small_suite, "-n", "0", "--collect-only", "-q")
     order = [line for line in result.stdout.lines if "::" in line]
     assert order[0].startswith("test_other.py::") and order[-1] == "test_small.py::test_gate", order
-    slow = small_suite.runpytest_subprocess("-n", "0", "-p", "no:cacheprovider", "-m", "slow", "--collect-only",
-                                            "-q")
+    slow = _run(small_suite, "-n", "0", "-m", "slow", "--collect-only", "-q")
     assert [line for line in slow.stdout.lines if "::" in line] == ["test_other.py::test_long"]
 
 
@@ -85,13 +90,12 @@ def test_a_test_a_quick_gate_gathers_from_is_never_slow(small_suite):
     """Left out of the quick tier, a part measured slow would be computed by the quick gate, at its end and alone
     (test_corpus.py's four slowest kernels did that: ten seconds on one worker while the other waited)."""
     (small_suite.path / "durations.json").write_text(json.dumps({"test_small.py::test_part[k3]": 99.0}))
-    quick = small_suite.runpytest_subprocess("-n", "0", "-p", "no:cacheprovider", "-m", "not slow", "--collect-only",
-                                             "-q")
+    quick = _run(small_suite, "-n", "0", "-m", "not slow", "--collect-only", "-q")
     assert "test_small.py::test_part[k3]" in quick.stdout.lines
     # a slow gate's parts are slow as they measure (the gate does their work in the whole suite only)
     small = small_suite.path / "test_small.py"
     small.write_text(small.read_text().replace("def test_gate(", "@pytest.mark.slow\ndef test_gate("))
-    slow = small_suite.runpytest_subprocess("-n", "0", "-p", "no:cacheprovider", "-m", "slow", "--collect-only", "-q")
+    slow = _run(small_suite, "-n", "0", "-m", "slow", "--collect-only", "-q")
     assert [line for line in slow.stdout.lines if "::" in line] == ["test_small.py::test_part[k3]",
                                                                     "test_small.py::test_gate"]
 
@@ -100,7 +104,7 @@ def test_store_durations_writes_each_tests_cpu_seconds(small_suite):
     (small_suite.path / "test_busy.py").write_text(
         "import time\n\n\ndef test_busy():\n    end = time.process_time() + 0.3\n"
         "    while time.process_time() < end:\n        pass\n")
-    result = small_suite.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "--store-durations")
+    result = _run(small_suite, "-n", "2", "--store-durations")
     result.assert_outcomes(passed=10)
     times = json.loads((small_suite.path / "durations.json").read_text())
     assert len(times) == 10 and 0.3 <= times["test_busy.py::test_busy"] < 5, times
@@ -112,10 +116,10 @@ def test_a_whole_run_drops_the_times_of_tests_that_are_gone_and_a_partial_run_ke
     gone = "test_small.py::test_removed"
     durations = small_suite.path / "durations.json"
     durations.write_text(json.dumps({gone: 9.0}))
-    partial = small_suite.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "--store-durations", "-k", "gate")
+    partial = _run(small_suite, "-n", "2", "--store-durations", "-k", "gate")
     partial.assert_outcomes(passed=1)
     assert set(json.loads(durations.read_text())) == {gone, "test_small.py::test_gate"}
-    whole = small_suite.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "--store-durations")
+    whole = _run(small_suite, "-n", "2", "--store-durations")
     whole.assert_outcomes(passed=9)
     times = json.loads(durations.read_text())
     assert gone not in times and len(times) == 9, times
