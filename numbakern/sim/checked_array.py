@@ -25,23 +25,40 @@ _SIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 class ArrayLabel:
     """What messages call an array: its name, its kind, and how to turn an address back into its own index."""
 
-    __slots__ = ("base", "kind", "mask", "mask_first", "name", "root_ptr", "root_shape", "root_strides", "span")
+    __slots__ = ("_root_ptr", "_span", "base", "kind", "mask", "mask_first", "name", "root", "root_shape",
+                 "root_strides")
 
     def __init__(self, name: str, kind: str, root: np.ndarray, base: int = 0, mask=None, mask_first: int = 0):
         self.name = name
         self.kind = kind  # "global", "shared", "dynamic shared" or "local"
-        self.root_ptr = root.__array_interface__["data"][0]
+        # the root's address and span are read when needed (a view of it is made, the global tracker sizes its
+        # records): a local array, made per thread and per call, reads neither (``CheckedArray`` knows its root)
+        self.root = root
+        self._root_ptr: int | None = None
+        self._span: int | None = None
         self.root_shape = root.shape
         self.root_strides = root.strides
         # Element addresses are offsets from `base` rather than real pointers: each tracked array gets its own
         # range, and small ints (below 2**30) keep the address arithmetic on CPython's fast path.
         self.base = base
-        # bytes from the first element to the end of the last (the global tracker sizes its records by it)
-        self.span = (sum((n - 1) * abs(st) for n, st in zip(root.shape, root.strides)) + root.itemsize
-                     if root.size else 0)
         # a device allocation made without data: its written-element mask, and where this array starts in it
         self.mask = mask
         self.mask_first = mask_first
+
+    @property
+    def root_ptr(self) -> int:
+        if self._root_ptr is None:
+            self._root_ptr = self.root.__array_interface__["data"][0]
+        return self._root_ptr
+
+    @property
+    def span(self) -> int:
+        """Bytes from the first element to the end of the last."""
+        if self._span is None:
+            root = self.root
+            self._span = (sum((n - 1) * abs(st) for n, st in zip(root.shape, root.strides)) + root.itemsize
+                          if root.size else 0)
+        return self._span
 
     def __str__(self) -> str:
         return f"{self.kind} array '{self.name}'"
@@ -108,7 +125,9 @@ class CheckedArray:
     def _set_array(self, array: np.ndarray) -> None:
         self._a = array
         self._slices = {}  # every thread of a block takes the same slices of a shared array: make each view once
-        self._ptr = self._label.base + array.__array_interface__["data"][0] - self._label.root_ptr
+        label = self._label
+        self._ptr = label.base if array is label.root else (
+            label.base + array.__array_interface__["data"][0] - label.root_ptr)
         self._shape = array.shape
         self._strides = array.strides
         # the hot case, a 1-D array indexed by an int in bounds, is handled inline in __getitem__/__setitem__
