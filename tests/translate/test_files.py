@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -83,8 +84,8 @@ def test_nvcc_builds_every_file_of_a_target_into_one_shared_library(arch, tmp_pa
     namespace of its own so that their helpers' names do not meet, and the headers they include parsed once (a
     build of each file alone cost some 70 s of CPU, most of it parsing the CUDA runtime's headers again)."""
     names = sorted(_by_target()[arch])
-    headers = sorted({line.strip() for name in names for line in open(os.path.join(GENERATED, name))
-                      if line.startswith("#include <")})
+    headers = sorted({line.strip() for name in names
+                      for line in Path(GENERATED, name).read_text().splitlines() if line.startswith("#include <")})
     unit = tmp_path / "all.cu"
     unit.write_text("\n".join([*headers, *(f'namespace file{i} {{\n#include "{os.path.join(GENERATED, name)}"\n}}'
                                            for i, name in enumerate(names))]) + "\n")
